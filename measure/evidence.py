@@ -1,0 +1,257 @@
+"""The evidence envelope: one JSON document per probe run or import (DESIGN §2).
+
+A document's bytes are canonical JSON (sorted keys, ``,``/``:`` separators, UTF-8, no
+NaN/Infinity) and its name is the SHA-256 of those bytes, written ``sha256:<64 hex>``.
+Tabular measurements live in ``data["samples"]``, a list of flat objects (one per sample),
+never positional arrays. Older schema versions are migrated by the functions in
+``MIGRATIONS`` beside the loader; the loader itself refuses them and says what to run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from measure.errors import EvidenceError
+
+SCHEMA_PREFIX = "probebook.evidence/"
+SCHEMA_VERSION = 1
+SCHEMA = f"{SCHEMA_PREFIX}{SCHEMA_VERSION}"
+STATUSES = ("complete", "partial", "failed")
+ORIGINS = ("measured", "imported")
+
+_ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)$")
+_TIME_FIELD = re.compile(r"(^|_)(s|ms|us)$")
+_PROBE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+
+
+def utc_now() -> str:
+    """The current time as UTC ISO-8601 with a ``Z`` suffix, to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def canonical_bytes(doc: dict[str, Any]) -> bytes:
+    """Canonical JSON bytes: sorted keys, compact separators, UTF-8, NaN refused."""
+    try:
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # NaN/Infinity: a missing value must be written as null
+        raise EvidenceError(f"evidence holds a non-finite number ({exc}); write a missing value as null") from None
+    return text.encode("utf-8")
+
+
+def digest(raw: bytes) -> str:
+    """The evidence id of some bytes: ``sha256:<64 hex>``."""
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One probe run (or import), as written to the archive."""
+
+    probe: str
+    """Which instrument produced it, e.g. ``step-scaling``."""
+    probe_version: int
+    """Version of that instrument's measurement design."""
+    params: dict[str, Any]
+    """Every input that shaped the run."""
+    data: dict[str, Any]
+    """Raw measurements; tabular ones as a list of objects under ``samples``."""
+    machine: dict[str, Any] = field(default_factory=dict)
+    """Fingerprint of the machine it ran on (``measure.machine.fingerprint``)."""
+    code: dict[str, Any] = field(default_factory=dict)
+    """Fingerprint of the code that ran (``measure.machine.code_fingerprint``)."""
+    status: str = "complete"
+    """``complete``, ``partial`` (stopped early, what it has is valid) or ``failed``."""
+    error: str | None = None
+    """Why a ``failed`` or ``partial`` run stopped."""
+    origin: dict[str, Any] = field(default_factory=lambda: {"kind": "measured"})
+    """``{"kind": "measured"}`` or ``{"kind": "imported", "source": text}``."""
+    created_at: str = field(default_factory=utc_now)
+    """UTC ISO-8601 time the document was made."""
+    notes: str | None = None
+    """Free text from the person who ran it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "schema": SCHEMA,
+            "probe": self.probe,
+            "probe_version": self.probe_version,
+            "created_at": self.created_at,
+            "machine": self.machine,
+            "code": self.code,
+            "params": self.params,
+            "data": self.data,
+            "status": self.status,
+            "origin": self.origin,
+        }
+        if self.error is not None:
+            doc["error"] = self.error
+        if self.notes is not None:
+            doc["notes"] = self.notes
+        return doc
+
+    def to_bytes(self) -> bytes:
+        doc = self.to_dict()
+        validate(doc, "evidence")
+        return canonical_bytes(doc)
+
+    @property
+    def id(self) -> str:
+        return digest(self.to_bytes())
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "Evidence":
+        validate(doc, "evidence")
+        return cls(
+            probe=doc["probe"], probe_version=doc["probe_version"], params=doc["params"], data=doc["data"],
+            machine=doc["machine"], code=doc["code"], status=doc["status"], error=doc.get("error"),
+            origin=doc["origin"], created_at=doc["created_at"], notes=doc.get("notes"),
+        )
+
+
+def _fail(where: str, what: str) -> EvidenceError:
+    return EvidenceError(f"{where}: {what}")
+
+
+def _check_times(where: str, samples: Any) -> None:
+    """Timing fields (names ending ``_s``/``_ms``/``_us``) must be positive finite numbers or null."""
+    if not isinstance(samples, list):
+        raise _fail(where, "field 'data.samples' must be a list of objects")
+    for i, row in enumerate(samples):
+        if not isinstance(row, dict):
+            raise _fail(where, f"data.samples[{i}] must be an object (positional arrays are not accepted)")
+        for key, value in row.items():
+            if value is None or not _TIME_FIELD.search(key):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise _fail(where, f"data.samples[{i}].{key} is not a number: {value!r}")
+            if not math.isfinite(value) or value <= 0:
+                raise _fail(where, f"data.samples[{i}].{key} must be a positive time, got {value!r}")
+
+
+def validate(doc: Any, where: str) -> None:
+    """Check a current-schema document's envelope; raise ``EvidenceError`` naming the field."""
+    if not isinstance(doc, dict):
+        raise _fail(where, "evidence must be a JSON object")
+    version = schema_version(doc, where)
+    if version != SCHEMA_VERSION:
+        raise _version_error(version, where)
+    required: dict[str, type | tuple[type, ...]] = {
+        "probe": str, "probe_version": int, "created_at": str, "machine": dict, "code": dict,
+        "params": dict, "data": dict, "status": str, "origin": dict,
+    }
+    for name, kind in required.items():
+        if name not in doc:
+            raise _fail(where, f"missing field '{name}'")
+        value = doc[name]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise _fail(where, f"field '{name}' must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+    allowed = set(required) | {"schema", "error", "notes"}
+    extra = sorted(set(doc) - allowed)
+    if extra:
+        raise _fail(where, f"unknown field '{extra[0]}' (the envelope holds {', '.join(sorted(allowed))})")
+    if not _PROBE_NAME.match(doc["probe"]):
+        raise _fail(where, f"field 'probe' must be a lower-case name like 'step-scaling', got {doc['probe']!r}")
+    if doc["probe_version"] < 1:
+        raise _fail(where, "field 'probe_version' must be >= 1")
+    if not _ISO_UTC.match(doc["created_at"]):
+        raise _fail(where, f"field 'created_at' must be UTC ISO-8601 like 2026-11-29T08:00:00Z, got {doc['created_at']!r}")
+    if doc["status"] not in STATUSES:
+        raise _fail(where, f"field 'status' must be one of {', '.join(STATUSES)}, got {doc['status']!r}")
+    if doc["status"] == "failed" and not isinstance(doc.get("error"), str):
+        raise _fail(where, "a failed run needs a text field 'error' saying why")
+    for name in ("error", "notes"):
+        if name in doc and not isinstance(doc[name], (str, type(None))):
+            raise _fail(where, f"field '{name}' must be text")
+    origin = doc["origin"]
+    if origin.get("kind") not in ORIGINS:
+        raise _fail(where, f"field 'origin.kind' must be one of {', '.join(ORIGINS)}")
+    if origin["kind"] == "imported" and not (isinstance(origin.get("source"), str) and origin["source"].strip()):
+        raise _fail(where, "imported evidence needs 'origin.source' saying where the numbers came from")
+    if "samples" in doc["data"]:
+        _check_times(where, doc["data"]["samples"])
+
+
+def schema_version(doc: dict[str, Any], where: str) -> int:
+    """The integer version in a document's ``schema`` field."""
+    schema = doc.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
+        raise _fail(where, f"field 'schema' must be '{SCHEMA}', got {schema!r}")
+    tail = schema[len(SCHEMA_PREFIX):]
+    if not tail.isdigit():
+        raise _fail(where, f"field 'schema' has no integer version: {schema!r}")
+    return int(tail)
+
+
+def _version_error(version: int, where: str) -> EvidenceError:
+    if version < SCHEMA_VERSION:
+        return _fail(where, f"evidence schema {version} is older than {SCHEMA_VERSION}; "
+                            f"run `probebook archive migrate {where}` to archive an upgraded copy")
+    return _fail(where, f"evidence schema {version} is newer than this probebook reads ({SCHEMA_VERSION}); "
+                        "upgrade probebook")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON; write a missing value as null")
+
+
+def parse(raw: bytes, where: str) -> dict[str, Any]:
+    """Bytes -> validated current-schema document. Every failure is one ``EvidenceError`` line."""
+    if not raw.strip():
+        raise _fail(where, "file is empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(where, f"not UTF-8 text (byte {exc.start})") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise _fail(where, f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise _fail(where, str(exc)) from None
+    validate(doc, where)
+    return doc
+
+
+# --- migrations: version N -> N+1, applied in order by ``migrate`` -------------------
+
+def _v0_to_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    """Schema 0 (pre-release) kept rows in ``samples`` at the top level and had no origin or code."""
+    out = {k: v for k, v in doc.items() if k not in ("samples", "schema")}
+    out["schema"] = f"{SCHEMA_PREFIX}1"
+    out["data"] = {"samples": doc.get("samples", []), **doc.get("data", {})}
+    out.setdefault("code", {})
+    out.setdefault("machine", {})
+    out.setdefault("params", {})
+    out.setdefault("probe_version", 1)
+    out.setdefault("status", "complete")
+    out.setdefault("origin", {"kind": "measured"})
+    return out
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v1}
+
+
+def migrate(raw: bytes, where: str) -> dict[str, Any]:
+    """Bytes of any known schema version -> a validated current-schema document."""
+    try:
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _fail(where, f"cannot migrate: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise _fail(where, "evidence must be a JSON object")
+    version = schema_version(doc, where)
+    if version > SCHEMA_VERSION:
+        raise _version_error(version, where)
+    while version < SCHEMA_VERSION:
+        if version not in MIGRATIONS:
+            raise _fail(where, f"no migration from evidence schema {version}")
+        doc = MIGRATIONS[version](doc)
+        version += 1
+    validate(doc, where)
+    return doc

@@ -1,0 +1,127 @@
+"""Machine and code fingerprints recorded in every evidence envelope (DESIGN §2).
+
+GPU facts come from torch and, where installed, nvidia-ml-py (``pynvml``). Each reading that
+fails is recorded as ``null`` rather than guessed; a machine without CUDA says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import measure
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _nvml(index: int) -> dict[str, Any]:
+    """Clock, power, MIG, ECC and PCIe readings from NVML; empty if NVML is absent."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return {"nvml": None}
+    out: dict[str, Any] = {}
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # NVML missing its driver library, or no GPU visible to it
+        return {"nvml": f"unavailable: {type(exc).__name__}"}
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(index)
+        readers = {
+            "driver": lambda: pynvml.nvmlSystemGetDriverVersion(),
+            "sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "sm_clock_max_mhz": lambda: pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM),
+            "mem_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
+            "power_limit_w": lambda: pynvml.nvmlDeviceGetPowerManagementLimit(h) / 1000.0,
+            "mig_mode": lambda: pynvml.nvmlDeviceGetMigMode(h)[0],
+            "ecc_mode": lambda: pynvml.nvmlDeviceGetEccMode(h)[0],
+            "pcie_gen": lambda: pynvml.nvmlDeviceGetCurrPcieLinkGeneration(h),
+            "pcie_width": lambda: pynvml.nvmlDeviceGetCurrPcieLinkWidth(h),
+            "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
+        }
+        for key, read in readers.items():
+            try:
+                value = read()
+                out[key] = value.decode() if isinstance(value, bytes) else value
+            except Exception:  # a reading the driver does not support on this card
+                out[key] = None
+    finally:
+        pynvml.nvmlShutdown()
+    return out
+
+
+def sm_clock_mhz(index: int = 0) -> int | None:
+    """The current SM clock in MHz, or None where NVML cannot say."""
+    return _nvml(index).get("sm_clock_mhz")
+
+
+def fingerprint() -> dict[str, Any]:
+    """What machine this is. Never raises; a CPU-only machine says ``"gpu": null``."""
+    info: dict[str, Any] = {
+        "hostname_hash": hashlib.sha256(platform.node().encode()).hexdigest()[:12],
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "torch": None,
+        "cuda": None,
+        "gpu": None,
+        "gpu_count": 0,
+    }
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        info["note"] = "torch not installed"
+        return info
+    info["torch"] = torch.__version__
+    info["cuda"] = torch.version.cuda
+    if not torch.cuda.is_available():
+        info["note"] = "CPU only: no CUDA device visible"
+        return info
+    props = torch.cuda.get_device_properties(0)
+    info.update({
+        "gpu": props.name,
+        "gpu_count": torch.cuda.device_count(),
+        "gpu_memory_bytes": props.total_memory,
+        "sm_count": props.multi_processor_count,
+        "compute_capability": f"{props.major}.{props.minor}",
+    })
+    info.update(_nvml(0))
+    return info
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def code_fingerprint(module_file: str | None = None) -> dict[str, Any]:
+    """Package version, git commit with a dirty flag, and the SHA-256 of the probe's source."""
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    code: dict[str, Any] = {
+        "probebook": measure.__version__,
+        "git_commit": commit,
+        "dirty": None if status is None else bool(status),
+    }
+    if module_file is not None:
+        code["probe_source_sha256"] = hashlib.sha256(Path(module_file).read_bytes()).hexdigest()
+    return code

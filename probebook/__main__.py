@@ -1,0 +1,5 @@
+import sys
+
+from probebook.cli import main
+
+sys.exit(main())

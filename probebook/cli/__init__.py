@@ -1,0 +1,57 @@
+"""Entry point: parse arguments, dispatch to one command module, turn input errors into one line.
+
+Each module in ``COMMAND_MODULES`` exposes ``register(subparsers)``; every command it adds
+gets help text with an example (``tests/test_cli_help.py`` checks that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Any, Sequence
+
+from measure.errors import ProbebookError
+
+COMMAND_MODULES = ("archive",)
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the hand-wrapped examples in epilogs as written."""
+
+
+def command(sub: Any, name: str, help: str, example: str, **kw) -> argparse.ArgumentParser:
+    """Add a subcommand whose ``--help`` ends with a worked example."""
+    return sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}",
+                          formatter_class=HelpFormatter, **kw)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="probebook",
+        description="Measure GPU training throughput, archive the evidence, and publish a site built from it.",
+        epilog="example:\n  probebook archive ls --probe step-scaling\n  probebook build",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--archive", default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
+                        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"probebook.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ProbebookError as exc:
+        print(f"probebook: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("probebook: interrupted", file=sys.stderr)
+        return 130
