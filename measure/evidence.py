@@ -28,6 +28,8 @@ ORIGINS = ("measured", "imported")
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)$")
 _TIME_FIELD = re.compile(r"(^|_)(s|ms|us)$")
 _PROBE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
+_VERSION = re.compile(r"0|[1-9][0-9]*")  # ASCII digits, no leading zeros: one spelling per version
+_SCALAR = (str, int, float, bool, type(None))
 
 
 def utc_now() -> str:
@@ -41,7 +43,10 @@ def canonical_bytes(doc: dict[str, Any]) -> bytes:
         text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError as exc:  # NaN/Infinity: a missing value must be written as null
         raise EvidenceError(f"evidence holds a non-finite number ({exc}); write a missing value as null") from None
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (e.g. from a "\ud800" escape) has no UTF-8 form
+        raise EvidenceError(f"evidence holds text that is not valid Unicode (character {exc.start})") from None
 
 
 def digest(raw: bytes) -> str:
@@ -114,19 +119,27 @@ class Evidence:
         )
 
 
+def is_time_field(name: str) -> bool:
+    """Whether a sample field holds a time (its name ends in ``_s``, ``_ms`` or ``_us``)."""
+    return bool(_TIME_FIELD.search(name))
+
+
 def _fail(where: str, what: str) -> EvidenceError:
     return EvidenceError(f"{where}: {what}")
 
 
 def _check_times(where: str, samples: Any) -> None:
-    """Timing fields (names ending ``_s``/``_ms``/``_us``) must be positive finite numbers or null."""
+    """Samples are flat objects; time fields (names ending ``_s``/``_ms``/``_us``) positive finite or null."""
     if not isinstance(samples, list):
         raise _fail(where, "field 'data.samples' must be a list of objects")
     for i, row in enumerate(samples):
         if not isinstance(row, dict):
             raise _fail(where, f"data.samples[{i}] must be an object (positional arrays are not accepted)")
         for key, value in row.items():
-            if value is None or not _TIME_FIELD.search(key):
+            if not isinstance(value, _SCALAR):
+                raise _fail(where, f"data.samples[{i}].{key} must be a number, text, true/false or null "
+                                   f"(samples are flat objects), got {type(value).__name__}")
+            if value is None or not is_time_field(key):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise _fail(where, f"data.samples[{i}].{key} is not a number: {value!r}")
@@ -155,11 +168,11 @@ def validate(doc: Any, where: str) -> None:
     extra = sorted(set(doc) - allowed)
     if extra:
         raise _fail(where, f"unknown field '{extra[0]}' (the envelope holds {', '.join(sorted(allowed))})")
-    if not _PROBE_NAME.match(doc["probe"]):
+    if not _PROBE_NAME.fullmatch(doc["probe"]):
         raise _fail(where, f"field 'probe' must be a lower-case name like 'step-scaling', got {doc['probe']!r}")
     if doc["probe_version"] < 1:
         raise _fail(where, "field 'probe_version' must be >= 1")
-    if not _ISO_UTC.match(doc["created_at"]):
+    if not _ISO_UTC.fullmatch(doc["created_at"]):
         raise _fail(where, f"field 'created_at' must be UTC ISO-8601 like 2026-11-29T08:00:00Z, got {doc['created_at']!r}")
     if doc["status"] not in STATUSES:
         raise _fail(where, f"field 'status' must be one of {', '.join(STATUSES)}, got {doc['status']!r}")
@@ -171,8 +184,10 @@ def validate(doc: Any, where: str) -> None:
     origin = doc["origin"]
     if origin.get("kind") not in ORIGINS:
         raise _fail(where, f"field 'origin.kind' must be one of {', '.join(ORIGINS)}")
-    if origin["kind"] == "imported" and not (isinstance(origin.get("source"), str) and origin["source"].strip()):
+    if origin["kind"] == "imported" and "source" not in origin:
         raise _fail(where, "imported evidence needs 'origin.source' saying where the numbers came from")
+    if "source" in origin and not (isinstance(origin["source"], str) and origin["source"].strip()):
+        raise _fail(where, "field 'origin.source' must be non-blank text saying where the numbers came from")
     if "samples" in doc["data"]:
         _check_times(where, doc["data"]["samples"])
 
@@ -183,7 +198,7 @@ def schema_version(doc: dict[str, Any], where: str) -> int:
     if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
         raise _fail(where, f"field 'schema' must be '{SCHEMA}', got {schema!r}")
     tail = schema[len(SCHEMA_PREFIX):]
-    if not tail.isdigit():
+    if not _VERSION.fullmatch(tail):
         raise _fail(where, f"field 'schema' has no integer version: {schema!r}")
     return int(tail)
 
@@ -200,6 +215,22 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; write a missing value as null")
 
 
+def _finite_float(text: str) -> float:
+    """JSON numbers that overflow a double (``1e400``) would load as infinity: refuse them too."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range (not finite); write a missing value as null")
+    return value
+
+
+def loads(text: str) -> Any:
+    """Strict JSON: NaN, Infinity, overflowing numbers and absurd nesting raise ``ValueError``."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ValueError("JSON is nested too deeply to be evidence") from None
+
+
 def parse(raw: bytes, where: str) -> dict[str, Any]:
     """Bytes -> validated current-schema document. Every failure is one ``EvidenceError`` line."""
     if not raw.strip():
@@ -209,7 +240,7 @@ def parse(raw: bytes, where: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _fail(where, f"not UTF-8 text (byte {exc.start})") from None
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
+        doc = loads(text)
     except json.JSONDecodeError as exc:
         raise _fail(where, f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
@@ -224,7 +255,10 @@ def _v0_to_v1(doc: dict[str, Any]) -> dict[str, Any]:
     """Schema 0 (pre-release) kept rows in ``samples`` at the top level and had no origin or code."""
     out = {k: v for k, v in doc.items() if k not in ("samples", "schema")}
     out["schema"] = f"{SCHEMA_PREFIX}1"
-    out["data"] = {"samples": doc.get("samples", []), **doc.get("data", {})}
+    data = doc.get("data", {})
+    if not isinstance(data, dict):
+        raise EvidenceError(f"schema 0 field 'data' must be an object, got {type(data).__name__}")
+    out["data"] = {"samples": doc.get("samples", []), **data}
     out.setdefault("code", {})
     out.setdefault("machine", {})
     out.setdefault("params", {})
@@ -239,10 +273,16 @@ MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: _v0_to_v
 
 def migrate(raw: bytes, where: str) -> dict[str, Any]:
     """Bytes of any known schema version -> a validated current-schema document."""
+    if not raw.strip():
+        raise _fail(where, "cannot migrate: file is empty")
     try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _fail(where, f"cannot migrate: not valid JSON ({exc})") from None
+        doc = loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise _fail(where, f"cannot migrate: not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise _fail(where, f"cannot migrate: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except ValueError as exc:
+        raise _fail(where, f"cannot migrate: {exc}") from None
     if not isinstance(doc, dict):
         raise _fail(where, "evidence must be a JSON object")
     version = schema_version(doc, where)
@@ -251,7 +291,10 @@ def migrate(raw: bytes, where: str) -> dict[str, Any]:
     while version < SCHEMA_VERSION:
         if version not in MIGRATIONS:
             raise _fail(where, f"no migration from evidence schema {version}")
-        doc = MIGRATIONS[version](doc)
+        try:
+            doc = MIGRATIONS[version](doc)
+        except EvidenceError as exc:
+            raise _fail(where, str(exc)) from None
         version += 1
     validate(doc, where)
     return doc

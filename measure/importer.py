@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError
-from measure.evidence import Evidence, parse
+from measure.evidence import Evidence, is_time_field, loads
 
 # kinds: "time" (positive finite seconds), "count" (positive integer), "bytes" (non-negative
 # integer), "rate" (positive finite), "text" (non-empty string), "status" (ok|oom)
@@ -54,7 +54,10 @@ def _number(text: Any) -> float | None:
     if isinstance(text, bool):
         return None
     if isinstance(text, (int, float)):
-        return float(text)
+        try:
+            return float(text)
+        except OverflowError:  # an integer too large for a double
+            return math.inf
     try:
         return float(str(text).strip())
     except ValueError:
@@ -87,8 +90,24 @@ def _cell(where: str, column: str, kind: str, value: Any, row: dict[str, Any]) -
     return num
 
 
-def _extra(value: Any) -> Any:
-    """Extra columns are kept; numeric text becomes a number, NaN-like text stays text."""
+def _extra(where: str, column: str, value: Any) -> Any:
+    """Extra columns are kept; numeric text becomes a number, NaN-like text stays text.
+
+    An extra column named like a time (``*_s``, ``*_ms``, ``*_us``) must hold a positive finite
+    number or be blank (null), as every evidence time must (DESIGN §2 conventions).
+    """
+    if isinstance(value, (dict, list)):  # samples are flat objects (DESIGN §2): no nested values
+        raise EvidenceError(f"{where} column '{column}': must be a number, text or null, "
+                            f"got {type(value).__name__}")
+    if is_time_field(column):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        num = _number(value)
+        if num is None:
+            raise EvidenceError(f"{where} column '{column}': not a number: {value!r}")
+        if not math.isfinite(num) or num <= 0:
+            raise EvidenceError(f"{where} column '{column}': a time must be positive and finite, got {value!r}")
+        return num
     if isinstance(value, str):
         num = _number(value)
         if num is not None and math.isfinite(num):
@@ -99,26 +118,47 @@ def _extra(value: Any) -> Any:
 
 
 def _rows_from_csv(path: Path, text: str) -> tuple[list[str], list[dict[str, Any]], int]:
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
-        raise EvidenceError(f"{path}: no header row")
-    rows = []
-    for row in reader:
-        if None in row:
-            raise EvidenceError(f"{path} row {reader.line_num}: more cells than header columns")
-        rows.append(row)
-    return [c.strip() for c in reader.fieldnames], [{k.strip(): v for k, v in r.items()} for r in rows], 2
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames
+        if not header:
+            raise EvidenceError(f"{path}: no header row")
+        columns = [c.strip() for c in header]
+        blank = [i + 1 for i, c in enumerate(columns) if not c]
+        if blank:
+            raise EvidenceError(f"{path} row 1: header column {blank[0]} has no name")
+        dupes = sorted({c for c in columns if columns.count(c) > 1})
+        if dupes:
+            raise EvidenceError(f"{path} row 1: column '{dupes[0]}' appears more than once in the header")
+        rows = []
+        for row in reader:
+            if None in row:
+                raise EvidenceError(f"{path} row {reader.line_num}: more cells than header columns")
+            if any(v is None for v in row.values()):
+                raise EvidenceError(f"{path} row {reader.line_num}: fewer cells than header columns")
+            rows.append({k.strip(): v for k, v in row.items()})
+    except csv.Error as exc:
+        raise EvidenceError(f"{path} row {reader.line_num}: malformed CSV: {exc}") from None
+    return columns, rows, 2
 
 
 def _rows_from_json(path: Path, text: str) -> tuple[list[str], list[dict[str, Any]], int]:
     try:
-        doc = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not valid JSON")))
+        doc = loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvidenceError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
-        raise EvidenceError(f"{path}: malformed JSON: {exc}") from None
+        raise EvidenceError(f"{path}: {exc}") from None
+    if isinstance(doc, dict) and "schema" in doc:
+        raise EvidenceError(f"{path}: this is already an evidence document, not rows of measurements; "
+                            f"add it with `probebook archive add {path}`")
     if isinstance(doc, dict) and "samples" in doc:
         doc = doc["samples"]
-    if not isinstance(doc, list) or not all(isinstance(r, dict) for r in doc):
+    if not isinstance(doc, list):
         raise EvidenceError(f"{path}: expected a list of row objects (or {{\"samples\": [...]}})")
+    for i, r in enumerate(doc):
+        if not isinstance(r, dict):
+            raise EvidenceError(f"{path} row {i + 1}: expected an object of column: value, got {type(r).__name__}")
     columns: list[str] = []
     for r in doc:
         columns += [k for k in r if k not in columns]
@@ -156,6 +196,9 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
     out = []
     for i, row in enumerate(rows):
         where = f"{path} row {i + first}"
+        absent = [c for c in contract if c not in row]
+        if absent:
+            raise EvidenceError(f"{where}: missing required column '{absent[0]}' for {probe}")
         typed = {}
         for column, value in row.items():
             if column in kinds:
@@ -164,7 +207,7 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
                     continue
                 typed[column] = _cell(where, column, kinds[column], value, row)
             else:
-                typed[column] = _extra(value)
+                typed[column] = _extra(where, column, value)
         out.append(typed)
     return out
 
@@ -173,27 +216,11 @@ def build(request: ImportRequest, code: dict[str, Any]) -> Evidence:
     """The imported evidence document for a request (not yet stored)."""
     if not request.source.strip():
         raise EvidenceError("--source must say where the numbers came from")
-    if request.path.suffix.lower() == ".json":
-        existing = _whole_document(request.path)
-        if existing is not None:
-            return existing
     rows = read_rows(request.probe, request.path)
     machine = {"gpu": request.gpu, "note": "imported: machine fingerprint not recorded at the source"}
     return Evidence(
         probe=request.probe, probe_version=1,
-        params={"imported_from": request.path.name, "columns": list(rows[0].keys())},
+        params={"imported_from": request.path.name, "columns": list(dict.fromkeys(c for r in rows for c in r))},
         data={"samples": rows}, machine=machine, code=code,
         origin={"kind": "imported", "source": request.source.strip()}, notes=request.notes,
     )
-
-
-def _whole_document(path: Path) -> Evidence | None:
-    """A JSON file that is itself an evidence envelope is archived as such (old schemas refused)."""
-    raw = path.read_bytes()
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None  # read_rows reports the problem with its line
-    if not (isinstance(doc, dict) and "schema" in doc):
-        return None
-    return Evidence.from_dict(parse(raw, str(path)))

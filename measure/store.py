@@ -3,7 +3,8 @@
 Layout: ``<root>/evidence/sha256/<2 hex>/<62 hex>.json``. A write goes to a temp file in
 the same folder, is fsynced, then hard-linked to its final name (``link`` fails if the name
 exists, so nothing is ever overwritten, even by a racing writer) and the folder is fsynced.
-Temp files start with ``.tmp-``; every reader ignores them and ``verify --clean`` removes them.
+Temp files start with ``.tmp-``; every reader ignores them and ``verify --clean`` removes them
+(a writer whose temp file is cleaned away under it simply writes it again).
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from measure.errors import StoreError
-from measure.evidence import Evidence, digest, parse
+from measure.errors import EvidenceError, StoreError
+from measure.evidence import Evidence, canonical_bytes, digest, parse
 
-_HEX = re.compile(r"^[0-9a-f]+$")
-_FINAL = re.compile(r"^[0-9a-f]{62}\.json$")
+_HEX = re.compile(r"[0-9a-f]+")
+_FINAL = re.compile(r"[0-9a-f]{62}\.json")
+# an archived file's path, from which the id it was given can be read back
+_STORED_PATH = re.compile(r"([0-9a-f]{2})[/\\]([0-9a-f]{62})\.json")
 MIN_PREFIX = 12
 TEMP_PREFIX = ".tmp-"
 
@@ -29,19 +32,34 @@ class Mismatch:
     """A stored file whose bytes do not hash to its name."""
 
     path: Path
+    """The stored file."""
     expected: str
+    """The id its name claims, ``sha256:<hex>``."""
     actual: str
+    """The digest of its bytes, or ``unreadable (...)`` when it cannot be read."""
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A stored file whose bytes match its name but which is not valid current-schema evidence."""
+
+    path: Path
+    """The stored file."""
+    message: str
+    """The one-line reason, from ``measure.evidence.parse``."""
 
 
 def normalize_id(text: str) -> str:
     """``sha256:<hex>`` or bare hex -> lower-case hex; refuse paths and non-hex with one line."""
     raw = text.strip()
     if "/" in raw or "\\" in raw or raw.endswith(".json"):
-        raise StoreError(f"{text!r} looks like a path; give an evidence id such as sha256:<hex> "
-                         "(`probebook archive ls` lists them)")
+        found = _STORED_PATH.search(raw.lower())
+        hint = f" (an archived file with that name has id sha256:{found[1]}{found[2]})" if found else ""
+        raise StoreError(f"{text!r} is a path, not an evidence id{hint}; give sha256:<hex> or a unique "
+                         f"prefix of >= {MIN_PREFIX} hex digits (`probebook archive ls` lists them)")
     hexpart = raw[len("sha256:"):] if raw.lower().startswith("sha256:") else raw
     hexpart = hexpart.lower()
-    if not hexpart or not _HEX.match(hexpart):
+    if not hexpart or not _HEX.fullmatch(hexpart):
         raise StoreError(f"{text!r} is not an evidence id: expected sha256: and hex digits")
     if len(hexpart) > 64:
         raise StoreError(f"{text!r} is longer than a SHA-256 digest (64 hex)")
@@ -62,34 +80,78 @@ class Store:
 
     # -- writing ------------------------------------------------------------------
     def put_bytes(self, raw: bytes) -> str:
-        """Store canonical evidence bytes; return the id. Identical bytes again are a no-op."""
-        ident = digest(raw)
-        final = self.path_for(ident[7:])
-        if final.exists():
-            return ident
-        folder = final.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        try:
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.link(tmp, final)  # fails if the name exists: never overwrite
-        except FileExistsError:
-            pass  # another writer stored the same bytes first
-        finally:
-            os.unlink(tmp)
-        _fsync_dir(folder)
-        return ident
+        """Store valid, canonical evidence bytes; return the id. Identical bytes again are a no-op.
+
+        Bytes that do not parse as current-schema evidence, or are not in canonical form, are
+        refused (``EvidenceError``/``StoreError``), so nothing but canonical evidence is ever named.
+        """
+        doc = parse(raw, "evidence to store")
+        if canonical_bytes(doc) != raw:
+            raise StoreError("evidence to store is not in canonical form; store "
+                             "measure.evidence.canonical_bytes(doc) instead")
+        return self._write(raw)
 
     def put(self, evidence: Evidence) -> str:
         """Validate, canonicalise and store one evidence document; return its id."""
-        return self.put_bytes(evidence.to_bytes())
+        return self._write(evidence.to_bytes())  # to_bytes validates and canonicalises
+
+    def _write(self, raw: bytes) -> str:
+        ident = digest(raw)
+        final = self.path_for(ident[7:])
+        folder = final.parent
+        try:
+            if final.exists():
+                self._same_bytes(final, raw)
+                return ident
+            if not folder.is_dir():
+                folder.mkdir(parents=True, exist_ok=True)
+                _fsync_dir(folder.parent)  # make the new shard folder's own entry durable
+            # A concurrent `verify --clean` may delete our temp file before it is linked;
+            # then the link finds no source and we write it again.
+            for _attempt in range(5):
+                if self._link_new(folder, final, raw):
+                    break
+            else:
+                raise StoreError(f"could not store {ident} in {folder}: its temp file kept being removed")
+            _fsync_dir(folder)
+        except OSError as exc:  # read-only archive, disk full, permissions: the user's to fix
+            raise StoreError(f"cannot write evidence into {folder}: {exc.strerror or exc}") from None
+        return ident
+
+    @staticmethod
+    def _link_new(folder: Path, final: Path, raw: bytes) -> bool:
+        """Write ``raw`` to a fresh temp file, fsync, hard-link to ``final``. False if the temp vanished."""
+        tmp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            try:
+                view = memoryview(raw)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, final)  # fails if the name exists: never overwrite
+            except FileExistsError:
+                Store._same_bytes(final, raw)  # another writer stored the same bytes first
+            except FileNotFoundError:
+                return False
+            return True
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    @staticmethod
+    def _same_bytes(final: Path, raw: bytes) -> None:
+        """An existing final file must hold exactly these bytes; anything else is tampering."""
+        with open(final, "rb") as fh:
+            held = fh.read(len(raw) + 1)
+        if held != raw:
+            raise StoreError(f"{final} already exists but does not hold the bytes its name promises "
+                             f"(expected {digest(raw)}, actual {digest(held)}); run `probebook archive verify`")
 
     # -- reading ------------------------------------------------------------------
     def iter_paths(self) -> Iterator[Path]:
@@ -97,10 +159,10 @@ class Store:
         if not self.base.is_dir():
             return
         for sub in sorted(os.scandir(self.base), key=lambda e: e.name):
-            if not (sub.is_dir() and len(sub.name) == 2 and _HEX.match(sub.name)):
+            if not (len(sub.name) == 2 and _HEX.fullmatch(sub.name) and sub.is_dir()):
                 continue
             for entry in sorted(os.scandir(sub.path), key=lambda e: e.name):
-                if _FINAL.match(entry.name):
+                if _FINAL.fullmatch(entry.name):
                     yield Path(entry.path)
 
     def ids(self) -> list[str]:
@@ -114,7 +176,7 @@ class Store:
         matches = []
         if folder.is_dir():
             matches = sorted(e.name[:-5] for e in os.scandir(folder)
-                             if _FINAL.match(e.name) and e.name.startswith(rest))
+                             if _FINAL.fullmatch(e.name) and e.name.startswith(rest))
         if not matches:
             raise StoreError(f"no evidence {text!r} in {self.root} (`probebook archive ls` lists what is there)")
         if len(matches) > 1:
@@ -122,14 +184,17 @@ class Store:
         return f"sha256:{prefix[:2]}{matches[0]}"
 
     def read_bytes(self, ident: str) -> bytes:
-        full = self.resolve(ident)
-        return self.path_for(full[7:]).read_bytes()
+        """The stored bytes for an id or unique prefix (not validated)."""
+        path = self.path_for(self.resolve(ident)[7:])
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read ({exc.strerror})") from None
 
     def get(self, ident: str) -> dict:
         """The validated document for an id or unique prefix."""
         full = self.resolve(ident)
-        path = self.path_for(full[7:])
-        return parse(path.read_bytes(), str(path))
+        return parse(self.read_bytes(full), str(self.path_for(full[7:])))
 
     # -- checking -----------------------------------------------------------------
     def verify(self) -> list[Mismatch]:
@@ -137,17 +202,38 @@ class Store:
         bad = []
         for path in self.iter_paths():
             expected = path.parent.name + path.name[:-5]
-            with open(path, "rb") as fh:
-                actual = hashlib.file_digest(fh, "sha256").hexdigest()
-            if actual != expected:
-                bad.append(Mismatch(path, "sha256:" + expected, "sha256:" + actual))
+            try:
+                with open(path, "rb") as fh:
+                    actual = "sha256:" + hashlib.file_digest(fh, "sha256").hexdigest()
+            except OSError as exc:
+                actual = f"unreadable ({exc.strerror})"
+            if actual != "sha256:" + expected:
+                bad.append(Mismatch(path, "sha256:" + expected, actual))
         return bad
+
+    def invalid(self, skip: set[Path] | frozenset[Path] = frozenset()) -> list[Invalid]:
+        """Stored files (other than ``skip``) that are not valid current-schema evidence.
+
+        ``verify`` proves the bytes are the ones archived; this says whether readers can use
+        them (e.g. an old-schema file archived before a migration, or junk that was hashed).
+        """
+        found = []
+        for path in self.iter_paths():
+            if path in skip:
+                continue
+            try:
+                parse(path.read_bytes(), str(path))
+            except OSError as exc:
+                found.append(Invalid(path, f"{path}: cannot read ({exc.strerror})"))
+            except EvidenceError as exc:
+                found.append(Invalid(path, str(exc)))
+        return found
 
     def temp_files(self) -> list[Path]:
         """Leftovers of interrupted writes."""
         if not self.base.is_dir():
             return []
-        return sorted(p for p in self.base.glob(f"??/{TEMP_PREFIX}*"))
+        return sorted(p for p in self.base.glob(f"??/{TEMP_PREFIX}*") if _HEX.fullmatch(p.parent.name))
 
     def clean(self) -> list[Path]:
         """Remove leftover temp files; return what was removed."""

@@ -1,18 +1,24 @@
-"""``probebook archive``: import, list, show, verify and migrate evidence."""
+"""``probebook archive``: import, add, list, show, verify and migrate evidence."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from measure import importer
-from measure.errors import EvidenceError, ProbebookError
-from measure.evidence import Evidence, migrate, parse
+from measure.errors import EvidenceError, ProbebookError, StoreError
+from measure.evidence import Evidence, canonical_bytes, migrate, parse
 from measure.machine import code_fingerprint
-from measure.store import Store
+from measure.store import TEMP_PREFIX, Store
 from probebook.cli import command
+
+_HEX64_NAME = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
+_HEX62_NAME = re.compile(r"[0-9a-f]{62}\.json")
+_HEX2 = re.compile(r"[0-9a-f]{2}")
 
 
 def register(sub: Any) -> None:
@@ -28,6 +34,12 @@ def register(sub: Any) -> None:
     p.add_argument("--notes", help="free text kept with the evidence")
     p.set_defaults(func=_import)
 
+    p = command(asub, "add", "Copy evidence files (loose, or another archive folder) into this archive; print each id.",
+                "probebook archive add ~/from-gpu-box/archive results/run-0412.json")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                   help="an evidence JSON file, or a folder (an archive, or one holding evidence files)")
+    p.set_defaults(func=_add)
+
     p = command(asub, "ls", "List archived evidence: id, probe, created, GPU, status, origin.",
                 "probebook archive ls --probe step-scaling")
     p.add_argument("--probe", help="only this probe")
@@ -42,6 +54,8 @@ def register(sub: Any) -> None:
     p = command(asub, "verify", "Re-hash every stored file; name each whose bytes do not match its name.",
                 "probebook archive verify --clean")
     p.add_argument("--clean", action="store_true", help="also remove temp files left by interrupted writes")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail on stored files that are not valid current-schema evidence")
     p.set_defaults(func=_verify)
 
     p = command(asub, "migrate", "Archive an upgraded copy of an old-schema evidence file; print the new id.",
@@ -58,6 +72,74 @@ def _import(args: Any) -> int:
     return 0
 
 
+def _claimed_id(path: Path) -> str | None:
+    """The id a file's name claims, if it is named by a digest (archive layout or ``<64 hex>.json``)."""
+    name = path.name.lower()
+    whole = _HEX64_NAME.fullmatch(name)
+    if whole:
+        return "sha256:" + whole[1]
+    if _HEX62_NAME.fullmatch(name) and _HEX2.fullmatch(path.parent.name.lower()):
+        return "sha256:" + path.parent.name.lower() + name[:-5]
+    return None
+
+
+def _evidence_files(path: Path) -> list[Path]:
+    """The evidence files a PATH argument of ``archive add`` names."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise ProbebookError(f"{path}: no such file or folder")
+    if (path / "evidence" / "sha256").is_dir():
+        files = list(Store(path).iter_paths())  # another archive: final names only, temp files skipped
+    else:
+        files = sorted(f for f in path.rglob("*.json") if not f.name.startswith(TEMP_PREFIX) and f.is_file())
+    if not files:
+        raise ProbebookError(f"{path}: no evidence files (*.json) in this folder")
+    return files
+
+
+def _add(args: Any) -> int:
+    files: list[Path] = []
+    seen: set[Path] = set()
+    for path in args.paths:
+        for f in _evidence_files(path):
+            if f.resolve() not in seen:
+                seen.add(f.resolve())
+                files.append(f)
+    # Validate every file before storing any, so a bad one leaves nothing half-added.
+    ready: list[tuple[Path, bytes]] = []
+    for path in files:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise ProbebookError(f"{path}: cannot read ({exc.strerror})") from None
+        claimed = _claimed_id(path)
+        if claimed is not None:
+            actual = "sha256:" + hashlib.sha256(raw).hexdigest()
+            if actual != claimed:
+                raise EvidenceError(f"{path}: bytes do not match the file's name (expected {claimed}, "
+                                    f"actual {actual}); refusing evidence that changed after it was written")
+        ready.append((path, canonical_bytes(parse(raw, str(path)))))
+    store = Store(args.archive)
+    before = set(store.ids())
+    added = 0
+    for _path, raw in ready:
+        ident = store.put_bytes(raw)
+        added += ident not in before
+        before.add(ident)
+        print(ident)
+    print(f"{added} added, {len(ready) - added} already present", file=sys.stderr)
+    return 0
+
+
+def _existing(args: Any) -> Store:
+    """The archive a read-only command looks at; a missing folder is an error, not an empty archive."""
+    root = Path(args.archive)
+    if not root.is_dir():
+        raise StoreError(f"no archive folder at {root}: give --archive DIR or set PROBEBOOK_ARCHIVE")
+    return Store(root)
+
+
 def _summary(ident: str, doc: dict[str, Any]) -> dict[str, Any]:
     return {"id": ident, "probe": doc["probe"], "created": doc["created_at"],
             "gpu": (doc.get("machine") or {}).get("gpu") or "-", "status": doc["status"],
@@ -65,14 +147,17 @@ def _summary(ident: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _ls(args: Any) -> int:
-    store = Store(args.archive)
+    store = _existing(args)
     rows = []
     for path in store.iter_paths():
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
             doc = parse(path.read_bytes(), str(path))
-        except EvidenceError as exc:
-            print(f"probebook: warning: {exc}", file=sys.stderr)
+        except OSError as exc:
+            print(f"probebook: warning: skipped {path}: cannot read ({exc.strerror})", file=sys.stderr)
+            continue
+        except EvidenceError as exc:  # listed as a warning, not fatal: `verify --strict` fails on these
+            print(f"probebook: warning: skipped {exc}", file=sys.stderr)
             continue
         if args.probe and doc["probe"] != args.probe:
             continue
@@ -90,23 +175,35 @@ def _ls(args: Any) -> int:
 
 
 def _show(args: Any) -> int:
-    doc = Store(args.archive).get(args.id)
+    doc = _existing(args).get(args.id)
     print(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
     return 0
 
 
 def _verify(args: Any) -> int:
-    store = Store(args.archive)
+    store = _existing(args)
     bad = store.verify()
     for m in bad:
         print(f"MISMATCH {m.path}: expected {m.expected}, actual {m.actual}")
+    # Files that hash correctly but readers refuse (old schema, junk): named here, fatal with --strict.
+    invalid = store.invalid(skip={m.path for m in bad})
+    for item in invalid:
+        print(f"INVALID {item.message}")
     temps = store.clean() if args.clean else store.temp_files()
     verb = "removed" if args.clean else "left by interrupted writes (run with --clean to remove)"
     if temps:
         print(f"{len(temps)} temp file(s) {verb}")
     total = len(store.ids())
+    failed = False
     if bad:
         print(f"{len(bad)} of {total} evidence file(s) do not match their names", file=sys.stderr)
+        failed = True
+    if invalid:
+        how = "" if args.strict else " (not fatal without --strict)"
+        print(f"{len(invalid)} of {total} evidence file(s) are not valid current-schema evidence{how}",
+              file=sys.stderr)
+        failed = failed or args.strict
+    if failed:
         return 1
     print(f"ok: {total} evidence file(s) verified")
     return 0
