@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from measure.errors import ProbebookError
 
-COMMAND_MODULES = ("archive",)
+COMMAND_MODULES = ("archive", "derive")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

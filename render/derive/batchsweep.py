@@ -1,0 +1,79 @@
+"""Batch sweeps to OOM: per model and context, which batches fit and which is fastest.
+
+Rows are batch-sweep evidence samples (DESIGN §2): ``model``, ``params``, ``context``,
+``batch``, ``tok_s``, ``peak_bytes``, ``status`` (``ok`` or ``oom``; an OOM row has no
+throughput). Following DESIGN §7, "fits" means more than "did not OOM": a batch counts as
+fitting only if it ran (``ok``), lies below the first OOM, and its throughput has not collapsed
+against the neighbouring smaller batch (``lossmem.stable_prefix``); a batch past a collapse is
+probably spilling, and one above an OOM that happened to run is not reliable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from measure.errors import ProbebookError
+from render.derive.lossmem import COLLAPSE, stable_prefix
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """One (model, context) group of a batch sweep."""
+
+    model: str
+    """Model name as the rows give it."""
+    params: int
+    """Parameter count of the model."""
+    context: int
+    """Sequence length, tokens."""
+    fastest_stable_batch: int | None
+    """Fitting batch with the highest tokens/s (the smaller on a tie); None if nothing fits."""
+    fastest_tok_s: float | None
+    """Tokens/s at ``fastest_stable_batch``."""
+    largest_fitting_batch: int | None
+    """Largest batch that fits (ran, below the first OOM, no throughput collapse)."""
+    first_oom_batch: int | None
+    """Smallest batch that ran out of memory; None if none did."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "params": self.params, "context": self.context,
+                "fastest_stable_batch": self.fastest_stable_batch, "fastest_tok_s": self.fastest_tok_s,
+                "largest_fitting_batch": self.largest_fitting_batch, "first_oom_batch": self.first_oom_batch}
+
+
+def _check(i: int, row: dict[str, Any]) -> None:
+    for column in ("model", "params", "context", "batch", "status"):
+        if row.get(column) is None:
+            raise ProbebookError(f"batch-sweep row {i}: missing {column}")
+    if row["status"] not in ("ok", "oom"):
+        raise ProbebookError(f"batch-sweep row {i}: status must be ok or oom, got {row['status']!r}")
+    if row["status"] == "ok" and row.get("tok_s") is None:
+        raise ProbebookError(f"batch-sweep row {i}: an ok row needs tok_s")
+
+
+def summarize(rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE) -> list[BatchSummary]:
+    """One summary per (model, context), ordered by params, model, then context."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for i, row in enumerate(rows):
+        _check(i, row)
+        groups.setdefault((str(row["model"]), int(row["context"])), []).append(row)
+    out = []
+    for (model, context), group in groups.items():
+        params = sorted({int(r["params"]) for r in group})
+        if len(params) > 1:
+            raise ProbebookError(f"batch-sweep model {model!r} has several params values ({params}); "
+                                 "give each model one parameter count")
+        ooms = [int(r["batch"]) for r in group if r["status"] == "oom"]
+        first_oom = min(ooms) if ooms else None
+        ran = [(float(r["batch"]), float(r["tok_s"])) for r in group
+               if r["status"] == "ok" and (first_oom is None or int(r["batch"]) < first_oom)]
+        fits = stable_prefix(ran, collapse)
+        fastest = max(fits, key=lambda p: (p[1], -p[0])) if fits else None
+        out.append(BatchSummary(
+            model=model, params=params[0], context=context,
+            fastest_stable_batch=int(fastest[0]) if fastest else None,
+            fastest_tok_s=fastest[1] if fastest else None,
+            largest_fitting_batch=int(fits[-1][0]) if fits else None,
+            first_oom_batch=first_oom))
+    return sorted(out, key=lambda s: (s.params, s.model, s.context))

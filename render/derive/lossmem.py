@@ -1,0 +1,160 @@
+"""Loss-kernel memory: what each extra microbatch costs in peak memory, per loss arm.
+
+Rows are loss-memory evidence samples (DESIGN §2): ``arm`` (the loss implementation),
+``microbatch``, ``tokens_per_step``, ``peak_bytes``, optional ``tok_s`` and ``vocab``.
+The marginal bytes per microbatch is a least-squares slope; the difference of two arms'
+slopes, divided by the logits one microbatch adds (``tokens_per_step × vocab``), is the bytes
+each logit element costs in the heavier arm (e.g. an fp32 logits tensor plus its gradient).
+The largest usable microbatch follows DESIGN §7: a peak below the card does not prove a fit,
+a throughput collapse against the neighbouring point is the reliable sign it does not.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from measure.errors import ProbebookError
+
+COLLAPSE = 0.5
+"""A point collapses when its throughput is below this fraction of the previous point's."""
+
+
+@dataclass(frozen=True)
+class Slope:
+    """A straight-line fit of peak memory against microbatch."""
+
+    bytes_per_microbatch: float
+    """Marginal peak bytes per extra microbatch (the slope), bytes."""
+    intercept_bytes: float
+    """Peak bytes extrapolated to microbatch 0 (weights, optimizer state, workspace), bytes."""
+    max_abs_residual_bytes: float
+    """Largest distance of a measured peak from the line, bytes."""
+
+    def to_json(self) -> dict[str, float]:
+        return {"bytes_per_microbatch": self.bytes_per_microbatch, "intercept_bytes": self.intercept_bytes,
+                "max_abs_residual_bytes": self.max_abs_residual_bytes}
+
+
+def arms(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The arms present, in order of first appearance."""
+    seen: list[str] = []
+    for r in rows:
+        if r.get("arm") is not None and str(r["arm"]) not in seen:
+            seen.append(str(r["arm"]))
+    return seen
+
+
+def _arm_rows(rows: Sequence[dict[str, Any]], arm: str) -> list[dict[str, Any]]:
+    picked = [r for r in rows if str(r.get("arm")) == arm]
+    if not picked:
+        raise ProbebookError(f"no loss-memory rows for arm {arm!r} (arms present: {', '.join(arms(rows)) or 'none'})")
+    for i, r in enumerate(picked):
+        mb = r.get("microbatch")
+        if not isinstance(mb, (int, float)) or isinstance(mb, bool) or not mb > 0:
+            raise ProbebookError(f"arm {arm!r} row {i}: microbatch must be a positive number, got {mb!r}")
+    return picked
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """Ordinary least squares ``y = slope·x + intercept`` -> (slope, intercept, max |residual|)."""
+    n = len(xs)
+    mean_x, mean_y = math.fsum(xs) / n, math.fsum(ys) / n
+    sxx = math.fsum((x - mean_x) ** 2 for x in xs)
+    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
+    slope = sxy / sxx
+    intercept = mean_y - slope * mean_x
+    worst = max(abs(y - (slope * x + intercept)) for x, y in zip(xs, ys))
+    return slope, intercept, worst
+
+
+def marginal_bytes_per_microbatch(rows: Sequence[dict[str, Any]], arm: str) -> Slope:
+    """Peak bytes per extra microbatch for one arm: the least-squares slope over its rows."""
+    picked = [r for r in _arm_rows(rows, arm) if r.get("peak_bytes") is not None]
+    sizes = sorted({float(r["microbatch"]) for r in picked})
+    if len(sizes) < 2:
+        raise ProbebookError(f"arm {arm!r} needs peak_bytes at 2 or more distinct microbatch sizes for a slope; "
+                             f"it has {len(sizes)}")
+    slope, intercept, worst = linear_fit([float(r["microbatch"]) for r in picked],
+                                         [float(r["peak_bytes"]) for r in picked])
+    return Slope(slope, intercept, worst)
+
+
+def _single(rows: Sequence[dict[str, Any]], column: str, what: str) -> float | None:
+    values = sorted({float(r[column]) for r in rows if r.get(column) is not None})
+    if len(values) > 1:
+        shown = ", ".join(f"{v:g}" for v in values)
+        raise ProbebookError(f"{what} have different {column} values ({shown}); compare arms at one {column}")
+    return values[0] if values else None
+
+
+def bytes_per_logit_element(rows: Sequence[dict[str, Any]], arm_a: str, arm_b: str, *,
+                            vocab: int | None = None) -> float:
+    """Bytes per logit element: ``(slope_a − slope_b) / (tokens_per_step × vocab)``.
+
+    ``arm_a`` is the arm that holds more logit memory (e.g. the unfused loss), ``arm_b`` the
+    lighter one; ``tokens_per_step`` must be one value on every row of both arms, and
+    ``vocab`` comes from the rows unless given.
+    """
+    both = _arm_rows(rows, arm_a) + _arm_rows(rows, arm_b)
+    what = f"arms {arm_a!r} and {arm_b!r}"
+    tokens = _single(both, "tokens_per_step", what)
+    if tokens is None or tokens <= 0:
+        raise ProbebookError(f"{what} need a positive tokens_per_step column")
+    if vocab is None:
+        found = _single(both, "vocab", what)
+        if found is None:
+            raise ProbebookError(f"{what} have no vocab column; give the vocabulary size")
+        vocab_size = found
+    else:
+        vocab_size = float(vocab)
+    if not vocab_size > 0:
+        raise ProbebookError(f"vocab must be positive, got {vocab_size:g}")
+    delta = marginal_bytes_per_microbatch(rows, arm_a).bytes_per_microbatch \
+        - marginal_bytes_per_microbatch(rows, arm_b).bytes_per_microbatch
+    return delta / (tokens * vocab_size)
+
+
+def stable_prefix(points: Sequence[tuple[float, float | None]], collapse: float = COLLAPSE) -> list[tuple[float, float]]:
+    """The ``(size, tok_s)`` points, ascending by size, up to the first failure or collapse.
+
+    A point with no throughput (None) ends the prefix; so does one whose throughput is below
+    ``collapse`` × the previous point's. Several rows at one size count by their median.
+    """
+    if not 0 < collapse < 1:
+        raise ProbebookError(f"collapse threshold must be between 0 and 1, got {collapse!r}")
+    by_size: dict[float, list[float | None]] = {}
+    for size, tok_s in points:
+        by_size.setdefault(size, []).append(tok_s)
+    kept: list[tuple[float, float]] = []
+    for size in sorted(by_size):
+        values = by_size[size]
+        if any(v is None for v in values):
+            break
+        tok_s = statistics.median(values)  # type: ignore[type-var]
+        if kept and tok_s < collapse * kept[-1][1]:
+            break
+        kept.append((size, float(tok_s)))
+    return kept
+
+
+def largest_usable_microbatch(rows: Sequence[dict[str, Any]], arm: str, collapse: float = COLLAPSE) -> int:
+    """The largest microbatch of ``arm`` reached before throughput collapses against its neighbour."""
+    picked = _arm_rows(rows, arm)
+    if all(r.get("tok_s") is None for r in picked):
+        raise ProbebookError(f"arm {arm!r} has no tok_s values; the largest usable microbatch needs throughput")
+    kept = stable_prefix([(float(r["microbatch"]), r.get("tok_s")) for r in picked], collapse)
+    if not kept:
+        raise ProbebookError(f"arm {arm!r} has no throughput at its smallest microbatch; nothing is usable")
+    return int(kept[-1][0])
+
+
+def fraction_of_asymptote(tok_s: float, asymptote_tok_s: float) -> float:
+    """Throughput as a fraction of an asymptotic tokens/s (dimensionless)."""
+    if not (math.isfinite(asymptote_tok_s) and asymptote_tok_s > 0):
+        raise ProbebookError(f"asymptote must be a positive tokens/s, got {asymptote_tok_s!r}")
+    if not (math.isfinite(tok_s) and tok_s >= 0):
+        raise ProbebookError(f"throughput must be a non-negative tokens/s, got {tok_s!r}")
+    return tok_s / asymptote_tok_s
