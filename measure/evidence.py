@@ -124,6 +124,13 @@ def is_time_field(name: str) -> bool:
     return bool(_TIME_FIELD.search(name))
 
 
+def _json_kind(kind: type) -> str:
+    """A Python type named the way JSON users know it."""
+    names = {dict: "an object", list: "an array", str: "text", int: "an integer", float: "a number",
+             bool: "true/false", type(None): "null"}
+    return names.get(kind, kind.__name__)
+
+
 def _fail(where: str, what: str) -> EvidenceError:
     return EvidenceError(f"{where}: {what}")
 
@@ -163,7 +170,7 @@ def validate(doc: Any, where: str) -> None:
             raise _fail(where, f"missing field '{name}'")
         value = doc[name]
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise _fail(where, f"field '{name}' must be {getattr(kind, '__name__', kind)}, got {type(value).__name__}")
+            raise _fail(where, f"field '{name}' must be {_json_kind(kind)}, got {_json_kind(type(value))}")
     allowed = set(required) | {"schema", "error", "notes"}
     extra = sorted(set(doc) - allowed)
     if extra:
@@ -199,7 +206,7 @@ def schema_version(doc: dict[str, Any], where: str) -> int:
         raise _fail(where, f"field 'schema' must be '{SCHEMA}', got {schema!r}")
     tail = schema[len(SCHEMA_PREFIX):]
     if not _VERSION.fullmatch(tail):
-        raise _fail(where, f"field 'schema' has no integer version: {schema!r}")
+        raise _fail(where, f"field 'schema' must end in an integer version like '{SCHEMA}', got {schema!r}")
     return int(tail)
 
 

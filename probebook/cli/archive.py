@@ -205,7 +205,7 @@ def _verify(args: Any) -> int:
         failed = failed or args.strict
     if failed:
         return 1
-    print(f"ok: {total} evidence file(s) verified")
+    print(f"ok: {total} evidence file(s) match their names")
     return 0
 
 
