@@ -1,0 +1,387 @@
+"""Tables: evidence documents -> rows of derived numbers -> Markdown, CSV and JSON.
+
+``render(kind, docs, **options)`` returns one ``TableOutput``: the Markdown a page shows
+(numbers formatted with units in the headers, cell text HTML-escaped), and the same rows
+unformatted as CSV and JSON downloads. ``samples_frame``/``samples_csv`` give an evidence
+document's raw ``data.samples`` rows for its evidence page. The small pure functions here
+(unit conversions, medians, throughput, shares) are shared with ``render.charts``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+
+from measure.errors import ProbebookError
+from measure.evidence import canonical_bytes, digest
+from render.derive import batchsweep
+
+GIB = 2**30
+"""Bytes in a GiB (IEC binary unit), the unit memory peaks are shown in."""
+NAME_WIDTH = 90
+"""Longest cell text shown in Markdown (kernel names run to hundreds of characters); CSV/JSON keep it whole."""
+KNOWN_COLUMNS: dict[str, tuple[str, ...]] = {
+    "step-scaling": ("mode", "batch", "tokens", "window", "step_s"),
+    "batch-sweep": ("model", "params", "context", "batch", "status", "tok_s", "peak_bytes"),
+    "loss-memory": ("arm", "microbatch", "tokens_per_step", "vocab", "peak_bytes", "tok_s"),
+    "gemm": ("shape", "m", "n", "k", "window", "time_s", "tflop_s"),
+    "kernels": ("kernel", "category", "calls", "device_time_s"),
+}
+"""Column order of each probe's raw samples on its evidence page; other columns follow, sorted."""
+
+
+@dataclass(frozen=True)
+class TableOutput:
+    """One rendered table."""
+
+    markdown: str
+    """A Markdown pipe table, numbers formatted, units in the headers, cell text HTML-escaped."""
+    csv: str
+    """The same rows, unformatted, as CSV with a header line."""
+    json: str
+    """The same rows, unformatted, as a JSON list of flat objects."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a derived table."""
+
+    key: str
+    """Field name in the CSV header and JSON objects (raw value, units in the name)."""
+    header: str
+    """Markdown header, with the displayed unit."""
+    fmt: Callable[[Any], str]
+    """Formats the raw value for Markdown (``None`` is handled before: shown as an em dash)."""
+    numeric: bool = True
+    """Right-aligned when numeric."""
+
+
+# --- pure helpers (units in the names) --------------------------------------------------
+
+def bytes_to_gib(n_bytes: float) -> float:
+    """Bytes -> GiB (2**30 bytes)."""
+    return n_bytes / GIB
+
+
+def seconds_to_ms(seconds: float) -> float:
+    """Seconds -> milliseconds."""
+    return seconds * 1e3
+
+
+def tokens_per_second(tokens_per_step: float, step_s: float) -> float:
+    """Throughput in tokens/s of a step that processes ``tokens_per_step`` tokens in ``step_s`` seconds."""
+    return tokens_per_step / step_s
+
+
+def gemm_tflop_s(m: int, n: int, k: int, time_s: float) -> float:
+    """TFLOP/s of an (m×k)·(k×n) matrix product taking ``time_s``: m·n·k multiply-adds are 2·m·n·k FLOPs."""
+    return 2.0 * m * n * k / time_s / 1e12
+
+
+def category_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Fraction of summed ``device_time_s`` per ``category`` (fractions of 1, summing to 1)."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        totals[row["category"]] = totals.get(row["category"], 0.0) + row["device_time_s"]
+    whole = sum(totals.values())
+    if whole <= 0:
+        return {}
+    return {cat: t / whole for cat, t in totals.items()}
+
+
+def significant(x: float, digits: int = 4) -> str:
+    """``x`` to ``digits`` significant figures in fixed notation (no exponent); large values as grouped integers."""
+    if x == 0 or not math.isfinite(x):
+        return "0" if x == 0 else str(x)
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude >= digits - 1:
+        return f"{round(x):,}"
+    return f"{x:.{digits - 1 - magnitude}f}"
+
+
+def percent(fraction: float) -> str:
+    """A fraction of 1 as a percentage with one decimal: 0.1234 -> ``12.3%``."""
+    return f"{fraction * 100:.1f}%"
+
+
+# --- evidence access with one-line errors ---------------------------------------------
+
+_NUM = (int, float)
+
+
+def short_id(doc: dict[str, Any]) -> str:
+    """A document's id, abbreviated to 12 hex, for messages."""
+    try:
+        return digest(canonical_bytes(doc))[:19]
+    except ProbebookError:
+        return "evidence"
+
+
+def evidence_rows(what: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None = None,
+                  nullable: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """``data.samples`` of ``doc`` with each row checked for the fields in ``need`` (name -> types).
+
+    ``what`` names the caller in messages (``chart 'batch-sweep'``); ``probe``, when given, must match.
+    """
+    if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
+        raise ProbebookError(f"{what}: expected evidence documents (dicts with 'data'), got {type(doc).__name__}")
+    if probe is not None and doc.get("probe") != probe:
+        raise ProbebookError(f"{what} needs {probe} evidence; {short_id(doc)} is {doc.get('probe')!r} evidence")
+    rows = doc["data"].get("samples")
+    if not isinstance(rows, list) or not rows:
+        raise ProbebookError(f"{what}: {short_id(doc)} has no data.samples rows")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ProbebookError(f"{what}: {short_id(doc)} data.samples[{i}] is not an object")
+        for name, types in need.items():
+            value = row.get(name)
+            if value is None and name in nullable:
+                continue
+            if value is None or isinstance(value, bool) or not isinstance(value, types):
+                raise ProbebookError(f"{what}: {short_id(doc)} data.samples[{i}].{name} "
+                                     f"must be {' or '.join(t.__name__ for t in types)}, got {value!r}")
+    return rows
+
+
+# --- raw samples for evidence pages ---------------------------------------------------
+
+def samples_frame(doc: dict[str, Any]) -> pd.DataFrame:
+    """The raw ``data.samples`` rows as text-faithful columns: the probe's known fields first, then the rest sorted."""
+    data = doc.get("data") if isinstance(doc, dict) else None
+    rows = data.get("samples") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not rows:
+        return pd.DataFrame()
+    if not all(isinstance(r, dict) for r in rows):
+        raise ProbebookError(f"{short_id(doc)}: data.samples must be a list of objects")
+    present = {key for row in rows for key in row}
+    known = [c for c in KNOWN_COLUMNS.get(doc.get("probe", ""), ()) if c in present]
+    columns = known + sorted(present - set(known))
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    return pd.DataFrame(cells, columns=columns, dtype=object)
+
+
+def samples_csv(doc: dict[str, Any]) -> str:
+    """``samples_frame(doc)`` as CSV (empty text when there are no samples)."""
+    frame = samples_frame(doc)
+    return "" if frame.empty else frame.to_csv(index=False, lineterminator="\n")
+
+
+def _cell(value: Any) -> Any:
+    """A sample value for a CSV cell: JSON spelling for booleans and nested values, numbers and text as is."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+# --- the kinds -------------------------------------------------------------------------
+
+def _int(x: Any) -> str:
+    return f"{int(x):,}"
+
+
+def _text(x: Any) -> str:
+    return str(x)
+
+
+def _ms(x: float) -> str:
+    return significant(seconds_to_ms(x))
+
+
+def _gib(x: float) -> str:
+    return f"{bytes_to_gib(x):.2f}"
+
+
+def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Step-time windows grouped by mode, batch and sequence length: median, fastest, slowest, tokens/s."""
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for doc in docs:
+        for r in evidence_rows("table 'step-scaling'", doc, {"tokens": _NUM, "step_s": _NUM, "batch": _NUM},
+                               "step-scaling", nullable=("batch",)):
+            key = (str(r.get("mode") or ""), r.get("batch"), r["tokens"])
+            groups.setdefault(key, []).append(r["step_s"])
+    records = []
+    for (mode, batch, tokens), times in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
+        median = statistics.median(times)
+        per_step = tokens * (batch if batch is not None else 1)
+        records.append({"mode": mode or None, "batch": batch, "tokens": tokens, "windows": len(times),
+                        "median_step_s": median, "min_step_s": min(times), "max_step_s": max(times),
+                        "tokens_per_step": per_step, "tok_s": tokens_per_second(per_step, median)})
+    cols = [Column("mode", "mode", _text, False), Column("batch", "batch", _int), Column("tokens", "tokens", _int),
+            Column("windows", "windows", _int), Column("median_step_s", "median step (ms)", _ms),
+            Column("min_step_s", "fastest (ms)", _ms), Column("max_step_s", "slowest (ms)", _ms),
+            Column("tokens_per_step", "tokens/step", _int), Column("tok_s", "tokens/s", _int)]
+    return cols, records
+
+
+def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[list[Column], list[dict[str, Any]]]:
+    """Per model and context: batches tried, the best throughput and its batch, the largest fit, the first OOM."""
+    rows: list[dict[str, Any]] = []
+    for doc in docs:
+        for r in evidence_rows("table 'batch-sweep'", doc, {"model": (str,), "params": _NUM, "context": _NUM, "batch": _NUM,
+                                                             "status": (str,), "tok_s": _NUM, "peak_bytes": _NUM},
+                               "batch-sweep", nullable=("tok_s", "peak_bytes")):
+            if r["status"] not in ("ok", "oom") or (r["status"] == "ok" and r.get("tok_s") is None):
+                raise ProbebookError(f"table 'batch-sweep': {short_id(doc)} row {r!r} needs status ok (with tok_s) or oom")
+            rows.append(r)
+    if view == "rows":
+        cols = [Column("model", "model", _text, False), Column("context", "context", _int),
+                Column("batch", "batch", _int), Column("status", "status", _text, False),
+                Column("tok_s", "tokens/s", _int), Column("peak_bytes", "peak (GiB)", _gib)]
+        ordered = sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"]))
+        return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
+    if view != "summary":
+        raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
+    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (DESIGN §7)
+    peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
+    records = []
+    for g in batchsweep.summarize(rows):
+        group = [r for r in rows if r["model"] == g.model and int(r["context"]) == g.context]
+        records.append({"model": g.model, "params": g.params, "context": g.context, "batches_tried": len(group),
+                        "fastest_stable_batch": g.fastest_stable_batch, "fastest_tok_s": g.fastest_tok_s,
+                        "peak_bytes_at_fastest": (peaks.get((g.model, g.context, g.fastest_stable_batch))
+                                                  if g.fastest_stable_batch is not None else None),
+                        "largest_fitting_batch": g.largest_fitting_batch, "first_oom_batch": g.first_oom_batch})
+    cols = [Column("model", "model", _text, False), Column("params", "parameters", lambda x: significant(x, 3)),
+            Column("context", "context", _int), Column("batches_tried", "batches tried", _int),
+            Column("fastest_stable_batch", "fastest batch", _int), Column("fastest_tok_s", "tokens/s at fastest", _int),
+            Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
+            Column("largest_fitting_batch", "largest fitting batch", _int),
+            Column("first_oom_batch", "first OOM batch", _int)]
+    return cols, records
+
+
+def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Peak memory and throughput per arm and microbatch."""
+    rows = []
+    for doc in docs:
+        rows += evidence_rows("table 'loss-memory'", doc, {"arm": (str,), "microbatch": _NUM, "tokens_per_step": _NUM,
+                                                           "peak_bytes": _NUM, "tok_s": _NUM},
+                              "loss-memory", nullable=("tok_s",))
+    arms = list(dict.fromkeys(r["arm"] for r in rows))
+    ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
+    cols = [Column("arm", "arm", _text, False), Column("microbatch", "microbatch", _int),
+            Column("tokens_per_step", "tokens/step", _int), Column("peak_bytes", "peak (GiB)", _gib),
+            Column("tok_s", "tokens/s", _int)]
+    return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
+
+
+def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Per GEMM shape: windows, median time, TFLOP/s at the median and at the fastest window."""
+    groups: dict[tuple[str, int, int, int], list[float]] = {}
+    for doc in docs:
+        for r in evidence_rows("table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,),
+                                                     "time_s": _NUM}, "gemm"):
+            groups.setdefault((r["shape"], r["m"], r["n"], r["k"]), []).append(r["time_s"])
+    records = []
+    for (shape, m, n, k), times in groups.items():
+        median = statistics.median(times)
+        records.append({"shape": shape, "m": m, "n": n, "k": k, "windows": len(times), "median_time_s": median,
+                        "median_tflop_s": gemm_tflop_s(m, n, k, median),
+                        "best_tflop_s": gemm_tflop_s(m, n, k, min(times))})
+    tf = lambda x: f"{x:.1f}"  # noqa: E731 - a one-line formatter
+    cols = [Column("shape", "shape", _text, False), Column("m", "m", _int), Column("n", "n", _int),
+            Column("k", "k", _int), Column("windows", "windows", _int),
+            Column("median_time_s", "median time (ms)", _ms),
+            Column("median_tflop_s", "TFLOP/s at median", tf), Column("best_tflop_s", "best TFLOP/s", tf)]
+    return cols, records
+
+
+def _kernel_rows(what: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return evidence_rows(what, doc, {"kernel": (str,), "category": (str,), "calls": (int,), "device_time_s": _NUM})
+
+
+def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], list[dict[str, Any]]]:
+    """The ``top`` kernels by summed device time, with calls, time per call and share of all kernel time."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ProbebookError(f"table 'kernels': top must be a whole number >= 1, got {top!r}")
+    rows = [r for doc in docs for r in _kernel_rows("table 'kernels'", doc)]
+    total = sum(r["device_time_s"] for r in rows)
+    ordered = sorted(rows, key=lambda r: (-r["device_time_s"], r["kernel"]))[:top]
+    records = [{"kernel": r["kernel"], "category": r["category"], "calls": r["calls"],
+                "device_time_s": r["device_time_s"], "per_call_s": r["device_time_s"] / r["calls"] if r["calls"] else None,
+                "share": r["device_time_s"] / total if total > 0 else None} for r in ordered]
+    cols = [Column("kernel", "kernel", _text, False), Column("category", "category", _text, False),
+            Column("calls", "calls", _int), Column("device_time_s", "device time (ms)", _ms),
+            Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
+            Column("share", "share", percent)]
+    return cols, records
+
+
+def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Device kernel time and its share per category, summed over the documents' kernel rows."""
+    rows = [r for doc in docs for r in _kernel_rows("table 'kernel-shares'", doc)]
+    shares = category_shares(rows)
+    times: dict[str, float] = {}
+    for r in rows:
+        times[r["category"]] = times.get(r["category"], 0.0) + r["device_time_s"]
+    records = [{"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
+               for cat in sorted(times, key=lambda c: (-times[c], c))]
+    cols = [Column("category", "category", _text, False), Column("device_time_s", "device time (ms)", _ms),
+            Column("share", "share", percent)]
+    return cols, records
+
+
+KINDS: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]], tuple[str, ...]]] = {
+    "step-scaling": (_step_scaling, ()),
+    "batch-sweep": (_batch_sweep, ("view",)),
+    "loss-memory": (_loss_memory, ()),
+    "gemm": (_gemm, ()),
+    "kernels": (_kernels, ("top",)),
+    "kernel-shares": (_kernel_shares, ()),
+}
+"""Table kind -> (builder, the options it accepts)."""
+
+
+def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput:
+    """Build table ``kind`` from evidence documents ``docs``; every input error is a ProbebookError."""
+    if kind not in KINDS:
+        raise ProbebookError(f"unknown table kind {kind!r}; the kinds are {', '.join(sorted(KINDS))}")
+    builder, accepted = KINDS[kind]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ProbebookError(f"table {kind!r} has no option {unknown[0]!r}"
+                             + (f"; it accepts {', '.join(accepted)}" if accepted else "; it takes none"))
+    if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
+        raise ProbebookError(f"table {kind!r} needs a non-empty list of evidence documents")
+    columns, records = builder(list(docs), **options)
+    return TableOutput(markdown=markdown_table(columns, records), csv=_csv(columns, records),
+                       json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def markdown_table(columns: list[Column], records: list[dict[str, Any]]) -> str:
+    """A pipe table: formatted cells, HTML- and Markdown-escaped, missing values as an em dash."""
+    head = "| " + " | ".join(_escape(c.header) for c in columns) + " |"
+    rule = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"
+    lines = [head, rule]
+    for rec in records:
+        cells = []
+        for c in columns:
+            value = rec.get(c.key)
+            text = "—" if value is None else c.fmt(value)
+            if len(text) > NAME_WIDTH:
+                text = text[:NAME_WIDTH - 1] + "…"
+            cells.append(_escape(text))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_MD_SPECIAL = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]{}|"})
+
+
+def _escape(text: str) -> str:
+    """Cell text that Markdown shows literally: HTML-escaped, Markdown specials backslashed, one line."""
+    return html.escape(" ".join(text.split()), quote=True).translate(_MD_SPECIAL)
+
+
+def _csv(columns: list[Column], records: list[dict[str, Any]]) -> str:
+    frame = pd.DataFrame([[_cell(r.get(c.key)) for c in columns] for r in records],
+                         columns=[c.key for c in columns], dtype=object)
+    return frame.to_csv(index=False, lineterminator="\n")

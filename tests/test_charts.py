@@ -1,0 +1,278 @@
+"""render.charts: every chart kind's SVG (content, determinism, offline, escaping, ids) and its input errors."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from measure.errors import ProbebookError
+from measure.store import Store
+from render import charts
+from render.derive import fit as fitmod
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "archive"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def doc(probe: str, samples: list[dict], **data) -> dict:
+    """A current-schema evidence document with synthetic samples (never published)."""
+    return {"schema": "probebook.evidence/1", "probe": probe, "probe_version": 1,
+            "created_at": "2026-11-29T08:00:00Z", "machine": {}, "code": {}, "params": {},
+            "data": {"samples": samples, **data}, "status": "complete",
+            "origin": {"kind": "imported", "source": "synthetic test values"}}
+
+
+def quadratic_doc() -> dict:
+    """Step times exactly 0.01 + 2e-6·S + 1e-10·S² s at five lengths, three windows each, with +-1e-5 s noise."""
+    return doc("step-scaling", [
+        {"tokens": s, "step_s": 0.01 + 2e-6 * s + 1e-10 * s * s + (w - 1) * 1e-5, "batch": 8,
+         "mode": "fixed_batch", "window": w}
+        for s in (256, 512, 1024, 2048, 4096) for w in range(3)])
+
+
+def sweep_doc(model: str = "90m") -> dict:
+    """Three contexts; 1024 OOMs from batch 32, 2048 from batch 16, 512 never."""
+    rows = []
+    for ctx in (512, 1024, 2048):
+        for b in (1, 2, 4, 8, 16, 32):
+            oom = b * ctx > 16384
+            rows.append({"model": model, "params": 90_000_000, "context": ctx, "batch": b,
+                         "tok_s": None if oom else 1000.0 * b, "peak_bytes": None if oom else b * ctx * 100_000,
+                         "status": "oom" if oom else "ok"})
+    return doc("batch-sweep", rows)
+
+
+def memory_doc(arms=("eager", "fused")) -> dict:
+    return doc("loss-memory", [{"arm": arm, "microbatch": m, "tokens_per_step": m * 1024,
+                                "peak_bytes": m * (i + 3) * 2**30}
+                               for i, arm in enumerate(arms) for m in (1, 2, 4, 8)])
+
+
+def kernels_doc() -> dict:
+    cats = ["attention", "gemm", "gemm", "norm-elementwise", "loss", "optimizer", "other"]
+    return doc("kernels", [{"kernel": f"k{i}", "category": c, "calls": 3, "device_time_s": 0.001 * (i + 1)}
+                           for i, c in enumerate(cats)])
+
+
+def datasets(out: charts.ChartOutput) -> list[list[dict]]:
+    return list(json.loads(out.spec_json)["datasets"].values())
+
+
+def texts(svg: str) -> list[str]:
+    return [el.text or "" for el in ET.fromstring(svg).iter(f"{SVG_NS}text")]
+
+
+# --- pure helpers ----------------------------------------------------------------------
+
+def test_step_model_is_c_plus_a_s_plus_b_s_squared():
+    assert charts.step_model_s(0.5, 0.25, 0.125, 2.0) == 0.5 + 0.5 + 0.5
+    assert charts.step_model_s(1.0, 0.0, 0.0, 4096.0) == 1.0
+
+
+def test_curve_tokens_is_evenly_spaced_and_inclusive():
+    assert charts.curve_tokens(0, 10, 6) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert charts.curve_tokens(512, 512) == [512.0]
+
+
+def test_namespace_ids_renames_definitions_and_uses_in_order():
+    svg = ('<svg><defs><clipPath id="clip7"><rect/></clipPath><linearGradient id="gradient_3"/></defs>'
+           '<g clip-path="url(#clip7)" fill="url(#gradient_3)"/><use xlink:href="#clip7"/></svg>')
+    assert charts.namespace_ids(svg, "pbX") == (
+        '<svg><defs><clipPath id="pbX-1"><rect/></clipPath><linearGradient id="pbX-2"/></defs>'
+        '<g clip-path="url(#pbX-1)" fill="url(#pbX-2)"/><use xlink:href="#pbX-1"/></svg>')
+
+
+# --- each kind --------------------------------------------------------------------------
+
+def test_step_scaling_draws_the_derive_fit_and_its_residuals():
+    d = quadratic_doc()
+    out = charts.render("step-scaling", [d], terms="c+a+b")
+    fitted = fitmod.fit_evidence(d, terms="c+a+b", bootstrap=0)
+    curve = next(rows for rows in datasets(out) if rows and "fit_ms" in rows[0])
+    assert curve[0]["tokens"] == 256 and curve[-1]["tokens"] == 4096 and len(curve) == charts.CURVE_POINTS
+    assert curve[-1]["fit_ms"] == charts.step_model_s(fitted.c_s, fitted.a_s_per_token, fitted.b_s_per_token2,
+                                                      4096.0) * 1e3
+    resid = next(rows for rows in datasets(out) if rows and "residual_ms" in rows[0])
+    assert [r["tokens"] for r in resid] == [256, 512, 1024, 2048, 4096]
+    assert [r["residual_ms"] for r in resid] == [r * 1e3 for r in fitted.residuals_s]
+    points = next(rows for rows in datasets(out) if rows and "step_ms" in rows[0])
+    assert len(points) == 15
+    root = ET.fromstring(out.svg)
+    assert root.tag == f"{SVG_NS}svg"
+    assert "residual (ms)" in texts(out.svg) and "step time (ms)" in texts(out.svg)
+    assert "c+a+b" in out.alt and "residual" in out.alt
+
+
+def test_step_scaling_token_range_limits_the_curve_and_the_residual_panel():
+    out = charts.render("step-scaling", [quadratic_doc()], tokens="512:2048", terms="a+b")
+    resid = next(rows for rows in datasets(out) if rows and "residual_ms" in rows[0])
+    assert [r["tokens"] for r in resid] == [512, 1024, 2048]
+    curve = next(rows for rows in datasets(out) if rows and "fit_ms" in rows[0])
+    assert (curve[0]["tokens"], curve[-1]["tokens"]) == (512, 2048)
+
+
+def test_step_scaling_without_fit_draws_points_only():
+    out = charts.render("step-scaling", [quadratic_doc()], fit=False)
+    assert not any(rows and "fit_ms" in rows[0] for rows in datasets(out))
+    assert "no fit drawn" in out.alt
+
+
+def test_step_scaling_with_too_few_points_says_how_many_it_needs():
+    d = doc("step-scaling", [{"tokens": 512, "step_s": 0.02}, {"tokens": 1024, "step_s": 0.03}])
+    with pytest.raises(ProbebookError, match="needs at least 4 distinct token counts"):
+        charts.render("step-scaling", [d], terms="c+a+b")
+
+
+def test_batch_sweep_marks_the_first_oom_batch_of_each_context():
+    out = charts.render("batch-sweep", [sweep_doc()])
+    oom = next(rows for rows in datasets(out) if rows and rows[0].get("label") == "OOM")
+    assert {(r["context"], r["batch"]) for r in oom} == {(1024, 32), (2048, 16)}
+    ok = next(rows for rows in datasets(out) if rows and "tok_s" in rows[0])
+    assert len(ok) == 18 - 3 and all(r["status"] == "ok" for r in ok)
+    assert texts(out.svg).count("OOM") == 2
+    assert "512, 1024, 2048" in out.alt and "out-of-memory" in out.alt
+
+
+def test_batch_sweep_without_oom_says_so_and_filters_by_model():
+    rows = [r for r in sweep_doc()["data"]["samples"] if r["status"] == "ok"]
+    out = charts.render("batch-sweep", [doc("batch-sweep", rows), sweep_doc("250m")], model="90m")
+    assert "no batch ran out of memory" in out.alt and "250m" not in out.alt
+    with pytest.raises(ProbebookError, match="no rows for model '1b'"):
+        charts.render("batch-sweep", [sweep_doc()], model="1b")
+
+
+def test_loss_memory_plots_gib_per_arm():
+    out = charts.render("loss-memory", [memory_doc()])
+    rows = datasets(out)[0]
+    assert [(r["arm"], r["microbatch"], r["peak_gib"]) for r in rows[:2]] == [("eager", 1, 3.0), ("eager", 2, 6.0)]
+    assert {"eager", "fused"} <= set(texts(out.svg))
+    assert "2 arms: eager, fused" in out.alt
+
+
+def test_kernel_shares_from_rows_and_from_data_shares():
+    out = charts.render("kernel-shares", [kernels_doc()])
+    shares = {r["category"]: r["share"] for r in datasets(out)[0]}
+    assert shares["gemm"] == pytest.approx(5 / 28) and shares["attention"] == pytest.approx(1 / 28)
+    only = doc("kernels", [], shares={"gemm": 0.75, "attention": 0.25})
+    two = charts.render("kernel-shares", [kernels_doc(), only], labels=["rows", "shares"])
+    assert {(r["run"], r["category"], r["share"]) for r in datasets(two)[0] if r["run"] == "shares"} == {
+        ("shares", "gemm", 0.75), ("shares", "attention", 0.25)}
+    bad = doc("kernels", [], shares={"gemm": 1.5})
+    with pytest.raises(ProbebookError, match=r"data.shares.gemm must be a fraction"):
+        charts.render("kernel-shares", [bad])
+
+
+# --- properties every SVG must have ------------------------------------------------------
+
+ALL = [("step-scaling", quadratic_doc, {"terms": "c+a+b"}), ("batch-sweep", sweep_doc, {}),
+       ("loss-memory", memory_doc, {}), ("kernel-shares", kernels_doc, {})]
+
+
+@pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
+def test_svg_is_well_formed_offline_and_ids_resolve(kind, make, options):
+    out = charts.render(kind, [make()], **options)
+    root = ET.fromstring(out.svg)  # well-formed XML
+    assert root.get("width") and root.get("viewBox")
+    refs = set(re.findall(r'url\(#([^)]+)\)|href="#([^"]+)"', out.svg))
+    ids = set(re.findall(r'\bid="([^"]+)"', out.svg))
+    assert {a or b for a, b in refs} <= ids
+    assert all(re.fullmatch(r"pb[0-9a-f]{12}-\d+", i) for i in ids)
+    # offline: the only URLs are the XML namespace names, and nothing is fetched (no href to outside, no @import)
+    assert set(re.findall(r"https?://[^\s\"'<>)]+", out.svg)) <= {"http://www.w3.org/2000/svg",
+                                                                   "http://www.w3.org/1999/xlink"}
+    assert "@import" not in out.svg and not re.search(r'href="(?!#)', out.svg)
+    assert out.alt and "\n" not in out.alt
+
+
+@pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
+def test_svg_is_byte_identical_across_calls_and_processes(kind, make, options):
+    first = charts.render(kind, [make()], **options).svg
+    charts.svg_from_spec.cache_clear()  # draw again, not from the cache: vl-convert's id counter has moved on
+    again = charts.render(kind, [make()], **options).svg
+    assert again == first
+    code = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
+            f"from render import charts; sys.stdout.write(charts.render({kind!r}, [t.{make.__name__}()], "
+            f"**{options!r}).svg)")
+    fresh = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert fresh.stdout == first
+
+
+def clipped_spec(top: float) -> str:
+    """A Vega-Lite line clipped to its x domain: vl-convert gives it a clip path with a counter-numbered id."""
+    return json.dumps({"data": {"values": [{"x": 1, "y": 1}, {"x": 2, "y": top}, {"x": 3, "y": 9}]},
+                       "mark": {"type": "line", "clip": True},
+                       "encoding": {"x": {"field": "x", "type": "quantitative", "scale": {"domain": [0, 2]}},
+                                    "y": {"field": "y", "type": "quantitative"}}}, sort_keys=True)
+
+
+def test_clip_ids_are_stable_across_calls_and_distinct_between_charts():
+    charts.svg_from_spec.cache_clear()
+    first = charts.svg_from_spec(clipped_spec(4))
+    other = charts.svg_from_spec(clipped_spec(5))
+    charts.svg_from_spec.cache_clear()
+    again = charts.svg_from_spec(clipped_spec(4))
+    ids = lambda svg: set(re.findall(r'\bid="([^"]+)"', svg))  # noqa: E731
+    assert ids(first) and ids(other)
+    assert again == first  # vl-convert numbered this one clip2 or later; the renaming hides that
+    assert not ids(first) & ids(other)  # two charts inlined in one page cannot capture each other's clip
+    assert f'clip-path="url(#{sorted(ids(first))[0]})"' in first
+
+
+def test_text_from_evidence_is_escaped_in_the_svg_and_the_spec():
+    evil = '<script>alert("x")</script>'
+    out = charts.render("loss-memory", [memory_doc(arms=("eager", evil))])
+    assert "<script" not in out.svg.lower()
+    assert "&lt;script&gt;" in out.svg
+    assert evil in texts(out.svg)  # shown as text, literally
+    assert "<" not in out.spec_json and ">" not in out.spec_json
+    assert evil in {r["arm"] for r in datasets(out)[0]}
+
+
+# --- input errors ---------------------------------------------------------------------
+
+def test_unknown_kind_lists_the_kinds():
+    with pytest.raises(ProbebookError, match="unknown chart kind 'pie'; the kinds are batch-sweep, "
+                                             "kernel-shares, loss-memory, step-scaling"):
+        charts.render("pie", [sweep_doc()])
+
+
+def test_unknown_option_lists_the_accepted_ones():
+    with pytest.raises(ProbebookError, match="chart 'loss-memory' has no option 'colour'; it accepts title"):
+        charts.render("loss-memory", [memory_doc()], colour="red")
+
+
+def test_wrong_probe_missing_field_and_empty_input_are_one_line_errors():
+    with pytest.raises(ProbebookError, match="chart 'batch-sweep' needs batch-sweep evidence; sha256:[0-9a-f]{12} "
+                                             "is 'loss-memory' evidence"):
+        charts.render("batch-sweep", [memory_doc()])
+    broken = memory_doc()
+    del broken["data"]["samples"][2]["peak_bytes"]
+    with pytest.raises(ProbebookError, match=r"data.samples\[2\].peak_bytes must be int or float, got None"):
+        charts.render("loss-memory", [broken])
+    with pytest.raises(ProbebookError, match="needs a non-empty list"):
+        charts.render("loss-memory", [])
+    with pytest.raises(ProbebookError, match="draws one evidence document"):
+        charts.render("step-scaling", [quadratic_doc(), quadratic_doc()])
+
+
+def test_charts_from_the_fixture_archive():
+    store = Store(FIXTURE_ARCHIVE)
+    from measure.evidence import parse
+    docs = {}
+    for path in store.iter_paths():
+        try:
+            d = parse(path.read_bytes(), str(path))
+        except ProbebookError:
+            continue  # the fixture archive holds deliberately unreadable files too
+        if d["status"] == "complete":
+            docs.setdefault(d["probe"], d)
+    assert charts.render("batch-sweep", [docs["batch-sweep"]]).svg.startswith("<svg")
+    assert charts.render("loss-memory", [docs["loss-memory"]]).svg.startswith("<svg")
+    assert charts.render("step-scaling", [docs["step-scaling"]]).svg.startswith("<svg")
