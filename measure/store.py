@@ -3,14 +3,21 @@
 Layout: ``<root>/evidence/sha256/<2 hex>/<62 hex>.json``. A write goes to a temp file in
 the same folder, is fsynced, then hard-linked to its final name (``link`` fails if the name
 exists, so nothing is ever overwritten, even by a racing writer) and the folder is fsynced.
-Temp files start with ``.tmp-``; every reader ignores them and ``verify --clean`` removes them
-(a writer whose temp file is cleaned away under it simply writes it again).
+Temp files start with ``.tmp-``; every reader ignores them and ``verify --clean`` removes them.
+A writer holds an exclusive ``flock`` on its temp file until it is linked and unlinked, and
+``clean`` skips locked files, so cleaning never pulls a file from under a live writer (the
+kernel drops the lock of a killed one); should it still happen, the writer writes it again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no advisory locks; clean may then race a live writer (it retries)
+    fcntl = None  # type: ignore[assignment]
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,13 +131,12 @@ class Store:
         tmp = folder / f"{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         try:
-            try:
-                view = memoryview(raw)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)  # "a live writer owns this": `clean` leaves it alone
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
             try:
                 os.link(tmp, final)  # fails if the name exists: never overwrite
             except FileExistsError:
@@ -143,6 +149,7 @@ class Store:
                 os.unlink(tmp)
             except FileNotFoundError:
                 pass
+            os.close(fd)  # releases the lock, after the temp name is gone
 
     @staticmethod
     def _same_bytes(final: Path, raw: bytes) -> None:
@@ -236,14 +243,25 @@ class Store:
         return sorted(p for p in self.base.glob(f"??/{TEMP_PREFIX}*") if _HEX.fullmatch(p.parent.name))
 
     def clean(self) -> list[Path]:
-        """Remove leftover temp files; return what was removed."""
+        """Remove temp files left by interrupted writes (not those a live writer holds); return them."""
         removed = []
         for path in self.temp_files():
             try:
-                path.unlink()
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # its writer finished meanwhile
+            try:
+                if fcntl is not None:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue  # a live writer holds it
+                os.unlink(path)
                 removed.append(path)
             except FileNotFoundError:
                 pass
+            finally:
+                os.close(fd)
         return removed
 
 
