@@ -265,7 +265,7 @@ def fit_step_scaling(samples: Sequence[tuple[float, float]], *, terms: str | Seq
     sequences per step; ``bootstrap``: replicates for the intervals (0 = none); ``source``
     names the data in errors (e.g. ``"evidence sha256:..."``).
     """
-    where = source or "the samples"
+    where = source or "the input"
     chosen = parse_terms(terms) if isinstance(terms, str) else parse_terms("+".join(terms))
     if not (math.isfinite(batch) and batch > 0):
         raise ProbebookError(f"batch must be a positive number, got {batch!r}")
@@ -277,7 +277,8 @@ def fit_step_scaling(samples: Sequence[tuple[float, float]], *, terms: str | Seq
     data = np.asarray([(float(p[0]), float(p[1])) for p in samples], dtype=float).reshape(-1, 2)
     for i, (s_i, y_i) in enumerate(data):
         if not (math.isfinite(s_i) and s_i > 0 and math.isfinite(y_i) and y_i > 0):
-            raise ProbebookError(f"{where}: sample {i} has tokens={s_i!r}, step_s={y_i!r}; both must be positive")
+            raise ProbebookError(f"{where}: sample {i} has tokens={float(s_i):g}, step_s={float(y_i):g}; "
+                                 "both must be positive")
     span = ""
     if tokens is not None:
         lo, hi = tokens

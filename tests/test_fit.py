@@ -1,0 +1,252 @@
+"""Step-scaling fit: exact coefficients on literal samples, term choice, refusals, noise-floor warning, bootstrap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from measure.errors import ProbebookError
+from render.derive.fit import (fit_evidence, fit_step_scaling, parse_terms, parse_token_range, quadratic_share,
+                               step_batch, step_samples, width_key)
+from render.derive.stats import betainc, f_sf
+
+NOISE = 1e-4  # spread of the synthetic replicates below, seconds
+
+
+def replicated(fn, sizes, offsets=(-NOISE, 0.0, NOISE)):
+    """Samples at each S: fn(S) plus each offset (symmetric offsets keep each mean on fn)."""
+    return [(float(s), fn(s) + e) for s in sizes for e in offsets]
+
+
+def linear(s):
+    return 0.01 + 2e-5 * s
+
+
+def plateau(s):
+    return max(0.02, 1e-5 * s)  # launch-bound below 2048 tokens, linear above
+
+
+SIZES = (512, 1024, 2048, 4096)
+PLATEAU_SIZES = (128, 256, 512, 1024, 2048, 4096, 8192)
+
+
+# -- F distribution -------------------------------------------------------------------
+
+def test_f_survival_matches_closed_forms_and_tables():
+    # F(2, d2): P(F > f) = (1 + 2f/d2)^(-d2/2) exactly
+    assert f_sf(3.0, 2, 2) == pytest.approx(0.25, rel=1e-12)
+    assert f_sf(1.0, 2, 4) == pytest.approx(4 / 9, rel=1e-12)
+    # tabulated upper critical values: F(1,10) at 5% is 4.9646, F(2,20) at 1% is 5.8489
+    assert f_sf(4.9646, 1, 10) == pytest.approx(0.05, abs=2e-6)
+    assert f_sf(5.8489, 2, 20) == pytest.approx(0.01, abs=2e-6)
+    assert f_sf(0.0, 3, 7) == 1.0
+    assert f_sf(math.inf, 3, 7) == 0.0
+    assert betainc(1.0, 1.0, 0.3) == pytest.approx(0.3, rel=1e-12)  # I_x(1,1) = x
+    with pytest.raises(ValueError):
+        f_sf(1.0, 0, 5)
+
+
+# -- exact fits -------------------------------------------------------------------------
+
+def test_three_points_on_a_s_plus_b_s2_choose_a_plus_b():
+    samples = [(s, 1e-5 * s + 1e-9 * s * s) for s in (1024.0, 2048.0, 4096.0)]
+    fit = fit_step_scaling(samples, at=[1024, 4096])
+    assert fit.terms == ("a", "b")
+    assert fit.c_s == 0.0
+    assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-9)
+    assert fit.b_s_per_token2 == pytest.approx(1e-9, rel=1e-9)
+    assert fit.asymptote_tok_s is None  # b > 0: no asymptote
+    assert fit.quadratic_share["1024"] == pytest.approx(1024 / 11024, rel=1e-9)
+    assert fit.quadratic_share["4096"] == pytest.approx(4096 / 14096, rel=1e-9)
+    assert fit.max_abs_residual_s == pytest.approx(0.0, abs=1e-15)
+    assert fit.n_points == 3 and fit.noise_floor_s is None and fit.ci == {}
+    assert any("single sample" in w for w in fit.warnings)
+
+
+def test_linear_with_replicates_chooses_c_plus_a_exactly():
+    fit = fit_step_scaling(replicated(linear, SIZES), at=[4096], batch=4)
+    assert fit.terms == ("c", "a")
+    assert fit.c_s == pytest.approx(0.01, rel=1e-9)
+    assert fit.a_s_per_token == pytest.approx(2e-5, rel=1e-9)
+    assert fit.b_s_per_token2 == 0.0
+    assert fit.asymptote_tok_s == pytest.approx(4 / 2e-5, rel=1e-9)  # batch / a
+    assert fit.quadratic_share == {"4096": 0.0}
+    assert fit.noise_floor_s == pytest.approx(NOISE, rel=1e-9)  # pooled SD of (-e, 0, +e) is e
+    assert fit.n_points == 4 and fit.n_samples == 12
+    assert fit.tokens == (512.0, 1024.0, 2048.0, 4096.0)
+    assert fit.warnings == ()
+    assert fit.predict(1000.0) == pytest.approx(0.03, rel=1e-9)
+
+
+def test_auto_does_not_add_a_term_within_the_noise():
+    # point means wander by 2/3 of the replicate spread around a line: no curvature to find
+    wobble = {512: (1, -1, 2), 1024: (-1, 1, -2), 2048: (2, -1, 1), 4096: (-2, 1, -1), 8192: (1, 0, 1)}
+    samples = [(float(s), linear(s) + k * NOISE) for s, ks in wobble.items() for k in ks]
+    fit = fit_step_scaling(samples)
+    assert fit.terms == ("c", "a")
+    assert fit.b_s_per_token2 == 0.0
+    assert fit.warnings == ()
+
+
+def test_quadratic_data_with_four_points_gets_all_three_terms():
+    samples = replicated(lambda s: 0.005 + 1e-5 * s + 1e-9 * s * s, (1024, 4096, 16384, 65536, 131072))
+    fit = fit_step_scaling(samples)
+    assert fit.terms == ("c", "a", "b")
+    assert fit.c_s == pytest.approx(0.005, rel=1e-6)
+    assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-6)
+    assert fit.b_s_per_token2 == pytest.approx(1e-9, rel=1e-6)
+
+
+def test_negative_slope_is_clamped_to_zero_with_a_warning():
+    fit = fit_step_scaling([(1000.0, 0.05), (2000.0, 0.04), (3000.0, 0.03)], terms="c+a")
+    assert fit.terms == ("c", "a")
+    assert fit.a_s_per_token == 0.0
+    assert fit.c_s == pytest.approx(0.04, rel=1e-12)
+    assert fit.residuals_s == pytest.approx((0.01, 0.0, -0.01), abs=1e-15)
+    assert fit.max_abs_residual_s == pytest.approx(0.01, rel=1e-9)
+    assert fit.asymptote_tok_s is None  # a = 0: no finite asymptote
+    assert any("term a fitted as 0" in w for w in fit.warnings)
+
+
+def test_quadratic_share_formula():
+    assert quadratic_share(1e-5, 1e-9, 10000) == pytest.approx(0.5, rel=1e-12)
+    assert quadratic_share(0.0, 0.0, 4096) is None
+
+
+# -- the noise floor ------------------------------------------------------------------
+
+def test_linear_fit_through_a_plateau_warns_residuals_above_noise():
+    fit = fit_step_scaling(replicated(plateau, PLATEAU_SIZES), terms="c+a")
+    assert fit.noise_floor_s == pytest.approx(NOISE, rel=1e-9)
+    assert fit.max_abs_residual_s > 10 * NOISE
+    assert len(fit.warnings) == 1
+    assert "residuals are well above the sample noise" in fit.warnings[0]
+    assert "plateau" in fit.warnings[0]
+
+
+def test_dropping_the_plateau_with_a_token_range_fits_exactly_without_warning():
+    fit = fit_step_scaling(replicated(plateau, PLATEAU_SIZES), tokens=(2048, None))
+    assert fit.terms == ("a",)  # the fixed cost is not supported above the plateau
+    assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-9)
+    assert fit.c_s == 0.0
+    assert fit.n_points == 3
+    assert fit.asymptote_tok_s == pytest.approx(1e5, rel=1e-9)
+    assert fit.warnings == ()
+
+
+# -- refusals ---------------------------------------------------------------------------
+
+def test_too_few_points_for_the_named_terms_is_refused_with_the_count_needed():
+    samples = [(s, 1e-5 * s) for s in (1024.0, 2048.0, 4096.0)] * 5
+    with pytest.raises(ProbebookError) as err:
+        fit_step_scaling(samples, terms="c+a+b", source="evidence sha256:abc")
+    assert str(err.value) == "fit c+a+b needs at least 4 distinct token counts; evidence sha256:abc has 3"
+
+
+def test_auto_needs_two_points_and_range_is_named():
+    with pytest.raises(ProbebookError, match=r"fit auto needs at least 2 distinct token counts; the input has 1 in 2048:"):
+        fit_step_scaling([(1024.0, 0.01), (2048.0, 0.02)], tokens=(2048, None))
+
+
+def test_bad_samples_and_arguments_are_refused():
+    with pytest.raises(ProbebookError, match="the input: sample 1 has tokens=2048, step_s=-0.1"):
+        fit_step_scaling([(1024.0, 0.1), (2048.0, -0.1), (4096.0, 0.2)])
+    with pytest.raises(ProbebookError, match="lower bound is above the upper"):
+        fit_step_scaling(replicated(linear, SIZES), tokens=(4096, 512))
+    with pytest.raises(ProbebookError, match="--at widths must be positive"):
+        fit_step_scaling(replicated(linear, SIZES), at=[0])
+    with pytest.raises(ProbebookError, match="unknown term 'd'"):
+        fit_step_scaling(replicated(linear, SIZES), terms="c+d")
+
+
+# -- parsing ----------------------------------------------------------------------------
+
+def test_parse_token_range():
+    assert parse_token_range("512:") == (512, None)
+    assert parse_token_range(":4096") == (None, 4096)
+    assert parse_token_range("512:4096") == (512, 4096)
+    for bad, why in (("512", "give a range"), ("a:1", "'a' is not a number"), ("4096:512", "lower bound"),
+                     ("-1:5", "non-negative")):
+        with pytest.raises(ProbebookError, match=why):
+            parse_token_range(bad)
+
+
+def test_parse_terms():
+    assert parse_terms("a+b") == ("a", "b")
+    assert parse_terms("b+c") == ("c", "b")  # canonical order
+    assert parse_terms(" AUTO ") == "auto"
+    with pytest.raises(ProbebookError, match="unknown term 'x'"):
+        parse_terms("c+x")
+    with pytest.raises(ProbebookError, match="repeated"):
+        parse_terms("a+a")
+    assert width_key(4096.0) == "4096" and width_key(1536.5) == "1536.5"
+
+
+# -- evidence rows ----------------------------------------------------------------------
+
+def _doc(rows):
+    return {"probe": "step-scaling", "data": {"samples": rows}}
+
+
+def test_step_samples_default_to_fixed_batch_rows_and_skip_missing_times():
+    rows = [{"tokens": 512, "step_s": 0.02, "batch": 8, "mode": "fixed_batch"},
+            {"tokens": 1024, "step_s": None, "batch": 8, "mode": "fixed_batch"},
+            {"tokens": 1024, "step_s": 0.03, "batch": 8, "mode": "fixed_batch"},
+            {"tokens": 1024, "step_s": 0.05, "batch": 4, "mode": "fixed_tokens"}]
+    assert step_samples(_doc(rows)) == [(512.0, 0.02), (1024.0, 0.03)]
+    assert step_batch(_doc(rows)) == 8.0
+    assert step_samples(_doc(rows), mode="fixed_tokens") == [(1024.0, 0.05)]
+    assert step_batch(_doc([{"tokens": 512, "step_s": 0.02}])) == 1.0
+
+
+def test_step_samples_refuse_mixed_batches_and_missing_modes():
+    rows = [{"tokens": 512, "step_s": 0.02, "batch": 8}, {"tokens": 1024, "step_s": 0.03, "batch": 4}]
+    with pytest.raises(ProbebookError, match="samples have batch 4, 8; the fit needs a single batch value"):
+        step_samples(_doc(rows))
+    with pytest.raises(ProbebookError, match="no samples with mode 'fixed_tokens'"):
+        step_samples(_doc([{"tokens": 512, "step_s": 0.02, "mode": "fixed_batch"}]), mode="fixed_tokens")
+    with pytest.raises(ProbebookError, match="no data.samples"):
+        step_samples({"probe": "step-scaling", "data": {}})
+
+
+def test_fit_evidence_uses_the_rows_batch_and_text_range():
+    rows = [{"tokens": s, "step_s": v, "batch": 2} for s, v in replicated(plateau, PLATEAU_SIZES)]
+    fit = fit_evidence(_doc(rows), tokens="2048:", terms="a")
+    assert fit.asymptote_tok_s == pytest.approx(2e5, rel=1e-9)  # batch 2 / a
+
+
+# -- JSON and bootstrap -----------------------------------------------------------------
+
+def test_to_json_is_exactly_the_design_object():
+    fit = fit_step_scaling(replicated(linear, SIZES), at=[1024])
+    out = fit.to_json()
+    assert list(out) == ["terms", "c_s", "a_s_per_token", "b_s_per_token2", "residuals_s", "max_abs_residual_s",
+                         "asymptote_tok_s", "quadratic_share", "n_points"]
+    assert out["terms"] == ["c", "a"]
+    assert out["b_s_per_token2"] == 0.0
+    assert out["quadratic_share"] == {"1024": 0.0}
+    assert out["n_points"] == 4
+    assert out["residuals_s"] == pytest.approx([0.0] * 4, abs=1e-15)
+
+
+def test_bootstrap_is_deterministic_and_brackets_the_estimate():
+    samples = replicated(linear, SIZES, offsets=(-NOISE, 0.0, 3 * NOISE, NOISE))
+    one = fit_step_scaling(samples, bootstrap=100, seed=7)
+    two = fit_step_scaling(samples, bootstrap=100, seed=7)
+    other = fit_step_scaling(samples, bootstrap=100, seed=8)
+    assert one.ci == two.ci
+    assert one.ci != other.ci
+    assert set(one.ci) == {"c_s", "a_s_per_token", "asymptote_tok_s"}
+    for key, value in (("c_s", one.c_s), ("a_s_per_token", one.a_s_per_token),
+                       ("asymptote_tok_s", one.asymptote_tok_s)):
+        lo, hi = one.ci[key]
+        assert lo < value < hi
+
+
+def test_identical_replicates_give_zero_width_intervals():
+    fit = fit_step_scaling(replicated(linear, SIZES, offsets=(0.0, 0.0)), bootstrap=20)
+    assert fit.ci["c_s"] == pytest.approx((0.01, 0.01), rel=1e-9)
+    assert fit.ci["a_s_per_token"] == pytest.approx((2e-5, 2e-5), rel=1e-9)
+    assert fit.noise_floor_s == 0.0
+    assert fit.warnings == ()
