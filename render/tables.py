@@ -99,10 +99,11 @@ def significant(x: float, digits: int = 4) -> str:
     """``x`` to ``digits`` significant figures in fixed notation (no exponent); large values as grouped integers."""
     if x == 0 or not math.isfinite(x):
         return "0" if x == 0 else str(x)
-    magnitude = math.floor(math.log10(abs(x)))
+    rounded = float(f"{x:.{digits - 1}e}")  # round first: 999.95 becomes 1000, not "1000.0" with 5 figures
+    magnitude = math.floor(math.log10(abs(rounded)))
     if magnitude >= digits - 1:
-        return f"{round(x):,}"
-    return f"{x:.{digits - 1 - magnitude}f}"
+        return f"{round(rounded):,}"
+    return f"{rounded:.{digits - 1 - magnitude}f}"
 
 
 def percent(fraction: float) -> str:
@@ -204,7 +205,9 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
     groups: dict[tuple[Any, ...], list[float]] = {}
     for doc in docs:
         for r in evidence_rows("table 'step-scaling'", doc, {"tokens": _NUM, "step_s": _NUM, "batch": _NUM},
-                               "step-scaling", nullable=("batch",)):
+                               "step-scaling", nullable=("batch", "step_s")):
+            if r.get("step_s") is None:
+                continue  # a failed window: counted nowhere, shown on the evidence page's raw table
             key = (str(r.get("mode") or ""), r.get("batch"), r["tokens"])
             groups.setdefault(key, []).append(r["step_s"])
     records = []
