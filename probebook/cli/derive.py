@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
     p.add_argument("--tokens", metavar="LO:HI", help="only sequence lengths in this inclusive range (LO: or :HI)")
     p.add_argument("--terms", default="auto", help="auto (default) or terms from c, a, b joined by +, e.g. c+a")
     p.add_argument("--at", metavar="W,...", help="widths at which to report the quadratic share b·W/(a+b·W)")
-    p.add_argument("--mode", choices=fitting.MODES, help="rows of this mode (default fixed_batch where a mode column exists)")
+    p.add_argument("--mode", choices=fitting.MODES,
+                   help="rows of this mode (default fixed_batch where a mode column exists)")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for intervals (default 200)")
     p.add_argument("--json", action="store_true", help="print DESIGN §4's JSON object only")
     p.set_defaults(func=_fit)
@@ -49,7 +50,8 @@ def _widths(text: str | None) -> list[float]:
         try:
             out.append(float(part))
         except ValueError:
-            raise ProbebookError(f"--at {text!r}: {part.strip()!r} is not a number; give widths like 1024,4096") from None
+            raise ProbebookError(f"--at {text!r}: {part.strip()!r} is not a number; "
+                                 "give widths like 1024,4096") from None
     return out
 
 

@@ -117,7 +117,8 @@ def bytes_per_logit_element(rows: Sequence[dict[str, Any]], arm_a: str, arm_b: s
     return delta / (tokens * vocab_size)
 
 
-def stable_prefix(points: Sequence[tuple[float, float | None]], collapse: float = COLLAPSE) -> list[tuple[float, float]]:
+def stable_prefix(points: Sequence[tuple[float, float | None]],
+                  collapse: float = COLLAPSE) -> list[tuple[float, float]]:
     """The ``(size, tok_s)`` points, ascending by size, up to the first failure or collapse.
 
     A point with no throughput (None) ends the prefix; so does one whose throughput is below
