@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from measure.errors import ProbebookError
 
-COMMAND_MODULES = ("archive", "derive")
+COMMAND_MODULES = ("archive", "derive", "site")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

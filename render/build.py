@@ -1,0 +1,299 @@
+"""The build: one linear pipeline of named stages, each taking and returning plain data (DESIGN §4).
+
+``load_evidence`` (verify + parse the archive) -> ``load_sources`` (front matter, records) ->
+``lint`` -> ``render_pages`` (templates call the derivations; every number becomes a ledger
+row; charts and tables are written beside their page) -> ``generate_pages`` (evidence pages,
+indexes, Changes) -> ``write_tree`` -> ``write_config`` -> ``run_mkdocs`` (``mkdocs build
+--strict`` in a subprocess). Render's output is a plain Markdown tree plus a plain
+``mkdocs.yml`` (the root one with a generated ``nav``), so the site engine stays swappable:
+nothing depends on mkdocs plugins or hooks.
+
+Two builds of the same archive and sources give byte-identical sites: every stage is ordered,
+and mkdocs runs with ``SOURCE_DATE_EPOCH`` (the caller's, else the newest date in the evidence
+and records, so no wall-clock time enters the site).
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from measure.errors import EvidenceError, ProbebookError
+from measure.evidence import parse
+from measure.store import Store
+from render import changes, evidence_pages, layout, ledger, lint, sources as sourcesmod
+from render.functions import Library, PageFunctions
+from render.pages import PageState, check_links, inert_prose, make_environment, render_body
+from render.sources import Sources
+
+TREE_MARKER = ".probebook-tree"
+SITE_MARKER = ".probebook-site"
+
+
+class BuildError(ProbebookError):
+    """The archive, the sources or the site engine refused the build."""
+
+
+@dataclass(frozen=True)
+class BuildPaths:
+    """Where a build reads and writes."""
+
+    docs: Path
+    """Hand-written sources (index.md, playbook/, records/)."""
+    archive: Path
+    """The evidence archive (holding evidence/ and published/)."""
+    build: Path
+    """Render's output folder: the Markdown tree goes to ``build/docs``, the config to ``build/mkdocs.yml``."""
+    site: Path
+    """Where mkdocs writes the site."""
+    config: Path
+    """The base ``mkdocs.yml`` (theme, palette, extensions); render adds only ``nav`` and paths."""
+    published: Path | None = None
+    """The published ledger the Changes page compares with; default ``<archive>/published/ledger.json``."""
+
+    @property
+    def tree(self) -> Path:
+        return self.build / "docs"
+
+    @property
+    def published_ledger(self) -> Path:
+        return self.published if self.published is not None else self.archive / "published" / "ledger.json"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The archive as render sees it: documents and their exact bytes, by full id."""
+
+    docs: dict[str, dict[str, Any]]
+    raw: dict[str, bytes]
+
+
+@dataclass
+class Tree:
+    """The rendered Markdown tree, before it is written."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Tree path -> bytes."""
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    """One row per published number."""
+    nav: list[Any] = field(default_factory=list)
+    """The mkdocs ``nav``."""
+    cited: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Evidence id -> (tree path, title) of each page that cites it."""
+    diff: ledger.Diff | None = None
+    """This ledger against the published one."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build produced."""
+
+    tree: Path
+    site: Path | None
+    ledger: list[dict[str, Any]]
+    diff: ledger.Diff
+    pages: int
+    evidence: int
+
+
+# -- stage 1: evidence -------------------------------------------------------------------
+
+def load_evidence(archive: Path) -> Evidence:
+    """Verify every stored file's hash, then parse it; any problem stops the build with one line."""
+    store = Store(archive)
+    bad = store.verify()
+    if bad:
+        m = bad[0]
+        raise BuildError(f"{m.path}: bytes do not match the file's name (expected {m.expected}, actual {m.actual})"
+                         + (f"; {len(bad) - 1} more" if len(bad) > 1 else "") + "; run `probebook archive verify`")
+    docs, raw = {}, {}
+    for path in store.iter_paths():
+        ident = "sha256:" + path.parent.name + path.name[:-5]
+        data = path.read_bytes()
+        try:
+            docs[ident] = parse(data, str(path))
+        except EvidenceError as exc:
+            raise BuildError(str(exc)) from None
+        raw[ident] = data
+    return Evidence(docs, raw)
+
+
+# -- stage 2 and 3: sources and lint ---------------------------------------------------------
+
+def load_sources(docs: Path) -> Sources:
+    return sourcesmod.load(docs)
+
+
+def check_prose(src: Sources) -> None:
+    lint.check(src.pages)
+    for page in src.pages:
+        check_links(page.body, str(page.path))
+
+
+# -- stage 4: pages ----------------------------------------------------------------------
+
+def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
+    """Template every page; collect ledger rows, charts/tables and who cites which evidence."""
+    tree = Tree()
+    library = Library(evidence.docs)
+    env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
+    cited = tree.cited
+    for page in src.pages:
+        aliases = sourcesmod.resolve_evidence(page, store.resolve)
+        functions = PageFunctions(library, aliases)
+        try:
+            context = functions.context()
+        except ProbebookError as exc:
+            raise BuildError(f"{page.where('evidence')}: {exc}") from None
+        state = PageState(page.rel)
+        body = render_body(env, page, context, state)
+        text = layout.header(page, src) + body.strip("\n") + "\n" + layout.footer(page, src, aliases, evidence.docs)
+        text = inert_prose(text)
+        check_links(text, f"{page.path} (rendered)")
+        tree.files[page.rel] = text.encode("utf-8")
+        for path, data in state.files.items():
+            tree.files[path] = data
+        tree.ledger += [q.ledger_row(page.rel, key) for key, q in state.rows]
+        for ident in sorted(state.cited | set(aliases.values())):
+            cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
+    for rel, path in src.files:
+        tree.files[rel] = path.read_bytes()
+    return tree
+
+
+# -- stage 5: generated pages ------------------------------------------------------------------
+
+def generate_pages(tree: Tree, src: Sources, evidence: Evidence, published: list[dict[str, Any]] | None) -> Tree:
+    """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav."""
+    cited = tree.cited
+    for ident in sorted(evidence.docs):
+        tree.files.update(evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident],
+                                                    cited.get(ident, [])))
+    tree.files["evidence/index.md"] = evidence_pages.index_markdown(evidence.docs, cited).encode("utf-8")
+    tree.files["records/index.md"] = layout.records_index(src).encode("utf-8")
+    tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
+    if "index.md" not in tree.files:
+        tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"
+    if "playbook/index.md" not in tree.files:
+        tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
+    tree.diff = ledger.diff(published or [], tree.ledger)
+    titles = {p.rel: layout.page_title(p) for p in src.pages}
+    existing = {p for p in tree.files if p.endswith(".md")}
+    tree.files[changes.PAGE] = changes.page_markdown(tree.diff, published is not None, existing, titles).encode("utf-8")
+    tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
+    tree.nav = layout.nav(src, evidence.docs)
+    if not any(p.kind == "home" for p in src.pages):
+        tree.nav.insert(0, {"Home": "index.md"})
+    if not any(p.rel == "playbook/index.md" for p in src.pages):
+        tree.nav.insert(1, {"Playbook": [{"Playbook": "playbook/index.md"}]})
+    return tree
+
+
+# -- stage 6 and 7: write the tree and the config ------------------------------------------------
+
+def _owned_or_empty(folder: Path, marker: str, what: str) -> None:
+    if folder.exists() and any(folder.iterdir()) and not (folder / marker).exists():
+        raise BuildError(f"{folder} holds files render did not write; give {what} an empty or new folder")
+
+
+def write_tree(tree: Tree, out: Path) -> None:
+    """Replace ``out`` with the tree (only a folder render made, or an empty one, is ever cleared)."""
+    _owned_or_empty(out, TREE_MARKER, "the build folder")
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    (out / TREE_MARKER).write_text("written by probebook render; replaced at every build\n")
+    for rel in sorted(tree.files):
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(tree.files[rel])
+
+
+def write_config(base: Path, nav: list[Any], build_dir: Path) -> Path:
+    """``build/mkdocs.yml``: the base config with ``docs_dir`` pointed at the tree and the generated nav."""
+    try:
+        config = yaml.safe_load(base.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BuildError(f"{base}: no such mkdocs config (give --config the site's mkdocs.yml)") from None
+    except yaml.YAMLError as exc:
+        raise BuildError(f"{base}: not plain YAML ({str(exc).splitlines()[0]}); keep mkdocs.yml free of "
+                         "!!python tags so any engine can read it") from None
+    if not isinstance(config, dict):
+        raise BuildError(f"{base}: must be a mapping")
+    config["docs_dir"] = "docs"
+    theme = config.get("theme")
+    if isinstance(theme, dict) and theme.get("custom_dir"):
+        theme["custom_dir"] = str((base.parent / theme["custom_dir"]).resolve())
+    config["nav"] = nav
+    path = build_dir / "mkdocs.yml"
+    path.write_text("# generated by probebook from " + base.name + ": the base config plus the nav; do not edit\n"
+                    + yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+# -- stage 8: the site engine ---------------------------------------------------------------
+
+def source_date_epoch(evidence: Evidence, src: Sources) -> int:
+    """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none)."""
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given is not None:
+        try:
+            return int(given)
+        except ValueError:
+            raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
+    dates = [d["created_at"][:10] for d in evidence.docs.values()] + [p.date for p in src.pages if p.date]
+    if not dates:
+        return 0
+    newest = _dt.date.fromisoformat(max(dates))
+    return calendar.timegm(newest.timetuple())
+
+
+def run_mkdocs(config: Path, site: Path, epoch: int) -> None:
+    """``python -m mkdocs build --strict``; a failure is one line with the first warning or error."""
+    _owned_or_empty(site, SITE_MARKER, "--out")
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(config), "-d", str(site.resolve())]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    log = config.parent / "mkdocs.log"
+    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines()
+                 if ln.strip().startswith(("WARNING", "ERROR")) or "Error" in ln]
+        first = lines[0] if lines else f"exit status {proc.returncode}"
+        raise BuildError(f"mkdocs build --strict failed: {first} (full log: {log})")
+    site.mkdir(parents=True, exist_ok=True)
+    (site / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+def render_tree(paths: BuildPaths) -> tuple[Tree, Evidence, Sources]:
+    """Every stage up to a written tree and config (no site engine)."""
+    evidence = load_evidence(paths.archive)
+    src = load_sources(paths.docs)
+    check_prose(src)
+    tree = render_pages(src, evidence, Store(paths.archive))
+    published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
+    tree = generate_pages(tree, src, evidence, published)
+    write_tree(tree, paths.tree)
+    write_config(paths.config, tree.nav, paths.build)
+    return tree, evidence, src
+
+
+def build(paths: BuildPaths, site: bool = True) -> BuildResult:
+    """Verify the archive, render the tree, and (unless ``site`` is False) run ``mkdocs build --strict``."""
+    tree, evidence, src = render_tree(paths)
+    if site:
+        run_mkdocs(paths.build / "mkdocs.yml", paths.site, source_date_epoch(evidence, src))
+    assert tree.diff is not None
+    return BuildResult(tree=paths.tree, site=paths.site if site else None, ledger=tree.ledger, diff=tree.diff,
+                       pages=sum(1 for p in tree.files if p.endswith(".md")), evidence=len(evidence.docs))

@@ -1,0 +1,62 @@
+"""The *Changes* page: this build's ledger against the published one (DESIGN §4).
+
+``archive/published/ledger.json`` holds the numbers last accepted with ``probebook publish``.
+The page lists every number added, removed or changed since then (old → new and the relative
+change), so a correction to a derivation or an erratum shows exactly which numbers moved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from render.ledger import Diff, percent
+from render.quantity import escape_text, relative_link
+
+PAGE = "changes.md"
+
+
+def _page_cell(page: str, existing: set[str], titles: dict[str, str]) -> str:
+    label = escape_text(titles.get(page, page))
+    return f"[{label}]({relative_link(PAGE, page)})" if page in existing else f"{label} (page removed)"
+
+
+def _rows_table(rows: list[dict[str, Any]], existing: set[str], titles: dict[str, str]) -> list[str]:
+    out = ["| page | number | value | derivation |", "|---|---|---|---|"]
+    out += [f"| {_page_cell(r['page'], existing, titles)} | `{_code(r['key'])}` | {escape_text(r['text'])} | "
+            f"{escape_text(r['derivation'])} |" for r in rows]
+    return out + [""]
+
+
+def _code(text: str) -> str:
+    """Text for inside a code span in a table cell: no backticks or pipes to end it early."""
+    return text.replace("`", "'").replace("|", "/")
+
+
+def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str, str]) -> str:
+    """The Changes page. ``published``: whether a published ledger exists; ``existing``: tree pages."""
+    out = ["# Changes", ""]
+    if not published:
+        out += ["Nothing has been published yet, so every number below is new. "
+                "`probebook publish` accepts this build's ledger; later builds list what moved since.", ""]
+    else:
+        out += ["Numbers on this site that differ from the published ledger (`archive/published/ledger.json`). "
+                "`probebook publish` accepts them.", ""]
+    out.append(f"**{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, "
+               f"{d.unchanged} unchanged.**")
+    out.append("")
+    if d.changed:
+        out += ["## Changed", "", "| page | number | old | new | change | derivation |", "|---|---|---|---|---|---|"]
+        for c in d.changed:
+            derivation = escape_text(c.new["derivation"])
+            if c.old["derivation"] != c.new["derivation"]:
+                derivation = f"was: {escape_text(c.old['derivation'])}<br>now: {derivation}"
+            out.append(f"| {_page_cell(c.page, existing, titles)} | `{_code(c.key)}` | {escape_text(c.old['text'])} | "
+                       f"{escape_text(c.new['text'])} | {escape_text(percent(c.relative))} | {derivation} |")
+        out.append("")
+    if d.added:
+        out += ["## Added", ""] + _rows_table(d.added, existing, titles)
+    if d.removed:
+        out += ["## Removed", ""] + _rows_table(d.removed, existing, titles)
+    if not d.any:
+        out += ["No number changed." if published else "No numbers are published on this site yet.", ""]
+    return "\n".join(out)

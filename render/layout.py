@@ -1,0 +1,132 @@
+"""What render adds around hand-written pages: headings, the archived banner, errata, version
+lists, the Records and Archive indexes, and the navigation (DESIGN §4).
+
+A record version always lives at ``records/<slug>/v<N>.md``, so its address never changes; the
+newest version is listed under *Records*, older ones under *Archive* with a banner linking to
+the current one. All text from front matter is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from render.quantity import escape_text, evidence_page, relative_link, short_id
+from render.sources import Record, SourcePage, Sources
+
+BANNER = "Archived reference."
+BANNER_LINK = "Read the current results →"
+
+
+def page_title(page: SourcePage) -> str:
+    """The title a page goes by in navigation and links."""
+    if page.title:
+        return page.title
+    stem = page.rel.rsplit("/", 1)[-1][:-3]
+    if stem == "index":
+        parent = page.rel.rsplit("/", 2)[-2] if "/" in page.rel else "Home"
+        return parent.replace("-", " ").capitalize()
+    return stem.replace("-", " ").capitalize()
+
+
+def _record_of(page: SourcePage, sources: Sources) -> Record | None:
+    return next((r for r in sources.records if r.slug == page.slug), None) if page.kind == "record" else None
+
+
+def header(page: SourcePage, sources: Sources) -> str:
+    """Markdown above the page body: heading, archived banner, version line, errata."""
+    out = []
+    if page.title_in_front_matter:
+        out += [f"# {escape_text(page.title)}", ""]
+    record = _record_of(page, sources)
+    if record is None:
+        return "\n".join(out) + ("\n" if out else "")
+    current = record.current
+    if page is not current:
+        link = relative_link(page.rel, current.rel)
+        out += ['!!! warning ""', "", f"    {BANNER} [{BANNER_LINK}]({link})", ""]
+    line = f"*Version {page.version}, {escape_text(page.date)}"
+    if page.supersedes is not None:
+        older = next(p for p in record.versions if p.version == page.supersedes)
+        line += f"; supersedes [version {page.supersedes}]({relative_link(page.rel, older.rel)})"
+    out += [line + ".*", ""]
+    if page.errata:
+        out += ['!!! note "Errata"', ""]
+        out += [f"    - **{escape_text(e.date)}**: {escape_text(e.text)}" for e in page.errata]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def footer(page: SourcePage, sources: Sources, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
+    """Markdown below a record's body: its evidence and its other versions."""
+    out = []
+    if aliases:
+        out += ["", "## Evidence", ""]
+        for alias in sorted(aliases):
+            ident = aliases[alias]
+            link = relative_link(page.rel, evidence_page(ident))
+            out.append(f"- `{alias}`: [`{short_id(ident)}`]({link}), {escape_text(docs[ident]['probe'])}")
+    record = _record_of(page, sources)
+    if record is not None and len(record.versions) > 1:
+        out += ["", "## Versions", ""]
+        for p in reversed(record.versions):
+            label = f"Version {p.version}" + (" (current)" if p is record.current else "")
+            shown = f"**{label}**" if p is page else f"[{label}]({relative_link(page.rel, p.rel)})"
+            out.append(f"- {shown}, {escape_text(p.date)}: {escape_text(p.title)}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def records_index(sources: Sources) -> str:
+    out = ["# Records", ""]
+    if not sources.records:
+        out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
+        return "\n".join(out) + "\n"
+    out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
+    out += ["| record | version | date |", "|---|---|---|"]
+    for r in sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True):
+        c = r.current
+        out.append(f"| [{escape_text(c.title)}]({relative_link('records/index.md', c.rel)}) | {c.version} | "
+                   f"{escape_text(c.date)} |")
+    return "\n".join(out) + "\n"
+
+
+def archive_index(sources: Sources) -> str:
+    out = ["# Archive", ""]
+    archived = [(r, p) for r in sources.records for p in r.archived]
+    if not archived:
+        out.append("No record has been superseded yet.")
+        return "\n".join(out) + "\n"
+    out += ["Superseded record versions. Each is still rendered from its own evidence at every build.", ""]
+    out += ["| record | version | date | current version |", "|---|---|---|---|"]
+    for r, p in archived:
+        here = "archive/index.md"
+        out.append(f"| [{escape_text(p.title)}]({relative_link(here, p.rel)}) | {p.version} | {escape_text(p.date)} | "
+                   f"[version {r.current.version}]({relative_link(here, r.current.rel)}) |")
+    return "\n".join(out) + "\n"
+
+
+def nav(sources: Sources, docs: dict[str, dict[str, Any]]) -> list[Any]:
+    """The mkdocs ``nav``: Home, Playbook, Records, Archive, Evidence, Changes. Titles are HTML-escaped
+    because themes print nav titles into the page unescaped."""
+
+    def item(title: str, path: str) -> dict[str, str]:
+        return {html.escape(title, quote=True): path}
+
+    by_rel = {p.rel: p for p in sources.pages}
+    playbook = [item("Playbook", "playbook/index.md")] if "playbook/index.md" in by_rel else []
+    playbook += [item(page_title(p), p.rel) for p in sources.pages
+                 if p.kind == "playbook" and p.rel != "playbook/index.md"]
+    records = [item("Records", "records/index.md")]
+    records += [item(page_title(r.current), r.current.rel) for r in sources.records]
+    archive = [item("Archive", "archive/index.md")]
+    archive += [item(f"{page_title(p)} (v{p.version})", p.rel) for r in sources.records for p in r.archived]
+    evidence = [item("Evidence", "evidence/index.md")]
+    evidence += [item(f"{short_id(i)} {docs[i]['probe']}", evidence_page(i)) for i in sorted(docs)]
+    out: list[Any] = []
+    if "index.md" in by_rel:
+        out.append(item("Home", "index.md"))
+    if playbook:
+        out.append({"Playbook": playbook})
+    out += [{"Records": records}, {"Archive": archive}, {"Evidence": evidence}, item("Changes", "changes.md")]
+    out += [item(page_title(p), p.rel) for p in sources.pages if p.kind == "page"]
+    return out

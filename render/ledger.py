@@ -1,0 +1,181 @@
+"""The ledger: one row per published number, and the diff between two ledgers (DESIGN §4).
+
+A ledger file is ``{"schema": "probebook.ledger/1", "rows": [...]}``; each row holds ``page``,
+``key``, ``value`` (in ``unit``, the base unit), ``unit``, ``text`` (as shown), ``uncertainty``,
+``evidence`` and ``derivation``. Rows are sorted by (page, key) and written with sorted keys, so
+the same numbers always give the same bytes. A row is identified across builds by (page, key).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from measure.errors import ProbebookError
+
+SCHEMA = "probebook.ledger/1"
+_ROW_FIELDS = ("page", "key", "value", "unit", "text", "uncertainty", "evidence", "derivation")
+
+
+class LedgerError(ProbebookError):
+    """A ledger file that is missing, malformed or of another schema."""
+
+
+def to_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """Canonical ledger bytes: rows sorted by (page, key), keys sorted, one trailing newline."""
+    ordered = sorted(rows, key=lambda r: (r["page"], r["key"]))
+    doc = {"schema": SCHEMA, "rows": ordered}
+    return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def write(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write a ledger atomically (temp file in the same folder, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(to_bytes(rows))
+    os.replace(tmp, path)
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """Read and check a ledger file; every problem is one line naming the file (and row)."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise LedgerError(f"{path}: no such ledger file (`probebook build` writes site/ledger.json)") from None
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise LedgerError(f"{path}: not a JSON ledger ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise LedgerError(f"{path}: field 'schema' must be {SCHEMA!r}, got {got!r}")
+    rows = doc.get("rows")
+    if not isinstance(rows, list):
+        raise LedgerError(f"{path}: field 'rows' must be a list")
+    seen: set[tuple[str, str]] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise LedgerError(f"{path}: rows[{i}] must be an object")
+        missing = [f for f in _ROW_FIELDS if f not in row]
+        if missing:
+            raise LedgerError(f"{path}: rows[{i}] lacks field '{missing[0]}'")
+        if not (isinstance(row["page"], str) and isinstance(row["key"], str)):
+            raise LedgerError(f"{path}: rows[{i}] fields 'page' and 'key' must be text")
+        value = row["value"]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise LedgerError(f"{path}: rows[{i}].value must be a number or null, got {value!r}")
+        ident = (row["page"], row["key"])
+        if ident in seen:
+            raise LedgerError(f"{path}: rows[{i}] repeats page {row['page']!r} key {row['key']!r}")
+        seen.add(ident)
+    return rows
+
+
+def relative_change(old: float | None, new: float | None) -> float | None:
+    """(new - old) / |old|, dimensionless; None when either is missing or old is zero."""
+    if old is None or new is None or old == 0:
+        return None
+    return (new - old) / abs(old)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One number whose value, shown text or derivation differs between two ledgers."""
+
+    old: dict[str, Any]
+    """The row in the old ledger."""
+    new: dict[str, Any]
+    """The row in the new ledger."""
+
+    @property
+    def page(self) -> str:
+        return self.new["page"]
+
+    @property
+    def key(self) -> str:
+        return self.new["key"]
+
+    @property
+    def relative(self) -> float | None:
+        """Relative change of the value, dimensionless (0.1 = 10% up)."""
+        return relative_change(self.old["value"], self.new["value"])
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What moved between two ledgers."""
+
+    added: list[dict[str, Any]]
+    """Rows only in the new ledger, sorted by (page, key)."""
+    removed: list[dict[str, Any]]
+    """Rows only in the old ledger, sorted by (page, key)."""
+    changed: list[Change]
+    """Rows in both whose value, text or derivation differs, sorted by (page, key)."""
+    unchanged: int
+    """How many rows are the same in both."""
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "removed": self.removed,
+            "changed": [{"page": c.page, "key": c.key, "old": c.old, "new": c.new, "relative_change": c.relative}
+                        for c in self.changed],
+            "unchanged": self.unchanged,
+        }
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Rows are the same number when value (exactly, or both missing), text and derivation agree."""
+    va, vb = a["value"], b["value"]
+    same_value = (va is None and vb is None) or (va is not None and vb is not None and
+                                                 (va == vb or (math.isnan(va) and math.isnan(vb))))
+    return same_value and a["text"] == b["text"] and a["derivation"] == b["derivation"]
+
+
+def diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Diff:
+    """Numbers added, removed and changed from ``old`` to ``new`` (rows matched by page and key)."""
+    before = {(r["page"], r["key"]): r for r in old}
+    after = {(r["page"], r["key"]): r for r in new}
+    added = [after[k] for k in sorted(after.keys() - before.keys())]
+    removed = [before[k] for k in sorted(before.keys() - after.keys())]
+    changed, unchanged = [], 0
+    for k in sorted(before.keys() & after.keys()):
+        if _same(before[k], after[k]):
+            unchanged += 1
+        else:
+            changed.append(Change(before[k], after[k]))
+    return Diff(added, removed, changed, unchanged)
+
+
+def percent(rel: float | None) -> str:
+    """A relative change as signed percent text, e.g. ``+4.2%``; ``n/a`` when undefined."""
+    if rel is None:
+        return "n/a"
+    return f"{rel * 100:+.3g}%"
+
+
+def format_diff(d: Diff) -> list[str]:
+    """The diff as text lines, for ``probebook diff``."""
+    lines = []
+    for row in d.added:
+        lines.append(f"added    {row['page']} {row['key']}: {row['text']}")
+    for row in d.removed:
+        lines.append(f"removed  {row['page']} {row['key']}: {row['text']}")
+    for c in d.changed:
+        what = f"{c.old['text']} -> {c.new['text']} ({percent(c.relative)})"
+        if c.old["derivation"] != c.new["derivation"]:
+            what += f"; derivation {c.old['derivation']!r} -> {c.new['derivation']!r}"
+        lines.append(f"changed  {c.page} {c.key}: {what}")
+    lines.append(f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, "
+                 f"{d.unchanged} unchanged")
+    return lines

@@ -1,0 +1,241 @@
+"""Templating: Jinja-in-Markdown pages in a sandbox, with ``StrictUndefined`` (DESIGN §4).
+
+Every ``{{ }}`` must yield a Quantity (recorded in the ledger and rendered as a link to its
+evidence), a block made by a page function (chart, table, evidence link), or text; text is
+escaped so it shows as written, and text that looks like a measurement is refused like prose is.
+A bare number is refused: numbers reach a page only from evidence. Any failure names the source
+file and line: an unknown name, a missing alias, an unsafe attribute, a page function's error.
+
+Prose is made inert too: ``<`` outside code becomes ``&lt;`` (no raw HTML, so no ``<script>`` or
+``on*=`` attributes) and a link may only point to http(s), mailto or a relative path.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Callable
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+from measure.errors import ProbebookError
+from render import lint
+from render.quantity import Quantity, escape_text
+from render.sources import SourcePage
+
+
+class PageError(ProbebookError):
+    """A page failed to render; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """Markdown made by a page function (a chart, a table, a link), inserted as is."""
+
+    markdown: str
+
+
+@dataclass
+class PageState:
+    """What rendering one page produced besides its text."""
+
+    rel: str
+    """The page's tree path, e.g. ``records/step-time/v2.md``."""
+    rows: list[tuple[str, Quantity]] = field(default_factory=list)
+    """(ledger key, quantity) for every number shown, in order of first appearance."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Files the page's functions made (charts, downloads): tree path -> bytes."""
+    cited: set[str] = field(default_factory=set)
+    """Evidence ids the page shows numbers or blocks from."""
+    _keys: dict[str, Quantity] = field(default_factory=dict)
+
+    def record(self, q: Quantity) -> str:
+        """Add a quantity to the page's ledger rows; the same number twice is one row."""
+        base = q.key or "value"
+        key, n = base, 1
+        while key in self._keys:
+            seen = self._keys[key]
+            if (seen.value, seen.text, seen.derivation, seen.evidence) == (q.value, q.text, q.derivation, q.evidence):
+                return key
+            n += 1
+            key = f"{base}#{n}"
+        self._keys[key] = q
+        self.rows.append((key, q))
+        self.cited.update(q.evidence)
+        return key
+
+    def add_file(self, path: str, data: bytes) -> None:
+        self.files[path] = data
+
+
+_STATE: contextvars.ContextVar[PageState] = contextvars.ContextVar("probebook_page_state")
+
+
+def current_state() -> PageState:
+    """The state of the page being rendered (page functions add files and citations to it)."""
+    return _STATE.get()
+
+
+class TemplateOutputError(ProbebookError):
+    """A placeholder yielded something a page may not show."""
+
+
+@jinja2.pass_context
+def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
+    """Turn what a ``{{ }}`` yields into Markdown, recording Quantities in the ledger."""
+    state = _STATE.get()
+    if isinstance(value, Quantity):
+        state.record(value)
+        return value.markdown(state.rel)
+    if isinstance(value, Block):
+        return value.markdown
+    markdown = getattr(value, "template_markdown", None)
+    if callable(markdown):
+        return markdown(state.rel)
+    if isinstance(value, str):
+        if lint.is_measurement(value):
+            raise TemplateOutputError(f"placeholder yields the text {value!r}, a hand-typed measurement; "
+                                      "numbers must come from evidence through a page function")
+        return escape_text(value)
+    if isinstance(value, (bool, int, float)):
+        raise TemplateOutputError(f"placeholder yields the bare number {value!r}; a page shows numbers only as "
+                                  "Quantities from evidence (e.g. {{ fit(sweep).c }})")
+    if value is None:
+        raise TemplateOutputError("placeholder yields nothing (None)")
+    raise TemplateOutputError(f"placeholder yields a {type(value).__name__}, which a page cannot show")
+
+
+class PageEnvironment(ImmutableSandboxedEnvironment):
+    """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``."""
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        allowed = getattr(type(obj), "TEMPLATE_ATTRS", None)
+        if allowed is not None:
+            return attr in allowed
+        if isinstance(obj, Quantity):
+            return attr in ("to", "format")
+        return super().is_safe_attribute(obj, attr, value)
+
+
+def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
+    """An environment loading page bodies by tree path; ``sources`` maps rel -> (body, filename)."""
+
+    def load(name: str) -> tuple[str, str, Callable[[], bool]] | None:
+        if name not in sources:
+            return None
+        body, filename = sources[name]
+        return body, filename, lambda: True
+
+    env = PageEnvironment(loader=jinja2.FunctionLoader(load), undefined=jinja2.StrictUndefined,
+                          finalize=_finalize, autoescape=False, keep_trailing_newline=True,
+                          extensions=[])
+    # Only the globals a page needs; Jinja's defaults (range, lipsum, cycler, ...) are not numbers from evidence.
+    env.globals.clear()
+    return env
+
+
+def _template_line(tb: TracebackType | None, filename: str) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _explain(exc: BaseException, names: list[str]) -> str:
+    if isinstance(exc, jinja2.UndefinedError):
+        m = re.match(r"^'([^']+)' is undefined$", str(exc))
+        if m:
+            return f"unknown name '{m.group(1)}' (this page knows: {', '.join(sorted(names)) or 'nothing'})"
+        return str(exc)
+    if isinstance(exc, SecurityError):
+        return f"not allowed in a page: {exc}"
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        return f"template syntax: {exc.message}"
+    return str(exc)
+
+
+def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState) -> str:
+    """Render one page's template body; every failure becomes a ``PageError`` naming file and line."""
+    filename = str(page.path)
+    token = _STATE.set(state)
+    try:
+        template = env.get_template(page.rel)
+        return template.render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise PageError(f"{filename} line {exc.lineno}: {_explain(exc, list(context))}") from None
+    except (jinja2.TemplateError, ProbebookError, TypeError, ValueError, ArithmeticError, LookupError) as exc:
+        line = _template_line(exc.__traceback__, filename)
+        where = f"{filename} line {line}" if line else filename
+        raise PageError(f"{where}: {_explain(exc, list(context))}") from None
+    finally:
+        _STATE.reset(token)
+
+
+# --- making prose inert ---------------------------------------------------------------
+
+_SAFE_URL = re.compile(r"^(https?://|mailto:|#|/|\.{0,2}/|[A-Za-z0-9_.~%-]+(?:[/?#]|$))", re.IGNORECASE)
+_LINK_DEST = re.compile(r"\]\(\s*<?([^)\s>]*)")
+_REF_DEST = re.compile(r"^[ \t]*\[[^\]\n]+\]:[ \t]*<?(\S*?)>?(?:\s|$)", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+
+
+def check_links(text: str, where: str) -> None:
+    """Refuse link targets with a scheme other than http(s)/mailto (``javascript:``, ``data:`` ...)."""
+    for pattern in (_LINK_DEST, _REF_DEST):
+        for m in pattern.finditer(text):
+            target = m.group(1)
+            if target and not _SAFE_URL.match(target):
+                line = text.count("\n", 0, m.start(1)) + 1
+                raise PageError(f"{where} line {line}: link target {target[:60]!r} is not allowed; "
+                                "links go to http(s), mailto or a relative path")
+
+
+def inert_prose(text: str) -> str:
+    """Escape ``<`` outside fenced and inline code, so prose cannot carry raw HTML."""
+    return _escape_outside_code(text)
+
+
+def _escape_outside_code(text: str) -> str:
+    lines = text.split("\n")
+    fence = None
+    chunks: list[tuple[bool, str]] = []  # (is_code, text)
+    for line in lines:
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+            chunks.append((True, line))
+        elif fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+                fence = None
+            chunks.append((True, line))
+        else:
+            chunks.append((False, line))
+    pieces = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            block = "\n".join(prose)
+            parts, last = [], 0
+            for m in _INLINE_CODE.finditer(block):
+                parts.append(block[last:m.start()].replace("<", "&lt;"))
+                parts.append(m.group(0))
+                last = m.end()
+            parts.append(block[last:].replace("<", "&lt;"))
+            pieces.append("".join(parts))
+            prose.clear()
+
+    for is_code, line in chunks:
+        if is_code:
+            flush()
+            pieces.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(pieces)

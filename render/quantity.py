@@ -1,0 +1,220 @@
+"""``Quantity``: every number a page shows, with its unit, format, uncertainty and provenance.
+
+A Quantity keeps its value in a *base* unit (seconds, bytes, tokens/s ...) and, separately, the
+unit it is displayed in, so the ledger compares values across builds even when a page changes
+how it shows them. It renders as the formatted number wrapped in a Markdown link to its
+evidence page, with the derivation (and the uncertainty) in the link's title.
+
+Text that reaches a page from data (front matter, evidence notes, column names) goes through
+``escape_text``, which turns every character Markdown or HTML could act on into a numeric
+character reference, so it can only ever show as text.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from measure.errors import ProbebookError
+
+# SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
+_PREFIXES: dict[str, float] = {
+    "Ki": 1024.0, "Mi": 1024.0 ** 2, "Gi": 1024.0 ** 3, "Ti": 1024.0 ** 4,
+    "P": 1e15, "T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3,
+    "m": 1e-3, "µ": 1e-6, "u": 1e-6, "n": 1e-9, "": 1.0,
+}
+# Base units a prefix may attach to; the unit's tail after the base ("/token", "/s") must match.
+_BASES = ("FLOP", "tok", "s", "B")
+_PREFIX_ORDER = sorted(_PREFIXES, key=len, reverse=True)
+# Larger units of time, as multiples of a second (a Quantity in s may be shown in h, say).
+_TIME = {"min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class UnitError(ProbebookError):
+    """A unit conversion between incompatible units."""
+
+
+def _split_unit(unit: str) -> tuple[float, str] | None:
+    """``"ms/token"`` -> ``(1e-3, "s/token")``: the prefix factor and the prefix-free unit."""
+    if unit in _TIME:
+        return _TIME[unit], "s"
+    for prefix in _PREFIX_ORDER:
+        if not unit.startswith(prefix):
+            continue
+        rest = unit[len(prefix):]
+        for base in _BASES:
+            if rest == base or (rest.startswith(base) and rest[len(base)] in "/·²³ "):
+                if base == "s" and prefix in ("Ki", "Mi", "Gi", "Ti"):
+                    continue  # binary prefixes are for bytes only
+                return _PREFIXES[prefix], rest
+    return None
+
+
+def conversion_factor(from_unit: str, to_unit: str) -> float:
+    """Multiply a value in ``from_unit`` by this to express it in ``to_unit`` (same base, other prefix)."""
+    if from_unit == to_unit:
+        return 1.0
+    a, b = _split_unit(from_unit), _split_unit(to_unit)
+    if a is None or b is None or a[1] != b[1]:
+        raise UnitError(f"cannot show a value in {from_unit!r} as {to_unit!r}: the units differ by more than a prefix")
+    return a[0] / b[0]
+
+
+_UNSAFE_TITLE = re.compile(r'["\\<>\n\r\t`]')
+
+
+def title_text(text: str) -> str:
+    """Text safe inside a Markdown link title: no quotes, backslashes, angle brackets or newlines."""
+    return _UNSAFE_TITLE.sub("'", text).strip()
+
+
+# Characters Markdown (with the extensions mkdocs.yml enables) or HTML could act on.
+_ESCAPE = set('&<>"\'`*_[](){}#|~!\\$:^=+-.')
+
+
+def escape_text(text: Any) -> str:
+    """Any data text -> inert Markdown: each active character becomes a numeric character reference.
+
+    Newlines become spaces, so the text stays inside the paragraph or table cell it was put in.
+    """
+    s = " ".join(str(text).split())
+    return "".join(f"&#{ord(c)};" if c in _ESCAPE else c for c in s)
+
+
+def evidence_page(ident: str) -> str:
+    """The tree path of an evidence id's generated page, e.g. ``evidence/4be1c0ff....md``."""
+    return f"evidence/{ident.split(':', 1)[-1]}.md"
+
+
+def relative_link(page: str, target: str) -> str:
+    """A relative link from the tree page ``page`` to the tree file ``target`` (both POSIX paths)."""
+    return posixpath.relpath(target, posixpath.dirname(page) or ".")
+
+
+def short_id(ident: str) -> str:
+    """``sha256:`` and the first 12 hex digits: enough to name an id in prose and titles."""
+    hexpart = ident.split(":", 1)[-1]
+    return f"sha256:{hexpart[:12]}"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A published number with its provenance."""
+
+    value: float | None
+    """The number in ``unit`` (the base unit); None when it cannot be derived (``note`` says why)."""
+    unit: str
+    """Base unit of ``value``: ``s``, ``s/token``, ``tok/s``, ``B``, ``FLOP/s``; ``""`` for a ratio."""
+    fmt: str = ".3g"
+    """Python format spec for the displayed number (``.3g``, ``,.0f``, ``.1%``)."""
+    display: str | None = None
+    """Unit the number is shown in (same base, any prefix); None shows it in ``unit``."""
+    uncertainty: tuple[float, float] | None = None
+    """A 95% interval (low, high) in ``unit``, when the derivation gives one."""
+    evidence: tuple[str, ...] = ()
+    """Full evidence ids (``sha256:<64 hex>``) the number is derived from; the first is linked."""
+    derivation: str = ""
+    """How the number was derived, with its parameters; shown as the link's title and in the ledger."""
+    key: str = ""
+    """Stable name of the number within its page, e.g. ``fit(sweep).c``; the ledger's row key."""
+    note: str | None = None
+    """Why ``value`` is None, shown in place of the number's explanation."""
+    extra: tuple[tuple[str, Any], ...] = field(default=())
+    """Additional facts for the title, as (label, text) pairs."""
+
+    def __post_init__(self) -> None:
+        if self.value is not None:
+            if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+                raise TypeError(f"Quantity value must be a number, got {type(self.value).__name__}")
+            if not math.isfinite(self.value):
+                object.__setattr__(self, "note", self.note or "the derivation gave a non-finite result")
+                object.__setattr__(self, "value", None)
+        if self.display is not None:
+            conversion_factor(self.unit, self.display)
+
+    # -- what templates may call -------------------------------------------------------
+    def to(self, unit: str) -> "Quantity":
+        """The same number shown in another prefix of its unit, e.g. ``.to("ms")``."""
+        conversion_factor(self.unit, unit)
+        return replace(self, display=unit)
+
+    def format(self, spec: str) -> "Quantity":
+        """The same number with another format spec, e.g. ``.format(".2f")``."""
+        try:
+            format(1.5, spec)
+        except ValueError:
+            raise ProbebookError(f"{spec!r} is not a Python number format (try '.3g' or ',.0f')") from None
+        return replace(self, fmt=spec)
+
+    # -- rendering ---------------------------------------------------------------------
+    @property
+    def shown_unit(self) -> str:
+        return self.display if self.display is not None else self.unit
+
+    def _number(self, value: float) -> str:
+        factor = conversion_factor(self.unit, self.shown_unit)
+        shown = value if factor == 1.0 else value * factor  # keeps an int an int, for "d" formats
+        try:
+            return format(shown, self.fmt)
+        except ValueError:
+            raise ProbebookError(f"{self.fmt!r} is not a Python number format for {self.key or 'a quantity'}") from None
+
+    @property
+    def text(self) -> str:
+        """The number as a reader sees it: ``12.3 ms``, ``23.0%``, ``n/a``."""
+        if self.value is None:
+            return "n/a"
+        number = self._number(self.value)
+        if self.fmt.endswith("%") or not self.shown_unit:
+            return number
+        return f"{number} {self.shown_unit}"
+
+    @property
+    def interval_text(self) -> str | None:
+        """The uncertainty as ``lo–hi unit``, or None."""
+        if self.uncertainty is None or self.value is None:
+            return None
+        lo, hi = (self._number(v) for v in self.uncertainty)
+        suffix = "" if self.fmt.endswith("%") or not self.shown_unit else f" {self.shown_unit}"
+        return f"{lo}–{hi}{suffix}"
+
+    @property
+    def title(self) -> str:
+        """The link title: derivation, interval, notes and the evidence it stands on."""
+        parts = [self.derivation or "derived from evidence"]
+        if self.interval_text:
+            parts.append(f"95% interval {self.interval_text}")
+        if self.note:
+            parts.append(self.note)
+        parts.extend(f"{label} {value}" for label, value in self.extra)
+        if self.evidence:
+            more = f" (+{len(self.evidence) - 1} more)" if len(self.evidence) > 1 else ""
+            parts.append(f"evidence {short_id(self.evidence[0])}{more}")
+        return title_text("; ".join(parts))
+
+    def markdown(self, page: str) -> str:
+        """The Markdown a page shows: the number linked to its evidence page, titled with its derivation."""
+        text = self.text.replace(" ", "\u00a0")  # keep the number and its unit on one line
+        if not self.evidence:
+            return text
+        link = relative_link(page, evidence_page(self.evidence[0]))
+        return f'[{text}]({link} "{self.title}")'
+
+    def ledger_row(self, page: str, key: str) -> dict[str, Any]:
+        """One ledger row for this number as published on ``page`` under ``key``."""
+        return {
+            "page": page,
+            "key": key,
+            "value": self.value,
+            "unit": self.unit,
+            "text": self.text,
+            "uncertainty": list(self.uncertainty) if self.uncertainty and self.value is not None else None,
+            "evidence": list(self.evidence),
+            "derivation": self.derivation,
+        }
+
+    def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
+        return self.text

@@ -1,0 +1,317 @@
+"""The hand-written sources under ``docs/``: pages, their front matter, and record versions.
+
+Every ``.md`` file is a Jinja-in-Markdown page. Records live at ``records/<slug>/v<N>.md``; the
+newest version of a slug is current, older ones render under *Archive*. Front matter is YAML
+between ``---`` lines; each problem is reported as one line naming the file, line and field.
+Other files under ``docs/`` (images, say) are copied into the tree unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from measure.errors import ProbebookError
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_VERSION_FILE = re.compile(r"^v([1-9][0-9]{0,3})\.md$")
+_ALIAS = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# Tree paths render generates; a source may not claim them.
+RESERVED = ("evidence/", "archive/", "changes.md", "ledger.json", "records/index.md", "assets/probebook/")
+PAGE_FIELDS = {"title", "evidence"}
+RECORD_FIELDS = {"title", "version", "date", "supersedes", "evidence", "errata"}
+
+
+class SourceError(ProbebookError):
+    """A source page or its front matter is malformed."""
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """A correction listed on a record's page."""
+
+    date: str
+    """When the correction was made, YYYY-MM-DD."""
+    text: str
+    """What was corrected (plain text)."""
+
+
+@dataclass(frozen=True)
+class SourcePage:
+    """One hand-written page."""
+
+    path: Path
+    """The source file."""
+    rel: str
+    """Its POSIX path under ``docs/``, which is also its path in the rendered tree."""
+    kind: str
+    """``home`` (index.md), ``playbook``, ``record`` or ``page``."""
+    body: str
+    """The Jinja-in-Markdown text; front matter lines are blanked so line numbers match the file."""
+    title: str | None = None
+    """Front matter ``title``, or the text of the body's first ``# `` heading."""
+    evidence: dict[str, str] = field(default_factory=dict)
+    """Evidence aliases: name -> id (or unique prefix) as written."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """File line of each front matter field (``evidence.<alias>`` for aliases)."""
+    slug: str | None = None
+    """A record's slug (its folder under ``records/``)."""
+    version: int | None = None
+    """A record's version number."""
+    date: str | None = None
+    """A record version's date, YYYY-MM-DD."""
+    supersedes: int | None = None
+    """The version this one replaces."""
+    errata: tuple[Erratum, ...] = ()
+    """Corrections shown on the page."""
+    title_in_front_matter: bool = False
+    """Whether the title came from front matter (then render writes the page's heading)."""
+
+    def where(self, fieldname: str | None = None) -> str:
+        """``docs/x.md line N`` for a front matter field (or the file when unknown)."""
+        line = self.lines.get(fieldname) if fieldname else None
+        return f"{self.path} line {line}" if line else str(self.path)
+
+
+@dataclass(frozen=True)
+class Record:
+    """All versions of one record, oldest first."""
+
+    slug: str
+    versions: tuple[SourcePage, ...]
+
+    @property
+    def current(self) -> SourcePage:
+        return self.versions[-1]
+
+    @property
+    def archived(self) -> tuple[SourcePage, ...]:
+        return self.versions[:-1]
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Everything under ``docs/``."""
+
+    root: Path
+    pages: tuple[SourcePage, ...]
+    """Every page, sorted by ``rel``."""
+    records: tuple[Record, ...]
+    """Records sorted by slug."""
+    files: tuple[tuple[str, Path], ...]
+    """Non-page files to copy: (tree path, source file)."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice (YAML would silently keep the last)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, list[str]]:
+    """(front matter mapping, body with front matter lines blanked, front matter lines)."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text, []
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
+    except StopIteration:
+        raise SourceError(f"{path} line 1: front matter opened with '---' is never closed") from None
+    fm_lines = lines[1:end]
+    try:
+        meta = yaml.load("\n".join(fm_lines), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = f" line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SourceError(f"{path}{line}: front matter is not valid YAML: {problem}") from None
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict):
+        raise SourceError(f"{path} line 2: front matter must be a mapping of field: value")
+    body = "\n" * (end + 1) + "\n".join(lines[end + 1:])
+    return meta, body, fm_lines
+
+
+def _field_lines(fm_lines: list[str]) -> dict[str, int]:
+    """File line numbers of top-level fields and of ``evidence`` aliases."""
+    out: dict[str, int] = {}
+    section = None
+    for i, line in enumerate(fm_lines, start=2):
+        top = re.match(r"^([A-Za-z_][\w-]*)\s*:", line)
+        if top:
+            section = top.group(1)
+            out.setdefault(section, i)
+            continue
+        nested = re.match(r"^\s+([A-Za-z_][\w-]*)\s*:", line)
+        if nested and section == "evidence":
+            out.setdefault(f"evidence.{nested.group(1)}", i)
+    return out
+
+
+def _date(value: Any, where: str, name: str) -> str:
+    if isinstance(value, _dt.datetime):
+        value = value.date()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.match(value.strip()):
+        try:
+            return _dt.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    raise SourceError(f"{where}: field '{name}' must be a date like 2026-12-01, got {value!r}")
+
+
+def _text(value: Any, where: str, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SourceError(f"{where}: field '{name}' must be non-empty text")
+    return " ".join(value.split())
+
+
+def _first_heading(body: str) -> str | None:
+    in_fence = False
+    for line in body.split("\n"):
+        if re.match(r"^\s*(```|~~~)", line):
+            in_fence = not in_fence
+        elif not in_fence and line.startswith("# "):
+            return line[2:].strip() or None
+    return None
+
+
+def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
+    """Parse and validate one source page's front matter."""
+    meta, body, fm_lines = split_front_matter(text, path)
+    lines = _field_lines(fm_lines)
+
+    def where(name: str) -> str:
+        return f"{path} line {lines[name]}" if name in lines else str(path)
+
+    allowed = RECORD_FIELDS if kind == "record" else PAGE_FIELDS
+    for name in meta:
+        if name not in allowed:
+            raise SourceError(f"{where(str(name))}: unknown front matter field {name!r} "
+                              f"(a {kind} page takes {', '.join(sorted(allowed))})")
+    title = _text(meta["title"], where("title"), "title") if "title" in meta else None
+    evidence = meta.get("evidence", {})
+    if evidence is None:
+        evidence = {}
+    if not isinstance(evidence, dict):
+        raise SourceError(f"{where('evidence')}: field 'evidence' must map alias names to evidence ids")
+    aliases: dict[str, str] = {}
+    for alias, ident in evidence.items():
+        spot = where(f"evidence.{alias}")
+        if not isinstance(alias, str) or not _ALIAS.match(alias):
+            raise SourceError(f"{spot}: evidence alias {alias!r} must be a lower-case name like 'sweep'")
+        if not isinstance(ident, str) or not ident.strip():
+            raise SourceError(f"{spot}: evidence alias {alias!r} must name an id like sha256:4be1c0ffee12")
+        aliases[alias] = ident.strip()
+    fields: dict[str, Any] = {}
+    if kind == "record":
+        for required in ("title", "version", "date"):
+            if required not in meta:
+                raise SourceError(f"{path}: record front matter lacks field '{required}'")
+        version = meta["version"]
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise SourceError(f"{where('version')}: field 'version' must be a whole number >= 1, got {version!r}")
+        file_version = int(_VERSION_FILE.match(path.name).group(1))  # type: ignore[union-attr]
+        if version != file_version:
+            raise SourceError(f"{where('version')}: field 'version' is {version} but the file is named "
+                              f"v{file_version}.md")
+        supersedes = meta.get("supersedes")
+        if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, int)
+                                       or not 1 <= supersedes < version):
+            raise SourceError(f"{where('supersedes')}: field 'supersedes' must be an older version number "
+                              f"(1..{version - 1}), got {supersedes!r}")
+        errata = meta.get("errata") or []
+        if not isinstance(errata, list):
+            raise SourceError(f"{where('errata')}: field 'errata' must be a list of {{date, text}} entries")
+        items = []
+        for i, entry in enumerate(errata):
+            spot = f"{where('errata')} (errata[{i}])"
+            if not isinstance(entry, dict) or set(entry) != {"date", "text"}:
+                raise SourceError(f"{spot}: each erratum needs exactly the fields 'date' and 'text'")
+            items.append(Erratum(_date(entry["date"], spot, "date"), _text(entry["text"], spot, "text")))
+        fields = {"slug": path.parent.name, "version": version, "date": _date(meta["date"], where("date"), "date"),
+                  "supersedes": supersedes, "errata": tuple(items)}
+    return SourcePage(path=path, rel=rel, kind=kind, body=body, title=title or _first_heading(body),
+                      evidence=aliases, lines=lines, title_in_front_matter=title is not None, **fields)
+
+
+def _kind(rel: str) -> str:
+    if rel == "index.md":
+        return "home"
+    if rel.startswith("playbook/"):
+        return "playbook"
+    if rel.startswith("records/"):
+        return "record"
+    return "page"
+
+
+def load(root: Path) -> Sources:
+    """Read every source under ``root`` (the ``docs/`` folder), in a stable order."""
+    root = Path(root)
+    if not root.is_dir():
+        raise SourceError(f"{root}: no such sources folder (give --docs the folder holding index.md)")
+    pages, files = [], []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if any(part.startswith(".") for part in rel.split("/")):
+            continue  # editor swap files, .DS_Store
+        if any(rel == r or rel.startswith(r) for r in RESERVED):
+            raise SourceError(f"{path}: {rel} is generated by render; move the file elsewhere")
+        if not rel.endswith(".md"):
+            files.append((rel, path))
+            continue
+        kind = _kind(rel)
+        if kind == "record":
+            parts = rel.split("/")
+            if len(parts) != 3 or not _SLUG.match(parts[1]) or not _VERSION_FILE.match(parts[2]):
+                raise SourceError(f"{path}: a record version must be records/<slug>/v<N>.md with a lower-case "
+                                  "slug like step-time")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise SourceError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        pages.append(parse_page(path, rel, kind, text))
+    by_slug: dict[str, list[SourcePage]] = {}
+    for page in pages:
+        if page.kind == "record":
+            by_slug.setdefault(page.slug, []).append(page)  # type: ignore[arg-type]
+    records = []
+    for slug in sorted(by_slug):
+        versions = sorted(by_slug[slug], key=lambda p: p.version)  # type: ignore[arg-type, return-value]
+        numbers = {p.version for p in versions}
+        for p in versions:
+            if p.supersedes is not None and p.supersedes not in numbers:
+                raise SourceError(f"{p.where('supersedes')}: supersedes version {p.supersedes}, but "
+                                  f"records/{slug}/v{p.supersedes}.md does not exist")
+        records.append(Record(slug, tuple(versions)))
+    return Sources(root=root, pages=tuple(pages), records=tuple(records), files=tuple(files))
+
+
+def resolve_evidence(page: SourcePage, resolve: Callable[[str], str]) -> dict[str, str]:
+    """Alias -> full evidence id for one page; a missing or malformed id names the file, line and alias."""
+    out = {}
+    for alias, ident in page.evidence.items():
+        try:
+            out[alias] = resolve(ident)
+        except ProbebookError as exc:
+            raise SourceError(f"{page.where('evidence.' + alias)}: evidence alias '{alias}': {exc}") from None
+    return out
