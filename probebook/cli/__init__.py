@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from measure.errors import ProbebookError
 
-COMMAND_MODULES = ("archive", "derive", "site")
+COMMAND_MODULES = ("archive", "derive", "measure", "site")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -1,0 +1,206 @@
+"""Argument definitions for ``probebook measure <probe>`` and ``python -m measure <probe>``.
+
+Both entry points call ``register(subparsers, command)``, where ``command`` adds a subcommand
+whose help ends with an example. Nothing here imports torch: a probe module is imported only
+when its command runs, and probe modules import torch inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from measure.probes import PROBES
+from measure.workload.presets import PRESETS
+
+HELP = {
+    "gemm": ("Matmul TFLOP/s on the workload's linear-layer shapes, a square reference, and the FLOP-weighted "
+             "ceiling.", "probebook measure gemm --preset 250m --device cuda"),
+    "copy": ("Host<->device (pinned, pageable) and device<->device bandwidth: one block against the "
+             "workload's per-layer tensors.", "probebook measure copy --preset 90m"),
+    "step-scaling": ("Training-step time at several sequence lengths, at fixed batch and at fixed tokens "
+                     "per step.", "probebook measure step-scaling --preset 90m --seq-lens 512,1024,2048,4096"),
+    "kernels": ("torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
+                "loss, optimizer, other).", "probebook measure kernels --preset 250m --compile"),
+    "ablate": ("Interleaved arms that each remove one term of the step (optimizer, loss/head, attention, "
+               "input copy).", "probebook measure ablate --preset 90m --rounds 7"),
+    "optimizer": ("optimizer.step's share of the step by CUDA events inside the real step, paired with an "
+                  "uninstrumented baseline.", "probebook measure optimizer --preset 250m"),
+}
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _str_list(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default="tiny", choices=list(PRESETS), help="reference preset (default: tiny)")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="where to run (default: cuda when present, else cpu)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model's blocks")
+    p.add_argument("--checkpointing", action="store_true", help="activation checkpointing per block")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"], help="compute dtype (default: bf16 autocast)")
+    p.add_argument("--workload", metavar="PKG.MOD:FACTORY",
+                   help="time your own harness: factory(options) -> (model, make_batch, step[, optimizer])")
+    p.add_argument("--seed", type=int, default=0, help="seed for weights, tokens and operands")
+    p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default: 3)")
+    p.add_argument("--windows", type=int, default=5, help="timed windows or interleaved rounds (default: 5)")
+    p.add_argument("--iters", type=int, default=3, help="calls per window (default: 3)")
+    p.add_argument("--out", metavar="ARCHIVE", help="archive to store the evidence in (default: the global --archive)")
+    p.add_argument("--notes", help="free text kept with the evidence")
+    p.add_argument("--quiet", action="store_true", help="no per-point progress lines on stderr")
+
+
+def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
+    if name == "step-scaling":
+        p.add_argument("--seq-lens", type=_int_list, metavar="S,S,...",
+                       help="at least 3 sequence lengths (default: 512,1024,2048,4096,6144,8192 on CUDA; 32..256 on CPU)")
+        p.add_argument("--batch", type=int, help="batch of the fixed-batch mode (default: 4 on CUDA, 2 on CPU)")
+        p.add_argument("--tokens-per-step", type=int, help="B*S of the fixed-tokens mode (default: 3 x longest S)")
+        p.add_argument("--modes", type=_str_list, default=("fixed_batch", "fixed_tokens"),
+                       help="comma list of fixed_batch, fixed_tokens (default: both)")
+    elif name == "gemm":
+        p.add_argument("--tokens", type=int, help="tokens per step, the M of the GEMMs (default: 16384 CUDA, 256 CPU)")
+        p.add_argument("--square", type=int, help="side of the square reference (default: 8192 CUDA, 512 CPU)")
+        p.add_argument("--gemm-dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
+                       help="operand dtype (default: bf16 on CUDA, fp32 on CPU)")
+        p.add_argument("--window-s", type=float, default=0.02, help="target seconds per window (default: 0.02)")
+    elif name == "copy":
+        p.add_argument("--directions", type=_str_list, default=("h2d", "d2h", "d2d"),
+                       help="comma list of h2d, d2h, d2d (default: all)")
+        p.add_argument("--max-tensors", type=int, help="use at most this many workload tensors")
+    else:  # kernels, ablate, optimizer: one step shape
+        p.add_argument("--batch", type=int, help="batch size (default: 4 on CUDA, 2 on CPU)")
+        p.add_argument("--seq-len", type=int, help="sequence length (default: 2048 on CUDA, 128 on CPU)")
+        if name == "kernels":
+            p.add_argument("--steps", type=int, default=3, help="profiled steps (default: 3)")
+        if name == "ablate":
+            p.add_argument("--arms", type=_str_list,
+                           help="comma list of arms to run besides baseline (default: all the workload offers)")
+        if name in ("ablate", "optimizer"):
+            p.add_argument("--rounds", type=int, dest="windows", help="interleaved rounds (same as --windows)")
+
+
+def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``measure`` with one subcommand per probe (and ``recover``) to ``sub``."""
+    top = command(sub, "measure", "Run a probe on this machine and archive its evidence; print the evidence id.",
+                  "probebook measure step-scaling --preset 90m --device cuda")
+    msub = top.add_subparsers(dest="probe", metavar="PROBE", required=True)
+    for name in PROBES:
+        text, example = HELP[name]
+        p = command(msub, name, text, example)
+        _common(p)
+        _probe_args(name, p)
+        p.set_defaults(func=run_probe, probe_name=name)
+    p = command(msub, "recover", "Archive what a journal holds (a probe process that died before storing) as partial.",
+                "probebook measure recover archive/journal/step-scaling-20261129T080000Z-4242.jsonl")
+    p.add_argument("journal", type=Path, help="a journal file under <archive>/journal/")
+    p.add_argument("--out", metavar="ARCHIVE", help="archive to store the evidence in (default: the global --archive)")
+    p.set_defaults(func=run_recover)
+    return top
+
+
+def build_config(name: str, args: argparse.Namespace) -> Any:
+    """The probe's config dataclass from parsed arguments (validated by the dataclass)."""
+    module = importlib.import_module(PROBES[name])
+    config_cls = next(v for k, v in vars(module).items() if k.endswith("Config") and v.__module__ == module.__name__)
+    kwargs = {}
+    for f in fields(config_cls):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            kwargs[f.name] = value
+    return module, config_cls(**kwargs)
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    """Run one probe, store its evidence, print the id; non-zero when it is not complete."""
+    from measure.runner import journal_path
+    from measure.store import Store
+
+    module, config = build_config(args.probe_name, args)
+    archive = Path(args.out or args.archive)
+    journal = journal_path(archive, args.probe_name)
+    evidence = module.run(config, journal=journal, progress=not args.quiet)
+    if args.notes:
+        from dataclasses import replace
+        evidence = replace(evidence, notes=args.notes)
+    ident = Store(archive).put(evidence)
+    journal.unlink(missing_ok=True)
+    print(ident)
+    if evidence.status != "complete":
+        print(f"probebook: warning: {args.probe_name} evidence stored as {evidence.status}: {evidence.error}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_recover(args: argparse.Namespace) -> int:
+    from measure.runner import recover
+    from measure.store import Store
+    evidence = recover(args.journal)
+    print(Store(Path(args.out or args.archive)).put(evidence))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m measure``: the same probes without the rest of probebook's commands."""
+    import os
+
+    class Formatter(argparse.RawDescriptionHelpFormatter):
+        pass
+
+    def command(sub: Any, name: str, help: str, example: str, **kw: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}",
+                              formatter_class=Formatter, **kw)
+
+    parser = argparse.ArgumentParser(prog="python -m measure", description="Run probebook probes.",
+                                     epilog="example:\n  python -m measure step-scaling --preset tiny --device cpu",
+                                     formatter_class=Formatter)
+    parser.add_argument("--archive", default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
+                        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)")
+    sub = parser.add_subparsers(dest="command", metavar="PROBE", required=True)
+    measure = register(sub, command)
+    # `python -m measure gemm ...` reads better than `python -m measure measure gemm ...`
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(_insert_measure(argv))
+    del measure
+    try:
+        return int(args.func(args) or 0)
+    except ProbebookError as exc:
+        print(f"measure: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("measure: interrupted", file=sys.stderr)
+        return 130
+
+
+def _insert_measure(argv: list[str]) -> list[str]:
+    """Put the ``measure`` subcommand in front of the first positional (after global options)."""
+    out, i = [], 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--archive" and i + 1 < len(argv):
+            out += argv[i:i + 2]
+            i += 2
+            continue
+        if token.startswith("--archive=") or token in ("-h", "--help"):
+            out.append(token)
+            i += 1
+            continue
+        return out + ["measure"] + argv[i:]
+    return out

@@ -1,0 +1,14 @@
+"""One module per probe; each exposes a typed config dataclass and ``run(config) -> Evidence``.
+
+Probe modules import torch only inside ``run`` so that the CLI's ``--help`` never loads it.
+A probe never imports another probe; shared helpers live in ``common.py``.
+"""
+
+PROBES = {
+    "gemm": "measure.probes.gemm",
+    "copy": "measure.probes.copy",
+    "step-scaling": "measure.probes.step_scaling",
+    "kernels": "measure.probes.kernels",
+    "ablate": "measure.probes.ablate",
+    "optimizer": "measure.probes.optimizer",
+}

@@ -1,0 +1,132 @@
+"""``step-scaling``: training-step time against sequence length, at fixed batch and at fixed tokens per step.
+
+Each (mode, S) point builds one synthetic batch on the device, warms up, and times windows of
+real training steps (``measure.timing``). ``fixed_batch`` holds B and grows the tokens per step
+with S; ``fixed_tokens`` holds B*S near ``tokens_per_step`` (B = tokens_per_step // S). The render
+side fits step(S) = c + a*S + b*S^2 to the points (DESIGN §4). A soft CUDA out-of-memory at one
+point is recorded as that point's ``status: "oom"`` and the sweep continues. With ``--compile``
+dynamo's caches are reset before every point, so each shape gets its own specialised graph and
+the recompile limit never silently drops a point back to eager (what ran is observed per point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import CommonConfig, free_device_memory, positive, resolve_device
+from measure.runner import Recorder, execute
+
+PROBE = "step-scaling"
+VERSION = 1
+MODES = ("fixed_batch", "fixed_tokens")
+GPU_SEQ_LENS = (512, 1024, 2048, 4096, 6144, 8192)
+CPU_SEQ_LENS = (32, 64, 96, 128, 192, 256)
+
+
+@dataclass(frozen=True)
+class StepScalingConfig(CommonConfig):
+    """Options of the step-scaling probe."""
+
+    seq_lens: tuple[int, ...] | None = None
+    """Sequence lengths, at least 3 distinct (default 6: 512..8192 on CUDA, 32..256 on CPU)."""
+    batch: int | None = None
+    """Batch size of the fixed-batch mode (default 4 on CUDA, 2 on CPU)."""
+    tokens_per_step: int | None = None
+    """Target B*S of the fixed-tokens mode (default 3 x the longest length)."""
+    modes: tuple[str, ...] = MODES
+    """Which modes to run: fixed_batch, fixed_tokens."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.seq_lens is not None:
+            if len(set(self.seq_lens)) < 3:
+                raise ProbebookError(f"--seq-lens needs at least 3 distinct lengths to fit three terms, "
+                                     f"got {list(self.seq_lens)}")
+            if min(self.seq_lens) < 1:
+                raise ProbebookError("--seq-lens must all be >= 1")
+        positive("batch", self.batch)
+        positive("tokens_per_step", self.tokens_per_step)
+        if not self.modes or any(m not in MODES for m in self.modes):
+            raise ProbebookError(f"--modes must be a comma list of {', '.join(MODES)}, got {list(self.modes)}")
+        if self.tokens_per_step and self.seq_lens and self.tokens_per_step < max(self.seq_lens):
+            raise ProbebookError(f"--tokens-per-step {self.tokens_per_step} is below the longest sequence "
+                                 f"{max(self.seq_lens)}: fixed-tokens batches would be empty")
+
+
+def plan_points(seq_lens: tuple[int, ...], batch: int, tokens_per_step: int,
+                modes: tuple[str, ...]) -> list[tuple[str, int, int]]:
+    """(mode, S, B) for every point, in run order; fixed_tokens uses B = tokens_per_step // S."""
+    points = []
+    for mode in modes:
+        for s in sorted(set(seq_lens)):
+            points.append((mode, s, batch if mode == "fixed_batch" else tokens_per_step // s))
+    return points
+
+
+def run(config: StepScalingConfig, journal: Any = None, progress: bool = False) -> Evidence:
+    """Time the training step at every (mode, S) point; return the evidence (not stored)."""
+    device = resolve_device(config.device)
+    seq_lens = config.seq_lens or (GPU_SEQ_LENS if device == "cuda" else CPU_SEQ_LENS)
+    batch = config.batch or (4 if device == "cuda" else 2)
+    tokens_per_step = config.tokens_per_step or 3 * max(seq_lens)
+    points = plan_points(tuple(seq_lens), batch, tokens_per_step, config.modes)
+    params = {**config.params(device), "seq_lens": sorted(set(seq_lens)), "batch": batch,
+              "tokens_per_step": tokens_per_step, "modes": list(config.modes)}
+
+    def body(rec: Recorder) -> None:
+        import torch
+        from measure.timing import clock_for, sm_clock, sync_for, time_windows
+        from measure.workload import load_workload
+        from measure.workload.observe import observe
+        from measure.workload.presets import model_flops_per_token
+
+        workload = load_workload(config.workload_options(device), config.workload)
+        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        if workload.layers:
+            rec.params["model_flops_per_token"] = {
+                str(s): model_flops_per_token(workload.n_params, workload.layers, workload.heads,
+                                              workload.head_dim, s) for s in sorted(set(seq_lens))}
+        else:
+            rec.params["model_flops_per_token"] = None  # a plug-in without layer shapes: attention term unknown
+        clock, sync, plan = clock_for(device), sync_for(device), config.plan()
+        rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        observed: list[dict[str, Any]] = []
+        for mode, s, b in points:
+            label = f"{mode} S={s} B={b}"
+            summary: dict[str, Any] = {"mode": mode, "tokens": s, "batch": b, "tokens_per_step": b * s}
+            try:
+                if config.compile:
+                    torch.compiler.reset()
+                batch_ = workload.make_batch(b, s)
+                result = time_windows(lambda: workload.step(batch_), clock, plan, sync)
+                seen = observe(workload, batch_, device)
+            except torch.OutOfMemoryError as exc:
+                del exc
+                batch_ = None
+                free_device_memory(device)
+                summary.update({"status": "oom", "median_step_s": None, "cv": None, "windows": 0,
+                                "unstable": None})
+                rec.point([], summary, label + " OOM")
+                continue
+            observed.append(seen)
+            rows = [{"mode": mode, "tokens": s, "batch": b, "tokens_per_step": b * s, "window": i, "step_s": t}
+                    for i, t in enumerate(result.times_s)]
+            summary.update({"status": "ok", "median_step_s": result.median_s, "cv": result.cv,
+                            "windows": len(result.times_s), "unstable": result.unstable,
+                            "sdpa_backend": seen["sdpa_backend"], "compile_engaged": seen["compile_engaged"]})
+            rec.point(rows, summary, f"{label} median {result.median_s * 1e3:.2f} ms cv {result.cv:.3f}")
+            del batch_
+        rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+        if observed:
+            backends = sorted({o["sdpa_backend"] or "none" for o in observed})
+            rec.params.update({
+                "sdpa_backend": backends[0] if len(backends) == 1 else ",".join(backends),
+                "compile_engaged": all(o["compile_engaged"] for o in observed),
+                "observed_dtype": observed[0]["dtype"],
+                "loss_ops": observed[0]["loss_ops"],
+            })
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)

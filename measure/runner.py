@@ -1,0 +1,134 @@
+"""Run a probe body, journal every point, and turn the outcome into ONE evidence document.
+
+Why a journal and not a ``partial`` evidence per point: the archive is write-once and
+content-addressed, so storing a growing document after each point would leave one stale
+document per point behind for ever. Instead each point is appended (and fsynced) to
+``<archive>/journal/<probe>-<time>-<pid>.jsonl``, outside ``evidence/`` (``verify`` and ``ls``
+never see it). When the body finishes the probe returns one ``complete`` evidence; when it
+raises (a crash, an OOM, Ctrl-C) it returns ``partial`` evidence holding every point measured so
+far, with ``error`` (``failed`` if nothing was measured). The CLI stores it and deletes the
+journal. If the process itself dies (SIGKILL, a hard CUDA fault), the journal survives and
+``probebook measure recover JOURNAL`` archives what it holds as ``partial``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence, utc_now
+from measure.machine import code_fingerprint, fingerprint
+
+
+class Recorder:
+    """Collects a probe's samples and points; appends each point to the journal as it lands."""
+
+    def __init__(self, probe: str, params: dict[str, Any], journal: Path | None = None, progress: bool = False):
+        self.probe = probe
+        self.params = dict(params)
+        self.samples: list[dict[str, Any]] = []
+        self.points: list[dict[str, Any]] = []
+        self.data: dict[str, Any] = {}
+        self.status = "complete"
+        self.error: str | None = None
+        self.journal = journal
+        self.progress = progress
+        self._started = time.perf_counter()
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self.journal is None:
+            return
+        with open(self.journal, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def header(self, version: int, machine: dict[str, Any], code: dict[str, Any]) -> None:
+        self._append({"header": {"probe": self.probe, "probe_version": version, "params": self.params,
+                                 "machine": machine, "code": code, "created_at": utc_now()}})
+
+    def point(self, rows: list[dict[str, Any]], summary: dict[str, Any] | None = None, label: str = "") -> None:
+        """Record one measured point: its raw rows (samples) and an optional aggregate."""
+        self.samples.extend(rows)
+        if summary is not None:
+            self.points.append(summary)
+        self._append({"rows": rows, "point": summary})
+        if self.progress:
+            n = len(self.points) if summary is not None else len(self.samples)
+            print(f"  {self.probe} [{time.perf_counter() - self._started:6.1f}s] {n}: {label}",
+                  file=sys.stderr, flush=True)
+
+    def fail(self, error: str) -> None:
+        """Mark the run failed (e.g. a profiler trace that dropped events): it is stored, never published."""
+        self.status, self.error = "failed", error
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]
+
+
+def execute(probe: str, version: int, params: dict[str, Any], source_file: str,
+            body: Callable[[Recorder], None], journal: Path | None = None, progress: bool = False) -> Evidence:
+    """Run ``body(recorder)``; return complete, partial (with error) or failed evidence.
+
+    A ``ProbebookError`` raised before any point was measured is re-raised (it is bad input,
+    shown as one line); any other exception, or one after points exist, becomes the evidence's error.
+    """
+    rec = Recorder(probe, params, journal, progress)
+    machine = fingerprint()
+    code = code_fingerprint(source_file)
+    rec.header(version, machine, code)
+    try:
+        body(rec)
+    except ProbebookError:
+        if not rec.samples:
+            raise
+        rec.status, rec.error = "partial", _one_line(sys.exc_info()[1])
+    except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
+        rec.status = "partial" if rec.samples else "failed"
+        rec.error = _one_line(exc)
+    data = {"samples": rec.samples, "points": rec.points, **rec.data}
+    return Evidence(probe=probe, probe_version=version, params=rec.params, data=data, machine=machine,
+                    code=code, status=rec.status, error=rec.error)
+
+
+def journal_path(archive: Path, probe: str) -> Path:
+    """A fresh journal file name under ``<archive>/journal/``."""
+    folder = Path(archive) / "journal"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return folder / f"{probe}-{stamp}-{os.getpid()}.jsonl"
+
+
+def recover(path: Path) -> Evidence:
+    """Evidence (``partial``) from a journal left by a process that died before storing its result."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ProbebookError(f"{path}: cannot read journal ({exc.strerror})") from None
+    records = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines):  # a torn last line: the process died mid-write
+                break
+            raise ProbebookError(f"{path} line {i}: not valid JSON") from None
+    if not records or "header" not in records[0]:
+        raise ProbebookError(f"{path}: not a probe journal (no header line)")
+    head = records[0]["header"]
+    samples = [row for r in records[1:] for row in r.get("rows", [])]
+    points = [r["point"] for r in records[1:] if r.get("point") is not None]
+    status = "partial" if samples else "failed"
+    return Evidence(probe=head["probe"], probe_version=head["probe_version"], params=head["params"],
+                    data={"samples": samples, "points": points}, machine=head["machine"], code=head["code"],
+                    status=status, error="recovered from a journal: the probe process stopped before storing its result",
+                    created_at=head["created_at"])

@@ -1,0 +1,100 @@
+"""What a probe times: a model, a batch maker and a training step (DESIGN §3, issue 4).
+
+``load_workload(options)`` returns a ``Workload``: the reference decoder for a preset, or a
+user's own harness named ``package.module:factory``. The plug-in factory is called with a
+``WorkloadOptions`` and returns either a ``Workload`` or a tuple ``(model, make_batch, step)``
+(optionally a 4th item, the optimizer), so a probe times the user's harness, never a
+re-implementation of it. Importing this package does not import torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from measure.workload.presets import PRESETS
+
+DTYPES = ("bf16", "fp32")
+DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class WorkloadOptions:
+    """How to build a workload; passed unchanged to a plug-in factory."""
+
+    preset: str = "tiny"
+    """Reference preset name (a plug-in may read it or ignore it)."""
+    device: str = "cpu"
+    """``cpu`` or ``cuda`` (already resolved, never ``auto``)."""
+    compile: bool = False
+    """Wrap the blocks in ``torch.compile`` (regional compilation)."""
+    checkpointing: bool = False
+    """Recompute each block's activations in backward (activation checkpointing)."""
+    dtype: str = "bf16"
+    """Autocast compute dtype: ``bf16`` (autocast) or ``fp32`` (no autocast)."""
+    seed: int = 0
+    """Seed for weights and synthetic tokens."""
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ProbebookError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
+        if self.dtype not in DTYPES:
+            raise ProbebookError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+
+
+@dataclass
+class Arm:
+    """A variant of the training step for the ``ablate`` probe."""
+
+    step: Callable[[Any], Any]
+    """Runs one variant step on a batch."""
+    timing_only: bool
+    """True when the variant no longer computes the same mathematics (its numbers time, not train)."""
+    removes: str
+    """One line: which term of the step this arm removes."""
+
+
+@dataclass
+class Workload:
+    """A model, a batch maker and a training step, plus what probes need to describe them."""
+
+    name: str
+    """``reference:<preset>`` or the plug-in spec ``package.module:factory``."""
+    model: Any
+    """The ``torch.nn.Module`` being trained (its Linear layers give the GEMM shapes)."""
+    make_batch: Callable[[int, int], Any]
+    """``make_batch(batch, seq_len)`` -> one batch on the device (tensors, or tuples/dicts of them)."""
+    step: Callable[[Any], Any]
+    """One full training step (forward, backward, optimizer) on a batch; may return without syncing."""
+    optimizer: Any = None
+    """The ``torch.optim.Optimizer`` the step uses, if exposed (the ``optimizer`` probe needs it)."""
+    arms: dict[str, Arm] = field(default_factory=dict)
+    """Named step variants for ``ablate`` (the user-defined arms of a plug-in go here)."""
+    layers: int | None = None
+    """Transformer layers, for the attention term of model FLOPs (None: attention term unknown)."""
+    heads: int | None = None
+    """Attention heads per layer, for model FLOPs."""
+    head_dim: int | None = None
+    """Head width, for model FLOPs."""
+    n_params: int = 0
+    """Unique trainable parameters, counted from the model (filled in by ``load_workload``)."""
+
+
+def n_params(model: Any) -> int:
+    """Unique trainable parameters of a module (a tied weight is counted once)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def load_workload(options: WorkloadOptions, spec: str | None = None) -> Workload:
+    """The reference decoder for ``options.preset``, or the plug-in ``spec`` (``package.module:factory``)."""
+    if spec:
+        from measure.workload.plugin import load_plugin
+        workload = load_plugin(spec, options)
+    else:
+        if options.preset not in PRESETS:
+            raise ProbebookError(f"unknown preset {options.preset!r}; choose one of {', '.join(PRESETS)}")
+        from measure.workload.reference import build_reference
+        workload = build_reference(options)
+    workload.n_params = n_params(workload.model)
+    return workload

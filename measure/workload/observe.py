@@ -1,0 +1,69 @@
+"""Observe what actually ran in one training step: SDPA backend, compilation, compute dtype, loss op.
+
+Everything here is read from a ``torch.profiler`` trace of a real step (operator names) and a
+forward hook on the model (output dtype); nothing is inferred from a flag (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# aten operator names -> SDPA backend; the first match wins (cudnn/flash/efficient before math)
+_SDPA = (("cudnn_attention", "cudnn"), ("flash_attention_for_cpu", "flash-cpu"), ("flash_attention", "flash"),
+         ("efficient_attention", "efficient"), ("attention_math", "math"))
+_LOSS = ("cross_entropy", "nll_loss", "log_softmax")
+
+
+def sdpa_backend(op_names: set[str]) -> str | None:
+    """The SDPA backend named by the profiled aten ops, or None when no attention op ran."""
+    for fragment, backend in _SDPA:
+        if any(fragment in name for name in op_names):
+            return backend
+    return None
+
+
+def compiled_regions(op_names: dict[str, int]) -> int:
+    """How many torch.compile regions ran (profiler rows 'Torch-Compiled Region: ...')."""
+    return sum(count for name, count in op_names.items() if name.startswith("Torch-Compiled Region"))
+
+
+def _tensor_dtype(value: Any) -> str | None:
+    import torch
+    if isinstance(value, torch.Tensor):
+        return str(value.dtype).replace("torch.", "")
+    if isinstance(value, (tuple, list)) and value:
+        return _tensor_dtype(value[0])
+    if isinstance(value, dict) and value:
+        return _tensor_dtype(next(iter(value.values())))
+    return None
+
+
+def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
+    """Run one step under the profiler; return ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    seen: dict[str, str | None] = {}
+
+    def hook(_module: Any, _inputs: Any, output: Any) -> None:
+        seen.setdefault("dtype", _tensor_dtype(output))
+
+    handle = workload.model.register_forward_hook(hook)
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            workload.step(batch)
+            if device == "cuda":
+                torch.cuda.synchronize()
+    finally:
+        handle.remove()
+    counts: dict[str, int] = {}
+    for event in prof.key_averages():
+        counts[event.key] = counts.get(event.key, 0) + event.count
+    regions = compiled_regions(counts)
+    return {
+        "sdpa_backend": sdpa_backend(set(counts)),
+        "compile_engaged": regions > 0,
+        "compiled_regions": regions,
+        "dtype": seen.get("dtype"),
+        "loss_ops": sorted(n for n in counts if any(f in n for f in _LOSS)),
+    }

@@ -1,0 +1,90 @@
+"""Build the reference workload: decoder, fused AdamW, bf16 autocast, synthetic tokens on the device.
+
+``--compile`` compiles each transformer block in place (regional compilation: the blocks share
+one compiled graph, so compile time does not grow with depth); the embedding, final norm, head
+and loss stay eager. Whether compilation engaged is observed at run time (``observe.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from measure.workload import Arm, Workload, WorkloadOptions
+from measure.workload.model import Decoder
+from measure.workload.presets import get_preset
+
+LEARNING_RATE = 3e-4  # any finite rate: the probes time the update, they do not train to a target
+
+
+def build_reference(options: WorkloadOptions) -> Workload:
+    """The reference decoder for ``options.preset`` on ``options.device``, with its step and ablation arms."""
+    preset = get_preset(options.preset)
+    device = torch.device(options.device)
+    torch.manual_seed(options.seed)
+    model = Decoder(preset, checkpointing=options.checkpointing).to(device)
+    model.train()
+    # fused AdamW: one kernel launch for the whole update (torch >= 2.4 on CUDA and CPU)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, fused=True)
+    if options.compile:
+        for block in model.blocks:
+            block.compile(dynamic=False)
+    autocast_on = options.dtype == "bf16"
+
+    def forward_loss(batch: Any) -> torch.Tensor:
+        inputs, targets = batch
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
+            if model.hidden:
+                # ablate "no-loss-head": a cheap surrogate loss on the hidden state (timing-only)
+                return model(inputs).float().pow(2).mean()
+            logits = model(inputs)
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+    def step(batch: Any) -> torch.Tensor:
+        loss = forward_loss(batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def make_batch(batch: int, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        # random token ids made on the device: no host work or host->device copy in the step
+        gen = torch.Generator(device=device).manual_seed(options.seed)
+        tokens = torch.randint(0, preset.vocab, (batch, seq_len + 1), device=device, generator=gen)
+        return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+
+    def no_optimizer(batch: Any) -> torch.Tensor:
+        loss = forward_loss(batch)
+        loss.backward()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def no_loss_head(batch: Any) -> torch.Tensor:
+        model.hidden = True
+        try:
+            return step(batch)
+        finally:
+            model.hidden = False
+
+    def no_attention(batch: Any) -> torch.Tensor:
+        for block in model.blocks:
+            block.attn.identity = True
+        try:
+            return step(batch)
+        finally:
+            for block in model.blocks:
+                block.attn.identity = False
+
+    arms = {
+        "no-optimizer": Arm(no_optimizer, timing_only=False,
+                            removes="optimizer.step (forward and backward are unchanged)"),
+        "no-loss-head": Arm(no_loss_head, timing_only=True,
+                            removes="output head and cross-entropy (a mean-square surrogate loss on the hidden state)"),
+        "no-attention": Arm(no_attention, timing_only=True,
+                            removes="scaled-dot-product attention (replaced by identity on the values)"),
+    }
+    return Workload(name=f"reference:{preset.name}", model=model, make_batch=make_batch, step=step,
+                    optimizer=optimizer, arms=arms, layers=preset.layers, heads=preset.heads,
+                    head_dim=preset.head_dim)
