@@ -1,10 +1,13 @@
-"""The evidence envelope: canonical bytes, ids, validation of every malformed fixture, migrations, fingerprints."""
+"""The evidence envelope: canonical bytes, ids, validation of every malformed fixture, migrations, fingerprints;
+and that tests/fixtures regenerates byte for byte from make_fixtures.py."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,3 +215,17 @@ def test_code_fingerprint_hashes_the_probe_source(tmp_path):
     code = code_fingerprint(str(src))
     assert code["probe_source_sha256"] == hashlib.sha256(b"print('probe')\n").hexdigest()
     assert set(code) == {"probebook", "git_commit", "dirty", "probe_source_sha256"}
+
+
+def test_fixtures_regenerate_byte_for_byte(tmp_path):
+    out = subprocess.run([sys.executable, str(FIXTURES / "make_fixtures.py"), "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(root)): p.read_bytes() for sub in ("archive", "import", "malformed")
+                for p in sorted((root / sub).rglob("*")) if p.is_file()}
+
+    made, committed = tree(tmp_path), tree(FIXTURES)
+    assert len(made) > 70
+    assert made == committed
