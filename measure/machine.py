@@ -88,9 +88,17 @@ def fingerprint() -> dict[str, Any]:
     except ImportError:
         info["note"] = "torch not installed"
         return info
+    except Exception as exc:  # a broken install (e.g. a CUDA library torch cannot load) must not stop a run
+        info["note"] = f"torch could not be imported: {type(exc).__name__}"
+        return info
     info["torch"] = torch.__version__
     info["cuda"] = torch.version.cuda
-    if not torch.cuda.is_available():
+    try:
+        has_cuda = bool(torch.cuda.is_available())
+    except Exception as exc:  # a driver/runtime mismatch raises here on some machines: record, don't fail
+        info["note"] = f"CPU only: CUDA check failed ({type(exc).__name__})"
+        return info
+    if not has_cuda:
         info["note"] = "CPU only: no CUDA device visible"
         return info
     props = torch.cuda.get_device_properties(0)

@@ -1,4 +1,5 @@
-"""The write-once store on real temporary archives: layout, no-overwrite, id resolution, verify, temp files."""
+"""The write-once store on real temporary archives: layout, no-overwrite, id resolution, verify, temp files;
+and that bench/archive.py runs end to end on a small archive."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -205,3 +208,17 @@ def test_a_writer_survives_clean_removing_its_temp_files(archive):
         thread.join()
     assert sorted(ids) == store.ids()
     assert store.verify() == [] and store.invalid() == []
+
+
+def test_archive_benchmark_runs_on_a_small_archive(tmp_path):
+    keep = tmp_path / "bench-archive"
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "archive.py"),
+                          "--n", "40", "--repeat", "1", "--keep", str(keep)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    table = out.stdout.splitlines()
+    assert [line.split("  ")[0] for line in table[2:7]] == [
+        "import (Store.put, fsync per file)", "verify, baseline loop (before)", "Store.verify() (shipped)",
+        "sha256sum (coreutils, batched)", "archive verify: hash + parse all"]
+    assert table[-1].startswith("verify time / sha256sum time: baseline ")
+    assert len(Store(keep).ids()) == 40 and Store(keep).verify() == []
