@@ -261,7 +261,7 @@ def run_mkdocs(config: Path, site: Path, epoch: int) -> None:
     """``python -m mkdocs build --strict``; a failure is one line with the first warning or error."""
     _owned_or_empty(site, SITE_MARKER, "--out")
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(config), "-d", str(site.resolve())]
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site.resolve())]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     log = config.parent / "mkdocs.log"
     log.write_text(proc.stdout + proc.stderr, encoding="utf-8")

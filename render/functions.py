@@ -28,6 +28,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar
 
+import jinja2
+
 from measure.errors import ProbebookError
 from render import charts, peaks, tables
 from render.derive import batchsweep, fit as fitmod, lossmem, mfu as mfumod, project as projmod
@@ -191,7 +193,7 @@ class LossMemoryView(_View):
 
 
 class ProjectionView(_View):
-    FIELDS = {"time": ("seconds", "s", {"display": "d", "fmt": ".3g"}),
+    FIELDS = {"time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
               "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
               "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
               "tokens": ("tokens", "tok", {"fmt": ".3g"}),
@@ -199,8 +201,16 @@ class ProjectionView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+def _defined(value: Any) -> Any:
+    """An undefined name passed to a function fails here, naming itself (StrictUndefined raises on str())."""
+    if isinstance(value, jinja2.Undefined):
+        str(value)
+    return value
+
+
 def _number(value: Any, what: str) -> float:
     """A plain number given in a template (a width, a parameter count): int, float or text like 250M."""
+    _defined(value)
     if isinstance(value, Quantity):
         raise ProbebookError(f"{what} takes a plain number, not a measured quantity")
     if isinstance(value, str):
@@ -235,6 +245,7 @@ class PageFunctions:
 
     # -- helpers --------------------------------------------------------------------------
     def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef:
+        _defined(ref)
         if isinstance(ref, str):
             if ref not in self.refs:
                 known = ", ".join(sorted(self.refs)) or "none"
@@ -333,15 +344,14 @@ class PageFunctions:
         rows = tables.evidence_rows("gemm_ceiling()", self._doc(ref), {"shape": (str,), "m": (int,), "n": (int,),
                                     "k": (int,), "time_s": (int, float)}, "gemm")
         shapes = sorted({r["shape"] for r in rows})
-        if shape is None and len(shapes) == 1:
-            shape = shapes[0]
-        picked = [r for r in rows if r["shape"] == shape]
+        chosen = shapes[0] if shape is None and len(shapes) == 1 else shape
+        picked = [r for r in rows if r["shape"] == chosen]
         if not picked:
             raise ProbebookError(f"gemm_ceiling(): give shape= one of {', '.join(shapes)}")
         m, n, k = picked[0]["m"], picked[0]["n"], picked[0]["k"]
         median_s = statistics.median(r["time_s"] for r in picked)
         flop_s = tables.gemm_tflop_s(m, n, k, median_s) * 1e12
-        return _q(flop_s, "FLOP/s", ref, f"GEMM {shape} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
+        return _q(flop_s, "FLOP/s", ref, f"GEMM {chosen} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
                   f"gemm_ceiling({_args(ref.alias, shape=shape)})", display="TFLOP/s", fmt=".4g")
 
     def kernel_share(self, ref: Any, category: str) -> Quantity:
@@ -390,6 +400,7 @@ class PageFunctions:
 
     def share_of(self, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Quantity:
         """The ratio ``part / whole`` of two quantities whose units differ at most by a prefix."""
+        _defined(part), _defined(whole)
         if not (isinstance(part, Quantity) and isinstance(whole, Quantity)):
             raise ProbebookError("share_of() takes two quantities, e.g. share_of(fit(s).c, fit(s).max_residual)")
         factor = conversion_factor(part.unit, whole.unit)
@@ -425,6 +436,7 @@ class PageFunctions:
 
 
 def _rate(q: Any, unit: str, what: str) -> float:
+    _defined(q)
     if not isinstance(q, Quantity):
         raise ProbebookError(f"{what} takes a measured quantity in {unit}, e.g. fit(sweep).asymptote")
     if q.value is None:

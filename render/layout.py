@@ -8,7 +8,6 @@ the current one. All text from front matter is escaped.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from render.quantity import escape_text, evidence_page, relative_link, short_id
@@ -105,12 +104,22 @@ def archive_index(sources: Sources) -> str:
     return "\n".join(out) + "\n"
 
 
+# Look-alikes for the characters HTML acts on. Themes print nav titles unescaped in some places
+# and through ``striptags`` (which un-escapes entities) in ``<title>``, so escaping is not enough:
+# a nav title must hold none of these characters at all.
+_NAV_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "＆", '"': "”", "'": "’", "`": "‘"})
+
+
+def nav_title(text: str) -> str:
+    """A title safe wherever a theme prints it: one line, no ``<>&"'`` (look-alikes instead)."""
+    return " ".join(str(text).split()).translate(_NAV_SAFE)
+
+
 def nav(sources: Sources, docs: dict[str, dict[str, Any]]) -> list[Any]:
-    """The mkdocs ``nav``: Home, Playbook, Records, Archive, Evidence, Changes. Titles are HTML-escaped
-    because themes print nav titles into the page unescaped."""
+    """The mkdocs ``nav``: Home, Playbook, Records, Archive, Evidence, Changes (titles via ``nav_title``)."""
 
     def item(title: str, path: str) -> dict[str, str]:
-        return {html.escape(title, quote=True): path}
+        return {nav_title(title): path}
 
     by_rel = {p.rel: p for p in sources.pages}
     playbook = [item("Playbook", "playbook/index.md")] if "playbook/index.md" in by_rel else []

@@ -112,6 +112,8 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
     """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``."""
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if isinstance(obj, jinja2.Undefined):
+            str(obj)  # an unknown name: StrictUndefined raises, naming it, before any attribute question
         allowed = getattr(type(obj), "TEMPLATE_ATTRS", None)
         if allowed is not None:
             return attr in allowed

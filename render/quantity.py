@@ -63,12 +63,12 @@ def conversion_factor(from_unit: str, to_unit: str) -> float:
     return a[0] / b[0]
 
 
-_UNSAFE_TITLE = re.compile(r'["\\<>\n\r\t`]')
+_UNSAFE_TITLE = re.compile(r"[\\<>`]")
 
 
 def title_text(text: str) -> str:
-    """Text safe inside a Markdown link title: no quotes, backslashes, angle brackets or newlines."""
-    return _UNSAFE_TITLE.sub("'", text).strip()
+    """Text safe inside a Markdown link title: one line, ``"`` as ``'``, no backslashes, angle brackets or backticks."""
+    return " ".join(_UNSAFE_TITLE.sub("", text.replace('"', "'")).split())
 
 
 # Characters Markdown (with the extensions mkdocs.yml enables) or HTML could act on.
