@@ -59,9 +59,7 @@ class Recorder:
             self.points.append(summary)
         self._append({"rows": rows, "point": summary})
         if self.progress:
-            n = len(self.points) if summary is not None else len(self.samples)
-            print(f"  {self.probe} [{time.perf_counter() - self._started:6.1f}s] {n}: {label}",
-                  file=sys.stderr, flush=True)
+            print(f"  {self.probe} [{time.perf_counter() - self._started:6.1f}s] {label}", file=sys.stderr, flush=True)
 
     def fail(self, error: str) -> None:
         """Mark the run failed (e.g. a profiler trace that dropped events): it is stored, never published."""

@@ -192,10 +192,12 @@ class InterleavedResult:
 
 
 def time_interleaved(arms: dict[str, Callable[[], Any]], clock: Clock, plan: WindowPlan,
-                     sync: Callable[[], None] | None = None) -> InterleavedResult:
+                     sync: Callable[[], None] | None = None,
+                     on_round: Callable[[int, dict[str, float]], None] | None = None) -> InterleavedResult:
     """Warm up each arm, then run rounds of A, B, C, ... (``plan.windows`` rounds, ``plan.iters`` calls each).
 
     If any arm's CV is above the threshold, ``plan.extra`` more rounds are run once for all arms.
+    ``on_round(round, {arm: seconds per call})`` is called after every round (to persist it).
     """
     if not arms:
         raise ValueError("time_interleaved needs at least one arm")
@@ -209,9 +211,13 @@ def time_interleaved(arms: dict[str, Callable[[], Any]], clock: Clock, plan: Win
 
     def rounds(first: int, count: int) -> None:
         for r in range(first, first + count):
+            this_round = {}
             for name, fn in arms.items():
-                results[name].times_s.append(clock.time(fn, plan.iters) / plan.iters)
+                this_round[name] = clock.time(fn, plan.iters) / plan.iters
+                results[name].times_s.append(this_round[name])
                 order.append((r, name))
+            if on_round is not None:
+                on_round(r, this_round)
 
     rounds(0, plan.windows)
     extended = False

@@ -89,3 +89,83 @@ def test_step_scaling_times_a_plugged_in_harness(cli, archive):
     assert doc["params"]["sdpa_backend"] == "none"       # the toy harness has no attention: observed, not assumed
     assert doc["params"]["model_flops_per_token"] is None
     assert len(doc["data"]["points"]) == 3
+
+
+def test_kernels(cli, archive):
+    doc = measure(cli, archive, "kernels", *FAST, "--steps", "2", "--seq-len", "32")
+    rows = doc["data"]["samples"]
+    assert {"kernel", "category", "calls", "device_time_s"} <= set(rows[0])
+    shares = doc["data"]["shares"]
+    assert set(shares) == {"attention", "gemm", "norm-elementwise", "loss", "optimizer", "other"}
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert shares["gemm"] > 0 and shares["attention"] > 0 and shares["optimizer"] > 0
+    check = doc["data"]["consistency"]
+    assert check["ratio"] == pytest.approx(check["kernel_total_s"] / check["event_step_s"])
+    assert doc["data"]["arch_tag"] is None          # CPU operators carry no sm tag
+    assert doc["data"]["unit"] == "operator self CPU time"
+
+
+def test_ablate(cli, archive):
+    doc = measure(cli, archive, "ablate", *FAST, "--seq-len", "32")
+    rows, arms = doc["data"]["samples"], doc["data"]["arms"]
+    assert {"arm", "round", "step_s"} == set(rows[0])
+    names = [a["arm"] for a in arms]
+    assert names == ["baseline", "no-optimizer", "no-loss-head", "no-attention"]
+    assert arms[0]["delta_vs_baseline"] == 0.0
+    assert {a["arm"]: a["timing_only"] for a in arms} == {
+        "baseline": False, "no-optimizer": False, "no-loss-head": True, "no-attention": True}
+    for a in arms:
+        assert {"arm", "median_s", "iqr_s", "delta_vs_baseline", "timing_only"} <= set(a)
+    # interleaved: every round runs every arm, in the same order
+    order = doc["data"]["order"]
+    assert [o["arm"] for o in order[:4]] == names and len(order) == 4 * (len(rows) // 4)
+    assert doc["data"]["skipped"] == [{"arm": "no-input-copy", "reason": "on CPU there is no host->device input copy"}]
+
+
+def test_ablate_runs_a_user_defined_arm(cli, archive):
+    env = {"PYTHONPATH": f"{PLUGINS}:{Path(__file__).resolve().parent.parent}"}
+    doc = measure(cli, archive, "ablate", *FAST, "--workload", "toy_harness:factory_with_arm", env=env)
+    arms = {a["arm"]: a for a in doc["data"]["arms"]}
+    assert set(arms) == {"baseline", "forward-only"}
+    assert arms["forward-only"]["timing_only"] is True
+
+
+def test_optimizer(cli, archive):
+    doc = measure(cli, archive, "optimizer", *FAST, "--seq-len", "32", "--rounds", "3")
+    rows = doc["data"]["samples"]
+    assert {r["arm"] for r in rows} == {"instrumented", "baseline"}
+    assert all(r["optimizer_s"] is None for r in rows if r["arm"] == "baseline")
+    assert all(r["optimizer_s"] > 0 for r in rows if r["arm"] == "instrumented")
+    summary = doc["data"]["summary"]
+    assert 0 < summary["optimizer_share"] < 1
+    assert summary["instrumentation_overhead"] == pytest.approx(
+        summary["instrumented_median_s"] / summary["baseline_median_s"] - 1)
+    assert doc["params"]["optimizer_class"] == "AdamW"
+
+
+def test_a_crash_mid_sweep_keeps_what_was_measured_as_partial(cli, archive):
+    env = {"PYTHONPATH": f"{PLUGINS}:{Path(__file__).resolve().parent.parent}"}
+    # the harness fails at sequence length 9: points 1..8 were measured and must survive
+    out = cli("--archive", str(archive), "measure", "step-scaling", *FAST, "--workload", "toy_harness:crashes_late",
+              "--seq-lens", "1,2,3,4,5,6,7,8,9,10", "--modes", "fixed_batch", "--batch", "2", env=env)
+    assert out.returncode == 1
+    assert "stored as partial: RuntimeError: simulated device fault" in out.stderr
+    doc = Store(archive).get(out.stdout.strip())
+    assert doc["status"] == "partial" and doc["error"] == "RuntimeError: simulated device fault"
+    assert [p["tokens"] for p in doc["data"]["points"]] == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_recover_archives_a_journal_left_by_a_dead_process(cli, archive, tmp_path):
+    from measure.runner import Recorder
+    journal = tmp_path / "step-scaling-dead.jsonl"
+    rec = Recorder("step-scaling", {"preset": "tiny"}, journal)
+    rec.header(1, {"gpu": None}, {"probebook": "0.1.0"})
+    rec.point([{"mode": "fixed_batch", "tokens": 16, "batch": 2, "tokens_per_step": 32, "window": 0,
+                "step_s": 0.01}], {"mode": "fixed_batch", "tokens": 16})
+    with open(journal, "a") as fh:
+        fh.write('{"rows": [{"mode": "fixed_b')  # torn last line: the process died mid-write
+    out = cli("--archive", str(archive), "measure", "recover", str(journal))
+    assert out.returncode == 0, out.stderr
+    doc = Store(archive).get(out.stdout.strip())
+    assert doc["status"] == "partial" and "recovered from a journal" in doc["error"]
+    assert doc["data"]["samples"][0]["step_s"] == 0.01

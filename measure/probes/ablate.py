@@ -1,0 +1,126 @@
+"""``ablate``: what removing one term of the training step buys, by interleaved arms.
+
+A profile attributes time; an ablation says what removing a term saves (DESIGN §7). Arms run
+A, B, C, ... in every round (``measure.timing.time_interleaved``) so drift cannot favour one.
+
+* ``baseline``: the real step, with its input batch copied host->device (from pinned memory,
+  asynchronously) at the start of every step, as a data loader would deliver it.
+* ``no-input-copy``: the same step on a batch already on the device (CUDA only; on CPU there is
+  no host->device copy to remove and the arm is recorded as skipped).
+* the workload's own arms, each also fed by the host->device copy: for the reference decoder
+  ``no-optimizer`` (skip ``optimizer.step``), ``no-loss-head`` (mean-square surrogate loss on
+  the hidden state instead of head + cross-entropy) and ``no-attention`` (SDPA replaced by
+  identity on the values); a plug-in's ``Workload.arms`` are the user-defined arms.
+
+An arm that no longer computes the same mathematics is labelled ``timing_only``: its time is
+a measurement of the remaining work, not a faster way to train.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import CommonConfig, positive, resolve_device, tree_map
+from measure.runner import Recorder, execute
+
+PROBE = "ablate"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class AblateConfig(CommonConfig):
+    """Options of the ablate probe."""
+
+    batch: int | None = None
+    """Batch size (default 4 on CUDA, 2 on CPU)."""
+    seq_len: int | None = None
+    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
+    arms: tuple[str, ...] | None = None
+    """Arms to run besides baseline (default: no-input-copy and every arm the workload offers)."""
+    windows: int = 7
+    """Interleaved rounds (``--rounds``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive("batch", self.batch)
+        positive("seq_len", self.seq_len)
+        if self.arms is not None and ("baseline" in self.arms or not self.arms):
+            raise ProbebookError("--arms lists the arms besides baseline (which always runs); give at least one")
+
+
+def summarize(name: str, times_s: list[float], baseline_median_s: float, timing_only: bool,
+              removes: str) -> dict[str, Any]:
+    """One arm's median, IQR and change against the baseline median (a fraction; negative is faster)."""
+    from measure.timing import cv, iqr, median, relative_change
+    med = median(times_s)
+    return {"arm": name, "median_s": med, "iqr_s": iqr(times_s), "cv": cv(times_s),
+            "delta_vs_baseline": relative_change(med, baseline_median_s), "timing_only": timing_only,
+            "removes": removes}
+
+
+def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Evidence:
+    """Time the baseline and every arm, interleaved; return the evidence (not stored)."""
+    device = resolve_device(config.device)
+    batch = config.batch or (4 if device == "cuda" else 2)
+    seq_len = config.seq_len or (2048 if device == "cuda" else 128)
+    params = {**config.params(device), "batch": batch, "seq_len": seq_len, "rounds": config.windows}
+
+    def body(rec: Recorder) -> None:
+        from measure.timing import clock_for, sm_clock, sync_for, time_interleaved
+        from measure.workload import Arm, load_workload
+
+        workload = load_workload(config.workload_options(device), config.workload)
+        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        on_device = workload.make_batch(batch, seq_len)
+        if device == "cuda":
+            host = tree_map(lambda t: t.cpu().pin_memory(), on_device)
+
+            def fetch() -> Any:
+                return tree_map(lambda t: t.to(device, non_blocking=True), host)
+        else:
+            def fetch() -> Any:
+                return on_device
+
+        offered: dict[str, Arm] = {}
+        skipped = []
+        if device == "cuda":
+            offered["no-input-copy"] = Arm(lambda _b: workload.step(on_device), timing_only=False,
+                                           removes="host->device copy of the input batch")
+        else:
+            skipped.append({"arm": "no-input-copy", "reason": "on CPU there is no host->device input copy"})
+        offered.update(workload.arms)
+        chosen = list(config.arms) if config.arms else list(offered)
+        unknown = [a for a in chosen if a not in offered and a not in {s["arm"] for s in skipped}]
+        if unknown:
+            raise ProbebookError(f"--arms: {', '.join(unknown)} not offered by {workload.name}; "
+                                 f"choose from {', '.join(offered)}")
+        arms: dict[str, Any] = {"baseline": lambda: workload.step(fetch())}
+        for name in chosen:
+            if name in offered:
+                arm = offered[name]
+                arms[name] = (lambda a=arm: a.step(on_device)) if name == "no-input-copy" \
+                    else (lambda a=arm: a.step(fetch()))
+        rec.params["arms"] = list(arms)
+        rec.data["skipped"] = skipped
+        rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        def persist(r: int, times: dict[str, float]) -> None:
+            rec.point([{"arm": a, "round": r, "step_s": t} for a, t in times.items()], None,
+                      f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()))
+
+        result = time_interleaved(arms, clock_for(device), config.plan(), sync_for(device), on_round=persist)
+        rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+        rec.data["order"] = [{"round": r, "arm": a} for r, a in result.order]
+        base = result.arms["baseline"].median_s
+        summaries = []
+        for name, arm_result in result.arms.items():
+            info = offered.get(name)
+            summary = summarize(name, arm_result.times_s, base, bool(info and info.timing_only),
+                                info.removes if info else "nothing (the full step)")
+            summary["unstable"] = arm_result.unstable
+            summaries.append(summary)
+        rec.data["arms"] = summaries
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)

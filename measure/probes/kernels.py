@@ -1,0 +1,177 @@
+"""``kernels``: where the step's device time goes, from ``torch.profiler`` over a few real steps.
+
+``key_averages()`` lists each operator and the kernel it launched with the same device time,
+so summing every row double-counts: only *device kernel rows* are summed (rows whose
+``device_type`` is CUDA; memcpy/memset rows are kept as ``other``). Kernels are sorted into
+attention, gemm, norm-elementwise, loss, optimizer and other by name (first match wins, in
+that order of specificity: optimizer, loss, attention, gemm, norm-elementwise). The
+architecture tag (sm80, sm90, ...) is read from kernel names.
+
+Checks: the kernel total per step is compared with the event-timed step of the same shape
+(``consistency``); and the number of kernel records is compared with the number of launch
+calls the runtime recorded. Long traces can silently drop kernel events; a trace with fewer
+kernel records than launches, or none at all, is stored as ``failed`` (never published).
+
+On CPU there are no kernels: each operator's *self* CPU time is the unit instead (self time
+excludes children, so the sum does not double-count), timed against the host-clock step.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from measure.evidence import Evidence
+from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.runner import Recorder, execute
+
+PROBE = "kernels"
+VERSION = 1
+CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
+# (category, pattern) in match order; names are lower-cased first. Sources: kernel names seen in
+# CUDA traces (cuBLAS "nvjet"/"sm90_xmma"/"cutlass", flash-attention "flash_fwd", xformers/
+# mem-efficient "fmha", cuDNN SDPA, PyTorch "multi_tensor_apply"/"fused_adam", Inductor "triton_")
+_RULES = (
+    ("optimizer", r"adam|multi_tensor_apply|foreach|_fused_sgd|optimizer"),
+    ("loss", r"cross_entropy|nll_?loss|log_?softmax|logsoftmax|softmax_warp_forward|softmax_warp_backward"),
+    ("attention", r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)"),
+    ("gemm", r"gemm|nvjet|xmma|cutlass|cublas|matmul|aten::mm|aten::addmm|aten::bmm|aten::linear|\bmm\b|sm\d\d_.*tensorop"),
+    ("norm-elementwise", r"norm|elementwise|vectorized|reduce|rsqrt|silu|mul|add|pow|mean|cat|copy|triton_|"
+                         r"fill|embedding|index|where|neg|cos|sin|to_copy|clone|sum|div|sub|exp|outer|arange"),
+)
+_ARCH = re.compile(r"sm_?(\d{2,3})")
+_LAUNCH = re.compile(r"^(cuda|cu)LaunchKernel(Ex(C)?)?(_v\d+)?$|^cudaLaunchCooperativeKernel")
+CONSISTENCY_BOUNDS = {"cuda": (0.5, 1.1), "cpu": (0.2, 5.0)}
+
+
+@dataclass(frozen=True)
+class KernelsConfig(CommonConfig):
+    """Options of the kernels probe."""
+
+    batch: int | None = None
+    """Batch size (default 4 on CUDA, 2 on CPU)."""
+    seq_len: int | None = None
+    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
+    steps: int = 3
+    """Steps under the profiler (keep it small: long traces drop events)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive("batch", self.batch)
+        positive("seq_len", self.seq_len)
+        positive("steps", self.steps)
+
+
+def categorize(name: str) -> str:
+    """The category of a kernel or operator name (one of ``CATEGORIES``)."""
+    low = name.lower()
+    for category, pattern in _RULES:
+        if re.search(pattern, low):
+            return category
+    return "other"
+
+
+def arch_tags(names_and_times: list[tuple[str, float]]) -> dict[str, float]:
+    """Device seconds per architecture tag (``sm90`` ...) found in kernel names."""
+    out: dict[str, float] = Counter()
+    for name, seconds in names_and_times:
+        m = _ARCH.search(name.lower())
+        if m:
+            out[f"sm{m.group(1)}"] += seconds
+    return dict(out)
+
+
+def shares(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Fraction of the summed device time in each category (all six keys; sums to 1)."""
+    total = sum(r["device_time_s"] for r in rows)
+    by = {c: 0.0 for c in CATEGORIES}
+    for r in rows:
+        by[r["category"]] += r["device_time_s"]
+    return {c: (v / total if total else 0.0) for c, v in by.items()}
+
+
+def consistency(kernel_total_s: float, steps: int, event_step_s: float, device: str) -> dict[str, Any]:
+    """Kernel seconds per step against the event-timed step; ``ok`` when the ratio lies within the bounds."""
+    per_step = kernel_total_s / steps
+    ratio = per_step / event_step_s
+    low, high = CONSISTENCY_BOUNDS[device]
+    return {"kernel_total_s": per_step, "event_step_s": event_step_s, "ratio": ratio,
+            "bounds": [low, high], "ok": low <= ratio <= high}
+
+
+def _self_time_us(event: Any, device: bool) -> float:
+    if device:
+        return float(getattr(event, "self_device_time_total", 0.0) or getattr(event, "self_cuda_time_total", 0.0))
+    return float(event.self_cpu_time_total)
+
+
+def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> Evidence:
+    """Profile ``steps`` training steps; return the evidence (not stored)."""
+    device = resolve_device(config.device)
+    batch = config.batch or (4 if device == "cuda" else 2)
+    seq_len = config.seq_len or (2048 if device == "cuda" else 128)
+    params = {**config.params(device), "batch": batch, "seq_len": seq_len, "steps": config.steps}
+
+    def body(rec: Recorder) -> None:
+        import torch
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        from measure.timing import clock_for, sm_clock, sync_for, time_windows
+        from measure.workload import load_workload
+        from measure.workload.observe import observe
+
+        workload = load_workload(config.workload_options(device), config.workload)
+        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        data = workload.make_batch(batch, seq_len)
+        sync = sync_for(device)
+        rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        timed = time_windows(lambda: workload.step(data), clock_for(device), config.plan(), sync)
+        rec.params.update({f"observed_{k}" if k == "dtype" else k: v
+                           for k, v in observe(workload, data, device).items()})
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        sync()
+        with profile(activities=activities) as prof:
+            for _ in range(config.steps):
+                workload.step(data)
+            sync()
+        rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+        on_device = device == "cuda"
+        rows, launches = [], 0
+        for event in prof.key_averages():
+            if _LAUNCH.match(event.key):
+                launches += event.count
+            if on_device and event.device_type != DeviceType.CUDA:
+                continue
+            if not on_device and event.key.startswith("ProfilerStep"):
+                continue
+            seconds = _self_time_us(event, on_device) / 1e6
+            if seconds <= 0:
+                continue
+            rows.append({"kernel": event.key, "category": categorize(event.key), "calls": event.count,
+                         "device_time_s": seconds})
+        rows.sort(key=lambda r: -r["device_time_s"])
+        rec.point(rows, None, f"{len(rows)} kernel rows over {config.steps} steps")
+        total = sum(r["device_time_s"] for r in rows)
+        tags = arch_tags([(r["kernel"], r["device_time_s"]) for r in rows])
+        rec.data.update({
+            "shares": shares(rows),
+            "arch_tags": tags,
+            "arch_tag": max(tags, key=tags.get) if tags else None,
+            "consistency": consistency(total, config.steps, timed.median_s, device) if rows else None,
+            "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
+            "unit": "device kernel self time" if on_device else "operator self CPU time",
+        })
+        if on_device:
+            kernel_calls = sum(r["calls"] for r in rows if not r["kernel"].lower().startswith(("memcpy", "memset")))
+            rec.data["trace_check"] = {"kernel_records": kernel_calls, "launch_calls": launches}
+            if not rows:
+                rec.fail("the profiler recorded no device kernels: the trace is empty or dropped every event")
+            elif launches and kernel_calls < launches:
+                rec.fail(f"dropped-event trace: {kernel_calls} kernel records for {launches} launches; "
+                         "profile fewer steps (--steps)")
+        del torch
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -1,0 +1,128 @@
+"""``optimizer``: the optimizer step's share of the iteration, timed inside the real step.
+
+The ``instrumented`` arm registers ``Optimizer.register_step_pre_hook``/``post_hook`` (public
+torch API) around each call and records a CUDA event pair on the compute stream at those
+hooks (host ``perf_counter`` on CPU, where execution is synchronous), so the optimizer is timed
+exactly where the real step calls it. The ``baseline`` arm is the same step with no hooks. The
+two arms are interleaved per round; the relative difference of their medians is the
+instrumentation's own cost, measured rather than assumed. Rows: ``optimizer_s`` is the mean
+optimizer time per step in that round (null on baseline).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.runner import Recorder, execute
+
+PROBE = "optimizer"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class OptimizerConfig(CommonConfig):
+    """Options of the optimizer probe."""
+
+    batch: int | None = None
+    """Batch size (default 4 on CUDA, 2 on CPU)."""
+    seq_len: int | None = None
+    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
+    windows: int = 7
+    """Interleaved rounds (``--rounds``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive("batch", self.batch)
+        positive("seq_len", self.seq_len)
+
+
+def share(optimizer_s: float, step_s: float) -> float:
+    """Fraction of the step spent in ``optimizer.step`` (both in seconds)."""
+    return optimizer_s / step_s
+
+
+def run(config: OptimizerConfig, journal: Any = None, progress: bool = False) -> Evidence:
+    """Interleave instrumented and baseline steps; return the evidence (not stored)."""
+    device = resolve_device(config.device)
+    batch = config.batch or (4 if device == "cuda" else 2)
+    seq_len = config.seq_len or (2048 if device == "cuda" else 128)
+    params = {**config.params(device), "batch": batch, "seq_len": seq_len, "rounds": config.windows}
+
+    def body(rec: Recorder) -> None:
+        import torch
+
+        from measure.timing import clock_for, median, relative_change, sm_clock, sync_for, time_interleaved
+        from measure.workload import load_workload
+
+        workload = load_workload(config.workload_options(device), config.workload)
+        opt = workload.optimizer
+        if opt is None:
+            raise ProbebookError(f"workload {workload.name} does not expose its optimizer; return it as the "
+                                 "4th item of the factory's tuple (or Workload.optimizer)")
+        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params,
+                           "optimizer_class": type(opt).__name__})
+        data = workload.make_batch(batch, seq_len)
+        pairs: list[tuple[Any, Any]] = []  # one (start, end) per instrumented optimizer.step call
+        open_: list[Any] = []
+
+        def stamp() -> Any:
+            if device == "cuda":
+                event = torch.cuda.Event(enable_timing=True)
+                event.record()
+                return event
+            return time.perf_counter()
+
+        def pre(*_: Any) -> None:
+            open_.append(stamp())
+
+        def post(*_: Any) -> None:
+            pairs.append((open_.pop(), stamp()))
+
+        def instrumented() -> None:
+            handles = (opt.register_step_pre_hook(pre), opt.register_step_post_hook(post))
+            try:
+                workload.step(data)
+            finally:
+                for h in handles:
+                    h.remove()
+
+        def elapsed(start: Any, end: Any) -> float:
+            return start.elapsed_time(end) / 1000.0 if device == "cuda" else end - start
+
+        arms = {"instrumented": instrumented, "baseline": lambda: workload.step(data)}
+        plan = config.plan()
+        rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        per_round: list[float] = []
+
+        def persist(r: int, times: dict[str, float]) -> None:
+            # this round's instrumented calls: after the warm-up calls, plan.iters per round
+            first = plan.warmup + r * plan.iters
+            calls = pairs[first:first + plan.iters]
+            if len(calls) != plan.iters:
+                raise ProbebookError(f"workload {workload.name}: optimizer.step ran {len(pairs)} times in the "
+                                     "instrumented arm; expected once per step")
+            t_o = sum(elapsed(s, e) for s, e in calls) / plan.iters
+            per_round.append(t_o)
+            rows = [{"arm": "instrumented", "round": r, "step_s": times["instrumented"], "optimizer_s": t_o},
+                    {"arm": "baseline", "round": r, "step_s": times["baseline"], "optimizer_s": None}]
+            rec.point(rows, None, f"round {r}: step {times['instrumented'] * 1e3:.2f} ms, "
+                                  f"optimizer {t_o * 1e3:.2f} ms, baseline {times['baseline'] * 1e3:.2f} ms")
+
+        result = time_interleaved(arms, clock_for(device), plan, sync_for(device), on_round=persist)
+        rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+        instr, base = result.arms["instrumented"], result.arms["baseline"]
+        rec.data["summary"] = {
+            "instrumented_median_s": instr.median_s, "baseline_median_s": base.median_s,
+            "optimizer_median_s": median(per_round),
+            "optimizer_share": share(median(per_round), instr.median_s),
+            "instrumentation_overhead": relative_change(instr.median_s, base.median_s),
+            "instrumented_cv": instr.cv, "baseline_cv": base.cv,
+            "unstable": instr.unstable or base.unstable,
+        }
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)
