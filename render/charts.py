@@ -87,9 +87,10 @@ def _step_scaling(docs: list[dict[str, Any]], *, tokens: str | None = None, term
         raise ProbebookError(f"chart 'step-scaling': {short_id(doc)} has no timed samples (every step_s is null)")
     frame = pd.DataFrame({"tokens": [p[0] for p in points], "step_ms": [seconds_to_ms(p[1]) for p in points]})
     scale_x = alt.X("tokens:Q", title="sequence length (tokens)", scale=alt.Scale(zero=False))
-    dots = alt.Chart(frame).mark_point(filled=True, size=36).encode(
-        x=scale_x, y=alt.Y("step_ms:Q", title="step time (ms)"),
-        tooltip=[alt.Tooltip("tokens:Q"), alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)")])
+    dot_enc: dict[str, Any] = {
+        "x": scale_x, "y": alt.Y("step_ms:Q", title="step time (ms)"),
+        "tooltip": [alt.Tooltip("tokens:Q"), alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)")]}
+    dots = alt.Chart(frame).mark_point(filled=True, size=36).encode(**dot_enc)
     heading = title or "Step time against sequence length"
     seen = f"{len(frame)} measured step times from {_n(frame.tokens.min())} to {_n(frame.tokens.max())} tokens"
     if not fit:
@@ -98,6 +99,13 @@ def _step_scaling(docs: list[dict[str, Any]], *, tokens: str | None = None, term
     result = fitmod.fit_evidence(doc, terms=terms, tokens=tokens, mode=mode, bootstrap=0,
                                  source=f"evidence {short_id(doc)}")
     lo, hi = min(result.tokens), max(result.tokens)
+    outside = sum(1 for t in frame.tokens if not lo <= t <= hi)
+    if outside:  # grey out the points the fit was told to leave out
+        frame = frame.assign(sample=["fitted" if lo <= t <= hi else "outside the fitted range" for t in frame.tokens])
+        dots = alt.Chart(frame).mark_point(filled=True, size=36).encode(
+            color=alt.Color("sample:N", title=None, legend=alt.Legend(orient="top-left"),
+                            scale=alt.Scale(domain=["fitted", "outside the fitted range"], range=["#4c78a8", "#b0b0b0"])),
+            **dot_enc)
     curve = pd.DataFrame({"tokens": curve_tokens(lo, hi)})
     curve["fit_ms"] = [seconds_to_ms(step_model_s(result.c_s, result.a_s_per_token, result.b_s_per_token2, s))
                        for s in curve.tokens]
@@ -109,8 +117,9 @@ def _step_scaling(docs: list[dict[str, Any]], *, tokens: str | None = None, term
         x=scale_x, y=alt.Y("residual_ms:Q", title="residual (ms)", axis=alt.Axis(format=".2~g")),
         tooltip=[alt.Tooltip("tokens:Q"), alt.Tooltip("residual_ms:Q", format=".3g", title="residual (ms)")],
     )).properties(width=480, height=110)
-    text = (f"{heading}: {seen}, the fitted curve ({'+'.join(result.terms)}) over {_n(lo)} to {_n(hi)} tokens, "
-            "and below it each sequence length's mean residual (measured minus fitted).")
+    text = (f"{heading}: {seen}, the fitted curve ({'+'.join(result.terms)}) over {_n(lo)} to {_n(hi)} tokens"
+            + (f" ({outside} samples outside it drawn in grey)" if outside else "")
+            + ", and below it each sequence length's mean residual (measured minus fitted).")
     return alt.vconcat(top, bottom, spacing=8), text
 
 

@@ -276,3 +276,13 @@ def test_charts_from_the_fixture_archive():
     assert charts.render("batch-sweep", [docs["batch-sweep"]]).svg.startswith("<svg")
     assert charts.render("loss-memory", [docs["loss-memory"]]).svg.startswith("<svg")
     assert charts.render("step-scaling", [docs["step-scaling"]]).svg.startswith("<svg")
+
+
+def test_step_scaling_greys_out_samples_outside_the_fitted_range():
+    out = charts.render("step-scaling", [quadratic_doc()], tokens="1024:", terms="a+b")
+    points = next(rows for rows in datasets(out) if rows and "step_ms" in rows[0])
+    assert {(r["tokens"], r["sample"]) for r in points} == {
+        (256, "outside the fitted range"), (512, "outside the fitted range"), (1024, "fitted"), (2048, "fitted"),
+        (4096, "fitted")}
+    assert "outside the fitted range" in texts(out.svg)
+    assert "6 samples outside it drawn in grey" in out.alt
