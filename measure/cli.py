@@ -31,6 +31,10 @@ HELP = {
                "input copy).", "probebook measure ablate --preset 90m --rounds 7"),
     "optimizer": ("optimizer.step's share of the step by CUDA events inside the real step, paired with an "
                   "uninstrumented baseline.", "probebook measure optimizer --preset 250m"),
+    "batch-sweep": ("Peak memory and tokens/s while the batch doubles at each context, up to the first OOM or a "
+                    "cap; one fresh process per point.", "probebook measure batch-sweep --preset 90m --contexts 1024,2048,4096"),
+    "loss-memory": ("Peak memory per microbatch for the materialized loss (full logits) against a chunked, "
+                    "recomputed loss.", "probebook measure loss-memory --preset 250m --context 2048 --microbatches 1,2,4,8,16"),
 }
 
 
@@ -84,6 +88,9 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--directions", type=_str_list, default=("h2d", "d2h", "d2d"),
                        help="comma list of h2d, d2h, d2d (default: all)")
         p.add_argument("--max-tensors", type=int, help="use at most this many workload tensors")
+    elif name in ("batch-sweep", "loss-memory"):
+        from measure.probes.memory_args import add_memory_args
+        add_memory_args(name, p, _int_list, _str_list)
     else:  # kernels, ablate, optimizer: one step shape
         p.add_argument("--batch", type=int, help="batch size (default: 4 on CUDA, 2 on CPU)")
         p.add_argument("--seq-len", type=int, help="sequence length (default: 2048 on CUDA, 128 on CPU)")

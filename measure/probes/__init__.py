@@ -11,4 +11,6 @@ PROBES = {
     "kernels": "measure.probes.kernels",
     "ablate": "measure.probes.ablate",
     "optimizer": "measure.probes.optimizer",
+    "batch-sweep": "measure.probes.batch_sweep",
+    "loss-memory": "measure.probes.loss_memory",
 }

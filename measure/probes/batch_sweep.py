@@ -1,0 +1,290 @@
+"""``batch-sweep``: at each context, walk the batch up in powers of two until the first OOM or a cap.
+
+Every (context, batch) point runs in a fresh process (``measure.isolate``): a hard CUDA
+out-of-memory poisons the process that hits it (DESIGN §7). The child builds the workload,
+makes one synthetic batch, warms up, resets the peak, times windows of real training steps
+(``measure.timing``), reads the peak (``measure.peakmem``) and profiles one more step to observe
+the SDPA backend and whether compilation engaged. One row per point lands in ``data.samples``
+with the columns render reads (``model``, ``params``, ``context``, ``batch``, ``tok_s``,
+``peak_bytes``, ``status``) plus extras; each window's step time lands in ``data.windows``.
+
+* The walk at a context stops at the first OOM (an allocation failure observed in the child:
+  ``status: "oom"``, ``tok_s`` and ``peak_bytes`` null) or at the cap (``max_tokens`` = batch x
+  context, and ``max_batch``). A point whose process dies without a result (a signal, a timeout)
+  is recorded in ``data.failures``, the walk moves to the next context, and the evidence is
+  ``partial``. Points above an OOM are listed in ``data.skipped``, never run.
+* A peak above the device proves a spill; a peak below it does not prove a fit: the render side
+  looks for a throughput collapse against the neighbouring batch (``render.derive.batchsweep``).
+* On CPU nothing is faked: the peak is the process's peak RSS (``linux-vmhwm``) and the walk stops
+  at the cap with ``ok`` rows, unless ``cpu_memory_limit_bytes`` gives every point process a real
+  address-space limit (``RLIMIT_AS``), past which an allocation genuinely fails: an OOM boundary.
+* A sweep that changes nothing is a bug (DESIGN §7): the child reports the shape of the batch it
+  built and the parent refuses a leading dimension other than the requested batch; a context
+  whose ok points all show the same peak and the same step time is stored as ``failed``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.runner import Recorder, execute
+
+PROBE = "batch-sweep"
+VERSION = 1
+MODULE = "measure.probes.batch_sweep"
+GPU_CONTEXTS = (1024, 2048, 4096)
+CPU_CONTEXTS = (32, 64)
+GPU_MAX_TOKENS = 1 << 20   # 1M tokens per step: past any batch the presets fit on a 141 GB card
+CPU_MAX_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class BatchSweepConfig(CommonConfig):
+    """Options of the batch-sweep probe."""
+
+    contexts: tuple[int, ...] | None = None
+    """Sequence lengths to sweep, each walked separately (default 1024,2048,4096 on CUDA; 32,64 on CPU)."""
+    start_batch: int = 1
+    """First batch of every walk; the next is twice the previous."""
+    max_batch: int | None = None
+    """Largest batch to try (default: no limit besides ``max_tokens``)."""
+    max_tokens: int | None = None
+    """Largest batch x context to try (default 1,048,576 on CUDA, 512 on CPU)."""
+    budget_s: float | None = None
+    """Stop (stored as partial) before a new point once this many seconds have passed (default: none)."""
+    point_timeout_s: float = 600.0
+    """Kill a point's process after this many seconds; the point is recorded as a failure."""
+    cpu_memory_limit_bytes: int | None = None
+    """CPU only: each point process may map this many bytes beyond its size after building the model
+    (a real RLIMIT_AS limit), so a batch that needs more fails to allocate: a genuine OOM boundary."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.contexts is not None:
+            if not self.contexts or min(self.contexts) < 1:
+                raise ProbebookError(f"--contexts must be positive integers, got {list(self.contexts)}")
+            if len(set(self.contexts)) != len(self.contexts):
+                raise ProbebookError(f"--contexts lists a length twice: {list(self.contexts)}")
+        for name in ("start_batch", "max_batch", "max_tokens", "cpu_memory_limit_bytes"):
+            positive(name, getattr(self, name))
+        for name in ("budget_s", "point_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
+        if self.max_batch is not None and self.max_batch < self.start_batch:
+            raise ProbebookError(f"--max-batch {self.max_batch} is below --start-batch {self.start_batch}")
+
+
+class BudgetSpent(RuntimeError):
+    """The time budget ran out before every planned point was measured."""
+
+
+class PointDied(RuntimeError):
+    """Some point processes ended without a result; the evidence keeps what was measured."""
+
+
+def plan_batches(context: int, start: int, max_batch: int | None, max_tokens: int) -> list[int]:
+    """Batches to try at one context: start, 2·start, 4·start, ... while batch·context <= max_tokens (and <= max_batch)."""
+    out, b = [], start
+    while b * context <= max_tokens and (max_batch is None or b <= max_batch):
+        out.append(b)
+        b *= 2
+    return out
+
+
+def tokens_per_second(batch: int, context: int, step_s: float) -> float:
+    """Training throughput in tokens/s: batch·context tokens per step over the step's seconds."""
+    return batch * context / step_s
+
+
+def unchanged(rows: list[dict[str, Any]]) -> bool:
+    """True when two or more ok rows all show one peak and one step time: the batch did not reach the work."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    return len(ok) >= 2 and len({r["peak_bytes"] for r in ok}) == 1 and len({r["step_s"] for r in ok}) == 1
+
+
+# --- the child: one point -----------------------------------------------------------------------
+
+def _first_shape(value: Any) -> list[int] | None:
+    import torch
+    if isinstance(value, torch.Tensor):
+        return list(value.shape)
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    for item in items:
+        found = _first_shape(item)
+        if found is not None:
+            return found
+    return None
+
+
+def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """Measure one (context, batch) point in this (fresh) process; return what the parent stores."""
+    import torch
+
+    from measure import peakmem
+    from measure.isolate import is_oom
+    from measure.timing import WindowPlan, clock_for, sync_for, time_windows
+    from measure.workload import WorkloadOptions, load_workload
+    from measure.workload.observe import observe
+
+    device, b, s = spec["device"], spec["batch"], spec["context"]
+    memory = peakmem.device_memory(device)
+    facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
+    try:
+        with torch.device(device):  # weights are made where they live: no host init, no copy
+            workload = load_workload(WorkloadOptions(**spec["options"]), spec["workload"])
+        facts.update({"n_params": workload.n_params, "workload_name": workload.name})
+        batch = workload.make_batch(b, s)
+        facts["batch_shape"] = _first_shape(batch)
+        if spec.get("cpu_memory_limit_bytes"):
+            facts["address_space_cap_bytes"] = peakmem.limit_address_space(spec["cpu_memory_limit_bytes"])
+        sync = sync_for(device)
+        for _ in range(spec["warmup"]):
+            workload.step(batch)
+        peakmem.reset(device)
+        plan = WindowPlan(warmup=0, windows=spec["windows"], iters=spec["iters"])
+        timed = time_windows(lambda: workload.step(batch), clock_for(device), plan, sync)
+        peak = peakmem.read(device)
+    except Exception as exc:
+        if device == "cuda" and is_oom(exc):
+            facts["peak_before_oom_bytes"] = int(torch.cuda.max_memory_allocated())
+        raise
+    try:
+        seen = observe(workload, batch, device)
+    except Exception as exc:  # the point is measured; one more step under the profiler must not undo it
+        if not is_oom(exc):
+            raise
+        seen = {"sdpa_backend": None, "compile_engaged": None, "dtype": None}
+        facts["observe_error"] = f"the profiled step ran out of memory: {exc}"[:300]
+    return {"status": "ok", "times_s": timed.times_s, "median_s": timed.median_s, "cv": timed.cv,
+            "unstable": timed.unstable, **peak, "sdpa_backend": seen["sdpa_backend"],
+            "compile_engaged": seen["compile_engaged"], "observed_dtype": seen["dtype"]}
+
+
+# --- the parent: the walk -----------------------------------------------------------------------
+
+def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    """One batch-sweep sample from a child's result (ok or oom)."""
+    ok = result["status"] == "ok"
+    total, peak = result.get("device_total_bytes"), result.get("peak_bytes") if ok else None
+    return {
+        "model": model, "params": n_params, "context": s, "batch": b, "tokens": b * s, "status": result["status"],
+        "tok_s": tokens_per_second(b, s, result["median_s"]) if ok else None,
+        "step_s": result["median_s"] if ok else None, "cv": result.get("cv"),
+        "windows": len(result["times_s"]) if ok else 0, "unstable": result.get("unstable"),
+        "peak_bytes": peak, "reserved_bytes": result.get("reserved_bytes") if ok else None,
+        "peak_before_oom_bytes": result.get("peak_before_oom_bytes"),
+        "peak_method": result.get("peak_method"),
+        # DESIGN §7: a peak above the card proves a spill (False never proves a fit)
+        "peak_over_device": (peak > total) if (peak is not None and total) else None,
+        "free_bytes_at_start": result.get("free_bytes_at_start"), "device_total_bytes": total,
+        "sdpa_backend": result.get("sdpa_backend"), "compile_engaged": result.get("compile_engaged"),
+        "observed_dtype": result.get("observed_dtype"), "observe_error": result.get("observe_error"),
+        "point_wall_s": wall_s,
+        "error": None if ok else result.get("error"),
+    }
+
+
+def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -> Evidence:
+    """Walk every context up to its first OOM or the cap, one process per point; return the evidence."""
+    from measure import peakmem
+    from measure.isolate import PointProcess
+    from measure.workload.presets import PRESETS, param_count
+
+    device = resolve_device(config.device)
+    if config.cpu_memory_limit_bytes is not None and device != "cpu":
+        raise ProbebookError("--cpu-memory-limit-bytes applies to --device cpu only; a GPU's limit is its memory")
+    contexts = tuple(config.contexts or (GPU_CONTEXTS if device == "cuda" else CPU_CONTEXTS))
+    max_tokens = config.max_tokens or (GPU_MAX_TOKENS if device == "cuda" else CPU_MAX_TOKENS)
+    planned = {s: plan_batches(s, config.start_batch, config.max_batch, max_tokens) for s in contexts}
+    empty = [s for s, batches in planned.items() if not batches]
+    if empty:
+        raise ProbebookError(f"context {empty[0]}: no batch from --start-batch {config.start_batch} fits "
+                             f"--max-tokens {max_tokens} (batch x context)")
+    child_env = peakmem.cpu_env() if device == "cpu" else {}
+    params = {**config.params(device), "contexts": list(contexts), "max_tokens": max_tokens,
+              "planned_batches": {str(s): b for s, b in planned.items()},
+              "peak_method": peakmem.method(device), "isolation": "one fresh process per point",
+              "spawn_ahead": device == "cuda",
+              "oom_source": ("cuda allocator" if device == "cuda" else
+                             "RLIMIT_AS address-space limit per point process" if config.cpu_memory_limit_bytes
+                             else "none: the CPU walk stops at the cap"),
+              "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+              "child_env": child_env}
+    model = config.preset if config.workload is None else config.workload
+    expected_params = param_count(PRESETS[config.preset]) if config.workload is None else None
+
+    def body(rec: Recorder) -> None:
+        rec.data.update({"windows": [], "failures": [], "skipped": []})
+        started = time.perf_counter()
+        n_params = expected_params
+        with PointProcess(MODULE, child_env, config.point_timeout_s, spawn_ahead=device == "cuda") as points:
+            for s in contexts:
+                rows: list[dict[str, Any]] = []
+                for i, b in enumerate(planned[s]):
+                    if config.budget_s is not None and rec.samples and time.perf_counter() - started > config.budget_s:
+                        raise BudgetSpent(f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
+                                          f"points (at context {s}, batch {b})")
+                    spec = {"device": device, "context": s, "batch": b, "workload": config.workload,
+                            "options": {"preset": config.preset, "device": device, "compile": config.compile,
+                                        "checkpointing": config.checkpointing, "dtype": config.dtype,
+                                        "seed": config.seed},
+                            "warmup": config.warmup, "windows": config.windows, "iters": config.iters,
+                            "cpu_memory_limit_bytes": config.cpu_memory_limit_bytes}
+                    outcome = points.run(spec)
+                    result = outcome.result
+                    where = f"context {s} batch {b}"
+                    if result is None or result["status"] == "error":
+                        if result is not None and result.get("input_error"):
+                            raise ProbebookError(f"{PROBE} {where}: {result['error']}")
+                        how = outcome.death() if result is None else result["error"]
+                        rec.data["failures"].append({"context": s, "batch": b, "error": how,
+                                                     "returncode": outcome.returncode, "wall_s": outcome.wall_s})
+                        if progress:
+                            print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
+                        break
+                    shape = result.get("batch_shape")
+                    if shape is not None and (not shape or shape[0] != b):
+                        raise ProbebookError(f"{where}: make_batch({b}, {s}) gave a first tensor of shape {shape}; "
+                                             "its leading dimension must be the batch, or the sweep varies nothing")
+                    if result.get("n_params") is not None:
+                        n_params = result["n_params"]
+                    if n_params is None:
+                        rec.data["failures"].append({"context": s, "batch": b, "returncode": outcome.returncode,
+                                                     "wall_s": outcome.wall_s,
+                                                     "error": f"no parameter count: {result.get('error')}"})
+                        break
+                    row = _row(model, n_params, s, b, result, outcome.wall_s)
+                    rows.append(row)
+                    if row["status"] == "ok":
+                        rec.data["windows"] += [{"context": s, "batch": b, "window": w, "step_s": t}
+                                                for w, t in enumerate(result["times_s"])]
+                        label = f"context {s} batch {b}: {row['tok_s']:,.0f} tok/s, peak {row['peak_bytes'] / 2**30:.2f} GiB"
+                    else:
+                        label = f"context {s} batch {b}: OOM"
+                    rec.point([row], None, label)
+                    if row["status"] == "oom":
+                        rec.data["skipped"] += [{"context": s, "batch": later, "reason": f"above the first OOM at batch {b}"}
+                                                for later in planned[s][i + 1:]]
+                        break
+                if unchanged(rows):
+                    rec.fail(f"context {s}: every batch gave the same peak and step time; the batch does not "
+                             "reach the workload (a sweep that changes nothing is a bug)")
+        if rec.data["failures"] and rec.status == "complete":
+            first = rec.data["failures"][0]
+            raise PointDied(f"{len(rec.data['failures'])} point process(es) ended without a result; first at "
+                            f"context {first['context']} batch {first['batch']}: {first['error']}")
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+if __name__ == "__main__":
+    from measure.isolate import serve
+    sys.exit(serve(measure_point))

@@ -1,0 +1,320 @@
+"""``loss-memory``: peak memory of a training step against microbatch size, per loss implementation.
+
+Two arms train the same reference model with the same step (forward, backward, fused AdamW) and
+differ only in how the loss is computed:
+
+* ``materialized``: the reference workload's own step. The head makes the full logits
+  [tokens x vocab] (bf16 under autocast) and ``F.cross_entropy`` runs on them (autocast runs it
+  in fp32), so memory for logits, their fp32 copy and their gradient grows with every token.
+* ``chunked``: the final hidden state is split into chunks of ``chunk_tokens`` tokens; each
+  chunk's head matmul and cross-entropy (summed, then divided by the step's tokens: the same
+  mean) runs under ``torch.utils.checkpoint``, which keeps only the chunk's inputs and recomputes
+  its logits in backward. Full logits never exist; at most one chunk's do.
+
+Each (arm, microbatch) point runs in a fresh process (``measure.isolate``), so every peak starts
+from an empty allocator and an OOM cannot poison the next point. Arms alternate within each
+microbatch so slow drift lands on both. The child warms up, resets the peak, times windows of
+steps (``measure.timing``), reads the peak (``measure.peakmem``) and profiles one more step: the
+loss path that actually ran is read from that trace (how many ``aten::_log_softmax`` calls, in
+forward and backward, and the largest logits they saw), never inferred from the arm's name; a
+point whose observed path is not its arm's makes the evidence ``failed``. Before any training it
+also computes the loss once without gradients; the two arms' values must agree (same model, same
+batch, same mathematics).
+
+Columns (DESIGN §2, read by ``render.derive.lossmem``): ``microbatch`` is the step's batch in
+sequences of ``context`` tokens; ``tokens_per_step`` is, as ``bytes_per_logit_element`` reads it,
+the tokens one more unit of ``microbatch`` adds, i.e. one sequence: ``context``. Then the
+difference of the two arms' slopes of ``peak_bytes`` against ``microbatch``, divided by
+``tokens_per_step x vocab``, is the bytes each logit element costs the materialized arm. The
+step's own tokens are ``step_tokens`` = microbatch x context. A microbatch that runs out of
+memory is recorded in ``data.oom`` (it has no peak to fit) and that arm stops there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.runner import Recorder, execute
+
+PROBE = "loss-memory"
+VERSION = 1
+MODULE = "measure.probes.loss_memory"
+ARMS = ("materialized", "chunked")
+MICROBATCHES = (1, 2, 4, 8, 16)
+LOSS_AGREEMENT = 1e-2  # relative: bf16 logits from GEMMs of different M round differently, nothing more
+
+
+@dataclass(frozen=True)
+class LossMemoryConfig(CommonConfig):
+    """Options of the loss-memory probe."""
+
+    context: int | None = None
+    """Sequence length in tokens (default 2048 on CUDA, 256 on CPU)."""
+    microbatches: tuple[int, ...] = MICROBATCHES
+    """Microbatch sizes in sequences; at least 2 distinct, for a slope."""
+    arms: tuple[str, ...] = ARMS
+    """Loss implementations to compare: materialized, chunked."""
+    chunk_tokens: int | None = None
+    """Tokens per chunk of the chunked arm (default 1024 on CUDA, 64 on CPU)."""
+    budget_s: float | None = None
+    """Stop (stored as partial) before a new point once this many seconds have passed (default: none)."""
+    point_timeout_s: float = 600.0
+    """Kill a point's process after this many seconds; the point is recorded as a failure."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.workload is not None:
+            raise ProbebookError("loss-memory builds its arms from the reference decoder's head; --workload is not "
+                                 "supported (measure your harness's loss with batch-sweep or step-scaling)")
+        positive("context", self.context)
+        positive("chunk_tokens", self.chunk_tokens)
+        if len(set(self.microbatches)) < 2 or min(self.microbatches) < 1:
+            raise ProbebookError(f"--microbatches needs at least 2 distinct sizes >= 1 for a slope, "
+                                 f"got {list(self.microbatches)}")
+        if not self.arms or any(a not in ARMS for a in self.arms) or len(set(self.arms)) != len(self.arms):
+            raise ProbebookError(f"--arms must be a comma list of {', '.join(ARMS)}, got {list(self.arms)}")
+        for name in ("budget_s", "point_timeout_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
+
+
+class BudgetSpent(RuntimeError):
+    """The time budget ran out before every planned point was measured."""
+
+
+class PointDied(RuntimeError):
+    """Some point processes ended without a result; the evidence keeps what was measured."""
+
+
+def tokens_per_second(step_tokens: int, step_s: float) -> float:
+    """Training throughput in tokens/s: the step's tokens over its seconds."""
+    return step_tokens / step_s
+
+
+def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_tokens: int) -> str:
+    """Name the loss path from a profiled step's ``aten::_log_softmax`` calls (forward, backward) and largest rows.
+
+    ``materialized``: one softmax over all the step's tokens. ``chunked``: several over fewer rows
+    each, every one run twice in forward (the checkpoint recomputes it for backward). Else ``other``.
+    """
+    if forward_calls == 1 and backward_calls == 1 and rows_max == step_tokens:
+        return "materialized"
+    if backward_calls >= 1 and forward_calls == 2 * backward_calls and rows_max < step_tokens:
+        return "chunked"
+    return "other"
+
+
+def relative_difference(a: float, b: float) -> float:
+    """|a - b| / |a| (a fraction), for comparing two arms' loss values; a must be non-zero."""
+    return abs(a - b) / abs(a)
+
+
+# --- the child: one point -----------------------------------------------------------------------
+
+def chunked_cross_entropy(hidden: Any, targets: Any, weight: Any, chunk_tokens: int) -> Any:
+    """Mean cross-entropy of ``hidden @ weight.T`` against ``targets``, one checkpointed chunk of tokens at a time."""
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint
+
+    def chunk_sum(h: Any, t: Any, w: Any) -> Any:
+        return F.cross_entropy(F.linear(h, w), t, reduction="sum")
+
+    flat_h, flat_t = hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1)
+    total = None
+    for start in range(0, flat_t.shape[0], chunk_tokens):
+        part = checkpoint(chunk_sum, flat_h[start:start + chunk_tokens], flat_t[start:start + chunk_tokens], weight,
+                          use_reentrant=False)
+        total = part if total is None else total + part
+    return total / flat_t.shape[0]
+
+
+def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: int | None) -> Any:
+    """``loss(batch)`` for an arm, the same autocast as the reference step."""
+    import torch
+    import torch.nn.functional as F
+    model = workload.model
+
+    def loss(batch: Any) -> Any:
+        inputs, targets = batch
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=dtype == "bf16"):
+            if arm == "materialized":
+                logits = model(inputs)
+                return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+            model.hidden = True  # the reference decoder's switch: final normed hidden state, no head
+            try:
+                hidden = model(inputs)
+            finally:
+                model.hidden = False
+            return chunked_cross_entropy(hidden, targets, model.head.weight, chunk_tokens)
+    return loss
+
+
+def _observe_loss(step: Any, batch: Any, device: str) -> dict[str, int]:
+    """Profile one step; count the softmax calls of the loss and the largest logits they saw."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        step(batch)
+        if device == "cuda":
+            torch.cuda.synchronize()
+    forward = backward = rows = 0
+    for event in prof.key_averages(group_by_input_shape=True):
+        if event.key == "aten::_log_softmax":
+            forward += event.count
+            shapes = event.input_shapes[0] if event.input_shapes else []
+            rows = max(rows, int(shapes[0]) if len(shapes) == 2 else 0)
+        elif event.key == "aten::_log_softmax_backward_data":
+            backward += event.count
+    return {"loss_forward_calls": forward, "loss_backward_calls": backward, "logits_rows_max": rows}
+
+
+def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """Measure one (arm, microbatch) point in this (fresh) process; return what the parent stores."""
+    import torch
+
+    from measure import peakmem
+    from measure.timing import WindowPlan, clock_for, sync_for, time_windows
+    from measure.workload import WorkloadOptions, load_workload
+
+    device, arm, mb, s = spec["device"], spec["arm"], spec["microbatch"], spec["context"]
+    options = WorkloadOptions(**spec["options"])
+    memory = peakmem.device_memory(device)
+    facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
+    with torch.device(device):  # weights are made where they live: no host init, no copy
+        workload = load_workload(options)
+    facts.update({"n_params": workload.n_params, "vocab": workload.model.preset.vocab})
+    loss = _arm_loss(workload, arm, device, options.dtype, spec["chunk_tokens"])
+    if arm == "materialized":
+        step = workload.step  # the reference workload's own training step, unchanged
+    else:
+        optimizer = workload.optimizer
+
+        def step(batch: Any) -> Any:
+            value = loss(batch)
+            value.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            return value
+    batch = workload.make_batch(mb, s)
+    with torch.no_grad():
+        facts["first_loss"] = float(loss(batch))
+    sync = sync_for(device)
+    for _ in range(spec["warmup"]):
+        step(batch)
+    peakmem.reset(device)
+    plan = WindowPlan(warmup=0, windows=spec["windows"], iters=spec["iters"])
+    timed = time_windows(lambda: step(batch), clock_for(device), plan, sync)
+    peak = peakmem.read(device)
+    return {"status": "ok", "times_s": timed.times_s, "median_s": timed.median_s, "cv": timed.cv,
+            "unstable": timed.unstable, **peak, **_observe_loss(step, batch, device)}
+
+
+# --- the parent -----------------------------------------------------------------------------------
+
+def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    step_tokens = mb * s
+    return {
+        "arm": arm, "microbatch": mb, "tokens_per_step": s, "vocab": result["vocab"], "context": s,
+        "step_tokens": step_tokens, "chunk_tokens": chunk if arm == "chunked" else None,
+        "peak_bytes": result["peak_bytes"], "reserved_bytes": result.get("reserved_bytes"),
+        "peak_method": result["peak_method"], "tok_s": tokens_per_second(step_tokens, result["median_s"]),
+        "step_s": result["median_s"], "cv": result["cv"], "windows": len(result["times_s"]),
+        "unstable": result["unstable"],
+        "loss_path": loss_path(result["loss_forward_calls"], result["loss_backward_calls"],
+                               result["logits_rows_max"], step_tokens),
+        "loss_forward_calls": result["loss_forward_calls"], "loss_backward_calls": result["loss_backward_calls"],
+        "logits_rows_max": result["logits_rows_max"], "first_loss": result["first_loss"],
+        "free_bytes_at_start": result.get("free_bytes_at_start"), "device_total_bytes": result.get("device_total_bytes"),
+        "n_params": result["n_params"], "point_wall_s": wall_s,
+    }
+
+
+def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row ran its arm's loss path; at every microbatch the arms' loss values agree."""
+    out = [{"check": "loss path", "arm": r["arm"], "microbatch": r["microbatch"], "observed": r["loss_path"],
+            "passed": r["loss_path"] == r["arm"]} for r in rows]
+    by_mb: dict[int, dict[str, float]] = {}
+    for r in rows:
+        by_mb.setdefault(r["microbatch"], {})[r["arm"]] = r["first_loss"]
+    for mb, losses in sorted(by_mb.items()):
+        if len(losses) == 2:
+            diff = relative_difference(losses["materialized"], losses["chunked"])
+            out.append({"check": "same loss", "microbatch": mb, "relative_difference": diff,
+                        "passed": diff <= LOSS_AGREEMENT})
+    return out
+
+
+def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -> Evidence:
+    """Measure every (microbatch, arm) point, arms alternating, one process per point; return the evidence."""
+    from measure import peakmem
+    from measure.isolate import PointProcess
+
+    device = resolve_device(config.device)
+    context = config.context or (2048 if device == "cuda" else 256)
+    chunk = config.chunk_tokens or (1024 if device == "cuda" else 64)
+    microbatches = sorted(set(config.microbatches))
+    child_env = peakmem.cpu_env() if device == "cpu" else {}
+    params = {**config.params(device), "context": context, "chunk_tokens": chunk, "microbatches": microbatches,
+              "arms": list(config.arms), "peak_method": peakmem.method(device),
+              "isolation": "one fresh process per point", "spawn_ahead": device == "cuda", "child_env": child_env,
+              "tokens_per_step_meaning": "tokens one more microbatch unit (one sequence) adds: the context"}
+
+    def body(rec: Recorder) -> None:
+        rec.data.update({"windows": [], "oom": [], "failures": [], "checks": []})
+        started = time.perf_counter()
+        stopped: set[str] = set()
+        with PointProcess(MODULE, child_env, config.point_timeout_s, spawn_ahead=device == "cuda") as points:
+            for mb in microbatches:
+                for arm in config.arms:
+                    if arm in stopped:
+                        continue
+                    if config.budget_s is not None and rec.samples and time.perf_counter() - started > config.budget_s:
+                        raise BudgetSpent(f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
+                                          f"points (at microbatch {mb}, arm {arm})")
+                    spec = {"device": device, "arm": arm, "microbatch": mb, "context": context, "chunk_tokens": chunk,
+                            "options": {"preset": config.preset, "device": device, "compile": config.compile,
+                                        "checkpointing": config.checkpointing, "dtype": config.dtype,
+                                        "seed": config.seed},
+                            "warmup": config.warmup, "windows": config.windows, "iters": config.iters}
+                    outcome = points.run(spec)
+                    result = outcome.result
+                    where = f"arm {arm} microbatch {mb}"
+                    if result is not None and result.get("input_error"):
+                        raise ProbebookError(f"{PROBE} {where}: {result['error']}")
+                    if result is None or result["status"] != "ok":
+                        entry = {"arm": arm, "microbatch": mb, "returncode": outcome.returncode,
+                                 "wall_s": outcome.wall_s, "error": outcome.death() if result is None else result["error"]}
+                        oom = result is not None and result["status"] == "oom"
+                        rec.data["oom" if oom else "failures"].append(entry)
+                        stopped.add(arm)  # a larger microbatch of this arm would fare no better
+                        if progress:
+                            print(f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
+                                  file=sys.stderr, flush=True)
+                        continue
+                    row = _row(arm, mb, context, chunk, result, outcome.wall_s)
+                    rec.data["windows"] += [{"arm": arm, "microbatch": mb, "window": w, "step_s": t}
+                                            for w, t in enumerate(result["times_s"])]
+                    rec.point([row], None, f"{where}: peak {row['peak_bytes'] / 2**30:.3f} GiB, "
+                                           f"{row['tok_s']:,.0f} tok/s, loss path {row['loss_path']}")
+        rec.data["checks"] = _checks(rec.samples)
+        failed = [c for c in rec.data["checks"] if not c["passed"]]
+        if failed:
+            rec.fail(f"{len(failed)} check(s) failed, first: {failed[0]}")
+        elif rec.data["failures"]:
+            first = rec.data["failures"][0]
+            raise PointDied(f"{len(rec.data['failures'])} point process(es) ended without a result; first at "
+                            f"arm {first['arm']} microbatch {first['microbatch']}: {first['error']}")
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+if __name__ == "__main__":
+    from measure.isolate import serve
+    sys.exit(serve(measure_point))
