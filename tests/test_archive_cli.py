@@ -257,3 +257,13 @@ def test_add_refuses_a_missing_path_and_an_empty_folder(tmp_path, cli):
     (tmp_path / "empty").mkdir()
     _assert_one_line_error(cli("--archive", str(tmp_path / "a"), "archive", "add", str(tmp_path / "empty")),
                            "no evidence files")
+
+
+def test_add_refuses_text_that_cannot_be_stored_as_utf8(tmp_path, cli):
+    doc = json.loads(Store(FIXTURES / "archive").path_for(
+        "c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709").read_bytes())
+    loose = tmp_path / "surrogate.json"
+    loose.write_text(json.dumps(doc)[:-1] + ', "notes": "\\ud800"}')
+    _assert_one_line_error(cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose)),
+                           f"{loose}: evidence holds text that is not valid Unicode")
+    assert not (tmp_path / "a").exists()

@@ -119,7 +119,11 @@ def _add(args: Any) -> int:
             if actual != claimed:
                 raise EvidenceError(f"{path}: bytes do not match the file's name (expected {claimed}, "
                                     f"actual {actual}); refusing evidence that changed after it was written")
-        ready.append((path, canonical_bytes(parse(raw, str(path)))))
+        doc = parse(raw, str(path))
+        try:
+            ready.append((path, canonical_bytes(doc)))
+        except EvidenceError as exc:  # e.g. a lone surrogate escape that has no UTF-8 form
+            raise EvidenceError(f"{path}: {exc}") from None
     store = Store(args.archive)
     before = set(store.ids())
     added = 0
