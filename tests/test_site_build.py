@@ -49,7 +49,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuildPaths:
 
 
 def _html(paths: BuildPaths, page: str) -> str:
-    return (paths.site / page / "index.html").read_text(encoding="utf-8")
+    path = paths.site / f"{page}.html"  # use_directory_urls: false
+    return (path if path.exists() else paths.site / page / "index.html").read_text(encoding="utf-8")
 
 
 def _article(text: str) -> str:
@@ -118,28 +119,28 @@ def test_every_ledger_number_is_a_link_to_its_evidence_titled_with_its_derivatio
                  if tag == "a"]
         for r in (r for r in rows if r["page"] == page):
             target = r["evidence"][0].split(":")[1]
-            matching = [t for href, t in links if href.endswith(f"/evidence/{target}/") and t.startswith(r["derivation"])]
+            matching = [t for href, t in links if href.endswith(f"evidence/{target}.html") and t.startswith(r["derivation"])]
             assert matching, (page, r["key"])
-            assert (built.site / "evidence" / target / "index.html").exists()
+            assert (built.site / "evidence" / f"{target}.html").exists()
 
 
 # -- records, archive, errata ----------------------------------------------------------------------
 
 def test_archived_version_has_the_banner_linking_to_the_current_one(built: BuildPaths) -> None:
     v1 = _article(_html(built, "records/step-time/v1"))
-    assert re.search(r'Archived reference\. <a href="\.\./v2/">Read the current results →</a>', v1)
+    assert re.search(r'Archived reference\. <a href="v2\.html">Read the current results →</a>', v1)
     v2 = _article(_html(built, "records/step-time/v2"))
     assert "Archived reference" not in v2
-    assert 'supersedes <a href="../v1/">version 1</a>' in v2
+    assert 'supersedes <a href="v1.html">version 1</a>' in v2
     archive = _article(_html(built, "archive"))
-    assert 'href="../records/step-time/v1/"' in archive and 'href="../records/step-time/v2/"' in archive
+    assert 'href="../records/step-time/v1.html"' in archive and 'href="../records/step-time/v2.html"' in archive
     records = _article(_html(built, "records"))
-    assert 'href="step-time/v2/"' in records and "step-time/v1/" not in records
+    assert 'href="step-time/v2.html"' in records and "step-time/v1.html" not in records
 
 
 def test_archived_version_is_rendered_from_its_own_evidence(built: BuildPaths) -> None:
     v1 = _article(_html(built, "records/step-time/v1"))
-    assert f"/evidence/{V1_SWEEP}/" in v1 and V2_SWEEP not in v1
+    assert f"/evidence/{V1_SWEEP}.html" in v1 and V2_SWEEP not in v1
 
 
 def test_erratum_shows_on_its_record(built: BuildPaths) -> None:
@@ -173,13 +174,13 @@ def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
         assert "Envelope" in page and "Machine" in page and "Params" in page and "Raw samples" in page
         archived = (ARCHIVE / "evidence" / "sha256" / hexid[:2] / f"{hexid[2:]}.json").read_bytes()
         assert (built.site / "evidence" / f"{hexid}.json").read_bytes() == archived
-        assert f'href="../{hexid}.json"' in page and f'href="../{hexid}.csv"' in page
+        assert f'href="{hexid}.json"' in page and f'href="{hexid}.csv"' in page
     csv = (built.site / "evidence" / f"{V2_SWEEP}.csv").read_text().splitlines()
     assert csv[0].split(",")[:2] == ["batch", "tokens"] or "tokens" in csv[0]
     assert len(csv) == 1 + 21  # header + 7 sequence lengths × 3 windows
     sweep_page = _article(_html(built, f"evidence/{V2_SWEEP}"))
     assert sweep_page.count("<tr>") >= 21
-    assert 'href="../../records/step-time/v2/"' in sweep_page  # cited by
+    assert 'href="../records/step-time/v2.html"' in sweep_page  # cited by
 
 
 # -- changes -------------------------------------------------------------------------------------------
@@ -213,7 +214,7 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli)
     assert d["unchanged"] == 10  # v1, the playbook and v2's other numbers did not move
     fail = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--fail-on-change")
     assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "0 added, 0 removed, 4 changed, 10 unchanged"
-    changes = " ".join(" ".join(_elements((tmp_path / "site" / "changes" / "index.html").read_text()).text).split())
+    changes = " ".join(" ".join(_elements((tmp_path / "site" / "changes.html").read_text()).text).split())
     assert "0 added, 0 removed, 4 changed, 10 unchanged." in changes
     assert "was: step-scaling fit" in changes and "tokens 1024:" in changes
 

@@ -10,7 +10,9 @@ from typing import Any
 
 from probebook.cli import command
 from render import ledger
-from render.build import BuildPaths, build
+
+# render.build pulls in pandas and altair; it is imported inside the commands that need it so
+# that `probebook --help` and every other command start quickly.
 
 
 def _site_options(p: argparse.ArgumentParser) -> None:
@@ -63,12 +65,16 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_lint)
 
 
-def _paths(args: Any) -> BuildPaths:
+def _paths(args: Any) -> Any:
+    from render.build import BuildPaths
+
     return BuildPaths(docs=args.docs, archive=Path(args.archive), build=args.build_dir, site=args.out,
                       config=args.config, published=args.published)
 
 
 def _build(args: Any) -> int:
+    from render.build import build
+
     paths = _paths(args)
     result = build(paths, site=not args.no_site)
     d = result.diff
