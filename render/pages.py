@@ -185,6 +185,8 @@ _LINK_DEST = re.compile(r"\]\(\s*<?([^)\s>]*)")
 _REF_DEST = re.compile(r"^[ \t]*\[[^\]\n]+\]:[ \t]*<?(\S*?)>?(?:\s|$)", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+# Every '<' opens nothing, except a Markdown autolink to http(s) or mailto, which Markdown itself turns into a link.
+_TAG_OPEN = re.compile(r"<(?!(?:https?://|mailto:)[^\s<>\"'`]*>)", re.IGNORECASE)
 
 
 def check_links(text: str, where: str) -> None:
@@ -226,10 +228,10 @@ def _escape_outside_code(text: str) -> str:
             block = "\n".join(prose)
             parts, last = [], 0
             for m in _INLINE_CODE.finditer(block):
-                parts.append(block[last:m.start()].replace("<", "&lt;"))
+                parts.append(_TAG_OPEN.sub("&lt;", block[last:m.start()]))
                 parts.append(m.group(0))
                 last = m.end()
-            parts.append(block[last:].replace("<", "&lt;"))
+            parts.append(_TAG_OPEN.sub("&lt;", block[last:]))
             pieces.append("".join(parts))
             prose.clear()
 

@@ -166,6 +166,20 @@ def test_inert_prose_escapes_html_outside_code_only() -> None:
         '`<b>kept</b>` in code\n```html\n<script>shown as code</script>\n```\n&lt;a href="javascript:x">a&lt;/a>')
 
 
+def test_inert_prose_keeps_http_and_mailto_autolinks_only() -> None:
+    assert inert_prose("<https://example.org/a?b=1> <mailto:a@b.c> <javascript:alert(1)> <https://x.org/\"on=x>") == \
+        "<https://example.org/a?b=1> <mailto:a@b.c> &lt;javascript:alert(1)> &lt;https://x.org/\"on=x>"
+
+
+def test_fit_warnings_render_as_an_escaped_admonition(library: Library, tmp_path: Path) -> None:
+    expected = fitmod.fit_evidence(library.docs[ALIASES["old"]], terms="c+a").warnings
+    assert expected  # a straight line through the launch-bound plateau misses structure
+    text, state = render(library, '{{ fit(old, terms="c+a").warnings }}', tmp_path)
+    lines = text.split("\n")
+    assert lines[0] == '!!! warning "Fit warnings"' and len([ln for ln in lines if ln.startswith("    - ")]) == len(expected)
+    assert "<" not in text and state.rows == []
+
+
 @pytest.mark.parametrize("text,line", [
     ("[x](javascript:alert(1))", 1), ("ok\n[x]( JaVaScRiPt:alert(1))", 2), ("![i](data:image/svg+xml,<svg>)", 1),
     ("[x][r]\n\n[r]: vbscript:msgbox", 3), ("[x](<javascript:alert(1)>)", 1),

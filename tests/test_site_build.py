@@ -393,3 +393,15 @@ def test_build_refuses_to_clear_a_folder_it_did_not_write(tmp_path: Path) -> Non
     with pytest.raises(BuildError, match="holds files render did not write"):
         build(_paths(tmp_path))
     assert (tmp_path / "site" / "precious.txt").read_text() == "keep me"
+
+
+def test_fixture_archive_regenerates_byte_for_byte(tmp_path: Path) -> None:
+    sys.path.insert(0, str(SITE_FIXTURE))
+    try:
+        import make_archive
+    finally:
+        sys.path.remove(str(SITE_FIXTURE))
+    ids = make_archive.write(tmp_path)
+    assert _tree_bytes(tmp_path / "archive") == _tree_bytes(ARCHIVE)
+    assert _tree_bytes(tmp_path / "inputs") == _tree_bytes(SITE_FIXTURE / "inputs")
+    assert ids["sweep_v2"] == f"sha256:{V2_SWEEP}" and ids["xss"] == f"sha256:{XSS_EVIDENCE}"
