@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -141,6 +142,8 @@ def run_probe(args: argparse.Namespace) -> int:
 
     module, config = build_config(args.probe_name, args)
     archive = Path(args.out or args.archive)
+    # SIGTERM (e.g. from `timeout`) becomes KeyboardInterrupt, which the runner turns into partial evidence
+    signal.signal(signal.SIGTERM, _interrupt)
     journal = journal_path(archive, args.probe_name)
     evidence = module.run(config, journal=journal, progress=not args.quiet)
     if args.notes:
@@ -154,6 +157,10 @@ def run_probe(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def run_recover(args: argparse.Namespace) -> int:

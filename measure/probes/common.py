@@ -73,7 +73,11 @@ def positive(name: str, value: int | None) -> None:
 
 def resolve_device(requested: str) -> str:
     """``auto`` -> cuda when torch sees a device, else cpu; ``cuda`` without one is a one-line error."""
-    import torch
+    try:
+        import torch
+    except ImportError:
+        raise ProbebookError("probes need torch, which is not installed here: pip install torch "
+                             "(CPU-only: pip install torch==2.13.0)") from None
     available = torch.cuda.is_available()
     if requested == "auto":
         return "cuda" if available else "cpu"

@@ -9,7 +9,7 @@ architecture tag (sm80, sm90, ...) is read from kernel names.
 
 Checks: the kernel total per step is compared with the event-timed step of the same shape
 (``consistency``); and the number of kernel records is compared with the number of launch
-calls the runtime recorded. Long traces can silently drop kernel events; a trace with fewer
+calls the CUDA runtime recorded (each queues one kernel). Long traces can silently drop kernel events; a trace with fewer
 kernel records than launches, or none at all, is stored as ``failed`` (never published).
 
 On CPU there are no kernels: each operator's *self* CPU time is the unit instead (self time
@@ -42,7 +42,11 @@ _RULES = (
                          r"fill|embedding|index|where|neg|cos|sin|to_copy|clone|sum|div|sub|exp|outer|arange"),
 )
 _ARCH = re.compile(r"sm_?(\d{2,3})")
-_LAUNCH = re.compile(r"^(cuda|cu)LaunchKernel(Ex(C)?)?(_v\d+)?$|^cudaLaunchCooperativeKernel")
+# runtime-API launches: each queues exactly one kernel. Driver-API launches (cuLaunchKernel, used by
+# Triton) are counted apart: CUPTI may also report a driver call beneath a runtime call, so only the
+# runtime count is a floor on the number of kernel records.
+_RUNTIME_LAUNCH = re.compile(r"^cudaLaunch(Kernel|KernelExC|CooperativeKernel)(_v\d+)?$")
+_DRIVER_LAUNCH = re.compile(r"^cuLaunchKernel(Ex)?(_v\d+)?$")
 CONSISTENCY_BOUNDS = {"cuda": (0.5, 1.1), "cpu": (0.2, 5.0)}
 
 
@@ -139,10 +143,12 @@ def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> E
             sync()
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         on_device = device == "cuda"
-        rows, launches = [], 0
+        rows, launches, driver_launches = [], 0, 0
         for event in prof.key_averages():
-            if _LAUNCH.match(event.key):
+            if _RUNTIME_LAUNCH.match(event.key):
                 launches += event.count
+            if _DRIVER_LAUNCH.match(event.key):
+                driver_launches += event.count
             if on_device and event.device_type != DeviceType.CUDA:
                 continue
             if not on_device and event.key.startswith("ProfilerStep"):
@@ -166,7 +172,8 @@ def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> E
         })
         if on_device:
             kernel_calls = sum(r["calls"] for r in rows if not r["kernel"].lower().startswith(("memcpy", "memset")))
-            rec.data["trace_check"] = {"kernel_records": kernel_calls, "launch_calls": launches}
+            rec.data["trace_check"] = {"kernel_records": kernel_calls, "launch_calls": launches,
+                                       "driver_launch_calls": driver_launches}
             if not rows:
                 rec.fail("the profiler recorded no device kernels: the trace is empty or dropped every event")
             elif launches and kernel_calls < launches:
