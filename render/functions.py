@@ -8,6 +8,9 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``fit(sweep, ...)``     step-scaling fit: ``.c .a .b .asymptote .max_residual .noise .n_points``,
                         ``.share(W)``; options ``tokens="512:"``, ``terms="c+a"``, ``at=[W]``, ``mode``
 ``value(ref, path)``    one number stored in the evidence, e.g. ``value(run, "params.batch")``
+``median(ref, f, ...)`` median of sample field ``f`` over rows matching filters, e.g.
+                        ``median(copy, "gb_s", direction="h2d")``, ``median(abl, "step_s", arm="baseline")``
+``saving(ref, arm)``    ablation: ``1 − median(arm) / median(baseline)`` of ``step_s``
 ``batch_summary(ref)``  batch sweep to OOM: ``.fastest_batch .fastest_tok_s .largest_batch .first_oom``
 ``loss_memory(ref,a)``  loss-kernel memory of arm ``a``: ``.per_microbatch .intercept .largest_microbatch``
 ``logit_bytes(ref,a,b)`` bytes per logit element, arm ``a`` over arm ``b``
@@ -25,34 +28,15 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
-
-import jinja2
+from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render import charts, peaks, tables
 from render.derive import batchsweep, fit as fitmod, lossmem, mfu as mfumod, project as projmod
 from render.pages import Block, current_state
-from render.quantity import Quantity, conversion_factor, relative_link, evidence_page, short_id, title_text
-
-
-@dataclass(frozen=True)
-class EvidenceRef:
-    """An evidence alias as a template sees it; shows as a link to the evidence page."""
-
-    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset({"alias", "probe", "short"})
-    alias: str
-    id: str
-    probe: str
-
-    @property
-    def short(self) -> str:
-        return short_id(self.id)
-
-    def template_markdown(self, page: str) -> str:
-        current_state().cited.add(self.id)
-        return f'[`{self.short}`]({relative_link(page, evidence_page(self.id))} "{self.probe} evidence")'
+from render.quantity import Quantity, conversion_factor, title_text
+from render.views import (BatchView, EvidenceRef, FitView, LossMemoryView, ProjectionView, call_text, defined,
+                          number, quantity)
 
 
 class Library:
@@ -66,158 +50,6 @@ class Library:
         if key not in self._memo:
             self._memo[key] = compute()
         return self._memo[key]
-
-
-def _q(value: Any, unit: str, ref: EvidenceRef | tuple[str, ...], derivation: str, key: str, **kw: Any) -> Quantity:
-    ids = (ref.id,) if isinstance(ref, EvidenceRef) else tuple(ref)
-    return Quantity(value=None if value is None else float(value) if not isinstance(value, int) else value,
-                    unit=unit, evidence=ids, derivation=derivation, key=key, **kw)
-
-
-def _args(*parts: Any, **named: Any) -> str:
-    shown = [str(p) for p in parts] + [f"{k}={v!r}" for k, v in named.items() if v is not None]
-    return ", ".join(shown)
-
-
-class FitView:
-    """A step-scaling fit; each attribute is a Quantity."""
-
-    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset(
-        {"c", "a", "b", "asymptote", "max_residual", "noise", "n_points", "share", "warnings"})
-
-    def __init__(self, fns: "PageFunctions", ref: EvidenceRef, options: dict[str, Any]):
-        self._fns, self._ref, self._options = fns, ref, options
-        self._fit = fns._fit(ref, options, ())
-        f = self._fit
-        tokens = options.get("tokens")
-        self._what = (f"step-scaling fit step(S) = c + a·S + b·S² with terms {'+'.join(f.terms) or 'none'} "
-                      f"(asked {options.get('terms', 'auto')}), tokens {tokens or 'all'}, "
-                      f"{f.n_points} token counts, {f.n_samples} samples")
-        self._key = f"fit({ref.alias})"
-
-    def _make(self, name: str, value: float | None, unit: str, ci_name: str | None, **kw: Any) -> Quantity:
-        ci = self._fit.ci.get(ci_name) if ci_name else None
-        return _q(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}",
-                  uncertainty=ci, **kw)
-
-    @property
-    def c(self) -> Quantity:
-        """Fixed cost per step."""
-        return self._make("c", self._fit.c_s, "s", "c_s", display="ms")
-
-    @property
-    def a(self) -> Quantity:
-        """Cost per token."""
-        return self._make("a", self._fit.a_s_per_token, "s/token", "a_s_per_token", display="µs/token")
-
-    @property
-    def b(self) -> Quantity:
-        """Cost per token squared."""
-        return self._make("b", self._fit.b_s_per_token2, "s/token²", "b_s_per_token2", display="ns/token²")
-
-    @property
-    def asymptote(self) -> Quantity:
-        """Tokens/s as S grows (only without a quadratic term)."""
-        note = None if self._fit.asymptote_tok_s is not None else "no asymptote: the fit has a quadratic term"
-        return self._make("asymptote", self._fit.asymptote_tok_s, "tok/s", "asymptote_tok_s", fmt=",.0f", note=note)
-
-    @property
-    def max_residual(self) -> Quantity:
-        """Largest distance of a point mean from the model."""
-        return self._make("max_residual", self._fit.max_abs_residual_s, "s", None, display="ms")
-
-    @property
-    def noise(self) -> Quantity:
-        """Pooled within-S standard deviation of the samples."""
-        note = None if self._fit.noise_floor_s is not None else "no repeated samples: no noise floor"
-        return self._make("noise", self._fit.noise_floor_s, "s", None, display="ms", note=note)
-
-    @property
-    def n_points(self) -> Quantity:
-        """Distinct token counts fitted."""
-        return self._make("n_points", self._fit.n_points, "", None, fmt="d")
-
-    def share(self, width: Any) -> Quantity:
-        """Quadratic share ``b·W / (a + b·W)`` of the per-token cost at width W tokens."""
-        w = _number(width, "share() width")
-        f = self._fns._fit(self._ref, self._options, (w,))
-        k = fitmod.width_key(w)
-        value = f.quadratic_share.get(k)
-        note = None if value is not None else "a = b = 0: no per-token cost"
-        return _q(value, "", self._ref, f"{self._what}; quadratic share b·W/(a+b·W) at W={k}",
-                  f"{self._key}.share({k})", fmt=".1%", uncertainty=f.ci.get(f"quadratic_share:{k}"), note=note)
-
-    @property
-    def warnings(self) -> Block:
-        """The fit's warnings as an admonition (nothing when there are none)."""
-        if not self._fit.warnings:
-            return Block("")
-        from render.quantity import escape_text
-        body = "\n".join(f"    - {escape_text(w)}" for w in self._fit.warnings)
-        return Block(f'!!! warning "Fit warnings"\n\n{body}\n')
-
-
-class _View:
-    """Attributes named in ``FIELDS`` are Quantities made by ``_make``."""
-
-    FIELDS: ClassVar[dict[str, tuple[str, str, dict[str, Any]]]] = {}
-    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, values: dict[str, Any], evidence: tuple[str, ...], what: str, key: str,
-                 notes: dict[str, str] | None = None):
-        self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
-
-    def __getattr__(self, name: str) -> Quantity:
-        if name.startswith("_") or name not in self.FIELDS:
-            raise AttributeError(name)
-        source, unit, kw = self.FIELDS[name]
-        value = self._values.get(source)
-        note = self._notes.get(name) if value is None else None
-        return _q(value, unit, self._evidence, f"{self._what}; {source}", f"{self._key}.{name}", note=note, **kw)
-
-
-class BatchView(_View):
-    FIELDS = {"fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
-              "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ",.0f"}),
-              "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
-              "first_oom": ("first_oom_batch", "", {"fmt": "d"})}
-    TEMPLATE_ATTRS = frozenset(FIELDS)
-
-
-class LossMemoryView(_View):
-    FIELDS = {"per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),
-              "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
-              "max_residual": ("max_abs_residual_bytes", "B", {"display": "MiB", "fmt": ".3g"}),
-              "largest_microbatch": ("largest_usable_microbatch", "", {"fmt": "d"})}
-    TEMPLATE_ATTRS = frozenset(FIELDS)
-
-
-class ProjectionView(_View):
-    FIELDS = {"time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
-              "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
-              "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
-              "tokens": ("tokens", "tok", {"fmt": ".3g"}),
-              "updates": ("optimizer_updates", "", {"fmt": ",d"})}
-    TEMPLATE_ATTRS = frozenset(FIELDS)
-
-
-def _defined(value: Any) -> Any:
-    """An undefined name passed to a function fails here, naming itself (StrictUndefined raises on str())."""
-    if isinstance(value, jinja2.Undefined):
-        str(value)
-    return value
-
-
-def _number(value: Any, what: str) -> float:
-    """A plain number given in a template (a width, a parameter count): int, float or text like 250M."""
-    _defined(value)
-    if isinstance(value, Quantity):
-        raise ProbebookError(f"{what} takes a plain number, not a measured quantity")
-    if isinstance(value, str):
-        return projmod.parse_count(value, what)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ProbebookError(f"{what} must be a number, got {value!r}")
-    return value
 
 
 def _suppressed_peak(gpu: str | None) -> peaks.Peak:
@@ -245,7 +77,7 @@ class PageFunctions:
 
     # -- helpers --------------------------------------------------------------------------
     def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef:
-        _defined(ref)
+        defined(ref)
         if isinstance(ref, str):
             if ref not in self.refs:
                 known = ", ".join(sorted(self.refs)) or "none"
@@ -279,7 +111,7 @@ class PageFunctions:
         """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence."""
         ref = self._ref(ref, "step-scaling", "fit()")
         options = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
-        view = FitView(self, ref, options)
+        view = FitView(self._fit, ref, options)
         for w in (at if isinstance(at, (list, tuple)) else [at]):
             view.share(w)  # validates the widths early, with the page's line
         return view
@@ -297,7 +129,7 @@ class PageFunctions:
                 raise ProbebookError(f"value(): evidence {ref.alias} ({ref.short}) has no field {path!r}")
         if isinstance(node, bool) or not isinstance(node, (int, float)):
             raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
-        q = _q(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt)
+        q = quantity(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt)
         return q.to(display) if display else q
 
     def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
@@ -305,14 +137,14 @@ class PageFunctions:
         ref = self._ref(ref, "batch-sweep", "batch_summary()")
         groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref)))
         picked = [g for g in groups if (model is None or g.model == model)
-                  and (context is None or g.context == int(_number(context, "context")))]
+                  and (context is None or g.context == int(number(context, "context")))]
         if len(picked) != 1:
             shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
             raise ProbebookError(f"batch_summary(): {len(picked)} groups match; pick one with model= and context= "
                                  f"(groups: {shown})")
         g = picked[0]
         what = f"batch sweep to OOM of {g.model} at context {g.context}"
-        return BatchView(vars(g), (ref.id,), what, f"batch_summary({_args(ref.alias, model=model, context=context)})",
+        return BatchView(vars(g), (ref.id,), what, f"batch_summary({call_text(ref.alias, model=model, context=context)})",
                          {"first_oom": "no batch ran out of memory", "fastest_batch": "no batch fits",
                           "fastest_tok_s": "no batch fits", "largest_batch": "no batch fits"})
 
@@ -333,9 +165,9 @@ class PageFunctions:
     def logit_bytes(self, ref: Any, heavy: str, light: str, vocab: Any = None) -> Quantity:
         """Bytes per logit element that arm ``heavy`` holds beyond arm ``light``."""
         ref = self._ref(ref, "loss-memory", "logit_bytes()")
-        v = None if vocab is None else int(_number(vocab, "vocab"))
+        v = None if vocab is None else int(number(vocab, "vocab"))
         value = lossmem.bytes_per_logit_element(self._rows(ref), heavy, light, vocab=v)
-        return _q(value, "B", ref, f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
+        return quantity(value, "B", ref, f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
                   f"logit_bytes({ref.alias}, {heavy}, {light})", fmt=".3g")
 
     def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:
@@ -351,8 +183,8 @@ class PageFunctions:
         m, n, k = picked[0]["m"], picked[0]["n"], picked[0]["k"]
         median_s = statistics.median(r["time_s"] for r in picked)
         flop_s = tables.gemm_tflop_s(m, n, k, median_s) * 1e12
-        return _q(flop_s, "FLOP/s", ref, f"GEMM {chosen} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
-                  f"gemm_ceiling({_args(ref.alias, shape=shape)})", display="TFLOP/s", fmt=".4g")
+        return quantity(flop_s, "FLOP/s", ref, f"GEMM {chosen} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
+                  f"gemm_ceiling({call_text(ref.alias, shape=shape)})", display="TFLOP/s", fmt=".4g")
 
     def kernel_share(self, ref: Any, category: str) -> Quantity:
         """Share of summed device kernel time in one category (attention, gemm, ...)."""
@@ -362,16 +194,16 @@ class PageFunctions:
         shares = tables.category_shares(rows)
         if category not in shares:
             raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
-        return _q(shares[category], "", ref, f"device kernel time in {category} / all device kernel time",
+        return quantity(shares[category], "", ref, f"device kernel time in {category} / all device kernel time",
                   f"kernel_share({ref.alias}, {category})", fmt=".1%")
 
     def project(self, rate: Quantity, params: Any, tokens_per_param: Any = projmod.TOKENS_PER_PARAM,
                 batch_tokens: Any = None, gpus: int = 1) -> ProjectionView:
         """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity)."""
         tok_s = _rate(rate, "tok/s", "project()")
-        p = _number(params, "params")
-        bt = None if batch_tokens is None else int(_number(batch_tokens, "batch_tokens"))
-        proj = projmod.project(p, tok_s, float(_number(tokens_per_param, "tokens_per_param")), bt, gpus)
+        p = number(params, "params")
+        bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
+        proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
         what = (f"T = k·P / R with P={p:.4g}, k={proj.tokens_per_param:g}, R={rate.text} ({rate.derivation})"
                 + (f", {gpus} GPUs" if gpus != 1 else "") + (f", {bt} tokens per update" if bt else ""))
         return ProjectionView(vars(proj), rate.evidence, what, f"project({rate.key}, {p:g})",
@@ -381,7 +213,7 @@ class PageFunctions:
             peak: Quantity | None = None) -> Quantity:
         """Model FLOPs utilisation at ``rate`` tokens/s against ``peak`` (a measured ceiling) or the datasheet."""
         tok_s = _rate(rate, "tok/s", "mfu()")
-        per_token = mfumod.model_flops_per_token(_number(n_params, "n_params"), n_layers, n_heads, head_dim, seq_len)
+        per_token = mfumod.model_flops_per_token(number(n_params, "n_params"), n_layers, n_heads, head_dim, seq_len)
         achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
         evidence = rate.evidence
         if peak is None:
@@ -395,12 +227,12 @@ class PageFunctions:
             peak_flop_s, against = _rate(peak, "FLOP/s", "mfu() peak"), f"{peak.text} ({peak.derivation})"
             evidence = tuple(dict.fromkeys(rate.evidence + peak.evidence))
         value = mfumod.mfu(achieved, peak_flop_s)  # type: ignore[arg-type]
-        return _q(value, "", evidence, f"MFU: {rate.text} × (6N + 12·L·H·Q·T) model FLOPs/token / {against}",
+        return quantity(value, "", evidence, f"MFU: {rate.text} × (6N + 12·L·H·Q·T) model FLOPs/token / {against}",
                   f"mfu({rate.key})", fmt=".1%")
 
     def share_of(self, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Quantity:
         """The ratio ``part / whole`` of two quantities whose units differ at most by a prefix."""
-        _defined(part), _defined(whole)
+        defined(part), defined(whole)
         if not (isinstance(part, Quantity) and isinstance(whole, Quantity)):
             raise ProbebookError("share_of() takes two quantities, e.g. share_of(fit(s).c, fit(s).max_residual)")
         factor = conversion_factor(part.unit, whole.unit)
@@ -410,6 +242,32 @@ class PageFunctions:
         return Quantity(value=value, unit="", fmt=fmt, evidence=tuple(dict.fromkeys(part.evidence + whole.evidence)),
                         derivation=f"{part.key} / {whole.key}", key=f"share_of({part.key}, {whole.key})",
                         note=None if value is not None else "a missing or zero operand")
+
+    def median(self, ref: Any, field: str, unit: str | None = None, display: str | None = None,
+               fmt: str | None = None, **where: Any) -> Quantity:
+        """The median of one sample field over the rows matching ``where`` (e.g. ``arm="baseline"``)."""
+        ref = self._ref(ref, None, "median()")
+        values = _field_values(self._rows(ref), field, where, f"median(): {ref.alias} ({ref.short})")
+        base, shown, spec = field_unit(field)
+        condition = ", ".join(f"{k}={v!r}" for k, v in sorted(where.items()))
+        q = quantity(statistics.median(values), unit if unit is not None else base, ref,
+                     f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
+                     f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
+                     fmt=fmt or spec)
+        display = display or (shown if unit is None else None)
+        return q.to(display) if display else q
+
+    def saving(self, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s") -> Quantity:
+        """What an ablation arm removes: ``1 − median(arm) / median(baseline)`` of ``field`` (fraction)."""
+        ref = self._ref(ref, None, "saving()")
+        rows = self._rows(ref)
+        what = f"saving(): {ref.alias} ({ref.short})"
+        arm_s = statistics.median(_field_values(rows, field, {"arm": arm}, what))
+        base_s = statistics.median(_field_values(rows, field, {"arm": baseline}, what))
+        return quantity(saving_fraction(arm_s, base_s), "", ref,
+                        f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
+                        f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
+                        fmt=".1%")
 
     def chart(self, kind: str, *refs: Any, **options: Any) -> Block:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
@@ -435,8 +293,44 @@ class PageFunctions:
         return Block(f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n")
 
 
+def field_unit(field: str) -> tuple[str, str | None, str]:
+    """(base unit, display unit, format) for a sample field, from the naming convention (DESIGN §2)."""
+    if field in _RATE_FIELDS:
+        return _RATE_FIELDS[field]
+    if field.endswith(("_s", "_ms", "_us")) or field == "time":
+        base = {"_s": "s", "ms": "ms", "us": "µs"}[field[-2:]] if field != "time" else "s"
+        return base, "ms" if base == "s" else None, ".3g"
+    if field.endswith("bytes"):
+        return "B", "GiB", ".3g"
+    return "", None, ".4g"
+
+
+_RATE_FIELDS = {"tok_s": ("tok/s", None, ",.0f"), "gb_s": ("GB/s", None, ".3g"), "tflop_s": ("TFLOP/s", None, ".4g")}
+"""Fields named like times that are rates: tokens/s, GB/s (1e9 bytes/s), TFLOP/s."""
+
+
+def saving_fraction(arm_s: float, baseline_s: float) -> float:
+    """Share of the baseline's time an ablation arm removes: ``1 − arm / baseline`` (negative: it costs time)."""
+    if not baseline_s > 0:
+        raise ProbebookError(f"the baseline's median must be a positive time, got {baseline_s!r}")
+    return 1.0 - arm_s / baseline_s
+
+
+def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[float]:
+    """Numbers in ``field`` of the rows whose columns equal ``where``; refuse when there are none."""
+    for key, value in where.items():
+        defined(value)
+    picked = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+    values = [r[field] for r in picked
+              if isinstance(r.get(field), (int, float)) and not isinstance(r.get(field), bool)]
+    if not values:
+        shown = ", ".join(f"{k}={v!r}" for k, v in where.items()) or "any row"
+        raise ProbebookError(f"{what}: no {field!r} values in rows matching {shown} ({len(picked)} rows match)")
+    return values
+
+
 def _rate(q: Any, unit: str, what: str) -> float:
-    _defined(q)
+    defined(q)
     if not isinstance(q, Quantity):
         raise ProbebookError(f"{what} takes a measured quantity in {unit}, e.g. fit(sweep).asymptote")
     if q.value is None:
@@ -454,6 +348,6 @@ def _asset_stem(kind: str) -> str:
     return f"{base}-{kind}-{n}"
 
 
-FUNCTIONS = ("fit", "value", "batch_summary", "loss_memory", "logit_bytes", "gemm_ceiling", "kernel_share",
-             "project", "mfu", "share_of", "chart", "table")
+FUNCTIONS = ("fit", "value", "median", "saving", "batch_summary", "loss_memory", "logit_bytes", "gemm_ceiling",
+             "kernel_share", "project", "mfu", "share_of", "chart", "table")
 """The names a page's templates may call."""

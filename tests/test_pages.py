@@ -12,7 +12,7 @@ from measure.store import Store
 from render import sources
 from render.build import load_evidence
 from render.derive import fit as fitmod
-from render.functions import Library, PageFunctions
+from render.functions import Library, PageFunctions, field_unit, saving_fraction
 from render.pages import PageError, PageState, check_links, inert_prose, make_environment, render_body
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
@@ -24,6 +24,7 @@ ALIASES = {
     "ceiling": "sha256:0b64533f8163490ec04db0d6cbbf16414f7ed77275b02703e5f935e983692c78",
     "batch": "sha256:63cc7d4ea38d69bc16d9c3a3a61dd2237108e09c1abe06c3d5bda0b9def85b42",
     "mem": "sha256:5d0d0cac33d1c2f3177ecc91781f972a76c7534dc35d06e14ff4ce4f4adeef1a",
+    "ablation": "sha256:f581ac542e3b3d0731cb6b164161aadc74d1783df44c49a8c4162546bed55c5c",
 }
 
 
@@ -99,6 +100,34 @@ def test_other_page_functions_compute_from_evidence(library: Library, tmp_path: 
     assert share.value == pytest.approx(300000000 / 1572864000, rel=1e-9)
 
 
+def test_median_and_saving_of_interleaved_arms(library: Library, tmp_path: Path) -> None:
+    body = ('{{ median(ablation, "step_s", arm="baseline") }} {{ saving(ablation, "no-attention") }} '
+            '{{ median(ceiling, "time_s").to("us") }}')
+    _, state = render(library, body, tmp_path)
+    q = dict(state.rows)
+    rows = library.docs[ALIASES["ablation"]]["data"]["samples"]
+    base = statistics.median(r["step_s"] for r in rows if r["arm"] == "baseline")
+    arm = statistics.median(r["step_s"] for r in rows if r["arm"] == "no-attention")
+    median = q["median(ablation, step_s, arm=baseline)"]
+    assert median.value == base and median.text.endswith(" ms") and "5 samples of step_s where arm='baseline'" \
+        in median.derivation
+    assert q["saving(ablation, no-attention)"].value == 1 - arm / base
+    assert q["median(ceiling, time_s)"].value == 0.000198 and q["median(ceiling, time_s)"].text == "198 us"
+
+
+def test_field_units_and_saving_fraction() -> None:
+    assert field_unit("step_s") == ("s", "ms", ".3g")
+    assert field_unit("wall_ms") == ("ms", None, ".3g")
+    assert field_unit("gb_s") == ("GB/s", None, ".3g")
+    assert field_unit("tok_s") == ("tok/s", None, ",.0f")
+    assert field_unit("peak_bytes") == ("B", "GiB", ".3g")
+    assert field_unit("calls") == ("", None, ".4g")
+    assert saving_fraction(0.03, 0.05) == 1 - 0.03 / 0.05
+    assert saving_fraction(0.06, 0.05) == 1 - 0.06 / 0.05  # an arm slower than the baseline saves a negative share
+    with pytest.raises(Exception, match="baseline's median must be a positive time"):
+        saving_fraction(0.03, 0.0)
+
+
 def test_chart_and_table_write_files_beside_the_page(library: Library, tmp_path: Path) -> None:
     text, state = render(library, '{{ chart("step-scaling", sweep) }}\n{{ table("loss-memory", mem) }}', tmp_path)
     assert sorted(state.files) == ["records/x/v1-loss-memory-1.csv", "records/x/v1-loss-memory-1.json",
@@ -132,6 +161,8 @@ def test_an_alias_renders_as_a_link_to_its_evidence_page(library: Library, tmp_p
     ("{{ fit(sweep, tokens='x').c }}", 1, "--tokens 'x': give a range"),
     ("{{ fit(sweep, tokns='1:').c }}", 1, "unexpected keyword argument 'tokns'"),
     ("{{ chart('pie', sweep) }}", 1, "unknown chart kind 'pie'"),
+    ("{{ median(ablation, 'step_s', arm='nope') }}", 1, "no 'step_s' values in rows matching arm='nope' (0 rows match)"),
+    ("{{ saving(ablation, nosuch) }}", 1, "unknown name 'nosuch'"),
     ("line\n{{ fit(sweep .c }}", 2, "template syntax:"),
     ("{% for x in range(3) %}{{ x }}{% endfor %}", 1, "unknown name 'range'"),
 ])

@@ -105,7 +105,8 @@ def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
             "batch_summary(batch).fastest_batch", "batch_summary(batch).fastest_tok_s",
             "batch_summary(batch).first_oom", "fit(sweep).a", "fit(sweep).b", "fit(sweep).c",
             "fit(sweep).share(4096)", "gemm_ceiling(ceiling)", "loss_memory(mem, chunked).per_microbatch",
-            "loss_memory(mem, eager).per_microbatch", "project(batch_summary(batch).fastest_tok_s, 2.5e+08).time"],
+            "loss_memory(mem, eager).per_microbatch", "median(ablation, step_s, arm=baseline)",
+            "project(batch_summary(batch).fastest_tok_s, 2.5e+08).time", "saving(ablation, no-optimizer)"],
     }
     v1 = {r["key"]: r for r in rows if r["page"] == "records/step-time/v1.md"}
     assert v1["fit(sweep).c"]["evidence"] == [f"sha256:{V1_SWEEP}"]
@@ -168,7 +169,7 @@ def test_navigation_search_dark_mode_and_no_network_assets(built: BuildPaths) ->
 
 def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
     ids = sorted(p.parent.name + p.stem for p in ARCHIVE.glob("evidence/sha256/*/*.json"))
-    assert len(ids) == 6
+    assert len(ids) == 7
     for hexid in ids:
         page = _article(_html(built, f"evidence/{hexid}"))
         assert "Envelope" in page and "Machine" in page and "Params" in page and "Raw samples" in page
@@ -188,7 +189,7 @@ def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
 def test_changes_page_without_a_published_ledger_lists_every_number_as_added(built: BuildPaths) -> None:
     page = " ".join(_elements(_article(_html(built, "changes"))).text)
     assert "Nothing has been published yet" in page
-    assert "14 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
+    assert "16 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
 
 
 def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli) -> None:
@@ -211,11 +212,11 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli)
         assert "tokens 512:" in c["old"]["derivation"] and "tokens 1024:" in c["new"]["derivation"]
         old, new = c["old"]["value"], c["new"]["value"]
         assert c["relative_change"] == pytest.approx((new - old) / abs(old))
-    assert d["unchanged"] == 10  # v1, the playbook and v2's other numbers did not move
+    assert d["unchanged"] == 12  # v1, the playbook and v2's other numbers did not move
     fail = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--fail-on-change")
-    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "0 added, 0 removed, 4 changed, 10 unchanged"
+    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "0 added, 0 removed, 4 changed, 12 unchanged"
     changes = " ".join(" ".join(_elements((tmp_path / "site" / "changes.html").read_text()).text).split())
-    assert "0 added, 0 removed, 4 changed, 10 unchanged." in changes
+    assert "0 added, 0 removed, 4 changed, 12 unchanged." in changes
     assert "was: step-scaling fit" in changes and "tokens 1024:" in changes
 
 
