@@ -8,6 +8,12 @@ when several charts are inlined in one page. Text from evidence (arm names, mode
 escaped by vl-convert's SVG writer; ``render`` refuses an SVG that still holds a script.
 
 ``render(kind, docs, **options)`` is the one entry point; ``KINDS`` lists the kinds.
+
+Speed (measured in ``bench/render.py``): every encoding is an explicit channel object
+(``alt.X("a:Q")``, ``alt.Tooltip(...)``), because altair resolves a bare shorthand string
+(``"a:Q"``) through its JSON schema at about 30 ms a chart, more than drawing it; altair's own
+validation is skipped at build time (the tests validate every kind); the static SVG is drawn
+without tooltips, which it cannot show and which double vl-convert's time.
 """
 
 from __future__ import annotations
@@ -110,9 +116,9 @@ def _step_scaling(docs: list[dict[str, Any]], *, tokens: str | None = None, term
     curve["fit_ms"] = [seconds_to_ms(step_model_s(result.c_s, result.a_s_per_token, result.b_s_per_token2, s))
                        for s in curve.tokens]
     resid = pd.DataFrame({"tokens": list(result.tokens), "residual_ms": [seconds_to_ms(r) for r in result.residuals_s]})
-    line = alt.Chart(curve).mark_line(color="#e45756").encode(x=scale_x, y="fit_ms:Q")
+    line = alt.Chart(curve).mark_line(color="#e45756").encode(x=scale_x, y=alt.Y("fit_ms:Q"))
     top = alt.layer(dots, line).properties(width=480, height=260, title=heading)
-    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="#888", strokeDash=[4, 3]).encode(y="zero:Q")
+    zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="#888", strokeDash=[4, 3]).encode(y=alt.Y("zero:Q"))
     bottom = alt.layer(zero, alt.Chart(resid).mark_point(filled=True, size=30, color="#e45756").encode(
         x=scale_x, y=alt.Y("residual_ms:Q", title="residual (ms)", axis=alt.Axis(format=".2~g")),
         tooltip=[alt.Tooltip("tokens:Q"), alt.Tooltip("residual_ms:Q", format=".3g", title="residual (ms)")],
@@ -155,15 +161,17 @@ def _batch_sweep(docs: list[dict[str, Any]], *, model: str | None = None,
     enc: dict[str, Any] = {"strokeDash": alt.StrokeDash("model:N", title="model")} if len(models) > 1 else {}
     lines = alt.Chart(ok).mark_line(point=True).encode(
         x=x, y=alt.Y("tok_s:Q", title="throughput (tokens/s)", axis=alt.Axis(format="~s")), color=color,
-        tooltip=["model:N", "context:O", "batch:Q", alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s")], **enc)
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("context:O"), alt.Tooltip("batch:Q"),
+                 alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s")], **enc)
     layers = [lines]
     if len(oom):
         layers.append(alt.Chart(oom).mark_rule(strokeDash=[5, 3], strokeWidth=1.5).encode(
-            x=x, color=color, tooltip=["model:N", "context:O", alt.Tooltip("batch:Q", title="first OOM batch")]))
+            x=x, color=color, tooltip=[alt.Tooltip("model:N"), alt.Tooltip("context:O"),
+                                       alt.Tooltip("batch:Q", title="first OOM batch")]))
         layers.append(alt.Chart(oom).mark_point(shape="cross", size=90, filled=True).encode(
             x=x, y=alt.value(6), color=color))
         layers.append(alt.Chart(oom).mark_text(dy=-8, fontSize=10).encode(
-            x=x, y=alt.value(6), text="label:N", color=color))
+            x=x, y=alt.value(6), text=alt.Text("label:N"), color=color))
     heading = title or "Throughput against batch"
     chart = alt.layer(*layers).properties(width=480, height=280, title=heading)
     contexts = ", ".join(_n(c) for c in sorted(frame.context.unique()))
@@ -186,7 +194,8 @@ def _loss_memory(docs: list[dict[str, Any]], *, title: str | None = None) -> tup
         x=alt.X("microbatch:Q", title="microbatch (sequences)", axis=alt.Axis(tickMinStep=1, format="d")),
         y=alt.Y("peak_gib:Q", title="peak memory (GiB)"),
         color=alt.Color("arm:N", title="arm", sort=arms),
-        tooltip=["arm:N", "microbatch:Q", alt.Tooltip("peak_gib:Q", format=".3g", title="peak (GiB)")],
+        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("microbatch:Q"),
+                 alt.Tooltip("peak_gib:Q", format=".3g", title="peak (GiB)")],
     ).properties(width=480, height=280, title=heading)
     return chart, (f"{heading}: peak device memory in GiB against microbatch size, one line per arm "
                    f"({len(arms)} arms: {', '.join(arms)}).")
@@ -219,7 +228,7 @@ def _kernel_shares(docs: list[dict[str, Any]], *, labels: list[str] | None = Non
         "y": alt.Y("category:N", title=None, sort=order),
         "x": alt.X("share:Q", title="share of device kernel time", axis=alt.Axis(format="%")),
         "color": alt.Color("run:N", title="run", sort=names) if len(docs) > 1 else alt.value("#4c78a8"),
-        "tooltip": ["run:N", "category:N", alt.Tooltip("share:Q", format=".1%")],
+        "tooltip": [alt.Tooltip("run:N"), alt.Tooltip("category:N"), alt.Tooltip("share:Q", format=".1%")],
     }
     if len(docs) > 1:
         enc["yOffset"] = alt.YOffset("run:N", sort=names)
@@ -250,16 +259,30 @@ def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> ChartOutput
     if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
         raise ProbebookError(f"chart {kind!r} needs a non-empty list of evidence documents")
     chart, text = builder(list(docs), **options)
-    spec = chart.to_dict()
+    # altair's JSON-schema validation costs more than drawing a simple chart; the specs these
+    # builders make are validated in tests/test_charts.py instead
+    spec = chart.to_dict(validate=False)
     spec.pop("$schema", None)  # a URL; the SVG is drawn offline and the spec needs no schema to render
     spec_text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return ChartOutput(svg=svg_from_spec(spec_text), spec_json=_script_safe(spec_text), alt=text)
+    static = json.dumps(without_tooltips(spec), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return ChartOutput(svg=svg_from_spec(static), spec_json=_script_safe(spec_text), alt=text)
+
+
+def without_tooltips(spec: Any) -> Any:
+    """The spec less its ``tooltip`` encodings: a static SVG cannot show them, and vl-convert takes
+    about twice as long to draw a chart whose every mark carries a formatted tooltip."""
+    if isinstance(spec, dict):
+        return {k: without_tooltips(v) for k, v in spec.items() if k != "tooltip"}
+    if isinstance(spec, list):
+        return [without_tooltips(v) for v in spec]
+    return spec
 
 
 @functools.lru_cache(maxsize=256)
 def svg_from_spec(spec_text: str) -> str:
     """Vega-Lite JSON -> deterministic SVG (cached: the same chart on two pages is drawn once)."""
-    svg = vlc.vegalite_to_svg(spec_text)
+    # allowed_base_urls=[]: never fetch data from anywhere, even if a spec named a URL (offline build)
+    svg = vlc.vegalite_to_svg(spec_text, allowed_base_urls=[])
     svg = namespace_ids(svg, "pb" + hashlib.sha256(spec_text.encode("utf-8")).hexdigest()[:12])
     if re.search(r"<script|\son[a-z]+\s*=|javascript:", svg, re.IGNORECASE):
         raise ProbebookError("a chart's SVG holds script content; refusing to publish it")

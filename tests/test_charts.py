@@ -286,3 +286,24 @@ def test_step_scaling_greys_out_samples_outside_the_fitted_range():
         (4096, "fitted")}
     assert "outside the fitted range" in texts(out.svg)
     assert "6 samples outside it drawn in grey" in out.alt
+
+
+@pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
+def test_every_kind_builds_a_schema_valid_vega_lite_spec(kind, make, options):
+    # render() skips altair's validation for speed; here it runs, so a malformed spec fails a test instead
+    builder, _ = charts.KINDS[kind]
+    chart, _ = builder([make()], **options)
+    assert chart.to_dict(validate=True) == chart.to_dict(validate=False)
+
+
+def test_svg_drawing_never_fetches_a_url():
+    spec = json.dumps({"data": {"url": "https://example.com/data.csv"}, "mark": "point",
+                       "encoding": {"x": {"field": "a", "type": "quantitative"}}})
+    with pytest.raises(ValueError, match="External data url not allowed"):
+        charts.svg_from_spec(spec)
+
+
+def test_tooltips_stay_in_the_interactive_spec_but_not_in_the_static_svg():
+    out = charts.render("loss-memory", [memory_doc()])
+    assert json.loads(out.spec_json)["encoding"]["tooltip"]
+    assert charts.without_tooltips({"a": [{"tooltip": 1, "b": 2}], "tooltip": 3}) == {"a": [{"b": 2}]}
