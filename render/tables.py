@@ -228,11 +228,13 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     """Per model and context: batches tried, the best throughput and its batch, the largest fit, the first OOM."""
     rows: list[dict[str, Any]] = []
     for doc in docs:
-        for r in evidence_rows("table 'batch-sweep'", doc, {"model": (str,), "params": _NUM, "context": _NUM, "batch": _NUM,
-                                                             "status": (str,), "tok_s": _NUM, "peak_bytes": _NUM},
-                               "batch-sweep", nullable=("tok_s", "peak_bytes")):
+        need = {"model": (str,), "params": _NUM, "context": _NUM, "batch": _NUM, "status": (str,), "tok_s": _NUM,
+                "peak_bytes": _NUM}
+        checked = evidence_rows("table 'batch-sweep'", doc, need, "batch-sweep", nullable=("tok_s", "peak_bytes"))
+        for i, r in enumerate(checked):
             if r["status"] not in ("ok", "oom") or (r["status"] == "ok" and r.get("tok_s") is None):
-                raise ProbebookError(f"table 'batch-sweep': {short_id(doc)} row {r!r} needs status ok (with tok_s) or oom")
+                raise ProbebookError(f"table 'batch-sweep': {short_id(doc)} data.samples[{i}] needs status ok "
+                                     f"(with tok_s) or oom, got status {r['status']!r}")
             rows.append(r)
     if view == "rows":
         cols = [Column("model", "model", _text, False), Column("context", "context", _int),

@@ -225,3 +225,10 @@ def test_bad_rows_name_the_evidence_row_and_field():
         tables.render("gemm", [STEP])
     with pytest.raises(ProbebookError, match="has no data.samples rows"):
         tables.render("gemm", [doc("gemm", [])])
+
+
+def test_batch_sweep_row_with_a_bad_status_is_named():
+    rows = [dict(SWEEP_ROWS[0]), {**SWEEP_ROWS[1], "status": "crashed"}]
+    with pytest.raises(ProbebookError, match=r"data.samples\[1\] needs status ok \(with tok_s\) or oom, "
+                                             r"got status 'crashed'"):
+        tables.render("batch-sweep", [doc("batch-sweep", rows)])
