@@ -202,7 +202,8 @@ def main() -> int:
 
     if args.campaign_times and args.campaign_times.exists():
         rows = [line.split("\t") for line in args.campaign_times.read_text().splitlines() if line.strip()]
-        report["campaign_wall_s"] = [{"probe": r[0], "wall_s": float(r[1]), "rc": int(r[2])} for r in rows if len(r) >= 3]
+        # rows: probe, wall seconds, exit status (or "skipped" when the campaign ran past its budget)
+        report["campaign_wall_s"] = [{"probe": r[0], "wall_s": float(r[1]), "rc": r[2]} for r in rows if len(r) >= 3]
     args.report.write_text(json.dumps(report, indent=2, sort_keys=True))
     summary = {k: (v.get("ratio") or v.get("instrumentation_overhead") or v.get("mfu_of_ceiling"), v.get("met"))
                for k, v in report["results"].items()}

@@ -10,6 +10,7 @@ set -u
 cd "$(dirname "$0")/.."
 MODE=full
 [ "${1:-}" = "--smoke" ] && MODE=smoke
+PY=${PYTHON:-python}
 DEVICE=${DEVICE:-cuda}   # DEVICE=cpu only to check this script's mechanics on a machine without a GPU
 OUT=${OUT:-$PWD/campaign-out}
 mkdir -p "$OUT"
@@ -22,16 +23,28 @@ export PYTHONUNBUFFERED=1
 START=$(date +%s)
 # full mode: items marked optional are skipped once this many seconds have passed
 BUDGET_S=${BUDGET_S:-390}
+# hard wall-clock budget for everything before the final tar (the device command limit is 600 s):
+# each probe's timeout is cut to what is left, and a probe with under 20 s left is skipped
+if [ "$MODE" = smoke ]; then HARD_S=${HARD_S:-150}; else HARD_S=${HARD_S:-540}; fi
 
 say() { echo "[campaign $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
 
+left() { echo $(( HARD_S - ($(date +%s) - START) )); }
+
 probe() {  # probe NAME TIMEOUT_S ARGS... : one probe process, logged, never fatal
   local name=$1 limit=$2; shift 2
+  local rest=$(left)
+  if [ "$rest" -lt 20 ]; then
+    say "skip $name: only ${rest}s of the ${HARD_S}s budget left"
+    printf '%s\t0\tskipped\n' "$name" >> "$TIMES"
+    return
+  fi
+  [ "$limit" -gt "$rest" ] && limit=$rest
   local t0=$(date +%s.%N)
   say "start $name: python -m measure $*"
-  timeout "$limit" python -m measure --archive "$ARCHIVE" "$@" >> "$LOG" 2>&1
+  timeout "$limit" "$PY" -m measure --archive "$ARCHIVE" "$@" >> "$LOG" 2>&1
   local rc=$?
-  local wall=$(python -c "import time,sys; print(round(time.time()-float(sys.argv[1]),2))" "$t0")
+  local wall=$("$PY" -c "import time,sys; print(round(time.time()-float(sys.argv[1]),2))" "$t0")
   printf '%s\t%s\t%s\n' "$name" "$wall" "$rc" >> "$TIMES"
   say "end $name: rc=$rc wall=${wall}s"
 }
@@ -46,7 +59,7 @@ optional() {  # optional NAME TIMEOUT_S ARGS... : skipped when past the budget
 }
 
 say "mode=$MODE archive=$ARCHIVE"
-python - <<'PY' >> "$LOG" 2>&1
+"$PY" - <<'PY' >> "$LOG" 2>&1
 import json, torch
 from measure.machine import fingerprint
 print(json.dumps(fingerprint(), indent=1))
@@ -58,15 +71,15 @@ if [ "$MODE" = smoke ]; then
   probe smoke-gemm 60 gemm $Q --tokens 1024 --square 1024
   probe smoke-copy 60 copy $Q
   probe smoke-step-scaling 60 step-scaling $Q --seq-lens 128,256,512
-  probe smoke-step-scaling-compiled 120 step-scaling $Q --seq-lens 128,256,512 --modes fixed_tokens --compile
   probe smoke-kernels 60 kernels $Q --steps 2 --seq-len 256
   probe smoke-ablate 60 ablate $Q --seq-len 256
   probe smoke-optimizer 60 optimizer $Q --seq-len 256
+  probe smoke-step-scaling-compiled 90 step-scaling $Q --seq-lens 128,256,512 --modes fixed_tokens --compile
   say "fidelity --smoke"
-  timeout 180 python bench/fidelity.py --smoke --archive "$ARCHIVE" --report "$OUT/fidelity-smoke.json" >> "$LOG" 2>&1
+  timeout $(( $(left) > 30 ? $(left) : 30 )) "$PY" bench/fidelity.py --smoke --archive "$ARCHIVE" --report "$OUT/fidelity-smoke.json" >> "$LOG" 2>&1
   say "fidelity rc=$?"
-  if python -c "import pytest" 2>/dev/null; then
-    timeout 120 python -m pytest -q -m gpu tests/test_probes_gpu.py -p no:cacheprovider >> "$LOG" 2>&1
+  if "$PY" -c "import pytest" 2>/dev/null; then
+    timeout 60 "$PY" -m pytest -q -m gpu tests/test_probes_gpu.py -p no:cacheprovider >> "$LOG" 2>&1
     say "gpu tests rc=$?"
   else
     say "pytest not installed here: GPU tests not run"
@@ -87,7 +100,7 @@ else
     --seq-lens 512,1024,2048,4096,6144,8192 --tokens-per-step 24576 --modes fixed_tokens
   optional kernels-250m-compiled 150 kernels --preset 250m $W --compile --seq-len 2048 --batch 4 --steps 3
   say "fidelity"
-  timeout 300 python bench/fidelity.py --archive "$ARCHIVE" --report "$OUT/fidelity.json" \
+  timeout $(( $(left) > 60 ? $(left) : 60 )) "$PY" bench/fidelity.py --archive "$ARCHIVE" --report "$OUT/fidelity.json" \
     --campaign-times "$TIMES" >> "$LOG" 2>&1
   say "fidelity rc=$?"
 fi
@@ -96,9 +109,9 @@ fi
 for j in "$ARCHIVE"/journal/*.jsonl; do
   [ -e "$j" ] || continue
   say "recover $j"
-  python -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
+  "$PY" -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
 done
-python - "$ARCHIVE" <<'PY' >> "$LOG" 2>&1
+"$PY" - "$ARCHIVE" <<'PY' >> "$LOG" 2>&1
 import sys
 from measure.store import Store
 from measure.evidence import parse

@@ -169,3 +169,30 @@ def test_recover_archives_a_journal_left_by_a_dead_process(cli, archive, tmp_pat
     doc = Store(archive).get(out.stdout.strip())
     assert doc["status"] == "partial" and "recovered from a journal" in doc["error"]
     assert doc["data"]["samples"][0]["step_s"] == 0.01
+
+
+def test_sigterm_mid_sweep_stores_partial_evidence(archive):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import REPO
+    env = {**os.environ, "PYTHONPATH": f"{PLUGINS}:{REPO}"}
+    seq_lens = ",".join(str(s) for s in range(1, 400))
+    proc = subprocess.Popen([sys.executable, "-m", "measure", "--archive", str(archive), "step-scaling", *FAST,
+                             "--workload", "toy_harness:factory", "--seq-lens", seq_lens, "--modes", "fixed_batch"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    journal_dir = archive / "journal"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until two points are journalled
+        files = list(journal_dir.glob("*.jsonl")) if journal_dir.exists() else []
+        if files and len(files[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    doc = Store(archive).get(out.strip())
+    assert doc["status"] == "partial" and doc["error"] == "KeyboardInterrupt: stopped by signal 15"
+    assert 2 <= len(doc["data"]["points"]) < 399
