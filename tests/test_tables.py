@@ -232,3 +232,9 @@ def test_batch_sweep_row_with_a_bad_status_is_named():
     with pytest.raises(ProbebookError, match=r"data.samples\[1\] needs status ok \(with tok_s\) or oom, "
                                              r"got status 'crashed'"):
         tables.render("batch-sweep", [doc("batch-sweep", rows)])
+
+
+def test_samples_csv_is_the_text_pandas_would_write():
+    d = doc("loss-memory", [{"arm": 'quote " and, comma', "microbatch": 1, "peak_bytes": 2**33, "tok_s": 0.1 + 0.2},
+                            {"arm": "line\nbreak", "microbatch": 2, "peak_bytes": 1e20, "tok_s": None, "flag": False}])
+    assert tables.samples_csv(d) == tables.samples_frame(d).to_csv(index=False, lineterminator="\n")
