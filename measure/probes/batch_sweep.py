@@ -18,9 +18,9 @@ with the columns render reads (``model``, ``params``, ``context``, ``batch``, ``
 * On CPU nothing is faked: the peak is the process's peak RSS (``linux-vmhwm``) and the walk stops
   at the cap with ``ok`` rows, unless ``cpu_memory_limit_bytes`` gives every point process a real
   address-space limit (``RLIMIT_AS``), past which an allocation genuinely fails: an OOM boundary.
-* A sweep that changes nothing is a bug (DESIGN §7): the child reports the shape of the batch it
-  built and the parent refuses a leading dimension other than the requested batch; a context
-  whose ok points all show the same peak and the same step time is stored as ``failed``.
+* A sweep that changes nothing is a bug (DESIGN §7): the child counts the elements of the batch
+  it built; a context whose batches all hold the same number of elements (``make_batch`` ignored
+  the batch size), or whose ok points all show the same peak and step time, is stored ``failed``.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class BudgetSpent(RuntimeError):
 
 
 class PointDied(RuntimeError):
-    """Some point processes ended without a result; the evidence keeps what was measured."""
+    """Some points failed or their processes died; the evidence keeps what was measured."""
 
 
 def plan_batches(context: int, start: int, max_batch: int | None, max_tokens: int) -> list[int]:
@@ -104,24 +104,26 @@ def tokens_per_second(batch: int, context: int, step_s: float) -> float:
     return batch * context / step_s
 
 
-def unchanged(rows: list[dict[str, Any]]) -> bool:
-    """True when two or more ok rows all show one peak and one step time: the batch did not reach the work."""
+def unchanged(rows: list[dict[str, Any]]) -> str | None:
+    """Why a context's walk varied nothing, or None: same batch elements at every batch, or same peak and time."""
+    sizes = [r["batch_elements"] for r in rows if r.get("batch_elements") is not None]
+    if len(sizes) >= 2 and len(set(sizes)) == 1:
+        return f"make_batch returned {sizes[0]} elements at every batch: the batch size does not reach the workload"
     ok = [r for r in rows if r["status"] == "ok"]
-    return len(ok) >= 2 and len({r["peak_bytes"] for r in ok}) == 1 and len({r["step_s"] for r in ok}) == 1
+    if len(ok) >= 2 and len({r["peak_bytes"] for r in ok}) == 1 and len({r["step_s"] for r in ok}) == 1:
+        return "every batch gave the same peak and the same step time"
+    return None
 
 
 # --- the child: one point -----------------------------------------------------------------------
 
-def _first_shape(value: Any) -> list[int] | None:
+def _elements(value: Any) -> int:
+    """Elements in every tensor of a batch made of tensors, tuples, lists and dicts."""
     import torch
     if isinstance(value, torch.Tensor):
-        return list(value.shape)
+        return value.numel()
     items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
-    for item in items:
-        found = _first_shape(item)
-        if found is not None:
-            return found
-    return None
+    return sum(_elements(item) for item in items)
 
 
 def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +144,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
             workload = load_workload(WorkloadOptions(**spec["options"]), spec["workload"])
         facts.update({"n_params": workload.n_params, "workload_name": workload.name})
         batch = workload.make_batch(b, s)
-        facts["batch_shape"] = _first_shape(batch)
+        facts["batch_elements"] = _elements(batch)
         if spec.get("cpu_memory_limit_bytes"):
             facts["address_space_cap_bytes"] = peakmem.limit_address_space(spec["cpu_memory_limit_bytes"])
         sync = sync_for(device)
@@ -187,6 +189,7 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], wall
         "free_bytes_at_start": result.get("free_bytes_at_start"), "device_total_bytes": total,
         "sdpa_backend": result.get("sdpa_backend"), "compile_engaged": result.get("compile_engaged"),
         "observed_dtype": result.get("observed_dtype"), "observe_error": result.get("observe_error"),
+        "batch_elements": result.get("batch_elements"),
         "point_wall_s": wall_s,
         "error": None if ok else result.get("error"),
     }
@@ -250,10 +253,6 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
                         if progress:
                             print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
                         break
-                    shape = result.get("batch_shape")
-                    if shape is not None and (not shape or shape[0] != b):
-                        raise ProbebookError(f"{where}: make_batch({b}, {s}) gave a first tensor of shape {shape}; "
-                                             "its leading dimension must be the batch, or the sweep varies nothing")
                     if result.get("n_params") is not None:
                         n_params = result["n_params"]
                     if n_params is None:
@@ -274,12 +273,12 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
                         rec.data["skipped"] += [{"context": s, "batch": later, "reason": f"above the first OOM at batch {b}"}
                                                 for later in planned[s][i + 1:]]
                         break
-                if unchanged(rows):
-                    rec.fail(f"context {s}: every batch gave the same peak and step time; the batch does not "
-                             "reach the workload (a sweep that changes nothing is a bug)")
+                why = unchanged(rows)
+                if why is not None:
+                    rec.fail(f"context {s}: {why} (a sweep that changes nothing is a bug)")
         if rec.data["failures"] and rec.status == "complete":
             first = rec.data["failures"][0]
-            raise PointDied(f"{len(rec.data['failures'])} point process(es) ended without a result; first at "
+            raise PointDied(f"{len(rec.data['failures'])} point(s) failed or died; first at "
                             f"context {first['context']} batch {first['batch']}: {first['error']}")
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

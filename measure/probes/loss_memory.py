@@ -90,7 +90,7 @@ class BudgetSpent(RuntimeError):
 
 
 class PointDied(RuntimeError):
-    """Some point processes ended without a result; the evidence keeps what was measured."""
+    """Some points failed or their processes died; the evidence keeps what was measured."""
 
 
 def tokens_per_second(step_tokens: int, step_s: float) -> float:
@@ -98,15 +98,17 @@ def tokens_per_second(step_tokens: int, step_s: float) -> float:
     return step_tokens / step_s
 
 
-def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_tokens: int) -> str:
+def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_tokens: int, chunk_tokens: int) -> str:
     """Name the loss path from a profiled step's ``aten::_log_softmax`` calls (forward, backward) and largest rows.
 
-    ``materialized``: one softmax over all the step's tokens. ``chunked``: several over fewer rows
-    each, every one run twice in forward (the checkpoint recomputes it for backward). Else ``other``.
+    ``materialized``: one softmax over all the step's tokens. ``chunked``: one per chunk of
+    ``chunk_tokens`` (the last may be shorter), each run twice in forward because the checkpoint
+    recomputes it for backward. Anything else is ``other``.
     """
     if forward_calls == 1 and backward_calls == 1 and rows_max == step_tokens:
         return "materialized"
-    if backward_calls >= 1 and forward_calls == 2 * backward_calls and rows_max < step_tokens:
+    chunks = -(-step_tokens // chunk_tokens)
+    if backward_calls == chunks and forward_calls == 2 * chunks and rows_max == min(chunk_tokens, step_tokens):
         return "chunked"
     return "other"
 
@@ -228,7 +230,7 @@ def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], w
         "step_s": result["median_s"], "cv": result["cv"], "windows": len(result["times_s"]),
         "unstable": result["unstable"],
         "loss_path": loss_path(result["loss_forward_calls"], result["loss_backward_calls"],
-                               result["logits_rows_max"], step_tokens),
+                               result["logits_rows_max"], step_tokens, chunk),
         "loss_forward_calls": result["loss_forward_calls"], "loss_backward_calls": result["loss_backward_calls"],
         "logits_rows_max": result["logits_rows_max"], "first_loss": result["first_loss"],
         "free_bytes_at_start": result.get("free_bytes_at_start"), "device_total_bytes": result.get("device_total_bytes"),
@@ -309,7 +311,7 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
             rec.fail(f"{len(failed)} check(s) failed, first: {failed[0]}")
         elif rec.data["failures"]:
             first = rec.data["failures"][0]
-            raise PointDied(f"{len(rec.data['failures'])} point process(es) ended without a result; first at "
+            raise PointDied(f"{len(rec.data['failures'])} point(s) failed or died; first at "
                             f"arm {first['arm']} microbatch {first['microbatch']}: {first['error']}")
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The memory probes on one GPU, meant to run right after bench/h200_campaign.sh in the same call:
+#   PYTHONPATH=. bash bench/h200_memory.sh ARCHIVE            # full, <= 4 min wall
+#   PYTHONPATH=. bash bench/h200_memory.sh ARCHIVE --smoke    # tiny preset, < 1 min (bug check)
+# ARCHIVE is the campaign's archive folder: the evidence lands there, so one tar brings it all back.
+# Logs (memory-<mode>.log, memory_times.tsv) go to $OUT, default ARCHIVE/logs.
+#
+# Full mode:
+#   batch-sweep, presets 90m and 250m, contexts 1024, 2048, 4096: batch 1, 2, 4, ... until the first
+#     OOM or batch x context > 1,048,576 tokens; bf16 autocast, eager; one fresh process per point.
+#   loss-memory, preset 250m, context 2048, microbatch 1, 2, 4, 8, 16, arms materialized and chunked.
+# Each run has a time budget (--budget-s: no new point after it; what was measured is stored as
+# partial) and a hard backstop `timeout -s INT` (SIGINT: the probe still stores what it measured).
+# Worst case: 85 + 85 + 55 s of backstops plus the summary, under 240 s.
+set -u
+ARCHIVE=${1:?usage: bench/h200_memory.sh ARCHIVE [--smoke]}
+MODE=full
+[ "${2:-}" = "--smoke" ] && MODE=smoke
+mkdir -p "$ARCHIVE"
+OUT=${OUT:-$ARCHIVE/logs}
+mkdir -p "$OUT"
+LOG="$OUT/memory-$MODE.log"
+TIMES="$OUT/memory_times.tsv"
+export PYTHONPATH="${PYTHONPATH:-.}"
+export PYTHONUNBUFFERED=1
+START=$(date +%s)
+
+say() { echo "[memory $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
+
+probe() {  # probe NAME LIMIT_S ARGS... : one probe process, logged, never fatal
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s.%N)
+  say "start $name: python -m measure $*"
+  timeout -s INT -k 10 "$limit" python -m measure --archive "$ARCHIVE" "$@" >> "$LOG" 2>&1
+  local rc=$?
+  local wall=$(python -c "import time,sys; print(round(time.time()-float(sys.argv[1]),2))" "$t0")
+  printf '%s\t%s\t%s\n' "$name" "$wall" "$rc" >> "$TIMES"
+  say "end $name: rc=$rc wall=${wall}s"
+}
+
+say "mode=$MODE archive=$ARCHIVE"
+nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv >> "$LOG" 2>&1
+
+if [ "$MODE" = smoke ]; then
+  Q="--device cuda --preset tiny --warmup 1 --windows 2 --iters 1"
+  probe smoke-batch-sweep 60 batch-sweep $Q --contexts 128,256 --max-tokens 2048 --budget-s 40
+  probe smoke-loss-memory 60 loss-memory $Q --context 256 --microbatches 1,2,4 --chunk-tokens 128 --budget-s 40
+else
+  W="--device cuda --dtype bf16 --warmup 1 --windows 3 --iters 1"
+  for P in 90m 250m; do
+    probe batch-sweep-$P 85 batch-sweep --preset $P $W --contexts 1024,2048,4096 --max-tokens 1048576 --budget-s 65
+  done
+  probe loss-memory-250m 55 loss-memory --preset 250m $W --context 2048 --microbatches 1,2,4,8,16 \
+    --chunk-tokens 1024 --budget-s 38
+fi
+
+# what landed, and what render will derive from it (render.derive is pure Python: no pandas, no torch)
+python - "$ARCHIVE" <<'PY' 2>&1 | tee -a "$LOG"
+import sys
+from measure.evidence import parse
+from measure.store import Store
+from render.derive import batchsweep, lossmem
+store = Store(sys.argv[1])
+for path in store.iter_paths():
+    doc = parse(path.read_bytes(), str(path))
+    if doc["probe"] not in ("batch-sweep", "loss-memory"):
+        continue
+    ident = "sha256:" + path.parent.name + path.name[:-5]
+    rows = doc["data"]["samples"]
+    print(f"{doc['probe']} {doc['params'].get('preset')} {doc['status']} {ident[:19]} rows={len(rows)} "
+          f"failures={len(doc['data'].get('failures', []))} error={doc.get('error')}")
+    try:
+        if doc["probe"] == "batch-sweep":
+            for g in batchsweep.summarize(rows):
+                print("   ", g.to_json())
+            for r in rows:
+                print(f"    ctx={r['context']} b={r['batch']} {r['status']} tok_s={r['tok_s']} "
+                      f"peak_GiB={None if r['peak_bytes'] is None else round(r['peak_bytes'] / 2**30, 2)} "
+                      f"wall_s={r['point_wall_s']:.1f}")
+        else:
+            for arm in lossmem.arms(rows):
+                print("   ", arm, lossmem.marginal_bytes_per_microbatch(rows, arm).to_json())
+            if {"materialized", "chunked"} <= set(lossmem.arms(rows)):
+                print("    bytes per logit element:",
+                      lossmem.bytes_per_logit_element(rows, "materialized", "chunked"))
+            print("    oom:", doc["data"].get("oom"), "checks failed:",
+                  [c for c in doc["data"].get("checks", []) if not c["passed"]])
+    except Exception as exc:  # a summary line must not hide the evidence list
+        print("    derive:", type(exc).__name__, exc)
+PY
+say "done: $(wc -l < "$TIMES") memory runs; evidence in $ARCHIVE"
