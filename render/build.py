@@ -260,6 +260,9 @@ def source_date_epoch(evidence: Evidence, src: Sources) -> int:
 def run_mkdocs(config: Path, site: Path, epoch: int) -> None:
     """``python -m mkdocs build --strict``; a failure is one line with the first warning or error."""
     _owned_or_empty(site, SITE_MARKER, "--out")
+    site.mkdir(parents=True, exist_ok=True)
+    # marked before mkdocs runs (its clean step keeps dot-files), so a failed build's leftovers stay ours to replace
+    (site / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site.resolve())]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -270,8 +273,6 @@ def run_mkdocs(config: Path, site: Path, epoch: int) -> None:
                  if ln.strip().startswith(("WARNING", "ERROR")) or "Error" in ln]
         first = lines[0] if lines else f"exit status {proc.returncode}"
         raise BuildError(f"mkdocs build --strict failed: {first} (full log: {log})")
-    site.mkdir(parents=True, exist_ok=True)
-    (site / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
 
 
 # -- the pipeline ------------------------------------------------------------------------------

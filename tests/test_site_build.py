@@ -248,6 +248,9 @@ def test_a_strict_mkdocs_warning_fails_the_build(tmp_path: Path) -> None:
         build(_paths(tmp_path, docs))
     assert str(err.value).startswith("mkdocs build --strict failed: WARNING")
     assert "no-such-page.md" in str(err.value)
+    (docs / "playbook" / "index.md").write_text("# Playbook\n\n[fixed](fit-past-plateau.md)\n")
+    build(_paths(tmp_path, docs))  # the failed build's leftovers are replaced, not refused
+    assert (tmp_path / "site" / "playbook" / "index.html").exists()
 
 
 # -- XSS corpus ----------------------------------------------------------------------------------------
