@@ -94,6 +94,7 @@ def main() -> int:
     ap.add_argument("--archive", type=Path, help="store the probes' evidence here")
     ap.add_argument("--report", type=Path, default=Path("fidelity.json"), help="JSON report path")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: a bug check in well under a minute")
+    ap.add_argument("--mfu-batch", type=int, default=8, help="batch of the 250m, context-2048 MFU step (default 8)")
     ap.add_argument("--campaign-times", type=Path, help="TSV of per-probe wall times written by the campaign")
     args = ap.parse_args()
 
@@ -173,7 +174,7 @@ def main() -> int:
 
     # 3b + 4. the reference step at 250m, ctx 2048, compiled: timing-core cost and model-FLOPs rate
     def mfu_check() -> dict[str, Any]:
-        seq, batch = (256, 4) if smoke else (2048, 8)
+        seq, batch = (256, 4) if smoke else (2048, args.mfu_batch)
         t0 = time.perf_counter()
         w = load_workload(WorkloadOptions(preset=preset, device="cuda", compile=True))
         data = w.make_batch(batch, seq)

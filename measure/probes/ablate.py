@@ -122,5 +122,8 @@ def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Ev
             summary["unstable"] = arm_result.unstable
             summaries.append(summary)
         rec.data["arms"] = summaries
+        from measure.workload.observe import observe
+        seen = observe(workload, on_device, device)  # what the timed step ran (one extra, untimed step)
+        rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -116,6 +116,9 @@ def run(config: OptimizerConfig, journal: Any = None, progress: bool = False) ->
         result = time_interleaved(arms, clock_for(device), plan, sync_for(device), on_round=persist)
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         instr, base = result.arms["instrumented"], result.arms["baseline"]
+        from measure.workload.observe import observe
+        seen = observe(workload, data, device)  # what the timed step ran (one extra, untimed step)
+        rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
         rec.data["summary"] = {
             "instrumented_median_s": instr.median_s, "baseline_median_s": base.median_s,
             "optimizer_median_s": median(per_round),
