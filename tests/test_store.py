@@ -202,7 +202,7 @@ def test_a_writer_survives_clean_removing_its_temp_files(archive):
     thread = threading.Thread(target=cleaner)
     thread.start()
     try:
-        ids = [store.put(_ev(i)) for i in range(300)]
+        ids = [store.put(_ev(i)) for i in range(150)]
     finally:
         stop.set()
         thread.join()
