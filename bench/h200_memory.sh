@@ -11,7 +11,8 @@
 #   loss-memory, preset 250m, context 2048, microbatch 1, 2, 4, 8, 16, arms materialized and chunked.
 # Each run has a time budget (--budget-s: no new point after it; what was measured is stored as
 # partial) and a hard backstop `timeout -s INT` (SIGINT: the probe still stores what it measured).
-# Worst case: 85 + 85 + 55 s of backstops plus the summary, under 240 s.
+# Worst case: 90 + 90 + 52 s of backstops plus a few seconds of summary, under 240 s; a budget
+# runs out only if points are slower than expected (~2-4 s each: process start is overlapped).
 set -u
 ARCHIVE=${1:?usage: bench/h200_memory.sh ARCHIVE [--smoke]}
 MODE=full
@@ -48,9 +49,9 @@ if [ "$MODE" = smoke ]; then
 else
   W="--device cuda --dtype bf16 --warmup 1 --windows 3 --iters 1"
   for P in 90m 250m; do
-    probe batch-sweep-$P 85 batch-sweep --preset $P $W --contexts 1024,2048,4096 --max-tokens 1048576 --budget-s 65
+    probe batch-sweep-$P 90 batch-sweep --preset $P $W --contexts 1024,2048,4096 --max-tokens 1048576 --budget-s 72
   done
-  probe loss-memory-250m 55 loss-memory --preset 250m $W --context 2048 --microbatches 1,2,4,8,16 \
+  probe loss-memory-250m 52 loss-memory --preset 250m $W --context 2048 --microbatches 1,2,4,8,16 \
     --chunk-tokens 1024 --budget-s 38
 fi
 

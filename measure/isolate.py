@@ -11,10 +11,11 @@ command line instead (for a person debugging one point). A child that dies befor
 hard fault, a signal, the kernel's OOM killer, the time limit) yields no line and the parent
 reports how it ended.
 
-Spawn-ahead (CUDA only): the next child is started while the current point runs, so its
-interpreter start and ``import torch`` overlap the measurement instead of adding to it. It
-touches no device until it reads its spec, so it holds no device memory meanwhile. On CPU it is
-off: a child importing torch would take cores from the point being timed.
+Spawn-ahead (CUDA only): the next child is started while the current point runs, so that its
+interpreter start and ``import torch`` can overlap the measurement (the saving is not measured
+here; it is at most that start-up time per point). It touches no device until it reads its spec,
+so it holds no device memory meanwhile. On CPU it is off: a child importing torch would take
+cores from the point being timed.
 """
 
 from __future__ import annotations

@@ -91,7 +91,10 @@ class PointDied(RuntimeError):
 
 
 def plan_batches(context: int, start: int, max_batch: int | None, max_tokens: int) -> list[int]:
-    """Batches to try at one context: start, 2·start, 4·start, ... while batch·context <= max_tokens (and <= max_batch)."""
+    """Batches to try at one context: start, 2·start, 4·start, ... while batch·context <= max_tokens.
+
+    A ``max_batch`` also caps the batch itself.
+    """
     out, b = [], start
     while b * context <= max_tokens and (max_batch is None or b <= max_batch):
         out.append(b)
@@ -265,12 +268,14 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
                     if row["status"] == "ok":
                         rec.data["windows"] += [{"context": s, "batch": b, "window": w, "step_s": t}
                                                 for w, t in enumerate(result["times_s"])]
-                        label = f"context {s} batch {b}: {row['tok_s']:,.0f} tok/s, peak {row['peak_bytes'] / 2**30:.2f} GiB"
+                        label = (f"context {s} batch {b}: {row['tok_s']:,.0f} tok/s, "
+                                 f"peak {row['peak_bytes'] / 2**30:.2f} GiB")
                     else:
                         label = f"context {s} batch {b}: OOM"
                     rec.point([row], None, label)
                     if row["status"] == "oom":
-                        rec.data["skipped"] += [{"context": s, "batch": later, "reason": f"above the first OOM at batch {b}"}
+                        rec.data["skipped"] += [{"context": s, "batch": later,
+                                                 "reason": f"above the first OOM at batch {b}"}
                                                 for later in planned[s][i + 1:]]
                         break
                 why = unchanged(rows)

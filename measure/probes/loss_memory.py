@@ -233,7 +233,8 @@ def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], w
                                result["logits_rows_max"], step_tokens, chunk),
         "loss_forward_calls": result["loss_forward_calls"], "loss_backward_calls": result["loss_backward_calls"],
         "logits_rows_max": result["logits_rows_max"], "first_loss": result["first_loss"],
-        "free_bytes_at_start": result.get("free_bytes_at_start"), "device_total_bytes": result.get("device_total_bytes"),
+        "free_bytes_at_start": result.get("free_bytes_at_start"),
+        "device_total_bytes": result.get("device_total_bytes"),
         "n_params": result["n_params"], "point_wall_s": wall_s,
     }
 
@@ -292,7 +293,8 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
                         raise ProbebookError(f"{PROBE} {where}: {result['error']}")
                     if result is None or result["status"] != "ok":
                         entry = {"arm": arm, "microbatch": mb, "returncode": outcome.returncode,
-                                 "wall_s": outcome.wall_s, "error": outcome.death() if result is None else result["error"]}
+                                 "wall_s": outcome.wall_s,
+                                 "error": outcome.death() if result is None else result["error"]}
                         oom = result is not None and result["status"] == "oom"
                         rec.data["oom" if oom else "failures"].append(entry)
                         stopped.add(arm)  # a larger microbatch of this arm would fare no better
