@@ -1,0 +1,298 @@
+"""Benchmark the render stage: ``probebook build`` beside a plain ``mkdocs build`` of the same pages.
+
+Run: ``python bench/render.py [--docs 1000] [--records 50] [--repeat 1] [--keep DIR]``.
+
+It makes, in a temporary folder (never ``archive/``):
+
+- an archive of ``--docs`` SYNTHETIC evidence documents written through the real ``Store.put``
+  (step-scaling, batch-sweep, loss-memory, kernels and gemm, in turn; each says it is synthetic
+  in ``origin.source`` and ``notes``), so the build also verifies and parses them and makes one
+  evidence page (raw table, CSV/JSON downloads) per document;
+- ``--records`` record pages that call the page functions (``fit``, ``batch_summary``,
+  ``loss_memory``, ``kernel_share``, ``gemm_ceiling``), two charts and a table each.
+
+Then, in the same run, on the same machine state:
+
+1. **probebook build**: ``probebook build`` as a subprocess (verify the archive, render the
+   Markdown tree with every number, chart and evidence page, then ``mkdocs build --strict``);
+2. **plain mkdocs**: ``mkdocs build --strict`` as a subprocess on the Markdown tree step 1
+   rendered (numbers already substituted, charts and downloads already written), same
+   ``mkdocs.yml`` settings, into another folder.
+
+It prints both times and the ratio (goal, issue 3: at most 1.5x): the median of ``--repeat``
+runs of each, in ABBA order so a drift of the machine favours neither, and the ratio of the
+fastest runs, which is the steadier figure on a machine shared with other work.
+``--stages`` adds an in-process split of the render stages (where the overhead goes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from measure.evidence import Evidence  # noqa: E402
+from measure.store import Store  # noqa: E402
+
+SOURCE = "synthetic benchmark data made by bench/render.py; not a measurement; never published"
+PROBES = ("step-scaling", "batch-sweep", "loss-memory", "kernels", "gemm")
+CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
+
+
+# --- synthetic evidence ------------------------------------------------------------------
+
+def _step_scaling(rng: random.Random) -> list[dict]:
+    c, a, b = rng.uniform(0.004, 0.02), rng.uniform(1e-6, 4e-6), rng.uniform(2e-11, 2e-10)
+    return [{"tokens": s, "step_s": round((c + a * s + b * s * s) * rng.uniform(0.995, 1.005), 9), "batch": 8,
+             "mode": "fixed_batch", "window": w} for s in (256, 512, 1024, 2048, 4096) for w in range(3)]
+
+
+def _batch_sweep(rng: random.Random) -> list[dict]:
+    rows, budget = [], rng.choice((8192, 16384, 32768))
+    for ctx in (512, 1024, 2048):
+        for batch in (1, 2, 4, 8, 16, 32, 64):
+            oom = batch * ctx > budget
+            rate = 1.0e5 * batch / (1 + batch / 16) * rng.uniform(0.98, 1.02)
+            rows.append({"model": "90m", "params": 90_000_000, "context": ctx, "batch": batch,
+                         "tok_s": None if oom else round(rate, 1),
+                         "peak_bytes": None if oom else batch * ctx * 350_000 + 2 * 2**30,
+                         "status": "oom" if oom else "ok"})
+    return rows
+
+
+def _loss_memory(rng: random.Random) -> list[dict]:
+    per = {"eager": 2.6e9, "chunked": 1.2e9, "fused": 0.8e9}
+    return [{"arm": arm, "microbatch": m, "tokens_per_step": m * 2048, "vocab": 32000,
+             "peak_bytes": int(3e9 + slope * m * rng.uniform(0.995, 1.005)),
+             "tok_s": round(40000 * m / (1 + m / 8) * rng.uniform(0.98, 1.02), 1)}
+            for arm, slope in per.items() for m in (1, 2, 4, 8)]
+
+
+def _kernels(rng: random.Random) -> list[dict]:
+    return [{"kernel": f"synthetic_kernel_{k}<{CATEGORIES[k % 6]}>", "category": CATEGORIES[k % 6],
+             "calls": rng.randint(1, 200), "device_time_s": round(rng.uniform(1e-4, 5e-2), 7)} for k in range(30)]
+
+
+def _gemm(rng: random.Random) -> list[dict]:
+    shapes = {"qkv": (8192, 3072, 1024), "out": (8192, 1024, 1024), "ffn-up": (8192, 5120, 1024),
+              "ffn-down": (8192, 1024, 2560)}
+    rows = []
+    for name, (m, n, k) in shapes.items():
+        for w in range(5):
+            t = 2 * m * n * k / (rng.uniform(300, 700) * 1e12)
+            rows.append({"shape": name, "m": m, "n": n, "k": k, "window": w, "time_s": t,
+                         "tflop_s": 2 * m * n * k / t / 1e12})
+    return rows
+
+
+MAKERS = {"step-scaling": _step_scaling, "batch-sweep": _batch_sweep, "loss-memory": _loss_memory,
+          "kernels": _kernels, "gemm": _gemm}
+
+
+def make_archive(root: Path, n: int) -> dict[str, list[str]]:
+    """``n`` synthetic documents through the real store; returns ids by probe."""
+    store, rng, ids = Store(root), random.Random(20261129), {p: [] for p in PROBES}
+    for i in range(n):
+        probe = PROBES[i % len(PROBES)]
+        ev = Evidence(probe=probe, probe_version=1, params={"bench_index": i, "preset": "90m"},
+                      data={"samples": MAKERS[probe](rng)}, machine={"gpu": "Synthetic GPU", "gpu_count": 1},
+                      code={"probebook": "bench"}, origin={"kind": "imported", "source": SOURCE},
+                      created_at="2026-11-29T08:00:00Z", notes=SOURCE)
+        ids[probe].append(store.put(ev))
+    return ids
+
+
+RECORD = """---
+title: Synthetic record {i}
+version: 1
+date: 2026-11-29
+evidence:
+  sweep: {step}
+  batches: {batch}
+  memory: {memory}
+  profile: {kernels}
+  ceiling: {gemm}
+---
+# Synthetic record {i}
+
+Benchmark page: every value below is synthetic.
+
+The step splits into a fixed part of {{{{ fit(sweep, terms="c+a+b").c }}}} and
+{{{{ fit(sweep, terms="c+a+b").a }}}} per token, with a quadratic term of {{{{ fit(sweep, terms="c+a+b").b }}}}.
+The fastest batch at context 2048 is {{{{ batch_summary(batches, context=2048).fastest_batch }}}}
+at {{{{ batch_summary(batches, context=2048).fastest_tok_s }}}}.
+The eager loss costs {{{{ loss_memory(memory, "eager").per_microbatch }}}} per microbatch.
+Attention takes {{{{ kernel_share(profile, "attention") }}}} of kernel time; the QKV GEMM runs at
+{{{{ gemm_ceiling(ceiling, shape="qkv") }}}}.
+
+{{{{ chart("step-scaling", sweep, terms="c+a+b") }}}}
+
+{{{{ chart("{second}", {second_alias}) }}}}
+
+{{{{ table("batch-sweep", batches) }}}}
+"""
+
+SECOND = [("batch-sweep", "batches"), ("loss-memory", "memory"), ("kernel-shares", "profile")]
+
+
+def make_docs(root: Path, ids: dict[str, list[str]], records: int) -> None:
+    """A home page and ``records`` record pages, each citing one document of each probe."""
+    root.mkdir(parents=True)
+    (root / "index.md").write_text("# Render benchmark\n\nSynthetic pages for bench/render.py.\n", encoding="utf-8")
+    for i in range(records):
+        pick = {p: ids[p][i % len(ids[p])] for p in PROBES}
+        second, alias = SECOND[i % len(SECOND)]
+        page = root / "records" / f"synthetic-{i:03d}" / "v1.md"
+        page.parent.mkdir(parents=True)
+        page.write_text(RECORD.format(i=i, step=pick["step-scaling"], batch=pick["batch-sweep"],
+                                      memory=pick["loss-memory"], kernels=pick["kernels"], gemm=pick["gemm"],
+                                      second=second, second_alias=alias), encoding="utf-8")
+
+
+# --- timing ------------------------------------------------------------------------------
+
+def _env() -> dict[str, str]:
+    # the same environment for both runs: what render.build gives mkdocs (fixed epoch, hash seed)
+    return {**os.environ, "PYTHONPATH": str(REPO), "SOURCE_DATE_EPOCH": "1796083200", "PYTHONHASHSEED": "0",
+            "NO_MKDOCS_2_WARNING": "1"}
+
+
+def time_probebook(work: Path, archive: Path, docs: Path, site: Path) -> float:
+    """Wall seconds of ``probebook build`` (verify + render + mkdocs build --strict) as a subprocess."""
+    cmd = [sys.executable, "-m", "probebook", "--archive", str(archive), "build", "--docs", str(docs),
+           "--out", str(site), "--build-dir", str(work / "build"), "--config", str(REPO / "mkdocs.yml"),
+           "--published", str(work / "no-published-ledger.json")]
+    if site.exists():
+        shutil.rmtree(site)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=work)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"probebook build failed:\n{proc.stderr.strip()}")
+    return elapsed
+
+
+def plain_config(work: Path) -> Path:
+    """A copy of the ``build/mkdocs.yml`` render wrote (base config + nav), pointing at a frozen copy of the tree."""
+    frozen = work / "plain"
+    if frozen.exists():
+        shutil.rmtree(frozen)
+    shutil.copytree(work / "build" / "docs", frozen / "docs")
+    shutil.copy(work / "build" / "mkdocs.yml", frozen / "mkdocs.yml")
+    return frozen / "mkdocs.yml"
+
+
+def time_plain_mkdocs(config: Path, site: Path) -> float:
+    """Wall seconds of ``mkdocs build --strict`` on the already-rendered Markdown tree."""
+    if site.exists():
+        shutil.rmtree(site)
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(config), "-d", str(site)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env())
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"plain mkdocs build failed:\n{proc.stderr.strip()}")
+    return elapsed
+
+
+def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float]:
+    """In-process seconds of each render stage (no mkdocs), to say where the overhead goes."""
+    from render import build as b
+    from measure.store import Store as _Store
+
+    out: dict[str, float] = {}
+    t = time.perf_counter()
+    evidence = b.load_evidence(archive)
+    out["verify + parse evidence"] = time.perf_counter() - t
+    t = time.perf_counter()
+    src = b.load_sources(docs)
+    b.check_prose(src)
+    out["sources + lint"] = time.perf_counter() - t
+    t = time.perf_counter()
+    tree = b.render_pages(src, evidence, _Store(archive))
+    out["record pages (numbers, charts, tables)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    tree = b.generate_pages(tree, src, evidence, None)
+    out["generated pages (evidence, indexes, changes)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    b.write_tree(tree, work / "stages" / "docs")
+    out["write tree"] = time.perf_counter() - t
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="example:\n  python bench/render.py --docs 1000 --records 50 --repeat 3",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--docs", type=int, default=1000, help="synthetic evidence documents (default 1000)")
+    ap.add_argument("--records", type=int, default=50, help="record pages (default 50)")
+    ap.add_argument("--repeat", type=int, default=1, help="timed runs of each build, alternated (default 1)")
+    ap.add_argument("--stages", action="store_true", help="also time each render stage in-process")
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temp folder, removed)")
+    args = ap.parse_args()
+    if args.docs < len(PROBES) or args.records < 1 or args.repeat < 1:
+        ap.error(f"--docs must be at least {len(PROBES)}, --records and --repeat at least 1")
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="probebook-bench-render-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        archive, docs = work / "archive", work / "docs"
+        if archive.exists() or docs.exists():
+            sys.exit(f"{work} already holds archive/ or docs/; give --keep an empty or new folder")
+        t = time.perf_counter()
+        ids = make_archive(archive, args.docs)
+        make_docs(docs, ids, args.records)
+        print(f"setup: {args.docs} synthetic evidence documents and {args.records} record pages in "
+              f"{time.perf_counter() - t:.1f} s ({work})")
+        print(f"machine: {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}")
+
+        # warm-up: one untimed build (page cache, .pyc files) that also produces the tree for plain mkdocs
+        time_probebook(work, archive, docs, work / "site-probebook")
+        config = plain_config(work)
+        pages = sum(1 for _ in (work / "plain" / "docs").rglob("*.md"))
+        svgs = sum(1 for _ in (work / "plain" / "docs").rglob("*.svg"))
+        full, plain = [], []
+        for i in range(args.repeat):
+            # ABBA order: a machine that speeds up or slows down during the run favours neither build
+            order = ("full", "plain") if i % 2 == 0 else ("plain", "full")
+            for which in order:
+                if which == "full":
+                    full.append(time_probebook(work, archive, docs, work / "site-probebook"))
+                else:
+                    plain.append(time_plain_mkdocs(config, work / "site-plain"))
+        full_s, plain_s = statistics.median(full), statistics.median(plain)
+        ratio = full_s / plain_s
+        print(f"\n{pages} Markdown pages ({svgs} SVG charts) built by each; {args.repeat} run(s) each, ABBA order:\n")
+        print("| build | median (s) | fastest (s) | runs (s) |")
+        print("|---|---:|---:|---|")
+        print(f"| probebook build (verify + render + mkdocs --strict) | {full_s:.2f} | {min(full):.2f} | "
+              f"{', '.join(f'{x:.2f}' for x in full)} |")
+        print(f"| plain mkdocs build --strict, numbers already substituted | {plain_s:.2f} | {min(plain):.2f} | "
+              f"{', '.join(f'{x:.2f}' for x in plain)} |")
+        print(f"\nratio of medians: {ratio:.2f}x, of fastest runs: {min(full) / min(plain):.2f}x "
+              f"(goal: at most 1.5x) -> {'met' if ratio <= 1.5 else 'NOT met'}")
+        print(f"render overhead (median difference): {full_s - plain_s:.2f} s")
+        if args.stages:
+            print("\nrender stages, in-process (no mkdocs):\n")
+            print("| stage | seconds |")
+            print("|---|---:|")
+            for name, secs in time_render_stages(archive, docs, work).items():
+                print(f"| {name} | {secs:.2f} |")
+        return 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
