@@ -31,6 +31,10 @@ CPU_METHOD = "linux-vmhwm"
 MMAP_THRESHOLD_BYTES = 128 * 1024  # glibc's default M_MMAP_THRESHOLD, fixed so it no longer adapts
 # environment for a CPU point process; read by glibc at start-up, so it must be set before exec
 CPU_ENV = {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD_BYTES)}
+# with an address-space limit: one malloc arena. glibc gives a thread its own arena on its first
+# malloc and reserves 64 MiB of address space for each (mallopt(3), M_ARENA_MAX), so with several
+# the space a point maps would depend on thread timing, not on its tensors
+LIMIT_ENV = {"MALLOC_ARENA_MAX": "1"}
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -111,6 +115,7 @@ def limit_address_space(extra_bytes: int) -> int:
     return cap
 
 
-def cpu_env() -> dict[str, str]:
-    """``CPU_ENV`` unless the user already set the variable (their setting is kept and recorded)."""
-    return {k: v for k, v in CPU_ENV.items() if k not in os.environ}
+def cpu_env(limited: bool = False) -> dict[str, str]:
+    """``CPU_ENV`` (and ``LIMIT_ENV`` when an address-space limit applies), except variables the user already set."""
+    wanted = {**CPU_ENV, **(LIMIT_ENV if limited else {})}
+    return {k: v for k, v in wanted.items() if k not in os.environ}

@@ -214,7 +214,7 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
     if empty:
         raise ProbebookError(f"context {empty[0]}: no batch from --start-batch {config.start_batch} fits "
                              f"--max-tokens {max_tokens} (batch x context)")
-    child_env = peakmem.cpu_env() if device == "cpu" else {}
+    child_env = peakmem.cpu_env(limited=config.cpu_memory_limit_bytes is not None) if device == "cpu" else {}
     params = {**config.params(device), "contexts": list(contexts), "max_tokens": max_tokens,
               "planned_batches": {str(s): b for s, b in planned.items()},
               "peak_method": peakmem.method(device), "isolation": "one fresh process per point",
