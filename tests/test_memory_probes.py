@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,6 +171,34 @@ def test_budget_and_point_time_limit_store_what_was_measured(cli, archive):
     assert dead["status"] == "failed" and dead["data"]["samples"] == []
     assert [(f["context"], f["batch"]) for f in dead["data"]["failures"]] == [(32, 1), (64, 1)]
     assert all("point time limit" in f["error"] for f in dead["data"]["failures"])
+
+
+def test_a_killed_sweep_keeps_every_point_it_measured(cli, archive):
+    # persist after every point: SIGKILL the probe once one point is journaled, then recover the journal
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "probebook", "--archive", str(archive), "measure", "batch-sweep",
+                             *FAST, "--contexts", "32", "--max-tokens", "512"], cwd=REPO, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    journal = None
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = list((archive / "journal").glob("batch-sweep-*.jsonl")) if (archive / "journal").is_dir() else []
+        if found and '"rows"' in found[0].read_text():
+            journal = found[0]
+            break
+        time.sleep(0.2)
+    assert journal is not None and proc.poll() is None, "no point was journaled while the probe ran"
+    os.killpg(proc.pid, signal.SIGKILL)   # the probe and the point process it runs: its own session
+    proc.wait()
+    assert not (archive / "evidence").exists()      # nothing was stored by the killed run
+    out = cli("--archive", str(archive), "measure", "recover", str(journal))
+    assert out.returncode == 0, out.stderr
+    ident = out.stdout.strip().splitlines()[-1]
+    doc = parse(Store(archive).read_bytes(ident), ident)
+    assert doc["probe"] == "batch-sweep" and doc["status"] == "partial"
+    rows = doc["data"]["samples"]
+    assert 1 <= len(rows) < 5 and [r["batch"] for r in rows] == [1, 2, 4, 8, 16][:len(rows)]
+    assert batchsweep.summarize(rows)[0].context == 32
 
 
 # --- loss-memory through the CLI ---------------------------------------------------------------
