@@ -35,6 +35,8 @@ from render.tables import bytes_to_gib, category_shares, evidence_rows, seconds_
 
 KERNEL_CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
 """Category order for kernel-time shares, as the kernels probe classifies them."""
+SWEEP_HEIGHT = 280
+"""Plot height of the batch sweep (px); OOM markers sit at its foot, where rising throughput lines are not."""
 CURVE_POINTS = 96
 """Points on the fitted curve: enough that the quadratic looks smooth at chart width."""
 
@@ -153,29 +155,34 @@ def _batch_sweep(docs: list[dict[str, Any]], *, model: str | None = None,
         "batch": [int(r["batch"]) for r in rows], "status": [r["status"] for r in rows],
         "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows]})
     # the OOM boundary is derive's (the same first_oom_batch the tables and prose quote)
-    bounds = [{"model": g.model, "context": g.context, "batch": g.first_oom_batch, "label": "OOM"}
+    models = sorted(frame.model.unique())
+    bounds = [{"model": g.model, "context": g.context, "batch": g.first_oom_batch,
+               "label": f"{g.model} OOM" if len(models) > 1 else "OOM"}
               for g in batchsweep.summarize(rows) if g.first_oom_batch is not None]
     oom = pd.DataFrame(bounds, columns=["model", "context", "batch", "label"])
     ok = frame[frame.status == "ok"]
     x = alt.X("batch:Q", title="batch (sequences)", scale=alt.Scale(type="log", base=2))
     color = alt.Color("context:O", title="context (tokens)")
-    models = sorted(frame.model.unique())
+    # several models: one dash pattern each; the points are a layer of their own so the legend
+    # draws each model as a dashed stroke (a line mark with points would show a dot)
     enc: dict[str, Any] = {"strokeDash": alt.StrokeDash("model:N", title="model")} if len(models) > 1 else {}
-    lines = alt.Chart(ok).mark_line(point=True).encode(
-        x=x, y=alt.Y("tok_s:Q", title="throughput (tokens/s)", axis=alt.Axis(format="~s")), color=color,
+    y = alt.Y("tok_s:Q", title="throughput (tokens/s)", axis=alt.Axis(format="~s"))
+    lines = alt.Chart(ok).mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("model:N"), **enc)
+    points = alt.Chart(ok).mark_point(filled=True, size=30, opacity=1).encode(
+        x=x, y=y, color=color,
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("context:O"), alt.Tooltip("batch:Q"),
-                 alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s")], **enc)
-    layers = [lines]
+                 alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s")])
+    layers = [lines, points]
     if len(oom):
         layers.append(alt.Chart(oom).mark_rule(strokeDash=[5, 3], strokeWidth=1.5).encode(
             x=x, color=color, tooltip=[alt.Tooltip("model:N"), alt.Tooltip("context:O"),
                                        alt.Tooltip("batch:Q", title="first OOM batch")]))
         layers.append(alt.Chart(oom).mark_point(shape="cross", size=90, filled=True).encode(
-            x=x, y=alt.value(6), color=color))
+            x=x, y=alt.value(SWEEP_HEIGHT - 8), color=color))
         layers.append(alt.Chart(oom).mark_text(dy=-8, fontSize=10).encode(
-            x=x, y=alt.value(6), text=alt.Text("label:N"), color=color))
+            x=x, y=alt.value(SWEEP_HEIGHT - 8), text=alt.Text("label:N"), color=color))
     heading = title or "Throughput against batch"
-    chart = alt.layer(*layers).properties(width=480, height=280, title=heading)
+    chart = alt.layer(*layers).properties(width=480, height=SWEEP_HEIGHT, title=heading)
     contexts = ", ".join(_n(c) for c in sorted(frame.context.unique()))
     oom_text = ("; the first out-of-memory batch of each context is marked with a dashed line and a cross"
                 if len(oom) else "; no batch ran out of memory")

@@ -307,3 +307,13 @@ def test_tooltips_stay_in_the_interactive_spec_but_not_in_the_static_svg():
     out = charts.render("loss-memory", [memory_doc()])
     assert json.loads(out.spec_json)["encoding"]["tooltip"]
     assert charts.without_tooltips({"a": [{"tooltip": 1, "b": 2}], "tooltip": 3}) == {"a": [{"b": 2}]}
+
+
+def test_batch_sweep_of_two_models_dashes_one_and_names_the_model_at_each_oom():
+    out = charts.render("batch-sweep", [sweep_doc("90m"), sweep_doc("250m")])
+    oom = next(rows for rows in datasets(out) if rows and "label" in rows[0])
+    assert {r["label"] for r in oom} == {"90m OOM", "250m OOM"}
+    spec = json.loads(out.spec_json)
+    assert spec["layer"][0]["encoding"]["strokeDash"]["field"] == "model"
+    shown = texts(out.svg)
+    assert {"model", "90m", "250m"} <= set(shown) and shown.count("250m OOM") == 2
