@@ -1,5 +1,5 @@
 """The site commands as a new user runs them (real subprocesses): the README walk-through from import to the
-Changes page, a fresh checkout with no evidence, publish, diff, lint, serve, and one-line errors."""
+Changes page, a new project with no evidence, this repository's own site, publish, diff, lint, serve, and one-line errors."""
 
 from __future__ import annotations
 
@@ -49,9 +49,12 @@ The step splits into a fixed part of {{{{ fit(sweep{tokens}).c }}}} and {{{{ fit
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """A folder laid out like a fresh clone: the site config and the hand-written docs, no archive."""
+    """A new project laid out like a fresh clone: the site config, the home page and an empty playbook,
+    no records and no archive (the repository's own records cite the repository's archive)."""
     shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
-    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    (tmp_path / "docs" / "playbook").mkdir(parents=True)
+    shutil.copy(REPO / "docs" / "index.md", tmp_path / "docs" / "index.md")
+    (tmp_path / "docs" / "playbook" / "index.md").write_text("---\ntitle: Playbook\n---\nNo lessons yet.\n")
     return tmp_path
 
 
@@ -74,6 +77,22 @@ def test_fresh_checkout_builds_with_an_empty_archive(checkout: Path, cli) -> Non
     assert "No evidence is archived yet" in _text(checkout / "site" / "evidence" / "index.html")
     assert "No numbers are published on this site yet." in _text(checkout / "site" / "changes.html")
     assert (checkout / "site" / "index.html").exists() and (checkout / "site" / "playbook" / "index.html").exists()
+
+
+def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> None:
+    """The README's first command on this repository: every record and playbook page renders from archive/."""
+    for name in ("docs", "archive"):
+        shutil.copytree(REPO / name, tmp_path / name)
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    stored = sorted(p.parent.name + p.stem for p in (tmp_path / "archive" / "evidence" / "sha256").glob("??/*.json"))
+    out = _ok(cli("build", cwd=tmp_path, env={"PROBEBOOK_ARCHIVE": "archive"}))
+    assert out.startswith(f"built site/ from {len(stored)} evidence file(s)")
+    rows = json.loads((tmp_path / "site" / "ledger.json").read_text())["rows"]
+    assert rows, "the repository's records publish numbers"
+    cited = {e[len("sha256:"):] for row in rows for e in row["evidence"]}
+    assert cited <= set(stored)
+    for ident in cited:
+        assert (tmp_path / "site" / "evidence" / f"{ident}.html").exists()
 
 
 def test_readme_walkthrough_import_record_build_supersede_correct_changes(checkout: Path, cli) -> None:
