@@ -23,7 +23,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
-from measure.probes.common import CommonConfig, positive, resolve_device, tree_map
+from measure.probes.common import OneStepConfig, resolve_device, tree_map
 from measure.runner import Recorder, execute
 
 PROBE = "ablate"
@@ -31,13 +31,9 @@ VERSION = 1
 
 
 @dataclass(frozen=True)
-class AblateConfig(CommonConfig):
+class AblateConfig(OneStepConfig):
     """Options of the ablate probe."""
 
-    batch: int | None = None
-    """Batch size (default 4 on CUDA, 2 on CPU)."""
-    seq_len: int | None = None
-    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
     arms: tuple[str, ...] | None = None
     """Arms to run besides baseline (default: no-input-copy and every arm the workload offers)."""
     windows: int = 7
@@ -45,8 +41,6 @@ class AblateConfig(CommonConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        positive("batch", self.batch)
-        positive("seq_len", self.seq_len)
         if self.arms is not None and ("baseline" in self.arms or not self.arms):
             raise ProbebookError("--arms lists the arms besides baseline (which always runs); give at least one")
 
@@ -64,8 +58,7 @@ def summarize(name: str, times_s: list[float], baseline_median_s: float, timing_
 def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the baseline and every arm, interleaved; return the evidence (not stored)."""
     device = resolve_device(config.device)
-    batch = config.batch or (4 if device == "cuda" else 2)
-    seq_len = config.seq_len or (2048 if device == "cuda" else 128)
+    batch, seq_len = config.step_shape(device)
     params = {**config.params(device), "batch": batch, "seq_len": seq_len, "rounds": config.windows}
 
     def body(rec: Recorder) -> None:

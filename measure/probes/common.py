@@ -65,6 +65,25 @@ class CommonConfig:
                                checkpointing=self.checkpointing, dtype=self.dtype, seed=self.seed)
 
 
+@dataclass(frozen=True)
+class OneStepConfig(CommonConfig):
+    """Options of the probes that time one step shape (kernels, ablate, optimizer)."""
+
+    batch: int | None = None
+    """Batch size (default 4 on CUDA, 2 on CPU)."""
+    seq_len: int | None = None
+    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        positive("batch", self.batch)
+        positive("seq_len", self.seq_len)
+
+    def step_shape(self, device: str) -> tuple[int, int]:
+        """(batch, seq_len) as given, or the defaults for the resolved device."""
+        return (self.batch or (4 if device == "cuda" else 2), self.seq_len or (2048 if device == "cuda" else 128))
+
+
 def positive(name: str, value: int | None) -> None:
     """Refuse a non-positive option with one line naming it."""
     if value is not None and value < 1:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence import Evidence
-from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.probes.common import OneStepConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "kernels"
@@ -51,20 +51,14 @@ CONSISTENCY_BOUNDS = {"cuda": (0.5, 1.1), "cpu": (0.2, 5.0)}
 
 
 @dataclass(frozen=True)
-class KernelsConfig(CommonConfig):
+class KernelsConfig(OneStepConfig):
     """Options of the kernels probe."""
 
-    batch: int | None = None
-    """Batch size (default 4 on CUDA, 2 on CPU)."""
-    seq_len: int | None = None
-    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
     steps: int = 3
     """Steps under the profiler (keep it small: long traces drop events)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        positive("batch", self.batch)
-        positive("seq_len", self.seq_len)
         positive("steps", self.steps)
 
 
@@ -114,8 +108,7 @@ def _self_time_us(event: Any, device: bool) -> float:
 def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> Evidence:
     """Profile ``steps`` training steps; return the evidence (not stored)."""
     device = resolve_device(config.device)
-    batch = config.batch or (4 if device == "cuda" else 2)
-    seq_len = config.seq_len or (2048 if device == "cuda" else 128)
+    batch, seq_len = config.step_shape(device)
     params = {**config.params(device), "batch": batch, "seq_len": seq_len, "steps": config.steps}
 
     def body(rec: Recorder) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
-from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.probes.common import OneStepConfig, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "optimizer"
@@ -25,20 +25,11 @@ VERSION = 1
 
 
 @dataclass(frozen=True)
-class OptimizerConfig(CommonConfig):
+class OptimizerConfig(OneStepConfig):
     """Options of the optimizer probe."""
 
-    batch: int | None = None
-    """Batch size (default 4 on CUDA, 2 on CPU)."""
-    seq_len: int | None = None
-    """Sequence length (default 2048 on CUDA, 128 on CPU)."""
     windows: int = 7
     """Interleaved rounds (``--rounds``)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        positive("batch", self.batch)
-        positive("seq_len", self.seq_len)
 
 
 def share(optimizer_s: float, step_s: float) -> float:
@@ -49,8 +40,7 @@ def share(optimizer_s: float, step_s: float) -> float:
 def run(config: OptimizerConfig, journal: Any = None, progress: bool = False) -> Evidence:
     """Interleave instrumented and baseline steps; return the evidence (not stored)."""
     device = resolve_device(config.device)
-    batch = config.batch or (4 if device == "cuda" else 2)
-    seq_len = config.seq_len or (2048 if device == "cuda" else 128)
+    batch, seq_len = config.step_shape(device)
     params = {**config.params(device), "batch": batch, "seq_len": seq_len, "rounds": config.windows}
 
     def body(rec: Recorder) -> None:
