@@ -11,16 +11,17 @@ command line instead (for a person debugging one point). A child that dies befor
 hard fault, a signal, the kernel's OOM killer, the time limit) yields no line and the parent
 reports how it ended.
 
-Spawn-ahead (CUDA only): the next child is started while the current point runs, so that its
-interpreter start and ``import torch`` can overlap the measurement (the saving is not measured
-here; it is at most that start-up time per point). It touches no device until it reads its spec,
-so it holds no device memory meanwhile. On CPU it is off: a child importing torch would take
-cores from the point being timed.
+Spawn-ahead (CUDA only): the next children are started while the current point runs, so that
+their interpreter start and imports (``warm_imports``) can overlap the measurement; each point
+records ``preload_s`` and ``idle_before_spec_s`` (how long a child was ready before its spec came),
+so the overlap is measured, not assumed. A waiting child touches no device, so it holds no device
+memory. On CPU it is off: a child importing torch would take cores from the point being timed.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import signal
@@ -34,6 +35,7 @@ from typing import Any, Callable
 from measure.errors import ProbebookError
 
 MARKER = "probebook-point: "
+CUDA_AHEAD = 3  # children kept started on CUDA: ~7 s of imports (preload_s on a 2-core host) over 2-3 s points
 REPO = Path(__file__).resolve().parent.parent
 # what an allocation failure says, besides torch.OutOfMemoryError: a CPU allocator refusal, a
 # cuBLAS/cuDNN workspace that could not be allocated, a CUDA runtime "out of memory"
@@ -75,6 +77,8 @@ class Outcome:
     """Seconds from sending the spec to the process's end."""
     timed_out: bool
     """True when the parent killed it at the time limit."""
+    ended_unix: float = 0.0
+    """Wall-clock time (``time.time()``) when the parent saw the process end."""
 
     def death(self) -> str:
         """One line saying how a process that printed no result ended."""
@@ -94,32 +98,30 @@ class Outcome:
 class PointProcess:
     """Runs specs through ``python -m <module> --point -``, one fresh process each (a context manager)."""
 
-    def __init__(self, module: str, env: dict[str, str] | None = None, timeout_s: float = 600.0,
-                 spawn_ahead: bool = False):
+    def __init__(self, module: str, env: dict[str, str] | None = None, timeout_s: float = 600.0, ahead: int = 0):
         self.module = module
         self.env = {**os.environ, **(env or {})}
         # the children import the same measure package as the parent, wherever it lives
         self.env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
         self.timeout_s = timeout_s
-        self.spawn_ahead = spawn_ahead
-        self._next: subprocess.Popen[str] | None = None
+        self.ahead = ahead
+        self._ready: collections.deque[subprocess.Popen[str]] = collections.deque()
 
     def _start(self) -> subprocess.Popen[str]:
         return subprocess.Popen([sys.executable, "-m", self.module, "--point", "-"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, cwd=REPO)
 
-    def run(self, spec: dict[str, Any], more: bool = True) -> Outcome:
-        """Measure one spec in a fresh process; with spawn-ahead and ``more``, start the next one meanwhile."""
-        proc = self._next or self._start()
-        self._next = None
+    def run(self, spec: dict[str, Any]) -> Outcome:
+        """Measure one spec in a fresh process; with ``ahead``, keep that many more started meanwhile."""
+        proc = self._ready.popleft() if self._ready else self._start()
         start = time.perf_counter()
         try:
             proc.stdin.write(json.dumps(spec, allow_nan=False) + "\n")  # type: ignore[union-attr]
             proc.stdin.flush()  # type: ignore[union-attr]  (communicate() closes it)
         except BrokenPipeError:
             pass  # it died while starting; communicate() below collects how
-        if self.spawn_ahead and more:
-            self._next = self._start()
+        while len(self._ready) < self.ahead:
+            self._ready.append(self._start())
         timed_out = False
         try:
             out, err = proc.communicate(timeout=self.timeout_s)
@@ -131,19 +133,23 @@ class PointProcess:
             proc.kill()
             proc.communicate()
             raise
-        wall = time.perf_counter() - start
+        wall, ended = time.perf_counter() - start, time.time()
         result = None
         for line in out.splitlines():
             if line.startswith(MARKER):
                 result = json.loads(line[len(MARKER):])
-        return Outcome(result, proc.returncode, err[-2000:], wall, timed_out)
+        return Outcome(result, proc.returncode, err[-2000:], wall, timed_out, ended)
+
+    def waiting(self) -> list[int]:
+        """Process ids of the children started ahead and not yet given a spec."""
+        return [proc.pid for proc in self._ready]
 
     def close(self) -> None:
-        """Stop a spawned-ahead process that will not be used."""
-        if self._next is not None:
-            self._next.kill()
-            self._next.communicate()
-            self._next = None
+        """Stop the spawned-ahead processes that will not be used."""
+        while self._ready:
+            proc = self._ready.popleft()
+            proc.kill()
+            proc.communicate()
 
     def __enter__(self) -> "PointProcess":
         return self
@@ -152,25 +158,68 @@ class PointProcess:
         self.close()
 
 
+PHASES = ("preload_s", "idle_before_spec_s", "setup_s", "warmup_s", "timed_s", "observe_s", "measure_s")
+"""Where a point process's time went, in seconds: ``prepare`` (imports); waiting for the spec (a spawned-ahead
+child was ready that long before its spec came); the probe's own phases (``Phases.mark``); all after the spec."""
+
+
+def _positive(value: Any) -> float | None:
+    """A duration as evidence can hold it: positive and finite, else None (a time field is never 0)."""
+    return float(value) if isinstance(value, (int, float)) and 0 < value < float("inf") else None
+
+
+def phase_times(result: dict[str, Any], outcome: Outcome) -> dict[str, float | None]:
+    """The point's phase durations (``PHASES``) and ``exit_s``: from printing its result to the process's end."""
+    out = {name: _positive(result.get(name)) for name in PHASES}
+    printed = result.get("printed_unix")
+    out["exit_s"] = _positive(outcome.ended_unix - printed) if isinstance(printed, (int, float)) else None
+    return out
+
+
+class Phases:
+    """Records, into ``facts``, the seconds since the previous mark under each phase's name."""
+
+    def __init__(self, facts: dict[str, Any]):
+        self.facts = facts
+        self.last = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.facts[name] = now - self.last
+        self.last = now
+
+
+def warm_imports() -> None:
+    """Import what every point needs, touching no device, so a spawned-ahead child is ready for its spec."""
+    import torch
+    import torch.profiler  # noqa: F401  (every point profiles one step)
+
+    import measure.workload.reference  # noqa: F401
+    # an optimizer's first construction imports the compiler stack (torch._dynamo: seconds, measured in
+    # this module's preload_s); a throwaway one on a host tensor pays that here instead of in setup_s
+    torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])
+
+
 def serve(measure: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]], argv: list[str] | None = None,
-          preload: tuple[str, ...] = ("torch", "measure.workload.reference")) -> int:
+          prepare: Callable[[], None] = warm_imports) -> None:
     """The child's side: read the spec, call ``measure(spec, facts)``, print one result line.
 
     ``facts`` is a dict the measurement fills as it learns things (e.g. the parameter count), so
     that a point which then fails still reports them. An allocation failure is reported as
     ``{"status": "oom", "error": ...}``; bad input as ``{"status": "error", "input_error": true}``;
-    any other exception as ``{"status": "error"}``. The ``preload`` modules are imported before the
-    spec is read, so a spawned-ahead child has them ready (importing torch touches no device).
+    any other exception as ``{"status": "error"}``. ``prepare`` runs before the spec is read, so a
+    spawned-ahead child has done it by the time its point starts.
     """
-    import importlib
     parser = argparse.ArgumentParser(description="Measure one probe point and print one JSON line.")
     parser.add_argument("--point", required=True, help="the point's spec as JSON, or - to read it from stdin")
     args = parser.parse_args(argv)
-    for name in preload:
-        importlib.import_module(name)
+    started = time.perf_counter()
+    prepare()
+    loaded = time.perf_counter()
     text = sys.stdin.readline() if args.point == "-" else args.point
+    spec_read = time.perf_counter()
     spec = json.loads(text)
-    facts: dict[str, Any] = {}
+    facts: dict[str, Any] = {"preload_s": loaded - started, "idle_before_spec_s": spec_read - loaded}
     try:
         measured = measure(spec, facts)
         result = {**facts, **measured}
@@ -178,5 +227,9 @@ def serve(measure: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]], a
         result = {**facts, "status": "error", "input_error": True, "error": str(exc)}
     except Exception as exc:  # reported to the parent, which decides what the point means
         result = {**facts, "status": "oom" if is_oom(exc) else "error", "error": one_line(exc)}
+    result.update({"measure_s": time.perf_counter() - spec_read, "printed_unix": time.time()})
     print(MARKER + json.dumps(result, allow_nan=False, sort_keys=True), flush=True)
-    return 0
+    sys.stderr.flush()
+    # the result is out; skip interpreter teardown (module finalisers, profiler and allocator shutdown),
+    # which only delays the next point: the kernel reclaims the process's memory, the driver its context
+    os._exit(0)

@@ -107,6 +107,26 @@ def test_a_point_runs_in_its_own_process_and_prints_one_line():
     assert result["peak_method"] == "linux-vmhwm" and result["peak_bytes"] > 0
 
 
+def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
+    from measure.isolate import PointProcess
+    spec = {"device": "cpu", "context": 16, "batch": 1, "workload": None,
+            "options": {"preset": "tiny", "device": "cpu", "compile": False, "checkpointing": False,
+                        "dtype": "fp32", "seed": 0}, "warmup": 0, "windows": 1, "iters": 1}
+    with PointProcess("measure.probes.batch_sweep", peakmem.cpu_env(), ahead=1) as points:
+        first = points.run(spec)
+        (waiting,) = points.waiting()
+        time.sleep(2.0)  # the next point arrives later than the waiting child's imports finish
+        second = points.run({**spec, "batch": 2})
+        assert waiting not in points.waiting() and len(points.waiting()) == 1
+        left = points.waiting()
+    assert first.result["status"] == "ok" and second.result["status"] == "ok"
+    # the second child was started during the first point and had its imports done before its spec came
+    assert second.result["idle_before_spec_s"] > 1.0 and second.result["batch_elements"] == 2 * 2 * 16
+    for pid in left:  # the unused child was stopped and reaped
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
 # --- batch-sweep through the CLI ---------------------------------------------------------------
 
 def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
@@ -265,7 +285,7 @@ def test_memory_probes_on_cuda_read_the_caching_allocator(archive):
     sweep = batch_sweep.run(batch_sweep.BatchSweepConfig(**fast, contexts=(128,), max_tokens=512))
     assert sweep.status == "complete", sweep.error
     rows = sweep.data["samples"]
-    assert [r["batch"] for r in rows] == [1, 2, 4] and sweep.params["spawn_ahead"] is True
+    assert [r["batch"] for r in rows] == [1, 2, 4] and sweep.params["spawn_ahead"] == 3
     assert all(r["peak_method"] == "torch.cuda.max_memory_allocated" and r["peak_over_device"] is False for r in rows)
     assert rows[0]["peak_bytes"] < rows[-1]["peak_bytes"] <= rows[-1]["reserved_bytes"]
     loss = loss_memory.run(loss_memory.LossMemoryConfig(**fast, context=256, microbatches=(1, 2, 4), chunk_tokens=128))

@@ -134,12 +134,13 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     import torch
 
     from measure import peakmem
-    from measure.isolate import is_oom
+    from measure.isolate import Phases, is_oom
     from measure.timing import WindowPlan, clock_for, sync_for, time_windows
     from measure.workload import WorkloadOptions, load_workload
     from measure.workload.observe import observe
 
     device, b, s = spec["device"], spec["batch"], spec["context"]
+    phases = Phases(facts)
     memory = peakmem.device_memory(device)
     facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
     try:
@@ -151,12 +152,15 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         if spec.get("cpu_memory_limit_bytes"):
             facts["address_space_cap_bytes"] = peakmem.limit_address_space(spec["cpu_memory_limit_bytes"])
         sync = sync_for(device)
+        phases.mark("setup_s")
         for _ in range(spec["warmup"]):
             workload.step(batch)
         peakmem.reset(device)
+        phases.mark("warmup_s")
         plan = WindowPlan(warmup=0, windows=spec["windows"], iters=spec["iters"])
         timed = time_windows(lambda: workload.step(batch), clock_for(device), plan, sync)
         peak = peakmem.read(device)
+        phases.mark("timed_s")
     except Exception as exc:
         if device == "cuda" and is_oom(exc):
             facts["peak_before_oom_bytes"] = int(torch.cuda.max_memory_allocated())
@@ -168,6 +172,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
             raise
         seen = {"sdpa_backend": None, "compile_engaged": None, "dtype": None}
         facts["observe_error"] = f"the profiled step ran out of memory: {exc}"[:300]
+    phases.mark("observe_s")
     return {"status": "ok", "times_s": timed.times_s, "median_s": timed.median_s, "cv": timed.cv,
             "unstable": timed.unstable, **peak, "sdpa_backend": seen["sdpa_backend"],
             "compile_engaged": seen["compile_engaged"], "observed_dtype": seen["dtype"]}
@@ -175,8 +180,9 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
 
 # --- the parent: the walk -----------------------------------------------------------------------
 
-def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    """One batch-sweep sample from a child's result (ok or oom)."""
+def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
+    """One batch-sweep sample from a child's result (ok or oom) and how its process ended."""
+    from measure.isolate import phase_times
     ok = result["status"] == "ok"
     total, peak = result.get("device_total_bytes"), result.get("peak_bytes") if ok else None
     return {
@@ -193,7 +199,7 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], wall
         "sdpa_backend": result.get("sdpa_backend"), "compile_engaged": result.get("compile_engaged"),
         "observed_dtype": result.get("observed_dtype"), "observe_error": result.get("observe_error"),
         "batch_elements": result.get("batch_elements"),
-        "point_wall_s": wall_s,
+        "point_wall_s": outcome.wall_s, **phase_times(result, outcome),
         "error": None if ok else result.get("error"),
     }
 
@@ -201,7 +207,7 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], wall
 def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -> Evidence:
     """Walk every context up to its first OOM or the cap, one process per point; return the evidence."""
     from measure import peakmem
-    from measure.isolate import PointProcess
+    from measure.isolate import CUDA_AHEAD, PointProcess
     from measure.workload.presets import PRESETS, param_count
 
     device = resolve_device(config.device)
@@ -218,7 +224,7 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
     params = {**config.params(device), "contexts": list(contexts), "max_tokens": max_tokens,
               "planned_batches": {str(s): b for s, b in planned.items()},
               "peak_method": peakmem.method(device), "isolation": "one fresh process per point",
-              "spawn_ahead": device == "cuda",
+              "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
               "oom_source": ("cuda allocator" if device == "cuda" else
                              "RLIMIT_AS address-space limit per point process" if config.cpu_memory_limit_bytes
                              else "none: the CPU walk stops at the cap"),
@@ -231,7 +237,7 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
         rec.data.update({"windows": [], "failures": [], "skipped": []})
         started = time.perf_counter()
         n_params = expected_params
-        with PointProcess(MODULE, child_env, config.point_timeout_s, spawn_ahead=device == "cuda") as points:
+        with PointProcess(MODULE, child_env, config.point_timeout_s, ahead=CUDA_AHEAD if device == "cuda" else 0) as points:
             for s in contexts:
                 rows: list[dict[str, Any]] = []
                 for i, b in enumerate(planned[s]):
@@ -263,7 +269,7 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
                                                      "wall_s": outcome.wall_s,
                                                      "error": f"no parameter count: {result.get('error')}"})
                         break
-                    row = _row(model, n_params, s, b, result, outcome.wall_s)
+                    row = _row(model, n_params, s, b, result, outcome)
                     rows.append(row)
                     if row["status"] == "ok":
                         rec.data["windows"] += [{"context": s, "batch": b, "window": w, "step_s": t}
@@ -291,4 +297,4 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
 
 if __name__ == "__main__":
     from measure.isolate import serve
-    sys.exit(serve(measure_point))
+    serve(measure_point)

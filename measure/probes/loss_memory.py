@@ -182,10 +182,12 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     import torch
 
     from measure import peakmem
+    from measure.isolate import Phases
     from measure.timing import WindowPlan, clock_for, sync_for, time_windows
     from measure.workload import WorkloadOptions, load_workload
 
     device, arm, mb, s = spec["device"], spec["arm"], spec["microbatch"], spec["context"]
+    phases = Phases(facts)
     options = WorkloadOptions(**spec["options"])
     memory = peakmem.device_memory(device)
     facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
@@ -208,19 +210,26 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     with torch.no_grad():
         facts["first_loss"] = float(loss(batch))
     sync = sync_for(device)
+    phases.mark("setup_s")
     for _ in range(spec["warmup"]):
         step(batch)
     peakmem.reset(device)
+    phases.mark("warmup_s")
     plan = WindowPlan(warmup=0, windows=spec["windows"], iters=spec["iters"])
     timed = time_windows(lambda: step(batch), clock_for(device), plan, sync)
     peak = peakmem.read(device)
+    phases.mark("timed_s")
+    seen = _observe_loss(step, batch, device)
+    phases.mark("observe_s")
     return {"status": "ok", "times_s": timed.times_s, "median_s": timed.median_s, "cv": timed.cv,
-            "unstable": timed.unstable, **peak, **_observe_loss(step, batch, device)}
+            "unstable": timed.unstable, **peak, **seen}
 
 
 # --- the parent -----------------------------------------------------------------------------------
 
-def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], wall_s: float) -> dict[str, Any]:
+def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
+    """One loss-memory sample from a child's ok result and how its process ended."""
+    from measure.isolate import phase_times
     step_tokens = mb * s
     return {
         "arm": arm, "microbatch": mb, "tokens_per_step": s, "vocab": result["vocab"], "context": s,
@@ -235,7 +244,7 @@ def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], w
         "logits_rows_max": result["logits_rows_max"], "first_loss": result["first_loss"],
         "free_bytes_at_start": result.get("free_bytes_at_start"),
         "device_total_bytes": result.get("device_total_bytes"),
-        "n_params": result["n_params"], "point_wall_s": wall_s,
+        "n_params": result["n_params"], "point_wall_s": outcome.wall_s, **phase_times(result, outcome),
     }
 
 
@@ -257,7 +266,7 @@ def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -> Evidence:
     """Measure every (microbatch, arm) point, arms alternating, one process per point; return the evidence."""
     from measure import peakmem
-    from measure.isolate import PointProcess
+    from measure.isolate import CUDA_AHEAD, PointProcess
 
     device = resolve_device(config.device)
     context = config.context or (2048 if device == "cuda" else 256)
@@ -266,14 +275,15 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
     child_env = peakmem.cpu_env() if device == "cpu" else {}
     params = {**config.params(device), "context": context, "chunk_tokens": chunk, "microbatches": microbatches,
               "arms": list(config.arms), "peak_method": peakmem.method(device),
-              "isolation": "one fresh process per point", "spawn_ahead": device == "cuda", "child_env": child_env,
+              "isolation": "one fresh process per point", "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
+              "child_env": child_env,
               "tokens_per_step_meaning": "tokens one more microbatch unit (one sequence) adds: the context"}
 
     def body(rec: Recorder) -> None:
         rec.data.update({"windows": [], "oom": [], "failures": [], "checks": []})
         started = time.perf_counter()
         stopped: set[str] = set()
-        with PointProcess(MODULE, child_env, config.point_timeout_s, spawn_ahead=device == "cuda") as points:
+        with PointProcess(MODULE, child_env, config.point_timeout_s, ahead=CUDA_AHEAD if device == "cuda" else 0) as points:
             for mb in microbatches:
                 for arm in config.arms:
                     if arm in stopped:
@@ -302,7 +312,7 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
                             print(f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
                                   file=sys.stderr, flush=True)
                         continue
-                    row = _row(arm, mb, context, chunk, result, outcome.wall_s)
+                    row = _row(arm, mb, context, chunk, result, outcome)
                     rec.data["windows"] += [{"arm": arm, "microbatch": mb, "window": w, "step_s": t}
                                             for w, t in enumerate(result["times_s"])]
                     rec.point([row], None, f"{where}: peak {row['peak_bytes'] / 2**30:.3f} GiB, "
@@ -321,4 +331,4 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
 
 if __name__ == "__main__":
     from measure.isolate import serve
-    sys.exit(serve(measure_point))
+    serve(measure_point)
