@@ -15,7 +15,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
-from measure.errors import ProbebookError
+from measure.errors import run_action
 from measure.probes import PROBES
 from measure.workload.presets import PRESETS
 
@@ -198,14 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(_insert_measure(argv))
     del measure
-    try:
-        return int(args.func(args) or 0)
-    except ProbebookError as exc:
-        print(f"measure: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("measure: interrupted", file=sys.stderr)
-        return 130
+    return run_action(lambda: args.func(args), "measure")
 
 
 def _insert_measure(argv: list[str]) -> list[str]:

@@ -4,6 +4,9 @@ The CLI turns a ``ProbebookError`` into a single line on stderr and exit status 
 anything else is a bug and keeps its traceback.
 """
 
+import sys
+from typing import Callable
+
 
 class ProbebookError(Exception):
     """A failure caused by input: the message names the file, row or field and what to do."""
@@ -15,3 +18,20 @@ class EvidenceError(ProbebookError):
 
 class StoreError(ProbebookError):
     """The archive cannot satisfy a request (unknown id, ambiguous prefix, bad id)."""
+
+
+def run_action(action: Callable[[], int | None], prog: str) -> int:
+    """Run one CLI action; an input error becomes one line on stderr and exit status 2, no traceback.
+
+    Shared by ``probebook`` and ``python -m measure`` so both commands fail the same way.
+    """
+    try:
+        return int(action() or 0)
+    except ProbebookError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130

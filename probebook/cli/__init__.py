@@ -9,10 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import sys
 from typing import Any, Sequence
 
-from measure.errors import ProbebookError
+from measure.errors import run_action
 
 COMMAND_MODULES = ("archive", "derive", "measure", "site")
 
@@ -45,13 +44,4 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except ProbebookError as exc:
-        print(f"probebook: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
-    except KeyboardInterrupt:
-        print("probebook: interrupted", file=sys.stderr)
-        return 130
+    return run_action(lambda: args.func(args), "probebook")
