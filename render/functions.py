@@ -271,27 +271,27 @@ class PageFunctions:
 
     def chart(self, kind: str, *refs: Any, **options: Any) -> Block:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
-        picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
-        out = charts.render(kind, [self._doc(r) for r in picked], **options)
-        stem = _asset_stem(kind)
-        state = current_state()
-        state.add_file(f"{stem}.svg", out.svg.encode("utf-8"))
-        state.add_file(f"{stem}.vl.json", out.spec_json.encode("utf-8"))
-        name = stem.rsplit("/", 1)[-1]
+        out, name = self._assets("chart", charts.render, kind, refs, options,
+                                 lambda o: {"svg": o.svg, "vl.json": o.spec_json})
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")
         return Block(f"![{alt}]({name}.svg)\n\n[Chart spec (Vega-Lite JSON)]({name}.vl.json)\n")
 
     def table(self, kind: str, *refs: Any, **options: Any) -> Block:
         """A table of the evidence with CSV and JSON downloads saved beside the page."""
-        picked = [self._ref(r, None, f"table({kind!r})") for r in refs]
-        out = tables.render(kind, [self._doc(r) for r in picked], **options)
-        stem = _asset_stem(kind)
-        state = current_state()
-        state.add_file(f"{stem}.csv", out.csv.encode("utf-8"))
-        state.add_file(f"{stem}.json", out.json.encode("utf-8"))
-        name = stem.rsplit("/", 1)[-1]
+        out, name = self._assets("table", tables.render, kind, refs, options,
+                                 lambda o: {"csv": o.csv, "json": o.json})
         return Block(f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n")
 
+    def _assets(self, what: str, render: Callable[..., Any], kind: str, refs: tuple[Any, ...],
+                options: dict[str, Any], files: Callable[[Any], dict[str, str]]) -> tuple[Any, str]:
+        """Render ``kind`` over the named evidence, save its files beside the page; return it and their stem."""
+        picked = [self._ref(r, None, f"{what}({kind!r})") for r in refs]
+        out = render(kind, [self._doc(r) for r in picked], **options)
+        stem = _asset_stem(kind)
+        state = current_state()
+        for suffix, text in files(out).items():
+            state.add_file(f"{stem}.{suffix}", text.encode("utf-8"))
+        return out, stem.rsplit("/", 1)[-1]
 
 def field_unit(field: str) -> tuple[str, str | None, str]:
     """(base unit, display unit, format) for a sample field, from the naming convention (DESIGN §2)."""
