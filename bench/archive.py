@@ -37,13 +37,19 @@ from measure.store import Store  # noqa: E402
 
 def make_evidence(i: int) -> Evidence:
     """A distinct, valid step-scaling document of realistic size (~1.5 kB), fixed timestamps."""
-    samples = [{"tokens": 128 * (k + 1), "step_s": round(0.01 + 0.0007 * k + 1e-7 * i, 9), "window": k}
-               for k in range(24)]
+    samples = [
+        {"tokens": 128 * (k + 1), "step_s": round(0.01 + 0.0007 * k + 1e-7 * i, 9), "window": k} for k in range(24)
+    ]
     return Evidence(
-        probe="step-scaling", probe_version=1, params={"preset": "tiny", "seed": i, "bench": True},
-        data={"samples": samples}, machine={"gpu": None, "gpu_count": 0, "note": "bench: synthetic"},
-        code={"probebook": "bench"}, origin={"kind": "imported", "source": "bench/archive.py synthetic"},
-        created_at="2026-11-29T08:00:00Z", notes="synthetic benchmark document; never published",
+        probe="step-scaling",
+        probe_version=1,
+        params={"preset": "tiny", "seed": i, "bench": True},
+        data={"samples": samples},
+        machine={"gpu": None, "gpu_count": 0, "note": "bench: synthetic"},
+        code={"probebook": "bench"},
+        origin={"kind": "imported", "source": "bench/archive.py synthetic"},
+        created_at="2026-11-29T08:00:00Z",
+        notes="synthetic benchmark document; never published",
     )
 
 
@@ -63,8 +69,10 @@ def verify_baseline(store: Store) -> int:
 def sha256sum_run(paths: list[Path]) -> list[bytes]:
     """Hash every file with coreutils ``sha256sum`` (argv batches, like ``xargs -0``); raw output."""
     batch = 2000  # keeps each argv well under ARG_MAX
-    return [subprocess.run(["sha256sum", "--", *map(str, paths[i:i + batch])], capture_output=True,
-                           check=True).stdout for i in range(0, len(paths), batch)]
+    return [
+        subprocess.run(["sha256sum", "--", *map(str, paths[i : i + batch])], capture_output=True, check=True).stdout
+        for i in range(0, len(paths), batch)
+    ]
 
 
 def sha256sum_mismatches(outputs: list[bytes]) -> int:
@@ -91,9 +99,11 @@ def best_of(repeat: int, fn, *args) -> tuple[float, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="example:\n  python bench/archive.py --n 10000",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n  python bench/archive.py --n 10000",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--n", type=int, default=10_000, help="documents to import and verify (default 10000)")
     ap.add_argument("--repeat", type=int, default=3, help="verify passes per method; the fastest is reported")
     ap.add_argument("--keep", type=Path, help="build the archive in this (new) folder and keep it")
@@ -124,19 +134,22 @@ def main(argv: list[str] | None = None) -> int:
         rows["verify, baseline loop (before)"], _ = best_of(args.repeat, verify_baseline, store)
         rows["Store.verify() (shipped)"], _ = best_of(args.repeat, store.verify)
         rows["sha256sum (coreutils, batched)"], _ = best_of(args.repeat, sha256sum_run, paths)
-        rows["archive verify: hash + parse all"], _ = best_of(
-            args.repeat, lambda: (store.verify(), store.invalid()))
+        rows["archive verify: hash + parse all"], _ = best_of(args.repeat, lambda: (store.verify(), store.invalid()))
 
-        print(f"archive benchmark: {args.n} documents of {size / args.n:.0f} B on average, "
-              f"{os.cpu_count()} CPU cores; verify rows: fastest of {args.repeat}, warm page cache")
+        print(
+            f"archive benchmark: {args.n} documents of {size / args.n:.0f} B on average, "
+            f"{os.cpu_count()} CPU cores; verify rows: fastest of {args.repeat}, warm page cache"
+        )
         print(f"{'step':36s} {'seconds':>9s} {'files/s':>10s}")
         for name, dt in rows.items():
             print(f"{name:36s} {dt:9.3f} {args.n / dt:10.0f}")
         ref = rows["sha256sum (coreutils, batched)"]
         before = rows["verify, baseline loop (before)"] / ref
         after = rows["Store.verify() (shipped)"] / ref
-        print(f"verify time / sha256sum time: baseline {before:.2f}x, shipped {after:.2f}x "
-              f"(goal <= 2x: {'met' if after <= 2 else 'NOT met'})")
+        print(
+            f"verify time / sha256sum time: baseline {before:.2f}x, shipped {after:.2f}x "
+            f"(goal <= 2x: {'met' if after <= 2 else 'NOT met'})"
+        )
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

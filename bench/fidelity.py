@@ -36,6 +36,7 @@ def log(text: str) -> None:
 def bare_matmul_tflop_s(n: int, windows: int, iters: int) -> list[float]:
     """TFLOP/s of a plain ``torch.matmul(a, b)`` loop (allocating its output), one figure per window."""
     import torch
+
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     for _ in range(3):
@@ -49,13 +50,14 @@ def bare_matmul_tflop_s(n: int, windows: int, iters: int) -> list[float]:
             torch.matmul(a, b)
         end.record()
         end.synchronize()
-        out.append(2 * n ** 3 * iters / (start.elapsed_time(end) / 1e3) / 1e12)
+        out.append(2 * n**3 * iters / (start.elapsed_time(end) / 1e3) / 1e12)
     return out
 
 
 def bare_pinned_h2d_gb_s(nbytes: int, windows: int, iters: int) -> list[float]:
     """GB/s of a plain pinned host->device ``copy_(non_blocking=True)`` loop, one figure per window."""
     import torch
+
     src = torch.empty(nbytes // 4, dtype=torch.float32, pin_memory=True).uniform_()
     dst = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")
     for _ in range(3):
@@ -84,6 +86,7 @@ def timed(name: str, walls: dict[str, float], fn: Callable[[], Any]) -> Any:
 
 def store(archive: Path | None, evidence: Any) -> str | None:
     from measure.store import Store
+
     ident = Store(archive).put(evidence) if archive else None
     log(f"{evidence.probe}: {evidence.status} {ident or ''}")
     return ident
@@ -99,6 +102,7 @@ def main() -> int:
     args = ap.parse_args()
 
     import torch
+
     if not torch.cuda.is_available():
         print("fidelity: needs a CUDA device (this bench compares GPU timings)", file=sys.stderr)
         return 2
@@ -114,8 +118,15 @@ def main() -> int:
     smoke = args.smoke
     square = 1024 if smoke else 8192
     preset = "tiny" if smoke else "250m"
-    report: dict[str, Any] = {"smoke": smoke, "machine": fingerprint(), "goals": GOALS, "results": {},
-                              "errors": {}, "probe_wall_s": {}, "evidence": {}}
+    report: dict[str, Any] = {
+        "smoke": smoke,
+        "machine": fingerprint(),
+        "goals": GOALS,
+        "results": {},
+        "errors": {},
+        "probe_wall_s": {},
+        "evidence": {},
+    }
     walls = report["probe_wall_s"]
 
     def section(name: str, fn: Callable[[], dict[str, Any]]) -> None:
@@ -140,46 +151,85 @@ def main() -> int:
             bare_matmul_tflop_s(square, 1, iters)
         bare_rounds, probe_rounds, clocks = [bare_matmul_tflop_s(square, 5, iters)], [], []
         for r in range(rounds):
-            ev = timed(f"gemm-round{r}", walls, lambda: gemm_probe.run(gemm_probe.GemmConfig(
-                preset=preset, device="cuda", square=square, tokens=2048 if smoke else 16384)))
+            ev = timed(
+                f"gemm-round{r}",
+                walls,
+                lambda: gemm_probe.run(
+                    gemm_probe.GemmConfig(preset=preset, device="cuda", square=square, tokens=2048 if smoke else 16384)
+                ),
+            )
             report["evidence"][f"gemm-round{r}"] = store(args.archive, ev)
             probe_rounds.append(ev.data["ceiling"]["square_tflop_s"])
             clocks.append(ev.data["clocks"])
             bare_rounds.append(bare_matmul_tflop_s(square, 5, iters))
         bare = median([x for r in bare_rounds for x in r])
         probe = median(probe_rounds)
-        return {"square_n": square, "probe_tflop_s": probe, "probe_rounds_tflop_s": probe_rounds,
-                "bare_tflop_s": bare, "bare_rounds_tflop_s": bare_rounds, "ratio": probe / bare,
-                "goal": GOALS["gemm_ratio"], "met": probe / bare >= GOALS["gemm_ratio"],
-                "flop_weighted_tflop_s": ev.data["ceiling"]["flop_weighted_tflop_s"], "probe_clocks": clocks}
+        return {
+            "square_n": square,
+            "probe_tflop_s": probe,
+            "probe_rounds_tflop_s": probe_rounds,
+            "bare_tflop_s": bare,
+            "bare_rounds_tflop_s": bare_rounds,
+            "ratio": probe / bare,
+            "goal": GOALS["gemm_ratio"],
+            "met": probe / bare >= GOALS["gemm_ratio"],
+            "flop_weighted_tflop_s": ev.data["ceiling"]["flop_weighted_tflop_s"],
+            "probe_clocks": clocks,
+        }
 
     section("gemm", gemm_check)
     ceiling = report["results"].get("gemm", {}).get("probe_tflop_s")
 
     # 2. copy probe's pinned h2d contiguous vs a bare pinned copy_ of the same bytes
     def copy_check() -> dict[str, Any]:
-        ev = timed("copy", walls, lambda: copy_probe.run(copy_probe.CopyConfig(
-            preset=preset, device="cuda", directions=("h2d",), warmup=3, windows=5, iters=3)))
+        ev = timed(
+            "copy",
+            walls,
+            lambda: copy_probe.run(
+                copy_probe.CopyConfig(preset=preset, device="cuda", directions=("h2d",), warmup=3, windows=5, iters=3)
+            ),
+        )
         report["evidence"]["copy"] = store(args.archive, ev)
-        point = next(p for p in ev.data["points"]
-                     if (p["direction"], p["memory"], p["pattern"]) == ("h2d", "pinned", "contiguous"))
+        point = next(
+            p
+            for p in ev.data["points"]
+            if (p["direction"], p["memory"], p["pattern"]) == ("h2d", "pinned", "contiguous")
+        )
         bare = median(bare_pinned_h2d_gb_s(point["bytes"], 5, 3))
-        return {"bytes": point["bytes"], "probe_gb_s": point["gb_s"], "bare_gb_s": bare,
-                "ratio": point["gb_s"] / bare, "goal": GOALS["copy_ratio"], "met": point["gb_s"] / bare >= GOALS["copy_ratio"],
-                "per_layer_gb_s": next(p["gb_s"] for p in ev.data["points"]
-                                       if (p["direction"], p["memory"], p["pattern"]) == ("h2d", "pinned", "per-layer"))}
+        return {
+            "bytes": point["bytes"],
+            "probe_gb_s": point["gb_s"],
+            "bare_gb_s": bare,
+            "ratio": point["gb_s"] / bare,
+            "goal": GOALS["copy_ratio"],
+            "met": point["gb_s"] / bare >= GOALS["copy_ratio"],
+            "per_layer_gb_s": next(
+                p["gb_s"]
+                for p in ev.data["points"]
+                if (p["direction"], p["memory"], p["pattern"]) == ("h2d", "pinned", "per-layer")
+            ),
+        }
 
     section("copy", copy_check)
 
     # 3a. optimizer probe: instrumented vs interleaved uninstrumented step
     def optimizer_check() -> dict[str, Any]:
-        ev = timed("optimizer", walls, lambda: opt_probe.run(opt_probe.OptimizerConfig(
-            preset=preset, device="cuda", batch=4, seq_len=256 if smoke else 2048, warmup=3,
-            windows=7, iters=3)))
+        ev = timed(
+            "optimizer",
+            walls,
+            lambda: opt_probe.run(
+                opt_probe.OptimizerConfig(
+                    preset=preset, device="cuda", batch=4, seq_len=256 if smoke else 2048, warmup=3, windows=7, iters=3
+                )
+            ),
+        )
         report["evidence"]["optimizer"] = store(args.archive, ev)
         s = ev.data["summary"]
-        return {**s, "goal": GOALS["instrumentation_overhead"],
-                "met": abs(s["instrumentation_overhead"]) <= GOALS["instrumentation_overhead"]}
+        return {
+            **s,
+            "goal": GOALS["instrumentation_overhead"],
+            "met": abs(s["instrumentation_overhead"]) <= GOALS["instrumentation_overhead"],
+        }
 
     section("instrumentation", optimizer_check)
 
@@ -190,8 +240,9 @@ def main() -> int:
         w = load_workload(WorkloadOptions(preset=preset, device="cuda", compile=True))
         data = w.make_batch(batch, seq)
         clock = CudaEventClock()
-        result = time_windows(lambda: w.step(data), clock, WindowPlan(warmup=3, windows=5, iters=3),
-                              torch.cuda.synchronize)
+        result = time_windows(
+            lambda: w.step(data), clock, WindowPlan(warmup=3, windows=5, iters=3), torch.cuda.synchronize
+        )
         seen = observe(w, data, "cuda")
         # timing-core cost: one event pair per step vs one per window of 5 steps, interleaved 5 rounds
         per_step, per_window = [], []
@@ -201,12 +252,22 @@ def main() -> int:
         walls["mfu-step"] = time.perf_counter() - t0
         flops = model_flops_per_token(w.n_params, w.layers, w.heads, w.head_dim, seq) * batch * seq
         rate = flops / result.median_s / 1e12
-        out = {"preset": preset, "seq_len": seq, "batch": batch, "n_params": w.n_params, "step_s": result.median_s,
-               "step_cv": result.cv, "model_tflop_s": rate, "ceiling_square_tflop_s": ceiling,
-               "mfu_of_ceiling": rate / ceiling if ceiling else None, "goal": GOALS["mfu"],
-               "observed": seen,
-               "event_pair_per_step_s": median(per_step), "event_pair_per_window_s": median(per_window),
-               "timing_core_overhead": median(per_step) / median(per_window) - 1}
+        out = {
+            "preset": preset,
+            "seq_len": seq,
+            "batch": batch,
+            "n_params": w.n_params,
+            "step_s": result.median_s,
+            "step_cv": result.cv,
+            "model_tflop_s": rate,
+            "ceiling_square_tflop_s": ceiling,
+            "mfu_of_ceiling": rate / ceiling if ceiling else None,
+            "goal": GOALS["mfu"],
+            "observed": seen,
+            "event_pair_per_step_s": median(per_step),
+            "event_pair_per_window_s": median(per_window),
+            "timing_core_overhead": median(per_step) / median(per_window) - 1,
+        }
         out["met"] = bool(out["mfu_of_ceiling"] and out["mfu_of_ceiling"] >= GOALS["mfu"])
         return out
 
@@ -217,8 +278,10 @@ def main() -> int:
         # rows: probe, wall seconds, exit status (or "skipped" when the campaign ran past its budget)
         report["campaign_wall_s"] = [{"probe": r[0], "wall_s": float(r[1]), "rc": r[2]} for r in rows if len(r) >= 3]
     args.report.write_text(json.dumps(report, indent=2, sort_keys=True))
-    summary = {k: (v.get("ratio") or v.get("instrumentation_overhead") or v.get("mfu_of_ceiling"), v.get("met"))
-               for k, v in report["results"].items()}
+    summary = {
+        k: (v.get("ratio") or v.get("instrumentation_overhead") or v.get("mfu_of_ceiling"), v.get("met"))
+        for k, v in report["results"].items()
+    }
     log(f"summary: {json.dumps(summary)}; errors: {list(report['errors'])}")
     return 0 if not report["errors"] else 1
 

@@ -51,10 +51,20 @@ CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "oth
 
 # --- synthetic evidence ------------------------------------------------------------------
 
+
 def _step_scaling(rng: random.Random) -> list[dict]:
     c, a, b = rng.uniform(0.004, 0.02), rng.uniform(1e-6, 4e-6), rng.uniform(2e-11, 2e-10)
-    return [{"tokens": s, "step_s": round((c + a * s + b * s * s) * rng.uniform(0.995, 1.005), 9), "batch": 8,
-             "mode": "fixed_batch", "window": w} for s in (256, 512, 1024, 2048, 4096) for w in range(3)]
+    return [
+        {
+            "tokens": s,
+            "step_s": round((c + a * s + b * s * s) * rng.uniform(0.995, 1.005), 9),
+            "batch": 8,
+            "mode": "fixed_batch",
+            "window": w,
+        }
+        for s in (256, 512, 1024, 2048, 4096)
+        for w in range(3)
+    ]
 
 
 def _batch_sweep(rng: random.Random) -> list[dict]:
@@ -63,40 +73,72 @@ def _batch_sweep(rng: random.Random) -> list[dict]:
         for batch in (1, 2, 4, 8, 16, 32, 64):
             oom = batch * ctx > budget
             rate = 1.0e5 * batch / (1 + batch / 16) * rng.uniform(0.98, 1.02)
-            rows.append({"model": "90m", "params": 90_000_000, "context": ctx, "batch": batch,
-                         "tok_s": None if oom else round(rate, 1),
-                         "peak_bytes": None if oom else batch * ctx * 350_000 + 2 * 2**30,
-                         "status": "oom" if oom else "ok"})
+            rows.append(
+                {
+                    "model": "90m",
+                    "params": 90_000_000,
+                    "context": ctx,
+                    "batch": batch,
+                    "tok_s": None if oom else round(rate, 1),
+                    "peak_bytes": None if oom else batch * ctx * 350_000 + 2 * 2**30,
+                    "status": "oom" if oom else "ok",
+                }
+            )
     return rows
 
 
 def _loss_memory(rng: random.Random) -> list[dict]:
     per = {"eager": 2.6e9, "chunked": 1.2e9, "fused": 0.8e9}
-    return [{"arm": arm, "microbatch": m, "tokens_per_step": m * 2048, "vocab": 32000,
-             "peak_bytes": int(3e9 + slope * m * rng.uniform(0.995, 1.005)),
-             "tok_s": round(40000 * m / (1 + m / 8) * rng.uniform(0.98, 1.02), 1)}
-            for arm, slope in per.items() for m in (1, 2, 4, 8)]
+    return [
+        {
+            "arm": arm,
+            "microbatch": m,
+            "tokens_per_step": m * 2048,
+            "vocab": 32000,
+            "peak_bytes": int(3e9 + slope * m * rng.uniform(0.995, 1.005)),
+            "tok_s": round(40000 * m / (1 + m / 8) * rng.uniform(0.98, 1.02), 1),
+        }
+        for arm, slope in per.items()
+        for m in (1, 2, 4, 8)
+    ]
 
 
 def _kernels(rng: random.Random) -> list[dict]:
-    return [{"kernel": f"synthetic_kernel_{k}<{CATEGORIES[k % 6]}>", "category": CATEGORIES[k % 6],
-             "calls": rng.randint(1, 200), "device_time_s": round(rng.uniform(1e-4, 5e-2), 7)} for k in range(30)]
+    return [
+        {
+            "kernel": f"synthetic_kernel_{k}<{CATEGORIES[k % 6]}>",
+            "category": CATEGORIES[k % 6],
+            "calls": rng.randint(1, 200),
+            "device_time_s": round(rng.uniform(1e-4, 5e-2), 7),
+        }
+        for k in range(30)
+    ]
 
 
 def _gemm(rng: random.Random) -> list[dict]:
-    shapes = {"qkv": (8192, 3072, 1024), "out": (8192, 1024, 1024), "ffn-up": (8192, 5120, 1024),
-              "ffn-down": (8192, 1024, 2560)}
+    shapes = {
+        "qkv": (8192, 3072, 1024),
+        "out": (8192, 1024, 1024),
+        "ffn-up": (8192, 5120, 1024),
+        "ffn-down": (8192, 1024, 2560),
+    }
     rows = []
     for name, (m, n, k) in shapes.items():
         for w in range(5):
             t = 2 * m * n * k / (rng.uniform(300, 700) * 1e12)
-            rows.append({"shape": name, "m": m, "n": n, "k": k, "window": w, "time_s": t,
-                         "tflop_s": 2 * m * n * k / t / 1e12})
+            rows.append(
+                {"shape": name, "m": m, "n": n, "k": k, "window": w, "time_s": t, "tflop_s": 2 * m * n * k / t / 1e12}
+            )
     return rows
 
 
-MAKERS = {"step-scaling": _step_scaling, "batch-sweep": _batch_sweep, "loss-memory": _loss_memory,
-          "kernels": _kernels, "gemm": _gemm}
+MAKERS = {
+    "step-scaling": _step_scaling,
+    "batch-sweep": _batch_sweep,
+    "loss-memory": _loss_memory,
+    "kernels": _kernels,
+    "gemm": _gemm,
+}
 
 
 def make_archive(root: Path, n: int) -> dict[str, list[str]]:
@@ -104,10 +146,17 @@ def make_archive(root: Path, n: int) -> dict[str, list[str]]:
     store, rng, ids = Store(root), random.Random(20261129), {p: [] for p in PROBES}
     for i in range(n):
         probe = PROBES[i % len(PROBES)]
-        ev = Evidence(probe=probe, probe_version=1, params={"bench_index": i, "preset": "90m"},
-                      data={"samples": MAKERS[probe](rng)}, machine={"gpu": "Synthetic GPU", "gpu_count": 1},
-                      code={"probebook": "bench"}, origin={"kind": "imported", "source": SOURCE},
-                      created_at="2026-11-29T08:00:00Z", notes=SOURCE)
+        ev = Evidence(
+            probe=probe,
+            probe_version=1,
+            params={"bench_index": i, "preset": "90m"},
+            data={"samples": MAKERS[probe](rng)},
+            machine={"gpu": "Synthetic GPU", "gpu_count": 1},
+            code={"probebook": "bench"},
+            origin={"kind": "imported", "source": SOURCE},
+            created_at="2026-11-29T08:00:00Z",
+            notes=SOURCE,
+        )
         ids[probe].append(store.put(ev))
     return ids
 
@@ -154,24 +203,55 @@ def make_docs(root: Path, ids: dict[str, list[str]], records: int) -> None:
         second, alias = SECOND[i % len(SECOND)]
         page = root / "records" / f"synthetic-{i:03d}" / "v1.md"
         page.parent.mkdir(parents=True)
-        page.write_text(RECORD.format(i=i, step=pick["step-scaling"], batch=pick["batch-sweep"],
-                                      memory=pick["loss-memory"], kernels=pick["kernels"], gemm=pick["gemm"],
-                                      second=second, second_alias=alias), encoding="utf-8")
+        page.write_text(
+            RECORD.format(
+                i=i,
+                step=pick["step-scaling"],
+                batch=pick["batch-sweep"],
+                memory=pick["loss-memory"],
+                kernels=pick["kernels"],
+                gemm=pick["gemm"],
+                second=second,
+                second_alias=alias,
+            ),
+            encoding="utf-8",
+        )
 
 
 # --- timing ------------------------------------------------------------------------------
 
+
 def _env() -> dict[str, str]:
     # the same environment for both runs: what render.build gives mkdocs (fixed epoch, hash seed)
-    return {**os.environ, "PYTHONPATH": str(REPO), "SOURCE_DATE_EPOCH": "1796083200", "PYTHONHASHSEED": "0",
-            "NO_MKDOCS_2_WARNING": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "SOURCE_DATE_EPOCH": "1796083200",
+        "PYTHONHASHSEED": "0",
+        "NO_MKDOCS_2_WARNING": "1",
+    }
 
 
 def time_probebook(work: Path, archive: Path, docs: Path, site: Path) -> float:
     """Wall seconds of ``probebook build`` (verify + render + mkdocs build --strict) as a subprocess."""
-    cmd = [sys.executable, "-m", "probebook", "--archive", str(archive), "build", "--docs", str(docs),
-           "--out", str(site), "--build-dir", str(work / "build"), "--config", str(REPO / "mkdocs.yml"),
-           "--published", str(work / "no-published-ledger.json")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "probebook",
+        "--archive",
+        str(archive),
+        "build",
+        "--docs",
+        str(docs),
+        "--out",
+        str(site),
+        "--build-dir",
+        str(work / "build"),
+        "--config",
+        str(REPO / "mkdocs.yml"),
+        "--published",
+        str(work / "no-published-ledger.json"),
+    ]
     if site.exists():
         shutil.rmtree(site)
     start = time.perf_counter()
@@ -207,8 +287,8 @@ def time_plain_mkdocs(config: Path, site: Path) -> float:
 
 def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float]:
     """In-process seconds of each render stage (no mkdocs), to say where the overhead goes."""
-    from render import build as b
     from measure.store import Store as _Store
+    from render import build as b
 
     out: dict[str, float] = {}
     t = time.perf_counter()
@@ -231,9 +311,11 @@ def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="example:\n  python bench/render.py --docs 1000 --records 50 --repeat 3",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example:\n  python bench/render.py --docs 1000 --records 50 --repeat 3",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--docs", type=int, default=1000, help="synthetic evidence documents (default 1000)")
     ap.add_argument("--records", type=int, default=50, help="record pages (default 50)")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs of each build, alternated (default 1)")
@@ -252,8 +334,10 @@ def main() -> int:
         t = time.perf_counter()
         ids = make_archive(archive, args.docs)
         make_docs(docs, ids, args.records)
-        print(f"setup: {args.docs} synthetic evidence documents and {args.records} record pages in "
-              f"{time.perf_counter() - t:.1f} s ({work})")
+        print(
+            f"setup: {args.docs} synthetic evidence documents and {args.records} record pages in "
+            f"{time.perf_counter() - t:.1f} s ({work})"
+        )
         print(f"machine: {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}")
 
         # warm-up: one untimed build (page cache, .pyc files) that also produces the tree for plain mkdocs
@@ -275,12 +359,18 @@ def main() -> int:
         print(f"\n{pages} Markdown pages ({svgs} SVG charts) built by each; {args.repeat} run(s) each, ABBA order:\n")
         print("| build | median (s) | fastest (s) | runs (s) |")
         print("|---|---:|---:|---|")
-        print(f"| probebook build (verify + render + mkdocs --strict) | {full_s:.2f} | {min(full):.2f} | "
-              f"{', '.join(f'{x:.2f}' for x in full)} |")
-        print(f"| plain mkdocs build --strict, numbers already substituted | {plain_s:.2f} | {min(plain):.2f} | "
-              f"{', '.join(f'{x:.2f}' for x in plain)} |")
-        print(f"\nratio of medians: {ratio:.2f}x, of fastest runs: {min(full) / min(plain):.2f}x "
-              f"(goal: at most 1.5x) -> {'met' if ratio <= 1.5 else 'NOT met'}")
+        print(
+            f"| probebook build (verify + render + mkdocs --strict) | {full_s:.2f} | {min(full):.2f} | "
+            f"{', '.join(f'{x:.2f}' for x in full)} |"
+        )
+        print(
+            f"| plain mkdocs build --strict, numbers already substituted | {plain_s:.2f} | {min(plain):.2f} | "
+            f"{', '.join(f'{x:.2f}' for x in plain)} |"
+        )
+        print(
+            f"\nratio of medians: {ratio:.2f}x, of fastest runs: {min(full) / min(plain):.2f}x "
+            f"(goal: at most 1.5x) -> {'met' if ratio <= 1.5 else 'NOT met'}"
+        )
         print(f"render overhead (median difference): {full_s - plain_s:.2f} s")
         if args.stages:
             print("\nrender stages, in-process (no mkdocs):\n")

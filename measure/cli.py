@@ -20,22 +20,42 @@ from measure.probes import PROBES
 from measure.workload.presets import PRESETS
 
 HELP = {
-    "gemm": ("Matmul TFLOP/s on the workload's linear-layer shapes, a square reference, and the FLOP-weighted "
-             "ceiling.", "probebook measure gemm --preset 250m --device cuda"),
-    "copy": ("Host<->device (pinned, pageable) and device<->device bandwidth: one block against the "
-             "workload's per-layer tensors.", "probebook measure copy --preset 90m"),
-    "step-scaling": ("Training-step time at several sequence lengths, at fixed batch and at fixed tokens "
-                     "per step.", "probebook measure step-scaling --preset 90m --seq-lens 512,1024,2048,4096"),
-    "kernels": ("torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
-                "loss, optimizer, other).", "probebook measure kernels --preset 250m --compile"),
-    "ablate": ("Interleaved arms that each remove one term of the step (optimizer, loss/head, attention, "
-               "input copy).", "probebook measure ablate --preset 90m --rounds 7"),
-    "optimizer": ("optimizer.step's share of the step by CUDA events inside the real step, paired with an "
-                  "uninstrumented baseline.", "probebook measure optimizer --preset 250m"),
-    "batch-sweep": ("Peak memory and tokens/s while the batch doubles at each context, up to the first OOM or a "
-                    "cap; one fresh process per point.", "probebook measure batch-sweep --preset 90m --contexts 1024,2048,4096"),
-    "loss-memory": ("Peak memory per microbatch for the materialized loss (full logits) against a chunked, "
-                    "recomputed loss.", "probebook measure loss-memory --preset 250m --context 2048 --microbatches 1,2,4,8,16"),
+    "gemm": (
+        "Matmul TFLOP/s on the workload's linear-layer shapes, a square reference, and the FLOP-weighted ceiling.",
+        "probebook measure gemm --preset 250m --device cuda",
+    ),
+    "copy": (
+        "Host<->device (pinned, pageable) and device<->device bandwidth: one block against the "
+        "workload's per-layer tensors.",
+        "probebook measure copy --preset 90m",
+    ),
+    "step-scaling": (
+        "Training-step time at several sequence lengths, at fixed batch and at fixed tokens per step.",
+        "probebook measure step-scaling --preset 90m --seq-lens 512,1024,2048,4096",
+    ),
+    "kernels": (
+        "torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
+        "loss, optimizer, other).",
+        "probebook measure kernels --preset 250m --compile",
+    ),
+    "ablate": (
+        "Interleaved arms that each remove one term of the step (optimizer, loss/head, attention, input copy).",
+        "probebook measure ablate --preset 90m --rounds 7",
+    ),
+    "optimizer": (
+        "optimizer.step's share of the step by CUDA events inside the real step, paired with an "
+        "uninstrumented baseline.",
+        "probebook measure optimizer --preset 250m",
+    ),
+    "batch-sweep": (
+        "Peak memory and tokens/s while the batch doubles at each context, up to the first OOM or a "
+        "cap; one fresh process per point.",
+        "probebook measure batch-sweep --preset 90m --contexts 1024,2048,4096",
+    ),
+    "loss-memory": (
+        "Peak memory per microbatch for the materialized loss (full logits) against a chunked, recomputed loss.",
+        "probebook measure loss-memory --preset 250m --context 2048 --microbatches 1,2,4,8,16",
+    ),
 }
 
 
@@ -55,13 +75,20 @@ def _str_list(text: str) -> tuple[str, ...]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="tiny", choices=list(PRESETS), help="reference preset (default: tiny)")
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="where to run (default: cuda when present, else cpu)")
+    p.add_argument(
+        "--device",
+        default="auto",
+        choices=["auto", "cpu", "cuda"],
+        help="where to run (default: cuda when present, else cpu)",
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the model's blocks")
     p.add_argument("--checkpointing", action="store_true", help="activation checkpointing per block")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"], help="compute dtype (default: bf16 autocast)")
-    p.add_argument("--workload", metavar="PKG.MOD:FACTORY",
-                   help="time your own harness: factory(options) -> (model, make_batch, step[, optimizer])")
+    p.add_argument(
+        "--workload",
+        metavar="PKG.MOD:FACTORY",
+        help="time your own harness: factory(options) -> (model, make_batch, step[, optimizer])",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for weights, tokens and operands")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default: 3)")
     p.add_argument("--windows", type=int, default=5, help="timed windows or interleaved rounds (default: 5)")
@@ -73,24 +100,41 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
     if name == "step-scaling":
-        p.add_argument("--seq-lens", type=_int_list, metavar="S,S,...",
-                       help="at least 3 sequence lengths (default: 512,1024,2048,4096,6144,8192 on CUDA; 32..256 on CPU)")
+        p.add_argument(
+            "--seq-lens",
+            type=_int_list,
+            metavar="S,S,...",
+            help="at least 3 sequence lengths (default: 512,1024,2048,4096,6144,8192 on CUDA; 32..256 on CPU)",
+        )
         p.add_argument("--batch", type=int, help="batch of the fixed-batch mode (default: 4 on CUDA, 2 on CPU)")
         p.add_argument("--tokens-per-step", type=int, help="B*S of the fixed-tokens mode (default: 3 x longest S)")
-        p.add_argument("--modes", type=_str_list, default=("fixed_batch", "fixed_tokens"),
-                       help="comma list of fixed_batch, fixed_tokens (default: both)")
+        p.add_argument(
+            "--modes",
+            type=_str_list,
+            default=("fixed_batch", "fixed_tokens"),
+            help="comma list of fixed_batch, fixed_tokens (default: both)",
+        )
     elif name == "gemm":
         p.add_argument("--tokens", type=int, help="tokens per step, the M of the GEMMs (default: 16384 CUDA, 256 CPU)")
         p.add_argument("--square", type=int, help="side of the square reference (default: 8192 CUDA, 512 CPU)")
-        p.add_argument("--gemm-dtype", default="auto", choices=["auto", "bf16", "fp16", "fp32"],
-                       help="operand dtype (default: bf16 on CUDA, fp32 on CPU)")
+        p.add_argument(
+            "--gemm-dtype",
+            default="auto",
+            choices=["auto", "bf16", "fp16", "fp32"],
+            help="operand dtype (default: bf16 on CUDA, fp32 on CPU)",
+        )
         p.add_argument("--window-s", type=float, default=0.02, help="target seconds per window (default: 0.02)")
     elif name == "copy":
-        p.add_argument("--directions", type=_str_list, default=("h2d", "d2h", "d2d"),
-                       help="comma list of h2d, d2h, d2d (default: all)")
+        p.add_argument(
+            "--directions",
+            type=_str_list,
+            default=("h2d", "d2h", "d2d"),
+            help="comma list of h2d, d2h, d2d (default: all)",
+        )
         p.add_argument("--max-tensors", type=int, help="use at most this many workload tensors")
     elif name in ("batch-sweep", "loss-memory"):
         from measure.probes.memory_args import add_memory_args
+
         add_memory_args(name, p, _int_list, _str_list)
     else:  # kernels, ablate, optimizer: one step shape
         p.add_argument("--batch", type=int, help="batch size (default: 4 on CUDA, 2 on CPU)")
@@ -98,17 +142,25 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
         if name == "kernels":
             p.add_argument("--steps", type=int, default=3, help="profiled steps (default: 3)")
         if name == "ablate":
-            p.add_argument("--arms", type=_str_list,
-                           help="comma list of arms to run besides baseline (default: all the workload offers)")
+            p.add_argument(
+                "--arms",
+                type=_str_list,
+                help="comma list of arms to run besides baseline (default: all the workload offers)",
+            )
         if name in ("ablate", "optimizer"):
-            p.add_argument("--rounds", type=int, dest="windows", metavar="N",
-                           help="interleaved rounds (same as --windows)")
+            p.add_argument(
+                "--rounds", type=int, dest="windows", metavar="N", help="interleaved rounds (same as --windows)"
+            )
 
 
 def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``measure`` with one subcommand per probe (and ``recover``) to ``sub``."""
-    top = command(sub, "measure", "Run a probe on this machine and archive its evidence; print the evidence id.",
-                  "probebook measure step-scaling --preset 90m --device cuda")
+    top = command(
+        sub,
+        "measure",
+        "Run a probe on this machine and archive its evidence; print the evidence id.",
+        "probebook measure step-scaling --preset 90m --device cuda",
+    )
     msub = top.add_subparsers(dest="probe", metavar="PROBE", required=True)
     for name in PROBES:
         text, example = HELP[name]
@@ -116,8 +168,12 @@ def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> argpa
         _common(p)
         _probe_args(name, p)
         p.set_defaults(func=run_probe, probe_name=name)
-    p = command(msub, "recover", "Archive what a journal holds (a probe process that died before storing) as partial.",
-                "probebook measure recover archive/journal/step-scaling-20261129T080000Z-4242.jsonl")
+    p = command(
+        msub,
+        "recover",
+        "Archive what a journal holds (a probe process that died before storing) as partial.",
+        "probebook measure recover archive/journal/step-scaling-20261129T080000Z-4242.jsonl",
+    )
     p.add_argument("journal", type=Path, help="a journal file under <archive>/journal/")
     p.add_argument("--out", metavar="ARCHIVE", help="archive to store the evidence in (default: the global --archive)")
     p.set_defaults(func=run_recover)
@@ -149,13 +205,16 @@ def run_probe(args: argparse.Namespace) -> int:
     evidence = module.run(config, journal=journal, progress=not args.quiet)
     if args.notes:
         from dataclasses import replace
+
         evidence = replace(evidence, notes=args.notes)
     ident = Store(archive).put(evidence)
     journal.unlink(missing_ok=True)
     print(ident)
     if evidence.status != "complete":
-        print(f"probebook: warning: {args.probe_name} evidence stored as {evidence.status}: {evidence.error}",
-              file=sys.stderr)
+        print(
+            f"probebook: warning: {args.probe_name} evidence stored as {evidence.status}: {evidence.error}",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -167,6 +226,7 @@ def _interrupt(signum: int, _frame: Any) -> None:
 def run_recover(args: argparse.Namespace) -> int:
     from measure.runner import recover
     from measure.store import Store
+
     evidence = recover(args.journal)
     print(Store(Path(args.out or args.archive)).put(evidence))
     return 0
@@ -184,14 +244,21 @@ def main(argv: list[str] | None = None) -> int:
             kw.setdefault("prog", "python -m measure [--archive ARCHIVE]")
             example = "python -m measure --archive archive step-scaling --preset 90m --device cuda"
         example = example.replace("probebook measure ", "python -m measure ")
-        return sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}",
-                              formatter_class=Formatter, **kw)
+        return sub.add_parser(
+            name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=Formatter, **kw
+        )
 
-    parser = argparse.ArgumentParser(prog="python -m measure", description="Run probebook probes.",
-                                     epilog="example:\n  python -m measure step-scaling --preset tiny --device cpu",
-                                     formatter_class=Formatter)
-    parser.add_argument("--archive", default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
-                        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)")
+    parser = argparse.ArgumentParser(
+        prog="python -m measure",
+        description="Run probebook probes.",
+        epilog="example:\n  python -m measure step-scaling --preset tiny --device cpu",
+        formatter_class=Formatter,
+    )
+    parser.add_argument(
+        "--archive",
+        default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
+        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="PROBE", required=True)
     measure = register(sub, command)
     # `python -m measure gemm ...` reads better than `python -m measure measure gemm ...`
@@ -207,7 +274,7 @@ def _insert_measure(argv: list[str]) -> list[str]:
     while i < len(argv):
         token = argv[i]
         if token == "--archive" and i + 1 < len(argv):
-            out += argv[i:i + 2]
+            out += argv[i : i + 2]
             i += 2
             continue
         if token.startswith("--archive="):

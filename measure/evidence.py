@@ -113,9 +113,17 @@ class Evidence:
     def from_dict(cls, doc: dict[str, Any]) -> "Evidence":
         validate(doc, "evidence")
         return cls(
-            probe=doc["probe"], probe_version=doc["probe_version"], params=doc["params"], data=doc["data"],
-            machine=doc["machine"], code=doc["code"], status=doc["status"], error=doc.get("error"),
-            origin=doc["origin"], created_at=doc["created_at"], notes=doc.get("notes"),
+            probe=doc["probe"],
+            probe_version=doc["probe_version"],
+            params=doc["params"],
+            data=doc["data"],
+            machine=doc["machine"],
+            code=doc["code"],
+            status=doc["status"],
+            error=doc.get("error"),
+            origin=doc["origin"],
+            created_at=doc["created_at"],
+            notes=doc.get("notes"),
         )
 
 
@@ -126,8 +134,15 @@ def is_time_field(name: str) -> bool:
 
 def _json_kind(kind: type) -> str:
     """A Python type named the way JSON users know it."""
-    names = {dict: "an object", list: "an array", str: "text", int: "an integer", float: "a number",
-             bool: "true/false", type(None): "null"}
+    names = {
+        dict: "an object",
+        list: "an array",
+        str: "text",
+        int: "an integer",
+        float: "a number",
+        bool: "true/false",
+        type(None): "null",
+    }
     return names.get(kind, kind.__name__)
 
 
@@ -144,8 +159,11 @@ def _check_times(where: str, samples: Any) -> None:
             raise _fail(where, f"data.samples[{i}] must be an object (positional arrays are not accepted)")
         for key, value in row.items():
             if not isinstance(value, _SCALAR):
-                raise _fail(where, f"data.samples[{i}].{key} must be a number, text, true/false or null "
-                                   f"(samples are flat objects), got {type(value).__name__}")
+                raise _fail(
+                    where,
+                    f"data.samples[{i}].{key} must be a number, text, true/false or null "
+                    f"(samples are flat objects), got {type(value).__name__}",
+                )
             if value is None or not is_time_field(key):
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -162,8 +180,15 @@ def validate(doc: Any, where: str) -> None:
     if version != SCHEMA_VERSION:
         raise _version_error(version, where)
     required: dict[str, type | tuple[type, ...]] = {
-        "probe": str, "probe_version": int, "created_at": str, "machine": dict, "code": dict,
-        "params": dict, "data": dict, "status": str, "origin": dict,
+        "probe": str,
+        "probe_version": int,
+        "created_at": str,
+        "machine": dict,
+        "code": dict,
+        "params": dict,
+        "data": dict,
+        "status": str,
+        "origin": dict,
     }
     for name, kind in required.items():
         if name not in doc:
@@ -180,7 +205,9 @@ def validate(doc: Any, where: str) -> None:
     if doc["probe_version"] < 1:
         raise _fail(where, "field 'probe_version' must be >= 1")
     if not _ISO_UTC.fullmatch(doc["created_at"]):
-        raise _fail(where, f"field 'created_at' must be UTC ISO-8601 like 2026-11-29T08:00:00Z, got {doc['created_at']!r}")
+        raise _fail(
+            where, f"field 'created_at' must be UTC ISO-8601 like 2026-11-29T08:00:00Z, got {doc['created_at']!r}"
+        )
     if doc["status"] not in STATUSES:
         raise _fail(where, f"field 'status' must be one of {', '.join(STATUSES)}, got {doc['status']!r}")
     if doc["status"] == "failed" and not isinstance(doc.get("error"), str):
@@ -204,7 +231,7 @@ def schema_version(doc: dict[str, Any], where: str) -> int:
     schema = doc.get("schema")
     if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
         raise _fail(where, f"field 'schema' must be '{SCHEMA}', got {schema!r}")
-    tail = schema[len(SCHEMA_PREFIX):]
+    tail = schema[len(SCHEMA_PREFIX) :]
     if not _VERSION.fullmatch(tail):
         raise _fail(where, f"field 'schema' must end in an integer version like '{SCHEMA}', got {schema!r}")
     return int(tail)
@@ -212,10 +239,14 @@ def schema_version(doc: dict[str, Any], where: str) -> int:
 
 def _version_error(version: int, where: str) -> EvidenceError:
     if version < SCHEMA_VERSION:
-        return _fail(where, f"evidence schema {version} is older than {SCHEMA_VERSION}; "
-                            f"run `probebook archive migrate {where}` to archive an upgraded copy")
-    return _fail(where, f"evidence schema {version} is newer than this probebook reads ({SCHEMA_VERSION}); "
-                        "upgrade probebook")
+        return _fail(
+            where,
+            f"evidence schema {version} is older than {SCHEMA_VERSION}; "
+            f"run `probebook archive migrate {where}` to archive an upgraded copy",
+        )
+    return _fail(
+        where, f"evidence schema {version} is newer than this probebook reads ({SCHEMA_VERSION}); upgrade probebook"
+    )
 
 
 def _reject_constant(name: str) -> Any:
@@ -258,6 +289,7 @@ def parse(raw: bytes, where: str) -> dict[str, Any]:
 
 # --- migrations: version N -> N+1, applied in order by ``migrate`` -------------------
 
+
 def _v0_to_v1(doc: dict[str, Any]) -> dict[str, Any]:
     """Schema 0 (pre-release) kept rows in ``samples`` at the top level and had no origin or code."""
     out = {k: v for k, v in doc.items() if k not in ("samples", "schema")}
@@ -287,7 +319,9 @@ def migrate(raw: bytes, where: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise _fail(where, f"cannot migrate: not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise _fail(where, f"cannot migrate: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise _fail(
+            where, f"cannot migrate: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     except ValueError as exc:
         raise _fail(where, f"cannot migrate: {exc}") from None
     if not isinstance(doc, dict):

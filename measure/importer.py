@@ -22,8 +22,15 @@ from measure.evidence import Evidence, is_time_field, loads
 CONTRACTS: dict[str, dict[str, str]] = {
     "step-scaling": {"tokens": "count", "step_s": "time"},
     "loss-memory": {"arm": "text", "microbatch": "count", "tokens_per_step": "count", "peak_bytes": "bytes"},
-    "batch-sweep": {"model": "text", "params": "count", "context": "count", "batch": "count",
-                    "tok_s": "rate", "peak_bytes": "bytes", "status": "status"},
+    "batch-sweep": {
+        "model": "text",
+        "params": "count",
+        "context": "count",
+        "batch": "count",
+        "tok_s": "rate",
+        "peak_bytes": "bytes",
+        "status": "status",
+    },
 }
 OPTIONAL: dict[str, dict[str, str]] = {
     "step-scaling": {"batch": "count", "mode": "text"},
@@ -97,8 +104,7 @@ def _extra(where: str, column: str, value: Any) -> Any:
     number or be blank (null), as every evidence time must (DESIGN §2 conventions).
     """
     if isinstance(value, (dict, list)):  # samples are flat objects (DESIGN §2): no nested values
-        raise EvidenceError(f"{where} column '{column}': must be a number, text or null, "
-                            f"got {type(value).__name__}")
+        raise EvidenceError(f"{where} column '{column}': must be a number, text or null, got {type(value).__name__}")
     if is_time_field(column):
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
@@ -150,12 +156,14 @@ def _rows_from_json(path: Path, text: str) -> tuple[list[str], list[dict[str, An
     except ValueError as exc:
         raise EvidenceError(f"{path}: {exc}") from None
     if isinstance(doc, dict) and "schema" in doc:
-        raise EvidenceError(f"{path}: this is already an evidence document, not rows of measurements; "
-                            f"add it with `probebook archive add {path}`")
+        raise EvidenceError(
+            f"{path}: this is already an evidence document, not rows of measurements; "
+            f"add it with `probebook archive add {path}`"
+        )
     if isinstance(doc, dict) and "samples" in doc:
         doc = doc["samples"]
     if not isinstance(doc, list):
-        raise EvidenceError(f"{path}: expected a list of row objects (or {{\"samples\": [...]}})")
+        raise EvidenceError(f'{path}: expected a list of row objects (or {{"samples": [...]}})')
     for i, r in enumerate(doc):
         if not isinstance(r, dict):
             raise EvidenceError(f"{path} row {i + 1}: expected an object of column: value, got {type(r).__name__}")
@@ -188,8 +196,9 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
     contract = CONTRACTS[probe]
     missing = [c for c in contract if c not in columns]
     if missing:
-        raise EvidenceError(f"{path}: missing required column(s) {', '.join(missing)} for {probe} "
-                            f"(needs {', '.join(contract)})")
+        raise EvidenceError(
+            f"{path}: missing required column(s) {', '.join(missing)} for {probe} (needs {', '.join(contract)})"
+        )
     if not rows:
         raise EvidenceError(f"{path}: no data rows")
     kinds = {**contract, **OPTIONAL[probe]}
@@ -219,8 +228,12 @@ def build(request: ImportRequest, code: dict[str, Any]) -> Evidence:
     rows = read_rows(request.probe, request.path)
     machine = {"gpu": request.gpu, "note": "imported: machine fingerprint not recorded at the source"}
     return Evidence(
-        probe=request.probe, probe_version=1,
+        probe=request.probe,
+        probe_version=1,
         params={"imported_from": request.path.name, "columns": list(dict.fromkeys(c for r in rows for c in r))},
-        data={"samples": rows}, machine=machine, code=code,
-        origin={"kind": "imported", "source": request.source.strip()}, notes=request.notes,
+        data={"samples": rows},
+        machine=machine,
+        code=code,
+        origin={"kind": "imported", "source": request.source.strip()},
+        notes=request.notes,
     )

@@ -39,8 +39,13 @@ CUDA_AHEAD = 3  # children kept started on CUDA: ~7 s of imports (preload_s on a
 REPO = Path(__file__).resolve().parent.parent
 # what an allocation failure says, besides torch.OutOfMemoryError: a CPU allocator refusal, a
 # cuBLAS/cuDNN workspace that could not be allocated, a CUDA runtime "out of memory"
-_OOM_TEXT = ("out of memory", "can't allocate memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
-             "Cannot allocate memory")
+_OOM_TEXT = (
+    "out of memory",
+    "can't allocate memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+    "Cannot allocate memory",
+)
 
 
 def one_line(exc: BaseException) -> str:
@@ -55,6 +60,7 @@ def is_oom(exc: BaseException) -> bool:
         return True
     try:
         import torch
+
         if isinstance(exc, torch.OutOfMemoryError):
             return True
     except ImportError:
@@ -108,8 +114,15 @@ class PointProcess:
         self._ready: collections.deque[subprocess.Popen[str]] = collections.deque()
 
     def _start(self) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", self.module, "--point", "-"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env, cwd=REPO)
+        return subprocess.Popen(
+            [sys.executable, "-m", self.module, "--point", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self.env,
+            cwd=REPO,
+        )
 
     def run(self, spec: dict[str, Any]) -> Outcome:
         """Measure one spec in a fresh process; with ``ahead``, keep that many more started meanwhile."""
@@ -137,7 +150,7 @@ class PointProcess:
         result = None
         for line in out.splitlines():
             if line.startswith(MARKER):
-                result = json.loads(line[len(MARKER):])
+                result = json.loads(line[len(MARKER) :])
         return Outcome(result, proc.returncode, err[-2000:], wall, timed_out, ended)
 
     def waiting(self) -> list[int]:
@@ -195,13 +208,17 @@ def warm_imports() -> None:
     import torch.profiler  # noqa: F401  (every point profiles one step)
 
     import measure.workload.reference  # noqa: F401
+
     # an optimizer's first construction imports the compiler stack (torch._dynamo: seconds, measured in
     # this module's preload_s); a throwaway one on a host tensor pays that here instead of in setup_s
     torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])
 
 
-def serve(measure: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]], argv: list[str] | None = None,
-          prepare: Callable[[], None] = warm_imports) -> None:
+def serve(
+    measure: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
+    argv: list[str] | None = None,
+    prepare: Callable[[], None] = warm_imports,
+) -> None:
     """The child's side: read the spec, call ``measure(spec, facts)``, print one result line.
 
     ``facts`` is a dict the measurement fills as it learns things (e.g. the parameter count), so

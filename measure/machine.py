@@ -102,13 +102,15 @@ def fingerprint() -> dict[str, Any]:
         info["note"] = "CPU only: no CUDA device visible"
         return info
     props = torch.cuda.get_device_properties(0)
-    info.update({
-        "gpu": props.name,
-        "gpu_count": torch.cuda.device_count(),
-        "gpu_memory_bytes": props.total_memory,
-        "sm_count": props.multi_processor_count,
-        "compute_capability": f"{props.major}.{props.minor}",
-    })
+    info.update(
+        {
+            "gpu": props.name,
+            "gpu_count": torch.cuda.device_count(),
+            "gpu_memory_bytes": props.total_memory,
+            "sm_count": props.multi_processor_count,
+            "compute_capability": f"{props.major}.{props.minor}",
+        }
+    )
     info.update(_nvml(0))
     return info
 

@@ -62,23 +62,29 @@ def reset(device: str) -> None:
     """Start a new peak: from now on ``read`` reports the high-water mark since this call."""
     if device == "cuda":
         import torch
+
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         return
     try:
         _CLEAR_REFS.write_text("5")
     except OSError as exc:
-        raise ProbebookError(f"cannot reset the peak RSS ({_CLEAR_REFS}: {exc.strerror}); peak memory on CPU "
-                             "needs Linux >= 4.0") from None
+        raise ProbebookError(
+            f"cannot reset the peak RSS ({_CLEAR_REFS}: {exc.strerror}); peak memory on CPU needs Linux >= 4.0"
+        ) from None
 
 
 def read(device: str) -> dict[str, Any]:
     """``{peak_bytes, reserved_bytes, peak_method}`` since the last ``reset`` (reserved: CUDA cache high-water mark)."""
     if device == "cuda":
         import torch
+
         torch.cuda.synchronize()
-        return {"peak_bytes": int(torch.cuda.max_memory_allocated()),
-                "reserved_bytes": int(torch.cuda.max_memory_reserved()), "peak_method": CUDA_METHOD}
+        return {
+            "peak_bytes": int(torch.cuda.max_memory_allocated()),
+            "reserved_bytes": int(torch.cuda.max_memory_reserved()),
+            "peak_method": CUDA_METHOD,
+        }
     try:
         text = _STATUS.read_text()
     except OSError as exc:
@@ -90,6 +96,7 @@ def device_memory(device: str) -> dict[str, int | None]:
     """``{free_bytes, total_bytes}`` of the device now: CUDA ``mem_get_info``; on CPU MemAvailable/MemTotal."""
     if device == "cuda":
         import torch
+
         free, total = torch.cuda.mem_get_info()
         return {"free_bytes": int(free), "total_bytes": int(total)}
     try:

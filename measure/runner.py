@@ -49,8 +49,18 @@ class Recorder:
             os.fsync(fh.fileno())
 
     def header(self, version: int, machine: dict[str, Any], code: dict[str, Any]) -> None:
-        self._append({"header": {"probe": self.probe, "probe_version": version, "params": self.params,
-                                 "machine": machine, "code": code, "created_at": utc_now()}})
+        self._append(
+            {
+                "header": {
+                    "probe": self.probe,
+                    "probe_version": version,
+                    "params": self.params,
+                    "machine": machine,
+                    "code": code,
+                    "created_at": utc_now(),
+                }
+            }
+        )
 
     def point(self, rows: list[dict[str, Any]], summary: dict[str, Any] | None = None, label: str = "") -> None:
         """Record one measured point: its raw rows (samples) and an optional aggregate."""
@@ -71,8 +81,15 @@ def _one_line(exc: BaseException) -> str:
     return (text[0] if text else type(exc).__name__)[:500]
 
 
-def execute(probe: str, version: int, params: dict[str, Any], source_file: str,
-            body: Callable[[Recorder], None], journal: Path | None = None, progress: bool = False) -> Evidence:
+def execute(
+    probe: str,
+    version: int,
+    params: dict[str, Any],
+    source_file: str,
+    body: Callable[[Recorder], None],
+    journal: Path | None = None,
+    progress: bool = False,
+) -> Evidence:
     """Run ``body(recorder)``; return complete, partial (with error) or failed evidence.
 
     A ``ProbebookError`` raised before any point was measured is re-raised (it is bad input,
@@ -92,8 +109,16 @@ def execute(probe: str, version: int, params: dict[str, Any], source_file: str,
         rec.status = "partial" if rec.samples else "failed"
         rec.error = _one_line(exc)
     data = {"samples": rec.samples, "points": rec.points, **rec.data}
-    return Evidence(probe=probe, probe_version=version, params=rec.params, data=data, machine=machine,
-                    code=code, status=rec.status, error=rec.error)
+    return Evidence(
+        probe=probe,
+        probe_version=version,
+        params=rec.params,
+        data=data,
+        machine=machine,
+        code=code,
+        status=rec.status,
+        error=rec.error,
+    )
 
 
 def journal_path(archive: Path, probe: str) -> Path:
@@ -126,7 +151,14 @@ def recover(path: Path) -> Evidence:
     samples = [row for r in records[1:] for row in r.get("rows", [])]
     points = [r["point"] for r in records[1:] if r.get("point") is not None]
     status = "partial" if samples else "failed"
-    return Evidence(probe=head["probe"], probe_version=head["probe_version"], params=head["params"],
-                    data={"samples": samples, "points": points}, machine=head["machine"], code=head["code"],
-                    status=status, error="recovered from a journal: the probe process stopped before storing its result",
-                    created_at=head["created_at"])
+    return Evidence(
+        probe=head["probe"],
+        probe_version=head["probe_version"],
+        params=head["params"],
+        data={"samples": samples, "points": points},
+        machine=head["machine"],
+        code=head["code"],
+        status=status,
+        error="recovered from a journal: the probe process stopped before storing its result",
+        created_at=head["created_at"],
+    )

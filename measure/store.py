@@ -62,9 +62,11 @@ def normalize_id(text: str) -> str:
     if "/" in raw or "\\" in raw or raw.endswith(".json"):
         found = _STORED_PATH.search(raw.lower())
         hint = f" (an archived file with that name has id sha256:{found[1]}{found[2]})" if found else ""
-        raise StoreError(f"{text!r} is a path, not an evidence id{hint}; give sha256:<hex> or a unique "
-                         f"prefix of >= {MIN_PREFIX} hex digits (`probebook archive ls` lists them)")
-    hexpart = raw[len("sha256:"):] if raw.lower().startswith("sha256:") else raw
+        raise StoreError(
+            f"{text!r} is a path, not an evidence id{hint}; give sha256:<hex> or a unique "
+            f"prefix of >= {MIN_PREFIX} hex digits (`probebook archive ls` lists them)"
+        )
+    hexpart = raw[len("sha256:") :] if raw.lower().startswith("sha256:") else raw
     hexpart = hexpart.lower()
     if not hexpart or not _HEX.fullmatch(hexpart):
         raise StoreError(f"{text!r} is not an evidence id: expected sha256: and hex digits")
@@ -94,8 +96,9 @@ class Store:
         """
         doc = parse(raw, "evidence to store")
         if canonical_bytes(doc) != raw:
-            raise StoreError("evidence to store is not in canonical form; store "
-                             "measure.evidence.canonical_bytes(doc) instead")
+            raise StoreError(
+                "evidence to store is not in canonical form; store measure.evidence.canonical_bytes(doc) instead"
+            )
         return self._write(raw)
 
     def put(self, evidence: Evidence) -> str:
@@ -135,7 +138,7 @@ class Store:
                 fcntl.flock(fd, fcntl.LOCK_EX)  # "a live writer owns this": `clean` leaves it alone
             view = memoryview(raw)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
             try:
                 os.link(tmp, final)  # fails if the name exists: never overwrite
@@ -157,8 +160,10 @@ class Store:
         with open(final, "rb") as fh:
             held = fh.read(len(raw) + 1)
         if held != raw:
-            raise StoreError(f"{final} already exists but does not hold the bytes its name promises "
-                             f"(expected {digest(raw)}, actual {digest(held)}); run `probebook archive verify`")
+            raise StoreError(
+                f"{final} already exists but does not hold the bytes its name promises "
+                f"(expected {digest(raw)}, actual {digest(held)}); run `probebook archive verify`"
+            )
 
     # -- reading ------------------------------------------------------------------
     def iter_paths(self) -> Iterator[Path]:
@@ -182,8 +187,9 @@ class Store:
         rest = prefix[2:]
         matches = []
         if folder.is_dir():
-            matches = sorted(e.name[:-5] for e in os.scandir(folder)
-                             if _FINAL.fullmatch(e.name) and e.name.startswith(rest))
+            matches = sorted(
+                e.name[:-5] for e in os.scandir(folder) if _FINAL.fullmatch(e.name) and e.name.startswith(rest)
+            )
         if not matches:
             raise StoreError(f"no evidence {text!r} in {self.root} (`probebook archive ls` lists what is there)")
         if len(matches) > 1:

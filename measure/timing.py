@@ -21,11 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-CV_THRESHOLD = 0.05   # issue 4: "A CV above 5% adds five more windows"
+CV_THRESHOLD = 0.05  # issue 4: "A CV above 5% adds five more windows"
 EXTRA_WINDOWS = 5
 
 
 # --- pure statistics (seconds in, seconds or fractions out) ----------------------------
+
 
 def median(values: list[float]) -> float:
     """Median of a non-empty list (same unit as the values)."""
@@ -55,6 +56,7 @@ def relative_change(value: float, baseline: float) -> float:
 
 # --- clocks ----------------------------------------------------------------------------
 
+
 class Clock(Protocol):
     def time(self, fn: Callable[[], Any], iters: int) -> float:
         """Seconds taken by ``iters`` calls of ``fn``."""
@@ -80,6 +82,7 @@ class CudaEventClock:
 
     def __init__(self) -> None:
         import torch
+
         self.torch = torch
 
     def time(self, fn: Callable[[], Any], iters: int) -> float:
@@ -102,6 +105,7 @@ def sync_for(device: str) -> Callable[[], None]:
     """A function that waits for the device's queued work (a no-op on CPU)."""
     if device == "cuda":
         import torch
+
         return torch.cuda.synchronize
     return lambda: None
 
@@ -111,10 +115,12 @@ def sm_clock(device: str) -> int | None:
     if device != "cuda":
         return None
     from measure.machine import sm_clock_mhz
+
     return sm_clock_mhz()
 
 
 # --- windows -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class WindowPlan:
@@ -154,8 +160,9 @@ class WindowResult:
     """True when extra windows were added."""
 
 
-def time_windows(fn: Callable[[], Any], clock: Clock, plan: WindowPlan,
-                 sync: Callable[[], None] | None = None) -> WindowResult:
+def time_windows(
+    fn: Callable[[], Any], clock: Clock, plan: WindowPlan, sync: Callable[[], None] | None = None
+) -> WindowResult:
     """Warm up, then time ``plan.windows`` windows of ``plan.iters`` calls (more if the CV is high)."""
     for _ in range(plan.warmup):
         fn()
@@ -167,8 +174,9 @@ def time_windows(fn: Callable[[], Any], clock: Clock, plan: WindowPlan,
         extended = True
         times += [clock.time(fn, plan.iters) / plan.iters for _ in range(plan.extra)]
     spread = cv(times)
-    return WindowResult(times_s=times, median_s=median(times), cv=spread,
-                        unstable=spread > plan.cv_threshold, extended=extended)
+    return WindowResult(
+        times_s=times, median_s=median(times), cv=spread, unstable=spread > plan.cv_threshold, extended=extended
+    )
 
 
 @dataclass
@@ -191,9 +199,13 @@ class InterleavedResult:
     extended: bool
 
 
-def time_interleaved(arms: dict[str, Callable[[], Any]], clock: Clock, plan: WindowPlan,
-                     sync: Callable[[], None] | None = None,
-                     on_round: Callable[[int, dict[str, float]], None] | None = None) -> InterleavedResult:
+def time_interleaved(
+    arms: dict[str, Callable[[], Any]],
+    clock: Clock,
+    plan: WindowPlan,
+    sync: Callable[[], None] | None = None,
+    on_round: Callable[[int, dict[str, float]], None] | None = None,
+) -> InterleavedResult:
     """Warm up each arm, then run rounds of A, B, C, ... (``plan.windows`` rounds, ``plan.iters`` calls each).
 
     If any arm's CV is above the threshold, ``plan.extra`` more rounds are run once for all arms.

@@ -22,8 +22,11 @@ def _page_cell(page: str, existing: set[str], titles: dict[str, str]) -> str:
 
 def _rows_table(rows: list[dict[str, Any]], existing: set[str], titles: dict[str, str]) -> list[str]:
     out = ["| page | number | value | derivation |", "|---|---|---|---|"]
-    out += [f"| {_page_cell(r['page'], existing, titles)} | `{_code(r['key'])}` | {escape_text(r['text'])} | "
-            f"{escape_text(r['derivation'])} |" for r in rows]
+    out += [
+        f"| {_page_cell(r['page'], existing, titles)} | `{_code(r['key'])}` | {escape_text(r['text'])} | "
+        f"{escape_text(r['derivation'])} |"
+        for r in rows
+    ]
     return out + [""]
 
 
@@ -36,13 +39,20 @@ def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str
     """The Changes page. ``published``: whether a published ledger exists; ``existing``: tree pages."""
     out = ["# Changes", ""]
     if not published:
-        out += ["Nothing has been published yet, so every number below is new. "
-                "`probebook publish` accepts this build's ledger; later builds list what moved since.", ""]
+        out += [
+            "Nothing has been published yet, so every number below is new. "
+            "`probebook publish` accepts this build's ledger; later builds list what moved since.",
+            "",
+        ]
     else:
-        out += ["Numbers on this site that differ from the published ledger (`archive/published/ledger.json`). "
-                "`probebook publish` accepts them.", ""]
-    out.append(f"**{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, "
-               f"{d.unchanged} unchanged.**")
+        out += [
+            "Numbers on this site that differ from the published ledger (`archive/published/ledger.json`). "
+            "`probebook publish` accepts them.",
+            "",
+        ]
+    out.append(
+        f"**{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, {d.unchanged} unchanged.**"
+    )
     out.append("")
     if d.changed:
         out += ["## Changed", "", "| page | number | old | new | change | derivation |", "|---|---|---|---|---|---|"]
@@ -50,8 +60,10 @@ def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str
             derivation = escape_text(c.new["derivation"])
             if c.old["derivation"] != c.new["derivation"]:
                 derivation = f"was: {escape_text(c.old['derivation'])}<br>now: {derivation}"
-            out.append(f"| {_page_cell(c.page, existing, titles)} | `{_code(c.key)}` | {escape_text(c.old['text'])} | "
-                       f"{escape_text(c.new['text'])} | {escape_text(percent(c.relative))} | {derivation} |")
+            out.append(
+                f"| {_page_cell(c.page, existing, titles)} | `{_code(c.key)}` | {escape_text(c.old['text'])} | "
+                f"{escape_text(c.new['text'])} | {escape_text(percent(c.relative))} | {derivation} |"
+            )
         out.append("")
     if d.added:
         out += ["## Added", ""] + _rows_table(d.added, existing, titles)

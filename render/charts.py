@@ -30,7 +30,8 @@ import pandas as pd
 import vl_convert as vlc
 
 from measure.errors import ProbebookError
-from render.derive import batchsweep, fit as fitmod
+from render.derive import batchsweep
+from render.derive import fit as fitmod
 from render.tables import bytes_to_gib, category_shares, evidence_rows, seconds_to_ms, short_id
 
 KERNEL_CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
@@ -55,6 +56,7 @@ class ChartOutput:
 
 # --- pure helpers (units in the names) --------------------------------------------------
 
+
 def step_model_s(c_s: float, a_s_per_token: float, b_s_per_token2: float, tokens: float) -> float:
     """The fitted step time in seconds at ``tokens``: ``c + a·S + b·S²`` (DESIGN §4, fit)."""
     return c_s + a_s_per_token * tokens + b_s_per_token2 * tokens * tokens
@@ -71,16 +73,25 @@ def curve_tokens(lo: float, hi: float, n: int = CURVE_POINTS) -> list[float]:
 _NUM = (int, float)
 
 
-def _samples(kind: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None,
-             nullable: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def _samples(
+    kind: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None, nullable: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """``data.samples`` of ``doc``, each row checked for the fields ``need`` (name -> types)."""
     return evidence_rows(f"chart {kind!r}", doc, need, probe, nullable)
 
 
 # --- the kinds -------------------------------------------------------------------------
 
-def _step_scaling(docs: list[dict[str, Any]], *, tokens: str | None = None, terms: str = "auto",
-                  mode: str | None = None, fit: bool = True, title: str | None = None) -> tuple[alt.TopLevelMixin, str]:
+
+def _step_scaling(
+    docs: list[dict[str, Any]],
+    *,
+    tokens: str | None = None,
+    terms: str = "auto",
+    mode: str | None = None,
+    fit: bool = True,
+    title: str | None = None,
+) -> tuple[alt.TopLevelMixin, str]:
     """Step time against sequence length: the samples, the fitted curve over its range, residuals below.
 
     The fit is ``render.derive.fit`` (the one every published coefficient comes from), so the
@@ -96,53 +107,84 @@ def _step_scaling(docs: list[dict[str, Any]], *, tokens: str | None = None, term
     frame = pd.DataFrame({"tokens": [p[0] for p in points], "step_ms": [seconds_to_ms(p[1]) for p in points]})
     scale_x = alt.X("tokens:Q", title="sequence length (tokens)", scale=alt.Scale(zero=False))
     dot_enc: dict[str, Any] = {
-        "x": scale_x, "y": alt.Y("step_ms:Q", title="step time (ms)"),
-        "tooltip": [alt.Tooltip("tokens:Q"), alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)")]}
+        "x": scale_x,
+        "y": alt.Y("step_ms:Q", title="step time (ms)"),
+        "tooltip": [alt.Tooltip("tokens:Q"), alt.Tooltip("step_ms:Q", format=".4g", title="step (ms)")],
+    }
     dots = alt.Chart(frame).mark_point(filled=True, size=36).encode(**dot_enc)
     heading = title or "Step time against sequence length"
     seen = f"{len(frame)} measured step times from {_n(frame.tokens.min())} to {_n(frame.tokens.max())} tokens"
     if not fit:
         return dots.properties(width=480, height=280, title=heading), f"{heading}: {seen}; no fit drawn."
     # bootstrap=0: the chart needs the coefficients and residuals, not their intervals
-    result = fitmod.fit_evidence(doc, terms=terms, tokens=tokens, mode=mode, bootstrap=0,
-                                 source=f"evidence {short_id(doc)}")
+    result = fitmod.fit_evidence(
+        doc, terms=terms, tokens=tokens, mode=mode, bootstrap=0, source=f"evidence {short_id(doc)}"
+    )
     lo, hi = min(result.tokens), max(result.tokens)
     outside = sum(1 for t in frame.tokens if not lo <= t <= hi)
     if outside:  # grey out the points the fit was told to leave out
         frame = frame.assign(sample=["fitted" if lo <= t <= hi else "outside the fitted range" for t in frame.tokens])
-        dots = alt.Chart(frame).mark_point(filled=True, size=36).encode(
-            color=alt.Color("sample:N", title=None, legend=alt.Legend(orient="top-left"),
-                            scale=alt.Scale(domain=["fitted", "outside the fitted range"], range=["#4c78a8", "#b0b0b0"])),
-            **dot_enc)
+        dots = (
+            alt.Chart(frame)
+            .mark_point(filled=True, size=36)
+            .encode(
+                color=alt.Color(
+                    "sample:N",
+                    title=None,
+                    legend=alt.Legend(orient="top-left"),
+                    scale=alt.Scale(domain=["fitted", "outside the fitted range"], range=["#4c78a8", "#b0b0b0"]),
+                ),
+                **dot_enc,
+            )
+        )
     curve = pd.DataFrame({"tokens": curve_tokens(lo, hi)})
-    curve["fit_ms"] = [seconds_to_ms(step_model_s(result.c_s, result.a_s_per_token, result.b_s_per_token2, s))
-                       for s in curve.tokens]
+    curve["fit_ms"] = [
+        seconds_to_ms(step_model_s(result.c_s, result.a_s_per_token, result.b_s_per_token2, s)) for s in curve.tokens
+    ]
     resid = pd.DataFrame({"tokens": list(result.tokens), "residual_ms": [seconds_to_ms(r) for r in result.residuals_s]})
     line = alt.Chart(curve).mark_line(color="#e45756").encode(x=scale_x, y=alt.Y("fit_ms:Q"))
     # one shared x scale, labelled once under the residual panel (each text label costs vl-convert ~1 ms)
-    top = alt.layer(dots, line).properties(width=480, height=260, title=heading).encode(
-        x=alt.X("tokens:Q", scale=alt.Scale(zero=False), axis=alt.Axis(labels=False, title=None)))
+    top = (
+        alt.layer(dots, line)
+        .properties(width=480, height=260, title=heading)
+        .encode(x=alt.X("tokens:Q", scale=alt.Scale(zero=False), axis=alt.Axis(labels=False, title=None)))
+    )
     zero = alt.Chart(pd.DataFrame({"zero": [0.0]})).mark_rule(color="#888", strokeDash=[4, 3]).encode(y=alt.Y("zero:Q"))
-    bottom = alt.layer(zero, alt.Chart(resid).mark_point(filled=True, size=30, color="#e45756").encode(
-        x=scale_x, y=alt.Y("residual_ms:Q", title="residual (ms)", axis=alt.Axis(format=".2~g")),
-        tooltip=[alt.Tooltip("tokens:Q"), alt.Tooltip("residual_ms:Q", format=".3g", title="residual (ms)")],
-    )).properties(width=480, height=110)
-    text = (f"{heading}: {seen}, the fitted curve ({'+'.join(result.terms)}) over {_n(lo)} to {_n(hi)} tokens"
-            + (f" ({outside} samples outside it drawn in grey)" if outside else "")
-            + ", and below it each sequence length's mean residual (measured minus fitted).")
+    bottom = alt.layer(
+        zero,
+        alt.Chart(resid)
+        .mark_point(filled=True, size=30, color="#e45756")
+        .encode(
+            x=scale_x,
+            y=alt.Y("residual_ms:Q", title="residual (ms)", axis=alt.Axis(format=".2~g")),
+            tooltip=[alt.Tooltip("tokens:Q"), alt.Tooltip("residual_ms:Q", format=".3g", title="residual (ms)")],
+        ),
+    ).properties(width=480, height=110)
+    text = (
+        f"{heading}: {seen}, the fitted curve ({'+'.join(result.terms)}) over {_n(lo)} to {_n(hi)} tokens"
+        + (f" ({outside} samples outside it drawn in grey)" if outside else "")
+        + ", and below it each sequence length's mean residual (measured minus fitted)."
+    )
     return alt.vconcat(top, bottom, spacing=8).resolve_scale(x="shared"), text
 
 
-def _batch_sweep(docs: list[dict[str, Any]], *, model: str | None = None,
-                 title: str | None = None) -> tuple[alt.TopLevelMixin, str]:
+def _batch_sweep(
+    docs: list[dict[str, Any]], *, model: str | None = None, title: str | None = None
+) -> tuple[alt.TopLevelMixin, str]:
     """Tokens/s against batch, one line per context, the first OOM batch marked per line."""
     rows: list[dict[str, Any]] = []
     for doc in docs:
-        for r in _samples("batch-sweep", doc, {"model": (str,), "params": _NUM, "context": _NUM, "batch": _NUM,
-                                                "status": (str,), "tok_s": _NUM},
-                          "batch-sweep", nullable=("tok_s",)):
+        for r in _samples(
+            "batch-sweep",
+            doc,
+            {"model": (str,), "params": _NUM, "context": _NUM, "batch": _NUM, "status": (str,), "tok_s": _NUM},
+            "batch-sweep",
+            nullable=("tok_s",),
+        ):
             if r["status"] not in ("ok", "oom"):
-                raise ProbebookError(f"chart 'batch-sweep': {short_id(doc)} status must be ok or oom, got {r['status']!r}")
+                raise ProbebookError(
+                    f"chart 'batch-sweep': {short_id(doc)} status must be ok or oom, got {r['status']!r}"
+                )
             if r["status"] == "ok" and r.get("tok_s") is None:
                 raise ProbebookError(f"chart 'batch-sweep': {short_id(doc)} has an ok row with no tok_s")
             rows.append(r)
@@ -150,15 +192,27 @@ def _batch_sweep(docs: list[dict[str, Any]], *, model: str | None = None,
         rows = [r for r in rows if r["model"] == model]
         if not rows:
             raise ProbebookError(f"chart 'batch-sweep': no rows for model {model!r}")
-    frame = pd.DataFrame({
-        "model": [r["model"] for r in rows], "context": [int(r["context"]) for r in rows],
-        "batch": [int(r["batch"]) for r in rows], "status": [r["status"] for r in rows],
-        "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows]})
+    frame = pd.DataFrame(
+        {
+            "model": [r["model"] for r in rows],
+            "context": [int(r["context"]) for r in rows],
+            "batch": [int(r["batch"]) for r in rows],
+            "status": [r["status"] for r in rows],
+            "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows],
+        }
+    )
     # the OOM boundary is derive's (the same first_oom_batch the tables and prose quote)
     models = sorted(frame.model.unique())
-    bounds = [{"model": g.model, "context": g.context, "batch": g.first_oom_batch,
-               "label": f"{g.model} OOM" if len(models) > 1 else "OOM"}
-              for g in batchsweep.summarize(rows) if g.first_oom_batch is not None]
+    bounds = [
+        {
+            "model": g.model,
+            "context": g.context,
+            "batch": g.first_oom_batch,
+            "label": f"{g.model} OOM" if len(models) > 1 else "OOM",
+        }
+        for g in batchsweep.summarize(rows)
+        if g.first_oom_batch is not None
+    ]
     oom = pd.DataFrame(bounds, columns=["model", "context", "batch", "label"])
     ok = frame[frame.status == "ok"]
     x = alt.X("batch:Q", title="batch (sequences)", scale=alt.Scale(type="log", base=2))
@@ -168,26 +222,58 @@ def _batch_sweep(docs: list[dict[str, Any]], *, model: str | None = None,
     enc: dict[str, Any] = {"strokeDash": alt.StrokeDash("model:N", title="model")} if len(models) > 1 else {}
     y = alt.Y("tok_s:Q", title="throughput (tokens/s)", axis=alt.Axis(format="~s"))
     lines = alt.Chart(ok).mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("model:N"), **enc)
-    points = alt.Chart(ok).mark_point(filled=True, size=30, opacity=1).encode(
-        x=x, y=y, color=color,
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("context:O"), alt.Tooltip("batch:Q"),
-                 alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s")])
+    points = (
+        alt.Chart(ok)
+        .mark_point(filled=True, size=30, opacity=1)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            tooltip=[
+                alt.Tooltip("model:N"),
+                alt.Tooltip("context:O"),
+                alt.Tooltip("batch:Q"),
+                alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s"),
+            ],
+        )
+    )
     layers = [lines, points]
     if len(oom):
-        layers.append(alt.Chart(oom).mark_rule(strokeDash=[5, 3], strokeWidth=1.5).encode(
-            x=x, color=color, tooltip=[alt.Tooltip("model:N"), alt.Tooltip("context:O"),
-                                       alt.Tooltip("batch:Q", title="first OOM batch")]))
-        layers.append(alt.Chart(oom).mark_point(shape="cross", size=90, filled=True).encode(
-            x=x, y=alt.value(SWEEP_HEIGHT - 8), color=color))
-        layers.append(alt.Chart(oom).mark_text(dy=-8, fontSize=10).encode(
-            x=x, y=alt.value(SWEEP_HEIGHT - 8), text=alt.Text("label:N"), color=color))
+        layers.append(
+            alt.Chart(oom)
+            .mark_rule(strokeDash=[5, 3], strokeWidth=1.5)
+            .encode(
+                x=x,
+                color=color,
+                tooltip=[
+                    alt.Tooltip("model:N"),
+                    alt.Tooltip("context:O"),
+                    alt.Tooltip("batch:Q", title="first OOM batch"),
+                ],
+            )
+        )
+        layers.append(
+            alt.Chart(oom)
+            .mark_point(shape="cross", size=90, filled=True)
+            .encode(x=x, y=alt.value(SWEEP_HEIGHT - 8), color=color)
+        )
+        layers.append(
+            alt.Chart(oom)
+            .mark_text(dy=-8, fontSize=10)
+            .encode(x=x, y=alt.value(SWEEP_HEIGHT - 8), text=alt.Text("label:N"), color=color)
+        )
     heading = title or "Throughput against batch"
     chart = alt.layer(*layers).properties(width=480, height=SWEEP_HEIGHT, title=heading)
     contexts = ", ".join(_n(c) for c in sorted(frame.context.unique()))
-    oom_text = ("; the first out-of-memory batch of each context is marked with a dashed line and a cross"
-                if len(oom) else "; no batch ran out of memory")
-    return chart, (f"{heading} for {', '.join(models)}: tokens per second against batch size (log scale), "
-                   f"one line per context length ({contexts} tokens){oom_text}.")
+    oom_text = (
+        "; the first out-of-memory batch of each context is marked with a dashed line and a cross"
+        if len(oom)
+        else "; no batch ran out of memory"
+    )
+    return chart, (
+        f"{heading} for {', '.join(models)}: tokens per second against batch size (log scale), "
+        f"one line per context length ({contexts} tokens){oom_text}."
+    )
 
 
 def _loss_memory(docs: list[dict[str, Any]], *, title: str | None = None) -> tuple[alt.TopLevelMixin, str]:
@@ -195,23 +281,39 @@ def _loss_memory(docs: list[dict[str, Any]], *, title: str | None = None) -> tup
     rows = []
     for doc in docs:
         rows += _samples("loss-memory", doc, {"arm": (str,), "microbatch": _NUM, "peak_bytes": _NUM}, "loss-memory")
-    frame = pd.DataFrame({"arm": [r["arm"] for r in rows], "microbatch": [r["microbatch"] for r in rows],
-                          "peak_gib": [bytes_to_gib(r["peak_bytes"]) for r in rows]})
+    frame = pd.DataFrame(
+        {
+            "arm": [r["arm"] for r in rows],
+            "microbatch": [r["microbatch"] for r in rows],
+            "peak_gib": [bytes_to_gib(r["peak_bytes"]) for r in rows],
+        }
+    )
     arms = list(dict.fromkeys(frame.arm))
     heading = title or "Peak memory against microbatch"
-    chart = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("microbatch:Q", title="microbatch (sequences)", axis=alt.Axis(tickMinStep=1, format="d")),
-        y=alt.Y("peak_gib:Q", title="peak memory (GiB)"),
-        color=alt.Color("arm:N", title="arm", sort=arms),
-        tooltip=[alt.Tooltip("arm:N"), alt.Tooltip("microbatch:Q"),
-                 alt.Tooltip("peak_gib:Q", format=".3g", title="peak (GiB)")],
-    ).properties(width=480, height=280, title=heading)
-    return chart, (f"{heading}: peak device memory in GiB against microbatch size, one line per arm "
-                   f"({len(arms)} arms: {', '.join(arms)}).")
+    chart = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("microbatch:Q", title="microbatch (sequences)", axis=alt.Axis(tickMinStep=1, format="d")),
+            y=alt.Y("peak_gib:Q", title="peak memory (GiB)"),
+            color=alt.Color("arm:N", title="arm", sort=arms),
+            tooltip=[
+                alt.Tooltip("arm:N"),
+                alt.Tooltip("microbatch:Q"),
+                alt.Tooltip("peak_gib:Q", format=".3g", title="peak (GiB)"),
+            ],
+        )
+        .properties(width=480, height=280, title=heading)
+    )
+    return chart, (
+        f"{heading}: peak device memory in GiB against microbatch size, one line per arm "
+        f"({len(arms)} arms: {', '.join(arms)})."
+    )
 
 
-def _kernel_shares(docs: list[dict[str, Any]], *, labels: list[str] | None = None,
-                   title: str | None = None) -> tuple[alt.TopLevelMixin, str]:
+def _kernel_shares(
+    docs: list[dict[str, Any]], *, labels: list[str] | None = None, title: str | None = None
+) -> tuple[alt.TopLevelMixin, str]:
     """Share of device kernel time per category, one bar group per evidence document."""
     if labels is not None and len(labels) != len(docs):
         raise ProbebookError(f"chart 'kernel-shares': {len(labels)} labels for {len(docs)} evidence documents")
@@ -225,13 +327,19 @@ def _kernel_shares(docs: list[dict[str, Any]], *, labels: list[str] | None = Non
             shares = data["shares"]
             bad = [k for k, v in shares.items() if isinstance(v, bool) or not isinstance(v, _NUM) or not 0 <= v <= 1]
             if bad:
-                raise ProbebookError(f"chart 'kernel-shares': {short_id(doc)} data.shares.{bad[0]} must be a fraction 0..1")
+                raise ProbebookError(
+                    f"chart 'kernel-shares': {short_id(doc)} data.shares.{bad[0]} must be a fraction 0..1"
+                )
         else:
-            raise ProbebookError(f"chart 'kernel-shares': {short_id(doc) if isinstance(doc, dict) else 'input'} has "
-                                 "neither data.samples kernel rows nor data.shares")
+            raise ProbebookError(
+                f"chart 'kernel-shares': {short_id(doc) if isinstance(doc, dict) else 'input'} has "
+                "neither data.samples kernel rows nor data.shares"
+            )
         records += [{"run": name, "category": cat, "share": share} for cat, share in shares.items()]
     frame = pd.DataFrame(records, columns=["run", "category", "share"])
-    order = [c for c in KERNEL_CATEGORIES if c in set(frame.category)] + sorted(set(frame.category) - set(KERNEL_CATEGORIES))
+    order = [c for c in KERNEL_CATEGORIES if c in set(frame.category)] + sorted(
+        set(frame.category) - set(KERNEL_CATEGORIES)
+    )
     heading = title or "Kernel time by category"
     enc: dict[str, Any] = {
         "y": alt.Y("category:N", title=None, sort=order),
@@ -241,10 +349,13 @@ def _kernel_shares(docs: list[dict[str, Any]], *, labels: list[str] | None = Non
     }
     if len(docs) > 1:
         enc["yOffset"] = alt.YOffset("run:N", sort=names)
-    chart = alt.Chart(frame).mark_bar().encode(**enc).properties(width=420, height=max(120, 28 * len(order)),
-                                                                 title=heading)
-    return chart, (f"{heading}: the share of summed device kernel time in each category "
-                   f"({', '.join(order)}), for {len(docs)} run{'s' if len(docs) > 1 else ''}.")
+    chart = (
+        alt.Chart(frame).mark_bar().encode(**enc).properties(width=420, height=max(120, 28 * len(order)), title=heading)
+    )
+    return chart, (
+        f"{heading}: the share of summed device kernel time in each category "
+        f"({', '.join(order)}), for {len(docs)} run{'s' if len(docs) > 1 else ''}."
+    )
 
 
 Builder = Callable[..., "tuple[alt.TopLevelMixin, str]"]

@@ -62,9 +62,13 @@ def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str
     origin = doc.get("origin") or {}
     code = doc.get("code") or {}
     envelope = {
-        "id": ident, "schema": doc.get("schema"), "probe": doc.get("probe"),
-        "probe_version": doc.get("probe_version"), "created_at": doc.get("created_at"),
-        "status": doc.get("status"), "origin": origin.get("kind"),
+        "id": ident,
+        "schema": doc.get("schema"),
+        "probe": doc.get("probe"),
+        "probe_version": doc.get("probe_version"),
+        "created_at": doc.get("created_at"),
+        "status": doc.get("status"),
+        "origin": origin.get("kind"),
     }
     if origin.get("kind") == "imported":
         envelope["source"] = origin.get("source")
@@ -90,7 +94,14 @@ def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
     if other:
         # ensure_ascii and indent keep every line starting with whitespace or a bracket: no fence can close early
-        out += ["## Other data", "", "```json", json.dumps(other, indent=2, sort_keys=True, ensure_ascii=True), "```", ""]
+        out += [
+            "## Other data",
+            "",
+            "```json",
+            json.dumps(other, indent=2, sort_keys=True, ensure_ascii=True),
+            "```",
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -110,15 +121,20 @@ def index_markdown(docs: dict[str, dict[str, Any]], cited: dict[str, list[tuple[
     if not docs:
         out.append("No evidence is archived yet. `probebook archive import` or `probebook measure` adds some.")
         return "\n".join(out) + "\n"
-    out += ["Every archived evidence document, newest first. Each page shows the raw measurements "
-            "and links to the pages that publish numbers derived from it.", ""]
+    out += [
+        "Every archived evidence document, newest first. Each page shows the raw measurements "
+        "and links to the pages that publish numbers derived from it.",
+        "",
+    ]
     out += ["| id | probe | created | GPU | status | origin | cited by |", "|---|---|---|---|---|---|---|"]
     ordered = sorted(docs, key=lambda i: (docs[i].get("created_at", ""), i), reverse=True)
     for ident in ordered:
         doc = docs[ident]
         link = relative_link("evidence/index.md", evidence_page(ident))
         gpu = (doc.get("machine") or {}).get("gpu") or "—"
-        out.append(f"| [`{short_id(ident)}`]({link}) | {escape_text(doc.get('probe'))} | "
-                   f"{escape_text(doc.get('created_at'))} | {escape_text(gpu)} | {escape_text(doc.get('status'))} | "
-                   f"{escape_text((doc.get('origin') or {}).get('kind'))} | {len(cited.get(ident, []))} |")
+        out.append(
+            f"| [`{short_id(ident)}`]({link}) | {escape_text(doc.get('probe'))} | "
+            f"{escape_text(doc.get('created_at'))} | {escape_text(gpu)} | {escape_text(doc.get('status'))} | "
+            f"{escape_text((doc.get('origin') or {}).get('kind'))} | {len(cited.get(ident, []))} |"
+        )
     return "\n".join(out) + "\n"

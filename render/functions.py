@@ -32,11 +32,23 @@ from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render import charts, peaks, tables
-from render.derive import batchsweep, fit as fitmod, lossmem, mfu as mfumod, project as projmod
+from render.derive import batchsweep, lossmem
+from render.derive import fit as fitmod
+from render.derive import mfu as mfumod
+from render.derive import project as projmod
 from render.pages import Block, current_state
 from render.quantity import Quantity, conversion_factor, title_text
-from render.views import (BatchView, EvidenceRef, FitView, LossMemoryView, ProjectionView, call_text, defined,
-                          number, quantity)
+from render.views import (
+    BatchView,
+    EvidenceRef,
+    FitView,
+    LossMemoryView,
+    ProjectionView,
+    call_text,
+    defined,
+    number,
+    quantity,
+)
 
 
 class Library:
@@ -63,8 +75,7 @@ class PageFunctions:
 
     def __init__(self, library: Library, aliases: dict[str, str]):
         self.library = library
-        self.refs = {alias: EvidenceRef(alias, ident, library.docs[ident]["probe"])
-                     for alias, ident in aliases.items()}
+        self.refs = {alias: EvidenceRef(alias, ident, library.docs[ident]["probe"]) for alias, ident in aliases.items()}
 
     def context(self) -> dict[str, Any]:
         """Names a template sees: the functions and the page's evidence aliases."""
@@ -102,17 +113,27 @@ class PageFunctions:
     def _fit(self, ref: EvidenceRef, options: dict[str, Any], at: tuple[float, ...]) -> fitmod.StepFit:
         key = ("fit", ref.id, tuple(sorted((k, str(v)) for k, v in options.items())), at)
         doc = self._doc(ref)
-        return self.library.memo(key, lambda: fitmod.fit_evidence(
-            doc, terms=options.get("terms", "auto"), tokens=options.get("tokens"), at=at,
-            mode=options.get("mode"), source=f"evidence {ref.alias} ({ref.short})"))
+        return self.library.memo(
+            key,
+            lambda: fitmod.fit_evidence(
+                doc,
+                terms=options.get("terms", "auto"),
+                tokens=options.get("tokens"),
+                at=at,
+                mode=options.get("mode"),
+                source=f"evidence {ref.alias} ({ref.short})",
+            ),
+        )
 
     # -- the functions --------------------------------------------------------------------
-    def fit(self, ref: Any, tokens: str | None = None, terms: str = "auto", at: Any = (), mode: str | None = None) -> FitView:
+    def fit(
+        self, ref: Any, tokens: str | None = None, terms: str = "auto", at: Any = (), mode: str | None = None
+    ) -> FitView:
         """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence."""
         ref = self._ref(ref, "step-scaling", "fit()")
         options = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
         view = FitView(self._fit, ref, options)
-        for w in (at if isinstance(at, (list, tuple)) else [at]):
+        for w in at if isinstance(at, (list, tuple)) else [at]:
             view.share(w)  # validates the widths early, with the page's line
         return view
 
@@ -136,17 +157,30 @@ class PageFunctions:
         """The batch sweep summary of one (model, context) group."""
         ref = self._ref(ref, "batch-sweep", "batch_summary()")
         groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref)))
-        picked = [g for g in groups if (model is None or g.model == model)
-                  and (context is None or g.context == int(number(context, "context")))]
+        picked = [
+            g
+            for g in groups
+            if (model is None or g.model == model) and (context is None or g.context == int(number(context, "context")))
+        ]
         if len(picked) != 1:
             shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
-            raise ProbebookError(f"batch_summary(): {len(picked)} groups match; pick one with model= and context= "
-                                 f"(groups: {shown})")
+            raise ProbebookError(
+                f"batch_summary(): {len(picked)} groups match; pick one with model= and context= (groups: {shown})"
+            )
         g = picked[0]
         what = f"batch sweep to OOM of {g.model} at context {g.context}"
-        return BatchView(vars(g), (ref.id,), what, f"batch_summary({call_text(ref.alias, model=model, context=context)})",
-                         {"first_oom": "no batch ran out of memory", "fastest_batch": "no batch fits",
-                          "fastest_tok_s": "no batch fits", "largest_batch": "no batch fits"})
+        return BatchView(
+            vars(g),
+            (ref.id,),
+            what,
+            f"batch_summary({call_text(ref.alias, model=model, context=context)})",
+            {
+                "first_oom": "no batch ran out of memory",
+                "fastest_batch": "no batch fits",
+                "fastest_tok_s": "no batch fits",
+                "largest_batch": "no batch fits",
+            },
+        )
 
     def loss_memory(self, ref: Any, arm: str) -> LossMemoryView:
         """Peak memory per extra microbatch of one loss arm, and its largest usable microbatch."""
@@ -159,22 +193,37 @@ class PageFunctions:
             values["largest_usable_microbatch"] = lossmem.largest_usable_microbatch(rows, arm)
         except ProbebookError as exc:
             notes["largest_microbatch"] = str(exc)
-        return LossMemoryView(values, (ref.id,), f"loss-kernel memory of arm {arm}, least-squares over microbatch",
-                              f"loss_memory({ref.alias}, {arm})", notes)
+        return LossMemoryView(
+            values,
+            (ref.id,),
+            f"loss-kernel memory of arm {arm}, least-squares over microbatch",
+            f"loss_memory({ref.alias}, {arm})",
+            notes,
+        )
 
     def logit_bytes(self, ref: Any, heavy: str, light: str, vocab: Any = None) -> Quantity:
         """Bytes per logit element that arm ``heavy`` holds beyond arm ``light``."""
         ref = self._ref(ref, "loss-memory", "logit_bytes()")
         v = None if vocab is None else int(number(vocab, "vocab"))
         value = lossmem.bytes_per_logit_element(self._rows(ref), heavy, light, vocab=v)
-        return quantity(value, "B", ref, f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
-                  f"logit_bytes({ref.alias}, {heavy}, {light})", fmt=".3g")
+        return quantity(
+            value,
+            "B",
+            ref,
+            f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
+            f"logit_bytes({ref.alias}, {heavy}, {light})",
+            fmt=".3g",
+        )
 
     def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:
         """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling)."""
         ref = self._ref(ref, "gemm", "gemm_ceiling()")
-        rows = tables.evidence_rows("gemm_ceiling()", self._doc(ref), {"shape": (str,), "m": (int,), "n": (int,),
-                                    "k": (int,), "time_s": (int, float)}, "gemm")
+        rows = tables.evidence_rows(
+            "gemm_ceiling()",
+            self._doc(ref),
+            {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
+            "gemm",
+        )
         shapes = sorted({r["shape"] for r in rows})
         chosen = shapes[0] if shape is None and len(shapes) == 1 else shape
         picked = [r for r in rows if r["shape"] == chosen]
@@ -183,34 +232,66 @@ class PageFunctions:
         m, n, k = picked[0]["m"], picked[0]["n"], picked[0]["k"]
         median_s = statistics.median(r["time_s"] for r in picked)
         flop_s = tables.gemm_tflop_s(m, n, k, median_s) * 1e12
-        return quantity(flop_s, "FLOP/s", ref, f"GEMM {chosen} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
-                  f"gemm_ceiling({call_text(ref.alias, shape=shape)})", display="TFLOP/s", fmt=".4g")
+        return quantity(
+            flop_s,
+            "FLOP/s",
+            ref,
+            f"GEMM {chosen} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
+            f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
+            display="TFLOP/s",
+            fmt=".4g",
+        )
 
     def kernel_share(self, ref: Any, category: str) -> Quantity:
         """Share of summed device kernel time in one category (attention, gemm, ...)."""
         ref = self._ref(ref, None, "kernel_share()")
-        rows = tables.evidence_rows("kernel_share()", self._doc(ref), {"category": (str,),
-                                    "device_time_s": (int, float)})
+        rows = tables.evidence_rows(
+            "kernel_share()", self._doc(ref), {"category": (str,), "device_time_s": (int, float)}
+        )
         shares = tables.category_shares(rows)
         if category not in shares:
             raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
-        return quantity(shares[category], "", ref, f"device kernel time in {category} / all device kernel time",
-                  f"kernel_share({ref.alias}, {category})", fmt=".1%")
+        return quantity(
+            shares[category],
+            "",
+            ref,
+            f"device kernel time in {category} / all device kernel time",
+            f"kernel_share({ref.alias}, {category})",
+            fmt=".1%",
+        )
 
-    def project(self, rate: Quantity, params: Any, tokens_per_param: Any = projmod.TOKENS_PER_PARAM,
-                batch_tokens: Any = None, gpus: int = 1) -> ProjectionView:
+    def project(
+        self,
+        rate: Quantity,
+        params: Any,
+        tokens_per_param: Any = projmod.TOKENS_PER_PARAM,
+        batch_tokens: Any = None,
+        gpus: int = 1,
+    ) -> ProjectionView:
         """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity)."""
         tok_s = _rate(rate, "tok/s", "project()")
         p = number(params, "params")
         bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
         proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
-        what = (f"T = k·P / R with P={p:.4g}, k={proj.tokens_per_param:g}, R={rate.text} ({rate.derivation})"
-                + (f", {gpus} GPUs" if gpus != 1 else "") + (f", {bt} tokens per update" if bt else ""))
-        return ProjectionView(vars(proj), rate.evidence, what, f"project({rate.key}, {p:g})",
-                              {"updates": "no batch_tokens given"})
+        what = (
+            f"T = k·P / R with P={p:.4g}, k={proj.tokens_per_param:g}, R={rate.text} ({rate.derivation})"
+            + (f", {gpus} GPUs" if gpus != 1 else "")
+            + (f", {bt} tokens per update" if bt else "")
+        )
+        return ProjectionView(
+            vars(proj), rate.evidence, what, f"project({rate.key}, {p:g})", {"updates": "no batch_tokens given"}
+        )
 
-    def mfu(self, rate: Quantity, n_params: Any, n_layers: int, n_heads: int, head_dim: int, seq_len: int,
-            peak: Quantity | None = None) -> Quantity:
+    def mfu(
+        self,
+        rate: Quantity,
+        n_params: Any,
+        n_layers: int,
+        n_heads: int,
+        head_dim: int,
+        seq_len: int,
+        peak: Quantity | None = None,
+    ) -> Quantity:
         """Model FLOPs utilisation at ``rate`` tokens/s against ``peak`` (a measured ceiling) or the datasheet."""
         tok_s = _rate(rate, "tok/s", "mfu()")
         per_token = mfumod.model_flops_per_token(number(n_params, "n_params"), n_layers, n_heads, head_dim, seq_len)
@@ -220,15 +301,23 @@ class PageFunctions:
             gpu = (self.library.docs[rate.evidence[0]].get("machine") or {}).get("gpu") if rate.evidence else None
             datasheet = _suppressed_peak(gpu)
             if not datasheet.known:
-                raise ProbebookError(f"mfu(): no datasheet peak for GPU {gpu!r}; pass peak=gemm_ceiling(...) "
-                                     "or add the GPU to render/peaks.py")
+                raise ProbebookError(
+                    f"mfu(): no datasheet peak for GPU {gpu!r}; pass peak=gemm_ceiling(...) "
+                    "or add the GPU to render/peaks.py"
+                )
             peak_flop_s, against = datasheet.bf16_dense_flop_s, f"datasheet dense BF16 peak of {gpu}"
         else:
             peak_flop_s, against = _rate(peak, "FLOP/s", "mfu() peak"), f"{peak.text} ({peak.derivation})"
             evidence = tuple(dict.fromkeys(rate.evidence + peak.evidence))
         value = mfumod.mfu(achieved, peak_flop_s)  # type: ignore[arg-type]
-        return quantity(value, "", evidence, f"MFU: {rate.text} × (6N + 12·L·H·Q·T) model FLOPs/token / {against}",
-                  f"mfu({rate.key})", fmt=".1%")
+        return quantity(
+            value,
+            "",
+            evidence,
+            f"MFU: {rate.text} × (6N + 12·L·H·Q·T) model FLOPs/token / {against}",
+            f"mfu({rate.key})",
+            fmt=".1%",
+        )
 
     def share_of(self, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Quantity:
         """The ratio ``part / whole`` of two quantities whose units differ at most by a prefix."""
@@ -239,21 +328,38 @@ class PageFunctions:
         value = None
         if part.value is not None and whole.value not in (None, 0):
             value = part.value * factor / whole.value  # type: ignore[operator]
-        return Quantity(value=value, unit="", fmt=fmt, evidence=tuple(dict.fromkeys(part.evidence + whole.evidence)),
-                        derivation=f"{part.key} / {whole.key}", key=f"share_of({part.key}, {whole.key})",
-                        note=None if value is not None else "a missing or zero operand")
+        return Quantity(
+            value=value,
+            unit="",
+            fmt=fmt,
+            evidence=tuple(dict.fromkeys(part.evidence + whole.evidence)),
+            derivation=f"{part.key} / {whole.key}",
+            key=f"share_of({part.key}, {whole.key})",
+            note=None if value is not None else "a missing or zero operand",
+        )
 
-    def median(self, ref: Any, field: str, unit: str | None = None, display: str | None = None,
-               fmt: str | None = None, **where: Any) -> Quantity:
+    def median(
+        self,
+        ref: Any,
+        field: str,
+        unit: str | None = None,
+        display: str | None = None,
+        fmt: str | None = None,
+        **where: Any,
+    ) -> Quantity:
         """The median of one sample field over the rows matching ``where`` (e.g. ``arm="baseline"``)."""
         ref = self._ref(ref, None, "median()")
         values = _field_values(self._rows(ref), field, where, f"median(): {ref.alias} ({ref.short})")
         base, shown, spec = field_unit(field)
         condition = ", ".join(f"{k}={v!r}" for k, v in sorted(where.items()))
-        q = quantity(statistics.median(values), unit if unit is not None else base, ref,
-                     f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
-                     f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
-                     fmt=fmt or spec)
+        q = quantity(
+            statistics.median(values),
+            unit if unit is not None else base,
+            ref,
+            f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
+            f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
+            fmt=fmt or spec,
+        )
         display = display or (shown if unit is None else None)
         return q.to(display) if display else q
 
@@ -264,26 +370,37 @@ class PageFunctions:
         what = f"saving(): {ref.alias} ({ref.short})"
         arm_s = statistics.median(_field_values(rows, field, {"arm": arm}, what))
         base_s = statistics.median(_field_values(rows, field, {"arm": baseline}, what))
-        return quantity(saving_fraction(arm_s, base_s), "", ref,
-                        f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
-                        f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
-                        fmt=".1%")
+        return quantity(
+            saving_fraction(arm_s, base_s),
+            "",
+            ref,
+            f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
+            f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
+            fmt=".1%",
+        )
 
     def chart(self, kind: str, *refs: Any, **options: Any) -> Block:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
-        out, name = self._assets("chart", charts.render, kind, refs, options,
-                                 lambda o: {"svg": o.svg, "vl.json": o.spec_json})
+        out, name = self._assets(
+            "chart", charts.render, kind, refs, options, lambda o: {"svg": o.svg, "vl.json": o.spec_json}
+        )
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")
         return Block(f"![{alt}]({name}.svg)\n\n[Chart spec (Vega-Lite JSON)]({name}.vl.json)\n")
 
     def table(self, kind: str, *refs: Any, **options: Any) -> Block:
         """A table of the evidence with CSV and JSON downloads saved beside the page."""
-        out, name = self._assets("table", tables.render, kind, refs, options,
-                                 lambda o: {"csv": o.csv, "json": o.json})
+        out, name = self._assets("table", tables.render, kind, refs, options, lambda o: {"csv": o.csv, "json": o.json})
         return Block(f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n")
 
-    def _assets(self, what: str, render: Callable[..., Any], kind: str, refs: tuple[Any, ...],
-                options: dict[str, Any], files: Callable[[Any], dict[str, str]]) -> tuple[Any, str]:
+    def _assets(
+        self,
+        what: str,
+        render: Callable[..., Any],
+        kind: str,
+        refs: tuple[Any, ...],
+        options: dict[str, Any],
+        files: Callable[[Any], dict[str, str]],
+    ) -> tuple[Any, str]:
         """Render ``kind`` over the named evidence, save its files beside the page; return it and their stem."""
         picked = [self._ref(r, None, f"{what}({kind!r})") for r in refs]
         out = render(kind, [self._doc(r) for r in picked], **options)
@@ -292,6 +409,7 @@ class PageFunctions:
         for suffix, text in files(out).items():
             state.add_file(f"{stem}.{suffix}", text.encode("utf-8"))
         return out, stem.rsplit("/", 1)[-1]
+
 
 def field_unit(field: str) -> tuple[str, str | None, str]:
     """(base unit, display unit, format) for a sample field, from the naming convention (DESIGN §2)."""
@@ -321,8 +439,7 @@ def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any],
     for key, value in where.items():
         defined(value)
     picked = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
-    values = [r[field] for r in picked
-              if isinstance(r.get(field), (int, float)) and not isinstance(r.get(field), bool)]
+    values = [r[field] for r in picked if isinstance(r.get(field), (int, float)) and not isinstance(r.get(field), bool)]
     if not values:
         shown = ", ".join(f"{k}={v!r}" for k, v in where.items()) or "any row"
         raise ProbebookError(f"{what}: no {field!r} values in rows matching {shown} ({len(picked)} rows match)")
@@ -348,6 +465,20 @@ def _asset_stem(kind: str) -> str:
     return f"{base}-{kind}-{n}"
 
 
-FUNCTIONS = ("fit", "value", "median", "saving", "batch_summary", "loss_memory", "logit_bytes", "gemm_ceiling",
-             "kernel_share", "project", "mfu", "share_of", "chart", "table")
+FUNCTIONS = (
+    "fit",
+    "value",
+    "median",
+    "saving",
+    "batch_summary",
+    "loss_memory",
+    "logit_bytes",
+    "gemm_ceiling",
+    "kernel_share",
+    "project",
+    "mfu",
+    "share_of",
+    "chart",
+    "table",
+)
 """The names a page's templates may call."""

@@ -84,8 +84,10 @@ def records_index(sources: Sources) -> str:
     out += ["| record | version | date |", "|---|---|---|"]
     for r in sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True):
         c = r.current
-        out.append(f"| [{escape_text(c.title)}]({relative_link('records/index.md', c.rel)}) | {c.version} | "
-                   f"{escape_text(c.date)} |")
+        out.append(
+            f"| [{escape_text(c.title)}]({relative_link('records/index.md', c.rel)}) | {c.version} | "
+            f"{escape_text(c.date)} |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -99,8 +101,10 @@ def archive_index(sources: Sources) -> str:
     out += ["| record | version | date | current version |", "|---|---|---|---|"]
     for r, p in archived:
         here = "archive/index.md"
-        out.append(f"| [{escape_text(p.title)}]({relative_link(here, p.rel)}) | {p.version} | {escape_text(p.date)} | "
-                   f"[version {r.current.version}]({relative_link(here, r.current.rel)}) |")
+        out.append(
+            f"| [{escape_text(p.title)}]({relative_link(here, p.rel)}) | {p.version} | {escape_text(p.date)} | "
+            f"[version {r.current.version}]({relative_link(here, r.current.rel)}) |"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -123,8 +127,9 @@ def nav(sources: Sources, docs: dict[str, dict[str, Any]]) -> list[Any]:
 
     by_rel = {p.rel: p for p in sources.pages}
     playbook = [item("Playbook", "playbook/index.md")] if "playbook/index.md" in by_rel else []
-    playbook += [item(page_title(p), p.rel) for p in sources.pages
-                 if p.kind == "playbook" and p.rel != "playbook/index.md"]
+    playbook += [
+        item(page_title(p), p.rel) for p in sources.pages if p.kind == "playbook" and p.rel != "playbook/index.md"
+    ]
     records = [item("Records", "records/index.md")]
     records += [item(page_title(r.current), r.current.rel) for r in sources.records]
     archive = [item("Archive", "archive/index.md")]

@@ -128,8 +128,10 @@ class Diff:
         return {
             "added": self.added,
             "removed": self.removed,
-            "changed": [{"page": c.page, "key": c.key, "old": c.old, "new": c.new, "relative_change": c.relative}
-                        for c in self.changed],
+            "changed": [
+                {"page": c.page, "key": c.key, "old": c.old, "new": c.new, "relative_change": c.relative}
+                for c in self.changed
+            ],
             "unchanged": self.unchanged,
         }
 
@@ -137,8 +139,9 @@ class Diff:
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Rows are the same number when value (exactly, or both missing), text and derivation agree."""
     va, vb = a["value"], b["value"]
-    same_value = (va is None and vb is None) or (va is not None and vb is not None and
-                                                 (va == vb or (math.isnan(va) and math.isnan(vb))))
+    same_value = (va is None and vb is None) or (
+        va is not None and vb is not None and (va == vb or (math.isnan(va) and math.isnan(vb)))
+    )
     return same_value and a["text"] == b["text"] and a["derivation"] == b["derivation"]
 
 
@@ -176,6 +179,5 @@ def format_diff(d: Diff) -> list[str]:
         if c.old["derivation"] != c.new["derivation"]:
             what += f"; derivation {c.old['derivation']!r} -> {c.new['derivation']!r}"
         lines.append(f"changed  {c.page} {c.key}: {what}")
-    lines.append(f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, "
-                 f"{d.unchanged} unchanged")
+    lines.append(f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, {d.unchanged} unchanged")
     return lines

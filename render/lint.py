@@ -26,9 +26,9 @@ _UNITS = (
 )
 _NUMBER = r"(?<![\w.,])\d[\d,]*(?:\.\d+)?"
 MEASUREMENT = re.compile(
-    rf"{_NUMBER}\s?%"                                  # 12% / 12.5 %
-    rf"|{_NUMBER}\s?(?:{'|'.join(_UNITS)})(?![\w/])"   # 12 ms, 3.4GiB, 1,200 tok/s, 2x
-    r"|(?<![\w.])\d+\.\d+(?![\d])"                     # any number with a decimal point
+    rf"{_NUMBER}\s?%"  # 12% / 12.5 %
+    rf"|{_NUMBER}\s?(?:{'|'.join(_UNITS)})(?![\w/])"  # 12 ms, 3.4GiB, 1,200 tok/s, 2x
+    r"|(?<![\w.])\d+\.\d+(?![\d])"  # any number with a decimal point
 )
 
 _JINJA = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
@@ -58,8 +58,10 @@ class Hit:
     """What was found, e.g. ``12.3 ms``."""
 
     def __str__(self) -> str:
-        return (f"{self.where} line {self.line} column {self.column}: hand-typed measurement {self.text!r} in prose; "
-                "template it from evidence ({{ ... }}) or put it in `code`")
+        return (
+            f"{self.where} line {self.line} column {self.column}: hand-typed measurement {self.text!r} in prose; "
+            "template it from evidence ({{ ... }}) or put it in `code`"
+        )
 
 
 def _blank(match: re.Match[str]) -> str:
@@ -78,7 +80,7 @@ def mask(text: str) -> str:
             fence = m.group(1)
             lines[i] = " " * len(line)
         elif fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
                 fence = None
             lines[i] = " " * len(line)
     text = "\n".join(lines)
@@ -105,11 +107,14 @@ def lint_page(page: SourcePage) -> list[Hit]:
     """Hits in a page's prose, title and errata."""
     hits = find(page.body, str(page.path))
     if page.title and page.title_in_front_matter:
-        hits += [Hit(str(page.path), page.lines.get("title", 1), h.column, h.text)
-                 for h in find(page.title, str(page.path))]
+        hits += [
+            Hit(str(page.path), page.lines.get("title", 1), h.column, h.text) for h in find(page.title, str(page.path))
+        ]
     for erratum in page.errata:
-        hits += [Hit(str(page.path), page.lines.get("errata", 1), h.column, h.text)
-                 for h in find(erratum.text, str(page.path))]
+        hits += [
+            Hit(str(page.path), page.lines.get("errata", 1), h.column, h.text)
+            for h in find(erratum.text, str(page.path))
+        ]
     return sorted(hits, key=lambda h: (h.line, h.column))
 
 

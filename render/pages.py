@@ -97,12 +97,16 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         return markdown(state.rel)
     if isinstance(value, str):
         if lint.is_measurement(value):
-            raise TemplateOutputError(f"placeholder yields the text {value!r}, a hand-typed measurement; "
-                                      "numbers must come from evidence through a page function")
+            raise TemplateOutputError(
+                f"placeholder yields the text {value!r}, a hand-typed measurement; "
+                "numbers must come from evidence through a page function"
+            )
         return escape_text(value)
     if isinstance(value, (bool, int, float)):
-        raise TemplateOutputError(f"placeholder yields the bare number {value!r}; a page shows numbers only as "
-                                  "Quantities from evidence (e.g. {{ fit(sweep).c }})")
+        raise TemplateOutputError(
+            f"placeholder yields the bare number {value!r}; a page shows numbers only as "
+            "Quantities from evidence (e.g. {{ fit(sweep).c }})"
+        )
     if value is None:
         raise TemplateOutputError("placeholder yields nothing (None)")
     raise TemplateOutputError(f"placeholder yields a {type(value).__name__}, which a page cannot show")
@@ -131,9 +135,14 @@ def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
         body, filename = sources[name]
         return body, filename, lambda: True
 
-    env = PageEnvironment(loader=jinja2.FunctionLoader(load), undefined=jinja2.StrictUndefined,
-                          finalize=_finalize, autoescape=False, keep_trailing_newline=True,
-                          extensions=[])
+    env = PageEnvironment(
+        loader=jinja2.FunctionLoader(load),
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        autoescape=False,
+        keep_trailing_newline=True,
+        extensions=[],
+    )
     # Only the globals a page needs; Jinja's defaults (range, lipsum, cycler, ...) are not numbers from evidence.
     env.globals.clear()
     return env
@@ -196,8 +205,10 @@ def check_links(text: str, where: str) -> None:
             target = m.group(1)
             if target and not _SAFE_URL.match(target):
                 line = text.count("\n", 0, m.start(1)) + 1
-                raise PageError(f"{where} line {line}: link target {target[:60]!r} is not allowed; "
-                                "links go to http(s), mailto or a relative path")
+                raise PageError(
+                    f"{where} line {line}: link target {target[:60]!r} is not allowed; "
+                    "links go to http(s), mailto or a relative path"
+                )
 
 
 def inert_prose(text: str) -> str:
@@ -215,7 +226,7 @@ def _escape_outside_code(text: str) -> str:
             fence = m.group(1)
             chunks.append((True, line))
         elif fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end():].strip():
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
                 fence = None
             chunks.append((True, line))
         else:
@@ -228,7 +239,7 @@ def _escape_outside_code(text: str) -> str:
             block = "\n".join(prose)
             parts, last = [], 0
             for m in _INLINE_CODE.finditer(block):
-                parts.append(_TAG_OPEN.sub("&lt;", block[last:m.start()]))
+                parts.append(_TAG_OPEN.sub("&lt;", block[last : m.start()]))
                 parts.append(m.group(0))
                 last = m.end()
             parts.append(_TAG_OPEN.sub("&lt;", block[last:]))

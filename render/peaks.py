@@ -60,32 +60,46 @@ class UnknownGPUWarning(UserWarning):
 
 PEAKS: dict[str, Peak] = {
     # Hopper
-    "NVIDIA H200": Peak(1979 / 2, 4.8, f"{_H200}, H200 SXM: BF16 Tensor Core 1,979 TFLOPS with sparsity; "
-                                      "GPU memory bandwidth 4.8 TB/s"),
-    "NVIDIA H200 NVL": Peak(1671 / 2, 4.8, f"{_H200}, H200 NVL: BF16 Tensor Core 1,671 TFLOPS with sparsity; "
-                                          "GPU memory bandwidth 4.8 TB/s"),
-    "NVIDIA H100 80GB HBM3": Peak(1979 / 2, 3.35, f"{_H100}, H100 SXM: BF16 Tensor Core 1,979 TFLOPS with "
-                                                 "sparsity; GPU memory bandwidth 3.35 TB/s"),
-    "NVIDIA H100 PCIe": Peak(1513 / 2, 2.0, f"{_H100}, H100 PCIe: BF16 Tensor Core 1,513 TFLOPS with sparsity; "
-                                           "GPU memory bandwidth 2 TB/s"),
-    "NVIDIA H100 NVL": Peak(1671 / 2, 3.9, f"{_H100}, H100 NVL: BF16 Tensor Core 1,671 TFLOPS with sparsity; "
-                                          "GPU memory bandwidth 3.9 TB/s"),
+    "NVIDIA H200": Peak(
+        1979 / 2, 4.8, f"{_H200}, H200 SXM: BF16 Tensor Core 1,979 TFLOPS with sparsity; GPU memory bandwidth 4.8 TB/s"
+    ),
+    "NVIDIA H200 NVL": Peak(
+        1671 / 2, 4.8, f"{_H200}, H200 NVL: BF16 Tensor Core 1,671 TFLOPS with sparsity; GPU memory bandwidth 4.8 TB/s"
+    ),
+    "NVIDIA H100 80GB HBM3": Peak(
+        1979 / 2,
+        3.35,
+        f"{_H100}, H100 SXM: BF16 Tensor Core 1,979 TFLOPS with sparsity; GPU memory bandwidth 3.35 TB/s",
+    ),
+    "NVIDIA H100 PCIe": Peak(
+        1513 / 2, 2.0, f"{_H100}, H100 PCIe: BF16 Tensor Core 1,513 TFLOPS with sparsity; GPU memory bandwidth 2 TB/s"
+    ),
+    "NVIDIA H100 NVL": Peak(
+        1671 / 2, 3.9, f"{_H100}, H100 NVL: BF16 Tensor Core 1,671 TFLOPS with sparsity; GPU memory bandwidth 3.9 TB/s"
+    ),
     # Ampere (the A100 datasheet prints the dense figure first: "312 TFLOPS | 624 TFLOPS*")
-    "NVIDIA A100-SXM4-80GB": Peak(312.0, 2.039, f"{_A100}, A100 80GB SXM: BF16 Tensor Core 312 TFLOPS dense; "
-                                               "GPU memory bandwidth 2,039 GB/s"),
-    "NVIDIA A100-SXM4-40GB": Peak(312.0, 1.555, f"{_A100}, A100 40GB SXM: BF16 Tensor Core 312 TFLOPS dense; "
-                                               "GPU memory bandwidth 1,555 GB/s"),
-    "NVIDIA A100 80GB PCIe": Peak(312.0, 1.935, f"{_A100}, A100 80GB PCIe: BF16 Tensor Core 312 TFLOPS dense; "
-                                               "GPU memory bandwidth 1,935 GB/s"),
-    "NVIDIA A100-PCIE-40GB": Peak(312.0, 1.555, f"{_A100}, A100 40GB PCIe: BF16 Tensor Core 312 TFLOPS dense; "
-                                               "GPU memory bandwidth 1,555 GB/s"),
-    "NVIDIA A10": Peak(125.0, 0.6, f"{_A10}: BF16 Tensor Core 125 TFLOPS dense (250 with sparsity); "
-                                   "GPU memory bandwidth 600 GB/s"),
+    "NVIDIA A100-SXM4-80GB": Peak(
+        312.0, 2.039, f"{_A100}, A100 80GB SXM: BF16 Tensor Core 312 TFLOPS dense; GPU memory bandwidth 2,039 GB/s"
+    ),
+    "NVIDIA A100-SXM4-40GB": Peak(
+        312.0, 1.555, f"{_A100}, A100 40GB SXM: BF16 Tensor Core 312 TFLOPS dense; GPU memory bandwidth 1,555 GB/s"
+    ),
+    "NVIDIA A100 80GB PCIe": Peak(
+        312.0, 1.935, f"{_A100}, A100 80GB PCIe: BF16 Tensor Core 312 TFLOPS dense; GPU memory bandwidth 1,935 GB/s"
+    ),
+    "NVIDIA A100-PCIE-40GB": Peak(
+        312.0, 1.555, f"{_A100}, A100 40GB PCIe: BF16 Tensor Core 312 TFLOPS dense; GPU memory bandwidth 1,555 GB/s"
+    ),
+    "NVIDIA A10": Peak(
+        125.0, 0.6, f"{_A10}: BF16 Tensor Core 125 TFLOPS dense (250 with sparsity); GPU memory bandwidth 600 GB/s"
+    ),
     # Ada
-    "NVIDIA L40S": Peak(362.05, 0.864, f"{_L40S}: BF16 Tensor Core 362.05 TFLOPS dense (733 with sparsity); "
-                                       "GPU memory bandwidth 864 GB/s"),
-    "NVIDIA L4": Peak(242 / 2, 0.3, f"{_L4}: BF16 Tensor Core 242 TFLOPS with sparsity; "
-                                    "GPU memory bandwidth 300 GB/s"),
+    "NVIDIA L40S": Peak(
+        362.05,
+        0.864,
+        f"{_L40S}: BF16 Tensor Core 362.05 TFLOPS dense (733 with sparsity); GPU memory bandwidth 864 GB/s",
+    ),
+    "NVIDIA L4": Peak(242 / 2, 0.3, f"{_L4}: BF16 Tensor Core 242 TFLOPS with sparsity; GPU memory bandwidth 300 GB/s"),
 }
 """GPU name (as torch reports it) -> datasheet peaks."""
 
@@ -96,7 +110,11 @@ def lookup(gpu_name: str | None) -> Peak:
     peak = PEAKS.get(name)
     if peak is None:
         what = f"GPU {name!r}" if name else "a machine with no GPU name recorded"
-        warnings.warn(f"no hardware peak on record for {what}; figures relative to its peak are left blank "
-                      "(add a datasheet row to render/peaks.py)", UnknownGPUWarning, stacklevel=2)
+        warnings.warn(
+            f"no hardware peak on record for {what}; figures relative to its peak are left blank "
+            "(add a datasheet row to render/peaks.py)",
+            UnknownGPUWarning,
+            stacklevel=2,
+        )
         return UNKNOWN
     return peak

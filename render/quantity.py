@@ -22,9 +22,20 @@ from measure.errors import ProbebookError
 
 # SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
 _PREFIXES: dict[str, float] = {
-    "Ki": 1024.0, "Mi": 1024.0 ** 2, "Gi": 1024.0 ** 3, "Ti": 1024.0 ** 4,
-    "P": 1e15, "T": 1e12, "G": 1e9, "M": 1e6, "k": 1e3,
-    "m": 1e-3, "µ": 1e-6, "u": 1e-6, "n": 1e-9, "": 1.0,
+    "Ki": 1024.0,
+    "Mi": 1024.0**2,
+    "Gi": 1024.0**3,
+    "Ti": 1024.0**4,
+    "P": 1e15,
+    "T": 1e12,
+    "G": 1e9,
+    "M": 1e6,
+    "k": 1e3,
+    "m": 1e-3,
+    "µ": 1e-6,
+    "u": 1e-6,
+    "n": 1e-9,
+    "": 1.0,
 }
 # Base units a prefix may attach to; the unit's tail after the base ("/token", "/s") must match.
 _BASES = ("FLOP", "tok", "s", "B")
@@ -44,7 +55,7 @@ def _split_unit(unit: str) -> tuple[float, str] | None:
     for prefix in _PREFIX_ORDER:
         if not unit.startswith(prefix):
             continue
-        rest = unit[len(prefix):]
+        rest = unit[len(prefix) :]
         for base in _BASES:
             if rest == base or (rest.startswith(base) and rest[len(base)] in "/·²³ "):
                 if base == "s" and prefix in ("Ki", "Mi", "Gi", "Ti"):
@@ -72,7 +83,7 @@ def title_text(text: str) -> str:
 
 
 # Characters Markdown (with the extensions mkdocs.yml enables) or HTML could act on.
-_ESCAPE = set('&<>"\'`*_[](){}#|~!\\$:^=+-.')
+_ESCAPE = set("&<>\"'`*_[](){}#|~!\\$:^=+-.")
 
 
 def escape_text(text: Any) -> str:

@@ -57,8 +57,10 @@ def rebuild(paths: BuildPaths, log: Callable[[str], None]) -> bool:
     except ProbebookError as exc:
         log(f"probebook: error: {exc}")
         return False
-    log(f"built {paths.site} in {time.monotonic() - started:.1f} s: {len(result.ledger)} numbers, "
-        f"{result.evidence} evidence file(s)")
+    log(
+        f"built {paths.site} in {time.monotonic() - started:.1f} s: {len(result.ledger)} numbers, "
+        f"{result.evidence} evidence file(s)"
+    )
     return True
 
 
@@ -67,9 +69,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def serve(paths: BuildPaths, host: str = "127.0.0.1", port: int = 8000, interval: float = 1.0,
-          log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
-          stop: threading.Event | None = None) -> None:
+def serve(
+    paths: BuildPaths,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    interval: float = 1.0,
+    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    stop: threading.Event | None = None,
+) -> None:
     """Build, then serve ``paths.site`` and rebuild on change until ``stop`` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
     rebuild(paths, log)
@@ -78,8 +85,10 @@ def serve(paths: BuildPaths, host: str = "127.0.0.1", port: int = 8000, interval
     server = http.server.ThreadingHTTPServer((host, port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    log(f"serving {paths.site} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops); "
-        f"watching {', '.join(str(p) for p in watched(paths))}")
+    log(
+        f"serving {paths.site} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops); "
+        f"watching {', '.join(str(p) for p in watched(paths))}"
+    )
     seen = fingerprint(watched(paths))
     try:
         while not stop.wait(interval):

@@ -151,7 +151,7 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, list
         meta = {}
     if not isinstance(meta, dict):
         raise SourceError(f"{path} line 2: front matter must be a mapping of field: value")
-    body = "\n" * (end + 1) + "\n".join(lines[end + 1:])
+    body = "\n" * (end + 1) + "\n".join(lines[end + 1 :])
     return meta, body, fm_lines
 
 
@@ -211,8 +211,10 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
     allowed = RECORD_FIELDS if kind == "record" else PAGE_FIELDS
     for name in meta:
         if name not in allowed:
-            raise SourceError(f"{where(str(name))}: unknown front matter field {name!r} "
-                              f"(a {kind} page takes {', '.join(sorted(allowed))})")
+            raise SourceError(
+                f"{where(str(name))}: unknown front matter field {name!r} "
+                f"(a {kind} page takes {', '.join(sorted(allowed))})"
+            )
     title = _text(meta["title"], where("title"), "title") if "title" in meta else None
     evidence = meta.get("evidence", {})
     if evidence is None:
@@ -237,13 +239,17 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
             raise SourceError(f"{where('version')}: field 'version' must be a whole number >= 1, got {version!r}")
         file_version = int(_VERSION_FILE.match(path.name).group(1))  # type: ignore[union-attr]
         if version != file_version:
-            raise SourceError(f"{where('version')}: field 'version' is {version} but the file is named "
-                              f"v{file_version}.md")
+            raise SourceError(
+                f"{where('version')}: field 'version' is {version} but the file is named v{file_version}.md"
+            )
         supersedes = meta.get("supersedes")
-        if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, int)
-                                       or not 1 <= supersedes < version):
-            raise SourceError(f"{where('supersedes')}: field 'supersedes' must be an older version number "
-                              f"(1..{version - 1}), got {supersedes!r}")
+        if supersedes is not None and (
+            isinstance(supersedes, bool) or not isinstance(supersedes, int) or not 1 <= supersedes < version
+        ):
+            raise SourceError(
+                f"{where('supersedes')}: field 'supersedes' must be an older version number "
+                f"(1..{version - 1}), got {supersedes!r}"
+            )
         errata = meta.get("errata") or []
         if not isinstance(errata, list):
             raise SourceError(f"{where('errata')}: field 'errata' must be a list of {{date, text}} entries")
@@ -253,10 +259,24 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
             if not isinstance(entry, dict) or set(entry) != {"date", "text"}:
                 raise SourceError(f"{spot}: each erratum needs exactly the fields 'date' and 'text'")
             items.append(Erratum(_date(entry["date"], spot, "date"), _text(entry["text"], spot, "text")))
-        fields = {"slug": path.parent.name, "version": version, "date": _date(meta["date"], where("date"), "date"),
-                  "supersedes": supersedes, "errata": tuple(items)}
-    return SourcePage(path=path, rel=rel, kind=kind, body=body, title=title or _first_heading(body),
-                      evidence=aliases, lines=lines, title_in_front_matter=title is not None, **fields)
+        fields = {
+            "slug": path.parent.name,
+            "version": version,
+            "date": _date(meta["date"], where("date"), "date"),
+            "supersedes": supersedes,
+            "errata": tuple(items),
+        }
+    return SourcePage(
+        path=path,
+        rel=rel,
+        kind=kind,
+        body=body,
+        title=title or _first_heading(body),
+        evidence=aliases,
+        lines=lines,
+        title_in_front_matter=title is not None,
+        **fields,
+    )
 
 
 def _kind(rel: str) -> str:
@@ -288,8 +308,9 @@ def load(root: Path) -> Sources:
         if kind == "record":
             parts = rel.split("/")
             if len(parts) != 3 or not _SLUG.match(parts[1]) or not _VERSION_FILE.match(parts[2]):
-                raise SourceError(f"{path}: a record version must be records/<slug>/v<N>.md with a lower-case "
-                                  "slug like step-time")
+                raise SourceError(
+                    f"{path}: a record version must be records/<slug>/v<N>.md with a lower-case slug like step-time"
+                )
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError as exc:
@@ -305,8 +326,10 @@ def load(root: Path) -> Sources:
         numbers = {p.version for p in versions}
         for p in versions:
             if p.supersedes is not None and p.supersedes not in numbers:
-                raise SourceError(f"{p.where('supersedes')}: supersedes version {p.supersedes}, but "
-                                  f"records/{slug}/v{p.supersedes}.md does not exist")
+                raise SourceError(
+                    f"{p.where('supersedes')}: supersedes version {p.supersedes}, but "
+                    f"records/{slug}/v{p.supersedes}.md does not exist"
+                )
         records.append(Record(slug, tuple(versions)))
     return Sources(root=root, pages=tuple(pages), records=tuple(records), files=tuple(files))
 

@@ -66,6 +66,7 @@ class Column:
 
 # --- pure helpers (units in the names) --------------------------------------------------
 
+
 def bytes_to_gib(n_bytes: float) -> float:
     """Bytes -> GiB (2**30 bytes)."""
     return n_bytes / GIB
@@ -126,8 +127,9 @@ def short_id(doc: dict[str, Any]) -> str:
         return "evidence"
 
 
-def evidence_rows(what: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None = None,
-                  nullable: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+def evidence_rows(
+    what: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None = None, nullable: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
     """``data.samples`` of ``doc`` with each row checked for the fields in ``need`` (name -> types).
 
     ``what`` names the caller in messages (``chart 'batch-sweep'``); ``probe``, when given, must match.
@@ -147,12 +149,15 @@ def evidence_rows(what: str, doc: Any, need: dict[str, tuple[type, ...]], probe:
             if value is None and name in nullable:
                 continue
             if value is None or isinstance(value, bool) or not isinstance(value, types):
-                raise ProbebookError(f"{what}: {short_id(doc)} data.samples[{i}].{name} "
-                                     f"must be {' or '.join(t.__name__ for t in types)}, got {value!r}")
+                raise ProbebookError(
+                    f"{what}: {short_id(doc)} data.samples[{i}].{name} "
+                    f"must be {' or '.join(t.__name__ for t in types)}, got {value!r}"
+                )
     return rows
 
 
 # --- raw samples for evidence pages ---------------------------------------------------
+
 
 def samples_columns(doc: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     """Column names and cell rows of ``data.samples``: the probe's known fields first, then the rest sorted."""
@@ -201,6 +206,7 @@ def _cell(value: Any) -> Any:
 
 # --- the kinds -------------------------------------------------------------------------
 
+
 def _int(x: Any) -> str:
     return f"{int(x):,}"
 
@@ -221,8 +227,13 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
     """Step-time windows grouped by mode, batch and sequence length: median, fastest, slowest, tokens/s."""
     groups: dict[tuple[Any, ...], list[float]] = {}
     for doc in docs:
-        for r in evidence_rows("table 'step-scaling'", doc, {"tokens": _NUM, "step_s": _NUM, "batch": _NUM},
-                               "step-scaling", nullable=("batch", "step_s")):
+        for r in evidence_rows(
+            "table 'step-scaling'",
+            doc,
+            {"tokens": _NUM, "step_s": _NUM, "batch": _NUM},
+            "step-scaling",
+            nullable=("batch", "step_s"),
+        ):
             if r.get("step_s") is None:
                 continue  # a failed window: counted nowhere, shown on the evidence page's raw table
             key = (str(r.get("mode") or ""), r.get("batch"), r["tokens"])
@@ -231,13 +242,30 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
     for (mode, batch, tokens), times in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
         median = statistics.median(times)
         per_step = tokens * (batch if batch is not None else 1)
-        records.append({"mode": mode or None, "batch": batch, "tokens": tokens, "windows": len(times),
-                        "median_step_s": median, "min_step_s": min(times), "max_step_s": max(times),
-                        "tokens_per_step": per_step, "tok_s": tokens_per_second(per_step, median)})
-    cols = [Column("mode", "mode", _text, False), Column("batch", "batch", _int), Column("tokens", "tokens", _int),
-            Column("windows", "windows", _int), Column("median_step_s", "median step (ms)", _ms),
-            Column("min_step_s", "fastest (ms)", _ms), Column("max_step_s", "slowest (ms)", _ms),
-            Column("tokens_per_step", "tokens/step", _int), Column("tok_s", "tokens/s", _int)]
+        records.append(
+            {
+                "mode": mode or None,
+                "batch": batch,
+                "tokens": tokens,
+                "windows": len(times),
+                "median_step_s": median,
+                "min_step_s": min(times),
+                "max_step_s": max(times),
+                "tokens_per_step": per_step,
+                "tok_s": tokens_per_second(per_step, median),
+            }
+        )
+    cols = [
+        Column("mode", "mode", _text, False),
+        Column("batch", "batch", _int),
+        Column("tokens", "tokens", _int),
+        Column("windows", "windows", _int),
+        Column("median_step_s", "median step (ms)", _ms),
+        Column("min_step_s", "fastest (ms)", _ms),
+        Column("max_step_s", "slowest (ms)", _ms),
+        Column("tokens_per_step", "tokens/step", _int),
+        Column("tok_s", "tokens/s", _int),
+    ]
     return cols, records
 
 
@@ -245,18 +273,32 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     """Per model and context: batches tried, the best throughput and its batch, the largest fit, the first OOM."""
     rows: list[dict[str, Any]] = []
     for doc in docs:
-        need = {"model": (str,), "params": _NUM, "context": _NUM, "batch": _NUM, "status": (str,), "tok_s": _NUM,
-                "peak_bytes": _NUM}
+        need = {
+            "model": (str,),
+            "params": _NUM,
+            "context": _NUM,
+            "batch": _NUM,
+            "status": (str,),
+            "tok_s": _NUM,
+            "peak_bytes": _NUM,
+        }
         checked = evidence_rows("table 'batch-sweep'", doc, need, "batch-sweep", nullable=("tok_s", "peak_bytes"))
         for i, r in enumerate(checked):
             if r["status"] not in ("ok", "oom") or (r["status"] == "ok" and r.get("tok_s") is None):
-                raise ProbebookError(f"table 'batch-sweep': {short_id(doc)} data.samples[{i}] needs status ok "
-                                     f"(with tok_s) or oom, got status {r['status']!r}")
+                raise ProbebookError(
+                    f"table 'batch-sweep': {short_id(doc)} data.samples[{i}] needs status ok "
+                    f"(with tok_s) or oom, got status {r['status']!r}"
+                )
             rows.append(r)
     if view == "rows":
-        cols = [Column("model", "model", _text, False), Column("context", "context", _int),
-                Column("batch", "batch", _int), Column("status", "status", _text, False),
-                Column("tok_s", "tokens/s", _int), Column("peak_bytes", "peak (GiB)", _gib)]
+        cols = [
+            Column("model", "model", _text, False),
+            Column("context", "context", _int),
+            Column("batch", "batch", _int),
+            Column("status", "status", _text, False),
+            Column("tok_s", "tokens/s", _int),
+            Column("peak_bytes", "peak (GiB)", _gib),
+        ]
         ordered = sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"]))
         return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
     if view != "summary":
@@ -266,17 +308,34 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     records = []
     for g in batchsweep.summarize(rows):
         group = [r for r in rows if r["model"] == g.model and int(r["context"]) == g.context]
-        records.append({"model": g.model, "params": g.params, "context": g.context, "batches_tried": len(group),
-                        "fastest_stable_batch": g.fastest_stable_batch, "fastest_tok_s": g.fastest_tok_s,
-                        "peak_bytes_at_fastest": (peaks.get((g.model, g.context, g.fastest_stable_batch))
-                                                  if g.fastest_stable_batch is not None else None),
-                        "largest_fitting_batch": g.largest_fitting_batch, "first_oom_batch": g.first_oom_batch})
-    cols = [Column("model", "model", _text, False), Column("params", "parameters", lambda x: significant(x, 3)),
-            Column("context", "context", _int), Column("batches_tried", "batches tried", _int),
-            Column("fastest_stable_batch", "fastest batch", _int), Column("fastest_tok_s", "tokens/s at fastest", _int),
-            Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
-            Column("largest_fitting_batch", "largest fitting batch", _int),
-            Column("first_oom_batch", "first OOM batch", _int)]
+        records.append(
+            {
+                "model": g.model,
+                "params": g.params,
+                "context": g.context,
+                "batches_tried": len(group),
+                "fastest_stable_batch": g.fastest_stable_batch,
+                "fastest_tok_s": g.fastest_tok_s,
+                "peak_bytes_at_fastest": (
+                    peaks.get((g.model, g.context, g.fastest_stable_batch))
+                    if g.fastest_stable_batch is not None
+                    else None
+                ),
+                "largest_fitting_batch": g.largest_fitting_batch,
+                "first_oom_batch": g.first_oom_batch,
+            }
+        )
+    cols = [
+        Column("model", "model", _text, False),
+        Column("params", "parameters", lambda x: significant(x, 3)),
+        Column("context", "context", _int),
+        Column("batches_tried", "batches tried", _int),
+        Column("fastest_stable_batch", "fastest batch", _int),
+        Column("fastest_tok_s", "tokens/s at fastest", _int),
+        Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
+        Column("largest_fitting_batch", "largest fitting batch", _int),
+        Column("first_oom_batch", "first OOM batch", _int),
+    ]
     return cols, records
 
 
@@ -284,14 +343,22 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
     """Peak memory and throughput per arm and microbatch."""
     rows = []
     for doc in docs:
-        rows += evidence_rows("table 'loss-memory'", doc, {"arm": (str,), "microbatch": _NUM, "tokens_per_step": _NUM,
-                                                           "peak_bytes": _NUM, "tok_s": _NUM},
-                              "loss-memory", nullable=("tok_s",))
+        rows += evidence_rows(
+            "table 'loss-memory'",
+            doc,
+            {"arm": (str,), "microbatch": _NUM, "tokens_per_step": _NUM, "peak_bytes": _NUM, "tok_s": _NUM},
+            "loss-memory",
+            nullable=("tok_s",),
+        )
     arms = list(dict.fromkeys(r["arm"] for r in rows))
     ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
-    cols = [Column("arm", "arm", _text, False), Column("microbatch", "microbatch", _int),
-            Column("tokens_per_step", "tokens/step", _int), Column("peak_bytes", "peak (GiB)", _gib),
-            Column("tok_s", "tokens/s", _int)]
+    cols = [
+        Column("arm", "arm", _text, False),
+        Column("microbatch", "microbatch", _int),
+        Column("tokens_per_step", "tokens/step", _int),
+        Column("peak_bytes", "peak (GiB)", _gib),
+        Column("tok_s", "tokens/s", _int),
+    ]
     return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
 
 
@@ -299,20 +366,36 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
     """Per GEMM shape: windows, median time, TFLOP/s at the median and at the fastest window."""
     groups: dict[tuple[str, int, int, int], list[float]] = {}
     for doc in docs:
-        for r in evidence_rows("table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,),
-                                                     "time_s": _NUM}, "gemm"):
+        for r in evidence_rows(
+            "table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": _NUM}, "gemm"
+        ):
             groups.setdefault((r["shape"], r["m"], r["n"], r["k"]), []).append(r["time_s"])
     records = []
     for (shape, m, n, k), times in groups.items():
         median = statistics.median(times)
-        records.append({"shape": shape, "m": m, "n": n, "k": k, "windows": len(times), "median_time_s": median,
-                        "median_tflop_s": gemm_tflop_s(m, n, k, median),
-                        "best_tflop_s": gemm_tflop_s(m, n, k, min(times))})
+        records.append(
+            {
+                "shape": shape,
+                "m": m,
+                "n": n,
+                "k": k,
+                "windows": len(times),
+                "median_time_s": median,
+                "median_tflop_s": gemm_tflop_s(m, n, k, median),
+                "best_tflop_s": gemm_tflop_s(m, n, k, min(times)),
+            }
+        )
     tf = lambda x: f"{x:.1f}"  # noqa: E731 - a one-line formatter
-    cols = [Column("shape", "shape", _text, False), Column("m", "m", _int), Column("n", "n", _int),
-            Column("k", "k", _int), Column("windows", "windows", _int),
-            Column("median_time_s", "median time (ms)", _ms),
-            Column("median_tflop_s", "TFLOP/s at median", tf), Column("best_tflop_s", "best TFLOP/s", tf)]
+    cols = [
+        Column("shape", "shape", _text, False),
+        Column("m", "m", _int),
+        Column("n", "n", _int),
+        Column("k", "k", _int),
+        Column("windows", "windows", _int),
+        Column("median_time_s", "median time (ms)", _ms),
+        Column("median_tflop_s", "TFLOP/s at median", tf),
+        Column("best_tflop_s", "best TFLOP/s", tf),
+    ]
     return cols, records
 
 
@@ -327,13 +410,25 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
     rows = [r for doc in docs for r in _kernel_rows("table 'kernels'", doc)]
     total = sum(r["device_time_s"] for r in rows)
     ordered = sorted(rows, key=lambda r: (-r["device_time_s"], r["kernel"]))[:top]
-    records = [{"kernel": r["kernel"], "category": r["category"], "calls": r["calls"],
-                "device_time_s": r["device_time_s"], "per_call_s": r["device_time_s"] / r["calls"] if r["calls"] else None,
-                "share": r["device_time_s"] / total if total > 0 else None} for r in ordered]
-    cols = [Column("kernel", "kernel", _text, False), Column("category", "category", _text, False),
-            Column("calls", "calls", _int), Column("device_time_s", "device time (ms)", _ms),
-            Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
-            Column("share", "share", percent)]
+    records = [
+        {
+            "kernel": r["kernel"],
+            "category": r["category"],
+            "calls": r["calls"],
+            "device_time_s": r["device_time_s"],
+            "per_call_s": r["device_time_s"] / r["calls"] if r["calls"] else None,
+            "share": r["device_time_s"] / total if total > 0 else None,
+        }
+        for r in ordered
+    ]
+    cols = [
+        Column("kernel", "kernel", _text, False),
+        Column("category", "category", _text, False),
+        Column("calls", "calls", _int),
+        Column("device_time_s", "device time (ms)", _ms),
+        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
+        Column("share", "share", percent),
+    ]
     return cols, records
 
 
@@ -344,10 +439,15 @@ def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[
     times: dict[str, float] = {}
     for r in rows:
         times[r["category"]] = times.get(r["category"], 0.0) + r["device_time_s"]
-    records = [{"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
-               for cat in sorted(times, key=lambda c: (-times[c], c))]
-    cols = [Column("category", "category", _text, False), Column("device_time_s", "device time (ms)", _ms),
-            Column("share", "share", percent)]
+    records = [
+        {"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
+        for cat in sorted(times, key=lambda c: (-times[c], c))
+    ]
+    cols = [
+        Column("category", "category", _text, False),
+        Column("device_time_s", "device time (ms)", _ms),
+        Column("share", "share", percent),
+    ]
     return cols, records
 
 
@@ -369,13 +469,18 @@ def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput
     builder, accepted = KINDS[kind]
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        raise ProbebookError(f"table {kind!r} has no option {unknown[0]!r}"
-                             + (f"; it accepts {', '.join(accepted)}" if accepted else "; it takes none"))
+        raise ProbebookError(
+            f"table {kind!r} has no option {unknown[0]!r}"
+            + (f"; it accepts {', '.join(accepted)}" if accepted else "; it takes none")
+        )
     if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
         raise ProbebookError(f"table {kind!r} needs a non-empty list of evidence documents")
     columns, records = builder(list(docs), **options)
-    return TableOutput(markdown=markdown_table(columns, records), csv=_csv(columns, records),
-                       json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    return TableOutput(
+        markdown=markdown_table(columns, records),
+        csv=_csv(columns, records),
+        json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+    )
 
 
 def markdown_table(columns: list[Column], records: list[dict[str, Any]]) -> str:
@@ -389,7 +494,7 @@ def markdown_table(columns: list[Column], records: list[dict[str, Any]]) -> str:
             value = rec.get(c.key)
             text = "—" if value is None else c.fmt(value)
             if len(text) > NAME_WIDTH:
-                text = text[:NAME_WIDTH - 1] + "…"
+                text = text[: NAME_WIDTH - 1] + "…"
             cells.append(_escape(text))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -12,7 +12,8 @@ from typing import Any, Callable, ClassVar
 import jinja2
 
 from measure.errors import ProbebookError
-from render.derive import fit as fitmod, project as projmod
+from render.derive import fit as fitmod
+from render.derive import project as projmod
 from render.pages import Block, current_state
 from render.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
 
@@ -35,10 +36,18 @@ class EvidenceRef:
         return f'[`{self.short}`]({relative_link(page, evidence_page(self.id))} "{self.probe} evidence")'
 
 
-def quantity(value: Any, unit: str, ref: EvidenceRef | tuple[str, ...], derivation: str, key: str, **kw: Any) -> Quantity:
+def quantity(
+    value: Any, unit: str, ref: EvidenceRef | tuple[str, ...], derivation: str, key: str, **kw: Any
+) -> Quantity:
     ids = (ref.id,) if isinstance(ref, EvidenceRef) else tuple(ref)
-    return Quantity(value=None if value is None else float(value) if not isinstance(value, int) else value,
-                    unit=unit, evidence=ids, derivation=derivation, key=key, **kw)
+    return Quantity(
+        value=None if value is None else float(value) if not isinstance(value, int) else value,
+        unit=unit,
+        evidence=ids,
+        derivation=derivation,
+        key=key,
+        **kw,
+    )
 
 
 def call_text(*parts: Any, **named: Any) -> str:
@@ -50,23 +59,29 @@ class FitView:
     """A step-scaling fit; each attribute is a Quantity."""
 
     TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset(
-        {"c", "a", "b", "asymptote", "max_residual", "noise", "n_points", "share", "warnings"})
+        {"c", "a", "b", "asymptote", "max_residual", "noise", "n_points", "share", "warnings"}
+    )
 
-    def __init__(self, fitter: Callable[[EvidenceRef, dict[str, Any], tuple[float, ...]], fitmod.StepFit],
-                 ref: EvidenceRef, options: dict[str, Any]):
+    def __init__(
+        self,
+        fitter: Callable[[EvidenceRef, dict[str, Any], tuple[float, ...]], fitmod.StepFit],
+        ref: EvidenceRef,
+        options: dict[str, Any],
+    ):
         self._fitter, self._ref, self._options = fitter, ref, options
         self._fit = fitter(ref, options, ())
         f = self._fit
         tokens = options.get("tokens")
-        self._what = (f"step-scaling fit step(S) = c + a·S + b·S² with terms {'+'.join(f.terms) or 'none'} "
-                      f"(asked {options.get('terms', 'auto')}), tokens {tokens or 'all'}, "
-                      f"{f.n_points} token counts, {f.n_samples} samples")
+        self._what = (
+            f"step-scaling fit step(S) = c + a·S + b·S² with terms {'+'.join(f.terms) or 'none'} "
+            f"(asked {options.get('terms', 'auto')}), tokens {tokens or 'all'}, "
+            f"{f.n_points} token counts, {f.n_samples} samples"
+        )
         self._key = f"fit({ref.alias})"
 
     def _make(self, name: str, value: float | None, unit: str, ci_name: str | None, **kw: Any) -> Quantity:
         ci = self._fit.ci.get(ci_name) if ci_name else None
-        return quantity(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}",
-                  uncertainty=ci, **kw)
+        return quantity(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", uncertainty=ci, **kw)
 
     @property
     def c(self) -> Quantity:
@@ -112,8 +127,16 @@ class FitView:
         k = fitmod.width_key(w)
         value = f.quadratic_share.get(k)
         note = None if value is not None else "a = b = 0: no per-token cost"
-        return quantity(value, "", self._ref, f"{self._what}; quadratic share b·W/(a+b·W) at W={k}",
-                  f"{self._key}.share({k})", fmt=".1%", uncertainty=f.ci.get(f"quadratic_share:{k}"), note=note)
+        return quantity(
+            value,
+            "",
+            self._ref,
+            f"{self._what}; quadratic share b·W/(a+b·W) at W={k}",
+            f"{self._key}.share({k})",
+            fmt=".1%",
+            uncertainty=f.ci.get(f"quadratic_share:{k}"),
+            note=note,
+        )
 
     @property
     def warnings(self) -> Block:
@@ -130,8 +153,14 @@ class _View:
     FIELDS: ClassVar[dict[str, tuple[str, str, dict[str, Any]]]] = {}
     TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, values: dict[str, Any], evidence: tuple[str, ...], what: str, key: str,
-                 notes: dict[str, str] | None = None):
+    def __init__(
+        self,
+        values: dict[str, Any],
+        evidence: tuple[str, ...],
+        what: str,
+        key: str,
+        notes: dict[str, str] | None = None,
+    ):
         self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
 
     def __getattr__(self, name: str) -> Quantity:
@@ -144,27 +173,33 @@ class _View:
 
 
 class BatchView(_View):
-    FIELDS = {"fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
-              "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ",.0f"}),
-              "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
-              "first_oom": ("first_oom_batch", "", {"fmt": "d"})}
+    FIELDS = {
+        "fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
+        "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ",.0f"}),
+        "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
+        "first_oom": ("first_oom_batch", "", {"fmt": "d"}),
+    }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
 class LossMemoryView(_View):
-    FIELDS = {"per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),
-              "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
-              "max_residual": ("max_abs_residual_bytes", "B", {"display": "MiB", "fmt": ".3g"}),
-              "largest_microbatch": ("largest_usable_microbatch", "", {"fmt": "d"})}
+    FIELDS = {
+        "per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),
+        "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
+        "max_residual": ("max_abs_residual_bytes", "B", {"display": "MiB", "fmt": ".3g"}),
+        "largest_microbatch": ("largest_usable_microbatch", "", {"fmt": "d"}),
+    }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
 class ProjectionView(_View):
-    FIELDS = {"time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
-              "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
-              "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
-              "tokens": ("tokens", "tok", {"fmt": ".3g"}),
-              "updates": ("optimizer_updates", "", {"fmt": ",d"})}
+    FIELDS = {
+        "time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
+        "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
+        "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
+        "tokens": ("tokens", "tok", {"fmt": ".3g"}),
+        "updates": ("optimizer_updates", "", {"fmt": ",d"}),
+    }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 

@@ -21,12 +21,19 @@ def archive(tmp_path: Path) -> Path:
     return root
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
-            timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m probebook ARGS`` as a real process; return its exit code and output."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "probebook", *args], cwd=cwd or REPO, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "probebook", *args],
+        cwd=cwd or REPO,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture

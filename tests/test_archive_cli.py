@@ -22,8 +22,9 @@ VALID_IDS = 5  # valid documents in tests/fixtures/archive (plus 2 planted ones 
 
 def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under root with its bytes and mode: 'nothing touched' means this is unchanged."""
-    return {str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode) for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mode) for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def _fixture_archive(tmp_path: Path) -> Path:
@@ -48,8 +49,19 @@ def _many(cli, calls: list[tuple[str, ...]]):
 
 
 def test_import_prints_the_id_and_ls_show_verify_see_it(archive, cli):
-    out = cli("--archive", str(archive), "archive", "import", "--probe", "step-scaling",
-              str(GOOD / "step-scaling.csv"), "--source", "lab notebook p. 12", "--gpu", "H200")
+    out = cli(
+        "--archive",
+        str(archive),
+        "archive",
+        "import",
+        "--probe",
+        "step-scaling",
+        str(GOOD / "step-scaling.csv"),
+        "--source",
+        "lab notebook p. 12",
+        "--gpu",
+        "H200",
+    )
     assert out.returncode == 0, out.stderr
     ident = out.stdout.strip()
     assert ident.startswith("sha256:") and len(ident) == 71
@@ -67,16 +79,21 @@ def test_import_prints_the_id_and_ls_show_verify_see_it(archive, cli):
     doc = json.loads(show.stdout)
     assert canonical_bytes(doc) == stored.read_bytes()
     assert doc["origin"] == {"kind": "imported", "source": "lab notebook p. 12"}
-    assert doc["data"]["samples"][0] == {"tokens": 128, "step_s": 0.0121, "batch": 1, "mode": "eager",
-                                         "wall_ms": 12.3}
+    assert doc["data"]["samples"][0] == {"tokens": 128, "step_s": 0.0121, "batch": 1, "mode": "eager", "wall_ms": 12.3}
 
     verify = cli("--archive", str(archive), "archive", "verify")
     assert verify.returncode == 0 and verify.stdout.strip() == "ok: 1 evidence file(s) match their names"
 
 
-@pytest.mark.parametrize("probe, name", [("step-scaling", "step-scaling.json"),
-                                         ("step-scaling", "step-scaling-samples.json"),
-                                         ("loss-memory", "loss-memory.csv"), ("batch-sweep", "batch-sweep.csv")])
+@pytest.mark.parametrize(
+    "probe, name",
+    [
+        ("step-scaling", "step-scaling.json"),
+        ("step-scaling", "step-scaling-samples.json"),
+        ("loss-memory", "loss-memory.csv"),
+        ("batch-sweep", "batch-sweep.csv"),
+    ],
+)
 def test_import_each_contract_from_csv_and_json(archive, cli, probe, name):
     out = cli("--archive", str(archive), "archive", "import", "--probe", probe, str(GOOD / name), "--source", "s")
     assert out.returncode == 0, out.stderr
@@ -88,8 +105,13 @@ def test_every_malformed_import_is_one_line_and_touches_nothing(tmp_path, cli):
     root = _fixture_archive(tmp_path)
     before = _snapshot(root)
     files = sorted(BAD_IMPORT.iterdir())
-    results = _many(cli, [("--archive", str(root), "archive", "import", "--probe", f.name.split("--")[0], str(f),
-                      "--source", "s") for f in files])
+    results = _many(
+        cli,
+        [
+            ("--archive", str(root), "archive", "import", "--probe", f.name.split("--")[0], str(f), "--source", "s")
+            for f in files
+        ],
+    )
     for path, result in zip(files, results):
         _assert_one_line_error(result, str(path))
     assert _snapshot(root) == before
@@ -105,14 +127,19 @@ def test_every_malformed_evidence_file_is_refused_by_add_and_touches_nothing(tmp
     assert _snapshot(root) == before
 
 
-@pytest.mark.parametrize("ident, fragments", [
-    ("tests/fixtures/archive/evidence/sha256/c4/8c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709.json",
-     ("is a path, not an evidence id", "has id sha256:c48c8e21513e9643")),
-    ("run.json", ("'run.json' is a path, not an evidence id",)),
-    ("sha256:not-hex-at-all", ("is not an evidence id",)),
-    ("c48c8e2151", ("too short: give at least 12 hex digits",)),
-    ("sha256:ffffffffffffffff", ("no evidence 'sha256:ffffffffffffffff'", "`probebook archive ls`")),
-])
+@pytest.mark.parametrize(
+    "ident, fragments",
+    [
+        (
+            "tests/fixtures/archive/evidence/sha256/c4/8c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709.json",
+            ("is a path, not an evidence id", "has id sha256:c48c8e21513e9643"),
+        ),
+        ("run.json", ("'run.json' is a path, not an evidence id",)),
+        ("sha256:not-hex-at-all", ("is not an evidence id",)),
+        ("c48c8e2151", ("too short: give at least 12 hex digits",)),
+        ("sha256:ffffffffffffffff", ("no evidence 'sha256:ffffffffffffffff'", "`probebook archive ls`")),
+    ],
+)
 def test_show_refuses_paths_non_hex_short_and_unknown_ids(tmp_path, cli, ident, fragments):
     root = _fixture_archive(tmp_path)
     _assert_one_line_error(cli("--archive", str(root), "archive", "show", ident), *fragments)
@@ -126,16 +153,19 @@ def test_show_resolves_a_unique_prefix_and_refuses_an_ambiguous_one(tmp_path, cl
     for tail in ("0", "1"):  # two names sharing a 12-hex prefix must be planted: hashing won't make them
         path = store.path_for("c48c8e21513e" + tail * 52)
         path.write_bytes(b"{}")
-    _assert_one_line_error(cli("--archive", str(root), "archive", "show", "c48c8e21513e"),
-                           "ambiguous: it matches 3 ids")
+    _assert_one_line_error(
+        cli("--archive", str(root), "archive", "show", "c48c8e21513e"), "ambiguous: it matches 3 ids"
+    )
 
 
 def test_show_of_a_planted_bad_file_is_one_clear_line(tmp_path, cli):
     root = _fixture_archive(tmp_path)
-    _assert_one_line_error(cli("--archive", str(root), "archive", "show", "sha256:c987425c5d90"),
-                           "evidence schema 0 is older than 1", "probebook archive migrate")
-    _assert_one_line_error(cli("--archive", str(root), "archive", "show", "sha256:a0aeb6a40337"),
-                           "malformed JSON")
+    _assert_one_line_error(
+        cli("--archive", str(root), "archive", "show", "sha256:c987425c5d90"),
+        "evidence schema 0 is older than 1",
+        "probebook archive migrate",
+    )
+    _assert_one_line_error(cli("--archive", str(root), "archive", "show", "sha256:a0aeb6a40337"), "malformed JSON")
 
 
 def test_ls_warns_and_skips_unreadable_documents_and_filters_by_probe(tmp_path, cli):
@@ -147,16 +177,19 @@ def test_ls_warns_and_skips_unreadable_documents_and_filters_by_probe(tmp_path, 
     assert len(warnings) == 2 and all(w.startswith("probebook: warning: skipped ") for w in warnings)
     assert "Traceback" not in ls.stderr
     rows = json.loads(cli("--archive", str(root), "archive", "ls", "--json", "--probe", "batch-sweep").stdout)
-    assert [(r["probe"], r["status"], r["origin"]) for r in rows] == [("batch-sweep", "complete", "imported"),
-                                                                    ("batch-sweep", "failed", "measured")]
+    assert [(r["probe"], r["status"], r["origin"]) for r in rows] == [
+        ("batch-sweep", "complete", "imported"),
+        ("batch-sweep", "failed", "measured"),
+    ]
     assert set(rows[0]) == {"id", "probe", "created", "gpu", "status", "origin"}
     assert rows[1]["gpu"] == "Fixture GPU 80GB"
 
 
 def test_read_commands_refuse_a_missing_archive_folder(tmp_path, cli):
     for action in (("ls",), ("verify",), ("show", "c48c8e21513e")):
-        _assert_one_line_error(cli("--archive", str(tmp_path / "nowhere"), "archive", *action),
-                               "no archive folder at", "--archive")
+        _assert_one_line_error(
+            cli("--archive", str(tmp_path / "nowhere"), "archive", *action), "no archive folder at", "--archive"
+        )
 
 
 def test_verify_reports_invalid_files_and_fails_only_when_strict(tmp_path, cli):
@@ -180,8 +213,10 @@ def test_verify_names_mismatches_with_expected_and_actual(tmp_path, cli):
     out = cli("--archive", str(root), "archive", "verify")
     assert out.returncode == 1
     mismatches = [line for line in out.stdout.splitlines() if line.startswith("MISMATCH ")]
-    assert mismatches == [f"MISMATCH {victim}: expected sha256:c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b"
-                          f"87597b709, actual {digest(bytes(raw))}"]
+    assert mismatches == [
+        f"MISMATCH {victim}: expected sha256:c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b"
+        f"87597b709, actual {digest(bytes(raw))}"
+    ]
     assert out.stderr.splitlines()[0] == "1 of 7 evidence file(s) do not match their names"
 
 
@@ -196,10 +231,14 @@ def test_migrate_archives_an_upgraded_copy_of_an_old_schema_file(tmp_path, cli):
     assert doc["schema"] == "probebook.evidence/1"
     assert doc["data"]["samples"] == json.loads(before)["samples"]
     assert old.read_bytes() == before  # the old file stays as it was: the archive is write-once
-    _assert_one_line_error(cli("--archive", str(root), "archive", "migrate", str(BAD_EVIDENCE / "schema-99.json")),
-                           "schema 99 is newer", "upgrade probebook")
-    _assert_one_line_error(cli("--archive", str(root), "archive", "migrate", str(tmp_path / "absent.json")),
-                           "absent.json: cannot read")
+    _assert_one_line_error(
+        cli("--archive", str(root), "archive", "migrate", str(BAD_EVIDENCE / "schema-99.json")),
+        "schema 99 is newer",
+        "upgrade probebook",
+    )
+    _assert_one_line_error(
+        cli("--archive", str(root), "archive", "migrate", str(tmp_path / "absent.json")), "absent.json: cannot read"
+    )
 
 
 def test_add_copies_another_archive_and_loose_files_idempotently(tmp_path, cli):
@@ -223,8 +262,11 @@ def test_add_copies_another_archive_and_loose_files_idempotently(tmp_path, cli):
 
 
 def test_add_canonicalises_a_loose_pretty_printed_file(tmp_path, cli):
-    doc = json.loads(Store(FIXTURES / "archive").path_for(
-        "c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709").read_bytes())
+    doc = json.loads(
+        Store(FIXTURES / "archive")
+        .path_for("c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709")
+        .read_bytes()
+    )
     loose = tmp_path / "pretty.json"
     loose.write_text(json.dumps(doc, indent=2))
     out = cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose))
@@ -245,25 +287,36 @@ def test_add_refuses_a_tampered_named_file_and_adds_nothing_else(tmp_path, cli):
     dest = tmp_path / "dest"
     dest.mkdir()
     out = cli("--archive", str(dest), "archive", "add", str(good), str(victim))
-    _assert_one_line_error(out, str(victim), "bytes do not match the file's name",
-                           "expected sha256:b57b52c3a2e1006df11a440c62412d7fed60e391a312379a999f107f27411074",
-                           f"actual {digest(tampered)}")
+    _assert_one_line_error(
+        out,
+        str(victim),
+        "bytes do not match the file's name",
+        "expected sha256:b57b52c3a2e1006df11a440c62412d7fed60e391a312379a999f107f27411074",
+        f"actual {digest(tampered)}",
+    )
     assert _snapshot(dest) == {}  # the good file given first was not half-added
 
 
 def test_add_refuses_a_missing_path_and_an_empty_folder(tmp_path, cli):
-    _assert_one_line_error(cli("--archive", str(tmp_path / "a"), "archive", "add", str(tmp_path / "nope")),
-                           "no such file or folder")
+    _assert_one_line_error(
+        cli("--archive", str(tmp_path / "a"), "archive", "add", str(tmp_path / "nope")), "no such file or folder"
+    )
     (tmp_path / "empty").mkdir()
-    _assert_one_line_error(cli("--archive", str(tmp_path / "a"), "archive", "add", str(tmp_path / "empty")),
-                           "no evidence files")
+    _assert_one_line_error(
+        cli("--archive", str(tmp_path / "a"), "archive", "add", str(tmp_path / "empty")), "no evidence files"
+    )
 
 
 def test_add_refuses_text_that_cannot_be_stored_as_utf8(tmp_path, cli):
-    doc = json.loads(Store(FIXTURES / "archive").path_for(
-        "c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709").read_bytes())
+    doc = json.loads(
+        Store(FIXTURES / "archive")
+        .path_for("c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709")
+        .read_bytes()
+    )
     loose = tmp_path / "surrogate.json"
     loose.write_text(json.dumps(doc)[:-1] + ', "notes": "\\ud800"}')
-    _assert_one_line_error(cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose)),
-                           f"{loose}: evidence holds text that is not valid Unicode")
+    _assert_one_line_error(
+        cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose)),
+        f"{loose}: evidence holds text that is not valid Unicode",
+    )
     assert not (tmp_path / "a").exists()

@@ -40,9 +40,16 @@ print(json.dumps({str(i): store.put(d) for i, d in zip(mine, docs)}), flush=True
 @pytest.mark.slow
 def test_eight_writers_with_overlaps_store_all_1000_documents(archive):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(archive), str(p), str(DOCUMENTS), str(PROCESSES)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
-             for p in range(PROCESSES)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(archive), str(p), str(DOCUMENTS), str(PROCESSES)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for p in range(PROCESSES)
+    ]
     for proc in procs:
         assert proc.stdout.readline() == "ready\n"
     for proc in procs:

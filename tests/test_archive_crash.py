@@ -38,8 +38,11 @@ while True:
 
 
 def _kill_one_writer(root: Path, worker: int, delay_s: float) -> None:
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(worker)], stdout=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root), str(worker)],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         assert proc.stdout.readline() == b"ready\n"
         time.sleep(delay_s)
@@ -82,8 +85,15 @@ def test_sigkilled_writers_leave_only_verifiable_files_and_ignorable_temps(archi
 def test_tamper_verify_names_exactly_the_50_flipped_files(archive, cli):
     store = Store(archive)
     for i in range(120):
-        store.put(Evidence(probe="step-scaling", probe_version=1, params={"i": i},
-                           data={"samples": [{"tokens": 128, "step_s": 0.5 + i}]}, created_at="2026-11-29T08:00:00Z"))
+        store.put(
+            Evidence(
+                probe="step-scaling",
+                probe_version=1,
+                params={"i": i},
+                data={"samples": [{"tokens": 128, "step_s": 0.5 + i}]},
+                created_at="2026-11-29T08:00:00Z",
+            )
+        )
     rng = random.Random(50)
     paths = list(store.iter_paths())
     victims = rng.sample(paths, 50)
@@ -99,7 +109,7 @@ def test_tamper_verify_names_exactly_the_50_flipped_files(archive, cli):
     reported = {}
     for line in out.stdout.splitlines():
         if line.startswith("MISMATCH "):
-            where, rest = line[len("MISMATCH "):].split(": expected ")
+            where, rest = line[len("MISMATCH ") :].split(": expected ")
             exp, act = rest.split(", actual ")
             reported[where] = (exp, act)
     assert reported == expected

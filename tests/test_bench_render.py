@@ -18,8 +18,23 @@ REPO = Path(__file__).resolve().parent.parent
 def test_render_benchmark_runs_on_a_small_archive(tmp_path: Path) -> None:
     keep = tmp_path / "bench-render"
     repo_archive = sorted((REPO / "archive").rglob("*"))
-    out = subprocess.run([sys.executable, str(REPO / "bench" / "render.py"), "--docs", "10", "--records", "2",
-                          "--repeat", "1", "--keep", str(keep)], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "bench" / "render.py"),
+            "--docs",
+            "10",
+            "--records",
+            "2",
+            "--repeat",
+            "1",
+            "--keep",
+            str(keep),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0].startswith("setup: 10 synthetic evidence documents and 2 record pages")

@@ -18,8 +18,15 @@ REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 RECORD = "records/step-time/v2.html"
 
@@ -39,8 +46,14 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site helper's fixture site, built with the real pipeline and mkdocs."""
     root = tmp_path_factory.mktemp("browser-site")
-    paths = BuildPaths(docs=SITE_FIXTURE / "docs", archive=SITE_FIXTURE / "archive", build=root / "build",
-                       site=root / "site", config=REPO / "mkdocs.yml", published=root / "no-published-ledger.json")
+    paths = BuildPaths(
+        docs=SITE_FIXTURE / "docs",
+        archive=SITE_FIXTURE / "archive",
+        build=root / "build",
+        site=root / "site",
+        config=REPO / "mkdocs.yml",
+        published=root / "no-published-ledger.json",
+    )
     build(paths)
     return paths.site
 
@@ -90,7 +103,9 @@ class Visit:
         self.page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.failures.append(f"{r.url}: {r.failure}"))
-        self.page.on("response", lambda r: self.failures.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None)
+        self.page.on(
+            "response", lambda r: self.failures.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None
+        )
         self.page.goto(url, wait_until="networkidle")
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
@@ -134,7 +149,8 @@ def chart_images(page: Any) -> list[dict[str, Any]]:
     return page.eval_on_selector_all(
         'article img[src$=".svg"]',
         "els => els.map(e => ({src: e.getAttribute('src'), ok: e.complete && e.naturalWidth > 0, "
-        "w: e.naturalWidth, alt: e.getAttribute('alt')}))")
+        "w: e.naturalWidth, alt: e.getAttribute('alt')}))",
+    )
 
 
 def test_home_page_loads_clean(server: tuple[str, list[str]], visit: Any) -> None:
@@ -174,8 +190,9 @@ def test_evidence_page_reached_from_the_record(server: tuple[str, list[str]], vi
     v.page.screenshot(path=str(ARTIFACTS / "evidence.png"), full_page=True)
     v.assert_clean()
     assert v.page.locator("article table").count() >= 1  # the raw samples table
-    downloads = v.page.eval_on_selector_all('article a[href$=".csv"], article a[href$=".json"]',
-                                            "els => els.map(e => e.href)")
+    downloads = v.page.eval_on_selector_all(
+        'article a[href$=".csv"], article a[href$=".json"]', "els => els.map(e => e.href)"
+    )
     assert any(d.endswith(".csv") for d in downloads) and any(d.endswith(".json") for d in downloads)
     for href in downloads:
         assert urllib.parse.urlsplit(href).hostname in LOCAL_HOSTS

@@ -23,18 +23,36 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 
 def doc(probe: str, samples: list[dict], **data) -> dict:
     """A current-schema evidence document with synthetic samples (never published)."""
-    return {"schema": "probebook.evidence/1", "probe": probe, "probe_version": 1,
-            "created_at": "2026-11-29T08:00:00Z", "machine": {}, "code": {}, "params": {},
-            "data": {"samples": samples, **data}, "status": "complete",
-            "origin": {"kind": "imported", "source": "synthetic test values"}}
+    return {
+        "schema": "probebook.evidence/1",
+        "probe": probe,
+        "probe_version": 1,
+        "created_at": "2026-11-29T08:00:00Z",
+        "machine": {},
+        "code": {},
+        "params": {},
+        "data": {"samples": samples, **data},
+        "status": "complete",
+        "origin": {"kind": "imported", "source": "synthetic test values"},
+    }
 
 
 def quadratic_doc() -> dict:
     """Step times exactly 0.01 + 2e-6·S + 1e-10·S² s at five lengths, three windows each, with +-1e-5 s noise."""
-    return doc("step-scaling", [
-        {"tokens": s, "step_s": 0.01 + 2e-6 * s + 1e-10 * s * s + (w - 1) * 1e-5, "batch": 8,
-         "mode": "fixed_batch", "window": w}
-        for s in (256, 512, 1024, 2048, 4096) for w in range(3)])
+    return doc(
+        "step-scaling",
+        [
+            {
+                "tokens": s,
+                "step_s": 0.01 + 2e-6 * s + 1e-10 * s * s + (w - 1) * 1e-5,
+                "batch": 8,
+                "mode": "fixed_batch",
+                "window": w,
+            }
+            for s in (256, 512, 1024, 2048, 4096)
+            for w in range(3)
+        ],
+    )
 
 
 def sweep_doc(model: str = "90m") -> dict:
@@ -43,22 +61,37 @@ def sweep_doc(model: str = "90m") -> dict:
     for ctx in (512, 1024, 2048):
         for b in (1, 2, 4, 8, 16, 32):
             oom = b * ctx > 16384
-            rows.append({"model": model, "params": 90_000_000, "context": ctx, "batch": b,
-                         "tok_s": None if oom else 1000.0 * b, "peak_bytes": None if oom else b * ctx * 100_000,
-                         "status": "oom" if oom else "ok"})
+            rows.append(
+                {
+                    "model": model,
+                    "params": 90_000_000,
+                    "context": ctx,
+                    "batch": b,
+                    "tok_s": None if oom else 1000.0 * b,
+                    "peak_bytes": None if oom else b * ctx * 100_000,
+                    "status": "oom" if oom else "ok",
+                }
+            )
     return doc("batch-sweep", rows)
 
 
 def memory_doc(arms=("eager", "fused")) -> dict:
-    return doc("loss-memory", [{"arm": arm, "microbatch": m, "tokens_per_step": m * 1024,
-                                "peak_bytes": m * (i + 3) * 2**30}
-                               for i, arm in enumerate(arms) for m in (1, 2, 4, 8)])
+    return doc(
+        "loss-memory",
+        [
+            {"arm": arm, "microbatch": m, "tokens_per_step": m * 1024, "peak_bytes": m * (i + 3) * 2**30}
+            for i, arm in enumerate(arms)
+            for m in (1, 2, 4, 8)
+        ],
+    )
 
 
 def kernels_doc() -> dict:
     cats = ["attention", "gemm", "gemm", "norm-elementwise", "loss", "optimizer", "other"]
-    return doc("kernels", [{"kernel": f"k{i}", "category": c, "calls": 3, "device_time_s": 0.001 * (i + 1)}
-                           for i, c in enumerate(cats)])
+    return doc(
+        "kernels",
+        [{"kernel": f"k{i}", "category": c, "calls": 3, "device_time_s": 0.001 * (i + 1)} for i, c in enumerate(cats)],
+    )
 
 
 def datasets(out: charts.ChartOutput) -> list[list[dict]]:
@@ -71,6 +104,7 @@ def texts(svg: str) -> list[str]:
 
 # --- pure helpers ----------------------------------------------------------------------
 
+
 def test_step_model_is_c_plus_a_s_plus_b_s_squared():
     assert charts.step_model_s(0.5, 0.25, 0.125, 2.0) == 0.5 + 0.5 + 0.5
     assert charts.step_model_s(1.0, 0.0, 0.0, 4096.0) == 1.0
@@ -82,14 +116,18 @@ def test_curve_tokens_is_evenly_spaced_and_inclusive():
 
 
 def test_namespace_ids_renames_definitions_and_uses_in_order():
-    svg = ('<svg><defs><clipPath id="clip7"><rect/></clipPath><linearGradient id="gradient_3"/></defs>'
-           '<g clip-path="url(#clip7)" fill="url(#gradient_3)"/><use xlink:href="#clip7"/></svg>')
+    svg = (
+        '<svg><defs><clipPath id="clip7"><rect/></clipPath><linearGradient id="gradient_3"/></defs>'
+        '<g clip-path="url(#clip7)" fill="url(#gradient_3)"/><use xlink:href="#clip7"/></svg>'
+    )
     assert charts.namespace_ids(svg, "pbX") == (
         '<svg><defs><clipPath id="pbX-1"><rect/></clipPath><linearGradient id="pbX-2"/></defs>'
-        '<g clip-path="url(#pbX-1)" fill="url(#pbX-2)"/><use xlink:href="#pbX-1"/></svg>')
+        '<g clip-path="url(#pbX-1)" fill="url(#pbX-2)"/><use xlink:href="#pbX-1"/></svg>'
+    )
 
 
 # --- each kind --------------------------------------------------------------------------
+
 
 def test_step_scaling_draws_the_derive_fit_and_its_residuals():
     d = quadratic_doc()
@@ -97,8 +135,10 @@ def test_step_scaling_draws_the_derive_fit_and_its_residuals():
     fitted = fitmod.fit_evidence(d, terms="c+a+b", bootstrap=0)
     curve = next(rows for rows in datasets(out) if rows and "fit_ms" in rows[0])
     assert curve[0]["tokens"] == 256 and curve[-1]["tokens"] == 4096 and len(curve) == charts.CURVE_POINTS
-    assert curve[-1]["fit_ms"] == charts.step_model_s(fitted.c_s, fitted.a_s_per_token, fitted.b_s_per_token2,
-                                                      4096.0) * 1e3
+    assert (
+        curve[-1]["fit_ms"]
+        == charts.step_model_s(fitted.c_s, fitted.a_s_per_token, fitted.b_s_per_token2, 4096.0) * 1e3
+    )
     resid = next(rows for rows in datasets(out) if rows and "residual_ms" in rows[0])
     assert [r["tokens"] for r in resid] == [256, 512, 1024, 2048, 4096]
     assert [r["residual_ms"] for r in resid] == [r * 1e3 for r in fitted.residuals_s]
@@ -163,7 +203,9 @@ def test_kernel_shares_from_rows_and_from_data_shares():
     only = doc("kernels", [], shares={"gemm": 0.75, "attention": 0.25})
     two = charts.render("kernel-shares", [kernels_doc(), only], labels=["rows", "shares"])
     assert {(r["run"], r["category"], r["share"]) for r in datasets(two)[0] if r["run"] == "shares"} == {
-        ("shares", "gemm", 0.75), ("shares", "attention", 0.25)}
+        ("shares", "gemm", 0.75),
+        ("shares", "attention", 0.25),
+    }
     bad = doc("kernels", [], shares={"gemm": 1.5})
     with pytest.raises(ProbebookError, match=r"data.shares.gemm must be a fraction"):
         charts.render("kernel-shares", [bad])
@@ -171,8 +213,12 @@ def test_kernel_shares_from_rows_and_from_data_shares():
 
 # --- properties every SVG must have ------------------------------------------------------
 
-ALL = [("step-scaling", quadratic_doc, {"terms": "c+a+b"}), ("batch-sweep", sweep_doc, {}),
-       ("loss-memory", memory_doc, {}), ("kernel-shares", kernels_doc, {})]
+ALL = [
+    ("step-scaling", quadratic_doc, {"terms": "c+a+b"}),
+    ("batch-sweep", sweep_doc, {}),
+    ("loss-memory", memory_doc, {}),
+    ("kernel-shares", kernels_doc, {}),
+]
 
 
 @pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
@@ -185,8 +231,10 @@ def test_svg_is_well_formed_offline_and_ids_resolve(kind, make, options):
     assert {a or b for a, b in refs} <= ids
     assert all(re.fullmatch(r"pb[0-9a-f]{12}-\d+", i) for i in ids)
     # offline: the only URLs are the XML namespace names, and nothing is fetched (no href to outside, no @import)
-    assert set(re.findall(r"https?://[^\s\"'<>)]+", out.svg)) <= {"http://www.w3.org/2000/svg",
-                                                                   "http://www.w3.org/1999/xlink"}
+    assert set(re.findall(r"https?://[^\s\"'<>)]+", out.svg)) <= {
+        "http://www.w3.org/2000/svg",
+        "http://www.w3.org/1999/xlink",
+    }
     assert "@import" not in out.svg and not re.search(r'href="(?!#)', out.svg)
     assert out.alt and "\n" not in out.alt
 
@@ -197,19 +245,28 @@ def test_svg_is_byte_identical_across_calls_and_processes(kind, make, options):
     charts.svg_from_spec.cache_clear()  # draw again, not from the cache: vl-convert's id counter has moved on
     again = charts.render(kind, [make()], **options).svg
     assert again == first
-    code = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
-            f"from render import charts; sys.stdout.write(charts.render({kind!r}, [t.{make.__name__}()], "
-            f"**{options!r}).svg)")
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
+        f"from render import charts; sys.stdout.write(charts.render({kind!r}, [t.{make.__name__}()], "
+        f"**{options!r}).svg)"
+    )
     fresh = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert fresh.stdout == first
 
 
 def clipped_spec(top: float) -> str:
     """A Vega-Lite line clipped to its x domain: vl-convert gives it a clip path with a counter-numbered id."""
-    return json.dumps({"data": {"values": [{"x": 1, "y": 1}, {"x": 2, "y": top}, {"x": 3, "y": 9}]},
-                       "mark": {"type": "line", "clip": True},
-                       "encoding": {"x": {"field": "x", "type": "quantitative", "scale": {"domain": [0, 2]}},
-                                    "y": {"field": "y", "type": "quantitative"}}}, sort_keys=True)
+    return json.dumps(
+        {
+            "data": {"values": [{"x": 1, "y": 1}, {"x": 2, "y": top}, {"x": 3, "y": 9}]},
+            "mark": {"type": "line", "clip": True},
+            "encoding": {
+                "x": {"field": "x", "type": "quantitative", "scale": {"domain": [0, 2]}},
+                "y": {"field": "y", "type": "quantitative"},
+            },
+        },
+        sort_keys=True,
+    )
 
 
 def test_clip_ids_are_stable_across_calls_and_distinct_between_charts():
@@ -237,9 +294,12 @@ def test_text_from_evidence_is_escaped_in_the_svg_and_the_spec():
 
 # --- input errors ---------------------------------------------------------------------
 
+
 def test_unknown_kind_lists_the_kinds():
-    with pytest.raises(ProbebookError, match="unknown chart kind 'pie'; the kinds are batch-sweep, "
-                                             "kernel-shares, loss-memory, step-scaling"):
+    with pytest.raises(
+        ProbebookError,
+        match="unknown chart kind 'pie'; the kinds are batch-sweep, kernel-shares, loss-memory, step-scaling",
+    ):
         charts.render("pie", [sweep_doc()])
 
 
@@ -249,8 +309,10 @@ def test_unknown_option_lists_the_accepted_ones():
 
 
 def test_wrong_probe_missing_field_and_empty_input_are_one_line_errors():
-    with pytest.raises(ProbebookError, match="chart 'batch-sweep' needs batch-sweep evidence; sha256:[0-9a-f]{12} "
-                                             "is 'loss-memory' evidence"):
+    with pytest.raises(
+        ProbebookError,
+        match="chart 'batch-sweep' needs batch-sweep evidence; sha256:[0-9a-f]{12} is 'loss-memory' evidence",
+    ):
         charts.render("batch-sweep", [memory_doc()])
     broken = memory_doc()
     del broken["data"]["samples"][2]["peak_bytes"]
@@ -265,6 +327,7 @@ def test_wrong_probe_missing_field_and_empty_input_are_one_line_errors():
 def test_charts_from_the_fixture_archive():
     store = Store(FIXTURE_ARCHIVE)
     from measure.evidence import parse
+
     docs = {}
     for path in store.iter_paths():
         try:
@@ -282,8 +345,12 @@ def test_step_scaling_greys_out_samples_outside_the_fitted_range():
     out = charts.render("step-scaling", [quadratic_doc()], tokens="1024:", terms="a+b")
     points = next(rows for rows in datasets(out) if rows and "step_ms" in rows[0])
     assert {(r["tokens"], r["sample"]) for r in points} == {
-        (256, "outside the fitted range"), (512, "outside the fitted range"), (1024, "fitted"), (2048, "fitted"),
-        (4096, "fitted")}
+        (256, "outside the fitted range"),
+        (512, "outside the fitted range"),
+        (1024, "fitted"),
+        (2048, "fitted"),
+        (4096, "fitted"),
+    }
     assert "outside the fitted range" in texts(out.svg)
     assert "6 samples outside it drawn in grey" in out.alt
 
@@ -297,8 +364,13 @@ def test_every_kind_builds_a_schema_valid_vega_lite_spec(kind, make, options):
 
 
 def test_svg_drawing_never_fetches_a_url():
-    spec = json.dumps({"data": {"url": "https://example.com/data.csv"}, "mark": "point",
-                       "encoding": {"x": {"field": "a", "type": "quantitative"}}})
+    spec = json.dumps(
+        {
+            "data": {"url": "https://example.com/data.csv"},
+            "mark": "point",
+            "encoding": {"x": {"field": "a", "type": "quantitative"}},
+        }
+    )
     with pytest.raises(ValueError, match="External data url not allowed"):
         charts.svg_from_spec(spec)
 

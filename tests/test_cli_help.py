@@ -7,8 +7,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from conftest import run_cli
+
 from probebook.cli import build_parser
 
 
@@ -36,8 +36,16 @@ COMMANDS = _commands(build_parser())
 
 def test_the_walk_finds_the_archive_commands():
     names = {" ".join(c) for c in COMMANDS}
-    assert {"", "archive", "archive import", "archive add", "archive ls", "archive show", "archive verify",
-            "archive migrate"} <= names
+    assert {
+        "",
+        "archive",
+        "archive import",
+        "archive add",
+        "archive ls",
+        "archive show",
+        "archive verify",
+        "archive migrate",
+    } <= names
 
 
 @pytest.fixture(scope="module")
@@ -53,5 +61,5 @@ def test_help_ends_with_an_example(helps, path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert "example:" in lines, f"`probebook {' '.join(path)} --help` has no 'example:' section"
-    after = [line.strip() for line in lines[lines.index("example:") + 1:] if line.strip()]
+    after = [line.strip() for line in lines[lines.index("example:") + 1 :] if line.strip()]
     assert after and after[0].startswith("probebook "), after

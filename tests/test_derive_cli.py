@@ -16,8 +16,17 @@ def write_csv(path: Path, header: str, rows: list[tuple]) -> Path:
 def import_step_scaling(cli, archive: Path, tmp_path: Path, rows: list[tuple], name: str = "sweep.csv") -> str:
     """Import synthetic (tokens, step_s) rows through the real CLI; return the evidence id."""
     csv = write_csv(tmp_path / name, "tokens,step_s", rows)
-    done = cli("--archive", str(archive), "archive", "import", "--probe", "step-scaling", str(csv),
-               "--source", "synthetic test rows, not a measurement")
+    done = cli(
+        "--archive",
+        str(archive),
+        "archive",
+        "import",
+        "--probe",
+        "step-scaling",
+        str(csv),
+        "--source",
+        "synthetic test rows, not a measurement",
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -25,8 +34,9 @@ def import_step_scaling(cli, archive: Path, tmp_path: Path, rows: list[tuple], n
 # step = 0.01 s + 2e-5 s/token·S, three windows per S spread by ±1e-4 s (means exactly on the line)
 LINEAR = [(s, round(0.01 + 2e-5 * s + e, 10)) for s in (512, 1024, 2048, 4096) for e in (-1e-4, 0.0, 1e-4)]
 # launch-bound plateau at 0.02 s below 2048 tokens, 1e-5 s/token above
-PLATEAU = [(s, round(max(0.02, 1e-5 * s) + e, 10)) for s in (128, 256, 512, 1024, 2048, 4096, 8192)
-           for e in (-1e-4, 0.0, 1e-4)]
+PLATEAU = [
+    (s, round(max(0.02, 1e-5 * s) + e, 10)) for s in (128, 256, 512, 1024, 2048, 4096, 8192) for e in (-1e-4, 0.0, 1e-4)
+]
 
 
 def files(archive: Path) -> dict[str, bytes]:
@@ -39,8 +49,17 @@ def test_fit_json_prints_exactly_the_design_object(cli, archive, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     out = json.loads(done.stdout)
-    assert list(out) == ["terms", "c_s", "a_s_per_token", "b_s_per_token2", "residuals_s", "max_abs_residual_s",
-                         "asymptote_tok_s", "quadratic_share", "n_points"]
+    assert list(out) == [
+        "terms",
+        "c_s",
+        "a_s_per_token",
+        "b_s_per_token2",
+        "residuals_s",
+        "max_abs_residual_s",
+        "asymptote_tok_s",
+        "quadratic_share",
+        "n_points",
+    ]
     assert out["terms"] == ["c", "a"]
     assert out["c_s"] == pytest.approx(0.01, rel=1e-9)
     assert out["a_s_per_token"] == pytest.approx(2e-5, rel=1e-9)
@@ -75,20 +94,25 @@ def test_linear_fit_through_a_plateau_warns_on_stderr(cli, archive, tmp_path):
 def test_too_few_points_is_one_line_naming_the_evidence(cli, archive, tmp_path):
     ident = import_step_scaling(cli, archive, tmp_path, LINEAR)
     before = files(archive)
-    done = cli("--archive", str(archive), "fit", "step-scaling", ident, "--tokens", ":2048", "--terms", "c+a+b",
-               "--json")
+    done = cli(
+        "--archive", str(archive), "fit", "step-scaling", ident, "--tokens", ":2048", "--terms", "c+a+b", "--json"
+    )
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr == (f"probebook: error: fit c+a+b needs at least 4 distinct token counts; "
-                           f"evidence {ident} has 3 in :2048\n")
+    assert done.stderr == (
+        f"probebook: error: fit c+a+b needs at least 4 distinct token counts; evidence {ident} has 3 in :2048\n"
+    )
     assert files(archive) == before
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--terms", "c+q"], "unknown term 'q'"),
-    (["--tokens", "4096:512"], "lower bound is above the upper bound"),
-    (["--at", "1024,wide"], "'wide' is not a number"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--terms", "c+q"], "unknown term 'q'"),
+        (["--tokens", "4096:512"], "lower bound is above the upper bound"),
+        (["--at", "1024,wide"], "'wide' is not a number"),
+    ],
+)
 def test_bad_arguments_are_one_line(cli, archive, tmp_path, args, message):
     ident = import_step_scaling(cli, archive, tmp_path, LINEAR)
     done = cli("--archive", str(archive), "fit", "step-scaling", ident, *args)
@@ -98,16 +122,29 @@ def test_bad_arguments_are_one_line(cli, archive, tmp_path, args, message):
 
 
 def test_fit_refuses_other_probes_and_unknown_ids(cli, archive, tmp_path):
-    csv = write_csv(tmp_path / "sweep.csv", "model,params,context,batch,tok_s,peak_bytes,status",
-                    [("20m", 20000000, 2048, 1, 1000.0, 100, "ok")])
-    done = cli("--archive", str(archive), "archive", "import", "--probe", "batch-sweep", str(csv),
-               "--source", "synthetic test row")
+    csv = write_csv(
+        tmp_path / "sweep.csv",
+        "model,params,context,batch,tok_s,peak_bytes,status",
+        [("20m", 20000000, 2048, 1, 1000.0, 100, "ok")],
+    )
+    done = cli(
+        "--archive",
+        str(archive),
+        "archive",
+        "import",
+        "--probe",
+        "batch-sweep",
+        str(csv),
+        "--source",
+        "synthetic test row",
+    )
     assert done.returncode == 0, done.stderr
     ident = done.stdout.strip()
     done = cli("--archive", str(archive), "fit", "step-scaling", ident)
     assert done.returncode == 2
-    assert done.stderr == (f"probebook: error: evidence {ident} is batch-sweep evidence; "
-                           "fit step-scaling needs a step-scaling run\n")
+    assert done.stderr == (
+        f"probebook: error: evidence {ident} is batch-sweep evidence; fit step-scaling needs a step-scaling run\n"
+    )
     done = cli("--archive", str(archive), "fit", "step-scaling", "sha256:" + "0" * 64)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "no evidence" in done.stderr
 

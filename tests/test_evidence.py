@@ -13,8 +13,18 @@ from pathlib import Path
 import pytest
 
 from measure.errors import EvidenceError
-from measure.evidence import (SCHEMA, Evidence, canonical_bytes, digest, is_time_field, loads, migrate, parse,
-                              schema_version, validate)
+from measure.evidence import (
+    SCHEMA,
+    Evidence,
+    canonical_bytes,
+    digest,
+    is_time_field,
+    loads,
+    migrate,
+    parse,
+    schema_version,
+    validate,
+)
 from measure.machine import code_fingerprint, fingerprint
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -61,9 +71,13 @@ EXPECTED = {
 
 
 def _evidence(**overrides) -> Evidence:
-    fields = dict(probe="step-scaling", probe_version=1, params={"preset": "tiny"},
-                  data={"samples": [{"tokens": 128, "step_s": 0.5}, {"tokens": 256, "step_s": None}]},
-                  created_at="2026-11-29T08:00:00Z")
+    fields = dict(
+        probe="step-scaling",
+        probe_version=1,
+        params={"preset": "tiny"},
+        data={"samples": [{"tokens": 128, "step_s": 0.5}, {"tokens": 256, "step_s": None}]},
+        created_at="2026-11-29T08:00:00Z",
+    )
     fields.update(overrides)
     return Evidence(**fields)
 
@@ -140,20 +154,30 @@ def test_fixture_archive_documents_parse_except_the_two_planted_ones():
         except EvidenceError as exc:
             bad.append(str(exc))
     assert len(good) == 5 and len(bad) == 2
-    assert sorted(d["probe"] for d in good) == ["batch-sweep", "batch-sweep", "loss-memory", "step-scaling",
-                                                "step-scaling"]
+    assert sorted(d["probe"] for d in good) == [
+        "batch-sweep",
+        "batch-sweep",
+        "loss-memory",
+        "step-scaling",
+        "step-scaling",
+    ]
     assert any("schema 0 is older than 1" in m for m in bad)
     assert any("malformed JSON" in m for m in bad)
 
 
 def test_times_may_be_null_or_positive_and_other_fields_are_free():
-    validate(_evidence(data={"samples": [{"step_s": None, "wall_ms": 3, "t_us": 0.5, "tokens": -1,
-                                          "label": "x", "ok": True}]}).to_dict(), "doc")
+    validate(
+        _evidence(
+            data={"samples": [{"step_s": None, "wall_ms": 3, "t_us": 0.5, "tokens": -1, "label": "x", "ok": True}]}
+        ).to_dict(),
+        "doc",
+    )
 
 
 def test_is_time_field():
-    assert [is_time_field(n) for n in ("step_s", "wall_ms", "t_us", "s", "ms", "tokens", "tok_s", "bytes", "steps")] \
-        == [True, True, True, True, True, False, True, False, False]
+    assert [
+        is_time_field(n) for n in ("step_s", "wall_ms", "t_us", "s", "ms", "tokens", "tok_s", "bytes", "steps")
+    ] == [True, True, True, True, True, False, True, False, False]
 
 
 def test_strict_loads_refuse_non_finite_and_deep_nesting():
@@ -199,8 +223,10 @@ def test_migrate_passes_current_documents_through_and_refuses_the_rest():
         migrate(b'{"schema": "probebook.evidence/-1"}', "v.json")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None
-                    and __import__("torch").cuda.is_available(), reason="this machine has a GPU")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is not None and __import__("torch").cuda.is_available(),
+    reason="this machine has a GPU",
+)
 def test_machine_fingerprint_says_cpu_only_instead_of_failing():
     fp = fingerprint()
     assert fp["gpu"] is None and fp["gpu_count"] == 0
@@ -218,13 +244,21 @@ def test_code_fingerprint_hashes_the_probe_source(tmp_path):
 
 
 def test_fixtures_regenerate_byte_for_byte(tmp_path):
-    out = subprocess.run([sys.executable, str(FIXTURES / "make_fixtures.py"), "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(FIXTURES / "make_fixtures.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
 
     def tree(root: Path) -> dict[str, bytes]:
-        return {str(p.relative_to(root)): p.read_bytes() for sub in ("archive", "import", "malformed")
-                for p in sorted((root / sub).rglob("*")) if p.is_file()}
+        return {
+            str(p.relative_to(root)): p.read_bytes()
+            for sub in ("archive", "import", "malformed")
+            for p in sorted((root / sub).rglob("*"))
+            if p.is_file()
+        }
 
     made, committed = tree(tmp_path), tree(FIXTURES)
     assert len(made) > 70

@@ -7,8 +7,16 @@ import math
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive.fit import (fit_evidence, fit_step_scaling, parse_terms, parse_token_range, quadratic_share,
-                               step_batch, step_samples, width_key)
+from render.derive.fit import (
+    fit_evidence,
+    fit_step_scaling,
+    parse_terms,
+    parse_token_range,
+    quadratic_share,
+    step_batch,
+    step_samples,
+    width_key,
+)
 from render.derive.stats import betainc, f_sf
 
 NOISE = 1e-4  # spread of the synthetic replicates below, seconds
@@ -33,6 +41,7 @@ PLATEAU_SIZES = (128, 256, 512, 1024, 2048, 4096, 8192)
 
 # -- F distribution -------------------------------------------------------------------
 
+
 def test_f_survival_matches_closed_forms_and_tables():
     # F(2, d2): P(F > f) = (1 + 2f/d2)^(-d2/2) exactly
     assert f_sf(3.0, 2, 2) == pytest.approx(0.25, rel=1e-12)
@@ -48,6 +57,7 @@ def test_f_survival_matches_closed_forms_and_tables():
 
 
 # -- exact fits -------------------------------------------------------------------------
+
 
 def test_three_points_on_a_s_plus_b_s2_choose_a_plus_b():
     samples = [(s, 1e-5 * s + 1e-9 * s * s) for s in (1024.0, 2048.0, 4096.0)]
@@ -116,6 +126,7 @@ def test_quadratic_share_formula():
 
 # -- the noise floor ------------------------------------------------------------------
 
+
 def test_linear_fit_through_a_plateau_warns_residuals_above_noise():
     fit = fit_step_scaling(replicated(plateau, PLATEAU_SIZES), terms="c+a")
     assert fit.noise_floor_s == pytest.approx(NOISE, rel=1e-9)
@@ -136,6 +147,7 @@ def test_dropping_the_plateau_with_a_token_range_fits_exactly_without_warning():
 
 
 # -- refusals ---------------------------------------------------------------------------
+
 
 def test_too_few_points_for_the_named_terms_is_refused_with_the_count_needed():
     samples = [(s, 1e-5 * s) for s in (1024.0, 2048.0, 4096.0)] * 5
@@ -163,12 +175,17 @@ def test_bad_samples_and_arguments_are_refused():
 
 # -- parsing ----------------------------------------------------------------------------
 
+
 def test_parse_token_range():
     assert parse_token_range("512:") == (512, None)
     assert parse_token_range(":4096") == (None, 4096)
     assert parse_token_range("512:4096") == (512, 4096)
-    for bad, why in (("512", "give a range"), ("a:1", "'a' is not a number"), ("4096:512", "lower bound"),
-                     ("-1:5", "non-negative")):
+    for bad, why in (
+        ("512", "give a range"),
+        ("a:1", "'a' is not a number"),
+        ("4096:512", "lower bound"),
+        ("-1:5", "non-negative"),
+    ):
         with pytest.raises(ProbebookError, match=why):
             parse_token_range(bad)
 
@@ -186,15 +203,18 @@ def test_parse_terms():
 
 # -- evidence rows ----------------------------------------------------------------------
 
+
 def _doc(rows):
     return {"probe": "step-scaling", "data": {"samples": rows}}
 
 
 def test_step_samples_default_to_fixed_batch_rows_and_skip_missing_times():
-    rows = [{"tokens": 512, "step_s": 0.02, "batch": 8, "mode": "fixed_batch"},
-            {"tokens": 1024, "step_s": None, "batch": 8, "mode": "fixed_batch"},
-            {"tokens": 1024, "step_s": 0.03, "batch": 8, "mode": "fixed_batch"},
-            {"tokens": 1024, "step_s": 0.05, "batch": 4, "mode": "fixed_tokens"}]
+    rows = [
+        {"tokens": 512, "step_s": 0.02, "batch": 8, "mode": "fixed_batch"},
+        {"tokens": 1024, "step_s": None, "batch": 8, "mode": "fixed_batch"},
+        {"tokens": 1024, "step_s": 0.03, "batch": 8, "mode": "fixed_batch"},
+        {"tokens": 1024, "step_s": 0.05, "batch": 4, "mode": "fixed_tokens"},
+    ]
     assert step_samples(_doc(rows)) == [(512.0, 0.02), (1024.0, 0.03)]
     assert step_batch(_doc(rows)) == 8.0
     assert step_samples(_doc(rows), mode="fixed_tokens") == [(1024.0, 0.05)]
@@ -219,11 +239,21 @@ def test_fit_evidence_uses_the_rows_batch_and_text_range():
 
 # -- JSON and bootstrap -----------------------------------------------------------------
 
+
 def test_to_json_is_exactly_the_design_object():
     fit = fit_step_scaling(replicated(linear, SIZES), at=[1024])
     out = fit.to_json()
-    assert list(out) == ["terms", "c_s", "a_s_per_token", "b_s_per_token2", "residuals_s", "max_abs_residual_s",
-                         "asymptote_tok_s", "quadratic_share", "n_points"]
+    assert list(out) == [
+        "terms",
+        "c_s",
+        "a_s_per_token",
+        "b_s_per_token2",
+        "residuals_s",
+        "max_abs_residual_s",
+        "asymptote_tok_s",
+        "quadratic_share",
+        "n_points",
+    ]
     assert out["terms"] == ["c", "a"]
     assert out["b_s_per_token2"] == 0.0
     assert out["quadratic_share"] == {"1024": 0.0}
@@ -239,8 +269,11 @@ def test_bootstrap_is_deterministic_and_brackets_the_estimate():
     assert one.ci == two.ci
     assert one.ci != other.ci
     assert set(one.ci) == {"c_s", "a_s_per_token", "asymptote_tok_s"}
-    for key, value in (("c_s", one.c_s), ("a_s_per_token", one.a_s_per_token),
-                       ("asymptote_tok_s", one.asymptote_tok_s)):
+    for key, value in (
+        ("c_s", one.c_s),
+        ("a_s_per_token", one.a_s_per_token),
+        ("asymptote_tok_s", one.asymptote_tok_s),
+    ):
         lo, hi = one.ci[key]
         assert lo < value < hi
 

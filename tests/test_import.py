@@ -75,36 +75,56 @@ def test_step_scaling_csv_rows_are_typed_and_extra_columns_kept():
 
 def test_json_rows_as_a_list_or_under_samples():
     assert importer.read_rows("step-scaling", GOOD / "step-scaling.json") == [
-        {"tokens": 128, "step_s": 0.0121}, {"tokens": 512, "step_s": 0.0176},
-        {"tokens": 2048, "step_s": 0.0431, "gpu_note": "warm"}]
+        {"tokens": 128, "step_s": 0.0121},
+        {"tokens": 512, "step_s": 0.0176},
+        {"tokens": 2048, "step_s": 0.0431, "gpu_note": "warm"},
+    ]
     assert importer.read_rows("step-scaling", GOOD / "step-scaling-samples.json") == [
-        {"tokens": 256, "step_s": 0.0139}, {"tokens": 1024, "step_s": 0.0254}]
+        {"tokens": 256, "step_s": 0.0139},
+        {"tokens": 1024, "step_s": 0.0254},
+    ]
 
 
 def test_loss_memory_optional_columns_may_be_blank():
     rows = importer.read_rows("loss-memory", GOOD / "loss-memory.csv")
-    assert rows[0] == {"arm": "eager", "microbatch": 4, "tokens_per_step": 8192, "peak_bytes": 21474836480,
-                       "tok_s": 51000.5, "vocab": 32000}
+    assert rows[0] == {
+        "arm": "eager",
+        "microbatch": 4,
+        "tokens_per_step": 8192,
+        "peak_bytes": 21474836480,
+        "tok_s": 51000.5,
+        "vocab": 32000,
+    }
     assert rows[2]["tok_s"] is None and rows[2]["arm"] == "fused"
 
 
 def test_batch_sweep_oom_rows_have_null_rate_and_peak():
     rows = importer.read_rows("batch-sweep", GOOD / "batch-sweep.csv")
     assert [r["status"] for r in rows] == ["ok", "ok", "oom"]
-    assert rows[2] == {"model": "90m", "params": 90000000, "context": 2048, "batch": 32, "tok_s": None,
-                       "peak_bytes": None, "status": "oom"}
+    assert rows[2] == {
+        "model": "90m",
+        "params": 90000000,
+        "context": 2048,
+        "batch": 32,
+        "tok_s": None,
+        "peak_bytes": None,
+        "status": "oom",
+    }
     assert rows[0]["tok_s"] == 151000.0
 
 
 def test_build_makes_valid_imported_evidence(tmp_path):
-    request = importer.ImportRequest(probe="batch-sweep", path=GOOD / "batch-sweep.csv", source=" sheet 3 ",
-                                     gpu="H200", notes="from a colleague")
+    request = importer.ImportRequest(
+        probe="batch-sweep", path=GOOD / "batch-sweep.csv", source=" sheet 3 ", gpu="H200", notes="from a colleague"
+    )
     ev = importer.build(request, {"probebook": "t"})
     doc = parse(ev.to_bytes(), "built")
     assert doc["origin"] == {"kind": "imported", "source": "sheet 3"}
     assert doc["machine"]["gpu"] == "H200"
-    assert doc["params"] == {"imported_from": "batch-sweep.csv",
-                             "columns": ["model", "params", "context", "batch", "tok_s", "peak_bytes", "status"]}
+    assert doc["params"] == {
+        "imported_from": "batch-sweep.csv",
+        "columns": ["model", "params", "context", "batch", "tok_s", "peak_bytes", "status"],
+    }
     assert len(doc["data"]["samples"]) == 3 and doc["notes"] == "from a colleague"
     assert doc["code"] == {"probebook": "t"}
 

@@ -5,18 +5,36 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive.lossmem import (bytes_per_logit_element, fraction_of_asymptote, largest_usable_microbatch,
-                                   linear_fit, marginal_bytes_per_microbatch, stable_prefix)
+from render.derive.lossmem import (
+    bytes_per_logit_element,
+    fraction_of_asymptote,
+    largest_usable_microbatch,
+    linear_fit,
+    marginal_bytes_per_microbatch,
+    stable_prefix,
+)
 
 # synthetic rows: 'unfused' holds fp32 logits and their gradient (12.5 bytes per logit here)
 TOKENS, VOCAB = 1000, 32000
 ROWS = [
-    {"arm": "unfused", "microbatch": mb, "tokens_per_step": TOKENS, "vocab": VOCAB,
-     "peak_bytes": 1_000_000_000 + 500_000_000 * mb, "tok_s": tok}
+    {
+        "arm": "unfused",
+        "microbatch": mb,
+        "tokens_per_step": TOKENS,
+        "vocab": VOCAB,
+        "peak_bytes": 1_000_000_000 + 500_000_000 * mb,
+        "tok_s": tok,
+    }
     for mb, tok in ((1, 1000.0), (2, 1800.0), (4, 2500.0), (8, 1100.0), (16, 3000.0))
 ] + [
-    {"arm": "fused", "microbatch": mb, "tokens_per_step": TOKENS, "vocab": VOCAB,
-     "peak_bytes": 1_000_000_000 + 100_000_000 * mb, "tok_s": None}
+    {
+        "arm": "fused",
+        "microbatch": mb,
+        "tokens_per_step": TOKENS,
+        "vocab": VOCAB,
+        "peak_bytes": 1_000_000_000 + 100_000_000 * mb,
+        "tok_s": None,
+    }
     for mb in (1, 2, 4)
 ]
 
@@ -37,7 +55,10 @@ def test_marginal_bytes_per_microbatch_per_arm():
 def test_slope_residual_is_reported():
     rows = [{"arm": "x", "microbatch": m, "peak_bytes": b} for m, b in ((1, 1000), (2, 2000), (3, 3600))]
     assert marginal_bytes_per_microbatch(rows, "x").to_json() == {
-        "bytes_per_microbatch": 1300.0, "intercept_bytes": -400.0, "max_abs_residual_bytes": 200.0}
+        "bytes_per_microbatch": 1300.0,
+        "intercept_bytes": -400.0,
+        "max_abs_residual_bytes": 200.0,
+    }
 
 
 def test_bytes_per_logit_element_from_two_arms():

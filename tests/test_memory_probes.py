@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
+
 from measure import peakmem
 from measure.errors import ProbebookError
 from measure.evidence import parse
@@ -45,6 +45,7 @@ def stored(cli, archive, *args, expect_rc=0, env=None):
 
 # --- pure functions, literal inputs ---------------------------------------------------------
 
+
 def test_plan_batches_doubles_up_to_the_caps():
     assert plan_batches(1024, 1, None, 1 << 20) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     assert plan_batches(64, 1, 8, 512) == [1, 2, 4, 8]
@@ -57,11 +58,11 @@ def test_throughput_and_loss_path_arithmetic():
     assert loss_tokens_per_second(1024, 0.25) == 4096.0
     assert relative_difference(10.0, 9.9) == pytest.approx(0.01, rel=1e-12)
     assert loss_path(1, 1, 4096, 4096, 1024) == "materialized"
-    assert loss_path(8, 4, 1024, 4096, 1024) == "chunked"    # 4 chunks, each recomputed once in backward
-    assert loss_path(2, 1, 256, 256, 1024) == "chunked"      # one short chunk, still checkpointed
-    assert loss_path(6, 3, 1000, 2500, 1000) == "chunked"    # 1000 + 1000 + 500
-    assert loss_path(4, 4, 1024, 4096, 1024) == "other"      # chunked but not recomputed
-    assert loss_path(1, 1, 2048, 4096, 1024) == "other"      # one softmax over half the tokens
+    assert loss_path(8, 4, 1024, 4096, 1024) == "chunked"  # 4 chunks, each recomputed once in backward
+    assert loss_path(2, 1, 256, 256, 1024) == "chunked"  # one short chunk, still checkpointed
+    assert loss_path(6, 3, 1000, 2500, 1000) == "chunked"  # 1000 + 1000 + 500
+    assert loss_path(4, 4, 1024, 4096, 1024) == "other"  # chunked but not recomputed
+    assert loss_path(1, 1, 2048, 4096, 1024) == "other"  # one softmax over half the tokens
 
 
 def test_unchanged_names_a_sweep_that_varies_nothing():
@@ -90,28 +91,63 @@ def test_is_oom_reads_the_allocator_message():
 
 # --- the point process -----------------------------------------------------------------------
 
+
 def test_a_point_runs_in_its_own_process_and_prints_one_line():
-    spec = {"device": "cpu", "context": 16, "batch": 2, "workload": None,
-            "options": {"preset": "tiny", "device": "cpu", "compile": False, "checkpointing": False,
-                        "dtype": "bf16", "seed": 0}, "warmup": 1, "windows": 2, "iters": 1}
-    out = subprocess.run([sys.executable, "-m", "measure.probes.batch_sweep", "--point", json.dumps(spec)],
-                         cwd=REPO, capture_output=True, text=True, timeout=300,
-                         env={**os.environ, **peakmem.cpu_env(), "PYTHONPATH": str(REPO)})
+    spec = {
+        "device": "cpu",
+        "context": 16,
+        "batch": 2,
+        "workload": None,
+        "options": {
+            "preset": "tiny",
+            "device": "cpu",
+            "compile": False,
+            "checkpointing": False,
+            "dtype": "bf16",
+            "seed": 0,
+        },
+        "warmup": 1,
+        "windows": 2,
+        "iters": 1,
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "measure.probes.batch_sweep", "--point", json.dumps(spec)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **peakmem.cpu_env(), "PYTHONPATH": str(REPO)},
+    )
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if line.startswith(MARKER)]
     assert len(lines) == 1
-    result = json.loads(lines[0][len(MARKER):])
+    result = json.loads(lines[0][len(MARKER) :])
     assert result["status"] == "ok" and len(result["times_s"]) >= 2
     assert result["n_params"] == param_count(TINY)
-    assert result["batch_elements"] == 2 * 2 * 16          # inputs and targets, 2 x 16 tokens each
+    assert result["batch_elements"] == 2 * 2 * 16  # inputs and targets, 2 x 16 tokens each
     assert result["peak_method"] == "linux-vmhwm" and result["peak_bytes"] > 0
 
 
 def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
     from measure.isolate import PointProcess
-    spec = {"device": "cpu", "context": 16, "batch": 1, "workload": None,
-            "options": {"preset": "tiny", "device": "cpu", "compile": False, "checkpointing": False,
-                        "dtype": "fp32", "seed": 0}, "warmup": 0, "windows": 1, "iters": 1}
+
+    spec = {
+        "device": "cpu",
+        "context": 16,
+        "batch": 1,
+        "workload": None,
+        "options": {
+            "preset": "tiny",
+            "device": "cpu",
+            "compile": False,
+            "checkpointing": False,
+            "dtype": "fp32",
+            "seed": 0,
+        },
+        "warmup": 0,
+        "windows": 1,
+        "iters": 1,
+    }
     with PointProcess("measure.probes.batch_sweep", peakmem.cpu_env(), ahead=1) as points:
         first = points.run(spec)
         (waiting,) = points.waiting()
@@ -129,12 +165,13 @@ def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
 
 # --- batch-sweep through the CLI ---------------------------------------------------------------
 
+
 def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
     doc = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "32,64", "--max-tokens", "64")
     rows = doc["data"]["samples"]
     assert [(r["context"], r["batch"]) for r in rows] == [(32, 1), (32, 2), (64, 1)]
     assert doc["params"]["planned_batches"] == {"32": [1, 2], "64": [1]}
-    assert doc["params"]["oom_source"].startswith("none")     # CPU without a limit: no OOM is ever claimed
+    assert doc["params"]["oom_source"].startswith("none")  # CPU without a limit: no OOM is ever claimed
     for r in rows:
         assert r["status"] == "ok" and r["error"] is None
         assert (r["model"], r["params"]) == ("tiny", param_count(TINY))
@@ -153,12 +190,24 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
 
 def test_batch_sweep_stops_at_a_real_cpu_oom(cli, archive):
     # a real address-space limit per point process: the allocator genuinely refuses past it
-    doc = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "256", "--start-batch", "4",
-                 "--max-tokens", str(256 * 256), "--cpu-memory-limit-bytes", str(100 * 2**20))
+    doc = stored(
+        cli,
+        archive,
+        "batch-sweep",
+        *FAST,
+        "--contexts",
+        "256",
+        "--start-batch",
+        "4",
+        "--max-tokens",
+        str(256 * 256),
+        "--cpu-memory-limit-bytes",
+        str(100 * 2**20),
+    )
     rows = doc["data"]["samples"]
     assert doc["status"] == "complete" and doc["params"]["oom_source"].startswith("RLIMIT_AS")
     assert rows[0]["status"] == "ok"
-    assert [r["status"] for r in rows] == ["ok"] * (len(rows) - 1) + ["oom"]   # the walk stops at the first OOM
+    assert [r["status"] for r in rows] == ["ok"] * (len(rows) - 1) + ["oom"]  # the walk stops at the first OOM
     oom = rows[-1]
     assert oom["tok_s"] is None and oom["peak_bytes"] is None and "allocate" in oom["error"]
     assert [s["batch"] for s in doc["data"]["skipped"]] == [b for b in (4, 8, 16, 32, 64, 128, 256) if b > oom["batch"]]
@@ -169,12 +218,24 @@ def test_batch_sweep_stops_at_a_real_cpu_oom(cli, archive):
 
 def test_batch_sweep_of_a_plugged_in_harness_keeps_points_before_a_crash(cli, archive):
     # crashes_late raises a non-OOM error at batch 2 of context 9: a failure, not an OOM row
-    doc = stored(cli, archive, "batch-sweep", *FAST, "--workload", "toy_harness:crashes_late", "--contexts", "8,9",
-                 "--max-tokens", "18", expect_rc=1, env={"PYTHONPATH": f"{PLUGINS}:{REPO}"})
+    doc = stored(
+        cli,
+        archive,
+        "batch-sweep",
+        *FAST,
+        "--workload",
+        "toy_harness:crashes_late",
+        "--contexts",
+        "8,9",
+        "--max-tokens",
+        "18",
+        expect_rc=1,
+        env={"PYTHONPATH": f"{PLUGINS}:{REPO}"},
+    )
     assert doc["status"] == "partial" and "simulated device fault" in doc["error"]
     rows = doc["data"]["samples"]
     assert [(r["context"], r["batch"], r["status"]) for r in rows] == [(8, 1, "ok"), (8, 2, "ok"), (9, 1, "ok")]
-    toy_params = (32 * 64 + 64) + (64 * 32 + 32)   # the fixture's two Linear layers, weights and biases
+    toy_params = (32 * 64 + 64) + (64 * 32 + 32)  # the fixture's two Linear layers, weights and biases
     assert {(r["model"], r["params"]) for r in rows} == {("toy_harness:crashes_late", toy_params)}
     (failure,) = doc["data"]["failures"]
     assert (failure["context"], failure["batch"]) == (9, 2) and "simulated device fault" in failure["error"]
@@ -182,12 +243,22 @@ def test_batch_sweep_of_a_plugged_in_harness_keeps_points_before_a_crash(cli, ar
 
 
 def test_budget_and_point_time_limit_store_what_was_measured(cli, archive):
-    doc = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "32", "--max-tokens", "128", "--budget-s", "0.001",
-                 expect_rc=1)
+    doc = stored(
+        cli,
+        archive,
+        "batch-sweep",
+        *FAST,
+        "--contexts",
+        "32",
+        "--max-tokens",
+        "128",
+        "--budget-s",
+        "0.001",
+        expect_rc=1,
+    )
     assert doc["status"] == "partial" and "time budget" in doc["error"]
     assert [r["batch"] for r in doc["data"]["samples"]] == [1]
-    dead = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "32,64", "--point-timeout-s", "0.05",
-                  expect_rc=1)
+    dead = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "32,64", "--point-timeout-s", "0.05", expect_rc=1)
     assert dead["status"] == "failed" and dead["data"]["samples"] == []
     assert [(f["context"], f["batch"]) for f in dead["data"]["failures"]] == [(32, 1), (64, 1)]
     assert all("point time limit" in f["error"] for f in dead["data"]["failures"])
@@ -196,9 +267,27 @@ def test_budget_and_point_time_limit_store_what_was_measured(cli, archive):
 def test_a_killed_sweep_keeps_every_point_it_measured(cli, archive):
     # persist after every point: SIGKILL the probe once one point is journaled, then recover the journal
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "probebook", "--archive", str(archive), "measure", "batch-sweep",
-                             *FAST, "--contexts", "32", "--max-tokens", "512"], cwd=REPO, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "probebook",
+            "--archive",
+            str(archive),
+            "measure",
+            "batch-sweep",
+            *FAST,
+            "--contexts",
+            "32",
+            "--max-tokens",
+            "512",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     journal = None
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
@@ -208,40 +297,63 @@ def test_a_killed_sweep_keeps_every_point_it_measured(cli, archive):
             break
         time.sleep(0.2)
     assert journal is not None and proc.poll() is None, "no point was journaled while the probe ran"
-    os.killpg(proc.pid, signal.SIGKILL)   # the probe and the point process it runs: its own session
+    os.killpg(proc.pid, signal.SIGKILL)  # the probe and the point process it runs: its own session
     proc.wait()
-    assert not (archive / "evidence").exists()      # nothing was stored by the killed run
+    assert not (archive / "evidence").exists()  # nothing was stored by the killed run
     out = cli("--archive", str(archive), "measure", "recover", str(journal))
     assert out.returncode == 0, out.stderr
     ident = out.stdout.strip().splitlines()[-1]
     doc = parse(Store(archive).read_bytes(ident), ident)
     assert doc["probe"] == "batch-sweep" and doc["status"] == "partial"
     rows = doc["data"]["samples"]
-    assert 1 <= len(rows) < 5 and [r["batch"] for r in rows] == [1, 2, 4, 8, 16][:len(rows)]
+    assert 1 <= len(rows) < 5 and [r["batch"] for r in rows] == [1, 2, 4, 8, 16][: len(rows)]
     assert batchsweep.summarize(rows)[0].context == 32
 
 
 # --- loss-memory through the CLI ---------------------------------------------------------------
+
 
 def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
     # fp32: the same two loss paths, without CPU bf16 emulation's minutes (bf16 is the GPU campaign's).
     # Context 512 so that at 16 sequences the materialized logits (8192 x vocab 512 x 4 B, plus their
     # gradient and log-softmax) stand well clear of the few MiB by which a CPU peak RSS wanders; at
     # context 128 the two arms' peaks differed by less than that noise.
-    doc = stored(cli, archive, "loss-memory", *FAST, "--dtype", "fp32", "--context", "512", "--microbatches", "1,4,16",
-                 "--chunk-tokens", "512")
+    doc = stored(
+        cli,
+        archive,
+        "loss-memory",
+        *FAST,
+        "--dtype",
+        "fp32",
+        "--context",
+        "512",
+        "--microbatches",
+        "1,4,16",
+        "--chunk-tokens",
+        "512",
+    )
     rows = doc["data"]["samples"]
     assert [(r["microbatch"], r["arm"]) for r in rows] == [
-        (1, "materialized"), (1, "chunked"), (4, "materialized"), (4, "chunked"), (16, "materialized"), (16, "chunked")]
+        (1, "materialized"),
+        (1, "chunked"),
+        (4, "materialized"),
+        (4, "chunked"),
+        (16, "materialized"),
+        (16, "chunked"),
+    ]
     for r in rows:
         assert r["tokens_per_step"] == 512 and r["vocab"] == TINY.vocab and r["step_tokens"] == 512 * r["microbatch"]
-        assert r["loss_path"] == r["arm"]                  # observed from the profiled step, not from the name
+        assert r["loss_path"] == r["arm"]  # observed from the profiled step, not from the name
         assert r["tok_s"] == loss_tokens_per_second(r["step_tokens"], r["step_s"])
         if r["arm"] == "materialized":
             assert (r["logits_rows_max"], r["loss_forward_calls"], r["loss_backward_calls"]) == (r["step_tokens"], 1, 1)
         else:
             chunks = r["step_tokens"] // 512
-            assert (r["logits_rows_max"], r["loss_forward_calls"], r["loss_backward_calls"]) == (512, 2 * chunks, chunks)
+            assert (r["logits_rows_max"], r["loss_forward_calls"], r["loss_backward_calls"]) == (
+                512,
+                2 * chunks,
+                chunks,
+            )
             assert r["chunk_tokens"] == 512
     assert doc["status"] == "complete" and all(c["passed"] for c in doc["data"]["checks"])
     assert len(doc["data"]["windows"]) == sum(r["windows"] for r in rows)
@@ -256,15 +368,21 @@ def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
     assert lossmem.largest_usable_microbatch(rows, "chunked") in (1, 4, 16)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["batch-sweep", "--device", "cpu", "--contexts", "0,64"], "--contexts must be positive integers"),
-    (["batch-sweep", "--device", "cpu", "--start-batch", "4", "--max-batch", "2"], "--max-batch 2 is below --start-batch 4"),
-    (["batch-sweep", "--device", "cpu", "--contexts", "4096", "--max-tokens", "1000"], "context 4096: no batch"),
-    (["batch-sweep", "--device", "cpu", "--budget-s", "0"], "--budget-s must be > 0"),
-    (["loss-memory", "--device", "cpu", "--microbatches", "4,4"], "--microbatches needs at least 2 distinct"),
-    (["loss-memory", "--device", "cpu", "--arms", "materialized,fused"], "--arms must be a comma list"),
-    (["loss-memory", "--device", "cpu", "--workload", "toy_harness:factory"], "--workload is not supported"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["batch-sweep", "--device", "cpu", "--contexts", "0,64"], "--contexts must be positive integers"),
+        (
+            ["batch-sweep", "--device", "cpu", "--start-batch", "4", "--max-batch", "2"],
+            "--max-batch 2 is below --start-batch 4",
+        ),
+        (["batch-sweep", "--device", "cpu", "--contexts", "4096", "--max-tokens", "1000"], "context 4096: no batch"),
+        (["batch-sweep", "--device", "cpu", "--budget-s", "0"], "--budget-s must be > 0"),
+        (["loss-memory", "--device", "cpu", "--microbatches", "4,4"], "--microbatches needs at least 2 distinct"),
+        (["loss-memory", "--device", "cpu", "--arms", "materialized,fused"], "--arms must be a comma list"),
+        (["loss-memory", "--device", "cpu", "--workload", "toy_harness:factory"], "--workload is not supported"),
+    ],
+)
 def test_bad_options_are_one_line_and_archive_nothing(cli, archive, args, message):
     out = cli("--archive", str(archive), "measure", *args)
     assert out.returncode == 2
@@ -275,8 +393,10 @@ def test_bad_options_are_one_line_and_archive_nothing(cli, archive, args, messag
 
 # --- on a CUDA device (skipped cleanly without one) --------------------------------------------
 
+
 def _cuda() -> bool:
     import torch
+
     return torch.cuda.is_available()
 
 
@@ -284,6 +404,7 @@ def _cuda() -> bool:
 @pytest.mark.skipif(not _cuda(), reason="needs a CUDA device")
 def test_memory_probes_on_cuda_read_the_caching_allocator(archive):
     from measure.probes import batch_sweep, loss_memory
+
     fast = dict(preset="tiny", device="cuda", warmup=1, windows=2, iters=1)
     sweep = batch_sweep.run(batch_sweep.BatchSweepConfig(**fast, contexts=(128,), max_tokens=512))
     assert sweep.status == "complete", sweep.error

@@ -33,8 +33,9 @@ def library() -> Library:
     return Library(load_evidence(ARCHIVE).docs)
 
 
-def render(library: Library, body: str, tmp_path: Path, aliases: dict[str, str] | None = None,
-           rel: str = "records/x/v1.md") -> tuple[str, PageState]:
+def render(
+    library: Library, body: str, tmp_path: Path, aliases: dict[str, str] | None = None, rel: str = "records/x/v1.md"
+) -> tuple[str, PageState]:
     """Render one page body (no front matter) with the given aliases; return its Markdown and state."""
     path = tmp_path / rel
     page = sources.parse_page(path, rel, "page", body)
@@ -46,9 +47,14 @@ def render(library: Library, body: str, tmp_path: Path, aliases: dict[str, str] 
 
 # -- quantities and the ledger ----------------------------------------------------------------
 
+
 def test_fit_quantities_match_the_derivation_and_are_recorded(library: Library, tmp_path: Path) -> None:
-    text, state = render(library, 'c={{ fit(sweep, tokens="512:").c }} a={{ fit(sweep, tokens="512:").a }}\n'
-                                  'again={{ fit(sweep, tokens="512:").c }}\n', tmp_path)
+    text, state = render(
+        library,
+        'c={{ fit(sweep, tokens="512:").c }} a={{ fit(sweep, tokens="512:").a }}\n'
+        'again={{ fit(sweep, tokens="512:").c }}\n',
+        tmp_path,
+    )
     expected = fitmod.fit_evidence(library.docs[SWEEP], tokens="512:", source="x")
     rows = dict(state.rows)
     assert list(rows) == ["fit(sweep).c", "fit(sweep).a"]  # the same number twice is one row
@@ -66,8 +72,9 @@ def test_the_same_key_with_another_derivation_gets_a_suffix(library: Library, tm
 
 
 def test_share_and_asymptote(library: Library, tmp_path: Path) -> None:
-    _, state = render(library, '{{ fit(sweep, tokens="512:").share(4096) }} {{ fit(sweep, terms="c+a").asymptote }}',
-                      tmp_path)
+    _, state = render(
+        library, '{{ fit(sweep, tokens="512:").share(4096) }} {{ fit(sweep, terms="c+a").asymptote }}', tmp_path
+    )
     share, asym = (q for _, q in state.rows)
     quad = fitmod.fit_evidence(library.docs[SWEEP], tokens="512:", at=(4096,))
     assert share.value == quad.quadratic_share["4096"] and share.text.endswith("%")
@@ -76,15 +83,17 @@ def test_share_and_asymptote(library: Library, tmp_path: Path) -> None:
 
 
 def test_other_page_functions_compute_from_evidence(library: Library, tmp_path: Path) -> None:
-    body = ("{{ gemm_ceiling(ceiling) }} {{ batch_summary(batch).fastest_tok_s }} "
-            "{{ project(batch_summary(batch).fastest_tok_s, '250M').time }} "
-            "{{ mfu(batch_summary(batch).fastest_tok_s, 250e6, 20, 15, 64, 4096, peak=gemm_ceiling(ceiling)) }} "
-            "{{ loss_memory(mem, 'eager').per_microbatch }} {{ value(ceiling, 'params.windows', fmt='d') }} "
-            "{{ share_of(loss_memory(mem, 'chunked').per_microbatch, loss_memory(mem, 'eager').per_microbatch) }}")
+    body = (
+        "{{ gemm_ceiling(ceiling) }} {{ batch_summary(batch).fastest_tok_s }} "
+        "{{ project(batch_summary(batch).fastest_tok_s, '250M').time }} "
+        "{{ mfu(batch_summary(batch).fastest_tok_s, 250e6, 20, 15, 64, 4096, peak=gemm_ceiling(ceiling)) }} "
+        "{{ loss_memory(mem, 'eager').per_microbatch }} {{ value(ceiling, 'params.windows', fmt='d') }} "
+        "{{ share_of(loss_memory(mem, 'chunked').per_microbatch, loss_memory(mem, 'eager').per_microbatch) }}"
+    )
     _, state = render(library, body, tmp_path)
     q = dict(state.rows)
     median_s = statistics.median([0.000196, 0.000198, 0.000197, 0.000201, 0.000199])  # the fixture's windows
-    ceiling = 2 * 4096 ** 3 / median_s
+    ceiling = 2 * 4096**3 / median_s
     assert q["gemm_ceiling(ceiling)"].value == pytest.approx(ceiling, rel=1e-12)
     assert q["gemm_ceiling(ceiling)"].text.endswith("TFLOP/s")
     rate = q["batch_summary(batch).fastest_tok_s"].value
@@ -101,16 +110,21 @@ def test_other_page_functions_compute_from_evidence(library: Library, tmp_path: 
 
 
 def test_median_and_saving_of_interleaved_arms(library: Library, tmp_path: Path) -> None:
-    body = ('{{ median(ablation, "step_s", arm="baseline") }} {{ saving(ablation, "no-attention") }} '
-            '{{ median(ceiling, "time_s").to("us") }}')
+    body = (
+        '{{ median(ablation, "step_s", arm="baseline") }} {{ saving(ablation, "no-attention") }} '
+        '{{ median(ceiling, "time_s").to("us") }}'
+    )
     _, state = render(library, body, tmp_path)
     q = dict(state.rows)
     rows = library.docs[ALIASES["ablation"]]["data"]["samples"]
     base = statistics.median(r["step_s"] for r in rows if r["arm"] == "baseline")
     arm = statistics.median(r["step_s"] for r in rows if r["arm"] == "no-attention")
     median = q["median(ablation, step_s, arm=baseline)"]
-    assert median.value == base and median.text.endswith(" ms") and "5 samples of step_s where arm='baseline'" \
-        in median.derivation
+    assert (
+        median.value == base
+        and median.text.endswith(" ms")
+        and "5 samples of step_s where arm='baseline'" in median.derivation
+    )
     assert q["saving(ablation, no-attention)"].value == 1 - arm / base
     assert q["median(ceiling, time_s)"].value == 0.000198 and q["median(ceiling, time_s)"].text == "198 us"
 
@@ -130,8 +144,12 @@ def test_field_units_and_saving_fraction() -> None:
 
 def test_chart_and_table_write_files_beside_the_page(library: Library, tmp_path: Path) -> None:
     text, state = render(library, '{{ chart("step-scaling", sweep) }}\n{{ table("loss-memory", mem) }}', tmp_path)
-    assert sorted(state.files) == ["records/x/v1-loss-memory-1.csv", "records/x/v1-loss-memory-1.json",
-                                   "records/x/v1-step-scaling-1.svg", "records/x/v1-step-scaling-1.vl.json"]
+    assert sorted(state.files) == [
+        "records/x/v1-loss-memory-1.csv",
+        "records/x/v1-loss-memory-1.json",
+        "records/x/v1-step-scaling-1.svg",
+        "records/x/v1-step-scaling-1.vl.json",
+    ]
     assert state.files["records/x/v1-step-scaling-1.svg"].startswith(b"<svg")
     assert "](v1-step-scaling-1.svg)" in text and "[CSV](v1-loss-memory-1.csv)" in text
     assert state.cited == {SWEEP, ALIASES["mem"]}
@@ -145,29 +163,38 @@ def test_an_alias_renders_as_a_link_to_its_evidence_page(library: Library, tmp_p
 
 # -- refusals with file and line -------------------------------------------------------------------
 
-@pytest.mark.parametrize("body,line,message", [
-    ("ok\n{{ fit(nosuch).c }}", 2, "unknown name 'nosuch' (this page knows: "),
-    ("{{ fit('nope').c }}", 1, "fit(): no evidence alias 'nope' on this page"),
-    ("\n\n{{ ''.__class__.__mro__ }}", 3, "not allowed in a page"),
-    ("{{ fit(sweep).c.value }}", 1, "not allowed in a page"),
-    ("{{ fit(sweep).c.__class__ }}", 1, "not allowed in a page"),
-    ("{{ 12 }}", 1, "placeholder yields the bare number 12"),
-    ("{{ fit(sweep).n_points.to('ms') }}", 1, "cannot show a value"),
-    ("a\n{{ '12.3 ms' }}", 2, "placeholder yields the text '12.3 ms', a hand-typed measurement"),
-    ("{{ none }}", 1, "placeholder yields nothing"),
-    ("{{ fit }}", 1, "placeholder yields a method"),
-    ("{{ fit(batch).c }}", 1, "fit() needs step-scaling evidence; batch (sha256:63cc7d4ea38d) is batch-sweep"),
-    ("x\n\n{{ fit(sweep, tokens='8000:').c }}", 3, "needs at least 2 distinct token counts"),
-    ("{{ fit(sweep, tokens='x').c }}", 1, "--tokens 'x': give a range"),
-    ("{{ fit(sweep, tokns='1:').c }}", 1, "unexpected keyword argument 'tokns'"),
-    ("{{ chart('pie', sweep) }}", 1, "unknown chart kind 'pie'"),
-    ("{{ median(ablation, 'step_s', arm='nope') }}", 1, "no 'step_s' values in rows matching arm='nope' (0 rows match)"),
-    ("{{ saving(ablation, nosuch) }}", 1, "unknown name 'nosuch'"),
-    ("line\n{{ fit(sweep .c }}", 2, "template syntax:"),
-    ("{% for x in range(3) %}{{ x }}{% endfor %}", 1, "unknown name 'range'"),
-])
-def test_template_errors_name_file_and_line(library: Library, tmp_path: Path, body: str, line: int,
-                                            message: str) -> None:
+
+@pytest.mark.parametrize(
+    "body,line,message",
+    [
+        ("ok\n{{ fit(nosuch).c }}", 2, "unknown name 'nosuch' (this page knows: "),
+        ("{{ fit('nope').c }}", 1, "fit(): no evidence alias 'nope' on this page"),
+        ("\n\n{{ ''.__class__.__mro__ }}", 3, "not allowed in a page"),
+        ("{{ fit(sweep).c.value }}", 1, "not allowed in a page"),
+        ("{{ fit(sweep).c.__class__ }}", 1, "not allowed in a page"),
+        ("{{ 12 }}", 1, "placeholder yields the bare number 12"),
+        ("{{ fit(sweep).n_points.to('ms') }}", 1, "cannot show a value"),
+        ("a\n{{ '12.3 ms' }}", 2, "placeholder yields the text '12.3 ms', a hand-typed measurement"),
+        ("{{ none }}", 1, "placeholder yields nothing"),
+        ("{{ fit }}", 1, "placeholder yields a method"),
+        ("{{ fit(batch).c }}", 1, "fit() needs step-scaling evidence; batch (sha256:63cc7d4ea38d) is batch-sweep"),
+        ("x\n\n{{ fit(sweep, tokens='8000:').c }}", 3, "needs at least 2 distinct token counts"),
+        ("{{ fit(sweep, tokens='x').c }}", 1, "--tokens 'x': give a range"),
+        ("{{ fit(sweep, tokns='1:').c }}", 1, "unexpected keyword argument 'tokns'"),
+        ("{{ chart('pie', sweep) }}", 1, "unknown chart kind 'pie'"),
+        (
+            "{{ median(ablation, 'step_s', arm='nope') }}",
+            1,
+            "no 'step_s' values in rows matching arm='nope' (0 rows match)",
+        ),
+        ("{{ saving(ablation, nosuch) }}", 1, "unknown name 'nosuch'"),
+        ("line\n{{ fit(sweep .c }}", 2, "template syntax:"),
+        ("{% for x in range(3) %}{{ x }}{% endfor %}", 1, "unknown name 'range'"),
+    ],
+)
+def test_template_errors_name_file_and_line(
+    library: Library, tmp_path: Path, body: str, line: int, message: str
+) -> None:
     with pytest.raises(PageError) as err:
         render(library, body, tmp_path)
     text = str(err.value)
@@ -189,17 +216,23 @@ def test_alias_named_like_a_function_is_refused(library: Library) -> None:
 
 # -- inert prose ------------------------------------------------------------------------------------
 
+
 def test_inert_prose_escapes_html_outside_code_only() -> None:
-    text = ('<script>alert(1)</script> and <img src=x onerror=alert(1)>\n'
-            '`<b>kept</b>` in code\n```html\n<script>shown as code</script>\n```\n<a href="javascript:x">a</a>')
+    text = (
+        "<script>alert(1)</script> and <img src=x onerror=alert(1)>\n"
+        '`<b>kept</b>` in code\n```html\n<script>shown as code</script>\n```\n<a href="javascript:x">a</a>'
+    )
     assert inert_prose(text) == (
-        '&lt;script>alert(1)&lt;/script> and &lt;img src=x onerror=alert(1)>\n'
-        '`<b>kept</b>` in code\n```html\n<script>shown as code</script>\n```\n&lt;a href="javascript:x">a&lt;/a>')
+        "&lt;script>alert(1)&lt;/script> and &lt;img src=x onerror=alert(1)>\n"
+        '`<b>kept</b>` in code\n```html\n<script>shown as code</script>\n```\n&lt;a href="javascript:x">a&lt;/a>'
+    )
 
 
 def test_inert_prose_keeps_http_and_mailto_autolinks_only() -> None:
-    assert inert_prose("<https://example.org/a?b=1> <mailto:a@b.c> <javascript:alert(1)> <https://x.org/\"on=x>") == \
-        "<https://example.org/a?b=1> <mailto:a@b.c> &lt;javascript:alert(1)> &lt;https://x.org/\"on=x>"
+    assert (
+        inert_prose('<https://example.org/a?b=1> <mailto:a@b.c> <javascript:alert(1)> <https://x.org/"on=x>')
+        == '<https://example.org/a?b=1> <mailto:a@b.c> &lt;javascript:alert(1)> &lt;https://x.org/"on=x>'
+    )
 
 
 def test_fit_warnings_render_as_an_escaped_admonition(library: Library, tmp_path: Path) -> None:
@@ -207,14 +240,22 @@ def test_fit_warnings_render_as_an_escaped_admonition(library: Library, tmp_path
     assert expected  # a straight line through the launch-bound plateau misses structure
     text, state = render(library, '{{ fit(old, terms="c+a").warnings }}', tmp_path)
     lines = text.split("\n")
-    assert lines[0] == '!!! warning "Fit warnings"' and len([ln for ln in lines if ln.startswith("    - ")]) == len(expected)
+    assert lines[0] == '!!! warning "Fit warnings"' and len([ln for ln in lines if ln.startswith("    - ")]) == len(
+        expected
+    )
     assert "<" not in text and state.rows == []
 
 
-@pytest.mark.parametrize("text,line", [
-    ("[x](javascript:alert(1))", 1), ("ok\n[x]( JaVaScRiPt:alert(1))", 2), ("![i](data:image/svg+xml,<svg>)", 1),
-    ("[x][r]\n\n[r]: vbscript:msgbox", 3), ("[x](<javascript:alert(1)>)", 1),
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        ("[x](javascript:alert(1))", 1),
+        ("ok\n[x]( JaVaScRiPt:alert(1))", 2),
+        ("![i](data:image/svg+xml,<svg>)", 1),
+        ("[x][r]\n\n[r]: vbscript:msgbox", 3),
+        ("[x](<javascript:alert(1)>)", 1),
+    ],
+)
 def test_links_to_script_schemes_are_refused(text: str, line: int) -> None:
     with pytest.raises(PageError) as err:
         check_links(text, "docs/p.md")
@@ -228,23 +269,29 @@ def test_ordinary_links_pass() -> None:
 
 # -- front matter -----------------------------------------------------------------------------------
 
+
 def _record(tmp_path: Path, front: str, name: str = "v2.md") -> sources.SourcePage:
     path = tmp_path / "records" / "step" / name
     return sources.parse_page(path, f"records/step/{name}", "record", f"---\n{front}---\nBody.\n")
 
 
-@pytest.mark.parametrize("front,message", [
-    ("title: T\nversion: 2\ndate: 2026-12-01\ncolour: red\n", "line 5: unknown front matter field 'colour'"),
-    ("title: T\nversion: 3\ndate: 2026-12-01\n", "line 3: field 'version' is 3 but the file is named v2.md"),
-    ("title: T\nversion: 2\ndate: 2026-13-01\n", "line 4: field 'date' must be a date like 2026-12-01"),
-    ("title: T\nversion: 2\ndate: 2026-12-01\nsupersedes: 2\n", "line 5: field 'supersedes' must be an older"),
-    ("title: T\nversion: 2\n", "record front matter lacks field 'date'"),
-    ("title: T\nversion: 2\ndate: 2026-12-01\nevidence:\n  Bad-Name: sha256:ab\n",
-     "line 6: evidence alias 'Bad-Name' must be a lower-case name"),
-    ("title: T\nversion: 2\ndate: 2026-12-01\nerrata:\n  - text: no date\n", "each erratum needs exactly"),
-    ("title: T\nversion: 2\ndate: 2026-12-01\ntitle: again\n", "line 5: front matter is not valid YAML: "),
-    ("title: [unclosed\n", "front matter is not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "front,message",
+    [
+        ("title: T\nversion: 2\ndate: 2026-12-01\ncolour: red\n", "line 5: unknown front matter field 'colour'"),
+        ("title: T\nversion: 3\ndate: 2026-12-01\n", "line 3: field 'version' is 3 but the file is named v2.md"),
+        ("title: T\nversion: 2\ndate: 2026-13-01\n", "line 4: field 'date' must be a date like 2026-12-01"),
+        ("title: T\nversion: 2\ndate: 2026-12-01\nsupersedes: 2\n", "line 5: field 'supersedes' must be an older"),
+        ("title: T\nversion: 2\n", "record front matter lacks field 'date'"),
+        (
+            "title: T\nversion: 2\ndate: 2026-12-01\nevidence:\n  Bad-Name: sha256:ab\n",
+            "line 6: evidence alias 'Bad-Name' must be a lower-case name",
+        ),
+        ("title: T\nversion: 2\ndate: 2026-12-01\nerrata:\n  - text: no date\n", "each erratum needs exactly"),
+        ("title: T\nversion: 2\ndate: 2026-12-01\ntitle: again\n", "line 5: front matter is not valid YAML: "),
+        ("title: [unclosed\n", "front matter is not valid YAML"),
+    ],
+)
 def test_front_matter_errors_name_file_line_and_field(tmp_path: Path, front: str, message: str) -> None:
     with pytest.raises(sources.SourceError) as err:
         _record(tmp_path, front)
@@ -253,8 +300,11 @@ def test_front_matter_errors_name_file_line_and_field(tmp_path: Path, front: str
 
 
 def test_front_matter_fields_and_line_preserving_body(tmp_path: Path) -> None:
-    page = _record(tmp_path, "title: T\nversion: 2\ndate: 2026-12-01\nsupersedes: 1\nevidence:\n  sweep: sha256:08e7\n"
-                             "errata:\n  - date: 2026-12-03\n    text: Fixed the range.\n")
+    page = _record(
+        tmp_path,
+        "title: T\nversion: 2\ndate: 2026-12-01\nsupersedes: 1\nevidence:\n  sweep: sha256:08e7\n"
+        "errata:\n  - date: 2026-12-03\n    text: Fixed the range.\n",
+    )
     assert (page.title, page.version, page.date, page.supersedes, page.slug) == ("T", 2, "2026-12-01", 1, "step")
     assert page.evidence == {"sweep": "sha256:08e7"} and page.lines["evidence.sweep"] == 7
     assert [(e.date, e.text) for e in page.errata] == [("2026-12-03", "Fixed the range.")]

@@ -42,8 +42,9 @@ def test_model_flops_per_token_palm_appendix_b():
 def test_mfu_is_achieved_over_peak():
     assert achieved_model_flop_s(100_000.0, 2e9) == 2e14
     assert mfu(2e14, 8e14) == 0.25
-    assert mfu(achieved_model_flop_s(200_000, 1_971_859_200), peaks.lookup("NVIDIA H200").bf16_dense_flop_s) \
-        == pytest.approx(200_000 * 1_971_859_200 / 989.5e12, rel=1e-15)
+    assert mfu(
+        achieved_model_flop_s(200_000, 1_971_859_200), peaks.lookup("NVIDIA H200").bf16_dense_flop_s
+    ) == pytest.approx(200_000 * 1_971_859_200 / 989.5e12, rel=1e-15)
 
 
 def test_mfu_refusals():

@@ -41,7 +41,7 @@ def test_gemm(cli, archive):
     assert {"shape", "m", "n", "k", "window", "time_s", "tflop_s"} <= set(rows[0])
     assert len(points) == 19  # 6 linears x (fwd, dgrad, wgrad) + the square reference
     square = points[-1]
-    assert (square["shape"], square["m"], square["flops"]) == ("square-128", 128, 2 * 128 ** 3)
+    assert (square["shape"], square["m"], square["flops"]) == ("square-128", 128, 2 * 128**3)
     for p in points:
         assert p["tflop_s"] == pytest.approx(p["flops"] / p["median_s"] / 1e12)
     ceiling = doc["data"]["ceiling"]
@@ -54,7 +54,9 @@ def test_copy(cli, archive):
     doc = measure(cli, archive, "copy", *FAST)
     rows = doc["data"]["samples"]
     assert {(r["direction"], r["memory"], r["pattern"]) for r in rows} == {
-        ("d2d", "device", "contiguous"), ("d2d", "device", "per-layer")}
+        ("d2d", "device", "contiguous"),
+        ("d2d", "device", "per-layer"),
+    }
     assert {"direction", "memory", "pattern", "bytes", "window", "time_s", "gb_s"} <= set(rows[0])
     # d2d counts read + written: twice the pattern's bytes
     assert all(r["bytes"] == 2 * doc["params"]["pattern_bytes"] for r in rows)
@@ -63,13 +65,19 @@ def test_copy(cli, archive):
 
 
 def test_step_scaling(cli, archive):
-    doc = measure(cli, archive, "step-scaling", *FAST, "--seq-lens", "16,32,64", "--batch", "2",
-                  "--tokens-per-step", "128")
+    doc = measure(
+        cli, archive, "step-scaling", *FAST, "--seq-lens", "16,32,64", "--batch", "2", "--tokens-per-step", "128"
+    )
     rows, points = doc["data"]["samples"], doc["data"]["points"]
     assert {"mode", "tokens", "batch", "tokens_per_step", "window", "step_s"} <= set(rows[0])
     assert [(p["mode"], p["tokens"], p["batch"]) for p in points] == [
-        ("fixed_batch", 16, 2), ("fixed_batch", 32, 2), ("fixed_batch", 64, 2),
-        ("fixed_tokens", 16, 8), ("fixed_tokens", 32, 4), ("fixed_tokens", 64, 2)]
+        ("fixed_batch", 16, 2),
+        ("fixed_batch", 32, 2),
+        ("fixed_batch", 64, 2),
+        ("fixed_tokens", 16, 8),
+        ("fixed_tokens", 32, 4),
+        ("fixed_tokens", 64, 2),
+    ]
     for p in points:
         assert {"mode", "tokens", "batch", "median_step_s", "cv", "windows", "unstable"} <= set(p)
         assert p["windows"] == sum(1 for r in rows if (r["mode"], r["tokens"]) == (p["mode"], p["tokens"]))
@@ -83,10 +91,21 @@ def test_step_scaling(cli, archive):
 
 
 def test_step_scaling_times_a_plugged_in_harness(cli, archive):
-    doc = measure(cli, archive, "step-scaling", *FAST, "--workload", "toy_harness:factory", "--seq-lens", "4,8,16",
-                  "--modes", "fixed_batch", env={"PYTHONPATH": f"{PLUGINS}:{Path(__file__).resolve().parent.parent}"})
+    doc = measure(
+        cli,
+        archive,
+        "step-scaling",
+        *FAST,
+        "--workload",
+        "toy_harness:factory",
+        "--seq-lens",
+        "4,8,16",
+        "--modes",
+        "fixed_batch",
+        env={"PYTHONPATH": f"{PLUGINS}:{Path(__file__).resolve().parent.parent}"},
+    )
     assert doc["params"]["workload_name"] == "toy_harness:factory"
-    assert doc["params"]["sdpa_backend"] == "none"       # the toy harness has no attention: observed, not assumed
+    assert doc["params"]["sdpa_backend"] == "none"  # the toy harness has no attention: observed, not assumed
     assert doc["params"]["model_flops_per_token"] is None
     assert len(doc["data"]["points"]) == 3
 
@@ -101,7 +120,7 @@ def test_kernels(cli, archive):
     assert shares["gemm"] > 0 and shares["attention"] > 0 and shares["optimizer"] > 0
     check = doc["data"]["consistency"]
     assert check["ratio"] == pytest.approx(check["kernel_total_s"] / check["event_step_s"])
-    assert doc["data"]["arch_tag"] is None          # CPU operators carry no sm tag
+    assert doc["data"]["arch_tag"] is None  # CPU operators carry no sm tag
     assert doc["data"]["unit"] == "operator self CPU time"
 
 
@@ -113,7 +132,11 @@ def test_ablate(cli, archive):
     assert names == ["baseline", "no-optimizer", "no-loss-head", "no-attention"]
     assert arms[0]["delta_vs_baseline"] == 0.0
     assert {a["arm"]: a["timing_only"] for a in arms} == {
-        "baseline": False, "no-optimizer": False, "no-loss-head": True, "no-attention": True}
+        "baseline": False,
+        "no-optimizer": False,
+        "no-loss-head": True,
+        "no-attention": True,
+    }
     for a in arms:
         assert {"arm", "median_s", "iqr_s", "delta_vs_baseline", "timing_only"} <= set(a)
     # interleaved: every round runs every arm, in the same order
@@ -139,15 +162,30 @@ def test_optimizer(cli, archive):
     summary = doc["data"]["summary"]
     assert 0 < summary["optimizer_share"] < 1
     assert summary["instrumentation_overhead"] == pytest.approx(
-        summary["instrumented_median_s"] / summary["baseline_median_s"] - 1)
+        summary["instrumented_median_s"] / summary["baseline_median_s"] - 1
+    )
     assert doc["params"]["optimizer_class"] == "AdamW"
 
 
 def test_a_crash_mid_sweep_keeps_what_was_measured_as_partial(cli, archive):
     env = {"PYTHONPATH": f"{PLUGINS}:{Path(__file__).resolve().parent.parent}"}
     # the harness fails at sequence length 9: points 1..8 were measured and must survive
-    out = cli("--archive", str(archive), "measure", "step-scaling", *FAST, "--workload", "toy_harness:crashes_late",
-              "--seq-lens", "1,2,3,4,5,6,7,8,9,10", "--modes", "fixed_batch", "--batch", "2", env=env)
+    out = cli(
+        "--archive",
+        str(archive),
+        "measure",
+        "step-scaling",
+        *FAST,
+        "--workload",
+        "toy_harness:crashes_late",
+        "--seq-lens",
+        "1,2,3,4,5,6,7,8,9,10",
+        "--modes",
+        "fixed_batch",
+        "--batch",
+        "2",
+        env=env,
+    )
     assert out.returncode == 1
     assert "stored as partial: RuntimeError: simulated device fault" in out.stderr
     doc = Store(archive).get(out.stdout.strip())
@@ -157,11 +195,14 @@ def test_a_crash_mid_sweep_keeps_what_was_measured_as_partial(cli, archive):
 
 def test_recover_archives_a_journal_left_by_a_dead_process(cli, archive, tmp_path):
     from measure.runner import Recorder
+
     journal = tmp_path / "step-scaling-dead.jsonl"
     rec = Recorder("step-scaling", {"preset": "tiny"}, journal)
     rec.header(1, {"gpu": None}, {"probebook": "0.1.0"})
-    rec.point([{"mode": "fixed_batch", "tokens": 16, "batch": 2, "tokens_per_step": 32, "window": 0,
-                "step_s": 0.01}], {"mode": "fixed_batch", "tokens": 16})
+    rec.point(
+        [{"mode": "fixed_batch", "tokens": 16, "batch": 2, "tokens_per_step": 32, "window": 0, "step_s": 0.01}],
+        {"mode": "fixed_batch", "tokens": 16},
+    )
     with open(journal, "a") as fh:
         fh.write('{"rows": [{"mode": "fixed_b')  # torn last line: the process died mid-write
     out = cli("--archive", str(archive), "measure", "recover", str(journal))
@@ -177,12 +218,33 @@ def test_sigterm_mid_sweep_stores_partial_evidence(archive):
     import subprocess
     import sys
     import time
+
     from conftest import REPO
+
     env = {**os.environ, "PYTHONPATH": f"{PLUGINS}:{REPO}"}
     seq_lens = ",".join(str(s) for s in range(1, 400))
-    proc = subprocess.Popen([sys.executable, "-m", "measure", "--archive", str(archive), "step-scaling", *FAST,
-                             "--workload", "toy_harness:factory", "--seq-lens", seq_lens, "--modes", "fixed_batch"],
-                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "measure",
+            "--archive",
+            str(archive),
+            "step-scaling",
+            *FAST,
+            "--workload",
+            "toy_harness:factory",
+            "--seq-lens",
+            seq_lens,
+            "--modes",
+            "fixed_batch",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     journal_dir = archive / "journal"
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until two points are journalled

@@ -27,18 +27,28 @@ def test_rounding_to_whole_optimizer_updates_and_gpus():
 
 def test_tokens_per_param_and_json():
     p = project(1e9, 1e6, tokens_per_param=100, batch_tokens=1_000_000)
-    assert p.to_json() == {"params": 1e9, "tok_s": 1e6, "tokens_per_param": 100.0, "gpus": 1,
-                           "batch_tokens": 1_000_000, "tokens": 1e11, "seconds": 1e5,
-                           "gpu_hours": 1e5 / 3600, "seconds_per_billion_tokens": 1000.0,
-                           "optimizer_updates": 100_000}
+    assert p.to_json() == {
+        "params": 1e9,
+        "tok_s": 1e6,
+        "tokens_per_param": 100.0,
+        "gpus": 1,
+        "batch_tokens": 1_000_000,
+        "tokens": 1e11,
+        "seconds": 1e5,
+        "gpu_hours": 1e5 / 3600,
+        "seconds_per_billion_tokens": 1000.0,
+        "optimizer_updates": 100_000,
+    }
 
 
 def test_refusals():
-    for kwargs, why in (({"params": 0, "tok_s": 1.0}, "params must be a positive number"),
-                        ({"params": 1e6, "tok_s": -5.0}, "tok_s must be a positive number"),
-                        ({"params": 1e6, "tok_s": 5.0, "tokens_per_param": float("nan")}, "tokens_per_param"),
-                        ({"params": 1e6, "tok_s": 5.0, "batch_tokens": 0}, "batch_tokens must be a positive whole"),
-                        ({"params": 1e6, "tok_s": 5.0, "gpus": 1.5}, "gpus must be a positive whole")):
+    for kwargs, why in (
+        ({"params": 0, "tok_s": 1.0}, "params must be a positive number"),
+        ({"params": 1e6, "tok_s": -5.0}, "tok_s must be a positive number"),
+        ({"params": 1e6, "tok_s": 5.0, "tokens_per_param": float("nan")}, "tokens_per_param"),
+        ({"params": 1e6, "tok_s": 5.0, "batch_tokens": 0}, "batch_tokens must be a positive whole"),
+        ({"params": 1e6, "tok_s": 5.0, "gpus": 1.5}, "gpus must be a positive whole"),
+    ):
         with pytest.raises(ProbebookError, match=why):
             project(**kwargs)
 

@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 from render import ledger
-from render.quantity import (Quantity, UnitError, conversion_factor, escape_text, evidence_page, relative_link,
-                             title_text)
+from render.quantity import (
+    Quantity,
+    UnitError,
+    conversion_factor,
+    escape_text,
+    evidence_page,
+    relative_link,
+    title_text,
+)
 
 ID = "sha256:" + "ab" * 32
 ID2 = "sha256:" + "cd" * 32
@@ -18,11 +25,24 @@ ID2 = "sha256:" + "cd" * 32
 
 # -- units ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("src,dst,factor", [
-    ("s", "ms", 1e3), ("ms", "s", 1e-3), ("s/token", "µs/token", 1e6), ("s/token", "us/token", 1e6),
-    ("s/token²", "ns/token²", 1e9), ("B", "GiB", 1 / 2**30), ("B", "GB", 1e-9), ("FLOP/s", "TFLOP/s", 1e-12),
-    ("tok/s", "ktok/s", 1e-3), ("s", "h", 1 / 3600), ("s", "d", 1 / 86400), ("s", "s", 1.0),
-])
+
+@pytest.mark.parametrize(
+    "src,dst,factor",
+    [
+        ("s", "ms", 1e3),
+        ("ms", "s", 1e-3),
+        ("s/token", "µs/token", 1e6),
+        ("s/token", "us/token", 1e6),
+        ("s/token²", "ns/token²", 1e9),
+        ("B", "GiB", 1 / 2**30),
+        ("B", "GB", 1e-9),
+        ("FLOP/s", "TFLOP/s", 1e-12),
+        ("tok/s", "ktok/s", 1e-3),
+        ("s", "h", 1 / 3600),
+        ("s", "d", 1 / 86400),
+        ("s", "s", 1.0),
+    ],
+)
 def test_conversion_factor(src: str, dst: str, factor: float) -> None:
     assert conversion_factor(src, dst) == pytest.approx(factor, rel=1e-15)
 
@@ -34,6 +54,7 @@ def test_conversion_between_different_units_is_refused(src: str, dst: str) -> No
 
 
 # -- text -------------------------------------------------------------------------------
+
 
 def test_text_in_display_unit() -> None:
     assert Quantity(0.0123, "s", display="ms").text == "12.3 ms"
@@ -84,12 +105,21 @@ def test_interval_text() -> None:
 
 # -- markdown ---------------------------------------------------------------------------
 
+
 def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None:
-    q = Quantity(0.0123, "s", display="ms", evidence=(ID,), derivation="fit c+a; c",
-                 uncertainty=(0.012, 0.0126), key="fit(sweep).c")
+    q = Quantity(
+        0.0123,
+        "s",
+        display="ms",
+        evidence=(ID,),
+        derivation="fit c+a; c",
+        uncertainty=(0.012, 0.0126),
+        key="fit(sweep).c",
+    )
     link = "../../evidence/" + "ab" * 32 + ".md"
     assert q.markdown("records/step/v1.md") == (
-        f'[12.3\u00a0ms]({link} "fit c+a; c; 95% interval 12–12.6 ms; evidence sha256:abababababab")')
+        f'[12.3\u00a0ms]({link} "fit c+a; c; 95% interval 12–12.6 ms; evidence sha256:abababababab")'
+    )
 
 
 def test_markdown_title_names_more_evidence_and_is_made_safe() -> None:
@@ -120,15 +150,31 @@ def test_escape_text_makes_markup_inert() -> None:
 def test_ledger_row() -> None:
     q = Quantity(0.0123, "s", display="ms", evidence=(ID,), derivation="d", uncertainty=(0.012, 0.0126))
     assert q.ledger_row("records/a/v1.md", "fit(s).c") == {
-        "page": "records/a/v1.md", "key": "fit(s).c", "value": 0.0123, "unit": "s", "text": "12.3 ms",
-        "uncertainty": [0.012, 0.0126], "evidence": [ID], "derivation": "d"}
+        "page": "records/a/v1.md",
+        "key": "fit(s).c",
+        "value": 0.0123,
+        "unit": "s",
+        "text": "12.3 ms",
+        "uncertainty": [0.012, 0.0126],
+        "evidence": [ID],
+        "derivation": "d",
+    }
 
 
 # -- ledger files -----------------------------------------------------------------------
 
+
 def _row(page: str, key: str, value: float | None, text: str, derivation: str = "d") -> dict:
-    return {"page": page, "key": key, "value": value, "unit": "s", "text": text, "uncertainty": None,
-            "evidence": [ID], "derivation": derivation}
+    return {
+        "page": page,
+        "key": key,
+        "value": value,
+        "unit": "s",
+        "text": text,
+        "uncertainty": None,
+        "evidence": [ID],
+        "derivation": derivation,
+    }
 
 
 def test_ledger_bytes_are_sorted_and_order_independent(tmp_path: Path) -> None:
@@ -143,14 +189,20 @@ def test_ledger_bytes_are_sorted_and_order_independent(tmp_path: Path) -> None:
     assert sorted(p.name for p in path.parent.iterdir()) == ["ledger.json"]  # no temp file left
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"{not json", "not a JSON ledger"),
-    (b'{"schema": "other/1", "rows": []}', "field 'schema' must be 'probebook.ledger/1', got 'other/1'"),
-    (b'{"schema": "probebook.ledger/1", "rows": {}}', "field 'rows' must be a list"),
-    (b'{"schema": "probebook.ledger/1", "rows": [{"page": "a.md"}]}', "rows[0] lacks field 'key'"),
-    (b'{"schema": "probebook.ledger/1", "rows": [{"page": "a.md", "key": "k", "value": "1", "unit": "", '
-     b'"text": "", "uncertainty": null, "evidence": [], "derivation": ""}]}', "rows[0].value must be a number"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"{not json", "not a JSON ledger"),
+        (b'{"schema": "other/1", "rows": []}', "field 'schema' must be 'probebook.ledger/1', got 'other/1'"),
+        (b'{"schema": "probebook.ledger/1", "rows": {}}', "field 'rows' must be a list"),
+        (b'{"schema": "probebook.ledger/1", "rows": [{"page": "a.md"}]}', "rows[0] lacks field 'key'"),
+        (
+            b'{"schema": "probebook.ledger/1", "rows": [{"page": "a.md", "key": "k", "value": "1", "unit": "", '
+            b'"text": "", "uncertainty": null, "evidence": [], "derivation": ""}]}',
+            "rows[0].value must be a number",
+        ),
+    ],
+)
 def test_ledger_read_refuses_malformed_files(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "ledger.json"
     path.write_bytes(content)
@@ -172,6 +224,7 @@ def test_ledger_read_refuses_repeated_rows_and_missing_files(tmp_path: Path) -> 
 
 # -- diff -------------------------------------------------------------------------------
 
+
 def test_relative_change() -> None:
     assert ledger.relative_change(8.0, 10.0) == 0.25
     assert ledger.relative_change(-4.0, -2.0) == 0.5
@@ -183,10 +236,18 @@ def test_relative_change() -> None:
 
 
 def test_diff_lists_added_removed_and_changed() -> None:
-    old = [_row("a.md", "same", 1.0, "1 s"), _row("a.md", "moved", 8.0, "8 s"), _row("a.md", "gone", 3.0, "3 s"),
-           _row("b.md", "rederived", 2.0, "2 s", "fit over all tokens")]
-    new = [_row("a.md", "same", 1.0, "1 s"), _row("a.md", "moved", 10.0, "10 s"), _row("c.md", "new", 4.0, "4 s"),
-           _row("b.md", "rederived", 2.0, "2 s", "fit from 512 tokens")]
+    old = [
+        _row("a.md", "same", 1.0, "1 s"),
+        _row("a.md", "moved", 8.0, "8 s"),
+        _row("a.md", "gone", 3.0, "3 s"),
+        _row("b.md", "rederived", 2.0, "2 s", "fit over all tokens"),
+    ]
+    new = [
+        _row("a.md", "same", 1.0, "1 s"),
+        _row("a.md", "moved", 10.0, "10 s"),
+        _row("c.md", "new", 4.0, "4 s"),
+        _row("b.md", "rederived", 2.0, "2 s", "fit from 512 tokens"),
+    ]
     d = ledger.diff(old, new)
     assert [r["key"] for r in d.added] == ["new"]
     assert [r["key"] for r in d.removed] == ["gone"]

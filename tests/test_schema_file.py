@@ -14,8 +14,9 @@ from measure.evidence import loads, parse, validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCHEMA_FILE = Path(measure.__file__).resolve().parent / "schema" / "evidence-1.schema.json"
-CORPUS = sorted((FIXTURES / "malformed" / "evidence").glob("*.json")) + \
-    sorted((FIXTURES / "archive" / "evidence" / "sha256").glob("*/*.json"))
+CORPUS = sorted((FIXTURES / "malformed" / "evidence").glob("*.json")) + sorted(
+    (FIXTURES / "archive" / "evidence" / "sha256").glob("*/*.json")
+)
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,16 @@ def test_the_corpus_exercises_both_verdicts(schema_validator):
 
 def test_known_divergence_integral_float_version(schema_validator):
     """JSON Schema counts 1.0 as an integer; the loader, which must keep bytes canonical, does not."""
-    doc = json.loads((FIXTURES / "archive" / "evidence" / "sha256" / "c4" /
-                      "8c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709.json").read_text())
+    doc = json.loads(
+        (
+            FIXTURES
+            / "archive"
+            / "evidence"
+            / "sha256"
+            / "c4"
+            / "8c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709.json"
+        ).read_text()
+    )
     doc["probe_version"] = 1.0
     assert schema_validator.is_valid(doc)
     with pytest.raises(EvidenceError, match="field 'probe_version' must be an integer, got a number"):

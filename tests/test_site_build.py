@@ -30,8 +30,14 @@ XSS_EVIDENCE = "0cc0ffa9a68717aa328f1922b08f14d5f3b6c410166f5fe1f23a07e0f25611eb
 
 
 def _paths(root: Path, docs: Path = SITE_FIXTURE / "docs", published: Path | None = None) -> BuildPaths:
-    return BuildPaths(docs=docs, archive=ARCHIVE, build=root / "build", site=root / "site",
-                      config=REPO / "mkdocs.yml", published=published or root / "no-published-ledger.json")
+    return BuildPaths(
+        docs=docs,
+        archive=ARCHIVE,
+        build=root / "build",
+        site=root / "site",
+        config=REPO / "mkdocs.yml",
+        published=published or root / "no-published-ledger.json",
+    )
 
 
 def _copy_docs(tmp: Path) -> Path:
@@ -92,6 +98,7 @@ def _elements(text: str) -> Elements:
 
 # -- the ledger ------------------------------------------------------------------------------
 
+
 def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
     rows = read_ledger(built.site / "ledger.json")
     assert (built.site / "ledger.json").read_bytes() == (built.tree / "ledger.json").read_bytes()
@@ -102,11 +109,20 @@ def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
         "playbook/fit-past-plateau.md": ["fit(sweep).c"],
         "records/step-time/v1.md": ["fit(sweep).a", "fit(sweep).c"],
         "records/step-time/v2.md": [
-            "batch_summary(batch).fastest_batch", "batch_summary(batch).fastest_tok_s",
-            "batch_summary(batch).first_oom", "fit(sweep).a", "fit(sweep).b", "fit(sweep).c",
-            "fit(sweep).share(4096)", "gemm_ceiling(ceiling)", "loss_memory(mem, chunked).per_microbatch",
-            "loss_memory(mem, eager).per_microbatch", "median(ablation, step_s, arm=baseline)",
-            "project(batch_summary(batch).fastest_tok_s, 2.5e+08).time", "saving(ablation, no-optimizer)"],
+            "batch_summary(batch).fastest_batch",
+            "batch_summary(batch).fastest_tok_s",
+            "batch_summary(batch).first_oom",
+            "fit(sweep).a",
+            "fit(sweep).b",
+            "fit(sweep).c",
+            "fit(sweep).share(4096)",
+            "gemm_ceiling(ceiling)",
+            "loss_memory(mem, chunked).per_microbatch",
+            "loss_memory(mem, eager).per_microbatch",
+            "median(ablation, step_s, arm=baseline)",
+            "project(batch_summary(batch).fastest_tok_s, 2.5e+08).time",
+            "saving(ablation, no-optimizer)",
+        ],
     }
     v1 = {r["key"]: r for r in rows if r["page"] == "records/step-time/v1.md"}
     assert v1["fit(sweep).c"]["evidence"] == [f"sha256:{V1_SWEEP}"]
@@ -116,16 +132,20 @@ def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
 def test_every_ledger_number_is_a_link_to_its_evidence_titled_with_its_derivation(built: BuildPaths) -> None:
     rows = read_ledger(built.site / "ledger.json")
     for page in sorted({r["page"] for r in rows}):
-        links = [(a.get("href", ""), a.get("title", "")) for tag, a in _elements(_html(built, page[:-3])).tags
-                 if tag == "a"]
+        links = [
+            (a.get("href", ""), a.get("title", "")) for tag, a in _elements(_html(built, page[:-3])).tags if tag == "a"
+        ]
         for r in (r for r in rows if r["page"] == page):
             target = r["evidence"][0].split(":")[1]
-            matching = [t for href, t in links if href.endswith(f"evidence/{target}.html") and t.startswith(r["derivation"])]
+            matching = [
+                t for href, t in links if href.endswith(f"evidence/{target}.html") and t.startswith(r["derivation"])
+            ]
             assert matching, (page, r["key"])
             assert (built.site / "evidence" / f"{target}.html").exists()
 
 
 # -- records, archive, errata ----------------------------------------------------------------------
+
 
 def test_archived_version_has_the_banner_linking_to_the_current_one(built: BuildPaths) -> None:
     v1 = _article(_html(built, "records/step-time/v1"))
@@ -147,8 +167,10 @@ def test_archived_version_is_rendered_from_its_own_evidence(built: BuildPaths) -
 def test_erratum_shows_on_its_record(built: BuildPaths) -> None:
     v2 = _elements(_article(_html(built, "records/step-time/v2")))
     text = " ".join("".join(v2.text).split())
-    assert "Errata 2026-12-03: The fixed term is now fitted from 512 tokens up; below that the step is launch-bound." \
+    assert (
+        "Errata 2026-12-03: The fixed term is now fitted from 512 tokens up; below that the step is launch-bound."
         in text
+    )
     assert "Errata" not in " ".join(_elements(_article(_html(built, "records/step-time/v1"))).text)
 
 
@@ -166,6 +188,7 @@ def test_navigation_search_dark_mode_and_no_network_assets(built: BuildPaths) ->
 
 
 # -- evidence pages ------------------------------------------------------------------------------------
+
 
 def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
     ids = sorted(p.parent.name + p.stem for p in ARCHIVE.glob("evidence/sha256/*/*.json"))
@@ -186,6 +209,7 @@ def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
 
 # -- changes -------------------------------------------------------------------------------------------
 
+
 def test_changes_page_without_a_published_ledger_lists_every_number_as_added(built: BuildPaths) -> None:
     page = " ".join(_elements(_article(_html(built, "changes"))).text)
     assert "Nothing has been published yet" in page
@@ -198,8 +222,19 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli)
     v2.write_text(v2.read_text().replace('tokens="512:"', 'tokens="1024:"'))
     published = tmp_path / "published.json"
     shutil.copy(built.site / "ledger.json", published)
-    out = cli("build", "--docs", str(docs), "--archive", str(ARCHIVE), "--out", str(tmp_path / "site"),
-              "--build-dir", str(tmp_path / "build"), "--published", str(published))
+    out = cli(
+        "build",
+        "--docs",
+        str(docs),
+        "--archive",
+        str(ARCHIVE),
+        "--out",
+        str(tmp_path / "site"),
+        "--build-dir",
+        str(tmp_path / "build"),
+        "--published",
+        str(published),
+    )
     assert out.returncode == 0, out.stderr
     assert "changes since published: 0 added, 0 removed, 4 changed" in out.stdout
     diff = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--json")
@@ -207,7 +242,9 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli)
     d = json.loads(diff.stdout)
     assert d["added"] == [] and d["removed"] == []
     assert [(c["page"], c["key"]) for c in d["changed"]] == [
-        ("records/step-time/v2.md", k) for k in ("fit(sweep).a", "fit(sweep).b", "fit(sweep).c", "fit(sweep).share(4096)")]
+        ("records/step-time/v2.md", k)
+        for k in ("fit(sweep).a", "fit(sweep).b", "fit(sweep).c", "fit(sweep).share(4096)")
+    ]
     for c in d["changed"]:
         assert "tokens 512:" in c["old"]["derivation"] and "tokens 1024:" in c["new"]["derivation"]
         old, new = c["old"]["value"], c["new"]["value"]
@@ -221,6 +258,7 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli)
 
 
 # -- refusals ------------------------------------------------------------------------------------------
+
 
 def test_missing_evidence_fails_the_build_with_page_and_line(tmp_path: Path) -> None:
     docs = _copy_docs(tmp_path)
@@ -308,8 +346,14 @@ def test_xss_corpus_cannot_inject_script(tmp_path: Path) -> None:
             assert len(page.scripts) == len(theme_scripts), path
     record = _elements(_html(paths, "records/xss/v1"))
     shown = " ".join(record.text)
-    for literal in ('<script>alert("title")</script>', "<script>alert(5)</script>", "<svg onload=alert(3)>",
-                    "{{ ''.__class__ }}", "<script>alert(15)</script>", "<script>alert(13)</script>"):
+    for literal in (
+        '<script>alert("title")</script>',
+        "<script>alert(5)</script>",
+        "<svg onload=alert(3)>",
+        "{{ ''.__class__ }}",
+        "<script>alert(15)</script>",
+        "<script>alert(13)</script>",
+    ):
         assert literal in shown, literal  # kept as visible text, not markup
     evidence = " ".join(_elements(_html(paths, f"evidence/{XSS_EVIDENCE}")).text)
     assert '<script>alert("xss")</script>' in evidence and "{{ 7*7 }}" in evidence
@@ -322,18 +366,22 @@ def test_xss_corpus_cannot_inject_script(tmp_path: Path) -> None:
     assert "<script" not in index and "<img" not in index and "<svg" not in index
 
 
-@pytest.mark.parametrize("body,line,message", [
-    ("Fine.\n\n[click](javascript:alert(1))\n", 10, "link target 'javascript:alert(1' is not allowed"),
-    ("{{ ''.__class__.__mro__[1].__subclasses__() }}\n", 8, "not allowed in a page"),
-    ("{{ xss.__init__.__globals__ }}\n", 8, "not allowed in a page"),
-    ("{{ cycler.__init__.__globals__.os.popen('id').read() }}\n", 8, "unknown name 'cycler'"),
-])
+@pytest.mark.parametrize(
+    "body,line,message",
+    [
+        ("Fine.\n\n[click](javascript:alert(1))\n", 10, "link target 'javascript:alert(1' is not allowed"),
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}\n", 8, "not allowed in a page"),
+        ("{{ xss.__init__.__globals__ }}\n", 8, "not allowed in a page"),
+        ("{{ cycler.__init__.__globals__.os.popen('id').read() }}\n", 8, "unknown name 'cycler'"),
+    ],
+)
 def test_xss_template_and_link_escapes_fail_the_build(tmp_path: Path, body: str, line: int, message: str) -> None:
     docs = _copy_docs(tmp_path)
     (docs / "records" / "xss").mkdir()
     page = docs / "records" / "xss" / "v1.md"
-    page.write_text("---\ntitle: XSS\nversion: 1\ndate: 2026-12-02\nevidence:\n  xss: sha256:0cc0ffa9a687\n---\n"
-                    + body)
+    page.write_text(
+        "---\ntitle: XSS\nversion: 1\ndate: 2026-12-02\nevidence:\n  xss: sha256:0cc0ffa9a687\n---\n" + body
+    )
     with pytest.raises(ProbebookError) as err:
         build(_paths(tmp_path, docs))
     assert str(err.value).startswith(f"{page} line {line}: "), str(err.value)
@@ -341,6 +389,7 @@ def test_xss_template_and_link_escapes_fail_the_build(tmp_path: Path, body: str,
 
 
 # -- determinism and isolation -------------------------------------------------------------------------
+
 
 def _tree_bytes(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
@@ -366,9 +415,20 @@ def _midnight(day: str) -> int:
 
 
 def test_source_date_epoch_is_honoured(tmp_path: Path, cli) -> None:
-    out = cli("build", "--docs", str(SITE_FIXTURE / "docs"), "--archive", str(ARCHIVE), "--out", str(tmp_path / "s"),
-              "--build-dir", str(tmp_path / "b"), "--published", str(tmp_path / "none.json"),
-              env={"SOURCE_DATE_EPOCH": "1790000000"})
+    out = cli(
+        "build",
+        "--docs",
+        str(SITE_FIXTURE / "docs"),
+        "--archive",
+        str(ARCHIVE),
+        "--out",
+        str(tmp_path / "s"),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--published",
+        str(tmp_path / "none.json"),
+        env={"SOURCE_DATE_EPOCH": "1790000000"},
+    )
     assert out.returncode == 0, out.stderr
     # mkdocs stamps the build date (from SOURCE_DATE_EPOCH) at midnight UTC into sitemap.xml.gz
     day = datetime.datetime.fromtimestamp(1790000000, datetime.timezone.utc).date().isoformat()
@@ -376,14 +436,22 @@ def test_source_date_epoch_is_honoured(tmp_path: Path, cli) -> None:
 
 
 def test_render_never_imports_torch(tmp_path: Path) -> None:
-    code = ("import sys; from pathlib import Path; from render.build import BuildPaths, build; "
-            f"build(BuildPaths(docs=Path({str(SITE_FIXTURE / 'docs')!r}), archive=Path({str(ARCHIVE)!r}), "
-            f"build=Path({str(tmp_path / 'build')!r}), site=Path({str(tmp_path / 'site')!r}), "
-            f"config=Path({str(REPO / 'mkdocs.yml')!r})), site=False); "
-            "import render.serve, probebook.cli.site; "
-            "print('torch' in sys.modules, sorted(m for m in sys.modules if m.startswith('measure.')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=300)
+    code = (
+        "import sys; from pathlib import Path; from render.build import BuildPaths, build; "
+        f"build(BuildPaths(docs=Path({str(SITE_FIXTURE / 'docs')!r}), archive=Path({str(ARCHIVE)!r}), "
+        f"build=Path({str(tmp_path / 'build')!r}), site=Path({str(tmp_path / 'site')!r}), "
+        f"config=Path({str(REPO / 'mkdocs.yml')!r})), site=False); "
+        "import render.serve, probebook.cli.site; "
+        "print('torch' in sys.modules, sorted(m for m in sys.modules if m.startswith('measure.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     torch_loaded, measure_modules = out.stdout.strip().split(" ", 1)
     assert torch_loaded == "False"

@@ -89,7 +89,7 @@ def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> Non
     assert out.startswith(f"built site/ from {len(stored)} evidence file(s)")
     rows = json.loads((tmp_path / "site" / "ledger.json").read_text())["rows"]
     assert rows, "the repository's records publish numbers"
-    cited = {e[len("sha256:"):] for row in rows for e in row["evidence"]}
+    cited = {e[len("sha256:") :] for row in rows for e in row["evidence"]}
     assert cited <= set(stored)
     for ident in cited:
         assert (tmp_path / "site" / "evidence" / f"{ident}.html").exists()
@@ -98,8 +98,19 @@ def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> Non
 def test_readme_walkthrough_import_record_build_supersede_correct_changes(checkout: Path, cli) -> None:
     env = {"PROBEBOOK_ARCHIVE": "archive"}
     # 1. archive the measurements
-    sweep1 = _ok(cli("archive", "import", "--probe", "step-scaling", str(INPUTS / "step-v1.csv"),
-                     "--source", "lab notebook, 2026-11-02", cwd=checkout, env=env)).strip()
+    sweep1 = _ok(
+        cli(
+            "archive",
+            "import",
+            "--probe",
+            "step-scaling",
+            str(INPUTS / "step-v1.csv"),
+            "--source",
+            "lab notebook, 2026-11-02",
+            cwd=checkout,
+            env=env,
+        )
+    ).strip()
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", sweep1)
     # 2. write the record (a 12-hex prefix of the id, as the README allows)
     record = checkout / "docs" / "records" / "step-time"
@@ -115,8 +126,19 @@ def test_readme_walkthrough_import_record_build_supersede_correct_changes(checko
     published = checkout / "archive" / "published" / "ledger.json"
     assert published.read_bytes() == (checkout / "site" / "ledger.json").read_bytes()
     # 4. supersede it with a v2 on new evidence
-    sweep2 = _ok(cli("archive", "import", "--probe", "step-scaling", str(INPUTS / "step-v2.csv"),
-                     "--source", "lab notebook, 2026-12-01", cwd=checkout, env=env)).strip()
+    sweep2 = _ok(
+        cli(
+            "archive",
+            "import",
+            "--probe",
+            "step-scaling",
+            str(INPUTS / "step-v2.csv"),
+            "--source",
+            "lab notebook, 2026-12-01",
+            cwd=checkout,
+            env=env,
+        )
+    ).strip()
     (record / "v2.md").write_text(RECORD_V2.format(sweep=sweep2, errata="", tokens=""))
     out = _ok(cli("build", cwd=checkout, env=env))
     assert "changes since published: 2 added, 0 removed, 0 changed" in out
@@ -139,8 +161,10 @@ def test_readme_walkthrough_import_record_build_supersede_correct_changes(checko
     diff = cli("diff", "archive/published/ledger.json", "site/ledger.json", "--fail-on-change", cwd=checkout)
     assert diff.returncode == 1
     lines = diff.stdout.splitlines()
-    assert [ln.split(":")[0] for ln in lines[:-1]] == ["changed  records/step-time/v2.md fit(sweep).a",
-                                                       "changed  records/step-time/v2.md fit(sweep).c"]
+    assert [ln.split(":")[0] for ln in lines[:-1]] == [
+        "changed  records/step-time/v2.md fit(sweep).a",
+        "changed  records/step-time/v2.md fit(sweep).c",
+    ]
     assert lines[-1] == "0 added, 0 removed, 2 changed, 2 unchanged"
     assert _ok(cli("diff", "archive/published/ledger.json", "site/ledger.json", cwd=checkout)) == diff.stdout
 
@@ -175,7 +199,8 @@ def test_lint_lists_every_hit(tmp_path: Path, cli) -> None:
         f"{docs / 'index.md'} line 3 column 11: hand-typed measurement '12.3 ms' in prose; template it from "
         "evidence ({{ ... }}) or put it in `code`",
         f"{docs / 'playbook' / 'index.md'} line 3 column 7: hand-typed measurement '40%' in prose; template it from "
-        "evidence ({{ ... }}) or put it in `code`"]
+        "evidence ({{ ... }}) or put it in `code`",
+    ]
     assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == "ok: no hand-typed measurements"
 
 
@@ -187,8 +212,17 @@ def test_bad_input_is_one_line_and_leaves_the_archive_untouched(tmp_path: Path, 
     shutil.copytree(FIXTURE_DOCS, docs)
     v2 = docs / "records" / "step-time" / "v2.md"
     v2.write_text(v2.read_text().replace("version: 2", "version: two"))
-    args = ("build", "--docs", str(docs), "--archive", str(archive), "--out", str(tmp_path / "site"),
-            "--build-dir", str(tmp_path / "build"))
+    args = (
+        "build",
+        "--docs",
+        str(docs),
+        "--archive",
+        str(archive),
+        "--out",
+        str(tmp_path / "site"),
+        "--build-dir",
+        str(tmp_path / "build"),
+    )
     out = cli(*args)
     assert out.returncode == 2
     assert out.stderr == f"probebook: error: {v2} line 3: field 'version' must be a whole number >= 1, got 'two'\n"
@@ -237,11 +271,34 @@ def _wait_for(q: queue.Queue[str], pattern: str, timeout: float = 120) -> re.Mat
 def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURE_DOCS, docs)
-    cmd = [sys.executable, "-m", "probebook", "serve", "--docs", str(docs), "--archive", str(FIXTURE_ARCHIVE),
-           "--out", str(tmp_path / "site"), "--build-dir", str(tmp_path / "build"),
-           "--published", str(tmp_path / "none.json"), "--port", "0", "--interval", "0.2"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "probebook",
+        "serve",
+        "--docs",
+        str(docs),
+        "--archive",
+        str(FIXTURE_ARCHIVE),
+        "--out",
+        str(tmp_path / "site"),
+        "--build-dir",
+        str(tmp_path / "build"),
+        "--published",
+        str(tmp_path / "none.json"),
+        "--port",
+        "0",
+        "--interval",
+        "0.2",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         q = _lines(proc.stderr)
         _wait_for(q, r"^built ")

@@ -23,8 +23,13 @@ FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 
 
 def _ev(i: int = 0) -> Evidence:
-    return Evidence(probe="step-scaling", probe_version=1, params={"seed": i},
-                    data={"samples": [{"tokens": 128, "step_s": 0.25}]}, created_at="2026-11-29T08:00:00Z")
+    return Evidence(
+        probe="step-scaling",
+        probe_version=1,
+        params={"seed": i},
+        data={"samples": [{"tokens": 128, "step_s": 0.25}]},
+        created_at="2026-11-29T08:00:00Z",
+    )
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -99,25 +104,33 @@ def test_write_failure_is_one_clear_store_error(archive):
         Store(archive).put(_ev())
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("sha256:" + "ab" * 32, "ab" * 32),
-    ("SHA256:" + "AB" * 6, "ab" * 6),
-    ("  " + "0123456789abcdef" + " ", "0123456789abcdef"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("sha256:" + "ab" * 32, "ab" * 32),
+        ("SHA256:" + "AB" * 6, "ab" * 6),
+        ("  " + "0123456789abcdef" + " ", "0123456789abcdef"),
+    ],
+)
 def test_normalize_id_accepts_ids_and_prefixes(text, expected):
     assert normalize_id(text) == expected
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("archive/evidence/sha256/ab/" + "c" * 62 + ".json", "is a path, not an evidence id (an archived file with that "
-                                                         "name has id sha256:ab" + "c" * 62 + ")"),
-    ("run.json", "is a path, not an evidence id;"),
-    ("sha256:xyz123456789abc", "is not an evidence id"),
-    ("", "is not an evidence id"),
-    ("sha256:", "is not an evidence id"),
-    ("0123456789a", "too short: give at least 12 hex digits"),
-    ("a" * 65, "longer than a SHA-256 digest"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (
+            "archive/evidence/sha256/ab/" + "c" * 62 + ".json",
+            "is a path, not an evidence id (an archived file with that name has id sha256:ab" + "c" * 62 + ")",
+        ),
+        ("run.json", "is a path, not an evidence id;"),
+        ("sha256:xyz123456789abc", "is not an evidence id"),
+        ("", "is not an evidence id"),
+        ("sha256:", "is not an evidence id"),
+        ("0123456789a", "too short: give at least 12 hex digits"),
+        ("a" * 65, "longer than a SHA-256 digest"),
+    ],
+)
 def test_normalize_id_refuses_paths_non_hex_and_bad_lengths(text, fragment):
     with pytest.raises(StoreError) as info:
         normalize_id(text)
@@ -165,7 +178,8 @@ def test_verify_names_each_mismatch_with_expected_and_actual(archive):
     victim.write_bytes(bytes(raw))
     bad = store.verify()
     assert [(m.path, m.expected, m.actual) for m in bad] == [
-        (victim, ids[2], "sha256:" + hashlib.sha256(bytes(raw)).hexdigest())]
+        (victim, ids[2], "sha256:" + hashlib.sha256(bytes(raw)).hexdigest())
+    ]
 
 
 def test_verify_reports_an_unreadable_final_name(archive):
@@ -212,13 +226,29 @@ def test_a_writer_survives_clean_removing_its_temp_files(archive):
 
 def test_archive_benchmark_runs_on_a_small_archive(tmp_path):
     keep = tmp_path / "bench-archive"
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve().parent.parent / "bench" / "archive.py"),
-                          "--n", "40", "--repeat", "1", "--keep", str(keep)], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parent.parent / "bench" / "archive.py"),
+            "--n",
+            "40",
+            "--repeat",
+            "1",
+            "--keep",
+            str(keep),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     table = out.stdout.splitlines()
     assert [line.split("  ")[0] for line in table[2:7]] == [
-        "import (Store.put, fsync per file)", "verify, baseline loop (before)", "Store.verify() (shipped)",
-        "sha256sum (coreutils, batched)", "archive verify: hash + parse all"]
+        "import (Store.put, fsync per file)",
+        "verify, baseline loop (before)",
+        "Store.verify() (shipped)",
+        "sha256sum (coreutils, batched)",
+        "archive verify: hash + parse all",
+    ]
     assert table[-1].startswith("verify time / sha256sum time: baseline ")
     assert len(Store(keep).ids()) == 40 and Store(keep).verify() == []

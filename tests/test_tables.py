@@ -20,10 +20,18 @@ FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 
 def doc(probe: str, samples: list[dict], **data) -> dict:
     """A current-schema evidence document with synthetic samples (never published)."""
-    return {"schema": "probebook.evidence/1", "probe": probe, "probe_version": 1,
-            "created_at": "2026-11-29T08:00:00Z", "machine": {}, "code": {}, "params": {},
-            "data": {"samples": samples, **data}, "status": "complete",
-            "origin": {"kind": "imported", "source": "synthetic test values"}}
+    return {
+        "schema": "probebook.evidence/1",
+        "probe": probe,
+        "probe_version": 1,
+        "created_at": "2026-11-29T08:00:00Z",
+        "machine": {},
+        "code": {},
+        "params": {},
+        "data": {"samples": samples, **data},
+        "status": "complete",
+        "origin": {"kind": "imported", "source": "synthetic test values"},
+    }
 
 
 def to_html(md: str) -> str:
@@ -32,6 +40,7 @@ def to_html(md: str) -> str:
 
 
 # --- pure helpers ----------------------------------------------------------------------
+
 
 def test_unit_conversions_and_throughput():
     assert tables.bytes_to_gib(3 * 2**30) == 3.0
@@ -45,16 +54,27 @@ def test_gemm_tflop_s_counts_two_flops_per_multiply_add():
 
 
 def test_category_shares_sum_device_time_per_category():
-    rows = [{"category": "gemm", "device_time_s": 0.5}, {"category": "attention", "device_time_s": 0.25},
-            {"category": "gemm", "device_time_s": 0.25}]
+    rows = [
+        {"category": "gemm", "device_time_s": 0.5},
+        {"category": "attention", "device_time_s": 0.25},
+        {"category": "gemm", "device_time_s": 0.25},
+    ]
     assert tables.category_shares(rows) == {"gemm": 0.75, "attention": 0.25}
     assert tables.category_shares([]) == {}
 
 
-@pytest.mark.parametrize("value,digits,text", [
-    (0.000123456, 4, "0.0001235"), (12.3456, 4, "12.35"), (999.95, 4, "1,000"), (123456.7, 4, "123,500"),
-    (90_000_000, 3, "90,000,000"), (0, 4, "0"), (-0.5, 2, "-0.50"),
-])
+@pytest.mark.parametrize(
+    "value,digits,text",
+    [
+        (0.000123456, 4, "0.0001235"),
+        (12.3456, 4, "12.35"),
+        (999.95, 4, "1,000"),
+        (123456.7, 4, "123,500"),
+        (90_000_000, 3, "90,000,000"),
+        (0, 4, "0"),
+        (-0.5, 2, "-0.50"),
+    ],
+)
 def test_significant_figures_without_exponents(value, digits, text):
     assert tables.significant(value, digits) == text
 
@@ -66,13 +86,16 @@ def test_percent_has_one_decimal():
 
 # --- kinds ------------------------------------------------------------------------------
 
-STEP = doc("step-scaling", [
-    {"tokens": 512, "step_s": 0.02, "batch": 4, "mode": "fixed_batch", "window": 0},
-    {"tokens": 512, "step_s": 0.03, "batch": 4, "mode": "fixed_batch", "window": 1},
-    {"tokens": 512, "step_s": 0.025, "batch": 4, "mode": "fixed_batch", "window": 2},
-    {"tokens": 1024, "step_s": 0.05, "batch": 4, "mode": "fixed_batch", "window": 0},
-    {"tokens": 128, "step_s": None, "batch": 4, "mode": "fixed_batch", "window": 0},
-])
+STEP = doc(
+    "step-scaling",
+    [
+        {"tokens": 512, "step_s": 0.02, "batch": 4, "mode": "fixed_batch", "window": 0},
+        {"tokens": 512, "step_s": 0.03, "batch": 4, "mode": "fixed_batch", "window": 1},
+        {"tokens": 512, "step_s": 0.025, "batch": 4, "mode": "fixed_batch", "window": 2},
+        {"tokens": 1024, "step_s": 0.05, "batch": 4, "mode": "fixed_batch", "window": 0},
+        {"tokens": 128, "step_s": None, "batch": 4, "mode": "fixed_batch", "window": 0},
+    ],
+)
 
 
 def test_step_scaling_table_groups_windows_per_length():
@@ -81,32 +104,74 @@ def test_step_scaling_table_groups_windows_per_length():
         "| mode | batch | tokens | windows | median step (ms) | fastest (ms) | slowest (ms) | tokens/step | tokens/s |\n"
         "|:---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         "| fixed\\_batch | 4 | 512 | 3 | 25.00 | 20.00 | 30.00 | 2,048 | 81,920 |\n"
-        "| fixed\\_batch | 4 | 1,024 | 1 | 50.00 | 50.00 | 50.00 | 4,096 | 81,920 |\n")
+        "| fixed\\_batch | 4 | 1,024 | 1 | 50.00 | 50.00 | 50.00 | 4,096 | 81,920 |\n"
+    )
     records = json.loads(out.json)
-    assert records[0] == {"mode": "fixed_batch", "batch": 4, "tokens": 512, "windows": 3, "median_step_s": 0.025,
-                          "min_step_s": 0.02, "max_step_s": 0.03, "tokens_per_step": 2048, "tok_s": 81920.0}
+    assert records[0] == {
+        "mode": "fixed_batch",
+        "batch": 4,
+        "tokens": 512,
+        "windows": 3,
+        "median_step_s": 0.025,
+        "min_step_s": 0.02,
+        "max_step_s": 0.03,
+        "tokens_per_step": 2048,
+        "tok_s": 81920.0,
+    }
     assert list(csv.DictReader(io.StringIO(out.csv)))[1]["median_step_s"] == "0.05"
 
 
 SWEEP_ROWS = [
-    {"model": "90m", "params": 90000000, "context": 2048, "batch": 8, "tok_s": 151000.0,
-     "peak_bytes": 30064771072, "status": "ok"},
-    {"model": "90m", "params": 90000000, "context": 2048, "batch": 16, "tok_s": 162000.0,
-     "peak_bytes": 58000000000, "status": "ok"},
-    {"model": "90m", "params": 90000000, "context": 2048, "batch": 32, "tok_s": None, "peak_bytes": None,
-     "status": "oom"},
+    {
+        "model": "90m",
+        "params": 90000000,
+        "context": 2048,
+        "batch": 8,
+        "tok_s": 151000.0,
+        "peak_bytes": 30064771072,
+        "status": "ok",
+    },
+    {
+        "model": "90m",
+        "params": 90000000,
+        "context": 2048,
+        "batch": 16,
+        "tok_s": 162000.0,
+        "peak_bytes": 58000000000,
+        "status": "ok",
+    },
+    {
+        "model": "90m",
+        "params": 90000000,
+        "context": 2048,
+        "batch": 32,
+        "tok_s": None,
+        "peak_bytes": None,
+        "status": "oom",
+    },
 ]
 
 
 def test_batch_sweep_summary_uses_the_derive_summary():
     out = tables.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)])
-    assert json.loads(out.json) == [{
-        "model": "90m", "params": 90000000, "context": 2048, "batches_tried": 3, "fastest_stable_batch": 16,
-        "fastest_tok_s": 162000.0, "peak_bytes_at_fastest": 58000000000, "largest_fitting_batch": 16,
-        "first_oom_batch": 32}]
+    assert json.loads(out.json) == [
+        {
+            "model": "90m",
+            "params": 90000000,
+            "context": 2048,
+            "batches_tried": 3,
+            "fastest_stable_batch": 16,
+            "fastest_tok_s": 162000.0,
+            "peak_bytes_at_fastest": 58000000000,
+            "largest_fitting_batch": 16,
+            "first_oom_batch": 32,
+        }
+    ]
     assert out.markdown.splitlines()[2] == "| 90m | 90,000,000 | 2,048 | 3 | 16 | 162,000 | 54.02 | 16 | 32 |"
-    assert out.csv == ("model,params,context,batches_tried,fastest_stable_batch,fastest_tok_s,peak_bytes_at_fastest,"
-                       "largest_fitting_batch,first_oom_batch\n90m,90000000,2048,3,16,162000.0,58000000000,16,32\n")
+    assert out.csv == (
+        "model,params,context,batches_tried,fastest_stable_batch,fastest_tok_s,peak_bytes_at_fastest,"
+        "largest_fitting_batch,first_oom_batch\n90m,90000000,2048,3,16,162000.0,58000000000,16,32\n"
+    )
 
 
 def test_batch_sweep_rows_view_shows_oom_as_a_dash():
@@ -118,42 +183,63 @@ def test_batch_sweep_rows_view_shows_oom_as_a_dash():
 
 
 def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
-    rows = [{"arm": "fused", "microbatch": 8, "tokens_per_step": 8192, "peak_bytes": 2**31, "tok_s": 1000.0},
-            {"arm": "fused", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 2**30, "tok_s": None},
-            {"arm": "eager", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 3 * 2**30, "tok_s": 900.0}]
+    rows = [
+        {"arm": "fused", "microbatch": 8, "tokens_per_step": 8192, "peak_bytes": 2**31, "tok_s": 1000.0},
+        {"arm": "fused", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 2**30, "tok_s": None},
+        {"arm": "eager", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 3 * 2**30, "tok_s": 900.0},
+    ]
     out = tables.render("loss-memory", [doc("loss-memory", rows)])
-    assert out.markdown.splitlines()[2:] == ["| fused | 4 | 4,096 | 1.00 | — |", "| fused | 8 | 8,192 | 2.00 | 1,000 |",
-                                             "| eager | 4 | 4,096 | 3.00 | 900 |"]
+    assert out.markdown.splitlines()[2:] == [
+        "| fused | 4 | 4,096 | 1.00 | — |",
+        "| fused | 8 | 8,192 | 2.00 | 1,000 |",
+        "| eager | 4 | 4,096 | 3.00 | 900 |",
+    ]
 
 
 def test_gemm_recomputes_tflop_s_from_the_shape_and_time():
-    rows = [{"shape": "square", "m": 1024, "n": 1024, "k": 1024, "window": w, "time_s": t, "tflop_s": 0.1}
-            for w, t in enumerate([2.0**-10, 2.0**-11, 2.0**-9])]
+    rows = [
+        {"shape": "square", "m": 1024, "n": 1024, "k": 1024, "window": w, "time_s": t, "tflop_s": 0.1}
+        for w, t in enumerate([2.0**-10, 2.0**-11, 2.0**-9])
+    ]
     rec = json.loads(tables.render("gemm", [doc("gemm", rows)]).json)[0]
-    assert rec == {"shape": "square", "m": 1024, "n": 1024, "k": 1024, "windows": 3, "median_time_s": 2.0**-10,
-                   "median_tflop_s": 2.0**41 / 1e12, "best_tflop_s": 2.0**42 / 1e12}
+    assert rec == {
+        "shape": "square",
+        "m": 1024,
+        "n": 1024,
+        "k": 1024,
+        "windows": 3,
+        "median_time_s": 2.0**-10,
+        "median_tflop_s": 2.0**41 / 1e12,
+        "best_tflop_s": 2.0**42 / 1e12,
+    }
 
 
 def test_kernels_top_n_with_share_and_per_call_time():
-    rows = [{"kernel": f"k{i}", "category": "gemm", "calls": 2, "device_time_s": t}
-            for i, t in enumerate([0.25, 0.5, 0.125, 0.125])]
+    rows = [
+        {"kernel": f"k{i}", "category": "gemm", "calls": 2, "device_time_s": t}
+        for i, t in enumerate([0.25, 0.5, 0.125, 0.125])
+    ]
     out = tables.render("kernels", [doc("kernels", rows)], top=2)
     assert json.loads(out.json) == [
         {"kernel": "k1", "category": "gemm", "calls": 2, "device_time_s": 0.5, "per_call_s": 0.25, "share": 0.5},
-        {"kernel": "k0", "category": "gemm", "calls": 2, "device_time_s": 0.25, "per_call_s": 0.125, "share": 0.25}]
+        {"kernel": "k0", "category": "gemm", "calls": 2, "device_time_s": 0.25, "per_call_s": 0.125, "share": 0.25},
+    ]
     assert out.markdown.splitlines()[2] == "| k1 | gemm | 2 | 500.0 | 250,000 | 50.0% |"
     with pytest.raises(ProbebookError, match="top must be a whole number >= 1, got 0"):
         tables.render("kernels", [doc("kernels", rows)], top=0)
 
 
 def test_kernel_shares_table_orders_by_time():
-    rows = [{"kernel": "a", "category": "attention", "calls": 1, "device_time_s": 0.25},
-            {"kernel": "b", "category": "gemm", "calls": 1, "device_time_s": 0.75}]
+    rows = [
+        {"kernel": "a", "category": "attention", "calls": 1, "device_time_s": 0.25},
+        {"kernel": "b", "category": "gemm", "calls": 1, "device_time_s": 0.75},
+    ]
     out = tables.render("kernel-shares", [doc("kernels", rows)])
     assert out.markdown.splitlines()[2:] == ["| gemm | 750.0 | 75.0% |", "| attention | 250.0 | 25.0% |"]
 
 
 # --- escaping ---------------------------------------------------------------------------
+
 
 def test_cell_text_is_html_and_markdown_escaped():
     name = "<script>alert(1)</script>|void at::native::vectorized_elementwise_kernel<4, *x*>"
@@ -169,8 +255,9 @@ def test_cell_text_is_html_and_markdown_escaped():
 
 def test_long_names_are_shortened_in_markdown_only():
     name = "k" * 200
-    out = tables.render("kernels", [doc("kernels", [{"kernel": name, "category": "gemm", "calls": 1,
-                                                     "device_time_s": 0.5}])])
+    out = tables.render(
+        "kernels", [doc("kernels", [{"kernel": name, "category": "gemm", "calls": 1, "device_time_s": 0.5}])]
+    )
     cell = out.markdown.splitlines()[2].split(" | ")[0][2:]
     assert cell == "k" * (tables.NAME_WIDTH - 1) + "…"
     assert json.loads(out.json)[0]["kernel"] == name
@@ -178,9 +265,15 @@ def test_long_names_are_shortened_in_markdown_only():
 
 # --- raw samples for evidence pages ------------------------------------------------------
 
+
 def test_samples_frame_puts_known_columns_first_then_the_rest_sorted():
-    d = doc("step-scaling", [{"zeta": 1, "step_s": 0.5, "tokens": 128, "alpha": True},
-                             {"tokens": 256, "step_s": 0.75, "note": {"k": [1, 2]}}])
+    d = doc(
+        "step-scaling",
+        [
+            {"zeta": 1, "step_s": 0.5, "tokens": 128, "alpha": True},
+            {"tokens": 256, "step_s": 0.75, "note": {"k": [1, 2]}},
+        ],
+    )
     assert list(tables.samples_frame(d).columns) == ["tokens", "step_s", "alpha", "note", "zeta"]
     assert tables.samples_csv(d) == 'tokens,step_s,alpha,note,zeta\n128,0.5,true,,1\n256,0.75,,"{""k"":[1,2]}",\n'
 
@@ -208,9 +301,13 @@ def test_samples_csv_of_the_fixture_archive_round_trips_every_value():
 
 # --- input errors ---------------------------------------------------------------------
 
+
 def test_unknown_kind_and_option():
-    with pytest.raises(ProbebookError, match="unknown table kind 'pie'; the kinds are batch-sweep, gemm, "
-                                             "kernel-shares, kernels, loss-memory, step-scaling"):
+    with pytest.raises(
+        ProbebookError,
+        match="unknown table kind 'pie'; the kinds are batch-sweep, gemm, "
+        "kernel-shares, kernels, loss-memory, step-scaling",
+    ):
         tables.render("pie", [STEP])
     with pytest.raises(ProbebookError, match="table 'step-scaling' has no option 'top'; it takes none"):
         tables.render("step-scaling", [STEP], top=3)
@@ -218,8 +315,11 @@ def test_unknown_kind_and_option():
 
 def test_bad_rows_name_the_evidence_row_and_field():
     bad = doc("gemm", [{"shape": "s", "m": 1, "n": 1, "k": "1", "time_s": 0.1}])
-    with pytest.raises(ProbebookError, match=r"table 'gemm': sha256:[0-9a-f]{12} data.samples\[0\].k must be int, "
-                                             r"got '1'"):
+    with pytest.raises(
+        ProbebookError,
+        match=r"table 'gemm': sha256:[0-9a-f]{12} data.samples\[0\].k must be int, "
+        r"got '1'",
+    ):
         tables.render("gemm", [bad])
     with pytest.raises(ProbebookError, match="table 'gemm' needs gemm evidence"):
         tables.render("gemm", [STEP])
@@ -229,12 +329,20 @@ def test_bad_rows_name_the_evidence_row_and_field():
 
 def test_batch_sweep_row_with_a_bad_status_is_named():
     rows = [dict(SWEEP_ROWS[0]), {**SWEEP_ROWS[1], "status": "crashed"}]
-    with pytest.raises(ProbebookError, match=r"data.samples\[1\] needs status ok \(with tok_s\) or oom, "
-                                             r"got status 'crashed'"):
+    with pytest.raises(
+        ProbebookError,
+        match=r"data.samples\[1\] needs status ok \(with tok_s\) or oom, "
+        r"got status 'crashed'",
+    ):
         tables.render("batch-sweep", [doc("batch-sweep", rows)])
 
 
 def test_samples_csv_is_the_text_pandas_would_write():
-    d = doc("loss-memory", [{"arm": 'quote " and, comma', "microbatch": 1, "peak_bytes": 2**33, "tok_s": 0.1 + 0.2},
-                            {"arm": "line\nbreak", "microbatch": 2, "peak_bytes": 1e20, "tok_s": None, "flag": False}])
+    d = doc(
+        "loss-memory",
+        [
+            {"arm": 'quote " and, comma', "microbatch": 1, "peak_bytes": 2**33, "tok_s": 0.1 + 0.2},
+            {"arm": "line\nbreak", "microbatch": 2, "peak_bytes": 1e20, "tok_s": None, "flag": False},
+        ],
+    )
     assert tables.samples_csv(d) == tables.samples_frame(d).to_csv(index=False, lineterminator="\n")

@@ -7,8 +7,7 @@ import time
 
 import pytest
 
-from measure.timing import (HostClock, WindowPlan, cv, iqr, median, relative_change, time_interleaved,
-                            time_windows)
+from measure.timing import HostClock, WindowPlan, cv, iqr, median, relative_change, time_interleaved, time_windows
 
 
 def test_statistics_on_literal_values():
@@ -16,8 +15,8 @@ def test_statistics_on_literal_values():
     assert median([4.0, 1.0, 2.0, 3.0]) == 2.5
     assert cv([2.0, 2.0, 2.0]) == 0.0
     assert cv([1.0]) == 0.0
-    assert cv([1.0, 3.0]) == pytest.approx(2 ** 0.5 / 2)   # stdev sqrt(2) over mean 2
-    assert iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == 2.0            # Q1 2, Q3 4 (linear interpolation)
+    assert cv([1.0, 3.0]) == pytest.approx(2**0.5 / 2)  # stdev sqrt(2) over mean 2
+    assert iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == 2.0  # Q1 2, Q3 4 (linear interpolation)
     assert iqr([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1.5)  # numpy.percentile default: 1.75 .. 3.25
     assert relative_change(0.9, 1.0) == pytest.approx(-0.1)
 
@@ -70,6 +69,7 @@ def test_interleaved_arms_run_a_b_c_in_every_round():
         def fn():
             log.append(name)
             time.sleep(seconds)
+
         return fn
 
     arms = {"A": arm("A", 0.005), "B": arm("B", 0.08), "C": arm("C", 0.03)}
@@ -92,8 +92,13 @@ def test_interleaved_adds_rounds_for_all_arms_when_one_is_noisy():
 
 def test_importing_timing_does_not_import_torch():
     import subprocess
-    out = subprocess.run([sys.executable, "-c", "import measure.timing, sys; print('torch' in sys.modules)"],
-                         capture_output=True, text=True, check=True)
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import measure.timing, sys; print('torch' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "False"
 
 

@@ -24,8 +24,8 @@ def plugin_path(monkeypatch):
 
 
 def test_issue_presets_land_on_their_stated_parameter_counts():
-    assert param_count(PRESETS["250m"]) == 251_943_360     # "about 252M parameters"
-    assert param_count(PRESETS["500m"]) == 516_814_080     # "about 517M parameters"
+    assert param_count(PRESETS["250m"]) == 251_943_360  # "about 252M parameters"
+    assert param_count(PRESETS["500m"]) == 516_814_080  # "about 517M parameters"
     assert round(param_count(PRESETS["250m"]) / 1e6) == 252
     assert round(param_count(PRESETS["500m"]) / 1e6) == 517
 
@@ -40,6 +40,7 @@ def test_param_count_arithmetic_on_a_literal_shape():
 def test_built_model_has_the_computed_count(name):
     # built on the meta device: shapes only, no memory, so even 1b is instant
     from measure.workload.model import Decoder
+
     with torch.device("meta"):
         model = Decoder(PRESETS[name])
     assert sum(p.numel() for p in model.parameters()) == param_count(PRESETS[name])
@@ -94,6 +95,7 @@ def test_ablation_arms_run_and_restore_the_model():
 
 def test_observe_reports_what_ran():
     from measure.workload.observe import observe
+
     w = load_workload(WorkloadOptions(preset="tiny", device="cpu"))
     seen = observe(w, w.make_batch(2, 16), "cpu")
     assert seen["sdpa_backend"] is not None
@@ -112,13 +114,16 @@ def test_plugin_loader_returns_the_users_harness(plugin_path):
     assert list(w2.arms) == ["forward-only"]
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no_colon", "expected package.module:factory"),
-    ("nonexistent_mod_xyz:f", "cannot import"),
-    ("toy_harness:missing", "no callable 'missing'"),
-    ("toy_harness:not_callable", "no callable 'not_callable'"),
-    ("toy_harness:broken", "the factory raised RuntimeError: the harness could not find its data"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no_colon", "expected package.module:factory"),
+        ("nonexistent_mod_xyz:f", "cannot import"),
+        ("toy_harness:missing", "no callable 'missing'"),
+        ("toy_harness:not_callable", "no callable 'not_callable'"),
+        ("toy_harness:broken", "the factory raised RuntimeError: the harness could not find its data"),
+    ],
+)
 def test_plugin_loader_errors_are_one_line(plugin_path, spec, message):
     with pytest.raises(ProbebookError, match=message) as info:
         load_workload(WorkloadOptions(device="cpu"), spec)

@@ -45,14 +45,22 @@ class AblateConfig(OneStepConfig):
             raise ProbebookError("--arms lists the arms besides baseline (which always runs); give at least one")
 
 
-def summarize(name: str, times_s: list[float], baseline_median_s: float, timing_only: bool,
-              removes: str) -> dict[str, Any]:
+def summarize(
+    name: str, times_s: list[float], baseline_median_s: float, timing_only: bool, removes: str
+) -> dict[str, Any]:
     """One arm's median, IQR and change against the baseline median (a fraction; negative is faster)."""
     from measure.timing import cv, iqr, median, relative_change
+
     med = median(times_s)
-    return {"arm": name, "median_s": med, "iqr_s": iqr(times_s), "cv": cv(times_s),
-            "delta_vs_baseline": relative_change(med, baseline_median_s), "timing_only": timing_only,
-            "removes": removes}
+    return {
+        "arm": name,
+        "median_s": med,
+        "iqr_s": iqr(times_s),
+        "cv": cv(times_s),
+        "delta_vs_baseline": relative_change(med, baseline_median_s),
+        "timing_only": timing_only,
+        "removes": removes,
+    }
 
 
 def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Evidence:
@@ -74,34 +82,42 @@ def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Ev
             def fetch() -> Any:
                 return tree_map(lambda t: t.to(device, non_blocking=True), host)
         else:
+
             def fetch() -> Any:
                 return on_device
 
         offered: dict[str, Arm] = {}
         skipped = []
         if device == "cuda":
-            offered["no-input-copy"] = Arm(lambda _b: workload.step(on_device), timing_only=False,
-                                           removes="host->device copy of the input batch")
+            offered["no-input-copy"] = Arm(
+                lambda _b: workload.step(on_device), timing_only=False, removes="host->device copy of the input batch"
+            )
         else:
             skipped.append({"arm": "no-input-copy", "reason": "on CPU there is no host->device input copy"})
         offered.update(workload.arms)
         chosen = list(config.arms) if config.arms else list(offered)
         unknown = [a for a in chosen if a not in offered and a not in {s["arm"] for s in skipped}]
         if unknown:
-            raise ProbebookError(f"--arms: {', '.join(unknown)} not offered by {workload.name}; "
-                                 f"choose from {', '.join(offered)}")
+            raise ProbebookError(
+                f"--arms: {', '.join(unknown)} not offered by {workload.name}; choose from {', '.join(offered)}"
+            )
         arms: dict[str, Any] = {"baseline": lambda: workload.step(fetch())}
         for name in chosen:
             if name in offered:
                 arm = offered[name]
-                arms[name] = (lambda a=arm: a.step(on_device)) if name == "no-input-copy" \
-                    else (lambda a=arm: a.step(fetch()))
+                arms[name] = (
+                    (lambda a=arm: a.step(on_device)) if name == "no-input-copy" else (lambda a=arm: a.step(fetch()))
+                )
         rec.params["arms"] = list(arms)
         rec.data["skipped"] = skipped
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+
         def persist(r: int, times: dict[str, float]) -> None:
-            rec.point([{"arm": a, "round": r, "step_s": t} for a, t in times.items()], None,
-                      f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()))
+            rec.point(
+                [{"arm": a, "round": r, "step_s": t} for a, t in times.items()],
+                None,
+                f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()),
+            )
 
         result = time_interleaved(arms, clock_for(device), config.plan(), sync_for(device), on_round=persist)
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
@@ -110,12 +126,18 @@ def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Ev
         summaries = []
         for name, arm_result in result.arms.items():
             info = offered.get(name)
-            summary = summarize(name, arm_result.times_s, base, bool(info and info.timing_only),
-                                info.removes if info else "nothing (the full step)")
+            summary = summarize(
+                name,
+                arm_result.times_s,
+                base,
+                bool(info and info.timing_only),
+                info.removes if info else "nothing (the full step)",
+            )
             summary["unstable"] = arm_result.unstable
             summaries.append(summary)
         rec.data["arms"] = summaries
         from measure.workload.observe import observe
+
         seen = observe(workload, on_device, device)  # what the timed step ran (one extra, untimed step)
         rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
 

@@ -41,7 +41,7 @@ VERSION = 1
 MODULE = "measure.probes.batch_sweep"
 GPU_CONTEXTS = (1024, 2048, 4096)
 CPU_CONTEXTS = (32, 64)
-GPU_MAX_TOKENS = 1 << 20   # 1M tokens per step: past any batch the presets fit on a 141 GB card
+GPU_MAX_TOKENS = 1 << 20  # 1M tokens per step: past any batch the presets fit on a 141 GB card
 CPU_MAX_TOKENS = 512
 
 
@@ -120,9 +120,11 @@ def unchanged(rows: list[dict[str, Any]]) -> str | None:
 
 # --- the child: one point -----------------------------------------------------------------------
 
+
 def _elements(value: Any) -> int:
     """Elements in every tensor of a batch made of tensors, tuples, lists and dicts."""
     import torch
+
     if isinstance(value, torch.Tensor):
         return value.numel()
     items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
@@ -173,33 +175,55 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         seen = {"sdpa_backend": None, "compile_engaged": None, "dtype": None}
         facts["observe_error"] = f"the profiled step ran out of memory: {exc}"[:300]
     phases.mark("observe_s")
-    return {"status": "ok", "times_s": timed.times_s, "median_s": timed.median_s, "cv": timed.cv,
-            "unstable": timed.unstable, **peak, "sdpa_backend": seen["sdpa_backend"],
-            "compile_engaged": seen["compile_engaged"], "observed_dtype": seen["dtype"]}
+    return {
+        "status": "ok",
+        "times_s": timed.times_s,
+        "median_s": timed.median_s,
+        "cv": timed.cv,
+        "unstable": timed.unstable,
+        **peak,
+        "sdpa_backend": seen["sdpa_backend"],
+        "compile_engaged": seen["compile_engaged"],
+        "observed_dtype": seen["dtype"],
+    }
 
 
 # --- the parent: the walk -----------------------------------------------------------------------
 
+
 def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
     """One batch-sweep sample from a child's result (ok or oom) and how its process ended."""
     from measure.isolate import phase_times
+
     ok = result["status"] == "ok"
     total, peak = result.get("device_total_bytes"), result.get("peak_bytes") if ok else None
     return {
-        "model": model, "params": n_params, "context": s, "batch": b, "tokens": b * s, "status": result["status"],
+        "model": model,
+        "params": n_params,
+        "context": s,
+        "batch": b,
+        "tokens": b * s,
+        "status": result["status"],
         "tok_s": tokens_per_second(b, s, result["median_s"]) if ok else None,
-        "step_s": result["median_s"] if ok else None, "cv": result.get("cv"),
-        "windows": len(result["times_s"]) if ok else 0, "unstable": result.get("unstable"),
-        "peak_bytes": peak, "reserved_bytes": result.get("reserved_bytes") if ok else None,
+        "step_s": result["median_s"] if ok else None,
+        "cv": result.get("cv"),
+        "windows": len(result["times_s"]) if ok else 0,
+        "unstable": result.get("unstable"),
+        "peak_bytes": peak,
+        "reserved_bytes": result.get("reserved_bytes") if ok else None,
         "peak_before_oom_bytes": result.get("peak_before_oom_bytes"),
         "peak_method": result.get("peak_method"),
         # DESIGN §7: a peak above the card proves a spill (False never proves a fit)
         "peak_over_device": (peak > total) if (peak is not None and total) else None,
-        "free_bytes_at_start": result.get("free_bytes_at_start"), "device_total_bytes": total,
-        "sdpa_backend": result.get("sdpa_backend"), "compile_engaged": result.get("compile_engaged"),
-        "observed_dtype": result.get("observed_dtype"), "observe_error": result.get("observe_error"),
+        "free_bytes_at_start": result.get("free_bytes_at_start"),
+        "device_total_bytes": total,
+        "sdpa_backend": result.get("sdpa_backend"),
+        "compile_engaged": result.get("compile_engaged"),
+        "observed_dtype": result.get("observed_dtype"),
+        "observe_error": result.get("observe_error"),
         "batch_elements": result.get("batch_elements"),
-        "point_wall_s": outcome.wall_s, **phase_times(result, outcome),
+        "point_wall_s": outcome.wall_s,
+        **phase_times(result, outcome),
         "error": None if ok else result.get("error"),
     }
 
@@ -218,18 +242,29 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
     planned = {s: plan_batches(s, config.start_batch, config.max_batch, max_tokens) for s in contexts}
     empty = [s for s, batches in planned.items() if not batches]
     if empty:
-        raise ProbebookError(f"context {empty[0]}: no batch from --start-batch {config.start_batch} fits "
-                             f"--max-tokens {max_tokens} (batch x context)")
+        raise ProbebookError(
+            f"context {empty[0]}: no batch from --start-batch {config.start_batch} fits "
+            f"--max-tokens {max_tokens} (batch x context)"
+        )
     child_env = peakmem.cpu_env(limited=config.cpu_memory_limit_bytes is not None) if device == "cpu" else {}
-    params = {**config.params(device), "contexts": list(contexts), "max_tokens": max_tokens,
-              "planned_batches": {str(s): b for s, b in planned.items()},
-              "peak_method": peakmem.method(device), "isolation": "one fresh process per point",
-              "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
-              "oom_source": ("cuda allocator" if device == "cuda" else
-                             "RLIMIT_AS address-space limit per point process" if config.cpu_memory_limit_bytes
-                             else "none: the CPU walk stops at the cap"),
-              "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
-              "child_env": child_env}
+    params = {
+        **config.params(device),
+        "contexts": list(contexts),
+        "max_tokens": max_tokens,
+        "planned_batches": {str(s): b for s, b in planned.items()},
+        "peak_method": peakmem.method(device),
+        "isolation": "one fresh process per point",
+        "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
+        "oom_source": (
+            "cuda allocator"
+            if device == "cuda"
+            else "RLIMIT_AS address-space limit per point process"
+            if config.cpu_memory_limit_bytes
+            else "none: the CPU walk stops at the cap"
+        ),
+        "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "child_env": child_env,
+    }
     model = config.preset if config.workload is None else config.workload
     expected_params = param_count(PRESETS[config.preset]) if config.workload is None else None
 
@@ -237,19 +272,35 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
         rec.data.update({"windows": [], "failures": [], "skipped": []})
         started = time.perf_counter()
         n_params = expected_params
-        with PointProcess(MODULE, child_env, config.point_timeout_s, ahead=CUDA_AHEAD if device == "cuda" else 0) as points:
+        with PointProcess(
+            MODULE, child_env, config.point_timeout_s, ahead=CUDA_AHEAD if device == "cuda" else 0
+        ) as points:
             for s in contexts:
                 rows: list[dict[str, Any]] = []
                 for i, b in enumerate(planned[s]):
                     if config.budget_s is not None and rec.samples and time.perf_counter() - started > config.budget_s:
-                        raise BudgetSpent(f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
-                                          f"points (at context {s}, batch {b})")
-                    spec = {"device": device, "context": s, "batch": b, "workload": config.workload,
-                            "options": {"preset": config.preset, "device": device, "compile": config.compile,
-                                        "checkpointing": config.checkpointing, "dtype": config.dtype,
-                                        "seed": config.seed},
-                            "warmup": config.warmup, "windows": config.windows, "iters": config.iters,
-                            "cpu_memory_limit_bytes": config.cpu_memory_limit_bytes}
+                        raise BudgetSpent(
+                            f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
+                            f"points (at context {s}, batch {b})"
+                        )
+                    spec = {
+                        "device": device,
+                        "context": s,
+                        "batch": b,
+                        "workload": config.workload,
+                        "options": {
+                            "preset": config.preset,
+                            "device": device,
+                            "compile": config.compile,
+                            "checkpointing": config.checkpointing,
+                            "dtype": config.dtype,
+                            "seed": config.seed,
+                        },
+                        "warmup": config.warmup,
+                        "windows": config.windows,
+                        "iters": config.iters,
+                        "cpu_memory_limit_bytes": config.cpu_memory_limit_bytes,
+                    }
                     outcome = points.run(spec)
                     result = outcome.result
                     where = f"context {s} batch {b}"
@@ -257,44 +308,65 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
                         if result is not None and result.get("input_error"):
                             raise ProbebookError(f"{PROBE} {where}: {result['error']}")
                         how = outcome.death() if result is None else result["error"]
-                        rec.data["failures"].append({"context": s, "batch": b, "error": how,
-                                                     "returncode": outcome.returncode, "wall_s": outcome.wall_s})
+                        rec.data["failures"].append(
+                            {
+                                "context": s,
+                                "batch": b,
+                                "error": how,
+                                "returncode": outcome.returncode,
+                                "wall_s": outcome.wall_s,
+                            }
+                        )
                         if progress:
                             print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
                         break
                     if result.get("n_params") is not None:
                         n_params = result["n_params"]
                     if n_params is None:
-                        rec.data["failures"].append({"context": s, "batch": b, "returncode": outcome.returncode,
-                                                     "wall_s": outcome.wall_s,
-                                                     "error": f"no parameter count: {result.get('error')}"})
+                        rec.data["failures"].append(
+                            {
+                                "context": s,
+                                "batch": b,
+                                "returncode": outcome.returncode,
+                                "wall_s": outcome.wall_s,
+                                "error": f"no parameter count: {result.get('error')}",
+                            }
+                        )
                         break
                     row = _row(model, n_params, s, b, result, outcome)
                     rows.append(row)
                     if row["status"] == "ok":
-                        rec.data["windows"] += [{"context": s, "batch": b, "window": w, "step_s": t}
-                                                for w, t in enumerate(result["times_s"])]
-                        label = (f"context {s} batch {b}: {row['tok_s']:,.0f} tok/s, "
-                                 f"peak {row['peak_bytes'] / 2**30:.2f} GiB")
+                        rec.data["windows"] += [
+                            {"context": s, "batch": b, "window": w, "step_s": t}
+                            for w, t in enumerate(result["times_s"])
+                        ]
+                        label = (
+                            f"context {s} batch {b}: {row['tok_s']:,.0f} tok/s, "
+                            f"peak {row['peak_bytes'] / 2**30:.2f} GiB"
+                        )
                     else:
                         label = f"context {s} batch {b}: OOM"
                     rec.point([row], None, label)
                     if row["status"] == "oom":
-                        rec.data["skipped"] += [{"context": s, "batch": later,
-                                                 "reason": f"above the first OOM at batch {b}"}
-                                                for later in planned[s][i + 1:]]
+                        rec.data["skipped"] += [
+                            {"context": s, "batch": later, "reason": f"above the first OOM at batch {b}"}
+                            for later in planned[s][i + 1 :]
+                        ]
                         break
                 why = unchanged(rows)
                 if why is not None:
                     rec.fail(f"context {s}: {why} (a sweep that changes nothing is a bug)")
         if rec.data["failures"] and rec.status == "complete":
             first = rec.data["failures"][0]
-            raise PointDied(f"{len(rec.data['failures'])} point(s) failed or died; first at "
-                            f"context {first['context']} batch {first['batch']}: {first['error']}")
+            raise PointDied(
+                f"{len(rec.data['failures'])} point(s) failed or died; first at "
+                f"context {first['context']} batch {first['batch']}: {first['error']}"
+            )
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
 
 
 if __name__ == "__main__":
     from measure.isolate import serve
+
     serve(measure_point)

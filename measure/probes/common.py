@@ -61,8 +61,14 @@ class CommonConfig:
         return out
 
     def workload_options(self, device: str) -> WorkloadOptions:
-        return WorkloadOptions(preset=self.preset, device=device, compile=self.compile,
-                               checkpointing=self.checkpointing, dtype=self.dtype, seed=self.seed)
+        return WorkloadOptions(
+            preset=self.preset,
+            device=device,
+            compile=self.compile,
+            checkpointing=self.checkpointing,
+            dtype=self.dtype,
+            seed=self.seed,
+        )
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,9 @@ def resolve_device(requested: str) -> str:
     try:
         import torch
     except ImportError:
-        raise ProbebookError("probes need torch, which is not installed here: pip install torch "
-                             "(CPU-only: pip install torch==2.13.0)") from None
+        raise ProbebookError(
+            "probes need torch, which is not installed here: pip install torch (CPU-only: pip install torch==2.13.0)"
+        ) from None
     available = torch.cuda.is_available()
     if requested == "auto":
         return "cuda" if available else "cpu"
@@ -108,6 +115,7 @@ def resolve_device(requested: str) -> str:
 def tree_map(fn: Any, value: Any) -> Any:
     """Apply ``fn`` to every tensor in a batch made of tensors, tuples, lists and dicts."""
     import torch
+
     if isinstance(value, torch.Tensor):
         return fn(value)
     if isinstance(value, tuple):
@@ -123,4 +131,5 @@ def free_device_memory(device: str) -> None:
     """Return cached blocks after an OOM so the next point starts clean."""
     if device == "cuda":
         import torch
+
         torch.cuda.empty_cache()

@@ -39,8 +39,9 @@ class CopyConfig(CommonConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.directions or any(d not in DIRECTIONS for d in self.directions):
-            raise ProbebookError(f"--directions must be a comma list of {', '.join(DIRECTIONS)}, "
-                                 f"got {list(self.directions)}")
+            raise ProbebookError(
+                f"--directions must be a comma list of {', '.join(DIRECTIONS)}, got {list(self.directions)}"
+            )
         if self.max_tensors is not None and self.max_tensors < 1:
             raise ProbebookError(f"--max-tensors must be >= 1, got {self.max_tensors}")
 
@@ -62,8 +63,9 @@ def cases(device: str, directions: tuple[str, ...]) -> tuple[list[tuple[str, str
         memories = ("device",) if direction == "d2d" else ("pinned", "pageable")
         for memory in memories:
             if direction != "d2d" and device != "cuda":
-                skipped.append({"direction": direction, "memory": memory,
-                                "reason": "host<->device copies need a CUDA device"})
+                skipped.append(
+                    {"direction": direction, "memory": memory, "reason": "host<->device copies need a CUDA device"}
+                )
                 continue
             for pattern in ("contiguous", "per-layer"):
                 run.append((direction, memory, pattern))
@@ -78,6 +80,7 @@ def run(config: CopyConfig, journal: Any = None, progress: bool = False) -> Evid
 
     def body(rec: Recorder) -> None:
         import torch
+
         from measure.timing import clock_for, sm_clock, sync_for, time_windows
         from measure.workload import load_workload
 
@@ -88,7 +91,7 @@ def run(config: CopyConfig, journal: Any = None, progress: bool = False) -> Evid
         if device == "cuda":
             torch.cuda.empty_cache()
         if config.max_tensors:
-            shapes = shapes[:config.max_tensors]
+            shapes = shapes[: config.max_tensors]
         size = sum(torch.Size(s).numel() * torch.empty((), dtype=d).element_size() for s, d in shapes)
         rec.params.update({"tensors": len(shapes), "pattern_bytes": size})
         rec.data["skipped"] = skipped
@@ -119,13 +122,32 @@ def run(config: CopyConfig, journal: Any = None, progress: bool = False) -> Evid
             def copy() -> None:
                 for d, s in zip(dst, src):
                     d.copy_(s, non_blocking=asynchronous)
+
             nbytes = counted_bytes(direction, sum(t.numel() * t.element_size() for t in src))
             result = time_windows(copy, clock, plan, sync)
-            rows = [{"direction": direction, "memory": memory, "pattern": pattern, "bytes": nbytes, "window": i,
-                     "time_s": t, "gb_s": gb_s(nbytes, t)} for i, t in enumerate(result.times_s)]
-            point = {"direction": direction, "memory": memory, "pattern": pattern, "bytes": nbytes,
-                     "tensors": len(src), "median_s": result.median_s, "gb_s": gb_s(nbytes, result.median_s),
-                     "cv": result.cv, "unstable": result.unstable}
+            rows = [
+                {
+                    "direction": direction,
+                    "memory": memory,
+                    "pattern": pattern,
+                    "bytes": nbytes,
+                    "window": i,
+                    "time_s": t,
+                    "gb_s": gb_s(nbytes, t),
+                }
+                for i, t in enumerate(result.times_s)
+            ]
+            point = {
+                "direction": direction,
+                "memory": memory,
+                "pattern": pattern,
+                "bytes": nbytes,
+                "tensors": len(src),
+                "median_s": result.median_s,
+                "gb_s": gb_s(nbytes, result.median_s),
+                "cv": result.cv,
+                "unstable": result.unstable,
+            }
             rec.point(rows, point, f"{direction} {memory} {pattern}: {point['gb_s']:.1f} GB/s")
             del src, dst
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)

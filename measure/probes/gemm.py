@@ -67,6 +67,7 @@ def flop_weighted_tflop_s(points: list[dict[str, Any]]) -> float:
 def shapes_from_model(model: Any, tokens: int) -> list[dict[str, Any]]:
     """The fwd/dgrad/wgrad GEMMs of every ``nn.Linear`` in a model (shared weights once), grouped by shape."""
     from torch import nn
+
     seen: set[int] = set()
     counts: dict[tuple[int, int], int] = {}
     for module in model.modules():
@@ -77,21 +78,25 @@ def shapes_from_model(model: Any, tokens: int) -> list[dict[str, Any]]:
     out = []
     for (n_out, n_in), count in counts.items():
         name = f"linear{n_in}x{n_out}"
-        out += [{"name": f"{name}.fwd", "m": tokens, "n": n_out, "k": n_in, "count": count},
-                {"name": f"{name}.dgrad", "m": tokens, "n": n_in, "k": n_out, "count": count},
-                {"name": f"{name}.wgrad", "m": n_out, "n": n_in, "k": tokens, "count": count}]
+        out += [
+            {"name": f"{name}.fwd", "m": tokens, "n": n_out, "k": n_in, "count": count},
+            {"name": f"{name}.dgrad", "m": tokens, "n": n_in, "k": n_out, "count": count},
+            {"name": f"{name}.wgrad", "m": n_out, "n": n_in, "k": tokens, "count": count},
+        ]
     return out
 
 
 def _operands(torch: Any, name: str, m: int, n: int, k: int, dtype: Any, device: str, gen: Any) -> tuple[Any, Any]:
     """A (m x k) and B (k x n) laid out as the training step has them: fwd x @ W^T, wgrad dY^T @ X."""
+
     def rand(*shape: int) -> Any:
         return torch.randn(*shape, dtype=dtype, device=device, generator=gen)
+
     if name.endswith(".fwd"):
-        return rand(m, k), rand(n, k).t()      # x @ W^T, W stored (out, in)
+        return rand(m, k), rand(n, k).t()  # x @ W^T, W stored (out, in)
     if name.endswith(".wgrad"):
-        return rand(k, m).t(), rand(k, n)      # dY^T @ X, dY stored (tokens, out)
-    return rand(m, k), rand(k, n)              # dgrad dY @ W, and the square reference
+        return rand(k, m).t(), rand(k, n)  # dY^T @ X, dY stored (tokens, out)
+    return rand(m, k), rand(k, n)  # dgrad dY @ W, and the square reference
 
 
 def run(config: GemmConfig, journal: Any = None, progress: bool = False) -> Evidence:
@@ -104,12 +109,14 @@ def run(config: GemmConfig, journal: Any = None, progress: bool = False) -> Evid
 
     def body(rec: Recorder) -> None:
         import torch
+
         from measure.timing import WindowPlan, clock_for, sm_clock, sync_for, time_windows
         from measure.workload.presets import PRESETS, linear_shapes
 
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
         if config.workload:
             from measure.workload import load_workload
+
             workload = load_workload(config.workload_options(device), config.workload)
             shapes = shapes_from_model(workload.model, tokens)
             del workload
@@ -128,6 +135,7 @@ def run(config: GemmConfig, journal: Any = None, progress: bool = False) -> Evid
 
             def call() -> None:
                 torch.mm(a, b, out=out)
+
             for _ in range(max(1, config.warmup)):
                 call()
             once = clock.time(call, 1)
@@ -135,11 +143,23 @@ def run(config: GemmConfig, journal: Any = None, progress: bool = False) -> Evid
             plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=iters)
             result = time_windows(call, clock, plan, sync)
             flops = gemm_flops(m, n, k)
-            rows = [{"shape": name, "m": m, "n": n, "k": k, "window": i, "time_s": t, "tflop_s": tflop_s(flops, t)}
-                    for i, t in enumerate(result.times_s)]
-            point = {"shape": name, "m": m, "n": n, "k": k, "count": shape["count"], "flops": flops,
-                     "median_s": result.median_s, "tflop_s": tflop_s(flops, result.median_s), "cv": result.cv,
-                     "unstable": result.unstable, "iters_per_window": iters}
+            rows = [
+                {"shape": name, "m": m, "n": n, "k": k, "window": i, "time_s": t, "tflop_s": tflop_s(flops, t)}
+                for i, t in enumerate(result.times_s)
+            ]
+            point = {
+                "shape": name,
+                "m": m,
+                "n": n,
+                "k": k,
+                "count": shape["count"],
+                "flops": flops,
+                "median_s": result.median_s,
+                "tflop_s": tflop_s(flops, result.median_s),
+                "cv": result.cv,
+                "unstable": result.unstable,
+                "iters_per_window": iters,
+            }
             rec.point(rows, point, f"{name} {m}x{n}x{k}: {point['tflop_s']:.2f} TFLOP/s")
             del a, b, out
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)

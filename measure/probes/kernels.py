@@ -37,9 +37,15 @@ _RULES = (
     ("optimizer", r"adam|multi_tensor_apply|foreach|_fused_sgd|optimizer"),
     ("loss", r"cross_entropy|nll_?loss|log_?softmax|logsoftmax|softmax_warp_forward|softmax_warp_backward"),
     ("attention", r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)"),
-    ("gemm", r"gemm|nvjet|xmma|cutlass|cublas|matmul|aten::mm|aten::addmm|aten::bmm|aten::linear|\bmm\b|sm\d\d_.*tensorop"),
-    ("norm-elementwise", r"norm|elementwise|vectorized|reduce|rsqrt|silu|mul|add|pow|mean|cat|copy|triton_|"
-                         r"fill|embedding|index|where|neg|cos|sin|to_copy|clone|sum|div|sub|exp|outer|arange"),
+    (
+        "gemm",
+        r"gemm|nvjet|xmma|cutlass|cublas|matmul|aten::mm|aten::addmm|aten::bmm|aten::linear|\bmm\b|sm\d\d_.*tensorop",
+    ),
+    (
+        "norm-elementwise",
+        r"norm|elementwise|vectorized|reduce|rsqrt|silu|mul|add|pow|mean|cat|copy|triton_|"
+        r"fill|embedding|index|where|neg|cos|sin|to_copy|clone|sum|div|sub|exp|outer|arange",
+    ),
 )
 _ARCH = re.compile(r"sm_?(\d{2,3})")
 # runtime-API launches: each queues exactly one kernel. Driver-API launches (cuLaunchKernel, used by
@@ -95,8 +101,13 @@ def consistency(kernel_total_s: float, steps: int, event_step_s: float, device: 
     per_step = kernel_total_s / steps
     ratio = per_step / event_step_s
     low, high = CONSISTENCY_BOUNDS[device]
-    return {"kernel_total_s": per_step, "event_step_s": event_step_s, "ratio": ratio,
-            "bounds": [low, high], "ok": low <= ratio <= high}
+    return {
+        "kernel_total_s": per_step,
+        "event_step_s": event_step_s,
+        "ratio": ratio,
+        "bounds": [low, high],
+        "ok": low <= ratio <= high,
+    }
 
 
 def _self_time_us(event: Any, device: bool) -> float:
@@ -126,8 +137,9 @@ def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> E
         sync = sync_for(device)
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
         timed = time_windows(lambda: workload.step(data), clock_for(device), config.plan(), sync)
-        rec.params.update({f"observed_{k}" if k == "dtype" else k: v
-                           for k, v in observe(workload, data, device).items()})
+        rec.params.update(
+            {f"observed_{k}" if k == "dtype" else k: v for k, v in observe(workload, data, device).items()}
+        )
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         sync()
         with profile(activities=activities) as prof:
@@ -149,29 +161,37 @@ def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> E
             seconds = _self_time_us(event, on_device) / 1e6
             if seconds <= 0:
                 continue
-            rows.append({"kernel": event.key, "category": categorize(event.key), "calls": event.count,
-                         "device_time_s": seconds})
+            rows.append(
+                {"kernel": event.key, "category": categorize(event.key), "calls": event.count, "device_time_s": seconds}
+            )
         rows.sort(key=lambda r: -r["device_time_s"])
         rec.point(rows, None, f"{len(rows)} kernel rows over {config.steps} steps")
         total = sum(r["device_time_s"] for r in rows)
         tags = arch_tags([(r["kernel"], r["device_time_s"]) for r in rows])
-        rec.data.update({
-            "shares": shares(rows),
-            "arch_tags": tags,
-            "arch_tag": max(tags, key=tags.get) if tags else None,
-            "consistency": consistency(total, config.steps, timed.median_s, device) if rows else None,
-            "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
-            "unit": "device kernel self time" if on_device else "operator self CPU time",
-        })
+        rec.data.update(
+            {
+                "shares": shares(rows),
+                "arch_tags": tags,
+                "arch_tag": max(tags, key=tags.get) if tags else None,
+                "consistency": consistency(total, config.steps, timed.median_s, device) if rows else None,
+                "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
+                "unit": "device kernel self time" if on_device else "operator self CPU time",
+            }
+        )
         if on_device:
             kernel_calls = sum(r["calls"] for r in rows if not r["kernel"].lower().startswith(("memcpy", "memset")))
-            rec.data["trace_check"] = {"kernel_records": kernel_calls, "launch_calls": launches,
-                                       "driver_launch_calls": driver_launches}
+            rec.data["trace_check"] = {
+                "kernel_records": kernel_calls,
+                "launch_calls": launches,
+                "driver_launch_calls": driver_launches,
+            }
             if not rows:
                 rec.fail("the profiler recorded no device kernels: the trace is empty or dropped every event")
             elif launches and kernel_calls < launches:
-                rec.fail(f"dropped-event trace: {kernel_calls} kernel records for {launches} launches; "
-                         "profile fewer steps (--steps)")
+                rec.fail(
+                    f"dropped-event trace: {kernel_calls} kernel records for {launches} launches; "
+                    "profile fewer steps (--steps)"
+                )
         del torch
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -70,13 +70,16 @@ class LossMemoryConfig(CommonConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.workload is not None:
-            raise ProbebookError("loss-memory builds its arms from the reference decoder's head; --workload is not "
-                                 "supported (measure your harness's loss with batch-sweep or step-scaling)")
+            raise ProbebookError(
+                "loss-memory builds its arms from the reference decoder's head; --workload is not "
+                "supported (measure your harness's loss with batch-sweep or step-scaling)"
+            )
         positive("context", self.context)
         positive("chunk_tokens", self.chunk_tokens)
         if len(set(self.microbatches)) < 2 or min(self.microbatches) < 1:
-            raise ProbebookError(f"--microbatches needs at least 2 distinct sizes >= 1 for a slope, "
-                                 f"got {list(self.microbatches)}")
+            raise ProbebookError(
+                f"--microbatches needs at least 2 distinct sizes >= 1 for a slope, got {list(self.microbatches)}"
+            )
         if not self.arms or any(a not in ARMS for a in self.arms) or len(set(self.arms)) != len(self.arms):
             raise ProbebookError(f"--arms must be a comma list of {', '.join(ARMS)}, got {list(self.arms)}")
         for name in ("budget_s", "point_timeout_s"):
@@ -120,6 +123,7 @@ def relative_difference(a: float, b: float) -> float:
 
 # --- the child: one point -----------------------------------------------------------------------
 
+
 def chunked_cross_entropy(hidden: Any, targets: Any, weight: Any, chunk_tokens: int) -> Any:
     """Mean cross-entropy of ``hidden @ weight.T`` against ``targets``, one checkpointed chunk of tokens at a time."""
     import torch.nn.functional as F
@@ -131,8 +135,13 @@ def chunked_cross_entropy(hidden: Any, targets: Any, weight: Any, chunk_tokens: 
     flat_h, flat_t = hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1)
     total = None
     for start in range(0, flat_t.shape[0], chunk_tokens):
-        part = checkpoint(chunk_sum, flat_h[start:start + chunk_tokens], flat_t[start:start + chunk_tokens], weight,
-                          use_reentrant=False)
+        part = checkpoint(
+            chunk_sum,
+            flat_h[start : start + chunk_tokens],
+            flat_t[start : start + chunk_tokens],
+            weight,
+            use_reentrant=False,
+        )
         total = part if total is None else total + part
     return total / flat_t.shape[0]
 
@@ -141,6 +150,7 @@ def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: in
     """``loss(batch)`` for an arm, the same autocast as the reference step."""
     import torch
     import torch.nn.functional as F
+
     model = workload.model
 
     def loss(batch: Any) -> Any:
@@ -155,6 +165,7 @@ def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: in
             finally:
                 model.hidden = False
             return chunked_cross_entropy(hidden, targets, model.head.weight, chunk_tokens)
+
     return loss
 
 
@@ -162,6 +173,7 @@ def _observe_loss(step: Any, batch: Any, device: str) -> dict[str, int]:
     """Profile one step; count the softmax calls of the loss and the largest logits they saw."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         step(batch)
         if device == "cuda":
@@ -206,6 +218,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             return value
+
     batch = workload.make_batch(mb, s)
     with torch.no_grad():
         facts["first_loss"] = float(loss(batch))
@@ -221,45 +234,77 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     phases.mark("timed_s")
     seen = _observe_loss(step, batch, device)
     phases.mark("observe_s")
-    return {"status": "ok", "times_s": timed.times_s, "median_s": timed.median_s, "cv": timed.cv,
-            "unstable": timed.unstable, **peak, **seen}
+    return {
+        "status": "ok",
+        "times_s": timed.times_s,
+        "median_s": timed.median_s,
+        "cv": timed.cv,
+        "unstable": timed.unstable,
+        **peak,
+        **seen,
+    }
 
 
 # --- the parent -----------------------------------------------------------------------------------
 
+
 def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
     """One loss-memory sample from a child's ok result and how its process ended."""
     from measure.isolate import phase_times
+
     step_tokens = mb * s
     return {
-        "arm": arm, "microbatch": mb, "tokens_per_step": s, "vocab": result["vocab"], "context": s,
-        "step_tokens": step_tokens, "chunk_tokens": chunk if arm == "chunked" else None,
-        "peak_bytes": result["peak_bytes"], "reserved_bytes": result.get("reserved_bytes"),
-        "peak_method": result["peak_method"], "tok_s": tokens_per_second(step_tokens, result["median_s"]),
-        "step_s": result["median_s"], "cv": result["cv"], "windows": len(result["times_s"]),
+        "arm": arm,
+        "microbatch": mb,
+        "tokens_per_step": s,
+        "vocab": result["vocab"],
+        "context": s,
+        "step_tokens": step_tokens,
+        "chunk_tokens": chunk if arm == "chunked" else None,
+        "peak_bytes": result["peak_bytes"],
+        "reserved_bytes": result.get("reserved_bytes"),
+        "peak_method": result["peak_method"],
+        "tok_s": tokens_per_second(step_tokens, result["median_s"]),
+        "step_s": result["median_s"],
+        "cv": result["cv"],
+        "windows": len(result["times_s"]),
         "unstable": result["unstable"],
-        "loss_path": loss_path(result["loss_forward_calls"], result["loss_backward_calls"],
-                               result["logits_rows_max"], step_tokens, chunk),
-        "loss_forward_calls": result["loss_forward_calls"], "loss_backward_calls": result["loss_backward_calls"],
-        "logits_rows_max": result["logits_rows_max"], "first_loss": result["first_loss"],
+        "loss_path": loss_path(
+            result["loss_forward_calls"], result["loss_backward_calls"], result["logits_rows_max"], step_tokens, chunk
+        ),
+        "loss_forward_calls": result["loss_forward_calls"],
+        "loss_backward_calls": result["loss_backward_calls"],
+        "logits_rows_max": result["logits_rows_max"],
+        "first_loss": result["first_loss"],
         "free_bytes_at_start": result.get("free_bytes_at_start"),
         "device_total_bytes": result.get("device_total_bytes"),
-        "n_params": result["n_params"], "point_wall_s": outcome.wall_s, **phase_times(result, outcome),
+        "n_params": result["n_params"],
+        "point_wall_s": outcome.wall_s,
+        **phase_times(result, outcome),
     }
 
 
 def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row ran its arm's loss path; at every microbatch the arms' loss values agree."""
-    out = [{"check": "loss path", "arm": r["arm"], "microbatch": r["microbatch"], "observed": r["loss_path"],
-            "passed": r["loss_path"] == r["arm"]} for r in rows]
+    out = [
+        {
+            "check": "loss path",
+            "arm": r["arm"],
+            "microbatch": r["microbatch"],
+            "observed": r["loss_path"],
+            "passed": r["loss_path"] == r["arm"],
+        }
+        for r in rows
+    ]
     by_mb: dict[int, dict[str, float]] = {}
     for r in rows:
         by_mb.setdefault(r["microbatch"], {})[r["arm"]] = r["first_loss"]
     for mb, losses in sorted(by_mb.items()):
         if len(losses) == 2:
             diff = relative_difference(losses["materialized"], losses["chunked"])
-            out.append({"check": "same loss", "microbatch": mb, "relative_difference": diff,
-                        "passed": diff <= LOSS_AGREEMENT})
+            out.append(
+                {"check": "same loss", "microbatch": mb, "relative_difference": diff, "passed": diff <= LOSS_AGREEMENT}
+            )
     return out
 
 
@@ -273,62 +318,102 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
     chunk = config.chunk_tokens or (1024 if device == "cuda" else 64)
     microbatches = sorted(set(config.microbatches))
     child_env = peakmem.cpu_env() if device == "cpu" else {}
-    params = {**config.params(device), "context": context, "chunk_tokens": chunk, "microbatches": microbatches,
-              "arms": list(config.arms), "peak_method": peakmem.method(device),
-              "isolation": "one fresh process per point", "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
-              "child_env": child_env,
-              "tokens_per_step_meaning": "tokens one more microbatch unit (one sequence) adds: the context"}
+    params = {
+        **config.params(device),
+        "context": context,
+        "chunk_tokens": chunk,
+        "microbatches": microbatches,
+        "arms": list(config.arms),
+        "peak_method": peakmem.method(device),
+        "isolation": "one fresh process per point",
+        "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
+        "child_env": child_env,
+        "tokens_per_step_meaning": "tokens one more microbatch unit (one sequence) adds: the context",
+    }
 
     def body(rec: Recorder) -> None:
         rec.data.update({"windows": [], "oom": [], "failures": [], "checks": []})
         started = time.perf_counter()
         stopped: set[str] = set()
-        with PointProcess(MODULE, child_env, config.point_timeout_s, ahead=CUDA_AHEAD if device == "cuda" else 0) as points:
+        with PointProcess(
+            MODULE, child_env, config.point_timeout_s, ahead=CUDA_AHEAD if device == "cuda" else 0
+        ) as points:
             for mb in microbatches:
                 for arm in config.arms:
                     if arm in stopped:
                         continue
                     if config.budget_s is not None and rec.samples and time.perf_counter() - started > config.budget_s:
-                        raise BudgetSpent(f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
-                                          f"points (at microbatch {mb}, arm {arm})")
-                    spec = {"device": device, "arm": arm, "microbatch": mb, "context": context, "chunk_tokens": chunk,
-                            "options": {"preset": config.preset, "device": device, "compile": config.compile,
-                                        "checkpointing": config.checkpointing, "dtype": config.dtype,
-                                        "seed": config.seed},
-                            "warmup": config.warmup, "windows": config.windows, "iters": config.iters}
+                        raise BudgetSpent(
+                            f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
+                            f"points (at microbatch {mb}, arm {arm})"
+                        )
+                    spec = {
+                        "device": device,
+                        "arm": arm,
+                        "microbatch": mb,
+                        "context": context,
+                        "chunk_tokens": chunk,
+                        "options": {
+                            "preset": config.preset,
+                            "device": device,
+                            "compile": config.compile,
+                            "checkpointing": config.checkpointing,
+                            "dtype": config.dtype,
+                            "seed": config.seed,
+                        },
+                        "warmup": config.warmup,
+                        "windows": config.windows,
+                        "iters": config.iters,
+                    }
                     outcome = points.run(spec)
                     result = outcome.result
                     where = f"arm {arm} microbatch {mb}"
                     if result is not None and result.get("input_error"):
                         raise ProbebookError(f"{PROBE} {where}: {result['error']}")
                     if result is None or result["status"] != "ok":
-                        entry = {"arm": arm, "microbatch": mb, "returncode": outcome.returncode,
-                                 "wall_s": outcome.wall_s,
-                                 "error": outcome.death() if result is None else result["error"]}
+                        entry = {
+                            "arm": arm,
+                            "microbatch": mb,
+                            "returncode": outcome.returncode,
+                            "wall_s": outcome.wall_s,
+                            "error": outcome.death() if result is None else result["error"],
+                        }
                         oom = result is not None and result["status"] == "oom"
                         rec.data["oom" if oom else "failures"].append(entry)
                         stopped.add(arm)  # a larger microbatch of this arm would fare no better
                         if progress:
-                            print(f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
-                                  file=sys.stderr, flush=True)
+                            print(
+                                f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
+                                file=sys.stderr,
+                                flush=True,
+                            )
                         continue
                     row = _row(arm, mb, context, chunk, result, outcome)
-                    rec.data["windows"] += [{"arm": arm, "microbatch": mb, "window": w, "step_s": t}
-                                            for w, t in enumerate(result["times_s"])]
-                    rec.point([row], None, f"{where}: peak {row['peak_bytes'] / 2**30:.3f} GiB, "
-                                           f"{row['tok_s']:,.0f} tok/s, loss path {row['loss_path']}")
+                    rec.data["windows"] += [
+                        {"arm": arm, "microbatch": mb, "window": w, "step_s": t}
+                        for w, t in enumerate(result["times_s"])
+                    ]
+                    rec.point(
+                        [row],
+                        None,
+                        f"{where}: peak {row['peak_bytes'] / 2**30:.3f} GiB, "
+                        f"{row['tok_s']:,.0f} tok/s, loss path {row['loss_path']}",
+                    )
         rec.data["checks"] = _checks(rec.samples)
         failed = [c for c in rec.data["checks"] if not c["passed"]]
         if failed:
             rec.fail(f"{len(failed)} check(s) failed, first: {failed[0]}")
         elif rec.data["failures"]:
             first = rec.data["failures"][0]
-            raise PointDied(f"{len(rec.data['failures'])} point(s) failed or died; first at "
-                            f"arm {first['arm']} microbatch {first['microbatch']}: {first['error']}")
+            raise PointDied(
+                f"{len(rec.data['failures'])} point(s) failed or died; first at "
+                f"arm {first['arm']} microbatch {first['microbatch']}: {first['error']}"
+            )
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
 
 
 if __name__ == "__main__":
     from measure.isolate import serve
+
     serve(measure_point)

@@ -52,10 +52,13 @@ def run(config: OptimizerConfig, journal: Any = None, progress: bool = False) ->
         workload = load_workload(config.workload_options(device), config.workload)
         opt = workload.optimizer
         if opt is None:
-            raise ProbebookError(f"workload {workload.name} does not expose its optimizer; return it as the "
-                                 "4th item of the factory's tuple (or Workload.optimizer)")
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params,
-                           "optimizer_class": type(opt).__name__})
+            raise ProbebookError(
+                f"workload {workload.name} does not expose its optimizer; return it as the "
+                "4th item of the factory's tuple (or Workload.optimizer)"
+            )
+        rec.params.update(
+            {"workload_name": workload.name, "n_params": workload.n_params, "optimizer_class": type(opt).__name__}
+        )
         data = workload.make_batch(batch, seq_len)
         pairs: list[tuple[Any, Any]] = []  # one (start, end) per instrumented optimizer.step call
         open_: list[Any] = []
@@ -92,29 +95,40 @@ def run(config: OptimizerConfig, journal: Any = None, progress: bool = False) ->
         def persist(r: int, times: dict[str, float]) -> None:
             # this round's instrumented calls: after the warm-up calls, plan.iters per round
             first = plan.warmup + r * plan.iters
-            calls = pairs[first:first + plan.iters]
+            calls = pairs[first : first + plan.iters]
             if len(calls) != plan.iters:
-                raise ProbebookError(f"workload {workload.name}: optimizer.step ran {len(pairs)} times in the "
-                                     "instrumented arm; expected once per step")
+                raise ProbebookError(
+                    f"workload {workload.name}: optimizer.step ran {len(pairs)} times in the "
+                    "instrumented arm; expected once per step"
+                )
             t_o = sum(elapsed(s, e) for s, e in calls) / plan.iters
             per_round.append(t_o)
-            rows = [{"arm": "instrumented", "round": r, "step_s": times["instrumented"], "optimizer_s": t_o},
-                    {"arm": "baseline", "round": r, "step_s": times["baseline"], "optimizer_s": None}]
-            rec.point(rows, None, f"round {r}: step {times['instrumented'] * 1e3:.2f} ms, "
-                                  f"optimizer {t_o * 1e3:.2f} ms, baseline {times['baseline'] * 1e3:.2f} ms")
+            rows = [
+                {"arm": "instrumented", "round": r, "step_s": times["instrumented"], "optimizer_s": t_o},
+                {"arm": "baseline", "round": r, "step_s": times["baseline"], "optimizer_s": None},
+            ]
+            rec.point(
+                rows,
+                None,
+                f"round {r}: step {times['instrumented'] * 1e3:.2f} ms, "
+                f"optimizer {t_o * 1e3:.2f} ms, baseline {times['baseline'] * 1e3:.2f} ms",
+            )
 
         result = time_interleaved(arms, clock_for(device), plan, sync_for(device), on_round=persist)
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         instr, base = result.arms["instrumented"], result.arms["baseline"]
         from measure.workload.observe import observe
+
         seen = observe(workload, data, device)  # what the timed step ran (one extra, untimed step)
         rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
         rec.data["summary"] = {
-            "instrumented_median_s": instr.median_s, "baseline_median_s": base.median_s,
+            "instrumented_median_s": instr.median_s,
+            "baseline_median_s": base.median_s,
             "optimizer_median_s": median(per_round),
             "optimizer_share": share(median(per_round), instr.median_s),
             "instrumentation_overhead": relative_change(instr.median_s, base.median_s),
-            "instrumented_cv": instr.cv, "baseline_cv": base.cv,
+            "instrumented_cv": instr.cv,
+            "baseline_cv": base.cv,
             "unstable": instr.unstable or base.unstable,
         }
 

@@ -43,8 +43,9 @@ class StepScalingConfig(CommonConfig):
         super().__post_init__()
         if self.seq_lens is not None:
             if len(set(self.seq_lens)) < 3:
-                raise ProbebookError(f"--seq-lens needs at least 3 distinct lengths to fit three terms, "
-                                     f"got {list(self.seq_lens)}")
+                raise ProbebookError(
+                    f"--seq-lens needs at least 3 distinct lengths to fit three terms, got {list(self.seq_lens)}"
+                )
             if min(self.seq_lens) < 1:
                 raise ProbebookError("--seq-lens must all be >= 1")
         positive("batch", self.batch)
@@ -52,12 +53,15 @@ class StepScalingConfig(CommonConfig):
         if not self.modes or any(m not in MODES for m in self.modes):
             raise ProbebookError(f"--modes must be a comma list of {', '.join(MODES)}, got {list(self.modes)}")
         if self.tokens_per_step and self.seq_lens and self.tokens_per_step < max(self.seq_lens):
-            raise ProbebookError(f"--tokens-per-step {self.tokens_per_step} is below the longest sequence "
-                                 f"{max(self.seq_lens)}: fixed-tokens batches would be empty")
+            raise ProbebookError(
+                f"--tokens-per-step {self.tokens_per_step} is below the longest sequence "
+                f"{max(self.seq_lens)}: fixed-tokens batches would be empty"
+            )
 
 
-def plan_points(seq_lens: tuple[int, ...], batch: int, tokens_per_step: int,
-                modes: tuple[str, ...]) -> list[tuple[str, int, int]]:
+def plan_points(
+    seq_lens: tuple[int, ...], batch: int, tokens_per_step: int, modes: tuple[str, ...]
+) -> list[tuple[str, int, int]]:
     """(mode, S, B) for every point, in run order; fixed_tokens uses B = tokens_per_step // S."""
     points = []
     for mode in modes:
@@ -73,11 +77,17 @@ def run(config: StepScalingConfig, journal: Any = None, progress: bool = False) 
     batch = config.batch or (4 if device == "cuda" else 2)
     tokens_per_step = config.tokens_per_step or 3 * max(seq_lens)
     points = plan_points(tuple(seq_lens), batch, tokens_per_step, config.modes)
-    params = {**config.params(device), "seq_lens": sorted(set(seq_lens)), "batch": batch,
-              "tokens_per_step": tokens_per_step, "modes": list(config.modes)}
+    params = {
+        **config.params(device),
+        "seq_lens": sorted(set(seq_lens)),
+        "batch": batch,
+        "tokens_per_step": tokens_per_step,
+        "modes": list(config.modes),
+    }
 
     def body(rec: Recorder) -> None:
         import torch
+
         from measure.timing import clock_for, sm_clock, sync_for, time_windows
         from measure.workload import load_workload
         from measure.workload.observe import observe
@@ -87,8 +97,9 @@ def run(config: StepScalingConfig, journal: Any = None, progress: bool = False) 
         rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
         if workload.layers:
             rec.params["model_flops_per_token"] = {
-                str(s): model_flops_per_token(workload.n_params, workload.layers, workload.heads,
-                                              workload.head_dim, s) for s in sorted(set(seq_lens))}
+                str(s): model_flops_per_token(workload.n_params, workload.layers, workload.heads, workload.head_dim, s)
+                for s in sorted(set(seq_lens))
+            }
         else:
             rec.params["model_flops_per_token"] = None  # a plug-in without layer shapes: attention term unknown
         clock, sync, plan = clock_for(device), sync_for(device), config.plan()
@@ -107,26 +118,37 @@ def run(config: StepScalingConfig, journal: Any = None, progress: bool = False) 
                 del exc
                 batch_ = None
                 free_device_memory(device)
-                summary.update({"status": "oom", "median_step_s": None, "cv": None, "windows": 0,
-                                "unstable": None})
+                summary.update({"status": "oom", "median_step_s": None, "cv": None, "windows": 0, "unstable": None})
                 rec.point([], summary, label + " OOM")
                 continue
             observed.append(seen)
-            rows = [{"mode": mode, "tokens": s, "batch": b, "tokens_per_step": b * s, "window": i, "step_s": t}
-                    for i, t in enumerate(result.times_s)]
-            summary.update({"status": "ok", "median_step_s": result.median_s, "cv": result.cv,
-                            "windows": len(result.times_s), "unstable": result.unstable,
-                            "sdpa_backend": seen["sdpa_backend"], "compile_engaged": seen["compile_engaged"]})
+            rows = [
+                {"mode": mode, "tokens": s, "batch": b, "tokens_per_step": b * s, "window": i, "step_s": t}
+                for i, t in enumerate(result.times_s)
+            ]
+            summary.update(
+                {
+                    "status": "ok",
+                    "median_step_s": result.median_s,
+                    "cv": result.cv,
+                    "windows": len(result.times_s),
+                    "unstable": result.unstable,
+                    "sdpa_backend": seen["sdpa_backend"],
+                    "compile_engaged": seen["compile_engaged"],
+                }
+            )
             rec.point(rows, summary, f"{label} median {result.median_s * 1e3:.2f} ms cv {result.cv:.3f}")
             del batch_
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         if observed:
             backends = sorted({o["sdpa_backend"] or "none" for o in observed})
-            rec.params.update({
-                "sdpa_backend": backends[0] if len(backends) == 1 else ",".join(backends),
-                "compile_engaged": all(o["compile_engaged"] for o in observed),
-                "observed_dtype": observed[0]["dtype"],
-                "loss_ops": observed[0]["loss_ops"],
-            })
+            rec.params.update(
+                {
+                    "sdpa_backend": backends[0] if len(backends) == 1 else ",".join(backends),
+                    "compile_engaged": all(o["compile_engaged"] for o in observed),
+                    "observed_dtype": observed[0]["dtype"],
+                    "loss_ops": observed[0]["loss_ops"],
+                }
+            )
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

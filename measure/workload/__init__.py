@@ -90,11 +90,13 @@ def load_workload(options: WorkloadOptions, spec: str | None = None) -> Workload
     """The reference decoder for ``options.preset``, or the plug-in ``spec`` (``package.module:factory``)."""
     if spec:
         from measure.workload.plugin import load_plugin
+
         workload = load_plugin(spec, options)
     else:
         if options.preset not in PRESETS:
             raise ProbebookError(f"unknown preset {options.preset!r}; choose one of {', '.join(PRESETS)}")
         from measure.workload.reference import build_reference
+
         workload = build_reference(options)
     workload.n_params = n_params(workload.model)
     return workload

@@ -9,8 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 # aten operator names -> SDPA backend; the first match wins (cudnn/flash/efficient before math)
-_SDPA = (("cudnn_attention", "cudnn"), ("flash_attention_for_cpu", "flash-cpu"), ("flash_attention", "flash"),
-         ("efficient_attention", "efficient"), ("attention_math", "math"))
+_SDPA = (
+    ("cudnn_attention", "cudnn"),
+    ("flash_attention_for_cpu", "flash-cpu"),
+    ("flash_attention", "flash"),
+    ("efficient_attention", "efficient"),
+    ("attention_math", "math"),
+)
 _LOSS = ("cross_entropy", "nll_loss", "log_softmax")
 
 
@@ -29,6 +34,7 @@ def compiled_regions(op_names: dict[str, int]) -> int:
 
 def _tensor_dtype(value: Any) -> str | None:
     import torch
+
     if isinstance(value, torch.Tensor):
         return str(value.dtype).replace("torch.", "")
     if isinstance(value, (tuple, list)) and value:

@@ -24,8 +24,9 @@ def load_plugin(spec: str, options: WorkloadOptions) -> Workload:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ProbebookError(f"--workload {spec!r}: cannot import {module_name!r} ({exc}); "
-                             "is it on PYTHONPATH?") from None
+        raise ProbebookError(
+            f"--workload {spec!r}: cannot import {module_name!r} ({exc}); is it on PYTHONPATH?"
+        ) from None
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise ProbebookError(f"--workload {spec!r}: {module_name} has no callable {attr!r}")
@@ -42,8 +43,12 @@ def load_plugin(spec: str, options: WorkloadOptions) -> Workload:
         model, make_batch, step = result[:3]
         optimizer = result[3] if len(result) == 4 else None
         if not (callable(make_batch) and callable(step) and hasattr(model, "parameters")):
-            raise ProbebookError(f"--workload {spec!r}: expected (model, make_batch, step[, optimizer]) "
-                                 "with a torch module and two callables")
+            raise ProbebookError(
+                f"--workload {spec!r}: expected (model, make_batch, step[, optimizer]) "
+                "with a torch module and two callables"
+            )
         return Workload(name=spec, model=model, make_batch=make_batch, step=step, optimizer=optimizer)
-    raise ProbebookError(f"--workload {spec!r}: the factory returned {type(result).__name__}; "
-                         "return a measure.workload.Workload or (model, make_batch, step[, optimizer])")
+    raise ProbebookError(
+        f"--workload {spec!r}: the factory returned {type(result).__name__}; "
+        "return a measure.workload.Workload or (model, make_batch, step[, optimizer])"
+    )

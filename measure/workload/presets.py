@@ -43,22 +43,27 @@ class Preset:
             if getattr(self, name) < 1:
                 raise ProbebookError(f"preset {self.name!r}: field '{name}' must be >= 1")
         if self.heads * self.head_dim != self.width:
-            raise ProbebookError(f"preset {self.name!r}: heads x head_dim ({self.heads}x{self.head_dim}) "
-                                 f"must equal width {self.width}")
+            raise ProbebookError(
+                f"preset {self.name!r}: heads x head_dim ({self.heads}x{self.head_dim}) must equal width {self.width}"
+            )
         if self.heads % self.kv_heads:
-            raise ProbebookError(f"preset {self.name!r}: heads ({self.heads}) must be a multiple of kv_heads "
-                                 f"({self.kv_heads})")
+            raise ProbebookError(
+                f"preset {self.name!r}: heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
+            )
 
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (
-    # tiny exercises the grouped-query path (kv_heads < heads) cheaply on CPU
-    Preset("tiny", layers=2, width=128, heads=2, kv_heads=1, ffn=256, vocab=512),
-    Preset("20m", layers=8, width=320, heads=5, kv_heads=5, ffn=864),
-    Preset("90m", layers=14, width=640, heads=10, kv_heads=10, ffn=1728),
-    Preset("250m", layers=20, width=960, heads=15, kv_heads=15, ffn=2560),
-    Preset("500m", layers=24, width=1280, heads=20, kv_heads=20, ffn=3456),
-    Preset("1b", layers=24, width=1792, heads=28, kv_heads=28, ffn=4864),
-)}
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        # tiny exercises the grouped-query path (kv_heads < heads) cheaply on CPU
+        Preset("tiny", layers=2, width=128, heads=2, kv_heads=1, ffn=256, vocab=512),
+        Preset("20m", layers=8, width=320, heads=5, kv_heads=5, ffn=864),
+        Preset("90m", layers=14, width=640, heads=10, kv_heads=10, ffn=1728),
+        Preset("250m", layers=20, width=960, heads=15, kv_heads=15, ffn=2560),
+        Preset("500m", layers=24, width=1280, heads=20, kv_heads=20, ffn=3456),
+        Preset("1b", layers=24, width=1792, heads=28, kv_heads=28, ffn=4864),
+    )
+}
 
 
 def get_preset(name: str) -> Preset:
@@ -75,8 +80,8 @@ def param_count(p: Preset) -> int:
     No biases anywhere. The tied embedding is counted once; it is also the output head.
     """
     kv = p.kv_heads * p.head_dim
-    attention = p.width * p.width * 2 + p.width * kv * 2   # wq, wo + wk, wv
-    mlp = 3 * p.width * p.ffn                             # gate, up, down
+    attention = p.width * p.width * 2 + p.width * kv * 2  # wq, wo + wk, wv
+    mlp = 3 * p.width * p.ffn  # gate, up, down
     norms = 2 * p.width
     return p.vocab * p.width + p.layers * (attention + mlp + norms) + p.width
 
@@ -99,9 +104,14 @@ def linear_shapes(p: Preset, tokens: int) -> list[dict]:
     the shape occurs per step (once per layer for the block matmuls).
     """
     kv = p.kv_heads * p.head_dim
-    linears = [("wq", p.width, p.width, p.layers), ("wkv", kv, p.width, 2 * p.layers),
-               ("wo", p.width, p.width, p.layers), ("w_gate_up", p.ffn, p.width, 2 * p.layers),
-               ("w_down", p.width, p.ffn, p.layers), ("head", p.vocab, p.width, 1)]
+    linears = [
+        ("wq", p.width, p.width, p.layers),
+        ("wkv", kv, p.width, 2 * p.layers),
+        ("wo", p.width, p.width, p.layers),
+        ("w_gate_up", p.ffn, p.width, 2 * p.layers),
+        ("w_down", p.width, p.ffn, p.layers),
+        ("head", p.vocab, p.width, 1),
+    ]
     out = []
     for name, n_out, n_in, count in linears:
         out.append({"name": f"{name}.fwd", "m": tokens, "n": n_out, "k": n_in, "count": count})

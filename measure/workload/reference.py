@@ -78,13 +78,26 @@ def build_reference(options: WorkloadOptions) -> Workload:
                 block.attn.identity = False
 
     arms = {
-        "no-optimizer": Arm(no_optimizer, timing_only=False,
-                            removes="optimizer.step (forward and backward are unchanged)"),
-        "no-loss-head": Arm(no_loss_head, timing_only=True,
-                            removes="output head and cross-entropy (a mean-square surrogate loss on the hidden state)"),
-        "no-attention": Arm(no_attention, timing_only=True,
-                            removes="scaled-dot-product attention (replaced by identity on the values)"),
+        "no-optimizer": Arm(
+            no_optimizer, timing_only=False, removes="optimizer.step (forward and backward are unchanged)"
+        ),
+        "no-loss-head": Arm(
+            no_loss_head,
+            timing_only=True,
+            removes="output head and cross-entropy (a mean-square surrogate loss on the hidden state)",
+        ),
+        "no-attention": Arm(
+            no_attention, timing_only=True, removes="scaled-dot-product attention (replaced by identity on the values)"
+        ),
     }
-    return Workload(name=f"reference:{preset.name}", model=model, make_batch=make_batch, step=step,
-                    optimizer=optimizer, arms=arms, layers=preset.layers, heads=preset.heads,
-                    head_dim=preset.head_dim)
+    return Workload(
+        name=f"reference:{preset.name}",
+        model=model,
+        make_batch=make_batch,
+        step=step,
+        optimizer=optimizer,
+        arms=arms,
+        layers=preset.layers,
+        heads=preset.heads,
+        head_dim=preset.head_dim,
+    )

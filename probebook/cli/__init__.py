@@ -22,8 +22,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def command(sub: Any, name: str, help: str, example: str, **kw) -> argparse.ArgumentParser:
     """Add a subcommand whose ``--help`` ends with a worked example."""
-    return sub.add_parser(name, help=help, description=help, epilog=f"example:\n  {example}",
-                          formatter_class=HelpFormatter, **kw)
+    return sub.add_parser(
+        name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=HelpFormatter, **kw
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,8 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  probebook archive ls --probe step-scaling\n  probebook build",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--archive", default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
-                        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)")
+    parser.add_argument(
+        "--archive",
+        default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
+        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"probebook.cli.{name}").register(sub)

@@ -25,8 +25,12 @@ def register(sub: Any) -> None:
     top = command(sub, "archive", "Work with the evidence archive.", "probebook archive ls --probe gemm")
     asub = top.add_subparsers(dest="archive_command", metavar="ACTION", required=True)
 
-    p = command(asub, "import", "Turn a CSV or JSON file of measurements taken elsewhere into evidence; print its id.",
-                'probebook archive import --probe step-scaling sweep.csv --source "lab notebook, 2026-11-02"')
+    p = command(
+        asub,
+        "import",
+        "Turn a CSV or JSON file of measurements taken elsewhere into evidence; print its id.",
+        'probebook archive import --probe step-scaling sweep.csv --source "lab notebook, 2026-11-02"',
+    )
     p.add_argument("file", type=Path, help="CSV or JSON file (see DESIGN §2 for each probe's columns)")
     p.add_argument("--probe", required=True, choices=sorted(importer.CONTRACTS), help="column contract to check")
     p.add_argument("--source", required=True, help="where the numbers came from")
@@ -34,39 +38,66 @@ def register(sub: Any) -> None:
     p.add_argument("--notes", help="free text kept with the evidence")
     p.set_defaults(func=_import)
 
-    p = command(asub, "add", "Copy evidence files (loose, or another archive folder) into this archive; print each id.",
-                "probebook archive add ~/from-gpu-box/archive results/run-0412.json")
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                   help="an evidence JSON file, or a folder (an archive, or one holding evidence files)")
+    p = command(
+        asub,
+        "add",
+        "Copy evidence files (loose, or another archive folder) into this archive; print each id.",
+        "probebook archive add ~/from-gpu-box/archive results/run-0412.json",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="an evidence JSON file, or a folder (an archive, or one holding evidence files)",
+    )
     p.set_defaults(func=_add)
 
-    p = command(asub, "ls", "List archived evidence: id, probe, created, GPU, status, origin.",
-                "probebook archive ls --probe step-scaling")
+    p = command(
+        asub,
+        "ls",
+        "List archived evidence: id, probe, created, GPU, status, origin.",
+        "probebook archive ls --probe step-scaling",
+    )
     p.add_argument("--probe", help="only this probe")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     p.set_defaults(func=_ls)
 
-    p = command(asub, "show", "Print one evidence document (id or unique prefix of >= 12 hex).",
-                "probebook archive show sha256:4be1c0ffee12")
+    p = command(
+        asub,
+        "show",
+        "Print one evidence document (id or unique prefix of >= 12 hex).",
+        "probebook archive show sha256:4be1c0ffee12",
+    )
     p.add_argument("id", help="sha256:<hex> or a unique prefix")
     p.set_defaults(func=_show)
 
-    p = command(asub, "verify", "Re-hash every stored file; name each whose bytes do not match its name.",
-                "probebook archive verify --clean")
+    p = command(
+        asub,
+        "verify",
+        "Re-hash every stored file; name each whose bytes do not match its name.",
+        "probebook archive verify --clean",
+    )
     p.add_argument("--clean", action="store_true", help="also remove temp files left by interrupted writes")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail on stored files that are not valid current-schema evidence")
+    p.add_argument(
+        "--strict", action="store_true", help="also fail on stored files that are not valid current-schema evidence"
+    )
     p.set_defaults(func=_verify)
 
-    p = command(asub, "migrate", "Archive an upgraded copy of an old-schema evidence file; print the new id.",
-                "probebook archive migrate old-run.json")
+    p = command(
+        asub,
+        "migrate",
+        "Archive an upgraded copy of an old-schema evidence file; print the new id.",
+        "probebook archive migrate old-run.json",
+    )
     p.add_argument("file", type=Path, help="an evidence JSON file of an older schema version")
     p.set_defaults(func=_migrate)
 
 
 def _import(args: Any) -> int:
-    request = importer.ImportRequest(probe=args.probe, path=args.file, source=args.source, gpu=args.gpu,
-                                     notes=args.notes)
+    request = importer.ImportRequest(
+        probe=args.probe, path=args.file, source=args.source, gpu=args.gpu, notes=args.notes
+    )
     evidence = importer.build(request, code_fingerprint())
     print(Store(args.archive).put(evidence))
     return 0
@@ -117,8 +148,10 @@ def _add(args: Any) -> int:
         if claimed is not None:
             actual = "sha256:" + hashlib.sha256(raw).hexdigest()
             if actual != claimed:
-                raise EvidenceError(f"{path}: bytes do not match the file's name (expected {claimed}, "
-                                    f"actual {actual}); refusing evidence that changed after it was written")
+                raise EvidenceError(
+                    f"{path}: bytes do not match the file's name (expected {claimed}, "
+                    f"actual {actual}); refusing evidence that changed after it was written"
+                )
         doc = parse(raw, str(path))
         try:
             ready.append((path, canonical_bytes(doc)))
@@ -145,9 +178,14 @@ def _existing(args: Any) -> Store:
 
 
 def _summary(ident: str, doc: dict[str, Any]) -> dict[str, Any]:
-    return {"id": ident, "probe": doc["probe"], "created": doc["created_at"],
-            "gpu": (doc.get("machine") or {}).get("gpu") or "-", "status": doc["status"],
-            "origin": doc["origin"]["kind"]}
+    return {
+        "id": ident,
+        "probe": doc["probe"],
+        "created": doc["created_at"],
+        "gpu": (doc.get("machine") or {}).get("gpu") or "-",
+        "status": doc["status"],
+        "origin": doc["origin"]["kind"],
+    }
 
 
 def _ls(args: Any) -> int:
@@ -204,8 +242,7 @@ def _verify(args: Any) -> int:
         failed = True
     if invalid:
         how = "" if args.strict else " (not fatal without --strict)"
-        print(f"{len(invalid)} of {total} evidence file(s) are not valid current-schema evidence{how}",
-              file=sys.stderr)
+        print(f"{len(invalid)} of {total} evidence file(s) are not valid current-schema evidence{how}", file=sys.stderr)
         failed = failed or args.strict
     if failed:
         return 1

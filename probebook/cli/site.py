@@ -17,50 +17,83 @@ from render import ledger
 
 def _site_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--docs", type=Path, default=Path("docs"), help="hand-written sources (default: docs)")
-    p.add_argument("--archive", default=argparse.SUPPRESS,
-                   help="evidence archive (default: ./archive or $PROBEBOOK_ARCHIVE)")
+    p.add_argument(
+        "--archive", default=argparse.SUPPRESS, help="evidence archive (default: ./archive or $PROBEBOOK_ARCHIVE)"
+    )
     p.add_argument("--out", type=Path, default=Path("site"), help="where the site is written (default: site)")
-    p.add_argument("--build-dir", type=Path, default=Path("build"),
-                   help="render's Markdown tree and generated mkdocs.yml (default: build)")
-    p.add_argument("--config", type=Path, default=Path("mkdocs.yml"), help="the site's mkdocs.yml (default: mkdocs.yml)")
-    p.add_argument("--published", type=Path,
-                   help="published ledger for the Changes page (default: <archive>/published/ledger.json)")
+    p.add_argument(
+        "--build-dir",
+        type=Path,
+        default=Path("build"),
+        help="render's Markdown tree and generated mkdocs.yml (default: build)",
+    )
+    p.add_argument(
+        "--config", type=Path, default=Path("mkdocs.yml"), help="the site's mkdocs.yml (default: mkdocs.yml)"
+    )
+    p.add_argument(
+        "--published",
+        type=Path,
+        help="published ledger for the Changes page (default: <archive>/published/ledger.json)",
+    )
 
 
 def register(sub: Any) -> None:
-    p = command(sub, "build", "Verify the archive, render every page from evidence, lint the prose, and build the "
-                "site with `mkdocs build --strict`; writes the site and its ledger.json.",
-                "probebook build --docs docs --archive archive --out site")
+    p = command(
+        sub,
+        "build",
+        "Verify the archive, render every page from evidence, lint the prose, and build the "
+        "site with `mkdocs build --strict`; writes the site and its ledger.json.",
+        "probebook build --docs docs --archive archive --out site",
+    )
     _site_options(p)
     p.add_argument("--no-site", action="store_true", help="render the Markdown tree only; skip mkdocs")
     p.set_defaults(func=_build)
 
-    p = command(sub, "serve", "Build, serve the site locally, and rebuild when sources or evidence change.",
-                "probebook serve --port 8000")
+    p = command(
+        sub,
+        "serve",
+        "Build, serve the site locally, and rebuild when sources or evidence change.",
+        "probebook serve --port 8000",
+    )
     _site_options(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between checks for changes (default: 1)")
     p.set_defaults(func=_serve)
 
-    p = command(sub, "publish", "Accept the built site's ledger as published: later builds' Changes page lists "
-                "what moved since.", "probebook publish --out site")
-    p.add_argument("--archive", default=argparse.SUPPRESS,
-                   help="evidence archive whose published/ledger.json is replaced (default: ./archive)")
+    p = command(
+        sub,
+        "publish",
+        "Accept the built site's ledger as published: later builds' Changes page lists what moved since.",
+        "probebook publish --out site",
+    )
+    p.add_argument(
+        "--archive",
+        default=argparse.SUPPRESS,
+        help="evidence archive whose published/ledger.json is replaced (default: ./archive)",
+    )
     p.add_argument("--out", type=Path, default=Path("site"), help="the built site holding ledger.json (default: site)")
     p.set_defaults(func=_publish)
 
-    p = command(sub, "diff", "List numbers added, removed and changed between two ledgers (old -> new, relative "
-                "change). Exits 0; with --fail-on-change, 1 when any number differs.",
-                "probebook diff archive/published/ledger.json site/ledger.json --fail-on-change")
+    p = command(
+        sub,
+        "diff",
+        "List numbers added, removed and changed between two ledgers (old -> new, relative "
+        "change). Exits 0; with --fail-on-change, 1 when any number differs.",
+        "probebook diff archive/published/ledger.json site/ledger.json --fail-on-change",
+    )
     p.add_argument("old", type=Path, help="the earlier ledger.json")
     p.add_argument("new", type=Path, help="the later ledger.json")
     p.add_argument("--fail-on-change", action="store_true", help="exit 1 when a number was added, removed or changed")
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
     p.set_defaults(func=_diff)
 
-    p = command(sub, "lint", "List every hand-typed measurement in the sources' prose (the check `build` runs).",
-                "probebook lint --docs docs")
+    p = command(
+        sub,
+        "lint",
+        "List every hand-typed measurement in the sources' prose (the check `build` runs).",
+        "probebook lint --docs docs",
+    )
     p.add_argument("--docs", type=Path, default=Path("docs"), help="hand-written sources (default: docs)")
     p.set_defaults(func=_lint)
 
@@ -68,8 +101,14 @@ def register(sub: Any) -> None:
 def _paths(args: Any) -> Any:
     from render.build import BuildPaths
 
-    return BuildPaths(docs=args.docs, archive=Path(args.archive), build=args.build_dir, site=args.out,
-                      config=args.config, published=args.published)
+    return BuildPaths(
+        docs=args.docs,
+        archive=Path(args.archive),
+        build=args.build_dir,
+        site=args.out,
+        config=args.config,
+        published=args.published,
+    )
 
 
 def _build(args: Any) -> int:
@@ -79,8 +118,10 @@ def _build(args: Any) -> int:
     result = build(paths, site=not args.no_site)
     d = result.diff
     where = f"{paths.site}/" if result.site else f"{paths.tree}/ (no site: --no-site)"
-    print(f"built {where} from {result.evidence} evidence file(s): {result.pages} pages, "
-          f"{len(result.ledger)} numbers in the ledger")
+    print(
+        f"built {where} from {result.evidence} evidence file(s): {result.pages} pages, "
+        f"{len(result.ledger)} numbers in the ledger"
+    )
     print(f"changes since published: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed")
     return 0
 
@@ -99,8 +140,10 @@ def _publish(args: Any) -> int:
     before = ledger.read(target) if target.exists() else []
     d = ledger.diff(before, rows)
     ledger.write(target, rows)
-    print(f"published {len(rows)} numbers from {source} to {target} "
-          f"({len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed since the last publish)")
+    print(
+        f"published {len(rows)} numbers from {source} to {target} "
+        f"({len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed since the last publish)"
+    )
     return 0
 
 

@@ -37,9 +37,15 @@ class BatchSummary:
     """Smallest batch that ran out of memory; None if none did."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "params": self.params, "context": self.context,
-                "fastest_stable_batch": self.fastest_stable_batch, "fastest_tok_s": self.fastest_tok_s,
-                "largest_fitting_batch": self.largest_fitting_batch, "first_oom_batch": self.first_oom_batch}
+        return {
+            "model": self.model,
+            "params": self.params,
+            "context": self.context,
+            "fastest_stable_batch": self.fastest_stable_batch,
+            "fastest_tok_s": self.fastest_tok_s,
+            "largest_fitting_batch": self.largest_fitting_batch,
+            "first_oom_batch": self.first_oom_batch,
+        }
 
 
 def _check(i: int, row: dict[str, Any]) -> None:
@@ -62,18 +68,27 @@ def summarize(rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE) -> lis
     for (model, context), group in groups.items():
         params = sorted({int(r["params"]) for r in group})
         if len(params) > 1:
-            raise ProbebookError(f"batch-sweep model {model!r} has several params values ({params}); "
-                                 "give each model one parameter count")
+            raise ProbebookError(
+                f"batch-sweep model {model!r} has several params values ({params}); give each model one parameter count"
+            )
         ooms = [int(r["batch"]) for r in group if r["status"] == "oom"]
         first_oom = min(ooms) if ooms else None
-        ran = [(float(r["batch"]), float(r["tok_s"])) for r in group
-               if r["status"] == "ok" and (first_oom is None or int(r["batch"]) < first_oom)]
+        ran = [
+            (float(r["batch"]), float(r["tok_s"]))
+            for r in group
+            if r["status"] == "ok" and (first_oom is None or int(r["batch"]) < first_oom)
+        ]
         fits = stable_prefix(ran, collapse)
         fastest = max(fits, key=lambda p: (p[1], -p[0])) if fits else None
-        out.append(BatchSummary(
-            model=model, params=params[0], context=context,
-            fastest_stable_batch=int(fastest[0]) if fastest else None,
-            fastest_tok_s=fastest[1] if fastest else None,
-            largest_fitting_batch=int(fits[-1][0]) if fits else None,
-            first_oom_batch=first_oom))
+        out.append(
+            BatchSummary(
+                model=model,
+                params=params[0],
+                context=context,
+                fastest_stable_batch=int(fastest[0]) if fastest else None,
+                fastest_tok_s=fastest[1] if fastest else None,
+                largest_fitting_batch=int(fits[-1][0]) if fits else None,
+                first_oom_batch=first_oom,
+            )
+        )
     return sorted(out, key=lambda s: (s.params, s.model, s.context))

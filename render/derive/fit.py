@@ -89,15 +89,21 @@ class StepFit:
     def to_json(self) -> dict[str, Any]:
         """Exactly DESIGN §4's object for ``probebook fit step-scaling --json``."""
         out = {
-            "terms": list(self.terms), "c_s": self.c_s, "a_s_per_token": self.a_s_per_token,
-            "b_s_per_token2": self.b_s_per_token2, "residuals_s": list(self.residuals_s),
-            "max_abs_residual_s": self.max_abs_residual_s, "asymptote_tok_s": self.asymptote_tok_s,
-            "quadratic_share": dict(self.quadratic_share), "n_points": self.n_points,
+            "terms": list(self.terms),
+            "c_s": self.c_s,
+            "a_s_per_token": self.a_s_per_token,
+            "b_s_per_token2": self.b_s_per_token2,
+            "residuals_s": list(self.residuals_s),
+            "max_abs_residual_s": self.max_abs_residual_s,
+            "asymptote_tok_s": self.asymptote_tok_s,
+            "quadratic_share": dict(self.quadratic_share),
+            "n_points": self.n_points,
         }
         return out
 
 
 # -- parsing -------------------------------------------------------------------------
+
 
 def parse_terms(text: str) -> str | tuple[str, ...]:
     """``"auto"`` or terms joined by ``+`` (``"a+b"``) -> ``"auto"`` or a canonical tuple."""
@@ -107,8 +113,10 @@ def parse_terms(text: str) -> str | tuple[str, ...]:
     parts = [p.strip() for p in raw.split("+")]
     bad = [p for p in parts if p not in TERMS]
     if bad or not parts:
-        raise ProbebookError(f"--terms {text!r}: unknown term {bad[0] if bad else text!r}; give auto or "
-                             "terms from c, a, b joined by + (e.g. c+a, a+b, c+a+b)")
+        raise ProbebookError(
+            f"--terms {text!r}: unknown term {bad[0] if bad else text!r}; give auto or "
+            "terms from c, a, b joined by + (e.g. c+a, a+b, c+a+b)"
+        )
     if len(set(parts)) != len(parts):
         raise ProbebookError(f"--terms {text!r}: a term is repeated")
     return tuple(t for t in TERMS if t in parts)
@@ -145,6 +153,7 @@ def width_key(width: float) -> str:
 
 # -- evidence ------------------------------------------------------------------------
 
+
 def _rows(doc: dict, mode: str | None) -> tuple[list[dict], float]:
     samples = (doc.get("data") or {}).get("samples")
     if not isinstance(samples, list) or not samples:
@@ -169,8 +178,11 @@ def step_samples(doc: dict, mode: str | None = None) -> list[tuple[float, float]
     without a time (failed windows, ``step_s`` null) are skipped.
     """
     rows, _ = _rows(doc, mode)
-    return [(float(r["tokens"]), float(r["step_s"])) for r in rows
-            if r.get("tokens") is not None and r.get("step_s") is not None]
+    return [
+        (float(r["tokens"]), float(r["step_s"]))
+        for r in rows
+        if r.get("tokens") is not None and r.get("step_s") is not None
+    ]
 
 
 def step_batch(doc: dict, mode: str | None = None) -> float:
@@ -178,20 +190,36 @@ def step_batch(doc: dict, mode: str | None = None) -> float:
     return _rows(doc, mode)[1]
 
 
-def fit_evidence(doc: dict, *, terms: str | Sequence[str] = "auto",
-                 tokens: str | tuple[float | None, float | None] | None = None, at: Sequence[float] = (),
-                 mode: str | None = None, bootstrap: int = 200, seed: int = 0,
-                 source: str | None = None) -> StepFit:
+def fit_evidence(
+    doc: dict,
+    *,
+    terms: str | Sequence[str] = "auto",
+    tokens: str | tuple[float | None, float | None] | None = None,
+    at: Sequence[float] = (),
+    mode: str | None = None,
+    bootstrap: int = 200,
+    seed: int = 0,
+    source: str | None = None,
+) -> StepFit:
     """Fit a step-scaling evidence document (terms and tokens may be given as CLI-style text)."""
     if isinstance(tokens, str):
         tokens = parse_token_range(tokens)
     if isinstance(terms, str):
         terms = parse_terms(terms)
-    return fit_step_scaling(step_samples(doc, mode), terms=terms, tokens=tokens, at=at,
-                            batch=step_batch(doc, mode), bootstrap=bootstrap, seed=seed, source=source)
+    return fit_step_scaling(
+        step_samples(doc, mode),
+        terms=terms,
+        tokens=tokens,
+        at=at,
+        batch=step_batch(doc, mode),
+        bootstrap=bootstrap,
+        seed=seed,
+        source=source,
+    )
 
 
 # -- fitting -------------------------------------------------------------------------
+
 
 def _columns(s: np.ndarray, terms: Sequence[str]) -> np.ndarray:
     cols = {"c": np.ones_like(s), "a": s, "b": s * s}
@@ -254,10 +282,17 @@ def _group(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     return points, means, counts, members
 
 
-def fit_step_scaling(samples: Sequence[tuple[float, float]], *, terms: str | Sequence[str] = "auto",
-                     tokens: tuple[float | None, float | None] | None = None, at: Sequence[float] = (),
-                     batch: float = 1, bootstrap: int = 200, seed: int = 0,
-                     source: str | None = None) -> StepFit:
+def fit_step_scaling(
+    samples: Sequence[tuple[float, float]],
+    *,
+    terms: str | Sequence[str] = "auto",
+    tokens: tuple[float | None, float | None] | None = None,
+    at: Sequence[float] = (),
+    batch: float = 1,
+    bootstrap: int = 200,
+    seed: int = 0,
+    source: str | None = None,
+) -> StepFit:
     """Fit ``step(S) = c + a·S + b·S²`` to ``(S tokens, step seconds)`` samples.
 
     ``terms``: ``"auto"`` or a subset of ``c``, ``a``, ``b``; ``tokens``: inclusive ``(lo, hi)``
@@ -277,8 +312,9 @@ def fit_step_scaling(samples: Sequence[tuple[float, float]], *, terms: str | Seq
     data = np.asarray([(float(p[0]), float(p[1])) for p in samples], dtype=float).reshape(-1, 2)
     for i, (s_i, y_i) in enumerate(data):
         if not (math.isfinite(s_i) and s_i > 0 and math.isfinite(y_i) and y_i > 0):
-            raise ProbebookError(f"{where}: sample {i} has tokens={float(s_i):g}, step_s={float(y_i):g}; "
-                                 "both must be positive")
+            raise ProbebookError(
+                f"{where}: sample {i} has tokens={float(s_i):g}, step_s={float(y_i):g}; both must be positive"
+            )
     span = ""
     if tokens is not None:
         lo, hi = tokens
@@ -314,34 +350,48 @@ def fit_step_scaling(samples: Sequence[tuple[float, float]], *, terms: str | Seq
             if coef[t] == 0:
                 warns.append(f"term {t} fitted as 0 under the non-negative constraint; the data do not support it")
 
-    residuals = means - (coef["c"] + coef["a"] * points + coef["b"] * points ** 2)
+    residuals = means - (coef["c"] + coef["a"] * points + coef["b"] * points**2)
     max_abs = float(np.max(np.abs(residuals)))
     noise = math.sqrt(pure[0]) if pure is not None else None
-    lack_ss = float(counts @ residuals ** 2)
+    lack_ss = float(counts @ residuals**2)
     if pure is None:
-        warns.append("each token count has a single sample: no noise floor, no confidence intervals "
-                     "(repeat windows per token count to get them)")
+        warns.append(
+            "each token count has a single sample: no noise floor, no confidence intervals "
+            "(repeat windows per token count to get them)"
+        )
     elif n_points > len(model):
         lof_dof = n_points - len(model)
         stat = math.inf if pure[0] <= 0 else (lack_ss / lof_dof) / pure[0]
         p_value = 1.0 if lack_ss <= 1e-20 * float(y @ y) else f_sf(stat, lof_dof, pure_dof)
         if p_value < ALPHA:
-            warns.append(f"residuals are well above the sample noise: the largest is {max_abs:.3g} s against a "
-                         f"noise floor of {noise:.3g} s (lack-of-fit F={stat:.3g}, p={p_value:.2g}); the "
-                         f"{'+'.join(model) or 'empty'} model misses structure, e.g. a fixed-cost plateau at "
-                         "short sequences: narrow --tokens" + (" or fit more terms" if len(model) < len(TERMS) else ""))
+            warns.append(
+                f"residuals are well above the sample noise: the largest is {max_abs:.3g} s against a "
+                f"noise floor of {noise:.3g} s (lack-of-fit F={stat:.3g}, p={p_value:.2g}); the "
+                f"{'+'.join(model) or 'empty'} model misses structure, e.g. a fixed-cost plateau at "
+                "short sequences: narrow --tokens" + (" or fit more terms" if len(model) < len(TERMS) else "")
+            )
 
     ci: dict[str, tuple[float, float]] = {}
     if pure is not None and bootstrap > 0:
         ci = _bootstrap(s, y, members, model, widths, batch, coef["b"] == 0, bootstrap, seed)
 
     return StepFit(
-        terms=model, c_s=_clean(coef["c"]), a_s_per_token=_clean(coef["a"]), b_s_per_token2=_clean(coef["b"]),
-        tokens=tuple(float(p) for p in points), residuals_s=tuple(_clean(r) for r in residuals),
-        max_abs_residual_s=max_abs, asymptote_tok_s=_asymptote(coef, batch),
+        terms=model,
+        c_s=_clean(coef["c"]),
+        a_s_per_token=_clean(coef["a"]),
+        b_s_per_token2=_clean(coef["b"]),
+        tokens=tuple(float(p) for p in points),
+        residuals_s=tuple(_clean(r) for r in residuals),
+        max_abs_residual_s=max_abs,
+        asymptote_tok_s=_asymptote(coef, batch),
         quadratic_share={width_key(w): quadratic_share(coef["a"], coef["b"], w) for w in widths},
-        n_points=n_points, n_samples=n_samples, batch=float(batch), noise_floor_s=noise, ci=ci,
-        warnings=tuple(warns))
+        n_points=n_points,
+        n_samples=n_samples,
+        batch=float(batch),
+        noise_floor_s=noise,
+        ci=ci,
+        warnings=tuple(warns),
+    )
 
 
 def quadratic_share(a_s_per_token: float, b_s_per_token2: float, width: float) -> float | None:
@@ -361,8 +411,17 @@ def _clean(value: float) -> float:
     return 0.0 if value == 0 else float(value)  # no -0.0 in JSON
 
 
-def _bootstrap(s: np.ndarray, y: np.ndarray, members: list[np.ndarray], model: tuple[str, ...],
-               widths: list[float], batch: float, linear: bool, reps: int, seed: int) -> dict[str, tuple[float, float]]:
+def _bootstrap(
+    s: np.ndarray,
+    y: np.ndarray,
+    members: list[np.ndarray],
+    model: tuple[str, ...],
+    widths: list[float],
+    batch: float,
+    linear: bool,
+    reps: int,
+    seed: int,
+) -> dict[str, tuple[float, float]]:
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = {}
     names = {"c": "c_s", "a": "a_s_per_token", "b": "b_s_per_token2"}

@@ -34,8 +34,11 @@ class Slope:
     """Largest distance of a measured peak from the line, bytes."""
 
     def to_json(self) -> dict[str, float]:
-        return {"bytes_per_microbatch": self.bytes_per_microbatch, "intercept_bytes": self.intercept_bytes,
-                "max_abs_residual_bytes": self.max_abs_residual_bytes}
+        return {
+            "bytes_per_microbatch": self.bytes_per_microbatch,
+            "intercept_bytes": self.intercept_bytes,
+            "max_abs_residual_bytes": self.max_abs_residual_bytes,
+        }
 
 
 def arms(rows: Iterable[dict[str, Any]]) -> list[str]:
@@ -75,10 +78,12 @@ def marginal_bytes_per_microbatch(rows: Sequence[dict[str, Any]], arm: str) -> S
     picked = [r for r in _arm_rows(rows, arm) if r.get("peak_bytes") is not None]
     sizes = sorted({float(r["microbatch"]) for r in picked})
     if len(sizes) < 2:
-        raise ProbebookError(f"arm {arm!r} needs peak_bytes at 2 or more distinct microbatch sizes for a slope; "
-                             f"it has {len(sizes)}")
-    slope, intercept, worst = linear_fit([float(r["microbatch"]) for r in picked],
-                                         [float(r["peak_bytes"]) for r in picked])
+        raise ProbebookError(
+            f"arm {arm!r} needs peak_bytes at 2 or more distinct microbatch sizes for a slope; it has {len(sizes)}"
+        )
+    slope, intercept, worst = linear_fit(
+        [float(r["microbatch"]) for r in picked], [float(r["peak_bytes"]) for r in picked]
+    )
     return Slope(slope, intercept, worst)
 
 
@@ -90,8 +95,9 @@ def _single(rows: Sequence[dict[str, Any]], column: str, what: str) -> float | N
     return values[0] if values else None
 
 
-def bytes_per_logit_element(rows: Sequence[dict[str, Any]], arm_a: str, arm_b: str, *,
-                            vocab: int | None = None) -> float:
+def bytes_per_logit_element(
+    rows: Sequence[dict[str, Any]], arm_a: str, arm_b: str, *, vocab: int | None = None
+) -> float:
     """Bytes per logit element: ``(slope_a − slope_b) / (tokens_per_step × vocab)``.
 
     ``arm_a`` is the arm that holds more logit memory (e.g. the unfused loss), ``arm_b`` the
@@ -112,13 +118,16 @@ def bytes_per_logit_element(rows: Sequence[dict[str, Any]], arm_a: str, arm_b: s
         vocab_size = float(vocab)
     if not vocab_size > 0:
         raise ProbebookError(f"vocab must be positive, got {vocab_size:g}")
-    delta = marginal_bytes_per_microbatch(rows, arm_a).bytes_per_microbatch \
+    delta = (
+        marginal_bytes_per_microbatch(rows, arm_a).bytes_per_microbatch
         - marginal_bytes_per_microbatch(rows, arm_b).bytes_per_microbatch
+    )
     return delta / (tokens * vocab_size)
 
 
-def stable_prefix(points: Sequence[tuple[float, float | None]],
-                  collapse: float = COLLAPSE) -> list[tuple[float, float]]:
+def stable_prefix(
+    points: Sequence[tuple[float, float | None]], collapse: float = COLLAPSE
+) -> list[tuple[float, float]]:
     """The ``(size, tok_s)`` points, ascending by size, up to the first failure or collapse.
 
     A point with no throughput (None) ends the prefix; so does one whose throughput is below

@@ -25,8 +25,13 @@ def _positive(name: str, value: float) -> float:
 
 def model_flops_per_token(n_params: float, n_layers: int, n_heads: int, head_dim: int, seq_len: int) -> float:
     """Training FLOPs per token (forward + backward), ``6N + 12·L·H·Q·T`` (PaLM, Appendix B)."""
-    for name, value in (("n_params", n_params), ("n_layers", n_layers), ("n_heads", n_heads),
-                        ("head_dim", head_dim), ("seq_len", seq_len)):
+    for name, value in (
+        ("n_params", n_params),
+        ("n_layers", n_layers),
+        ("n_heads", n_heads),
+        ("head_dim", head_dim),
+        ("seq_len", seq_len),
+    ):
         _positive(name, value)
     return 6 * n_params + 12 * n_layers * n_heads * head_dim * seq_len
 

@@ -45,11 +45,18 @@ class Projection:
     """Whole optimizer updates, ceil(k·P / batch_tokens); None without ``batch_tokens``."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"params": self.params, "tok_s": self.tok_s, "tokens_per_param": self.tokens_per_param,
-                "gpus": self.gpus, "batch_tokens": self.batch_tokens, "tokens": self.tokens,
-                "seconds": self.seconds, "gpu_hours": self.gpu_hours,
-                "seconds_per_billion_tokens": self.seconds_per_billion_tokens,
-                "optimizer_updates": self.optimizer_updates}
+        return {
+            "params": self.params,
+            "tok_s": self.tok_s,
+            "tokens_per_param": self.tokens_per_param,
+            "gpus": self.gpus,
+            "batch_tokens": self.batch_tokens,
+            "tokens": self.tokens,
+            "seconds": self.seconds,
+            "gpu_hours": self.gpu_hours,
+            "seconds_per_billion_tokens": self.seconds_per_billion_tokens,
+            "optimizer_updates": self.optimizer_updates,
+        }
 
 
 def _positive(name: str, value: float) -> float:
@@ -64,8 +71,13 @@ def _whole(name: str, value: int) -> int:
     return value
 
 
-def project(params: float, tok_s: float, tokens_per_param: float = TOKENS_PER_PARAM,
-            batch_tokens: int | None = None, gpus: int = 1) -> Projection:
+def project(
+    params: float,
+    tok_s: float,
+    tokens_per_param: float = TOKENS_PER_PARAM,
+    batch_tokens: int | None = None,
+    gpus: int = 1,
+) -> Projection:
     """Training time, GPU-hours and optimizer updates for P params at R tokens/s (see module doc)."""
     p = _positive("params", params)
     r = _positive("tok_s", tok_s)
@@ -78,9 +90,18 @@ def project(params: float, tok_s: float, tokens_per_param: float = TOKENS_PER_PA
         updates = math.ceil(tokens / batch_tokens)
         tokens = float(updates * batch_tokens)
     seconds = tokens / r
-    return Projection(params=p, tok_s=r, tokens_per_param=k, gpus=gpus, batch_tokens=batch_tokens,
-                      tokens=tokens, seconds=seconds, gpu_hours=seconds / 3600.0 * gpus,
-                      seconds_per_billion_tokens=1e9 / r, optimizer_updates=updates)
+    return Projection(
+        params=p,
+        tok_s=r,
+        tokens_per_param=k,
+        gpus=gpus,
+        batch_tokens=batch_tokens,
+        tokens=tokens,
+        seconds=seconds,
+        gpu_hours=seconds / 3600.0 * gpus,
+        seconds_per_billion_tokens=1e9 / r,
+        optimizer_updates=updates,
+    )
 
 
 def parse_count(text: str, name: str = "value") -> float:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-_EPS = 1e-15      # relative change at which the continued fraction has converged
-_TINY = 1e-300    # keeps Lentz's method away from division by zero (Numerical Recipes' FPMIN)
+_EPS = 1e-15  # relative change at which the continued fraction has converged
+_TINY = 1e-300  # keeps Lentz's method away from division by zero (Numerical Recipes' FPMIN)
 _MAX_ITER = 10_000
 
 
@@ -49,8 +49,7 @@ def betainc(a: float, b: float, x: float) -> float:
         raise ValueError(f"betainc needs 0 <= x <= 1, got {x}")
     if x == 0.0 or x == 1.0:
         return x
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                 + a * math.log(x) + b * math.log1p(-x))
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
     front = math.exp(log_front)
     # the continued fraction converges fast for x < (a+1)/(a+b+2); use the symmetry otherwise
     if x < (a + 1.0) / (a + b + 2.0):
