@@ -1,4 +1,4 @@
-"""The evidence envelope: one JSON document per probe run or import (DESIGN §2).
+"""The evidence envelope: one JSON document per probe run or import (ARCHITECTURE.md §4.1).
 
 A document's bytes are canonical JSON (sorted keys, ``,``/``:`` separators, UTF-8, no
 NaN/Infinity) and its name is the SHA-256 of those bytes, written ``sha256:<64 hex>``.

@@ -1,4 +1,4 @@
-"""Turn measurements taken elsewhere (CSV or JSON rows) into imported evidence (DESIGN §2).
+"""Turn measurements taken elsewhere (CSV or JSON rows) into imported evidence (ARCHITECTURE.md §4.3).
 
 Each importable probe has a column contract: required columns with a kind each. Extra
 columns are kept. Every rejected value is reported as ``FILE row N column C: why``.
@@ -101,9 +101,9 @@ def _extra(where: str, column: str, value: Any) -> Any:
     """Extra columns are kept; numeric text becomes a number, NaN-like text stays text.
 
     An extra column named like a time (``*_s``, ``*_ms``, ``*_us``) must hold a positive finite
-    number or be blank (null), as every evidence time must (DESIGN §2 conventions).
+    number or be blank (null), as every evidence time must (ARCHITECTURE.md §4.1).
     """
-    if isinstance(value, (dict, list)):  # samples are flat objects (DESIGN §2): no nested values
+    if isinstance(value, (dict, list)):  # samples are flat objects (ARCHITECTURE.md §4.1): no nested values
         raise EvidenceError(f"{where} column '{column}': must be a number, text or null, got {type(value).__name__}")
     if is_time_field(column):
         if value is None or (isinstance(value, str) and not value.strip()):

@@ -1,4 +1,4 @@
-"""The *Changes* page: this build's ledger against the published one (DESIGN §4).
+"""The *Changes* page: this build's ledger against the published one (ARCHITECTURE.md §6.3).
 
 ``archive/published/ledger.json`` holds the numbers last accepted with ``probebook publish``.
 The page lists every number added, removed or changed since then (old → new and the relative

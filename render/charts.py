@@ -58,7 +58,7 @@ class ChartOutput:
 
 
 def step_model_s(c_s: float, a_s_per_token: float, b_s_per_token2: float, tokens: float) -> float:
-    """The fitted step time in seconds at ``tokens``: ``c + a·S + b·S²`` (DESIGN §4, fit)."""
+    """The fitted step time in seconds at ``tokens``: ``c + a·S + b·S²`` (ARCHITECTURE.md §6.2)."""
     return c_s + a_s_per_token * tokens + b_s_per_token2 * tokens * tokens
 
 

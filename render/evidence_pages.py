@@ -1,4 +1,4 @@
-"""One generated page per evidence id, plus the Evidence index (DESIGN §4).
+"""One generated page per evidence id, plus the Evidence index (ARCHITECTURE.md §6.4).
 
 A page shows the envelope, the machine, the params, the raw samples as a table, any other
 data as JSON, the pages that cite it, and downloads: the archived JSON bytes unchanged and the

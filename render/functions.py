@@ -1,4 +1,4 @@
-"""The page functions a record or playbook page calls inside ``{{ }}`` (DESIGN §3, §4).
+"""The page functions a record or playbook page calls inside ``{{ }}`` (ARCHITECTURE.md §6.4).
 
 Each returns a ``Quantity`` (or an object whose attributes are Quantities, or a chart/table
 block) built from archived evidence by a pure derivation in ``render.derive``. Evidence is
@@ -412,7 +412,7 @@ class PageFunctions:
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:
-    """(base unit, display unit, format) for a sample field, from the naming convention (DESIGN §2)."""
+    """(base unit, display unit, format) for a sample field, from the naming convention (ARCHITECTURE.md §4.1)."""
     if field in _RATE_FIELDS:
         return _RATE_FIELDS[field]
     if field.endswith(("_s", "_ms", "_us")) or field == "time":

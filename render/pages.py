@@ -1,4 +1,4 @@
-"""Templating: Jinja-in-Markdown pages in a sandbox, with ``StrictUndefined`` (DESIGN §4).
+"""Templating: Jinja-in-Markdown pages in a sandbox, with ``StrictUndefined`` (ARCHITECTURE.md §6.4).
 
 Every ``{{ }}`` must yield a Quantity (recorded in the ledger and rendered as a link to its
 evidence), a block made by a page function (chart, table, evidence link), or text; text is

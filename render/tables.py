@@ -303,7 +303,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
-    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (DESIGN §7)
+    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (ARCHITECTURE.md §8)
     peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
     records = []
     for g in batchsweep.summarize(rows):

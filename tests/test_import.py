@@ -1,4 +1,4 @@
-"""The importer: column contracts of DESIGN §2 on CSV and JSON, typed rows, and every malformed import input."""
+"""The importer: column contracts (ARCHITECTURE.md §4.3) on CSV and JSON, typed rows, every malformed import input."""
 
 from __future__ import annotations
 

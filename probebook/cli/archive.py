@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
         "Turn a CSV or JSON file of measurements taken elsewhere into evidence; print its id.",
         'probebook archive import --probe step-scaling sweep.csv --source "lab notebook, 2026-11-02"',
     )
-    p.add_argument("file", type=Path, help="CSV or JSON file (see DESIGN §2 for each probe's columns)")
+    p.add_argument("file", type=Path, help="CSV or JSON file (see ARCHITECTURE.md §4.3 for each probe's columns)")
     p.add_argument("--probe", required=True, choices=sorted(importer.CONTRACTS), help="column contract to check")
     p.add_argument("--source", required=True, help="where the numbers came from")
     p.add_argument("--gpu", help="GPU the numbers were measured on, if known")

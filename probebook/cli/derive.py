@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
         "--mode", choices=fitting.MODES, help="rows of this mode (default fixed_batch where a mode column exists)"
     )
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for intervals (default 200)")
-    p.add_argument("--json", action="store_true", help="print DESIGN §4's JSON object only")
+    p.add_argument("--json", action="store_true", help="print the fit as one JSON object only (ARCHITECTURE.md §6.2)")
     p.set_defaults(func=_fit)
 
     p = command(

@@ -87,7 +87,7 @@ class StepFit:
         return self.c_s + self.a_s_per_token * s + self.b_s_per_token2 * s * s
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly DESIGN §4's object for ``probebook fit step-scaling --json``."""
+        """Exactly ARCHITECTURE.md §6.2's object for ``probebook fit step-scaling --json``."""
         out = {
             "terms": list(self.terms),
             "c_s": self.c_s,
