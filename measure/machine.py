@@ -115,22 +115,47 @@ def fingerprint() -> dict[str, Any]:
     return info
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, repo: Path = REPO) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def code_fingerprint(module_file: str | None = None) -> dict[str, Any]:
-    """Package version, git commit with a dirty flag, and the SHA-256 of the probe's source."""
-    commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no")
+def source_tree_sha256(root: Path) -> str:
+    """SHA-256 over every file under ``root`` (``__pycache__`` and ``.pyc`` left out), in sorted path order.
+
+    Each file contributes its path relative to ``root`` (POSIX form), a NUL byte, its size in
+    decimal, a NUL byte and its bytes, so a renamed, moved or edited file changes the hash.
+    """
+    h = hashlib.sha256()
+    files = sorted(
+        (p for p in Path(root).rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"),
+        key=lambda p: p.relative_to(root).as_posix(),
+    )
+    for path in files:
+        data = path.read_bytes()
+        h.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def code_fingerprint(module_file: str | None = None, repo: Path = REPO) -> dict[str, Any]:
+    """Package version, git commit with a dirty flag, and SHA-256 hashes of the measuring source.
+
+    ``measure_source_sha256`` covers every file of the ``measure`` package (the timing core, the
+    workload and the probes all shape a measurement, not only the probe's own module). Without a
+    git commit (no git, or a copy of the tree outside its repository) ``git_commit`` and ``dirty``
+    are ``None``: unknown, never a guessed ``false``.
+    """
+    commit = _git("rev-parse", "--verify", "--quiet", "HEAD", repo=repo)
+    status = _git("status", "--porcelain", "--untracked-files=no", repo=repo) if commit else None
     code: dict[str, Any] = {
         "probebook": measure.__version__,
         "git_commit": commit,
         "dirty": None if status is None else bool(status),
+        "measure_source_sha256": source_tree_sha256(Path(measure.__file__).resolve().parent),
     }
     if module_file is not None:
         code["probe_source_sha256"] = hashlib.sha256(Path(module_file).read_bytes()).hexdigest()

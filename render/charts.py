@@ -32,7 +32,8 @@ import vl_convert as vlc
 from measure.errors import ProbebookError
 from render.derive import batchsweep
 from render.derive import fit as fitmod
-from render.tables import bytes_to_gib, category_shares, evidence_rows, seconds_to_ms, short_id
+from render.derive.kernels import category_shares
+from render.tables import bytes_to_gib, evidence_rows, seconds_to_ms, short_id
 
 KERNEL_CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
 """Category order for kernel-time shares, as the kernels probe classifies them."""
@@ -319,10 +320,12 @@ def _kernel_shares(
         raise ProbebookError(f"chart 'kernel-shares': {len(labels)} labels for {len(docs)} evidence documents")
     names = labels or [f"run {i + 1}" for i in range(len(docs))]
     records = []
-    for name, doc in zip(names, docs):
+    for name, doc in zip(names, docs, strict=True):
         data = doc.get("data") if isinstance(doc, dict) else None
         if isinstance(data, dict) and data.get("samples"):
-            shares = category_shares(_samples("kernel-shares", doc, {"category": (str,), "device_time_s": _NUM}, None))
+            shares = category_shares(
+                _samples("kernel-shares", doc, {"kernel": (str,), "category": (str,), "device_time_s": _NUM}, None)
+            )
         elif isinstance(data, dict) and isinstance(data.get("shares"), dict) and data["shares"]:
             shares = data["shares"]
             bad = [k for k, v in shares.items() if isinstance(v, bool) or not isinstance(v, _NUM) or not 0 <= v <= 1]

@@ -34,6 +34,7 @@ from measure.errors import ProbebookError
 from render import charts, peaks, tables
 from render.derive import batchsweep, lossmem
 from render.derive import fit as fitmod
+from render.derive import kernels as kernelsmod
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.pages import Block, current_state
@@ -246,16 +247,16 @@ class PageFunctions:
         """Share of summed device kernel time in one category (attention, gemm, ...)."""
         ref = self._ref(ref, None, "kernel_share()")
         rows = tables.evidence_rows(
-            "kernel_share()", self._doc(ref), {"category": (str,), "device_time_s": (int, float)}
+            "kernel_share()", self._doc(ref), {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
         )
-        shares = tables.category_shares(rows)
+        shares = kernelsmod.category_shares(rows)
         if category not in shares:
             raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
         return quantity(
             shares[category],
             "",
             ref,
-            f"device kernel time in {category} / all device kernel time",
+            f"device kernel time in {category} / all device kernel time (user annotation rows left out)",
             f"kernel_share({ref.alias}, {category})",
             fmt=".1%",
         )
@@ -436,7 +437,7 @@ def saving_fraction(arm_s: float, baseline_s: float) -> float:
 
 def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[float]:
     """Numbers in ``field`` of the rows whose columns equal ``where``; refuse when there are none."""
-    for key, value in where.items():
+    for value in where.values():
         defined(value)
     picked = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
     values = [r[field] for r in picked if isinstance(r.get(field), (int, float)) and not isinstance(r.get(field), bool)]

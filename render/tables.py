@@ -23,6 +23,7 @@ import pandas as pd
 from measure.errors import ProbebookError
 from measure.evidence import canonical_bytes, digest
 from render.derive import batchsweep
+from render.derive.kernels import category_shares, counted_rows
 
 GIB = 2**30
 """Bytes in a GiB (IEC binary unit), the unit memory peaks are shown in."""
@@ -85,17 +86,6 @@ def tokens_per_second(tokens_per_step: float, step_s: float) -> float:
 def gemm_tflop_s(m: int, n: int, k: int, time_s: float) -> float:
     """TFLOP/s of an (m×k)·(k×n) matrix product taking ``time_s``: m·n·k multiply-adds are 2·m·n·k FLOPs."""
     return 2.0 * m * n * k / time_s / 1e12
-
-
-def category_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Fraction of summed ``device_time_s`` per ``category`` (fractions of 1, summing to 1)."""
-    totals: dict[str, float] = {}
-    for row in rows:
-        totals[row["category"]] = totals.get(row["category"], 0.0) + row["device_time_s"]
-    whole = sum(totals.values())
-    if whole <= 0:
-        return {}
-    return {cat: t / whole for cat, t in totals.items()}
 
 
 def significant(x: float, digits: int = 4) -> str:
@@ -407,7 +397,7 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
     """The ``top`` kernels by summed device time, with calls, time per call and share of all kernel time."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ProbebookError(f"table 'kernels': top must be a whole number >= 1, got {top!r}")
-    rows = [r for doc in docs for r in _kernel_rows("table 'kernels'", doc)]
+    rows = counted_rows([r for doc in docs for r in _kernel_rows("table 'kernels'", doc)])
     total = sum(r["device_time_s"] for r in rows)
     ordered = sorted(rows, key=lambda r: (-r["device_time_s"], r["kernel"]))[:top]
     records = [
@@ -434,7 +424,7 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
 
 def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Device kernel time and its share per category, summed over the documents' kernel rows."""
-    rows = [r for doc in docs for r in _kernel_rows("table 'kernel-shares'", doc)]
+    rows = counted_rows([r for doc in docs for r in _kernel_rows("table 'kernel-shares'", doc)])
     shares = category_shares(rows)
     times: dict[str, float] = {}
     for r in rows:

@@ -240,7 +240,7 @@ def test_code_fingerprint_hashes_the_probe_source(tmp_path):
     src.write_bytes(b"print('probe')\n")
     code = code_fingerprint(str(src))
     assert code["probe_source_sha256"] == hashlib.sha256(b"print('probe')\n").hexdigest()
-    assert set(code) == {"probebook", "git_commit", "dirty", "probe_source_sha256"}
+    assert set(code) == {"probebook", "git_commit", "dirty", "measure_source_sha256", "probe_source_sha256"}
 
 
 def test_fixtures_regenerate_byte_for_byte(tmp_path):

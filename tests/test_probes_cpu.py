@@ -1,4 +1,5 @@
-"""Every probe with the tiny preset on CPU through the real CLI into a temp archive: stored, verified, listed, fields present."""
+"""Every probe with the tiny preset on CPU through the real CLI into a temp archive: stored, verified, listed,
+fields present."""
 
 from __future__ import annotations
 
@@ -120,7 +121,11 @@ def test_kernels(cli, archive):
     assert shares["gemm"] > 0 and shares["attention"] > 0 and shares["optimizer"] > 0
     check = doc["data"]["consistency"]
     assert check["ratio"] == pytest.approx(check["kernel_total_s"] / check["event_step_s"])
-    assert doc["data"]["arch_tag"] is None  # CPU operators carry no sm tag
+    assert check["kernel_total_s"] == pytest.approx(sum(r["device_time_s"] for r in rows) / 2)
+    # record_function labels are kept apart, never summed (version 2 of the probe)
+    assert doc["probe_version"] == 2
+    assert not [r for r in rows if r["kernel"].startswith(("Optimizer.", "ProfilerStep#"))]
+    assert "Optimizer.step#AdamW.step" in [a["kernel"] for a in doc["data"]["annotations"]]
     assert doc["data"]["unit"] == "operator self CPU time"
 
 

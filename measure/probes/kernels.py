@@ -2,15 +2,21 @@
 
 ``key_averages()`` lists each operator and the kernel it launched with the same device time,
 so summing every row double-counts: only *device kernel rows* are summed (rows whose
-``device_type`` is CUDA; memcpy/memset rows are kept as ``other``). Kernels are sorted into
+``device_type`` is CUDA; memcpy/memset rows are kept as ``other``, they occupy the stream like
+kernels). A user annotation (``record_function``: ``Optimizer.step#AdamW.step``,
+``ProfilerStep#3``, any label of the user's) also appears as a CUDA row spanning the kernels
+launched inside it, so counting it counts those kernels twice (PyTorch issue 130730). Version 2
+keeps such rows apart in ``data.annotations`` and never counts them; version 1 counted them. Kernels are sorted into
 attention, gemm, norm-elementwise, loss, optimizer and other by name (first match wins, in
 that order of specificity: optimizer, loss, attention, gemm, norm-elementwise). The
-architecture tag (sm80, sm90, ...) is read from kernel names.
+architecture tags in kernel names (sm80, sm90a, ...) are derived at render time from the raw rows,
+against the device's compute capability in ``machine``.
 
 Checks: the kernel total per step is compared with the event-timed step of the same shape
 (``consistency``); and the number of kernel records is compared with the number of launch
-calls the CUDA runtime recorded (each queues one kernel). Long traces can silently drop kernel events; a trace with fewer
-kernel records than launches, or none at all, is stored as ``failed`` (never published).
+calls the CUDA runtime recorded (each queues one kernel). Long traces can silently drop kernel
+events; a trace with fewer kernel records than launches, or none at all, is stored as ``failed``
+(never published).
 
 On CPU there are no kernels: each operator's *self* CPU time is the unit instead (self time
 excludes children, so the sum does not double-count), timed against the host-clock step.
@@ -19,7 +25,6 @@ excludes children, so the sum does not double-count), timed against the host-clo
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +33,7 @@ from measure.probes.common import OneStepConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "kernels"
-VERSION = 1
+VERSION = 2
 CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
 # (category, pattern) in match order; names are lower-cased first. Sources: kernel names seen in
 # CUDA traces (cuBLAS "nvjet"/"sm90_xmma"/"cutlass", flash-attention "flash_fwd", xformers/
@@ -47,7 +52,9 @@ _RULES = (
         r"fill|embedding|index|where|neg|cos|sin|to_copy|clone|sum|div|sub|exp|outer|arange",
     ),
 )
-_ARCH = re.compile(r"sm_?(\d{2,3})")
+# GPU user annotations by name, for a profiler whose events lack ``is_user_annotation``:
+# the step marker of torch.profiler's schedule and the optimizer's record_function label.
+_ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
 # runtime-API launches: each queues exactly one kernel. Driver-API launches (cuLaunchKernel, used by
 # Triton) are counted apart: CUPTI may also report a driver call beneath a runtime call, so only the
 # runtime count is a floor on the number of kernel records.
@@ -77,14 +84,9 @@ def categorize(name: str) -> str:
     return "other"
 
 
-def arch_tags(names_and_times: list[tuple[str, float]]) -> dict[str, float]:
-    """Device seconds per architecture tag (``sm90`` ...) found in kernel names."""
-    out: dict[str, float] = Counter()
-    for name, seconds in names_and_times:
-        m = _ARCH.search(name.lower())
-        if m:
-            out[f"sm{m.group(1)}"] += seconds
-    return dict(out)
+def is_annotation(name: str, flagged: bool = False) -> bool:
+    """Whether a device row is a user annotation (never a kernel): flagged by the profiler or named like one."""
+    return bool(flagged) or bool(_ANNOTATION.match(name))
 
 
 def shares(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -148,7 +150,7 @@ def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> E
             sync()
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         on_device = device == "cuda"
-        rows, launches, driver_launches = [], 0, 0
+        rows, annotations, launches, driver_launches = [], [], 0, 0
         for event in prof.key_averages():
             if _RUNTIME_LAUNCH.match(event.key):
                 launches += event.count
@@ -156,23 +158,21 @@ def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> E
                 driver_launches += event.count
             if on_device and event.device_type != DeviceType.CUDA:
                 continue
-            if not on_device and event.key.startswith("ProfilerStep"):
-                continue
             seconds = _self_time_us(event, on_device) / 1e6
+            row = {"kernel": event.key, "calls": event.count, "device_time_s": seconds}
+            if is_annotation(event.key, getattr(event, "is_user_annotation", False)):
+                annotations.append(row)  # kept as raw evidence, never counted (see the module docstring)
+                continue
             if seconds <= 0:
                 continue
-            rows.append(
-                {"kernel": event.key, "category": categorize(event.key), "calls": event.count, "device_time_s": seconds}
-            )
+            rows.append({**row, "category": categorize(event.key)})
         rows.sort(key=lambda r: -r["device_time_s"])
         rec.point(rows, None, f"{len(rows)} kernel rows over {config.steps} steps")
         total = sum(r["device_time_s"] for r in rows)
-        tags = arch_tags([(r["kernel"], r["device_time_s"]) for r in rows])
         rec.data.update(
             {
                 "shares": shares(rows),
-                "arch_tags": tags,
-                "arch_tag": max(tags, key=tags.get) if tags else None,
+                "annotations": sorted(annotations, key=lambda r: r["kernel"]),
                 "consistency": consistency(total, config.steps, timed.median_s, device) if rows else None,
                 "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
                 "unit": "device kernel self time" if on_device else "operator self CPU time",

@@ -1,0 +1,83 @@
+"""Kernel-time derivations from the ``kernels`` probe's raw rows (one row per profiler key).
+
+A GPU *user annotation* (``record_function``: ``Optimizer.step#AdamW.step``, ``ProfilerStep#3``)
+appears in ``key_averages()`` as a CUDA row whose device time spans every kernel launched inside
+it, so counting it counts those kernels twice (PyTorch issue 130730). Version 1 of the probe
+archived such rows among its kernel rows; every derivation here leaves them out, so evidence
+already archived gives the corrected numbers from its own raw rows. Version 2 of the probe
+keeps them apart in ``data.annotations``.
+
+Architecture tags (``sm90``, ``sm_90a``, ``sm100``) are read from kernel names and compared with
+the device's compute capability. Library namespaces such as thrust's ``THRUST_300001_SM_750_800_NS``
+list the architectures a library was built for, in tens (750 is 7.5): they are not tags.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from measure.errors import ProbebookError
+
+ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
+"""Annotation names torch writes itself: the profiler's step marker and the optimizer's label."""
+_NAMESPACE = re.compile(r"(?<![A-Za-z])SM(?:_\d{2,4})+")
+_TAG = re.compile(r"(?<![a-z0-9])sm_?(\d{2,3})([af]?)(?![0-9a-z])", re.IGNORECASE)
+
+
+def is_annotation_row(name: str) -> bool:
+    """Whether a profiler row named ``name`` is a user annotation rather than device work."""
+    return bool(ANNOTATION.match(name))
+
+
+def counted_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows that are device work: every row except user annotations (rows without a name count)."""
+    return [r for r in rows if not is_annotation_row(str(r.get("kernel", "")))]
+
+
+def category_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Fraction of summed ``device_time_s`` per ``category`` over the counted rows (fractions of 1, summing to 1)."""
+    totals: dict[str, float] = {}
+    for row in counted_rows(rows):
+        totals[row["category"]] = totals.get(row["category"], 0.0) + row["device_time_s"]
+    whole = sum(totals.values())
+    if whole <= 0:
+        return {}
+    return {cat: t / whole for cat, t in totals.items()}
+
+
+def kernel_seconds_per_step(rows: list[dict[str, Any]], steps: int) -> float:
+    """Device seconds per profiled step: the counted rows' ``device_time_s`` summed, divided by ``steps``."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ProbebookError(f"kernel time per step needs the number of profiled steps >= 1, got {steps!r}")
+    return sum(r["device_time_s"] for r in counted_rows(rows)) / steps
+
+
+def arch_tags(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Device seconds per architecture tag found in kernel names (``sm90``, ``sm90a``), namespaces left out."""
+    out: dict[str, float] = {}
+    for row in counted_rows(rows):
+        name = _NAMESPACE.sub(" ", str(row.get("kernel", "")))
+        for digits, suffix in {(m.group(1), m.group(2).lower()) for m in _TAG.finditer(name)}:
+            tag = f"sm{digits}{suffix}"
+            out[tag] = out.get(tag, 0.0) + row["device_time_s"]
+    return out
+
+
+def tag_capability(tag: str) -> str:
+    """The compute capability a tag names: ``sm90a`` -> ``9.0``, ``sm100`` -> ``10.0``, ``sm75`` -> ``7.5``."""
+    m = re.fullmatch(r"sm(\d{2,3})[af]?", tag)
+    if not m:
+        raise ProbebookError(f"{tag!r} is not an architecture tag like sm90 or sm90a")
+    digits = m.group(1)
+    return f"{int(digits[:-1])}.{digits[-1]}"
+
+
+def foreign_arch_tags(tags: dict[str, float], compute_capability: str | None) -> list[str]:
+    """Tags naming another architecture than the device's ``compute_capability`` (``"9.0"``), sorted.
+
+    An unknown capability (a CPU run, an old fingerprint) gives no finding: nothing to compare with.
+    """
+    if not compute_capability:
+        return []
+    return sorted(t for t in tags if tag_capability(t) != compute_capability)
