@@ -30,7 +30,7 @@ import yaml
 from measure.errors import EvidenceError, ProbebookError
 from measure.evidence import parse
 from measure.store import Store
-from render import changes, evidence_pages, layout, ledger, lint
+from render import changes, evidence_pages, layout, ledger, lint, sanitize, sitedir
 from render import sources as sourcesmod
 from render.functions import Library, PageFunctions
 from render.pages import PageState, check_links, inert_prose, make_environment, render_body
@@ -275,14 +275,10 @@ def source_date_epoch(evidence: Evidence, src: Sources) -> int:
     return calendar.timegm(newest.timetuple())
 
 
-def run_mkdocs(config: Path, site: Path, epoch: int) -> None:
-    """``python -m mkdocs build --strict``; a failure is one line with the first warning or error."""
-    _owned_or_empty(site, SITE_MARKER, "--out")
-    site.mkdir(parents=True, exist_ok=True)
-    # marked before mkdocs runs (its clean step keeps dot-files), so a failed build's leftovers stay ours to replace
-    (site / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
+def run_mkdocs(config: Path, out: Path, epoch: int) -> None:
+    """``python -m mkdocs build --strict`` into ``out``; a failure is one line with the first warning or error."""
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site.resolve())]
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(out.resolve())]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     log = config.parent / "mkdocs.log"
     log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
@@ -294,6 +290,25 @@ def run_mkdocs(config: Path, site: Path, epoch: int) -> None:
         ]
         first = lines[0] if lines else f"exit status {proc.returncode}"
         raise BuildError(f"mkdocs build --strict failed: {first} (full log: {log})")
+
+
+def make_site(paths: BuildPaths, epoch: int, inputs: str, clean: bool = True) -> None:
+    """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
+
+    ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs.
+    """
+    _owned_or_empty(paths.site, SITE_MARKER, "--out")
+    out = sitedir.temp_folder(paths.site)
+    try:
+        run_mkdocs(paths.build / "mkdocs.yml", out, epoch)
+        if clean:
+            sanitize.clean_site(out)
+        (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
+        sitedir.stamp(out, inputs)
+        sitedir.swap_in(out, paths.site)
+    finally:
+        if out.exists():
+            shutil.rmtree(out, ignore_errors=True)
 
 
 # -- the pipeline ------------------------------------------------------------------------------
@@ -312,11 +327,16 @@ def render_tree(paths: BuildPaths) -> tuple[Tree, Evidence, Sources]:
     return tree, evidence, src
 
 
-def build(paths: BuildPaths, site: bool = True) -> BuildResult:
-    """Verify the archive, render the tree, and (unless ``site`` is False) run ``mkdocs build --strict``."""
-    tree, evidence, src = render_tree(paths)
-    if site:
-        run_mkdocs(paths.build / "mkdocs.yml", paths.site, source_date_epoch(evidence, src))
+def build(paths: BuildPaths, site: bool = True, clean: bool = True) -> BuildResult:
+    """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
+
+    One build of a project at a time: a second waits for the build folder's lock.
+    """
+    with sitedir.build_lock(paths.build):
+        inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
+        tree, evidence, src = render_tree(paths)
+        if site:
+            make_site(paths, source_date_epoch(evidence, src), inputs, clean)
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

@@ -23,7 +23,7 @@ def _page_cell(page: str, existing: set[str], titles: dict[str, str]) -> str:
 def _rows_table(rows: list[dict[str, Any]], existing: set[str], titles: dict[str, str]) -> list[str]:
     out = ["| page | number | value | derivation |", "|---|---|---|---|"]
     out += [
-        f"| {_page_cell(r['page'], existing, titles)} | `{_code(r['key'])}` | {escape_text(r['text'])} | "
+        f"| {_page_cell(r['page'], existing, titles)} | {_code(r['key'])} | {escape_text(r['text'])} | "
         f"{escape_text(r['derivation'])} |"
         for r in rows
     ]
@@ -31,8 +31,13 @@ def _rows_table(rows: list[dict[str, Any]], existing: set[str], titles: dict[str
 
 
 def _code(text: str) -> str:
-    """Text for inside a code span in a table cell: no backticks or pipes to end it early."""
-    return text.replace("`", "'").replace("|", "/")
+    """A ledger key as inline code in a table cell.
+
+    Control characters are shown as escapes (a newline as ``\\n``) and every character Markdown or
+    HTML could act on becomes a character reference, so no key can end the cell, the row or the code.
+    """
+    visible = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return f"<code>{escape_text(visible)}</code>"
 
 
 def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str, str]) -> str:
@@ -61,7 +66,7 @@ def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str
             if c.old["derivation"] != c.new["derivation"]:
                 derivation = f"was: {escape_text(c.old['derivation'])}<br>now: {derivation}"
             out.append(
-                f"| {_page_cell(c.page, existing, titles)} | `{_code(c.key)}` | {escape_text(c.old['text'])} | "
+                f"| {_page_cell(c.page, existing, titles)} | {_code(c.key)} | {escape_text(c.old['text'])} | "
                 f"{escape_text(c.new['text'])} | {escape_text(percent(c.relative))} | {derivation} |"
             )
         out.append("")

@@ -25,10 +25,15 @@ class LedgerError(ProbebookError):
     """A ledger file that is missing, malformed or of another schema."""
 
 
-def to_bytes(rows: list[dict[str, Any]]) -> bytes:
-    """Canonical ledger bytes: rows sorted by (page, key), keys sorted, one trailing newline."""
+def to_bytes(rows: list[dict[str, Any]], build: dict[str, Any] | None = None) -> bytes:
+    """Canonical ledger bytes: rows sorted by (page, key), keys sorted, one trailing newline.
+
+    ``build`` is the site's build stamp (``render.sitedir``): whether the build completed and its inputs' digest.
+    """
     ordered = sorted(rows, key=lambda r: (r["page"], r["key"]))
-    doc = {"schema": SCHEMA, "rows": ordered}
+    doc: dict[str, Any] = {"schema": SCHEMA, "rows": ordered}
+    if build is not None:
+        doc["build"] = build
     return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
@@ -75,6 +80,16 @@ def read(path: Path) -> list[dict[str, Any]]:
             raise LedgerError(f"{path}: rows[{i}] repeats page {row['page']!r} key {row['key']!r}")
         seen.add(ident)
     return rows
+
+
+def read_build(path: Path) -> dict[str, Any] | None:
+    """The build stamp of a ledger file (after the checks ``read`` makes), or None when it has none."""
+    read(path)
+    doc = json.loads(Path(path).read_bytes().decode("utf-8"))
+    build = doc.get("build")
+    if build is not None and not isinstance(build, dict):
+        raise LedgerError(f"{path}: field 'build' must be an object")
+    return build
 
 
 def relative_change(old: float | None, new: float | None) -> float | None:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from render.ledger import read as read_ledger
+
 REPO = Path(__file__).resolve().parent.parent
 INPUTS = REPO / "tests" / "fixtures" / "site" / "inputs"  # synthetic values, see make_archive.py
 FIXTURE_DOCS = REPO / "tests" / "fixtures" / "site" / "docs"
@@ -124,7 +126,7 @@ def test_readme_walkthrough_import_record_build_supersede_correct_changes(checko
     assert (checkout / "site" / "records" / "step-time" / "v1-step-scaling-1.svg").exists()
     assert _ok(cli("publish", cwd=checkout, env=env)).startswith("published 2 numbers from site/ledger.json")
     published = checkout / "archive" / "published" / "ledger.json"
-    assert published.read_bytes() == (checkout / "site" / "ledger.json").read_bytes()
+    assert read_ledger(published) == read_ledger(checkout / "site" / "ledger.json")
     # 4. supersede it with a v2 on new evidence
     sweep2 = _ok(
         cli(

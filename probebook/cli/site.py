@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
     p = command(
         sub,
         "publish",
-        "Accept the built site's ledger as published: later builds' Changes page lists what moved since.",
+        "Accept the built site's ledger as published: later builds' Changes page lists what moved since. "
+        "Refuses a site from a failed or killed build, or one whose inputs changed since it was built.",
         "probebook publish --out site",
     )
     p.add_argument(
@@ -73,6 +74,12 @@ def register(sub: Any) -> None:
         help="evidence archive whose published/ledger.json is replaced (default: ./archive)",
     )
     p.add_argument("--out", type=Path, default=Path("site"), help="the built site holding ledger.json (default: site)")
+    p.add_argument(
+        "--docs", type=Path, default=Path("docs"), help="the sources the site was built from (default: docs)"
+    )
+    p.add_argument(
+        "--config", type=Path, default=Path("mkdocs.yml"), help="the mkdocs.yml it was built with (default: mkdocs.yml)"
+    )
     p.set_defaults(func=_publish)
 
     p = command(
@@ -134,8 +141,11 @@ def _serve(args: Any) -> int:
 
 
 def _publish(args: Any) -> int:
+    from render.sitedir import check_publishable
+
     source = args.out / "ledger.json"
     rows = ledger.read(source)
+    check_publishable(args.out, args.docs, Path(args.archive), args.config)
     target = Path(args.archive) / "published" / "ledger.json"
     before = ledger.read(target) if target.exists() else []
     d = ledger.diff(before, rows)

@@ -1,0 +1,124 @@
+"""The boundary between untrusted prose or evidence and the browser: an allowlist HTML sanitizer.
+
+Records are written by many hands and evidence comes from other machines, so Markdown-level
+guards (``render.pages.inert_prose``, ``check_links``) cannot be the boundary: a Markdown parser
+recognises code spans, fences and reference links in ways no imitation matches exactly. After the
+site engine has written the HTML, the content area of every page (records, the playbook and every
+generated page, Changes included) goes through nh3 (the binding to the Rust ``ammonia``
+sanitizer), which keeps only the tags and attributes below and only http(s), mailto and relative
+URLs. The theme's own scripts sit outside the content area and are left as the theme wrote them.
+The search index holds each page's text as HTML too, so its ``title`` and ``text`` fields get the
+same treatment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import nh3
+
+from measure.errors import ProbebookError
+
+# What Python-Markdown with the extensions in mkdocs.yml (tables, toc, admonition, superfences,
+# details) and probebook's page functions (number links, tables, chart images) put in a page.
+TAGS = frozenset(
+    {
+        "a", "abbr", "b", "blockquote", "br", "caption", "code", "dd", "del", "details", "div", "dl", "dt",
+        "em", "figcaption", "figure", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd",
+        "li", "mark", "ol", "p", "pre", "q", "s", "samp", "small", "span", "strong", "sub", "summary", "sup",
+        "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul", "var", "wbr",
+    }
+)  # fmt: skip
+_EVERYWHERE = {"class", "id", "title"}
+ATTRIBUTES = {
+    "*": _EVERYWHERE,
+    "a": {"href"},
+    "img": {"src", "alt", "width", "height"},
+    "td": {"style", "colspan", "rowspan"},
+    "th": {"style", "colspan", "rowspan", "scope"},
+    "ol": {"start"},
+    "details": {"open"},
+}
+URL_SCHEMES = frozenset({"http", "https", "mailto"})
+# Markdown tables align columns with ``style="text-align: ..."``; no other CSS property passes.
+STYLE_PROPERTIES = frozenset({"text-align"})
+# Dropped with their content, not just unwrapped: their text is code or markup, never prose.
+DROP_WITH_CONTENT = frozenset({"script", "style", "template", "noscript", "iframe", "object", "embed", "svg", "math"})
+
+# The theme's content area in every page mkdocs-material writes (its ``main.html``).
+_ARTICLE_OPEN = re.compile(r'<article class="md-content__inner md-typeset">')
+_ARTICLE_CLOSE = "</article>"
+
+
+class SanitizeError(ProbebookError):
+    """A built page lacks the content area the sanitizer cleans (a theme it does not know)."""
+
+
+def _attribute(element: str, attribute: str, value: str) -> str | None:
+    """Drop ids the theme's own elements use (``__config``, ``__drawer`` ...): content must not clobber them."""
+    if attribute == "id" and value.startswith("__"):
+        return None
+    return value
+
+
+def clean_fragment(html: str) -> str:
+    """One HTML fragment through the allowlist; what is not allowed is removed, text is kept as text."""
+    return nh3.clean(
+        html,
+        tags=set(TAGS),
+        clean_content_tags=set(DROP_WITH_CONTENT),
+        attributes={k: set(v) for k, v in ATTRIBUTES.items()},
+        attribute_filter=_attribute,
+        strip_comments=True,
+        link_rel=None,
+        url_schemes=set(URL_SCHEMES),
+        filter_style_properties=set(STYLE_PROPERTIES),
+    )
+
+
+def clean_page(html: str, where: str) -> str:
+    """A whole page with its content area sanitized and everything outside it (the theme) unchanged.
+
+    The area runs from the theme's ``<article>`` start tag to the page's *last* ``</article>``, so a
+    stray end tag in the content cannot end it early and leave what follows outside the sanitizer.
+    """
+    start = _ARTICLE_OPEN.search(html)
+    end = html.rfind(_ARTICLE_CLOSE)
+    if start is None or end < start.end():
+        raise SanitizeError(f'{where}: no content area (<article class="md-content__inner md-typeset">) to sanitize')
+    return html[: start.end()] + clean_fragment(html[start.end() : end]) + html[end:]
+
+
+def clean_search_index(path: Path) -> bool:
+    """Sanitize each entry's ``title`` and ``text`` in the theme's search index; True when it changed."""
+    raw = path.read_text(encoding="utf-8")
+    index = json.loads(raw)
+    changed = False
+    for doc in index.get("docs", []):
+        for name in ("title", "text"):
+            value = doc.get(name)
+            if isinstance(value, str) and value:
+                # the serializer writes U+00A0 as ``&nbsp;``: the same character, but the index keeps it as text
+                clean = clean_fragment(value).replace("&nbsp;", "\xa0")
+                changed = changed or clean != value
+                doc[name] = clean
+    if changed:
+        path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
+    return changed
+
+
+def clean_site(site: Path) -> int:
+    """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned."""
+    count = 0
+    for path in sorted(site.rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        clean = clean_page(text, str(path))
+        if clean != text:
+            path.write_text(clean, encoding="utf-8")
+        count += 1
+    index = site / "search" / "search_index.json"
+    if index.is_file():
+        clean_search_index(index)
+    return count
