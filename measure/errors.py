@@ -8,6 +8,12 @@ import sys
 from typing import Callable
 
 
+def one_line(exc: BaseException) -> str:
+    """``Type: first line of the message``, at most 500 characters: how evidence records an error."""
+    lines = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:500]
+
+
 class ProbebookError(Exception):
     """A failure caused by input: the message names the file, row or field and what to do."""
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from measure.errors import ProbebookError
+from measure.errors import ProbebookError, one_line
 
 MARKER = "probebook-point: "
 CUDA_AHEAD = 3  # children kept started on CUDA: ~7 s of imports (preload_s on a 2-core host) over 2-3 s points
@@ -46,12 +46,6 @@ _OOM_TEXT = (
     "CUDNN_STATUS_ALLOC_FAILED",
     "Cannot allocate memory",
 )
-
-
-def one_line(exc: BaseException) -> str:
-    """``Type: first line of the message``, at most 500 characters."""
-    lines = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    return (lines[0] if lines else type(exc).__name__)[:500]
 
 
 def is_oom(exc: BaseException) -> bool:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from measure.errors import ProbebookError
+from measure.errors import ProbebookError, one_line
 from measure.evidence import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
 
@@ -76,11 +76,6 @@ class Recorder:
         self.status, self.error = "failed", error
 
 
-def _one_line(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:500]
-
-
 def execute(
     probe: str,
     version: int,
@@ -104,10 +99,10 @@ def execute(
     except ProbebookError:
         if not rec.samples:
             raise
-        rec.status, rec.error = "partial", _one_line(sys.exc_info()[1])
+        rec.status, rec.error = "partial", one_line(sys.exc_info()[1])
     except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
         rec.status = "partial" if rec.samples else "failed"
-        rec.error = _one_line(exc)
+        rec.error = one_line(exc)
     data = {"samples": rec.samples, "points": rec.points, **rec.data}
     return Evidence(
         probe=probe,

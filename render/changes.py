@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from render.ledger import Diff, percent
+from render.ledger import Diff, change_percent
 from render.quantity import escape_text, relative_link
 
 PAGE = "changes.md"
@@ -67,7 +67,7 @@ def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str
                 derivation = f"was: {escape_text(c.old['derivation'])}<br>now: {derivation}"
             out.append(
                 f"| {_page_cell(c.page, existing, titles)} | {_code(c.key)} | {escape_text(c.old['text'])} | "
-                f"{escape_text(c.new['text'])} | {escape_text(percent(c.relative))} | {derivation} |"
+                f"{escape_text(c.new['text'])} | {escape_text(change_percent(c.relative))} | {derivation} |"
             )
         out.append("")
     if d.added:

@@ -33,10 +33,8 @@ from measure.errors import ProbebookError
 from render.derive import batchsweep
 from render.derive import fit as fitmod
 from render.derive.kernels import category_shares
-from render.tables import bytes_to_gib, evidence_rows, seconds_to_ms, short_id
+from render.tables import bytes_to_gib, doc_label, evidence_rows, seconds_to_ms
 
-KERNEL_CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
-"""Category order for kernel-time shares, as the kernels probe classifies them."""
 SWEEP_HEIGHT = 280
 """Plot height of the batch sweep (px); OOM markers sit at its foot, where rising throughput lines are not."""
 CURVE_POINTS = 96
@@ -56,11 +54,6 @@ class ChartOutput:
 
 
 # --- pure helpers (units in the names) --------------------------------------------------
-
-
-def step_model_s(c_s: float, a_s_per_token: float, b_s_per_token2: float, tokens: float) -> float:
-    """The fitted step time in seconds at ``tokens``: ``c + a·S + b·S²`` (ARCHITECTURE.md §6.2)."""
-    return c_s + a_s_per_token * tokens + b_s_per_token2 * tokens * tokens
 
 
 def curve_tokens(lo: float, hi: float, n: int = CURVE_POINTS) -> list[float]:
@@ -104,7 +97,7 @@ def _step_scaling(
     _samples("step-scaling", doc, {"tokens": _NUM, "step_s": _NUM}, "step-scaling", nullable=("step_s",))
     points = fitmod.step_samples(doc, mode)
     if not points:
-        raise ProbebookError(f"chart 'step-scaling': {short_id(doc)} has no timed samples (every step_s is null)")
+        raise ProbebookError(f"chart 'step-scaling': {doc_label(doc)} has no timed samples (every step_s is null)")
     frame = pd.DataFrame({"tokens": [p[0] for p in points], "step_ms": [seconds_to_ms(p[1]) for p in points]})
     scale_x = alt.X("tokens:Q", title="sequence length (tokens)", scale=alt.Scale(zero=False))
     dot_enc: dict[str, Any] = {
@@ -119,7 +112,7 @@ def _step_scaling(
         return dots.properties(width=480, height=280, title=heading), f"{heading}: {seen}; no fit drawn."
     # bootstrap=0: the chart needs the coefficients and residuals, not their intervals
     result = fitmod.fit_evidence(
-        doc, terms=terms, tokens=tokens, mode=mode, bootstrap=0, source=f"evidence {short_id(doc)}"
+        doc, terms=terms, tokens=tokens, mode=mode, bootstrap=0, source=f"evidence {doc_label(doc)}"
     )
     lo, hi = min(result.tokens), max(result.tokens)
     outside = sum(1 for t in frame.tokens if not lo <= t <= hi)
@@ -139,9 +132,7 @@ def _step_scaling(
             )
         )
     curve = pd.DataFrame({"tokens": curve_tokens(lo, hi)})
-    curve["fit_ms"] = [
-        seconds_to_ms(step_model_s(result.c_s, result.a_s_per_token, result.b_s_per_token2, s)) for s in curve.tokens
-    ]
+    curve["fit_ms"] = [seconds_to_ms(result.predict(s)) for s in curve.tokens]
     resid = pd.DataFrame({"tokens": list(result.tokens), "residual_ms": [seconds_to_ms(r) for r in result.residuals_s]})
     line = alt.Chart(curve).mark_line(color="#e45756").encode(x=scale_x, y=alt.Y("fit_ms:Q"))
     # one shared x scale, labelled once under the residual panel (each text label costs vl-convert ~1 ms)
@@ -184,10 +175,10 @@ def _batch_sweep(
         ):
             if r["status"] not in ("ok", "oom"):
                 raise ProbebookError(
-                    f"chart 'batch-sweep': {short_id(doc)} status must be ok or oom, got {r['status']!r}"
+                    f"chart 'batch-sweep': {doc_label(doc)} status must be ok or oom, got {r['status']!r}"
                 )
             if r["status"] == "ok" and r.get("tok_s") is None:
-                raise ProbebookError(f"chart 'batch-sweep': {short_id(doc)} has an ok row with no tok_s")
+                raise ProbebookError(f"chart 'batch-sweep': {doc_label(doc)} has an ok row with no tok_s")
             rows.append(r)
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
@@ -331,18 +322,21 @@ def _kernel_shares(
             bad = [k for k, v in shares.items() if isinstance(v, bool) or not isinstance(v, _NUM) or not 0 <= v <= 1]
             if bad:
                 raise ProbebookError(
-                    f"chart 'kernel-shares': {short_id(doc)} data.shares.{bad[0]} must be a fraction 0..1"
+                    f"chart 'kernel-shares': {doc_label(doc)} data.shares.{bad[0]} must be a fraction 0..1"
                 )
         else:
             raise ProbebookError(
-                f"chart 'kernel-shares': {short_id(doc) if isinstance(doc, dict) else 'input'} has "
+                f"chart 'kernel-shares': {doc_label(doc) if isinstance(doc, dict) else 'input'} has "
                 "neither data.samples kernel rows nor data.shares"
             )
         records += [{"run": name, "category": cat, "share": share} for cat, share in shares.items()]
     frame = pd.DataFrame(records, columns=["run", "category", "share"])
-    order = [c for c in KERNEL_CATEGORIES if c in set(frame.category)] + sorted(
-        set(frame.category) - set(KERNEL_CATEGORIES)
-    )
+    # largest share first (summed over the runs): the order follows the evidence, so no list of
+    # categories is kept here beside the probe's own
+    summed: dict[str, float] = {}
+    for rec in records:
+        summed[rec["category"]] = summed.get(rec["category"], 0.0) + rec["share"]
+    order = sorted(summed, key=lambda c: (-summed[c], c))
     heading = title or "Kernel time by category"
     enc: dict[str, Any] = {
         "y": alt.Y("category:N", title=None, sort=order),

@@ -32,12 +32,12 @@ from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render import charts, peaks, tables
-from render.derive import batchsweep, lossmem
+from render.derive import batchsweep, gemm, kernels, lossmem
 from render.derive import fit as fitmod
-from render.derive import kernels as kernelsmod
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
-from render.pages import Block, current_state
+from render.derive.ablation import saving_fraction
+from render.pages import Asset
 from render.quantity import Quantity, conversion_factor, title_text
 from render.views import (
     BatchView,
@@ -99,7 +99,6 @@ class PageFunctions:
             raise ProbebookError(f"{what} takes an evidence alias from the front matter, got {type(ref).__name__}")
         if probe is not None and ref.probe != probe:
             raise ProbebookError(f"{what} needs {probe} evidence; {ref.alias} ({ref.short}) is {ref.probe} evidence")
-        current_state().cited.add(ref.id)
         return ref
 
     def _doc(self, ref: EvidenceRef) -> dict[str, Any]:
@@ -225,19 +224,15 @@ class PageFunctions:
             {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
             "gemm",
         )
-        shapes = sorted({r["shape"] for r in rows})
-        chosen = shapes[0] if shape is None and len(shapes) == 1 else shape
-        picked = [r for r in rows if r["shape"] == chosen]
-        if not picked:
-            raise ProbebookError(f"gemm_ceiling(): give shape= one of {', '.join(shapes)}")
-        m, n, k = picked[0]["m"], picked[0]["n"], picked[0]["k"]
-        median_s = statistics.median(r["time_s"] for r in picked)
-        flop_s = tables.gemm_tflop_s(m, n, k, median_s) * 1e12
+        try:
+            g, flop_s = gemm.gemm_ceiling_flop_s(rows, shape)
+        except ProbebookError as exc:
+            raise ProbebookError(f"gemm_ceiling(): {exc}") from None
         return quantity(
             flop_s,
             "FLOP/s",
             ref,
-            f"GEMM {chosen} ({m}×{n}×{k}): 2·m·n·k / median of {len(picked)} windows",
+            f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
             f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
             display="TFLOP/s",
             fmt=".4g",
@@ -249,7 +244,7 @@ class PageFunctions:
         rows = tables.evidence_rows(
             "kernel_share()", self._doc(ref), {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
         )
-        shares = kernelsmod.category_shares(rows)
+        shares = kernels.category_shares(rows)
         if category not in shares:
             raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
         return quantity(
@@ -283,21 +278,22 @@ class PageFunctions:
             vars(proj), rate.evidence, what, f"project({rate.key}, {p:g})", {"updates": "no batch_tokens given"}
         )
 
-    def mfu(
-        self,
-        rate: Quantity,
-        n_params: Any,
-        n_layers: int,
-        n_heads: int,
-        head_dim: int,
-        seq_len: int,
-        peak: Quantity | None = None,
-    ) -> Quantity:
-        """Model FLOPs utilisation at ``rate`` tokens/s against ``peak`` (a measured ceiling) or the datasheet."""
+    def mfu(self, rate: Quantity, flops_per_token: Any, peak: Quantity | None = None) -> Quantity:
+        """Model FLOPs utilisation at ``rate`` tokens/s against ``peak`` (a measured ceiling) or the datasheet.
+
+        ``flops_per_token`` is the model's training FLOPs per token, e.g. the step-scaling probe's own
+        ``value(sweep, "params.model_flops_per_token.2048")`` (PaLM's ``6N + 12·L·H·Q·T``, computed
+        where the model's shapes are), or a plain number.
+        """
         tok_s = _rate(rate, "tok/s", "mfu()")
-        per_token = mfumod.model_flops_per_token(number(n_params, "n_params"), n_layers, n_heads, head_dim, seq_len)
+        defined(flops_per_token)
+        if isinstance(flops_per_token, Quantity):
+            per_token, per_token_text = _rate(flops_per_token, "", "mfu() flops_per_token"), flops_per_token.key
+            evidence = tuple(dict.fromkeys(rate.evidence + flops_per_token.evidence))
+        else:
+            per_token = number(flops_per_token, "mfu() flops_per_token")
+            per_token_text, evidence = f"{per_token:.4g}", rate.evidence
         achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
-        evidence = rate.evidence
         if peak is None:
             gpu = (self.library.docs[rate.evidence[0]].get("machine") or {}).get("gpu") if rate.evidence else None
             datasheet = _suppressed_peak(gpu)
@@ -309,13 +305,13 @@ class PageFunctions:
             peak_flop_s, against = datasheet.bf16_dense_flop_s, f"datasheet dense BF16 peak of {gpu}"
         else:
             peak_flop_s, against = _rate(peak, "FLOP/s", "mfu() peak"), f"{peak.text} ({peak.derivation})"
-            evidence = tuple(dict.fromkeys(rate.evidence + peak.evidence))
+            evidence = tuple(dict.fromkeys(evidence + peak.evidence))
         value = mfumod.mfu(achieved, peak_flop_s)  # type: ignore[arg-type]
         return quantity(
             value,
             "",
             evidence,
-            f"MFU: {rate.text} × (6N + 12·L·H·Q·T) model FLOPs/token / {against}",
+            f"MFU: {rate.text} × {per_token_text} model FLOPs/token / {against}",
             f"mfu({rate.key})",
             fmt=".1%",
         )
@@ -380,36 +376,28 @@ class PageFunctions:
             fmt=".1%",
         )
 
-    def chart(self, kind: str, *refs: Any, **options: Any) -> Block:
+    def chart(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
-        out, name = self._assets(
-            "chart", charts.render, kind, refs, options, lambda o: {"svg": o.svg, "vl.json": o.spec_json}
-        )
+        picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
+        out = charts.render(kind, [self._doc(r) for r in picked], **options)
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")
-        return Block(f"![{alt}]({name}.svg)\n\n[Chart spec (Vega-Lite JSON)]({name}.vl.json)\n")
+        return Asset(
+            kind,
+            {"svg": out.svg.encode("utf-8"), "vl.json": out.spec_json.encode("utf-8")},
+            lambda name: f"![{alt}]({name}.svg)\n\n[Chart spec (Vega-Lite JSON)]({name}.vl.json)\n",
+            tuple(r.id for r in picked),
+        )
 
-    def table(self, kind: str, *refs: Any, **options: Any) -> Block:
+    def table(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """A table of the evidence with CSV and JSON downloads saved beside the page."""
-        out, name = self._assets("table", tables.render, kind, refs, options, lambda o: {"csv": o.csv, "json": o.json})
-        return Block(f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n")
-
-    def _assets(
-        self,
-        what: str,
-        render: Callable[..., Any],
-        kind: str,
-        refs: tuple[Any, ...],
-        options: dict[str, Any],
-        files: Callable[[Any], dict[str, str]],
-    ) -> tuple[Any, str]:
-        """Render ``kind`` over the named evidence, save its files beside the page; return it and their stem."""
-        picked = [self._ref(r, None, f"{what}({kind!r})") for r in refs]
-        out = render(kind, [self._doc(r) for r in picked], **options)
-        stem = _asset_stem(kind)
-        state = current_state()
-        for suffix, text in files(out).items():
-            state.add_file(f"{stem}.{suffix}", text.encode("utf-8"))
-        return out, stem.rsplit("/", 1)[-1]
+        picked = [self._ref(r, None, f"table({kind!r})") for r in refs]
+        out = tables.render(kind, [self._doc(r) for r in picked], **options)
+        return Asset(
+            kind,
+            {"csv": out.csv.encode("utf-8"), "json": out.json.encode("utf-8")},
+            lambda name: f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n",
+            tuple(r.id for r in picked),
+        )
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:
@@ -426,13 +414,6 @@ def field_unit(field: str) -> tuple[str, str | None, str]:
 
 _RATE_FIELDS = {"tok_s": ("tok/s", None, ",.0f"), "gb_s": ("GB/s", None, ".3g"), "tflop_s": ("TFLOP/s", None, ".4g")}
 """Fields named like times that are rates: tokens/s, GB/s (1e9 bytes/s), TFLOP/s."""
-
-
-def saving_fraction(arm_s: float, baseline_s: float) -> float:
-    """Share of the baseline's time an ablation arm removes: ``1 − arm / baseline`` (negative: it costs time)."""
-    if not baseline_s > 0:
-        raise ProbebookError(f"the baseline's median must be a positive time, got {baseline_s!r}")
-    return 1.0 - arm_s / baseline_s
 
 
 def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[float]:
@@ -454,16 +435,6 @@ def _rate(q: Any, unit: str, what: str) -> float:
     if q.value is None:
         raise ProbebookError(f"{what}: {q.key} has no value ({q.note})")
     return q.value * conversion_factor(q.unit, unit)
-
-
-def _asset_stem(kind: str) -> str:
-    """``records/x/v2-step-scaling-1``: a file name beside the page, numbered in order of use."""
-    state = current_state()
-    base = state.rel[:-3] if state.rel.endswith(".md") else state.rel
-    n = 1
-    while any(p.startswith(f"{base}-{kind}-{n}.") for p in state.files):
-        n += 1
-    return f"{base}-{kind}-{n}"
 
 
 FUNCTIONS = (

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from render.quantity import percent
 
 SCHEMA = "probebook.ledger/1"
 _ROW_FIELDS = ("page", "key", "value", "unit", "text", "uncertainty", "evidence", "derivation")
@@ -175,11 +176,9 @@ def diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Diff:
     return Diff(added, removed, changed, unchanged)
 
 
-def percent(rel: float | None) -> str:
-    """A relative change as signed percent text, e.g. ``+4.2%``; ``n/a`` when undefined."""
-    if rel is None:
-        return "n/a"
-    return f"{rel * 100:+.3g}%"
+def change_percent(rel: float | None) -> str:
+    """A relative change as signed percent text with 3 significant figures, e.g. ``+4.2%``; ``n/a`` when undefined."""
+    return percent(rel, "+.3g")
 
 
 def format_diff(d: Diff) -> list[str]:
@@ -190,7 +189,7 @@ def format_diff(d: Diff) -> list[str]:
     for row in d.removed:
         lines.append(f"removed  {row['page']} {row['key']}: {row['text']}")
     for c in d.changed:
-        what = f"{c.old['text']} -> {c.new['text']} ({percent(c.relative)})"
+        what = f"{c.old['text']} -> {c.new['text']} ({change_percent(c.relative)})"
         if c.old["derivation"] != c.new["derivation"]:
             what += f"; derivation {c.old['derivation']!r} -> {c.new['derivation']!r}"
         lines.append(f"changed  {c.page} {c.key}: {what}")

@@ -16,7 +16,7 @@ import contextvars
 import re
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
@@ -33,9 +33,29 @@ class PageError(ProbebookError):
 
 @dataclass(frozen=True)
 class Block:
-    """Markdown made by a page function (a chart, a table, a link), inserted as is."""
+    """Markdown made by a page function (a fit's warnings, a link), inserted as is."""
 
     markdown: str
+
+
+@dataclass(frozen=True)
+class Asset:
+    """Files a page function made (a chart's SVG, a table's downloads) and the Markdown that shows them.
+
+    The page that shows it saves the files beside itself, as ``<page>-<kind>-<n>.<suffix>``
+    numbered in order of use, and gives ``markdown`` the name's last part without the suffix.
+    An Asset a page computes but never shows saves nothing.
+    """
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
+    kind: str
+    """Names the files: ``chart`` kind or ``table`` kind, e.g. ``step-scaling``."""
+    files: dict[str, bytes]
+    """File suffix (``svg``, ``vl.json``, ``csv``) -> contents."""
+    markdown: Callable[[str], str]
+    """The Markdown that shows the files, given their name stem (``v2-step-scaling-1``)."""
+    evidence: tuple[str, ...] = ()
+    """Ids of the evidence the files are made from."""
 
 
 @dataclass
@@ -67,16 +87,22 @@ class PageState:
         self.cited.update(q.evidence)
         return key
 
-    def add_file(self, path: str, data: bytes) -> None:
-        self.files[path] = data
+    def save(self, asset: Asset) -> str:
+        """Save an asset's files beside the page under the next free ``<page>-<kind>-<n>``; return that name."""
+        base = self.rel[:-3] if self.rel.endswith(".md") else self.rel
+        n = 1
+        while any(p.startswith(f"{base}-{asset.kind}-{n}.") for p in self.files):
+            n += 1
+        stem = f"{base}-{asset.kind}-{n}"
+        for suffix, data in asset.files.items():
+            self.files[f"{stem}.{suffix}"] = data
+        self.cited.update(asset.evidence)
+        return stem.rsplit("/", 1)[-1]
 
 
+# The page being rendered, for ``_finalize`` only: Jinja calls it with the template context,
+# not with the page, so the page that collects what its placeholders yield is kept here.
 _STATE: contextvars.ContextVar[PageState] = contextvars.ContextVar("probebook_page_state")
-
-
-def current_state() -> PageState:
-    """The state of the page being rendered (page functions add files and citations to it)."""
-    return _STATE.get()
 
 
 class TemplateOutputError(ProbebookError):
@@ -92,8 +118,11 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         return value.markdown(state.rel)
     if isinstance(value, Block):
         return value.markdown
+    if isinstance(value, Asset):
+        return value.markdown(state.save(value))
     markdown = getattr(value, "template_markdown", None)
     if callable(markdown):
+        state.cited.update(getattr(value, "evidence", ()))
         return markdown(state.rel)
     if isinstance(value, str):
         if lint.is_measurement(value):

@@ -105,6 +105,14 @@ def relative_link(page: str, target: str) -> str:
     return posixpath.relpath(target, posixpath.dirname(page) or ".")
 
 
+def percent(fraction: float | None, spec: str = ".1f") -> str:
+    """A fraction of 1 as percent text: ``percent(0.1234)`` is ``12.3%``, ``percent(0.042, "+.3g")`` is ``+4.2%``;
+    ``n/a`` when undefined."""
+    if fraction is None:
+        return "n/a"
+    return f"{fraction * 100:{spec}}%"
+
+
 def short_id(ident: str) -> str:
     """``sha256:`` and the first 12 hex digits: enough to name an id in prose and titles."""
     hexpart = ident.split(":", 1)[-1]

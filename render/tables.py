@@ -3,8 +3,8 @@
 ``render(kind, docs, **options)`` returns one ``TableOutput``: the Markdown a page shows
 (numbers formatted with units in the headers, cell text HTML-escaped), and the same rows
 unformatted as CSV and JSON downloads. ``samples_frame``/``samples_csv`` give an evidence
-document's raw ``data.samples`` rows for its evidence page. The small pure functions here
-(unit conversions, medians, throughput, shares) are shared with ``render.charts``.
+document's raw ``data.samples`` rows for its evidence page. Every derived number comes from
+``render.derive``; the unit conversions here only change how a number is shown.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ import pandas as pd
 
 from measure.errors import ProbebookError
 from measure.evidence import canonical_bytes, digest
-from render.derive import batchsweep
-from render.derive.kernels import category_shares, counted_rows
+from render.derive import batchsweep, kernels
+from render.derive.gemm import gemm_shapes
+from render.derive.throughput import tokens_per_second
+from render.quantity import percent, short_id
 
 GIB = 2**30
 """Bytes in a GiB (IEC binary unit), the unit memory peaks are shown in."""
@@ -78,16 +80,6 @@ def seconds_to_ms(seconds: float) -> float:
     return seconds * 1e3
 
 
-def tokens_per_second(tokens_per_step: float, step_s: float) -> float:
-    """Throughput in tokens/s of a step that processes ``tokens_per_step`` tokens in ``step_s`` seconds."""
-    return tokens_per_step / step_s
-
-
-def gemm_tflop_s(m: int, n: int, k: int, time_s: float) -> float:
-    """TFLOP/s of an (m×k)·(k×n) matrix product taking ``time_s``: m·n·k multiply-adds are 2·m·n·k FLOPs."""
-    return 2.0 * m * n * k / time_s / 1e12
-
-
 def significant(x: float, digits: int = 4) -> str:
     """``x`` to ``digits`` significant figures in fixed notation (no exponent); large values as grouped integers."""
     if x == 0 or not math.isfinite(x):
@@ -99,20 +91,15 @@ def significant(x: float, digits: int = 4) -> str:
     return f"{rounded:.{digits - 1 - magnitude}f}"
 
 
-def percent(fraction: float) -> str:
-    """A fraction of 1 as a percentage with one decimal: 0.1234 -> ``12.3%``."""
-    return f"{fraction * 100:.1f}%"
-
-
 # --- evidence access with one-line errors ---------------------------------------------
 
 _NUM = (int, float)
 
 
-def short_id(doc: dict[str, Any]) -> str:
-    """A document's id, abbreviated to 12 hex, for messages."""
+def doc_label(doc: dict[str, Any]) -> str:
+    """A document's short id (``sha256:`` and 12 hex), for messages."""
     try:
-        return digest(canonical_bytes(doc))[:19]
+        return short_id(digest(canonical_bytes(doc)))
     except ProbebookError:
         return "evidence"
 
@@ -127,20 +114,20 @@ def evidence_rows(
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
         raise ProbebookError(f"{what}: expected evidence documents (dicts with 'data'), got {type(doc).__name__}")
     if probe is not None and doc.get("probe") != probe:
-        raise ProbebookError(f"{what} needs {probe} evidence; {short_id(doc)} is {doc.get('probe')!r} evidence")
+        raise ProbebookError(f"{what} needs {probe} evidence; {doc_label(doc)} is {doc.get('probe')!r} evidence")
     rows = doc["data"].get("samples")
     if not isinstance(rows, list) or not rows:
-        raise ProbebookError(f"{what}: {short_id(doc)} has no data.samples rows")
+        raise ProbebookError(f"{what}: {doc_label(doc)} has no data.samples rows")
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise ProbebookError(f"{what}: {short_id(doc)} data.samples[{i}] is not an object")
+            raise ProbebookError(f"{what}: {doc_label(doc)} data.samples[{i}] is not an object")
         for name, types in need.items():
             value = row.get(name)
             if value is None and name in nullable:
                 continue
             if value is None or isinstance(value, bool) or not isinstance(value, types):
                 raise ProbebookError(
-                    f"{what}: {short_id(doc)} data.samples[{i}].{name} "
+                    f"{what}: {doc_label(doc)} data.samples[{i}].{name} "
                     f"must be {' or '.join(t.__name__ for t in types)}, got {value!r}"
                 )
     return rows
@@ -156,7 +143,7 @@ def samples_columns(doc: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     if not isinstance(rows, list) or not rows:
         return [], []
     if not all(isinstance(r, dict) for r in rows):
-        raise ProbebookError(f"{short_id(doc)}: data.samples must be a list of objects")
+        raise ProbebookError(f"{doc_label(doc)}: data.samples must be a list of objects")
     present = {key for row in rows for key in row}
     known = [c for c in KNOWN_COLUMNS.get(doc.get("probe", ""), ()) if c in present]
     columns = known + sorted(present - set(known))
@@ -276,7 +263,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         for i, r in enumerate(checked):
             if r["status"] not in ("ok", "oom") or (r["status"] == "ok" and r.get("tok_s") is None):
                 raise ProbebookError(
-                    f"table 'batch-sweep': {short_id(doc)} data.samples[{i}] needs status ok "
+                    f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}] needs status ok "
                     f"(with tok_s) or oom, got status {r['status']!r}"
                 )
             rows.append(r)
@@ -354,27 +341,26 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
 
 def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Per GEMM shape: windows, median time, TFLOP/s at the median and at the fastest window."""
-    groups: dict[tuple[str, int, int, int], list[float]] = {}
-    for doc in docs:
+    rows = [
+        r
+        for doc in docs
         for r in evidence_rows(
             "table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": _NUM}, "gemm"
-        ):
-            groups.setdefault((r["shape"], r["m"], r["n"], r["k"]), []).append(r["time_s"])
-    records = []
-    for (shape, m, n, k), times in groups.items():
-        median = statistics.median(times)
-        records.append(
-            {
-                "shape": shape,
-                "m": m,
-                "n": n,
-                "k": k,
-                "windows": len(times),
-                "median_time_s": median,
-                "median_tflop_s": gemm_tflop_s(m, n, k, median),
-                "best_tflop_s": gemm_tflop_s(m, n, k, min(times)),
-            }
         )
+    ]
+    records = [
+        {
+            "shape": g.shape,
+            "m": g.m,
+            "n": g.n,
+            "k": g.k,
+            "windows": g.windows,
+            "median_time_s": g.median_time_s,
+            "median_tflop_s": g.median_tflop_s,
+            "best_tflop_s": g.best_tflop_s,
+        }
+        for g in gemm_shapes(rows)
+    ]
     tf = lambda x: f"{x:.1f}"  # noqa: E731 - a one-line formatter
     cols = [
         Column("shape", "shape", _text, False),
@@ -397,19 +383,19 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
     """The ``top`` kernels by summed device time, with calls, time per call and share of all kernel time."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ProbebookError(f"table 'kernels': top must be a whole number >= 1, got {top!r}")
-    rows = counted_rows([r for doc in docs for r in _kernel_rows("table 'kernels'", doc)])
-    total = sum(r["device_time_s"] for r in rows)
-    ordered = sorted(rows, key=lambda r: (-r["device_time_s"], r["kernel"]))[:top]
+    rows = kernels.counted_rows([r for doc in docs for r in _kernel_rows("table 'kernels'", doc)])
+    shares = kernels.kernel_shares(rows)
+    ranked = sorted(zip(rows, shares, strict=True), key=lambda rs: (-rs[0]["device_time_s"], rs[0]["kernel"]))[:top]
     records = [
         {
             "kernel": r["kernel"],
             "category": r["category"],
             "calls": r["calls"],
             "device_time_s": r["device_time_s"],
-            "per_call_s": r["device_time_s"] / r["calls"] if r["calls"] else None,
-            "share": r["device_time_s"] / total if total > 0 else None,
+            "per_call_s": kernels.per_call_s(r["device_time_s"], r["calls"]),
+            "share": share,
         }
-        for r in ordered
+        for r, share in ranked
     ]
     cols = [
         Column("kernel", "kernel", _text, False),
@@ -424,11 +410,9 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
 
 def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Device kernel time and its share per category, summed over the documents' kernel rows."""
-    rows = counted_rows([r for doc in docs for r in _kernel_rows("table 'kernel-shares'", doc)])
-    shares = category_shares(rows)
-    times: dict[str, float] = {}
-    for r in rows:
-        times[r["category"]] = times.get(r["category"], 0.0) + r["device_time_s"]
+    rows = [r for doc in docs for r in _kernel_rows("table 'kernel-shares'", doc)]
+    shares = kernels.category_shares(rows)
+    times = kernels.category_time_s(rows)
     records = [
         {"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
         for cat in sorted(times, key=lambda c: (-times[c], c))

@@ -14,7 +14,7 @@ import jinja2
 from measure.errors import ProbebookError
 from render.derive import fit as fitmod
 from render.derive import project as projmod
-from render.pages import Block, current_state
+from render.pages import Block
 from render.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
 
 
@@ -28,11 +28,15 @@ class EvidenceRef:
     probe: str
 
     @property
+    def evidence(self) -> tuple[str, ...]:
+        """The id, as a Quantity names its evidence (for the page's list of cited evidence)."""
+        return (self.id,)
+
+    @property
     def short(self) -> str:
         return short_id(self.id)
 
     def template_markdown(self, page: str) -> str:
-        current_state().cited.add(self.id)
         return f'[`{self.short}`]({relative_link(page, evidence_page(self.id))} "{self.probe} evidence")'
 
 

@@ -105,11 +105,6 @@ def texts(svg: str) -> list[str]:
 # --- pure helpers ----------------------------------------------------------------------
 
 
-def test_step_model_is_c_plus_a_s_plus_b_s_squared():
-    assert charts.step_model_s(0.5, 0.25, 0.125, 2.0) == 0.5 + 0.5 + 0.5
-    assert charts.step_model_s(1.0, 0.0, 0.0, 4096.0) == 1.0
-
-
 def test_curve_tokens_is_evenly_spaced_and_inclusive():
     assert charts.curve_tokens(0, 10, 6) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert charts.curve_tokens(512, 512) == [512.0]
@@ -135,10 +130,7 @@ def test_step_scaling_draws_the_derive_fit_and_its_residuals():
     fitted = fitmod.fit_evidence(d, terms="c+a+b", bootstrap=0)
     curve = next(rows for rows in datasets(out) if rows and "fit_ms" in rows[0])
     assert curve[0]["tokens"] == 256 and curve[-1]["tokens"] == 4096 and len(curve) == charts.CURVE_POINTS
-    assert (
-        curve[-1]["fit_ms"]
-        == charts.step_model_s(fitted.c_s, fitted.a_s_per_token, fitted.b_s_per_token2, 4096.0) * 1e3
-    )
+    assert curve[-1]["fit_ms"] == fitted.predict(4096.0) * 1e3
     resid = next(rows for rows in datasets(out) if rows and "residual_ms" in rows[0])
     assert [r["tokens"] for r in resid] == [256, 512, 1024, 2048, 4096]
     assert [r["residual_ms"] for r in resid] == [r * 1e3 for r in fitted.residuals_s]

@@ -18,9 +18,9 @@ from measure import peakmem
 from measure.errors import ProbebookError
 from measure.evidence import parse
 from measure.isolate import MARKER, is_oom
-from measure.probes.batch_sweep import plan_batches, tokens_per_second, unchanged
+from measure.probes.batch_sweep import plan_batches, unchanged
+from measure.probes.common import tokens_per_second
 from measure.probes.loss_memory import loss_path, relative_difference
-from measure.probes.loss_memory import tokens_per_second as loss_tokens_per_second
 from measure.store import Store
 from measure.workload.presets import PRESETS, param_count
 from render.derive import batchsweep, lossmem
@@ -54,8 +54,8 @@ def test_plan_batches_doubles_up_to_the_caps():
 
 
 def test_throughput_and_loss_path_arithmetic():
-    assert tokens_per_second(4, 256, 0.5) == 2048.0
-    assert loss_tokens_per_second(1024, 0.25) == 4096.0
+    assert tokens_per_second(4 * 256, 0.5) == 2048.0
+    assert tokens_per_second(1024, 0.25) == 4096.0
     assert relative_difference(10.0, 9.9) == pytest.approx(0.01, rel=1e-12)
     assert loss_path(1, 1, 4096, 4096, 1024) == "materialized"
     assert loss_path(8, 4, 1024, 4096, 1024) == "chunked"  # 4 chunks, each recomputed once in backward
@@ -175,7 +175,7 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
     for r in rows:
         assert r["status"] == "ok" and r["error"] is None
         assert (r["model"], r["params"]) == ("tiny", param_count(TINY))
-        assert r["tok_s"] == tokens_per_second(r["batch"], r["context"], r["step_s"])
+        assert r["tok_s"] == tokens_per_second(r["batch"] * r["context"], r["step_s"])
         assert isinstance(r["peak_bytes"], int) and r["peak_bytes"] > 0 and r["peak_method"] == "linux-vmhwm"
         assert r["batch_elements"] == 2 * r["batch"] * r["context"]
         assert r["sdpa_backend"] not in (None, "none") and r["compile_engaged"] is False
@@ -344,7 +344,7 @@ def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
     for r in rows:
         assert r["tokens_per_step"] == 512 and r["vocab"] == TINY.vocab and r["step_tokens"] == 512 * r["microbatch"]
         assert r["loss_path"] == r["arm"]  # observed from the profiled step, not from the name
-        assert r["tok_s"] == loss_tokens_per_second(r["step_tokens"], r["step_s"])
+        assert r["tok_s"] == tokens_per_second(r["step_tokens"], r["step_s"])
         if r["arm"] == "materialized":
             assert (r["logits_rows_max"], r["loss_forward_calls"], r["loss_backward_calls"]) == (r["step_tokens"], 1, 1)
         else:

@@ -12,7 +12,7 @@ from measure.store import Store
 from render import sources
 from render.build import load_evidence
 from render.derive import fit as fitmod
-from render.functions import Library, PageFunctions, field_unit, saving_fraction
+from render.functions import Library, PageFunctions, field_unit
 from render.pages import PageError, PageState, check_links, inert_prose, make_environment, render_body
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
@@ -86,7 +86,7 @@ def test_other_page_functions_compute_from_evidence(library: Library, tmp_path: 
     body = (
         "{{ gemm_ceiling(ceiling) }} {{ batch_summary(batch).fastest_tok_s }} "
         "{{ project(batch_summary(batch).fastest_tok_s, '250M').time }} "
-        "{{ mfu(batch_summary(batch).fastest_tok_s, 250e6, 20, 15, 64, 4096, peak=gemm_ceiling(ceiling)) }} "
+        "{{ mfu(batch_summary(batch).fastest_tok_s, 1971859200, peak=gemm_ceiling(ceiling)) }} "
         "{{ loss_memory(mem, 'eager').per_microbatch }} {{ value(ceiling, 'params.windows', fmt='d') }} "
         "{{ share_of(loss_memory(mem, 'chunked').per_microbatch, loss_memory(mem, 'eager').per_microbatch) }}"
     )
@@ -100,7 +100,7 @@ def test_other_page_functions_compute_from_evidence(library: Library, tmp_path: 
     assert rate == 97000.0  # the fastest fitting row of tests/fixtures/site/inputs/batch.csv
     assert q["project(batch_summary(batch).fastest_tok_s, 2.5e+08).time"].value == pytest.approx(20 * 250e6 / 97000)
     mfu = q["mfu(batch_summary(batch).fastest_tok_s)"]
-    assert mfu.value == pytest.approx(97000 * (6 * 250e6 + 12 * 20 * 15 * 64 * 4096) / ceiling, rel=1e-12)
+    assert mfu.value == pytest.approx(97000 * 1971859200 / ceiling, rel=1e-12)
     assert set(mfu.evidence) == {ALIASES["batch"], ALIASES["ceiling"]}
     # tests/fixtures/site/inputs/loss-memory.csv: eager peaks rise 1572864000 B per microbatch, chunked 300000000 B
     assert q["loss_memory(mem, eager).per_microbatch"].value == pytest.approx(1572864000, rel=1e-9)
@@ -129,17 +129,13 @@ def test_median_and_saving_of_interleaved_arms(library: Library, tmp_path: Path)
     assert q["median(ceiling, time_s)"].value == 0.000198 and q["median(ceiling, time_s)"].text == "198 us"
 
 
-def test_field_units_and_saving_fraction() -> None:
+def test_field_units() -> None:
     assert field_unit("step_s") == ("s", "ms", ".3g")
     assert field_unit("wall_ms") == ("ms", None, ".3g")
     assert field_unit("gb_s") == ("GB/s", None, ".3g")
     assert field_unit("tok_s") == ("tok/s", None, ",.0f")
     assert field_unit("peak_bytes") == ("B", "GiB", ".3g")
     assert field_unit("calls") == ("", None, ".4g")
-    assert saving_fraction(0.03, 0.05) == 1 - 0.03 / 0.05
-    assert saving_fraction(0.06, 0.05) == 1 - 0.06 / 0.05  # an arm slower than the baseline saves a negative share
-    with pytest.raises(Exception, match="baseline's median must be a positive time"):
-        saving_fraction(0.03, 0.0)
 
 
 def test_chart_and_table_write_files_beside_the_page(library: Library, tmp_path: Path) -> None:

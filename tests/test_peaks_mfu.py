@@ -1,4 +1,4 @@
-"""Hardware peaks lookup (datasheet rows, unknown-GPU sentinel and warning) and PaLM model FLOPs / MFU."""
+"""Hardware peaks lookup (datasheet rows, unknown-GPU sentinel and warning) and MFU."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from measure.errors import ProbebookError
 from render import peaks
-from render.derive.mfu import achieved_model_flop_s, mfu, model_flops_per_token
+from render.derive.mfu import achieved_model_flop_s, mfu
 
 
 def test_known_gpus_read_the_datasheet_figures():
@@ -33,12 +33,6 @@ def test_unknown_gpu_gets_the_sentinel_and_a_warning_never_a_guess(name):
     assert not peak.known and peak.bf16_dense_flop_s is None and peak.memory_bytes_s is None
 
 
-def test_model_flops_per_token_palm_appendix_b():
-    # 250m preset: 6·250e6 + 12·20 layers·15 heads·64 head dim·2048 tokens
-    assert model_flops_per_token(250e6, 20, 15, 64, 2048) == 1_500_000_000 + 471_859_200
-    assert model_flops_per_token(1, 1, 1, 1, 1) == 18
-
-
 def test_mfu_is_achieved_over_peak():
     assert achieved_model_flop_s(100_000.0, 2e9) == 2e14
     assert mfu(2e14, 8e14) == 0.25
@@ -52,5 +46,5 @@ def test_mfu_refusals():
         mfu(1e14, 0.0)
     with pytest.raises(ProbebookError, match="model FLOP/s must be a non-negative number"):
         mfu(-1.0, 1e15)
-    with pytest.raises(ProbebookError, match="n_layers must be a positive number"):
-        model_flops_per_token(1e6, 0, 1, 1, 1)
+    with pytest.raises(ProbebookError, match="flops_per_token must be a positive number"):
+        achieved_model_flop_s(1e5, 0)

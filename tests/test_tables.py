@@ -1,4 +1,4 @@
-"""render.tables: derived-number helpers, each table kind's Markdown/CSV/JSON, escaping, raw samples, input errors."""
+"""render.tables: unit conversions, each table kind's Markdown/CSV/JSON, escaping, raw samples, input errors."""
 
 from __future__ import annotations
 
@@ -42,25 +42,10 @@ def to_html(md: str) -> str:
 # --- pure helpers ----------------------------------------------------------------------
 
 
-def test_unit_conversions_and_throughput():
+def test_unit_conversions():
     assert tables.bytes_to_gib(3 * 2**30) == 3.0
     assert tables.seconds_to_ms(0.25) == 250.0
-    assert tables.tokens_per_second(4096, 0.5) == 8192.0
 
-
-def test_gemm_tflop_s_counts_two_flops_per_multiply_add():
-    # 2·1024·1024·1024 FLOPs in 2**-10 s = 2**41 FLOP/s
-    assert tables.gemm_tflop_s(1024, 1024, 1024, 2.0**-10) == 2.0**41 / 1e12
-
-
-def test_category_shares_sum_device_time_per_category():
-    rows = [
-        {"category": "gemm", "device_time_s": 0.5},
-        {"category": "attention", "device_time_s": 0.25},
-        {"category": "gemm", "device_time_s": 0.25},
-    ]
-    assert tables.category_shares(rows) == {"gemm": 0.75, "attention": 0.25}
-    assert tables.category_shares([]) == {}
 
 
 @pytest.mark.parametrize(
@@ -77,11 +62,6 @@ def test_category_shares_sum_device_time_per_category():
 )
 def test_significant_figures_without_exponents(value, digits, text):
     assert tables.significant(value, digits) == text
-
-
-def test_percent_has_one_decimal():
-    assert tables.percent(0.1234) == "12.3%"
-    assert tables.percent(1) == "100.0%"
 
 
 # --- kinds ------------------------------------------------------------------------------

@@ -50,6 +50,8 @@ def test_built_model_has_the_computed_count(name):
 def test_model_flops_per_token_palm_formula():
     # 6N + 12*L*H*Q*T with N=1000, L=2, H=3, Q=4, T=5
     assert model_flops_per_token(1000, 2, 3, 4, 5) == 6000 + 12 * 2 * 3 * 4 * 5
+    # 250m-like shapes: 6·250e6 + 12·20 layers·15 heads·64 head dim·2048 tokens (PaLM, appendix B)
+    assert model_flops_per_token(250_000_000, 20, 15, 64, 2048) == 1_500_000_000 + 471_859_200
 
 
 def test_linear_shapes_cover_every_matmul_of_the_step():

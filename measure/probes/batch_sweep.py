@@ -33,7 +33,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
-from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
 
 PROBE = "batch-sweep"
@@ -100,11 +100,6 @@ def plan_batches(context: int, start: int, max_batch: int | None, max_tokens: in
         out.append(b)
         b *= 2
     return out
-
-
-def tokens_per_second(batch: int, context: int, step_s: float) -> float:
-    """Training throughput in tokens/s: batch·context tokens per step over the step's seconds."""
-    return batch * context / step_s
 
 
 def unchanged(rows: list[dict[str, Any]]) -> str | None:
@@ -204,7 +199,7 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
         "batch": b,
         "tokens": b * s,
         "status": result["status"],
-        "tok_s": tokens_per_second(b, s, result["median_s"]) if ok else None,
+        "tok_s": tokens_per_second(b * s, result["median_s"]) if ok else None,
         "step_s": result["median_s"] if ok else None,
         "cv": result.get("cv"),
         "windows": len(result["times_s"]) if ok else 0,

@@ -90,6 +90,11 @@ class OneStepConfig(CommonConfig):
         return (self.batch or (4 if device == "cuda" else 2), self.seq_len or (2048 if device == "cuda" else 128))
 
 
+def tokens_per_second(step_tokens: int, step_s: float) -> float:
+    """Training throughput in tokens/s: the step's tokens over its seconds."""
+    return step_tokens / step_s
+
+
 def positive(name: str, value: int | None) -> None:
     """Refuse a non-positive option with one line naming it."""
     if value is not None and value < 1:

@@ -39,7 +39,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
-from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
 
 PROBE = "loss-memory"
@@ -94,11 +94,6 @@ class BudgetSpent(RuntimeError):
 
 class PointDied(RuntimeError):
     """Some points failed or their processes died; the evidence keeps what was measured."""
-
-
-def tokens_per_second(step_tokens: int, step_s: float) -> float:
-    """Training throughput in tokens/s: the step's tokens over its seconds."""
-    return step_tokens / step_s
 
 
 def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_tokens: int, chunk_tokens: int) -> str:

@@ -1,7 +1,9 @@
 """Derivations: pure functions from evidence rows to the numbers a page publishes.
 
 One module per kind of evidence: ``fit`` (step-time scaling), ``lossmem`` (loss-kernel
-memory), ``batchsweep`` (batch sweeps to OOM), ``project`` (training-time projections) and
-``mfu`` (model FLOPs and utilisation); ``stats`` holds the distribution function the fit's
-significance tests need. Nothing here reads files, imports torch, or prints.
+memory), ``batchsweep`` (batch sweeps to OOM), ``gemm`` (GEMM FLOP/s and same-session
+ceilings), ``kernels`` (device kernel time by category), ``ablation`` (what an arm saves),
+``throughput`` (tokens/s), ``project`` (training-time projections) and ``mfu`` (model FLOPs
+utilisation); ``stats`` holds the distribution function the fit's significance tests need.
+Nothing here reads files, imports torch, or prints.
 """

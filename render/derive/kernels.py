@@ -35,15 +35,37 @@ def counted_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in rows if not is_annotation_row(str(r.get("kernel", "")))]
 
 
-def category_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Fraction of summed ``device_time_s`` per ``category`` over the counted rows (fractions of 1, summing to 1)."""
+def category_time_s(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Summed ``device_time_s`` (seconds) per ``category`` over the counted rows, in order of first appearance.
+
+    The categories are the probe's (it classifies each kernel when it measures), so no list of
+    them is kept in render.
+    """
     totals: dict[str, float] = {}
     for row in counted_rows(rows):
         totals[row["category"]] = totals.get(row["category"], 0.0) + row["device_time_s"]
+    return totals
+
+
+def category_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Fraction of summed ``device_time_s`` per ``category`` over the counted rows (fractions of 1, summing to 1)."""
+    totals = category_time_s(rows)
     whole = sum(totals.values())
     if whole <= 0:
         return {}
     return {cat: t / whole for cat, t in totals.items()}
+
+
+def kernel_shares(rows: list[dict[str, Any]]) -> list[float | None]:
+    """Each counted row's fraction of all counted rows' ``device_time_s`` (None for all when the total is not positive)."""
+    counted = counted_rows(rows)
+    total = sum(r["device_time_s"] for r in counted)
+    return [r["device_time_s"] / total if total > 0 else None for r in counted]
+
+
+def per_call_s(device_time_s: float, calls: int) -> float | None:
+    """Mean device time of one call, seconds (None for a kernel with no calls)."""
+    return device_time_s / calls if calls else None
 
 
 def kernel_seconds_per_step(rows: list[dict[str, Any]], steps: int) -> float:

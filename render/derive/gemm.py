@@ -1,0 +1,70 @@
+"""GEMM throughput: FLOP/s of a matrix product from its shape and a measured time.
+
+An (m×k)·(k×n) product is m·n·k multiply-adds, 2·m·n·k FLOPs. The same-session ceiling of a
+shape is its FLOP/s at the median of its timed windows (``gemm`` evidence, one row a window).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from measure.errors import ProbebookError
+
+
+def gemm_tflop_s(m: int, n: int, k: int, time_s: float) -> float:
+    """TFLOP/s of an (m×k)·(k×n) matrix product taking ``time_s``: m·n·k multiply-adds are 2·m·n·k FLOPs."""
+    return 2.0 * m * n * k / time_s / 1e12
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """The timed windows of one GEMM shape and what they give."""
+
+    shape: str
+    """The shape's name as the probe wrote it (``square-8192``, ``wkv.fwd``)."""
+    m: int
+    """Rows of the left operand."""
+    n: int
+    """Columns of the right operand."""
+    k: int
+    """The shared (reduced) dimension."""
+    windows: int
+    """Timed windows of this shape."""
+    median_time_s: float
+    """Median window time, seconds."""
+    median_tflop_s: float
+    """TFLOP/s at the median window: the same-session ceiling."""
+    best_tflop_s: float
+    """TFLOP/s of the fastest window."""
+
+
+def gemm_shapes(rows: Sequence[dict[str, Any]]) -> list[GemmShape]:
+    """Rows (``shape``, ``m``, ``n``, ``k``, ``time_s``) grouped per shape, in order of first appearance."""
+    groups: dict[tuple[str, int, int, int], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["shape"], r["m"], r["n"], r["k"]), []).append(r["time_s"])
+    out = []
+    for (shape, m, n, k), times in groups.items():
+        median = statistics.median(times)
+        out.append(
+            GemmShape(
+                shape, m, n, k, len(times), median, gemm_tflop_s(m, n, k, median), gemm_tflop_s(m, n, k, min(times))
+            )
+        )
+    return out
+
+
+def gemm_ceiling_flop_s(rows: Sequence[dict[str, Any]], shape: str | None = None) -> tuple[GemmShape, float]:
+    """The shape (the only one when ``shape`` is None) and its FLOP/s at the median window."""
+    shapes = gemm_shapes(rows)
+    names = sorted({g.shape for g in shapes})
+    chosen = names[0] if shape is None and len(names) == 1 else shape
+    picked = [g for g in shapes if g.shape == chosen]
+    if not picked:
+        raise ProbebookError(f"give shape= one of {', '.join(names)}")
+    if len(picked) > 1:
+        dims = "; ".join(f"{g.m}×{g.n}×{g.k}" for g in picked)
+        raise ProbebookError(f"shape {chosen!r} has rows of several sizes ({dims}); the evidence is inconsistent")
+    return picked[0], picked[0].median_tflop_s * 1e12
