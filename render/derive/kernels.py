@@ -57,7 +57,7 @@ def category_shares(rows: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def kernel_shares(rows: list[dict[str, Any]]) -> list[float | None]:
-    """Each counted row's fraction of all counted rows' ``device_time_s`` (None for all when the total is not positive)."""
+    """Each counted row's fraction of the counted rows' summed ``device_time_s`` (None when that is not positive)."""
     counted = counted_rows(rows)
     total = sum(r["device_time_s"] for r in counted)
     return [r["device_time_s"] / total if total > 0 else None for r in counted]
