@@ -90,6 +90,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="time your own harness: factory(options) -> (model, make_batch, step[, optimizer])",
     )
     p.add_argument("--seed", type=int, default=0, help="seed for weights, tokens and operands")
+    p.add_argument(
+        "--sliding-window", type=int, metavar="W", help="reference decoder: local layers see the last W keys"
+    )
+    p.add_argument("--global-every", type=int, metavar="K", help="with --sliding-window: every K-th layer global")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default: 3)")
     p.add_argument("--windows", type=int, default=5, help="timed windows or interleaved rounds (default: 5)")
     p.add_argument("--iters", type=int, default=3, help="calls per window (default: 3)")
@@ -132,6 +136,14 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
             help="comma list of h2d, d2h, d2d (default: all)",
         )
         p.add_argument("--max-tensors", type=int, help="use at most this many workload tensors")
+    elif name == "mask":
+        p.add_argument("--batch", type=int, help="batch size (default: 4 on CUDA, 2 on CPU)")
+        p.add_argument("--seq-len", type=int, help="sequence length, the fixed width (default: 2048 CUDA, 128 CPU)")
+        p.add_argument("--kinds", type=_str_list, help="comma list of causal, explicit, padded, sliding, document")
+        p.add_argument("--min-length-fraction", type=float, help="shortest padded row / width (default: 0.5)")
+        p.add_argument("--documents", type=int, help="packed documents per row of the document batch (default: 4)")
+        p.add_argument("--steps", type=int, help="profiled steps per kind (default: 2)")
+        p.add_argument("--rounds", type=int, dest="windows", metavar="N", help="interleaved rounds (default: 7)")
     elif name in ("batch-sweep", "loss-memory"):
         from measure.probes.memory_args import add_memory_args
 
@@ -153,6 +165,12 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
             )
 
 
+def _declared_help(name: str) -> tuple[str, str]:
+    """A probe module's own HELP and EXAMPLE (probe modules import torch only inside ``run``)."""
+    module = importlib.import_module(PROBES[name])
+    return module.HELP, module.EXAMPLE
+
+
 def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``measure`` with one subcommand per probe (and ``recover``) to ``sub``."""
     top = command(
@@ -163,7 +181,7 @@ def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> argpa
     )
     msub = top.add_subparsers(dest="probe", metavar="PROBE", required=True)
     for name in PROBES:
-        text, example = HELP[name]
+        text, example = HELP[name] if name in HELP else _declared_help(name)
         p = command(msub, name, text, example)
         _common(p)
         _probe_args(name, p)

@@ -13,4 +13,5 @@ PROBES = {
     "optimizer": "measure.probes.optimizer",
     "batch-sweep": "measure.probes.batch_sweep",
     "loss-memory": "measure.probes.loss_memory",
+    "mask": "measure.probes.mask",
 }

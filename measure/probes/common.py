@@ -7,7 +7,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.timing import WindowPlan
-from measure.workload import DTYPES, WorkloadOptions
+from measure.workload import DTYPES, WorkloadOptions, check_window
 from measure.workload.presets import PRESETS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
@@ -37,8 +37,13 @@ class CommonConfig:
     """Timed windows (or interleaved rounds) per point."""
     iters: int = 3
     """Calls per window."""
+    sliding_window: int | None = None
+    """Reference decoder: local layers attend to the last W keys (None: every layer global)."""
+    global_every: int | None = None
+    """With a window: every K-th layer stays global (None: every layer local)."""
 
     def __post_init__(self) -> None:
+        check_window(self.sliding_window, self.global_every)
         if self.workload is None and self.preset not in PRESETS:
             raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
         if self.device not in DEVICE_CHOICES:
@@ -68,6 +73,8 @@ class CommonConfig:
             checkpointing=self.checkpointing,
             dtype=self.dtype,
             seed=self.seed,
+            sliding_window=self.sliding_window,
+            global_every=self.global_every,
         )
 
 

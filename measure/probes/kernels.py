@@ -30,28 +30,11 @@ from typing import Any
 
 from measure.evidence import Evidence
 from measure.probes.common import OneStepConfig, positive, resolve_device
+from measure.probes.kernel_names import CATEGORIES, categorize
 from measure.runner import Recorder, execute
 
 PROBE = "kernels"
 VERSION = 2
-CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
-# (category, pattern) in match order; names are lower-cased first. Sources: kernel names seen in
-# CUDA traces (cuBLAS "nvjet"/"sm90_xmma"/"cutlass", flash-attention "flash_fwd", xformers/
-# mem-efficient "fmha", cuDNN SDPA, PyTorch "multi_tensor_apply"/"fused_adam", Inductor "triton_")
-_RULES = (
-    ("optimizer", r"adam|multi_tensor_apply|foreach|_fused_sgd|optimizer"),
-    ("loss", r"cross_entropy|nll_?loss|log_?softmax|logsoftmax|softmax_warp_forward|softmax_warp_backward"),
-    ("attention", r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)"),
-    (
-        "gemm",
-        r"gemm|nvjet|xmma|cutlass|cublas|matmul|aten::mm|aten::addmm|aten::bmm|aten::linear|\bmm\b|sm\d\d_.*tensorop",
-    ),
-    (
-        "norm-elementwise",
-        r"norm|elementwise|vectorized|reduce|rsqrt|silu|mul|add|pow|mean|cat|copy|triton_|"
-        r"fill|embedding|index|where|neg|cos|sin|to_copy|clone|sum|div|sub|exp|outer|arange",
-    ),
-)
 # GPU user annotations by name, for a profiler whose events lack ``is_user_annotation``:
 # the step marker of torch.profiler's schedule and the optimizer's record_function label.
 _ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
@@ -73,15 +56,6 @@ class KernelsConfig(OneStepConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         positive("steps", self.steps)
-
-
-def categorize(name: str) -> str:
-    """The category of a kernel or operator name (one of ``CATEGORIES``)."""
-    low = name.lower()
-    for category, pattern in _RULES:
-        if re.search(pattern, low):
-            return category
-    return "other"
 
 
 def is_annotation(name: str, flagged: bool = False) -> bool:

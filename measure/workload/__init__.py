@@ -35,12 +35,28 @@ class WorkloadOptions:
     """Autocast compute dtype: ``bf16`` (autocast) or ``fp32`` (no autocast)."""
     seed: int = 0
     """Seed for weights and synthetic tokens."""
+    sliding_window: int | None = None
+    """Reference decoder: local layers attend to the last W keys (None: every layer global)."""
+    global_every: int | None = None
+    """Reference decoder with a window: every K-th layer stays global (None: every layer local)."""
 
     def __post_init__(self) -> None:
+        check_window(self.sliding_window, self.global_every)
         if self.device not in DEVICES:
             raise ProbebookError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.dtype not in DTYPES:
             raise ProbebookError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+
+
+def check_window(sliding_window: int | None, global_every: int | None) -> None:
+    """Refuse a window below 1, or ``--global-every`` without a window, with one line naming the option."""
+    if sliding_window is not None and sliding_window < 1:
+        raise ProbebookError(f"--sliding-window must be >= 1, got {sliding_window}")
+    if global_every is not None:
+        if global_every < 1:
+            raise ProbebookError(f"--global-every must be >= 1, got {global_every}")
+        if sliding_window is None:
+            raise ProbebookError("--global-every needs --sliding-window (it says which layers stay global)")
 
 
 @dataclass

@@ -3,6 +3,14 @@
 Imported only when a probe runs (it imports torch at module level). Two switches exist for the
 ``ablate`` probe and are documented as timing-only there: ``Attention.identity`` replaces the SDPA
 call by its value input, and ``Decoder.hidden`` returns the final hidden state without the head.
+
+Masks: with no mask request a layer calls SDPA with ``is_causal=True`` (the fused fast path).
+``layer_masks`` builds the boolean mask each layer gets otherwise (``True`` = may attend): an
+explicit causal mask, right-padding (keys past a row's length hidden), packed documents (keys of
+other documents hidden), and a sliding window on local layers (``sliding_window`` W: a query sees
+itself and the W-1 keys before it; with ``global_every`` K every K-th layer stays global, the
+local/global pattern of Gemma 2, Team et al. 2024, section 2). ``forward`` uses exactly this
+function, so a check on its output is a check on what the model runs.
 """
 
 from __future__ import annotations
@@ -16,6 +24,66 @@ from measure.workload.presets import Preset
 
 ROPE_BASE = 10_000.0  # Su et al. 2021, "RoFormer", section 3.4.2: theta_i = 10000^(-2i/d)
 NORM_EPS = 1e-6
+
+
+def is_local(layer: int, window: int | None, global_every: int | None) -> bool:
+    """Whether layer ``layer`` (0-based) attends through the sliding window: every layer when a window
+    is set, except each ``global_every``-th (layers K-1, 2K-1, ...), which stays global."""
+    if window is None:
+        return False
+    return not (global_every and (layer + 1) % global_every == 0)
+
+
+def attention_mask(
+    seq_len: int,
+    device: torch.device | str,
+    window: int | None = None,
+    lengths: torch.Tensor | None = None,
+    doc_ids: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Boolean mask (B or 1, 1, S, S), ``True`` where query i may attend to key j: causal (j <= i),
+    within the window (i - j < W), inside the row's length (j < L), inside the same document.
+
+    A right-padded query row keeps key 0, so no row is all-masked (which would give NaN)."""
+    pos = torch.arange(seq_len, device=device)
+    q, k = pos[:, None], pos[None, :]
+    allowed = k <= q
+    if window is not None:
+        allowed = allowed & (q - k < window)
+    allowed = allowed[None]
+    if lengths is not None:
+        allowed = allowed & (k[None] < lengths.to(device)[:, None, None])
+    if doc_ids is not None:
+        allowed = allowed & (doc_ids[:, :, None] == doc_ids[:, None, :])
+    return allowed[:, None]
+
+
+def layer_masks(
+    layers: int,
+    seq_len: int,
+    device: torch.device | str,
+    window: int | None = None,
+    global_every: int | None = None,
+    lengths: torch.Tensor | None = None,
+    doc_ids: torch.Tensor | None = None,
+    explicit: bool = False,
+) -> list[torch.Tensor | None]:
+    """The mask each layer passes to SDPA; ``None`` means ``is_causal=True`` (no mask tensor at all).
+
+    Needs no weights: the band check (``measure.probes.mask``) runs it on a CPU. Layers of one kind
+    share one tensor."""
+    needs_mask = explicit or lengths is not None or doc_ids is not None
+    shared: dict[bool, torch.Tensor | None] = {}
+    out = []
+    for layer in range(layers):
+        local = is_local(layer, window, global_every)
+        if local not in shared:
+            if local or needs_mask:
+                shared[local] = attention_mask(seq_len, device, window if local else None, lengths, doc_ids)
+            else:
+                shared[local] = None
+        out.append(shared[local])
+    return out
 
 
 class RMSNorm(nn.Module):
@@ -56,7 +124,9 @@ class Attention(nn.Module):
         self.wo = nn.Linear(p.heads * p.head_dim, p.width, bias=False)
         self.identity = False  # ablate: skip SDPA, pass the values through (timing-only)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
         b, s, _ = x.shape
         q = self.wq(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
         k = self.wk(x).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
@@ -66,7 +136,10 @@ class Attention(nn.Module):
         else:
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
             gqa = self.kv_heads != self.heads
-            out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+            if mask is None:
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+            else:
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
         return self.wo(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
 
 
@@ -89,18 +162,28 @@ class Block(nn.Module):
         self.norm1, self.attn = RMSNorm(p.width), Attention(p)
         self.norm2, self.mlp = RMSNorm(p.width), SwiGLU(p)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x), cos, sin)
+    def forward(
+        self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x), cos, sin, mask)
         return x + self.mlp(self.norm2(x))
 
 
 class Decoder(nn.Module):
     """tokens (B, S) -> logits (B, S, V); the head's weight is the embedding's (tied)."""
 
-    def __init__(self, p: Preset, checkpointing: bool = False):
+    def __init__(
+        self,
+        p: Preset,
+        checkpointing: bool = False,
+        sliding_window: int | None = None,
+        global_every: int | None = None,
+    ):
         super().__init__()
         self.preset = p
         self.checkpointing = checkpointing
+        self.sliding_window = sliding_window  # None: every layer global (full causal attention)
+        self.global_every = global_every  # with a window: every K-th layer global, the rest local
         self.embed = nn.Embedding(p.vocab, p.width)
         self.blocks = nn.ModuleList(Block(p) for _ in range(p.layers))
         self.norm = RMSNorm(p.width)
@@ -115,13 +198,30 @@ class Decoder(nn.Module):
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, std=0.02)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        lengths: torch.Tensor | None = None,
+        doc_ids: torch.Tensor | None = None,
+        explicit_mask: bool = False,
+    ) -> torch.Tensor:
+        """``lengths`` (B,): right-padded rows' real lengths; ``doc_ids`` (B, S): packed documents' ids."""
         cos, sin = rope_tables(tokens.shape[1], self.preset.head_dim, tokens.device)
+        masks = layer_masks(
+            len(self.blocks),
+            tokens.shape[1],
+            tokens.device,
+            window=self.sliding_window,
+            global_every=self.global_every,
+            lengths=lengths,
+            doc_ids=doc_ids,
+            explicit=explicit_mask,
+        )
         x = self.embed(tokens)
-        for block in self.blocks:
+        for block, mask in zip(self.blocks, masks, strict=True):
             if self.checkpointing and self.training:
-                x = checkpoint(block, x, cos, sin, use_reentrant=False)
+                x = checkpoint(block, x, cos, sin, mask, use_reentrant=False)
             else:
-                x = block(x, cos, sin)
+                x = block(x, cos, sin, mask)
         x = self.norm(x)
         return x if self.hidden else self.head(x)

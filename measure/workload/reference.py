@@ -24,7 +24,12 @@ def build_reference(options: WorkloadOptions) -> Workload:
     preset = get_preset(options.preset)
     device = torch.device(options.device)
     torch.manual_seed(options.seed)
-    model = Decoder(preset, checkpointing=options.checkpointing).to(device)
+    model = Decoder(
+        preset,
+        checkpointing=options.checkpointing,
+        sliding_window=options.sliding_window,
+        global_every=options.global_every,
+    ).to(device)
     model.train()
     # fused AdamW: one kernel launch for the whole update (torch >= 2.4 on CUDA and CPU)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE, fused=True)
@@ -34,12 +39,15 @@ def build_reference(options: WorkloadOptions) -> Workload:
     autocast_on = options.dtype == "bf16"
 
     def forward_loss(batch: Any) -> torch.Tensor:
-        inputs, targets = batch
+        # (inputs, targets) or (inputs, targets, mask request): the mask probe's batches carry
+        # ``lengths`` / ``doc_ids`` / ``explicit_mask`` for Decoder.forward; padded targets are -100
+        inputs, targets = batch[0], batch[1]
+        mask_request = batch[2] if len(batch) > 2 else {}
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
             if model.hidden:
                 # ablate "no-loss-head": a cheap surrogate loss on the hidden state (timing-only)
-                return model(inputs).float().pow(2).mean()
-            logits = model(inputs)
+                return model(inputs, **mask_request).float().pow(2).mean()
+            logits = model(inputs, **mask_request)
             return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
     def step(batch: Any) -> torch.Tensor:

@@ -1,0 +1,273 @@
+"""``mask``: which SDPA backend and kernels each attention mask actually takes, and what it costs.
+
+Five mask kinds run on the reference decoder at one fixed shape (``--batch`` x ``--seq-len``):
+
+* ``causal``: ``is_causal=True``, no mask tensor (the fused fast path);
+* ``explicit``: the same causal pattern passed as a boolean 4D mask;
+* ``padded``: right-padded rows (lengths evenly spaced from the full width down to
+  ``--min-length-fraction`` of it) with a padding mask; padded targets are ignored by the loss;
+* ``sliding``: local layers see the last ``--sliding-window`` keys (default a quarter of the width),
+  every ``--global-every``-th layer global (default none);
+* ``document``: ``--documents`` packed documents per row with a document mask.
+
+For each kind a few steps run under ``torch.profiler``: the backend is read from the aten SDPA
+operators that ran (never from flags), and on CUDA the attention kernels' names and device time
+are recorded (render reads their architecture tags, ``sm90`` ..., from the names). The kinds
+are then timed in interleaved rounds, so drift cannot favour one. For the padded batch this
+records its step time beside ``causal`` and its lengths (the loss positions it keeps); render
+derives the slowdown against the padding share (``render/derive/masks.py``).
+
+Band check: the masks the model passes to SDPA in a ``sliding`` forward are captured by hooks and
+checked on the CPU (``band_check``): no query row allows more than W keys, none looks ahead, none
+reaches further back than W-1. A failed check stores the evidence as ``failed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import OneStepConfig, positive, resolve_device
+from measure.runner import Recorder, execute
+
+PROBE = "mask"
+VERSION = 1
+HELP = "SDPA backend, kernels and step time per attention mask (causal, explicit, padded, sliding, document)."
+EXAMPLE = "probebook measure mask --preset 250m --seq-len 2048 --batch 4 --sliding-window 512"
+KINDS = ("causal", "explicit", "padded", "sliding", "document")
+
+
+@dataclass(frozen=True)
+class Config(OneStepConfig):
+    """Options of the mask probe."""
+
+    kinds: tuple[str, ...] = KINDS
+    """Mask kinds to run, in this order (default: all five)."""
+    min_length_fraction: float = 0.5
+    """Shortest padded row as a fraction of the width; rows are evenly spaced from the full width down to it."""
+    documents: int = 4
+    """Documents packed into each row of the ``document`` batch (equal lengths)."""
+    steps: int = 2
+    """Steps per kind under the profiler (the backend and kernels are read from them)."""
+    windows: int = 7
+    """Interleaved rounds of all kinds (``--rounds``)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.workload is not None:
+            raise ProbebookError("--workload: the mask probe builds the reference decoder's masks; drop --workload")
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown or not self.kinds:
+            raise ProbebookError(f"--kinds must list some of {', '.join(KINDS)}, got {','.join(self.kinds)!r}")
+        if not 0.0 < self.min_length_fraction <= 1.0:
+            raise ProbebookError(f"--min-length-fraction must be in (0, 1], got {self.min_length_fraction}")
+        positive("documents", self.documents)
+        positive("steps", self.steps)
+
+
+def padded_lengths(batch: int, seq_len: int, min_fraction: float) -> list[int]:
+    """Row lengths (tokens) evenly spaced from ``seq_len`` down to ``ceil(min_fraction * seq_len)``.
+
+    ``padded_lengths(4, 12, 0.5)`` is ``[12, 10, 8, 6]``.
+    """
+    shortest = max(1, -(-int(min_fraction * seq_len * 1000) // 1000))  # ceil without float surprises
+    if batch == 1:
+        return [seq_len]
+    return [round(seq_len - (seq_len - shortest) * i / (batch - 1)) for i in range(batch)]
+
+
+def document_ids(seq_len: int, documents: int) -> list[int]:
+    """Document id per position for ``documents`` equal packed documents: ``document_ids(6, 3) == [0,0,1,1,2,2]``."""
+    if documents > seq_len:
+        raise ProbebookError(f"--documents {documents} exceeds --seq-len {seq_len}: a document needs a token")
+    return [pos * documents // seq_len for pos in range(seq_len)]
+
+
+def band_check(allowed: Any, window: int) -> dict[str, Any]:
+    """Check a boolean mask (S, S) or (B, 1, S, S), ``True`` = may attend, against a window of ``window`` keys.
+
+    ``ok`` when no query row allows more than ``window`` keys, no key after the query (look-ahead) and
+    no key ``window`` or more positions back. Works on numpy arrays and CPU tensors alike.
+    """
+    import numpy as np
+
+    mask = np.asarray(allowed, dtype=bool)
+    if mask.ndim == 2:
+        mask = mask[None, None]
+    if mask.ndim != 4 or mask.shape[-1] != mask.shape[-2]:
+        raise ProbebookError(f"band check: expected a square mask (S, S) or (B, 1, S, S), got shape {mask.shape}")
+    s = mask.shape[-1]
+    q = np.arange(s)[:, None]
+    k = np.arange(s)[None, :]
+    lookahead = int((mask & (k > q)).sum())
+    too_far = int((mask & (q - k >= window)).sum())
+    max_keys = int(mask.sum(axis=-1).max()) if s else 0
+    return {
+        "window": window,
+        "rows": int(mask.shape[0] * mask.shape[1] * s),
+        "max_keys_per_row": max_keys,
+        "lookahead_keys": lookahead,
+        "beyond_window_keys": too_far,
+        "ok": max_keys <= window and lookahead == 0 and too_far == 0,
+    }
+
+
+def _sdpa_ops(counts: dict[str, int]) -> dict[str, int]:
+    return {name: n for name, n in sorted(counts.items()) if "scaled_dot_product" in name}
+
+
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
+    """Observe and time every mask kind; return the evidence (not stored)."""
+    device = resolve_device(config.device)
+    batch, seq_len = config.step_shape(device)
+    window = config.sliding_window or max(1, seq_len // 4)
+    if window > seq_len:
+        raise ProbebookError(f"--sliding-window {window} exceeds --seq-len {seq_len}: the window would be no window")
+    lengths = padded_lengths(batch, seq_len, config.min_length_fraction)
+    docs = document_ids(seq_len, config.documents)
+    params = {**config.params(device), "batch": batch, "seq_len": seq_len, "sliding_window": window}
+
+    def body(rec: Recorder) -> None:
+        import torch
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        from measure.probes.kernel_names import categorize
+        from measure.timing import clock_for, sm_clock, sync_for, time_interleaved
+        from measure.workload import load_workload
+        from measure.workload.observe import sdpa_backend
+
+        # the model is built without a window; the ``sliding`` kind switches it on for its own steps
+        options = config.workload_options(device)
+        from dataclasses import replace
+
+        workload = load_workload(replace(options, sliding_window=None, global_every=None))
+        model = workload.model
+        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        inputs, targets = workload.make_batch(batch, seq_len)
+        length_t = torch.tensor(lengths, device=device)
+        padded_targets = targets.masked_fill(torch.arange(seq_len, device=device)[None] >= length_t[:, None], -100)
+        doc_t = torch.tensor(docs, device=device)[None].expand(batch, seq_len).contiguous()
+        batches = {
+            "causal": (inputs, targets),
+            "explicit": (inputs, targets, {"explicit_mask": True}),
+            "padded": (inputs, padded_targets, {"lengths": length_t}),
+            "sliding": (inputs, targets),
+            "document": (inputs, targets, {"doc_ids": doc_t}),
+        }
+
+        def stepper(kind: str) -> Any:
+            data = batches[kind]
+            if kind != "sliding":
+                return lambda: workload.step(data)
+
+            def sliding_step() -> Any:
+                model.sliding_window, model.global_every = window, config.global_every
+                try:
+                    return workload.step(data)
+                finally:
+                    model.sliding_window, model.global_every = None, None
+
+            return sliding_step
+
+        steps = {kind: stepper(kind) for kind in config.kinds}
+        sync = sync_for(device)
+        on_device = device == "cuda"
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_device else [])
+        rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        observed: dict[str, Any] = {}
+        for kind, fn in steps.items():
+            fn()  # one unprofiled step first: lazy initialisation stays out of the trace
+            sync()
+            with profile(activities=activities) as prof:
+                for _ in range(config.steps):
+                    fn()
+                sync()
+            counts: dict[str, int] = {}
+            kernels: list[dict[str, Any]] = []
+            for event in prof.key_averages():
+                counts[event.key] = counts.get(event.key, 0) + event.count
+                if on_device and event.device_type == DeviceType.CUDA and categorize(event.key) == "attention":
+                    seconds = float(getattr(event, "self_device_time_total", 0.0)) / 1e6
+                    kernels.append({"kernel": event.key, "calls": event.count, "device_time_s": seconds})
+            kernels.sort(key=lambda r: -r["device_time_s"])
+            ops = _sdpa_ops(counts)
+            observed[kind] = {
+                "sdpa_backend": sdpa_backend(set(ops)),
+                "sdpa_backends": sorted({b for b in (sdpa_backend({op}) for op in ops) if b}),
+                "sdpa_ops": ops,
+                "attention_kernels": kernels,
+            }
+            rec.point([], None, f"{kind}: {observed[kind]['sdpa_backend']} ({len(kernels)} attention kernels)")
+        rec.data["observed"] = {"kinds": observed}
+        rec.data["batches"] = {
+            "padded": {"lengths": lengths, "width": seq_len},
+            "document": {"documents": config.documents, "width": seq_len},
+            "sliding": {"window": window, "global_every": config.global_every},
+        }
+        if "sliding" in steps:
+            rec.data["band_check"] = _band_check_model(model, batches["sliding"][0], window, config.global_every)
+        timed = time_interleaved(
+            steps,
+            clock_for(device),
+            config.plan(),
+            sync,
+            on_round=lambda r, times: rec.point(
+                [{"kind": k, "round": r, "step_s": s} for k, s in times.items()], None, f"round {r}"
+            ),
+        )
+        rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+        rec.points.extend(
+            {"kind": k, "median_s": a.median_s, "iqr_s": a.iqr_s, "cv": a.cv, "unstable": a.unstable}
+            for k, a in timed.arms.items()
+        )
+        rec.data["extended"] = timed.extended
+        band = rec.data.get("band_check")
+        if band is not None and not band["ok"]:
+            rec.fail(f"band check failed on the model's sliding-window masks: {band['failures']}")
+        del torch
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+def _band_check_model(model: Any, inputs: Any, window: int, global_every: int | None) -> dict[str, Any]:
+    """Capture the mask every attention layer receives in one ``sliding`` forward and band-check it on the CPU."""
+    import torch
+
+    from measure.workload.model import is_local
+
+    seen: dict[int, Any] = {}
+    handles = []
+    for i, block in enumerate(model.blocks):
+
+        def hook(_module: Any, args: tuple[Any, ...], i: int = i) -> None:
+            mask = args[3] if len(args) > 3 else None
+            seen[i] = None if mask is None else mask.detach().to("cpu")
+
+        handles.append(block.attn.register_forward_pre_hook(hook))
+    model.sliding_window, model.global_every = window, global_every
+    try:
+        with torch.no_grad():
+            model(inputs[:1])
+    finally:
+        model.sliding_window, model.global_every = None, None
+        for h in handles:
+            h.remove()
+    layers, failures = [], []
+    for i in range(len(model.blocks)):
+        local = is_local(i, window, global_every)
+        mask = seen.get(i)
+        entry: dict[str, Any] = {"layer": i, "local": local, "mask": "is_causal" if mask is None else "tensor"}
+        if local:
+            if mask is None:
+                failures.append(f"layer {i} is local but took is_causal")
+            else:
+                entry.update(band_check(mask.numpy(), window))
+                if not entry["ok"]:
+                    failures.append(f"layer {i}")
+        elif mask is not None:
+            failures.append(f"layer {i} is global but got a mask tensor")
+        layers.append(entry)
+    return {"window": window, "global_every": global_every, "layers": layers, "failures": failures, "ok": not failures}

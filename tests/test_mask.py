@@ -1,0 +1,129 @@
+"""The mask probe: masks by hand, the sliding-window band check, and every mask kind on CPU via the CLI."""
+
+from __future__ import annotations
+
+import pytest
+
+from measure.errors import ProbebookError
+from measure.evidence import parse
+from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
+from measure.store import Store
+
+torch = pytest.importorskip("torch")
+
+from measure.workload.model import attention_mask, is_local, layer_masks  # noqa: E402  (needs torch)
+
+
+def test_padded_lengths_and_document_ids_by_hand():
+    assert padded_lengths(4, 12, 0.5) == [12, 10, 8, 6]
+    assert padded_lengths(2, 128, 0.5) == [128, 64]
+    assert padded_lengths(1, 128, 0.5) == [128]
+    assert document_ids(6, 3) == [0, 0, 1, 1, 2, 2]
+    with pytest.raises(ProbebookError, match="--documents 7 exceeds --seq-len 6"):
+        document_ids(6, 7)
+
+
+def test_attention_mask_by_hand():
+    # window 2 over 4 positions: each query sees itself and the one key before it
+    band = attention_mask(4, "cpu", window=2)[0, 0].int().tolist()
+    assert band == [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    # right padding: the row of length 2 hides keys 2 and 3 from every query, yet query 3 keeps key 0
+    padded = attention_mask(4, "cpu", lengths=torch.tensor([4, 2]))[:, 0].int().tolist()
+    assert padded[1] == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 0, 0]]
+    assert padded[0] == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1]]
+    docs = attention_mask(4, "cpu", doc_ids=torch.tensor([[0, 0, 1, 1]]))[0, 0].int().tolist()
+    assert docs == [[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 1, 0], [0, 0, 1, 1]]
+
+
+def test_layer_masks_local_global_pattern():
+    assert [is_local(i, 8, 3) for i in range(6)] == [True, True, False, True, True, False]
+    masks = layer_masks(6, 16, "cpu", window=8, global_every=3)
+    assert [m is None for m in masks] == [False, False, True, False, False, True]
+    assert all(m is None for m in layer_masks(3, 16, "cpu"))  # no request: is_causal everywhere
+    explicit = layer_masks(2, 4, "cpu", explicit=True)
+    assert explicit[0] is not None and explicit[0][0, 0].int().tolist() == torch.ones(4, 4).tril().int().tolist()
+
+
+def test_band_check_passes_on_the_models_mask_and_fails_shifted_by_one():
+    window = 16
+    mask = layer_masks(2, 64, "cpu", window=window)[0]  # what Decoder.forward passes to SDPA, no weights built
+    ok = band_check(mask.numpy(), window)
+    assert ok == {
+        "window": 16,
+        "rows": 64,
+        "max_keys_per_row": 16,
+        "lookahead_keys": 0,
+        "beyond_window_keys": 0,
+        "ok": True,
+    }
+    ahead = band_check(torch.roll(mask, 1, dims=-1).numpy(), window)  # every row shifted one key later
+    assert not ahead["ok"] and ahead["lookahead_keys"] == 63  # each row but the last now sees its next token
+    behind = band_check(torch.roll(mask, -1, dims=-1).numpy(), window)  # one key earlier: reaches W back
+    assert not behind["ok"] and behind["beyond_window_keys"] == 64 - window
+
+
+def test_config_refuses_bad_options():
+    with pytest.raises(ProbebookError, match="--kinds must list"):
+        Config(kinds=("causal", "diagonal"))
+    with pytest.raises(ProbebookError, match="--global-every needs --sliding-window"):
+        Config(global_every=2)
+    with pytest.raises(ProbebookError, match="--min-length-fraction"):
+        Config(min_length_fraction=0.0)
+
+
+def test_mask_probe_runs_every_kind_on_cpu(cli, archive):
+    out = cli(
+        "--archive",
+        str(archive),
+        "measure",
+        "mask",
+        "--device",
+        "cpu",
+        "--preset",
+        "tiny",
+        "--seq-len",
+        "64",
+        "--batch",
+        "2",
+        "--sliding-window",
+        "16",
+        "--global-every",
+        "2",
+        "--warmup",
+        "1",
+        "--rounds",
+        "2",
+        "--iters",
+        "1",
+        "--steps",
+        "1",
+        "--quiet",
+    )
+    assert out.returncode == 0, out.stderr
+    ident = out.stdout.strip().splitlines()[-1]
+    doc = parse(Store(archive).read_bytes(ident), ident)
+    assert doc["status"] == "complete", doc.get("error")
+    observed = doc["data"]["observed"]["kinds"]
+    assert set(observed) == set(KINDS)
+    for kind, seen in observed.items():
+        # CPU torch takes its fused CPU kernel or the math fallback; either way it is read from the trace
+        assert seen["sdpa_backend"] in ("flash-cpu", "math"), kind
+        assert any("scaled_dot_product" in op for op in seen["sdpa_ops"]), kind
+        assert seen["attention_kernels"] == []  # no device kernels on a CPU
+    assert {p["kind"] for p in doc["data"]["points"]} == set(KINDS)
+    assert all(p["median_s"] > 0 for p in doc["data"]["points"])
+    band = doc["data"]["band_check"]
+    assert band["ok"] and band["window"] == 16
+    assert [(layer["local"], layer["mask"]) for layer in band["layers"]] == [(True, "tensor"), (False, "is_causal")]
+    assert doc["data"]["batches"]["padded"] == {"lengths": [64, 32], "width": 64}
+
+
+def test_mask_probe_refuses_a_window_wider_than_the_sequence(cli, archive):
+    out = cli(
+        "--archive", str(archive), "measure", "mask", "--device", "cpu", "--seq-len", "32", "--sliding-window", "64"
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "probebook: error: --sliding-window 64 exceeds --seq-len 32: the window would be no window"
+    ]
+    assert not (archive / "evidence").exists()
