@@ -208,6 +208,22 @@ def warm_imports() -> None:
     torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])
 
 
+def attempt(
+    measure: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]], spec: dict[str, Any], facts: dict[str, Any]
+) -> dict[str, Any]:
+    """``measure(spec, facts)`` as a result object: ok, ``oom`` (an allocation failure), or ``error``.
+
+    Bad input gives ``{"status": "error", "input_error": true}``; the facts gathered before a failure are kept.
+    """
+    try:
+        measured = measure(spec, facts)  # fills facts as it goes: read them after it returns
+        return {**facts, **measured}
+    except ProbebookError as exc:
+        return {**facts, "status": "error", "input_error": True, "error": str(exc)}
+    except Exception as exc:  # reported to the caller, which decides what the point means
+        return {**facts, "status": "oom" if is_oom(exc) else "error", "error": one_line(exc)}
+
+
 def serve(
     measure: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
     argv: list[str] | None = None,
@@ -231,13 +247,7 @@ def serve(
     spec_read = time.perf_counter()
     spec = json.loads(text)
     facts: dict[str, Any] = {"preload_s": loaded - started, "idle_before_spec_s": spec_read - loaded}
-    try:
-        measured = measure(spec, facts)
-        result = {**facts, **measured}
-    except ProbebookError as exc:
-        result = {**facts, "status": "error", "input_error": True, "error": str(exc)}
-    except Exception as exc:  # reported to the parent, which decides what the point means
-        result = {**facts, "status": "oom" if is_oom(exc) else "error", "error": one_line(exc)}
+    result = attempt(measure, spec, facts)
     result.update({"measure_s": time.perf_counter() - spec_read, "printed_unix": time.time()})
     print(MARKER + json.dumps(result, allow_nan=False, sort_keys=True), flush=True)
     sys.stderr.flush()

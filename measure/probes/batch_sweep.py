@@ -223,6 +223,146 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
     }
 
 
+def point_spec(config: BatchSweepConfig, device: str, context: int, batch: int) -> dict[str, Any]:
+    """What one point's process needs to measure (context, batch): the spec ``measure_point`` reads."""
+    return {
+        "device": device,
+        "context": context,
+        "batch": batch,
+        "workload": config.workload,
+        "options": {
+            "preset": config.preset,
+            "device": device,
+            "compile": config.compile,
+            "checkpointing": config.checkpointing,
+            "dtype": config.dtype,
+            "seed": config.seed,
+        },
+        "warmup": config.warmup,
+        "windows": config.windows,
+        "iters": config.iters,
+        "cpu_memory_limit_bytes": config.cpu_memory_limit_bytes,
+    }
+
+
+def _take(
+    rec: Recorder, model: str, n_params: int | None, s: int, b: int, outcome: Any, progress: bool
+) -> dict[str, Any] | None:
+    """Record one point's outcome: its row (ok or oom, returned) or a failure in ``data.failures`` (None)."""
+    result = outcome.result
+    where = f"context {s} batch {b}"
+    if result is not None and result.get("n_params") is not None:
+        n_params = result["n_params"]
+    if result is not None and result.get("input_error"):
+        raise ProbebookError(f"{PROBE} {where}: {result['error']}")
+    how = None
+    if result is None or result["status"] == "error":
+        how = outcome.death() if result is None else result["error"]
+    elif n_params is None:
+        how = f"no parameter count: {result.get('error')}"
+    if how is not None:
+        failure = {"context": s, "batch": b, "error": how, "returncode": outcome.returncode, "wall_s": outcome.wall_s}
+        rec.data["failures"].append(failure)
+        if progress:
+            print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
+        return None
+    row = _row(model, n_params, s, b, result, outcome)
+    if row["status"] == "ok":
+        rec.data["windows"] += [
+            {"context": s, "batch": b, "window": w, "step_s": t} for w, t in enumerate(result["times_s"])
+        ]
+        label = f"{where}: {row['tok_s']:,.0f} tok/s, peak {row['peak_bytes'] / 2**30:.2f} GiB"
+    else:
+        label = f"{where}: OOM"
+    rec.point([row], None, label)
+    return row
+
+
+def _params(
+    config: BatchSweepConfig,
+    device: str,
+    planned: dict[int, list[int]],
+    max_tokens: int,
+    child_env: dict[str, str],
+    isolation: str,
+) -> dict[str, Any]:
+    """The evidence params of a sweep over ``planned`` batches per context."""
+    from measure import peakmem
+
+    return {
+        **config.params(device),
+        "contexts": list(planned),
+        "max_tokens": max_tokens,
+        "planned_batches": {str(s): b for s, b in planned.items()},
+        "peak_method": peakmem.method(device),
+        "isolation": isolation,
+        "oom_source": (
+            "cuda allocator"
+            if device == "cuda"
+            else "RLIMIT_AS address-space limit per point process"
+            if config.cpu_memory_limit_bytes
+            else "none: the CPU walk stops at the cap"
+        ),
+        "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "child_env": child_env,
+    }
+
+
+def _release_device(device: str) -> None:
+    """Return this process's cached device memory before another point may take the device."""
+    import gc
+
+    gc.collect()
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def measure_here(
+    config: BatchSweepConfig, context: int, batch: int, device_lock: Any = None, progress: bool = False
+) -> Evidence:
+    """Measure one (context, batch) point in this process and return its evidence (one sample).
+
+    For a caller that is itself a fresh process per point (a campaign job): the same child
+    measurement (``measure_point``) and rows as ``run``, without a second process. ``device_lock``
+    (a context manager) is held from before the model is built until the device memory is
+    returned, so points sharing a device never overlap there; the wait and the hold are recorded
+    in the row (``device_wait_s``, ``device_acquired_unix``, ``device_released_unix``).
+    """
+    import contextlib
+
+    from measure.isolate import Outcome, attempt
+    from measure.workload.presets import PRESETS, param_count
+
+    device = resolve_device(config.device)
+    if config.cpu_memory_limit_bytes is not None and device != "cpu":
+        raise ProbebookError("--cpu-memory-limit-bytes applies to --device cpu only; a GPU's limit is its memory")
+    params = _params(config, device, {context: [batch]}, context * batch, {}, "one fresh process per point (its own)")
+    model = config.preset if config.workload is None else config.workload
+    expected = param_count(PRESETS[config.preset]) if config.workload is None else None
+
+    def body(rec: Recorder) -> None:
+        rec.data.update({"windows": [], "failures": [], "skipped": []})
+        asked = time.perf_counter()
+        facts: dict[str, Any] = {}
+        with device_lock if device_lock is not None else contextlib.nullcontext():
+            facts["device_wait_s"] = time.perf_counter() - asked or None
+            facts["device_acquired_unix"] = time.time()
+            start = time.perf_counter()
+            result = attempt(measure_point, point_spec(config, device, context, batch), facts)
+            _release_device(device)
+            result["device_released_unix"] = time.time()
+        outcome = Outcome(result, 0, "", time.perf_counter() - start, False, time.time())
+        row = _take(rec, model, expected, context, batch, outcome, progress)
+        if row is None:
+            raise PointDied(f"context {context} batch {batch}: {rec.data['failures'][0]['error']}")
+        row.update({k: result.get(k) for k in ("device_wait_s", "device_acquired_unix", "device_released_unix")})
+
+    return execute(PROBE, VERSION, params, __file__, body, None, progress)
+
+
 def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -> Evidence:
     """Walk every context up to its first OOM or the cap, one process per point; return the evidence."""
     from measure import peakmem
@@ -242,24 +382,8 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
             f"--max-tokens {max_tokens} (batch x context)"
         )
     child_env = peakmem.cpu_env(limited=config.cpu_memory_limit_bytes is not None) if device == "cpu" else {}
-    params = {
-        **config.params(device),
-        "contexts": list(contexts),
-        "max_tokens": max_tokens,
-        "planned_batches": {str(s): b for s, b in planned.items()},
-        "peak_method": peakmem.method(device),
-        "isolation": "one fresh process per point",
-        "spawn_ahead": CUDA_AHEAD if device == "cuda" else 0,
-        "oom_source": (
-            "cuda allocator"
-            if device == "cuda"
-            else "RLIMIT_AS address-space limit per point process"
-            if config.cpu_memory_limit_bytes
-            else "none: the CPU walk stops at the cap"
-        ),
-        "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
-        "child_env": child_env,
-    }
+    params = _params(config, device, planned, max_tokens, child_env, "one fresh process per point")
+    params["spawn_ahead"] = CUDA_AHEAD if device == "cuda" else 0
     model = config.preset if config.workload is None else config.workload
     expected_params = param_count(PRESETS[config.preset]) if config.workload is None else None
 
@@ -278,70 +402,13 @@ def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -
                             f"time budget of {config.budget_s:g} s spent after {len(rec.samples)} "
                             f"points (at context {s}, batch {b})"
                         )
-                    spec = {
-                        "device": device,
-                        "context": s,
-                        "batch": b,
-                        "workload": config.workload,
-                        "options": {
-                            "preset": config.preset,
-                            "device": device,
-                            "compile": config.compile,
-                            "checkpointing": config.checkpointing,
-                            "dtype": config.dtype,
-                            "seed": config.seed,
-                        },
-                        "warmup": config.warmup,
-                        "windows": config.windows,
-                        "iters": config.iters,
-                        "cpu_memory_limit_bytes": config.cpu_memory_limit_bytes,
-                    }
+                    spec = point_spec(config, device, s, b)
                     outcome = points.run(spec)
-                    result = outcome.result
-                    where = f"context {s} batch {b}"
-                    if result is None or result["status"] == "error":
-                        if result is not None and result.get("input_error"):
-                            raise ProbebookError(f"{PROBE} {where}: {result['error']}")
-                        how = outcome.death() if result is None else result["error"]
-                        rec.data["failures"].append(
-                            {
-                                "context": s,
-                                "batch": b,
-                                "error": how,
-                                "returncode": outcome.returncode,
-                                "wall_s": outcome.wall_s,
-                            }
-                        )
-                        if progress:
-                            print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
+                    row = _take(rec, model, n_params, s, b, outcome, progress)
+                    if row is None:
                         break
-                    if result.get("n_params") is not None:
-                        n_params = result["n_params"]
-                    if n_params is None:
-                        rec.data["failures"].append(
-                            {
-                                "context": s,
-                                "batch": b,
-                                "returncode": outcome.returncode,
-                                "wall_s": outcome.wall_s,
-                                "error": f"no parameter count: {result.get('error')}",
-                            }
-                        )
-                        break
-                    row = _row(model, n_params, s, b, result, outcome)
+                    n_params = row["params"]
                     rows.append(row)
-                    if row["status"] == "ok":
-                        rec.data["windows"] += [
-                            {"context": s, "batch": b, "window": w, "step_s": t}
-                            for w, t in enumerate(result["times_s"])
-                        ]
-                        label = (
-                            f"context {s} batch {b}: {row['tok_s']:,.0f} tok/s, "
-                            f"peak {row['peak_bytes'] / 2**30:.2f} GiB"
-                        )
-                    else:
-                        label = f"context {s} batch {b}: OOM"
-                    rec.point([row], None, label)
                     if row["status"] == "oom":
                         rec.data["skipped"] += [
                             {"context": s, "batch": later, "reason": f"above the first OOM at batch {b}"}

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from measure.errors import run_action
 
-COMMAND_MODULES = ("archive", "derive", "measure", "site")
+COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "site")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -1,0 +1,220 @@
+"""``campaign audit``: re-check a campaign from its raw evidence and receipts; one line per finding.
+
+Checks, per point: the evidence a receipt names exists and hashes to its id, is the point's own
+(context, batch, config) and says what the receipt says; the timing arithmetic re-derived from the
+raw windows (median step, tokens/s, CV, window count, tokens per step); the parameter count against
+the preset; an OOM is an allocation failure, not some other error. Per curve: the OOM boundary is
+contiguous (points form a prefix of the planned walk, nothing fits above an OOM). Per campaign:
+job time limits, at most one measured attempt per point, distinct job ids, peak concurrency
+against ``max_concurrent``, and (with the GPU lock) no two points holding the device at once.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.machine import code_fingerprint
+from measure.store import Store
+from probebook.campaign import receipts
+from probebook.campaign.plan import checked, load_manifest
+
+PROBE = "campaign-audit"
+VERSION = 1
+REL = 1e-9  # re-derived numbers must agree to rounding: both sides are the same float arithmetic
+# what an allocation failure says (measure.isolate classifies with the same fragments and types)
+OOM_MARKERS = ("OutOfMemoryError", "MemoryError", "out of memory", "Cannot allocate memory", "ALLOC_FAILED")
+
+
+def close(a: Any, b: Any) -> bool:
+    """Whether two stored numbers agree to ``REL`` (both None also agrees)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=REL, abs_tol=0.0)
+
+
+def is_allocation_failure(error: str | None) -> bool:
+    """Whether an error line reports an allocation failure."""
+    return bool(error) and any(m in str(error) for m in OOM_MARKERS)
+
+
+def boundary_findings(curve: str, planned: list[int], states: dict[int, str]) -> list[str]:
+    """A curve's walk: its settled batches must be a prefix of ``planned``, with nothing but OOM at its end.
+
+    ``states`` maps batch -> receipt state. A gap (a later batch settled while an earlier one has
+    no receipt) or an ``ok`` above an ``oom`` is a non-contiguous boundary.
+    """
+    out = []
+    seen = [b for b in planned if b in states]
+    prefix = planned[: len(seen)]
+    if seen != prefix:
+        gap = next(b for b in planned if b not in states)
+        out.append(f"curve {curve}: batch {gap} has no receipt but larger batches do (non-contiguous walk)")
+    ooms = [b for b in seen if states[b] == "oom"]
+    if ooms:
+        above = [b for b in seen if b > ooms[0] and states[b] == "ok"]
+        if above:
+            out.append(
+                f"curve {curve}: batch {above[0]} fit above the OOM at batch {ooms[0]} (non-contiguous boundary)"
+            )
+        if len(ooms) > 1:
+            out.append(f"curve {curve}: {len(ooms)} OOM points; the walk stops at the first")
+    return out
+
+
+def timing_findings(where: str, row: dict[str, Any], windows: list[float], planned_windows: int) -> list[str]:
+    """Re-derive one ok row from its raw windows: median step (s), tokens/s, CV, window and token counts."""
+    out = []
+    if len(windows) != row.get("windows"):
+        out.append(f"{where}: {len(windows)} raw windows but the row says {row.get('windows')}")
+    if len(windows) < planned_windows:
+        out.append(f"{where}: {len(windows)} windows, fewer than the {planned_windows} planned")
+    if not windows:
+        return out
+    step = statistics.median(windows)
+    if not close(step, row.get("step_s")):
+        out.append(f"{where}: step_s {row.get('step_s')} is not the median of its windows ({step})")
+    if row.get("tokens") != row["batch"] * row["context"]:
+        out.append(f"{where}: tokens {row.get('tokens')} != batch x context {row['batch'] * row['context']}")
+    if not close(row["batch"] * row["context"] / step, row.get("tok_s")):
+        out.append(f"{where}: tok_s {row.get('tok_s')} != batch x context / median step")
+    spread = statistics.stdev(windows) / statistics.fmean(windows) if len(windows) > 1 else 0.0
+    if not close(spread, row.get("cv")):
+        out.append(f"{where}: cv {row.get('cv')} is not the windows' CV ({spread})")
+    return out
+
+
+def _point(
+    key: str, point: dict[str, Any], receipt: dict[str, Any], store: Store, settings: dict[str, Any]
+) -> tuple[list[str], dict[str, Any] | None]:
+    """Findings of one point, and its row when it has one."""
+    from measure.workload.presets import PRESETS, param_count
+
+    where = f"point {key}"
+    out: list[str] = []
+    measured = [a for a in receipt["attempts"] if a.get("state") in receipts.MEASURED]
+    if len(measured) > 1:
+        out.append(f"{where}: measured by {len(measured)} attempts (a point runs once)")
+    limit = settings["point_timeout_s"] + settings["grace_s"]
+    for a in receipt["attempts"]:
+        if a.get("wall_s") is not None and a["wall_s"] > limit:
+            out.append(f"{where}: attempt {a['n']} ran {a['wall_s']:.1f} s, past its {limit:g} s job limit")
+    if receipt["state"] not in receipts.MEASURED:
+        if receipt.get("result") and receipt["result"].get("status") in receipts.MEASURED:
+            out.append(f"{where}: receipt state {receipt['state']} but its result says {receipt['result']['status']}")
+        return out, None
+    ident = receipt.get("evidence")
+    if not ident:
+        return out + [f"{where}: receipt says {receipt['state']} but names no evidence"], None
+    try:
+        doc = checked(store, ident)
+    except ProbebookError as exc:
+        return out + [f"{where}: {exc}"], None
+    rows = doc["data"].get("samples") or []
+    if doc["probe"] != "batch-sweep" or len(rows) != 1:
+        return out + [f"{where}: {ident} is not one batch-sweep point"], None
+    row = rows[0]
+    if (row["context"], row["batch"]) != (point["context"], point["batch"]):
+        out.append(f"{where}: its evidence measured context {row['context']} batch {row['batch']}")
+    for name, value in point["config"].items():
+        stored = doc["params"].get("device_requested" if name == "device" else name, value)
+        if name not in ("point_timeout_s", "budget_s") and stored != value:
+            out.append(f"{where}: evidence params.{name} is {stored!r}, the manifest says {value!r}")
+    if row["status"] != receipt["state"]:
+        out.append(f"{where}: receipt says {receipt['state']} but its evidence says {row['status']}")
+    result = receipt.get("result") or {}
+    for name in ("tok_s", "peak_bytes", "params"):
+        if not close(result.get(name), row.get(name)):
+            out.append(f"{where}: receipt {name} {result.get(name)} != evidence {row.get(name)} (tampered receipt?)")
+    if result.get("evidence") != ident:
+        out.append(f"{where}: receipt result names {result.get('evidence')}, the receipt {ident}")
+    if point["config"].get("workload") is None:
+        expected = param_count(PRESETS[point["preset"]])
+        if row.get("params") != expected:
+            out.append(f"{where}: {row.get('params')} parameters, the {point['preset']} preset has {expected}")
+    if row["status"] == "oom":
+        if not is_allocation_failure(row.get("error")):
+            out.append(f"{where}: recorded as OOM but its error is not an allocation failure: {row.get('error')!r}")
+    else:
+        times = [w["step_s"] for w in doc["data"].get("windows", [])]
+        out += timing_findings(where, row, times, point["config"]["windows"])
+    return out, row
+
+
+def concurrency(intervals: list[tuple[float, float]]) -> int:
+    """Most intervals open at one instant (an end and a start at the same instant do not overlap)."""
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals], key=lambda e: (e[0], e[1]))
+    peak = now = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
+    """Every finding of a campaign folder, and counts of what was checked."""
+    folder = Path(folder)
+    manifest_id, manifest = load_manifest(folder)
+    settings = manifest["params"]["executor"]
+    store = Store(folder / "archive")
+    got = receipts.load_all(folder)
+    points = {p["key"]: p for p in manifest["data"]["points"]}
+    findings: list[str] = []
+    unknown = sorted(set(got) - set(points))
+    findings += [f"receipt {k}: no such point in manifest {manifest_id[:19]}" for k in unknown]
+    rows, jobs, device = [], [], []
+    for key, point in points.items():
+        if key not in got:
+            continue
+        found, row = _point(key, point, got[key], store, settings)
+        findings += found
+        if row is not None:
+            rows.append(row)
+            if row.get("device_acquired_unix") and row.get("device_released_unix"):
+                device.append((row["device_acquired_unix"], row["device_released_unix"]))
+        for a in got[key]["attempts"]:
+            if a.get("job_id"):
+                jobs.append(a["job_id"])
+    for curve in manifest["data"]["curves"]:
+        states = {points[k]["batch"]: got[k]["state"] for k in curve["points"] if k in got}
+        findings += boundary_findings(curve["curve"], [points[k]["batch"] for k in curve["points"]], states)
+    repeated = sorted({j for j in jobs if jobs.count(j) > 1})
+    findings += [f"job {j}: named by more than one attempt" for j in repeated]
+    spans = [
+        (a["submitted_unix"], a["ended_unix"])
+        for r in got.values()
+        for a in r["attempts"]
+        if a.get("submitted_unix") and a.get("ended_unix")
+    ]
+    peak = concurrency(spans)
+    if peak > settings["max_concurrent"]:
+        findings.append(f"campaign: {peak} jobs ran at once, above max_concurrent {settings['max_concurrent']}")
+    on_device = concurrency(device)
+    if settings["gpu_lock"] and on_device > 1:
+        findings.append(f"campaign: {on_device} points held the device at once (the GPU lock was not respected)")
+    counts = {
+        "points_checked": len(got),
+        "rows_checked": len(rows),
+        "curves": len(manifest["data"]["curves"]),
+        "peak_concurrent_jobs": peak,
+        "peak_points_on_device": on_device,
+        "findings": len(findings),
+    }
+    return findings, counts
+
+
+def audit_evidence(folder: Path, findings: list[str], counts: dict[str, Any]) -> Evidence:
+    """The audit's verdict as evidence, citing the manifest it checked."""
+    manifest_id, manifest = load_manifest(folder)
+    return Evidence(
+        probe=PROBE,
+        probe_version=VERSION,
+        params={"manifest": manifest_id, "campaign": manifest["params"]["name"]},
+        data={**counts, "lines": findings, "verdict": "clean" if not findings else "findings"},
+        machine=manifest["machine"],
+        code=code_fingerprint(__file__),
+    )

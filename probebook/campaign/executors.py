@@ -1,0 +1,151 @@
+"""submitit executors for campaign points, their exact submission parameters, and job state on resume.
+
+``local``: submitit's ``LocalExecutor`` (a controller process per job, which starts the job's
+process and enforces its time limit). ``slurm``: submitit's ``SlurmExecutor`` (one ``sbatch`` per
+point). Either way a job's id and its result pickle live in the attempt's own folder, so a
+resumed runner can find both without the process that submitted it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from measure.errors import ProbebookError
+from probebook.campaign.spec import Executor
+
+KINDS = ("local", "slurm")
+
+
+def job_name(campaign: str, key: str, attempt: int) -> str:
+    """The scheduler-visible name of one attempt: a resumed runner can look it up by name."""
+    return f"pb-{campaign}-{key}-a{attempt}"
+
+
+def local_gpus(device: str, visible: str | None) -> dict[str, Any]:
+    """The local executor's GPU settings: the first GPU this runner sees, or none for a CPU point.
+
+    submitit's local executor sets ``CUDA_VISIBLE_DEVICES`` for each job from these (empty without
+    GPUs), so a runner started with ``CUDA_VISIBLE_DEVICES=1`` must pass GPU 1 on explicitly.
+    """
+    if device == "cpu":
+        return {"gpus_per_node": 0}
+    ids = [int(v) for v in (visible or "").split(",") if v.strip().isdigit()]
+    return {"gpus_per_node": 1, "visible_gpus": ids[:1] or [0]}
+
+
+def parameters(kind: str, settings: Executor, name: str, setup: list[str], device: str = "cuda") -> dict[str, Any]:
+    """What ``update_parameters`` receives for one point's job (the job's limit leaves the watchdog its grace)."""
+    limit_min = math.ceil((settings.point_timeout_s + settings.grace_s) / 60)
+    if kind == "local":
+        gpus = local_gpus(device, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return {"timeout_min": limit_min, **gpus, "setup": setup}
+    s = settings.slurm
+    out: dict[str, Any] = {
+        "job_name": name,
+        "time": max(limit_min, s.time_min),
+        "nodes": 1,
+        "ntasks_per_node": 1,
+        "gpus_per_node": s.gpus,
+        "cpus_per_task": s.cpus,
+        "mem": f"{s.mem_gb}GB",
+        "signal_delay_s": int(settings.grace_s),
+        "setup": setup,
+    }
+    for key in ("partition", "account", "constraint"):
+        if getattr(s, key) is not None:
+            out[key] = getattr(s, key)
+    return out
+
+
+def make(kind: str, folder: Path, params: dict[str, Any]) -> Any:
+    """A submitit executor for one attempt's folder."""
+    import submitit
+
+    if kind == "local":
+        executor: Any = submitit.LocalExecutor(folder=folder)
+    elif kind == "slurm":
+        executor = submitit.SlurmExecutor(folder=folder, max_num_timeout=0)
+    else:
+        raise ProbebookError(f"--executor must be one of {', '.join(KINDS)}, got {kind!r}")
+    executor.update_parameters(**params)
+    return executor
+
+
+def submission_text(kind: str, folder: Path, params: dict[str, Any]) -> str:
+    """The exact submission: for Slurm the sbatch script submitit would write; for local the controller's settings."""
+    if kind == "slurm":
+        import sys
+
+        from submitit.slurm.slurm import _make_sbatch_string
+
+        command = f"{sys.executable} -u -m submitit.core._submit {folder}"
+        return _make_sbatch_string(command=command, folder=folder, **params)
+    return "\n".join(f"{k}={v!r}" for k, v in sorted(params.items()))
+
+
+def submitted_ids(folder: Path) -> list[str]:
+    """Job ids submitit left in an attempt folder (``<id>_submitted.pkl``, ``<id>_submission.sh``, parent ids)."""
+    found: set[str] = set()
+    if not folder.is_dir():
+        return []
+    for entry in folder.iterdir():
+        for suffix in ("_submitted.pkl", "_submission.sh"):
+            if entry.name.endswith(suffix):
+                found.add(entry.name[: -len(suffix)])
+        if entry.name.startswith("parent_job_id_"):
+            found.add(entry.read_text(encoding="utf-8").strip())
+    return sorted(found)
+
+
+def slurm_ids_by_name(name: str) -> list[str]:
+    """Jobs Slurm knows under ``name`` (``sacct``); an id submitit never wrote down is found this way."""
+    try:
+        out = subprocess.run(
+            ["sacct", "-n", "-X", "-P", "-o", "JobID", "--name", name], capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProbebookError(f"cannot ask Slurm about job {name} ({exc}); resume where sacct works") from None
+    return sorted({line.strip() for line in out.stdout.splitlines() if line.strip()})
+
+
+def _local_alive(job_id: str) -> bool:
+    """Whether the local job's controller (its pid is the job id) still runs."""
+    try:
+        cmdline = Path(f"/proc/{int(job_id)}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return False
+    return b"submitit" in cmdline
+
+
+def job(kind: str, folder: Path, job_id: str) -> Any:
+    """A submitit job handle for an id read back from a receipt (no process object needed)."""
+    import submitit
+
+    cls = submitit.LocalJob if kind == "local" else submitit.SlurmJob
+    return cls(folder=folder, job_id=job_id)
+
+
+def finished(kind: str, handle: Any) -> bool | None:
+    """True when the job ended (result or not), False while it runs, None when it is gone without a trace."""
+    if handle.paths.result_pickle.exists():
+        return True
+    if kind == "local":
+        if getattr(handle, "_process", None) is not None:
+            return handle._process.poll() is not None
+        return False if _local_alive(handle.job_id) else None
+    return bool(handle.done(force_check=True))
+
+
+def cancel(kind: str, handle: Any) -> None:
+    """Stop a job (local: interrupt its controller, which kills the job's process)."""
+    if kind == "local" and getattr(handle, "_process", None) is None:
+        try:
+            os.kill(int(handle.job_id), 2)
+        except (OSError, ValueError):
+            pass
+        return
+    handle.cancel(check=False)

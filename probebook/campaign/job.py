@@ -1,0 +1,50 @@
+"""What one campaign job runs: one point, measured in the job's own (fresh) process.
+
+The job imports what a point needs before it asks for the device, so its interpreter start and
+imports overlap the point that holds the device; with ``gpu_lock`` it then holds a lock file from
+before the model is built until its device memory is returned (``batch_sweep.measure_here``), so
+two points never use one GPU at once. Its evidence goes into the campaign folder's store; the
+job returns a small summary that submitit pickles for the runner.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def run_point(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any]:
+    """Measure one point; store its evidence in ``<folder>/archive``; return what the receipt records."""
+    started = time.time()
+    from filelock import FileLock
+
+    from measure.isolate import warm_imports
+    from measure.probes import batch_sweep
+    from measure.store import Store
+    from probebook.campaign.spec import probe_config_class
+
+    warm_imports()
+    imported = time.time()
+    config = probe_config_class("batch-sweep")(**{**point["config"], "contexts": tuple(point["config"]["contexts"])})
+    lock = FileLock(str(Path(folder) / "gpu.lock")) if gpu_lock else None
+    evidence = batch_sweep.measure_here(config, point["context"], point["batch"], device_lock=lock)
+    ident = Store(Path(folder) / "archive").put(evidence)
+    rows = evidence.data.get("samples") or []
+    row = rows[0] if rows else {}
+    failures = evidence.data.get("failures") or []
+    return {
+        "evidence": ident,
+        "status": row.get("status") if evidence.status == "complete" else "failed",
+        "error": evidence.error or (failures[0]["error"] if failures else None),
+        "tok_s": row.get("tok_s"),
+        "peak_bytes": row.get("peak_bytes"),
+        "params": row.get("params"),
+        "pid": os.getpid(),
+        "job_started_unix": started,
+        "imports_s": imported - started,
+        "device_acquired_unix": row.get("device_acquired_unix"),
+        "device_released_unix": row.get("device_released_unix"),
+        "job_ended_unix": time.time(),
+    }

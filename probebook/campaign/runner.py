@@ -1,0 +1,261 @@
+"""``campaign run``: submit each curve's next point, watch the jobs, write receipts, resume and retry.
+
+Along a curve the batch doubles one point at a time (the next point is submitted only after the
+previous one fit); independent curves run in parallel up to ``max_concurrent`` jobs. Resume first
+settles every receipt whose job may exist (by the job id in the receipt, or for an unresolved
+submission by the ids submitit left in the attempt folder and, on Slurm, by job name), then
+submits; a point with a job that ran or runs is never submitted again. A failed point blocks its
+curve until ``--retry-failed``, which submits that point alone as a new attempt.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from measure.errors import ProbebookError
+from probebook.campaign import executors, receipts
+from probebook.campaign.plan import load_manifest
+from probebook.campaign.spec import Executor, Slurm
+
+POLL_S = 0.2
+
+
+def _settings(manifest: dict[str, Any], max_concurrent: int | None) -> Executor:
+    raw = dict(manifest["params"]["executor"])
+    raw["slurm"] = Slurm(**raw["slurm"])
+    if max_concurrent is not None:
+        if max_concurrent < 1:
+            raise ProbebookError(f"--max-concurrent must be >= 1, got {max_concurrent}")
+        raw["max_concurrent"] = max_concurrent
+    return Executor(**raw)
+
+
+def _setup(point: dict[str, Any]) -> list[str]:
+    """Shell lines run before the job's process starts: the CPU allocator settings a CPU memory limit needs."""
+    from measure import peakmem
+
+    if point["config"]["device"] != "cpu" or point["config"].get("cpu_memory_limit_bytes") is None:
+        return []
+    return [f"export {k}={v}" for k, v in sorted(peakmem.cpu_env(limited=True).items())]
+
+
+class Runner:
+    """One run (or resume) of a campaign folder."""
+
+    def __init__(self, folder: Path, kind: str, max_concurrent: int | None = None, budget_s: float | None = None):
+        if kind not in executors.KINDS:
+            raise ProbebookError(f"--executor must be one of {', '.join(executors.KINDS)}, got {kind!r}")
+        self.folder = Path(folder).resolve()
+        self.kind = kind
+        self.manifest_id, manifest = load_manifest(self.folder)
+        self.name = manifest["params"]["name"]
+        self.settings = _settings(manifest, max_concurrent)
+        self.points = {p["key"]: p for p in manifest["data"]["points"]}
+        self.curves = {c["curve"]: c["points"] for c in manifest["data"]["curves"]}
+        self.receipts = receipts.load_all(self.folder)
+        self.budget_s = budget_s
+        self.live: dict[str, Any] = {}  # point key -> submitit job handle
+        self.log: list[str] = []
+
+    # -- submissions ---------------------------------------------------------------------
+    def _attempt_folder(self, key: str, n: int) -> Path:
+        return self.folder / "jobs" / key / f"a{n}"
+
+    def _params(self, key: str, n: int) -> dict[str, Any]:
+        name = executors.job_name(self.name, key, n)
+        point = self.points[key]
+        return executors.parameters(self.kind, self.settings, name, _setup(point), point["config"]["device"])
+
+    def _submit(self, key: str) -> None:
+        from probebook.campaign.job import run_point
+
+        point = self.points[key]
+        receipt = self.receipts.get(key) or receipts.new(point)
+        n = len(receipt["attempts"]) + 1
+        folder = self._attempt_folder(key, n)
+        attempt = {"n": n, "executor": self.kind, "job_id": None, "submitted_unix": time.time(), "state": "submitting"}
+        receipt.update({"state": "submitting", "retry": False, "evidence": None, "result": None})
+        receipt["attempts"].append(attempt)
+        receipts.write(self.folder, receipt)  # the intent is on disk before the scheduler hears of it
+        self.receipts[key] = receipt
+        executor = executors.make(self.kind, folder, self._params(key, n))
+        handle = executor.submit(run_point, point, str(self.folder), self.settings.gpu_lock and self.kind == "local")
+        attempt.update({"job_id": str(handle.job_id), "state": "submitted"})
+        receipt["state"] = "submitted"
+        receipts.write(self.folder, receipt)
+        self.live[key] = handle
+        self._say(f"{key}: submitted as job {handle.job_id} (attempt {n})")
+
+    def _say(self, text: str) -> None:
+        self.log.append(text)
+        print(f"  campaign: {text}", file=sys.stderr, flush=True)
+
+    # -- outcomes ------------------------------------------------------------------------
+    def _settle(self, key: str, handle: Any, state: str | None = None, error: str | None = None) -> None:
+        """Record how a point's job ended (its result, its failure, a timeout, or its disappearance)."""
+        receipt = self.receipts[key]
+        attempt = receipt["attempts"][-1]
+        result = None
+        if state is None:
+            try:
+                result = handle.result()
+            except Exception as exc:  # the job raised or died: its error, last line first
+                lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+                error = lines[-1][:500] if lines else type(exc).__name__
+            if result is None:
+                state = "failed"
+            else:
+                state = result["status"] if result["status"] in receipts.MEASURED else "failed"
+                error = result.get("error") if state == "failed" else None
+        now = time.time()
+        attempt.update({"state": state, "ended_unix": now, "wall_s": now - attempt["submitted_unix"], "error": error})
+        if result is not None:
+            attempt["evidence"] = result["evidence"]
+            attempt["result"] = result
+        receipt.update({"state": state, "evidence": attempt.get("evidence"), "result": result})
+        receipt["wall_s"] = attempt["wall_s"]
+        receipts.write(self.folder, receipt)
+        self.live.pop(key, None)
+        self._say(f"{key}: {state}" + (f" ({error})" if error else ""))
+
+    def reconcile(self) -> None:
+        """Before any submission: find out what became of every job a receipt says may exist."""
+        for key, receipt in sorted(self.receipts.items()):
+            if receipt["state"] not in receipts.IN_FLIGHT:
+                continue
+            attempt = receipt["attempts"][-1]
+            folder = self._attempt_folder(key, attempt["n"])
+            ids = [attempt["job_id"]] if attempt.get("job_id") else executors.submitted_ids(folder)
+            if not ids and attempt["executor"] == "slurm":
+                ids = executors.slurm_ids_by_name(executors.job_name(self.name, key, attempt["n"]))
+            if not ids:  # the runner stopped before the scheduler heard of it: nothing ran
+                receipt["attempts"].pop()
+                if receipt["attempts"]:
+                    receipt.update({"state": receipt["attempts"][-1]["state"], "retry": True})
+                    receipts.write(self.folder, receipt)
+                else:
+                    receipts.path(self.folder, key).unlink()
+                    del self.receipts[key]
+                self._say(f"{key}: attempt {attempt['n']} was never submitted; it will be")
+                continue
+            if len(ids) > 1:
+                raise ProbebookError(f"{key}: attempt {attempt['n']} has several jobs {ids}; settle it by hand")
+            attempt.update({"job_id": ids[0], "state": "submitted"})
+            receipt["state"] = "submitted"
+            receipts.write(self.folder, receipt)
+            handle = executors.job(attempt["executor"], folder, ids[0])
+            done = executors.finished(attempt["executor"], handle)
+            if done is None:
+                self._settle(key, handle, "lost", "the job's process is gone and left no result")
+            else:
+                self.live[key] = handle  # finished or running: the loop collects it
+                self._say(f"{key}: job {ids[0]} from an earlier run is {'done' if done else 'running'}")
+
+    def retry_failed(self) -> list[str]:
+        """Mark every failed point that blocks a curve for one more attempt."""
+        marked = []
+        for keys in self.curves.values():
+            state, key = receipts.curve_state(keys, self.receipts)
+            if state == "blocked" and key is not None:
+                self.receipts[key]["retry"] = True
+                receipts.write(self.folder, self.receipts[key])
+                marked.append(key)
+        return marked
+
+    # -- the loop ------------------------------------------------------------------------
+    def ready(self) -> list[str]:
+        """Next points of the curves that can advance now, curve order."""
+        out = []
+        for keys in self.curves.values():
+            state, key = receipts.curve_state(keys, self.receipts)
+            if state == "ready" and key is not None and key not in self.live:
+                out.append(key)
+        return out
+
+    def run(self) -> int:
+        """Run until every curve is done or blocked (0 when all done, 1 when some are blocked, 3 at the budget)."""
+        started = time.perf_counter()
+        kind = self.kind
+        while True:
+            spent = self.budget_s is not None and time.perf_counter() - started > self.budget_s
+            if not spent:
+                for key in self.ready():
+                    if len(self.live) >= self.settings.max_concurrent:
+                        break
+                    self._submit(key)
+            if not self.live:
+                break
+            time.sleep(POLL_S)
+            now = time.time()
+            for key, handle in list(self.live.items()):
+                attempt = self.receipts[key]["attempts"][-1]
+                done = executors.finished(kind, handle)
+                if done:
+                    self._settle(key, handle)
+                elif done is None:
+                    self._settle(key, handle, "lost", "the job's process is gone and left no result")
+                elif now - attempt["submitted_unix"] > self.settings.point_timeout_s:
+                    executors.cancel(kind, handle)  # the job's own limit is grace_s later: the receipt comes first
+                    self._settle(key, handle, "timeout", f"cancelled after {self.settings.point_timeout_s:g} s")
+        states = [receipts.curve_state(keys, self.receipts)[0] for keys in self.curves.values()]
+        if any(s == "ready" for s in states):
+            left = sum(s == "ready" for s in states)
+            print(
+                f"campaign: stopped at the {self.budget_s:g} s budget with {left} curve(s) to go; "
+                f"resume with: probebook campaign run {self.folder} --resume",
+                file=sys.stderr,
+            )
+            return 3
+        blocked = [c for c, keys in self.curves.items() if receipts.curve_state(keys, self.receipts)[0] == "blocked"]
+        if blocked:
+            print(
+                f"campaign: {len(blocked)} curve(s) blocked by a failed point ({', '.join(blocked)}); "
+                f"see `probebook campaign status {self.folder}`, then run --resume --retry-failed",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+
+    def dry_run(self) -> str:
+        """The exact submission of every point that would be submitted now; touches nothing."""
+        out = []
+        for key in self.ready()[: self.settings.max_concurrent]:
+            n = len((self.receipts.get(key) or {"attempts": []})["attempts"]) + 1
+            folder = self._attempt_folder(key, n)
+            out.append(f"# point {key}, attempt {n}, executor {self.kind}, folder {folder}")
+            out.append(executors.submission_text(self.kind, folder, self._params(key, n)))
+        return "\n".join(out) if out else "# nothing to submit: every curve is done, blocked or running"
+
+
+def run(
+    folder: Path,
+    kind: str = "local",
+    max_concurrent: int | None = None,
+    dry_run: bool = False,
+    resume: bool = False,
+    retry_failed: bool = False,
+    budget_s: float | None = None,
+) -> int:
+    """``campaign run``; see the module docstring."""
+    from filelock import FileLock, Timeout
+
+    runner = Runner(folder, kind, max_concurrent, budget_s)
+    if dry_run:
+        print(runner.dry_run())
+        return 0
+    if runner.receipts and not resume:
+        raise ProbebookError(f"{folder}: this campaign has already run; add --resume to continue it")
+    if retry_failed and not resume:
+        raise ProbebookError("--retry-failed continues a campaign: add --resume")
+    try:
+        with FileLock(str(runner.folder / "runner.lock"), timeout=0):
+            runner.reconcile()
+            if retry_failed:
+                marked = runner.retry_failed()
+                runner._say(f"retrying {', '.join(marked) or 'nothing: no curve is blocked'}")
+            return runner.run()
+    except Timeout:
+        raise ProbebookError(f"{folder}: another runner holds this campaign (runner.lock)") from None

@@ -1,0 +1,109 @@
+"""``probebook campaign plan | run | status | collect | audit``: thin calls into ``probebook.campaign``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from probebook.cli import command
+
+    top = command(
+        sub,
+        "campaign",
+        "Plan, run, resume, watch, collect and audit a campaign of probe points through submitit (Slurm or local).",
+        "probebook campaign plan sweep.yaml --output runs/sweep && probebook campaign run runs/sweep",
+    )
+    csub = top.add_subparsers(dest="campaign_command", metavar="STEP", required=True)
+    p = command(
+        csub,
+        "plan",
+        "Freeze a spec into a new campaign folder; its manifest is archived evidence. Prints the manifest id.",
+        "probebook campaign plan sweep.yaml --output runs/sweep",
+    )
+    p.add_argument("spec", type=Path, help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)")
+    p.add_argument("--output", type=Path, required=True, metavar="DIR", help="a new, empty campaign folder")
+    p.set_defaults(func=_plan)
+    p = command(
+        csub,
+        "run",
+        "Submit each curve's next point as a submitit job until every curve reaches its OOM, its cap or a failure.",
+        "probebook campaign run runs/sweep --executor slurm --max-concurrent 12",
+    )
+    p.add_argument("dir", type=Path, help="the campaign folder")
+    p.add_argument("--executor", choices=["local", "slurm"], default="local", help="submitit executor (default: local)")
+    p.add_argument("--max-concurrent", type=int, metavar="N", help="jobs in flight at once (default: the spec's)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the exact submissions that would go out; touch nothing"
+    )
+    p.add_argument("--resume", action="store_true", help="continue: settle every recorded job first, then submit")
+    p.add_argument("--retry-failed", action="store_true", help="with --resume: run each failed point once more")
+    p.add_argument(
+        "--budget-s", type=float, metavar="SECONDS", help="submit nothing new after this long; exit 3 to be resumed"
+    )
+    p.set_defaults(func=_run)
+    p = command(csub, "status", "A table per curve and a progress bar.", "probebook campaign status runs/sweep --watch")
+    p.add_argument("dir", type=Path, help="the campaign folder")
+    p.add_argument("--watch", action="store_true", help="refresh until every curve is done or blocked")
+    p.set_defaults(func=_status)
+    p = command(
+        csub,
+        "collect",
+        "Bring every point's evidence into the archive (hash-checked) and store one campaign document listing them.",
+        "probebook --archive archive campaign collect runs/sweep",
+    )
+    p.add_argument("dir", type=Path, help="the campaign folder")
+    p.set_defaults(func=_collect)
+    p = command(
+        csub,
+        "audit",
+        "Re-derive every point from its raw evidence and check the receipts; one line per finding, exit 1 on any. "
+        "Stores the verdict as evidence in the archive.",
+        "probebook --archive archive campaign audit runs/sweep",
+    )
+    p.add_argument("dir", type=Path, help="the campaign folder")
+    p.set_defaults(func=_audit)
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from probebook.campaign.plan import plan
+
+    print(plan(args.spec, args.output))
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from probebook.campaign.runner import run
+
+    return run(
+        args.dir, args.executor, args.max_concurrent, args.dry_run, args.resume, args.retry_failed, args.budget_s
+    )
+
+
+def _status(args: argparse.Namespace) -> int:
+    from probebook.campaign.report import status
+
+    return status(args.dir, args.watch)
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from probebook.campaign.report import collect
+
+    print(collect(args.dir, Path(args.archive)))
+    return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    from measure.store import Store
+    from probebook.campaign.audit import audit, audit_evidence
+
+    findings, counts = audit(args.dir)
+    for line in findings:
+        print(line)
+    ident = Store(Path(args.archive)).put(audit_evidence(args.dir, findings, counts))
+    verdict = "clean" if not findings else f"{len(findings)} finding(s)"
+    print(f"audit: {counts['points_checked']} points, {counts['curves']} curves: {verdict}; {ident}", file=sys.stderr)
+    return 1 if findings else 0
