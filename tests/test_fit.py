@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from measure.errors import ProbebookError
@@ -17,7 +15,6 @@ from render.derive.fit import (
     step_samples,
     width_key,
 )
-from render.derive.stats import betainc, f_sf
 
 NOISE = 1e-4  # spread of the synthetic replicates below, seconds
 
@@ -37,23 +34,6 @@ def plateau(s):
 
 SIZES = (512, 1024, 2048, 4096)
 PLATEAU_SIZES = (128, 256, 512, 1024, 2048, 4096, 8192)
-
-
-# -- F distribution -------------------------------------------------------------------
-
-
-def test_f_survival_matches_closed_forms_and_tables():
-    # F(2, d2): P(F > f) = (1 + 2f/d2)^(-d2/2) exactly
-    assert f_sf(3.0, 2, 2) == pytest.approx(0.25, rel=1e-12)
-    assert f_sf(1.0, 2, 4) == pytest.approx(4 / 9, rel=1e-12)
-    # tabulated upper critical values: F(1,10) at 5% is 4.9646, F(2,20) at 1% is 5.8489
-    assert f_sf(4.9646, 1, 10) == pytest.approx(0.05, abs=2e-6)
-    assert f_sf(5.8489, 2, 20) == pytest.approx(0.01, abs=2e-6)
-    assert f_sf(0.0, 3, 7) == 1.0
-    assert f_sf(math.inf, 3, 7) == 0.0
-    assert betainc(1.0, 1.0, 0.3) == pytest.approx(0.3, rel=1e-12)  # I_x(1,1) = x
-    with pytest.raises(ValueError):
-        f_sf(1.0, 0, 5)
 
 
 # -- exact fits -------------------------------------------------------------------------
@@ -284,3 +264,100 @@ def test_identical_replicates_give_zero_width_intervals():
     assert fit.ci["a_s_per_token"] == pytest.approx((2e-5, 2e-5), rel=1e-9)
     assert fit.noise_floor_s == 0.0
     assert fit.warnings == ()
+
+
+# -- the automatic choice keeps a real fixed term (issue 7, defect 4) ---------------------
+
+# One sample at each of four lengths: c + a·S with a fixed part of about a third of the shortest
+# step, and ±3% noise. The a-only fit leaves residuals that fall steadily from +55% of the step
+# at 1024 tokens to -6% at 8192; the 1% F-test on two degrees of freedom still chose a alone.
+FIXED_COST = [(1024.0, 0.006229), (2048.0, 0.007853), (4096.0, 0.011826), (8192.0, 0.020996)]
+
+
+def test_auto_keeps_a_fixed_term_whose_absence_leaves_a_residual_trend():
+    fit = fit_step_scaling(FIXED_COST)
+    assert fit.terms == ("c", "a")
+    # ordinary least squares through the four points, in exact fractions
+    assert fit.c_s == pytest.approx(85747 / 23000000, rel=1e-12)
+    assert fit.a_s_per_token == pytest.approx(61317 / 29440000000, rel=1e-12)
+    assert not any("steadily" in w for w in fit.warnings)
+
+
+def test_a_residual_trend_always_warns_without_repeats():
+    fit = fit_step_scaling(FIXED_COST, terms="a")
+    assert fit.a_s_per_token == pytest.approx(2.7252642463235294e-06, rel=1e-12)  # Σ S·y / Σ S²
+    assert fit.warnings[-1] == (
+        "the residuals fall steadily from the shortest to the longest sequence (largest 0.00344 s): "
+        "the a model has the wrong shape; fit more terms"
+    )
+
+
+def test_a_residual_trend_always_warns_with_repeats():
+    fit = fit_step_scaling(replicated(linear, SIZES), terms="a")
+    assert len(fit.warnings) == 1
+    assert fit.warnings[0].startswith("the residuals fall steadily from the shortest to the longest sequence")
+
+
+def test_three_exact_points_on_a_line_through_zero_keep_one_term():
+    fit = fit_step_scaling([(1024.0, 0.01024), (2048.0, 0.02048), (4096.0, 0.04096)])
+    assert fit.terms == ("a",)
+    assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-12)
+
+
+# -- robustness (issue 7, defect 7) -----------------------------------------------------
+
+
+def test_one_wild_sample_among_thirteen_is_named_and_left_out():
+    samples = replicated(linear, SIZES) + [(2048.0, 1e6)]
+    fit = fit_step_scaling(samples)
+    assert fit.terms == ("c", "a")
+    assert fit.c_s == pytest.approx(0.01, rel=1e-9)
+    assert fit.a_s_per_token == pytest.approx(2e-5, rel=1e-9)
+    assert fit.n_samples == 12 and fit.outliers == ((2048.0, 1e6),)
+    assert fit.warnings[0].startswith(
+        "outlier left out of the fit: the sample at S=2048 took 1e+06 s where the other samples predict 0.05096 s ("
+    )
+
+
+def test_one_wild_single_sample_among_thirteen_lengths_is_named_and_left_out():
+    samples = [(float(s), linear(s)) for s in range(256, 256 * 14, 256)]
+    samples[5] = (1536.0, 1e6)
+    fit = fit_step_scaling(samples)
+    assert (fit.terms, fit.n_points, fit.outliers) == (("c", "a"), 12, ((1536.0, 1e6),))
+    assert fit.c_s == pytest.approx(0.01, rel=1e-9)
+    assert fit.a_s_per_token == pytest.approx(2e-5, rel=1e-9)
+    assert fit.warnings[0] == (
+        "outlier left out of the fit: the sample at S=1536 took 1e+06 s where the other samples "
+        "predict 0.04072 s (the others fit exactly)"
+    )
+
+
+def test_ordinary_noise_is_not_an_outlier():
+    fit = fit_step_scaling(replicated(linear, SIZES, offsets=(-NOISE, 0.0, 3 * NOISE, NOISE)))
+    assert fit.outliers == () and fit.n_samples == 16
+
+
+def test_tiny_magnitudes_fit_in_units_of_the_largest_sample():
+    fit = fit_step_scaling([(1.0, 1e-300), (2.0, 2e-300), (3.0, 3e-300)])
+    assert fit.terms == ("a",)
+    assert fit.a_s_per_token == pytest.approx(1e-300, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "samples,message",
+    [
+        (
+            [(1e200, 1e-200), (2e200, 2e-200), (4e200, 4e-200)],
+            "the input: term a of the fit is beyond double precision in seconds and tokens "
+            "(the samples reach 4e+200 tokens and 4e-200 s)",
+        ),
+        (
+            [(1e-300, 1.0), (2e-300, 2.0), (3e-300, 3.1)],
+            "the input: the samples cannot be fitted in double precision (overflow encountered in scalar divide)",
+        ),
+    ],
+)
+def test_magnitudes_beyond_double_precision_are_one_line_refusals(samples, message):
+    with pytest.raises(ProbebookError) as err:
+        fit_step_scaling(samples)
+    assert str(err.value) == message

@@ -4,44 +4,48 @@
 ``c`` is a fixed cost per step (s), ``a`` a cost per token (s/token), ``b`` a cost per token
 squared (s/token², attention's quadratic part). Coefficients are non-negative: the fit is a
 non-negative least-squares (NNLS) problem over all samples (repeated windows at one ``S``
-each count). With at most three terms NNLS is solved exactly by enumeration: the NNLS optimum
-is the unconstrained least-squares solution on its own support (Lawson & Hanson, *Solving
-Least Squares Problems*, 1974, ch. 23), so the feasible subset solution with the least
-residual sum of squares is the optimum.
+each count), solved by ``scipy.optimize.nnls`` on samples scaled to at most 1, so any finite
+input stays inside double precision (``render.derive.fit_numerics``).
 
-**Automatic choice of terms** (forward selection with partial F-tests): start from the best
-single term, then add the term that lowers the residual sum of squares most, only while the
-drop is significant at ``ALPHA``: ``F = ΔRSS / s²`` against F(1, ν). ``s²`` is the pure-error
-variance (within-``S`` variance of repeated samples, ν = samples − points) when samples are
-repeated, else the larger model's residual variance (ν = samples − terms). A term is only
-considered while the model keeps fewer terms than distinct ``S`` values, so three points on
-``a·S + b·S²`` give ``a+b``, never ``c+a+b``.
+**Automatic choice of terms**: forward selection, adding a term when its partial F-test is
+significant at 5% or when the smaller model's residuals trend steadily across the range; why
+that level and that rule is in ``fit_numerics.select_terms``. A term is only considered while
+the model keeps fewer terms than distinct ``S`` values, so three points on ``a·S + b·S²`` give
+``a+b``, never ``c+a+b``.
 
-**Lack of fit**: with repeated samples, the classical lack-of-fit test (Draper & Smith,
-*Applied Regression Analysis*, 3rd ed., §2.1) compares the scatter of the point means around
-the model with the pure-error variance; when it is significant the fit warns that residuals
-sit well above the sample noise (e.g. a straight line through a fixed-cost plateau).
+**Warnings**: residuals that trend across the range always warn, with or without repeated
+samples (``fit_numerics.trending``). With repeated samples, the classical lack-of-fit test
+(Draper & Smith, *Applied Regression Analysis*, 3rd ed., §2.1) compares the scatter of the
+point means around the model with the pure-error variance; at ``ALPHA_LACK_OF_FIT`` the fit
+warns that residuals sit well above the sample noise (e.g. a straight line through a
+fixed-cost plateau).
 
-**Confidence intervals**: percentile bootstrap; each replicate resamples the samples within
-each ``S`` (with replacement) and refits the chosen terms; fixed seed, so deterministic.
+**Outliers**: a sample far from what the other samples predict (``fit_numerics.find_outliers``)
+is left out of the fit and named in the warnings, never silently averaged in.
+
+**Refusals**: too few distinct ``S`` for the terms, non-positive or non-finite samples, and
+coefficients that do not fit in a double are one-line ``ProbebookError``s; numpy's floating
+point warnings are turned into that refusal, never printed.
+
+**Confidence intervals**: percentile bootstrap (``scipy.stats.bootstrap``); each replicate
+resamples the samples within each ``S`` (with replacement) and refits the chosen terms; fixed
+seed, so deterministic.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import Any, Sequence
 
 import numpy as np
 
 from measure.errors import ProbebookError
-from render.derive.stats import f_sf
+from render.derive import fit_numerics as num
+from render.derive.fit_numerics import TERMS
 
-TERMS = ("c", "a", "b")
-"""Every term, in canonical order: fixed (s), per token (s/token), per token² (s/token²)."""
-ALPHA = 0.01
-"""Significance level for adding a term and for the lack-of-fit warning; strict on purpose."""
+ALPHA_LACK_OF_FIT = 0.01
+"""Level of the lack-of-fit test that warns of residuals above the sample noise; strict on purpose."""
 CI_LEVEL = 0.95
 """Coverage of the bootstrap percentile intervals."""
 MODES = ("fixed_batch", "fixed_tokens")
@@ -81,6 +85,9 @@ class StepFit:
     """Bootstrap percentile intervals by output name; empty without repeated samples."""
     warnings: tuple[str, ...] = ()
     """Things a reader must know: residuals above noise, clamped terms, no noise estimate."""
+
+    outliers: tuple[tuple[float, float], ...] = ()
+    """``(S, step_s)`` of samples left out of the fit as outliers."""
 
     def predict(self, s: Any) -> Any:
         """The model's step time in seconds at sequence length ``s`` (number or array)."""
@@ -221,60 +228,6 @@ def fit_evidence(
 # -- fitting -------------------------------------------------------------------------
 
 
-def _columns(s: np.ndarray, terms: Sequence[str]) -> np.ndarray:
-    cols = {"c": np.ones_like(s), "a": s, "b": s * s}
-    return np.column_stack([cols[t] for t in terms])
-
-
-def _nnls(s: np.ndarray, y: np.ndarray, terms: Sequence[str]) -> tuple[dict[str, float], float]:
-    """Exact NNLS over ``terms`` by subset enumeration -> (coefficients, residual sum of squares)."""
-    best: dict[str, float] = {t: 0.0 for t in TERMS}
-    best_rss = float(y @ y)
-    tolerance = 1e-12 * best_rss  # a larger support must beat a smaller one by more than rounding
-    for size in range(1, len(terms) + 1):
-        for subset in combinations(terms, size):
-            design = _columns(s, subset)
-            scale = np.linalg.norm(design, axis=0)  # S² reaches 1e10: equilibrate columns first
-            coef, *_ = np.linalg.lstsq(design / scale, y, rcond=None)
-            coef = coef / scale
-            if np.any(coef < 0):
-                continue
-            resid = y - design @ coef
-            rss = float(resid @ resid)
-            if rss < best_rss - tolerance:
-                best, best_rss = {t: 0.0 for t in TERMS}, rss
-                best.update({t: float(v) for t, v in zip(subset, coef)})
-    return best, best_rss
-
-
-def _support(coef: dict[str, float], allowed: Sequence[str]) -> tuple[str, ...]:
-    return tuple(t for t in TERMS if t in allowed and coef[t] > 0)
-
-
-def _select(s: np.ndarray, y: np.ndarray, n_points: int, pure: tuple[float, int] | None) -> tuple[str, ...]:
-    """Forward selection with partial F-tests (see the module docstring)."""
-    singles = [((t,), *_nnls(s, y, (t,))) for t in TERMS]
-    model, _, rss = min(singles, key=lambda m: m[2])
-    exact = 1e-20 * float(y @ y)
-    while len(model) < len(TERMS) and len(model) + 1 < n_points and rss > exact:
-        options = [tuple(u for u in TERMS if u in model or u == t) for t in TERMS if t not in model]
-        fits = [(m, *_nnls(s, y, m)) for m in options]
-        bigger, coef, new_rss = min(fits, key=lambda f: f[2])
-        if set(_support(coef, bigger)) <= set(model):
-            break  # the constraint zeroed the new term: nothing to add
-        if pure is not None:
-            variance, dof = pure
-        else:
-            dof = len(y) - len(bigger)
-            variance = new_rss / dof
-        drop = rss - new_rss
-        f_stat = math.inf if variance <= 0 else drop / variance
-        if f_sf(f_stat, 1, dof) >= ALPHA:
-            break
-        model, rss = _support(coef, bigger), new_rss
-    return model
-
-
 def _group(s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
     points, inverse, counts = np.unique(s, return_inverse=True, return_counts=True)
     means = np.bincount(inverse, weights=y) / counts
@@ -327,70 +280,139 @@ def fit_step_scaling(
             keep &= data[:, 0] <= hi
         data = data[keep]
         span = f" in {'' if lo is None else width_key(lo)}:{'' if hi is None else width_key(hi)}"
-    s, y = data[:, 0], data[:, 1]
+    need = 2 if chosen == "auto" else len(chosen) + 1
+    name = chosen if chosen == "auto" else "+".join(chosen)
+    n_distinct = len(np.unique(data[:, 0]))
+    if n_distinct < need:
+        raise ProbebookError(f"fit {name} needs at least {need} distinct token counts; {where} has {n_distinct}{span}")
+    # fit in units of the largest S and the largest step (both then at most 1): S² and sums of
+    # squares stay inside double precision for any finite input (fit_numerics)
+    s_unit, y_unit = float(data[:, 0].max()), float(data[:, 1].max())
+    try:
+        with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+            return _fit_scaled(
+                data[:, 0] / s_unit,
+                data[:, 1] / y_unit,
+                s_unit,
+                y_unit,
+                chosen,
+                need,
+                widths,
+                batch,
+                bootstrap,
+                seed,
+                where,
+            )
+    except FloatingPointError as exc:
+        raise ProbebookError(f"{where}: the samples cannot be fitted in double precision ({exc})") from None
+
+
+def _fit_scaled(
+    s: np.ndarray,
+    y: np.ndarray,
+    s_unit: float,
+    y_unit: float,
+    chosen: str | tuple[str, ...],
+    need: int,
+    widths: list[float],
+    batch: float,
+    bootstrap: int,
+    seed: int,
+    where: str,
+) -> StepFit:
+    """The fit on samples in units of ``s_unit`` tokens and ``y_unit`` seconds; results in tokens and seconds."""
+    warns: list[str] = []
+    outliers = num.find_outliers(s, y, need)
+    if outliers:
+        out = sorted(i for i, _, _ in outliers)
+        for i, expected, ratio in outliers:
+            spread = "the others fit exactly" if not math.isfinite(ratio) else f"{ratio:.3g} times their spread"
+            warns.append(
+                f"outlier left out of the fit: the sample at S={width_key(s[i] * s_unit)} took "
+                f"{y[i] * y_unit:.4g} s where the other samples predict {expected * y_unit:.4g} s ({spread})"
+            )
+        kept = np.setdiff1d(np.arange(len(y)), out)
+        outlier_samples = tuple((float(s[i] * s_unit), float(y[i] * y_unit)) for i in out)
+        s, y = s[kept], y[kept]
+    else:
+        outlier_samples = ()
     points, means, counts, members = _group(s, y)
     n_points, n_samples = len(points), len(y)
-    need = 2 if chosen == "auto" else len(chosen) + 1
-    if n_points < need:
-        name = chosen if chosen == "auto" else "+".join(chosen)
-        raise ProbebookError(f"fit {name} needs at least {need} distinct token counts; {where} has {n_points}{span}")
 
     pure_ss = float(sum(((y[m] - means[i]) ** 2).sum() for i, m in enumerate(members)))
     pure_dof = n_samples - n_points
     pure = (pure_ss / pure_dof, pure_dof) if pure_dof > 0 else None
-    warns: list[str] = []
+    noise = math.sqrt(pure[0]) if pure is not None else None
 
     if chosen == "auto":
-        model = _select(s, y, n_points, pure)
-        coef, _ = _nnls(s, y, model)
+        model = num.select_terms(s, y, points, means, counts, pure)
+        coef, _ = num.fit_nnls(s, y, model)
     else:
-        model = chosen
-        coef, _ = _nnls(s, y, model)
+        model = tuple(chosen)
+        coef, _ = num.fit_nnls(s, y, model)
         for t in model:
             if coef[t] == 0:
                 warns.append(f"term {t} fitted as 0 under the non-negative constraint; the data do not support it")
 
-    residuals = means - (coef["c"] + coef["a"] * points + coef["b"] * points**2)
-    max_abs = float(np.max(np.abs(residuals)))
-    noise = math.sqrt(pure[0]) if pure is not None else None
-    lack_ss = float(counts @ residuals**2)
+    residuals = means - num.predict(coef, points)
     if pure is None:
         warns.append(
             "each token count has a single sample: no noise floor, no confidence intervals "
             "(repeat windows per token count to get them)"
         )
-    elif n_points > len(model):
+    if num.trending(residuals, means, counts, noise):
+        warns.append(
+            f"the residuals {'rise' if residuals[-1] > residuals[0] else 'fall'} steadily from the shortest to the "
+            f"longest sequence (largest {np.max(np.abs(residuals)) * y_unit:.3g} s): the "
+            f"{'+'.join(model) or 'empty'} model has the wrong shape"
+            + ("; fit more terms" if len(model) < len(TERMS) else "")
+        )
+    elif pure is not None and n_points > len(model):
+        lack_ss = float(counts @ residuals**2)
         lof_dof = n_points - len(model)
         stat = math.inf if pure[0] <= 0 else (lack_ss / lof_dof) / pure[0]
-        p_value = 1.0 if lack_ss <= 1e-20 * float(y @ y) else f_sf(stat, lof_dof, pure_dof)
-        if p_value < ALPHA:
+        p_value = 1.0 if lack_ss <= 1e-20 * float(y @ y) else num.f_pvalue(stat, lof_dof, pure_dof)
+        if p_value < ALPHA_LACK_OF_FIT:
             warns.append(
-                f"residuals are well above the sample noise: the largest is {max_abs:.3g} s against a "
-                f"noise floor of {noise:.3g} s (lack-of-fit F={stat:.3g}, p={p_value:.2g}); the "
-                f"{'+'.join(model) or 'empty'} model misses structure, e.g. a fixed-cost plateau at "
-                "short sequences: narrow --tokens" + (" or fit more terms" if len(model) < len(TERMS) else "")
+                f"residuals are well above the sample noise: the largest is "
+                f"{np.max(np.abs(residuals)) * y_unit:.3g} s against a noise floor of {noise * y_unit:.3g} s "
+                f"(lack-of-fit F={stat:.3g}, p={p_value:.2g}); the {'+'.join(model) or 'empty'} model misses "
+                "structure, e.g. a fixed-cost plateau at short sequences: narrow --tokens"
+                + (" or fit more terms" if len(model) < len(TERMS) else "")
             )
 
+    # back to seconds and tokens: c in s, a in s/token, b in s/token²
+    y64, s64 = np.float64(y_unit), np.float64(s_unit)
+    units = {"c": float(y64), "a": float(y64 / s64), "b": float(y64 / s64 / s64)}
+    real = {t: coef[t] * units[t] for t in TERMS}
+    for t in TERMS:
+        if coef[t] > 0 and not (math.isfinite(real[t]) and real[t] > 0):
+            raise ProbebookError(
+                f"{where}: term {t} of the fit is beyond double precision in seconds and tokens "
+                f"(the samples reach {s_unit:.3g} tokens and {y_unit:.3g} s)"
+            )
     ci: dict[str, tuple[float, float]] = {}
     if pure is not None and bootstrap > 0:
-        ci = _bootstrap(s, y, members, model, widths, batch, coef["b"] == 0, bootstrap, seed)
+        ci = _intervals(s, y, members, model, widths, batch, units, real["b"] == 0, bootstrap, seed)
 
+    max_abs = float(np.max(np.abs(residuals))) * y_unit
     return StepFit(
         terms=model,
-        c_s=_clean(coef["c"]),
-        a_s_per_token=_clean(coef["a"]),
-        b_s_per_token2=_clean(coef["b"]),
-        tokens=tuple(float(p) for p in points),
-        residuals_s=tuple(_clean(r) for r in residuals),
+        c_s=_clean(real["c"]),
+        a_s_per_token=_clean(real["a"]),
+        b_s_per_token2=_clean(real["b"]),
+        tokens=tuple(float(p * s_unit) for p in points),
+        residuals_s=tuple(_clean(float(r) * y_unit) for r in residuals),
         max_abs_residual_s=max_abs,
-        asymptote_tok_s=_asymptote(coef, batch),
-        quadratic_share={width_key(w): quadratic_share(coef["a"], coef["b"], w) for w in widths},
+        asymptote_tok_s=_asymptote(real, batch),
+        quadratic_share={width_key(w): quadratic_share(real["a"], real["b"], w) for w in widths},
         n_points=n_points,
         n_samples=n_samples,
         batch=float(batch),
-        noise_floor_s=noise,
+        noise_floor_s=None if noise is None else noise * y_unit,
         ci=ci,
         warnings=tuple(warns),
+        outliers=outlier_samples,
     )
 
 
@@ -411,30 +433,32 @@ def _clean(value: float) -> float:
     return 0.0 if value == 0 else float(value)  # no -0.0 in JSON
 
 
-def _bootstrap(
+def _intervals(
     s: np.ndarray,
     y: np.ndarray,
     members: list[np.ndarray],
     model: tuple[str, ...],
     widths: list[float],
     batch: float,
+    units: dict[str, float],
     linear: bool,
     reps: int,
     seed: int,
 ) -> dict[str, tuple[float, float]]:
-    rng = np.random.default_rng(seed)
-    draws: dict[str, list[float]] = {}
+    """Bootstrap percentile intervals of the coefficients (scipy), and of the asymptote and quadratic
+    shares from the same replicates (their percentiles, over the replicates where they exist)."""
+    by_term, draws = num.bootstrap_coefficients(s, y, members, model, reps, seed, CI_LEVEL)
     names = {"c": "c_s", "a": "a_s_per_token", "b": "b_s_per_token2"}
-    for _ in range(reps):
-        pick = np.concatenate([rng.choice(m, size=len(m), replace=True) for m in members])
-        coef, _ = _nnls(s[pick], y[pick], model)
-        for t in model:
-            draws.setdefault(names[t], []).append(coef[t])
-        if linear and coef["a"] > 0:
-            draws.setdefault("asymptote_tok_s", []).append(batch / coef["a"])
-        for w in widths if "b" in model else ():
-            share = quadratic_share(coef["a"], coef["b"], w)
-            if share is not None:
-                draws.setdefault(f"quadratic_share:{width_key(w)}", []).append(share)
+    out = {names[t]: (lo * units[t], hi * units[t]) for t, (lo, hi) in by_term.items()}
+    a_draws, b_draws = draws[1] * units["a"], draws[2] * units["b"]
+    derived: dict[str, list[float]] = {}
+    if linear:
+        derived["asymptote_tok_s"] = [batch / a for a in a_draws if a > 0]
+    for w in widths if "b" in model else ():
+        shares = (quadratic_share(a, b, w) for a, b in zip(a_draws, b_draws, strict=True))
+        derived[f"quadratic_share:{width_key(w)}"] = [v for v in shares if v is not None]
     tail = 100 * (1 - CI_LEVEL) / 2
-    return {k: (float(np.percentile(v, tail)), float(np.percentile(v, 100 - tail))) for k, v in draws.items()}
+    for key, values in derived.items():
+        if values:
+            out[key] = (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail)))
+    return out
