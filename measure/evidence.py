@@ -30,6 +30,10 @@ _TIME_FIELD = re.compile(r"(^|_)(s|ms|us)$")
 _PROBE_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 _VERSION = re.compile(r"0|[1-9][0-9]*")  # ASCII digits, no leading zeros: one spelling per version
 _SCALAR = (str, int, float, bool, type(None))
+# One nesting limit for every document probebook reads (evidence, imports, ledgers, front matter),
+# checked where each is loaded: the deepest archived evidence nests 5 levels, and a limit far below
+# Python's recursion limit keeps every later stage (canonical JSON, render, diff) from overflowing.
+MAX_DEPTH = 32
 
 
 def utc_now() -> str:
@@ -176,6 +180,7 @@ def validate(doc: Any, where: str) -> None:
     """Check a current-schema document's envelope; raise ``EvidenceError`` naming the field."""
     if not isinstance(doc, dict):
         raise _fail(where, "evidence must be a JSON object")
+    check_depth(doc, where)
     version = schema_version(doc, where)
     if version != SCHEMA_VERSION:
         raise _version_error(version, where)
@@ -249,6 +254,45 @@ def _version_error(version: int, where: str) -> EvidenceError:
     )
 
 
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply lists and objects nest in ``value`` (a scalar is 0), counting no further than ``limit + 1``.
+
+    Iterative, so a document nested 100,000 deep is measured without recursion.
+    """
+    if not isinstance(value, (dict, list, tuple)):
+        return 0
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, (dict, list, tuple)):
+                stack.append((child, depth + 1))
+    return deepest
+
+
+def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> None:
+    """Refuse a document that nests lists and objects more than ``limit`` deep (one line naming ``where``)."""
+    if nesting_depth(value, limit) > limit:
+        raise EvidenceError(f"{where}: nested more than {limit} levels deep; probebook reads at most {limit}")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different: JSON parsers disagree on which of two equal keys wins."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {key[:60]!r} appears twice in one object; each key may appear once")
+            seen.add(key)
+    return doc
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; write a missing value as null")
 
@@ -262,11 +306,19 @@ def _finite_float(text: str) -> float:
 
 
 def loads(text: str) -> Any:
-    """Strict JSON: NaN, Infinity, overflowing numbers and absurd nesting raise ``ValueError``."""
+    """Strict JSON: NaN, Infinity, overflowing numbers, a key given twice in one object and nesting deeper
+    than ``MAX_DEPTH`` raise ``ValueError``. Integers stay exact Python integers."""
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        doc = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+        )
     except RecursionError:
-        raise ValueError("JSON is nested too deeply to be evidence") from None
+        raise ValueError(
+            f"JSON is nested more than {MAX_DEPTH} levels deep; probebook reads at most {MAX_DEPTH}"
+        ) from None
+    if nesting_depth(doc) > MAX_DEPTH:
+        raise ValueError(f"JSON is nested more than {MAX_DEPTH} levels deep; probebook reads at most {MAX_DEPTH}")
+    return doc
 
 
 def parse(raw: bytes, where: str) -> dict[str, Any]:

@@ -7,15 +7,18 @@ columns are kept. Every rejected value is reported as ``FILE row N column C: why
 from __future__ import annotations
 
 import csv
+import decimal
 import io
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from measure.errors import EvidenceError
+from measure.errors import EvidenceError, StoreError
 from measure.evidence import Evidence, is_time_field, loads
+from measure.store import read_regular
 
 # kinds: "time" (positive finite seconds), "count" (positive integer), "bytes" (non-negative
 # integer), "rate" (positive finite), "text" (non-empty string), "status" (ok|oom)
@@ -57,18 +60,62 @@ class ImportRequest:
     """Free text kept with the evidence."""
 
 
-def _number(text: Any) -> float | None:
-    if isinstance(text, bool):
+# Plain ASCII decimal numbers only: Python's int() and float() also take "1_000", full-width digits
+# ("１２３") and other scripts' digits, which no spreadsheet writes on purpose.
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# int() refuses longer digit strings (CPython's limit on int/str conversion is 4300 digits).
+_MAX_DIGITS = 4300
+
+
+def _clip(value: Any, limit: int = 40) -> str:
+    """A value as it appears in an error line: repr, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(value: Any) -> int | float | None:
+    """A JSON number as it is; text only when it is a plain ASCII decimal: integer text -> exact int,
+    other decimal text -> float. None when it is not a number (``1_000``, ``1,5``, ``１２``, ``NaN``)."""
+    if isinstance(value, bool):
         return None
-    if isinstance(text, (int, float)):
-        try:
-            return float(text)
-        except OverflowError:  # an integer too large for a double
-            return math.inf
-    try:
-        return float(str(text).strip())
-    except ValueError:
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value).strip()
+    if len(text) > _MAX_DIGITS:
         return None
+    if _INT_TEXT.fullmatch(text):
+        return int(text)
+    if _DECIMAL_TEXT.fullmatch(text):
+        return float(text)  # 1e400 becomes inf, refused as not finite by the caller
+    return None
+
+
+def _not_a_number(where: str, column: str, value: Any) -> EvidenceError:
+    text = str(value)
+    if text.strip().lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        return EvidenceError(f"{where} column '{column}': must be finite, got {_clip(value)}")
+    hint = ""
+    if any(c in text for c in "_,") or any(c.isdigit() and not c.isascii() for c in text):
+        hint = " (write plain ASCII digits without separators, like 1024 or 1.5e-3)"
+    return EvidenceError(f"{where} column '{column}': not a number: {_clip(value)}{hint}")
+
+
+def _whole(where: str, column: str, value: Any) -> int | None:
+    """A whole number, exactly: integer text or an integral JSON/decimal value. None when not whole."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() else None
+    text = str(value).strip()
+    if _number(text) is None:
+        raise _not_a_number(where, column, value)
+    if _INT_TEXT.fullmatch(text):
+        return int(text)
+    exact = decimal.Decimal(text)  # "1024.0" and "1.5e3" are whole; decimal keeps every digit
+    if exact.adjusted() > 40:
+        raise EvidenceError(f"{where} column '{column}': out of range: {_clip(value)}")
+    return int(exact) if exact == exact.to_integral_value() else None
 
 
 def _cell(where: str, column: str, kind: str, value: Any, row: dict[str, Any]) -> Any:
@@ -78,48 +125,60 @@ def _cell(where: str, column: str, kind: str, value: Any, row: dict[str, Any]) -
             return None
         raise EvidenceError(f"{where} column '{column}': empty value")
     if kind in ("text", "status"):
+        if isinstance(value, (dict, list)):
+            raise EvidenceError(f"{where} column '{column}': must be text, got {type(value).__name__}")
         text = str(value).strip()
         if kind == "status" and text.lower() not in ("ok", "oom"):
-            raise EvidenceError(f"{where} column '{column}': must be ok or oom, got {text!r}")
+            raise EvidenceError(f"{where} column '{column}': must be ok or oom, got {_clip(text)}")
         return text.lower() if kind == "status" else text
+    if kind in ("count", "bytes"):
+        whole = _whole(where, column, value)
+        if whole is None or whole < (1 if kind == "count" else 0):
+            bound = "a positive integer" if kind == "count" else "a non-negative integer"
+            raise EvidenceError(f"{where} column '{column}': must be {bound}, got {_clip(value)}")
+        return whole
     num = _number(value)
     if num is None:
-        raise EvidenceError(f"{where} column '{column}': not a number: {value!r}")
+        raise _not_a_number(where, column, value)
+    try:
+        num = float(num)
+    except OverflowError:  # an integer too large for a double
+        num = math.inf
     if not math.isfinite(num):
-        raise EvidenceError(f"{where} column '{column}': must be finite, got {value!r}")
+        raise EvidenceError(f"{where} column '{column}': must be finite, got {_clip(value)}")
     if kind in ("time", "rate") and num <= 0:
-        raise EvidenceError(f"{where} column '{column}': must be positive, got {value!r}")
-    if kind in ("count", "bytes"):
-        if num != int(num) or num < (1 if kind == "count" else 0):
-            bound = "a positive integer" if kind == "count" else "a non-negative integer"
-            raise EvidenceError(f"{where} column '{column}': must be {bound}, got {value!r}")
-        return int(num)
+        raise EvidenceError(f"{where} column '{column}': must be positive, got {_clip(value)}")
     return num
 
 
 def _extra(where: str, column: str, value: Any) -> Any:
-    """Extra columns are kept; numeric text becomes a number, NaN-like text stays text.
+    """Extra columns are kept exactly: text stays the text it was, unless it reads back as the same number.
 
-    An extra column named like a time (``*_s``, ``*_ms``, ``*_us``) must hold a positive finite
-    number or be blank (null), as every evidence time must (ARCHITECTURE.md §4.1).
+    ``"12"`` becomes 12 and ``"0.5"`` 0.5, but ``"007"``, ``"1.50"``, ``"1e3"`` and a 21-digit run id
+    written with a leading zero keep their text. An extra column named like a time (``*_s``, ``*_ms``,
+    ``*_us``) must hold a positive finite number or be blank (null), as every evidence time must.
     """
-    if isinstance(value, (dict, list)):  # samples are flat objects (ARCHITECTURE.md §4.1): no nested values
+    if isinstance(value, (dict, list)):  # samples are flat objects (DESIGN §2): no nested values
         raise EvidenceError(f"{where} column '{column}': must be a number, text or null, got {type(value).__name__}")
     if is_time_field(column):
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
         num = _number(value)
         if num is None:
-            raise EvidenceError(f"{where} column '{column}': not a number: {value!r}")
+            raise _not_a_number(where, column, value)
+        try:
+            num = float(num)
+        except OverflowError:
+            num = math.inf
         if not math.isfinite(num) or num <= 0:
-            raise EvidenceError(f"{where} column '{column}': a time must be positive and finite, got {value!r}")
+            raise EvidenceError(f"{where} column '{column}': a time must be positive and finite, got {_clip(value)}")
         return num
     if isinstance(value, str):
         num = _number(value)
-        if num is not None and math.isfinite(num):
-            return int(num) if num == int(num) and "." not in value and "e" not in value.lower() else num
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+        if isinstance(num, int) and str(num) == value:
+            return num
+        if isinstance(num, float) and math.isfinite(num) and repr(num) == value:
+            return num
     return value
 
 
@@ -168,7 +227,10 @@ def _rows_from_json(path: Path, text: str) -> tuple[list[str], list[dict[str, An
         if not isinstance(r, dict):
             raise EvidenceError(f"{path} row {i + 1}: expected an object of column: value, got {type(r).__name__}")
     columns: list[str] = []
-    for r in doc:
+    for i, r in enumerate(doc):
+        blank = [k for k in r if not k.strip()]
+        if blank:
+            raise EvidenceError(f"{path} row {i + 1}: a column has no name ({_clip(blank[0])})")
         columns += [k for k in r if k not in columns]
     return columns, doc, 1
 
@@ -178,9 +240,9 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
     if probe not in CONTRACTS:
         raise EvidenceError(f"--probe {probe!r} cannot be imported; choose one of {', '.join(CONTRACTS)}")
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise EvidenceError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = read_regular(path)  # a FIFO, a device or a file over the size cap is refused, not read
+    except StoreError as exc:
+        raise EvidenceError(str(exc)) from None
     if not raw.strip():
         raise EvidenceError(f"{path}: file is empty")
     try:

@@ -19,6 +19,7 @@ try:
 except ImportError:  # not POSIX: no advisory locks; clean may then race a live writer (it retries)
     fcntl = None  # type: ignore[assignment]
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -32,6 +33,72 @@ _FINAL = re.compile(r"[0-9a-f]{62}\.json")
 _STORED_PATH = re.compile(r"([0-9a-f]{2})[/\\]([0-9a-f]{62})\.json")
 MIN_PREFIX = 12
 TEMP_PREFIX = ".tmp-"
+# The largest evidence file any reader opens. The biggest document in this repository's archive is
+# about 30 KB; a cap keeps a hostile or broken file (a sparse 1 TB file, a link to /dev/zero) from
+# exhausting memory. PROBEBOOK_MAX_EVIDENCE_BYTES raises it for a campaign that needs more.
+DEFAULT_MAX_BYTES = 64 << 20
+MAX_BYTES_ENV = "PROBEBOOK_MAX_EVIDENCE_BYTES"
+
+
+def max_bytes() -> int:
+    """The size cap for one evidence or import file: ``$PROBEBOOK_MAX_EVIDENCE_BYTES``, else 64 MiB."""
+    given = os.environ.get(MAX_BYTES_ENV)
+    if given is None:
+        return DEFAULT_MAX_BYTES
+    if not given.isascii() or not given.isdigit() or int(given) < 1:
+        raise StoreError(f"{MAX_BYTES_ENV}={given[:40]!r} must be a whole number of bytes >= 1")
+    return int(given)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """The bytes of a regular file, never following a symbolic link and never past ``limit`` bytes.
+
+    A FIFO would block a reader forever and a link to ``/dev/zero`` never ends, so the file is
+    opened without following links and without blocking, and checked to be a regular file of at
+    most ``limit`` bytes (default ``max_bytes()``) before one byte is read. Every refusal is one
+    ``StoreError`` line naming the file.
+    """
+    limit = max_bytes() if limit is None else limit
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise StoreError(f"{path}: cannot read (a symbolic link; only regular files are read)") from None
+        raise StoreError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(f"{path}: cannot read ({_kind(st.st_mode)}, not a regular file)")
+        if st.st_size > limit:
+            raise StoreError(
+                f"{path}: {st.st_size} bytes, over the {limit}-byte cap for one file (set {MAX_BYTES_ENV} to raise it)"
+            )
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:  # it grew while we read
+                raise StoreError(f"{path}: over the {limit}-byte cap for one file (set {MAX_BYTES_ENV} to raise it)")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -54,6 +121,16 @@ class Invalid:
     """The stored file."""
     message: str
     """The one-line reason, from ``measure.evidence.parse``."""
+
+
+@dataclass(frozen=True)
+class Stray:
+    """Something under ``evidence/`` that is not a stored evidence file or a temp file of a write."""
+
+    path: Path
+    """What was found."""
+    why: str
+    """What is wrong with it, e.g. ``a symbolic link`` or ``a file outside any shard folder``."""
 
 
 def normalize_id(text: str) -> str:
@@ -80,9 +157,11 @@ def normalize_id(text: str) -> str:
 class Store:
     """An evidence archive rooted at ``root`` (the folder holding ``evidence/``)."""
 
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], limit: int | None = None):
         self.root = Path(root)
         self.base = self.root / "evidence" / "sha256"
+        self.limit = max_bytes() if limit is None else limit
+        """The size cap for one stored file (``max_bytes()`` unless given)."""
 
     def path_for(self, hexdigest: str) -> Path:
         return self.base / hexdigest[:2] / f"{hexdigest[2:]}.json"
@@ -157,8 +236,10 @@ class Store:
     @staticmethod
     def _same_bytes(final: Path, raw: bytes) -> None:
         """An existing final file must hold exactly these bytes; anything else is tampering."""
-        with open(final, "rb") as fh:
-            held = fh.read(len(raw) + 1)
+        try:
+            held = read_regular(final, len(raw))
+        except StoreError as exc:
+            raise StoreError(f"{exc}; it holds the name of {digest(raw)}: run `probebook archive verify`") from None
         if held != raw:
             raise StoreError(
                 f"{final} already exists but does not hold the bytes its name promises "
@@ -166,16 +247,93 @@ class Store:
             )
 
     # -- reading ------------------------------------------------------------------
-    def iter_paths(self) -> Iterator[Path]:
-        """Every final-named evidence file, in id order; temp files are skipped."""
-        if not self.base.is_dir():
+    def _shards(self) -> Iterator[os.DirEntry[str]]:
+        """The real shard folders (two hex digits, not links), in order; unreadable ones are skipped here."""
+        try:
+            entries = sorted(os.scandir(self.base), key=lambda e: e.name)
+        except FileNotFoundError:
             return
-        for sub in sorted(os.scandir(self.base), key=lambda e: e.name):
-            if not (len(sub.name) == 2 and _HEX.fullmatch(sub.name) and sub.is_dir()):
-                continue
-            for entry in sorted(os.scandir(sub.path), key=lambda e: e.name):
-                if _FINAL.fullmatch(entry.name):
+        except OSError as exc:
+            raise StoreError(f"{self.base}: cannot list ({exc.strerror})") from None
+        for sub in entries:
+            if len(sub.name) == 2 and _HEX.fullmatch(sub.name) and sub.is_dir(follow_symlinks=False):
+                yield sub
+
+    @staticmethod
+    def _entries(folder: str) -> list[os.DirEntry[str]]:
+        try:
+            return sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return []  # named by ``strays``
+
+    def iter_paths(self) -> Iterator[Path]:
+        """Every final-named evidence file that is a regular file, in id order; temp files and strays are skipped."""
+        for sub in self._shards():
+            for entry in self._entries(sub.path):
+                if _FINAL.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                     yield Path(entry.path)
+
+    def strays(self) -> list[Stray]:
+        """Everything under ``evidence/`` a reader skips: links, FIFOs, devices, stray and misplaced names.
+
+        Readers never follow or open these; ``verify`` names each one so the archive can be mended.
+        """
+        found: list[Stray] = []
+        evidence = self.root / "evidence"
+        if not evidence.is_dir() or evidence.is_symlink():
+            if evidence.is_symlink():
+                found.append(Stray(evidence, "a symbolic link; the evidence folder must be a real folder"))
+            return found
+        for entry in self._entries(str(evidence)):
+            if entry.name != "sha256":
+                found.append(Stray(Path(entry.path), "not the sha256 folder; evidence/ holds only sha256/"))
+        if not os.path.lexists(self.base):
+            return found
+        if self.base.is_symlink() or not self.base.is_dir():
+            return found + [Stray(self.base, "not a real folder (a symbolic link or a file)")]
+        try:
+            top = sorted(os.scandir(self.base), key=lambda e: e.name)
+        except OSError as exc:
+            return found + [Stray(self.base, f"cannot list ({exc.strerror})")]
+        for sub in top:
+            path = Path(sub.path)
+            if sub.is_symlink():
+                found.append(Stray(path, "a symbolic link; shard folders must be real folders"))
+            elif not sub.is_dir(follow_symlinks=False):
+                hint = self._misplaced(sub.name)
+                found.append(Stray(path, f"a file outside any shard folder{hint}"))
+            elif not (len(sub.name) == 2 and _HEX.fullmatch(sub.name)):
+                found.append(Stray(path, "a folder that is not a shard (two lower-case hex digits)"))
+            else:
+                try:
+                    inner = sorted(os.scandir(sub.path), key=lambda e: e.name)
+                except OSError as exc:
+                    found.append(Stray(path, f"cannot list ({exc.strerror})"))
+                    continue
+                for entry in inner:
+                    found += self._stray_entry(entry)
+        return found
+
+    def _stray_entry(self, entry: os.DirEntry[str]) -> list[Stray]:
+        path = Path(entry.path)
+        if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
+            return []  # an interrupted write's leftover: `verify --clean` removes it
+        if entry.is_symlink():
+            return [Stray(path, "a symbolic link; readers never follow links out of the archive")]
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+        except OSError as exc:
+            return [Stray(path, f"cannot stat ({exc.strerror})")]
+        if not stat.S_ISREG(mode):
+            return [Stray(path, f"{_kind(mode)}, not a regular file")]
+        if not _FINAL.fullmatch(entry.name):
+            return [Stray(path, f"not an evidence name (<62 hex>.json){self._misplaced(entry.name)}")]
+        return []
+
+    @staticmethod
+    def _misplaced(name: str) -> str:
+        m = re.fullmatch(r"(?:sha256[:_-])?([0-9a-f]{64})\.json", name)
+        return f"; it belongs at {m[1][:2]}/{m[1][2:]}.json (`probebook archive add` puts it there)" if m else ""
 
     def ids(self) -> list[str]:
         return ["sha256:" + p.parent.name + p.name[:-5] for p in self.iter_paths()]
@@ -186,9 +344,11 @@ class Store:
         folder = self.base / prefix[:2]
         rest = prefix[2:]
         matches = []
-        if folder.is_dir():
+        if folder.is_dir() and not folder.is_symlink():
             matches = sorted(
-                e.name[:-5] for e in os.scandir(folder) if _FINAL.fullmatch(e.name) and e.name.startswith(rest)
+                e.name[:-5]
+                for e in self._entries(str(folder))
+                if _FINAL.fullmatch(e.name) and e.name.startswith(rest) and e.is_file(follow_symlinks=False)
             )
         if not matches:
             raise StoreError(f"no evidence {text!r} in {self.root} (`probebook archive ls` lists what is there)")
@@ -197,12 +357,8 @@ class Store:
         return f"sha256:{prefix[:2]}{matches[0]}"
 
     def read_bytes(self, ident: str) -> bytes:
-        """The stored bytes for an id or unique prefix (not validated)."""
-        path = self.path_for(self.resolve(ident)[7:])
-        try:
-            return path.read_bytes()
-        except OSError as exc:
-            raise StoreError(f"{path}: cannot read ({exc.strerror})") from None
+        """The stored bytes for an id or unique prefix (not validated; only a regular file, within the cap)."""
+        return read_regular(self.path_for(self.resolve(ident)[7:]), self.limit)
 
     def get(self, ident: str) -> dict:
         """The validated document for an id or unique prefix."""
@@ -220,29 +376,44 @@ class Store:
         """
         bad = []
         base = str(self.base)
-        if not os.path.isdir(base):
+        if not os.path.isdir(base) or os.path.islink(base):
             return bad
         sha256 = hashlib.sha256
+        # never follow a link, never block on a FIFO; non-regular files are named by ``strays``
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        limit = self.limit
         for shard in sorted(os.listdir(base)):
             folder = os.path.join(base, shard)
-            if not (len(shard) == 2 and _HEX.fullmatch(shard) and os.path.isdir(folder)):
+            if not (len(shard) == 2 and _HEX.fullmatch(shard)) or os.path.islink(folder) or not os.path.isdir(folder):
                 continue
-            for name in sorted(os.listdir(folder)):
+            try:
+                names = sorted(os.listdir(folder))
+            except OSError:
+                continue  # named by ``strays``
+            for name in names:
                 if not _FINAL.fullmatch(name):
                     continue
                 path = os.path.join(folder, name)
                 expected = "sha256:" + shard + name[:-5]
                 try:
-                    fd = os.open(path, os.O_RDONLY)
-                    try:
+                    fd = os.open(path, flags)
+                except OSError:
+                    continue  # a link: named by ``strays``
+                try:
+                    st = os.fstat(fd)
+                    if not stat.S_ISREG(st.st_mode):
+                        continue  # named by ``strays``
+                    if st.st_size > limit:
+                        actual = f"not hashed ({st.st_size} bytes, over the {limit}-byte cap)"
+                    else:
                         h = sha256()
                         while chunk := os.read(fd, 1 << 20):  # one read for a typical document
                             h.update(chunk)
-                    finally:
-                        os.close(fd)
-                    actual = "sha256:" + h.hexdigest()
+                        actual = "sha256:" + h.hexdigest()
                 except OSError as exc:
                     actual = f"unreadable ({exc.strerror})"
+                finally:
+                    os.close(fd)
                 if actual != expected:
                     bad.append(Mismatch(Path(path), expected, actual))
         return bad
@@ -258,10 +429,8 @@ class Store:
             if path in skip:
                 continue
             try:
-                parse(path.read_bytes(), str(path))
-            except OSError as exc:
-                found.append(Invalid(path, f"{path}: cannot read ({exc.strerror})"))
-            except EvidenceError as exc:
+                parse(read_regular(path, self.limit), str(path))
+            except (EvidenceError, StoreError) as exc:
                 found.append(Invalid(path, str(exc)))
         return found
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
+import logging
 import os
 import shutil
 import subprocess
@@ -27,14 +28,16 @@ from typing import Any
 
 import yaml
 
-from measure.errors import EvidenceError, ProbebookError
+from measure.errors import EvidenceError, ProbebookError, StoreError
 from measure.evidence import parse
-from measure.store import Store
+from measure.store import Store, read_regular
 from render import changes, evidence_pages, layout, ledger, lint, sanitize, sitedir
 from render import sources as sourcesmod
 from render.functions import Library, PageFunctions
 from render.pages import PageState, check_links, inert_prose, make_environment, render_body
 from render.sources import Sources
+
+log = logging.getLogger(__name__)
 
 TREE_MARKER = ".probebook-tree"
 SITE_MARKER = ".probebook-site"
@@ -110,8 +113,13 @@ class BuildResult:
 
 
 def load_evidence(archive: Path) -> Evidence:
-    """Verify every stored file's hash, then parse it; any problem stops the build with one line."""
+    """Verify every stored file's hash, then parse it; any problem stops the build with one line.
+
+    Links, FIFOs and stray names under ``evidence/`` are never opened; each is named in one warning line.
+    """
     store = Store(archive)
+    for stray in store.strays():
+        log.warning("warning: %s: %s (skipped; `probebook archive verify` lists it)", stray.path, stray.why)
     bad = store.verify()
     if bad:
         m = bad[0]
@@ -123,10 +131,10 @@ def load_evidence(archive: Path) -> Evidence:
     docs, raw = {}, {}
     for path in store.iter_paths():
         ident = "sha256:" + path.parent.name + path.name[:-5]
-        data = path.read_bytes()
         try:
+            data = read_regular(path, store.limit)
             docs[ident] = parse(data, str(path))
-        except EvidenceError as exc:
+        except (EvidenceError, StoreError) as exc:
             raise BuildError(str(exc)) from None
         raw[ident] = data
     return Evidence(docs, raw)

@@ -314,7 +314,7 @@ def test_add_refuses_text_that_cannot_be_stored_as_utf8(tmp_path, cli):
         .read_bytes()
     )
     loose = tmp_path / "surrogate.json"
-    loose.write_text(json.dumps(doc)[:-1] + ', "notes": "\\ud800"}')
+    loose.write_text(json.dumps({**doc, "notes": "SURROGATE"}).replace('"SURROGATE"', '"\\ud800"'))
     _assert_one_line_error(
         cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose)),
         f"{loose}: evidence holds text that is not valid Unicode",

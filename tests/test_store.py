@@ -182,11 +182,12 @@ def test_verify_names_each_mismatch_with_expected_and_actual(archive):
     ]
 
 
-def test_verify_reports_an_unreadable_final_name(archive):
+def test_a_folder_under_a_final_name_is_a_stray_not_evidence(archive):
     store = Store(archive)
-    store.path_for("ab" + "0" * 62).mkdir(parents=True)  # a folder under a final name cannot be hashed
-    bad = store.verify()
-    assert len(bad) == 1 and bad[0].actual.startswith("unreadable (")
+    folder = store.path_for("ab" + "0" * 62)
+    folder.mkdir(parents=True)  # a folder under a final name is neither hashed nor read
+    assert store.verify() == [] and store.ids() == []
+    assert [(s.path, s.why) for s in store.strays()] == [(folder, "a folder, not a regular file")]
 
 
 def test_invalid_lists_the_planted_files_of_the_fixture_archive(tmp_path):

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from measure import importer
-from measure.errors import EvidenceError, ProbebookError, StoreError
+from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import Evidence, canonical_bytes, migrate, parse
 from measure.machine import code_fingerprint
-from measure.store import TEMP_PREFIX, Store
+from measure.store import TEMP_PREFIX, Store, read_regular
 from probebook.cli import command
+from probebook.cli.output import json_text
 
 _HEX64_NAME = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
 _HEX62_NAME = re.compile(r"[0-9a-f]{62}\.json")
@@ -114,36 +116,59 @@ def _claimed_id(path: Path) -> str | None:
     return None
 
 
-def _evidence_files(path: Path) -> list[Path]:
-    """The evidence files a PATH argument of ``archive add`` names."""
-    if path.is_file():
-        return [path]
+def _evidence_files(path: Path) -> tuple[list[Path], list[str]]:
+    """The evidence files a PATH argument of ``archive add`` names, and one line per thing it cannot take.
+
+    A folder is walked without following links; a link, FIFO or device among its files is named,
+    never opened, so a foreign archive cannot hang ``add`` or smuggle a host file in.
+    """
+    if path.is_symlink() or path.is_file():
+        return [path], []
     if not path.is_dir():
         raise ProbebookError(f"{path}: no such file or folder")
     if (path / "evidence" / "sha256").is_dir():
-        files = list(Store(path).iter_paths())  # another archive: final names only, temp files skipped
+        foreign = Store(path)
+        files = list(foreign.iter_paths())  # another archive: final names only, temp files skipped
+        problems = [f"{s.path}: {s.why}" for s in foreign.strays()]
     else:
-        files = sorted(f for f in path.rglob("*.json") if not f.name.startswith(TEMP_PREFIX) and f.is_file())
-    if not files:
+        files, problems = [], []
+        for dirpath, dirnames, filenames in os.walk(path):  # does not descend into linked folders
+            dirnames.sort()
+            for name in sorted(dirnames + filenames):
+                f = Path(dirpath) / name
+                if name in dirnames and f.is_symlink():
+                    problems.append(f"{f}: a symbolic link to a folder; not followed")
+                elif name in filenames and name.endswith(".json") and not name.startswith(TEMP_PREFIX):
+                    mode = f.lstat().st_mode
+                    if stat.S_ISREG(mode):
+                        files.append(f)
+                    else:
+                        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
+                        problems.append(f"{f}: {kind}; not read")
+    if not files and not problems:
         raise ProbebookError(f"{path}: no evidence files (*.json) in this folder")
-    return files
+    return files, problems
 
 
 def _add(args: Any) -> int:
     files: list[Path] = []
+    problems: list[str] = []
     seen: set[Path] = set()
     for path in args.paths:
-        for f in _evidence_files(path):
-            if f.resolve() not in seen:
-                seen.add(f.resolve())
+        found, trouble = _evidence_files(path)
+        problems += trouble
+        for f in found:
+            if f.absolute() not in seen:
+                seen.add(f.absolute())
                 files.append(f)
+    if problems:
+        for line in problems:
+            print(f"probebook: {printable(line)}", file=sys.stderr)
+        raise ProbebookError(f"{len(problems)} file(s) above cannot be added; nothing was added")
     # Validate every file before storing any, so a bad one leaves nothing half-added.
     ready: list[tuple[Path, bytes]] = []
     for path in files:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise ProbebookError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = read_regular(path)
         claimed = _claimed_id(path)
         if claimed is not None:
             actual = "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -191,34 +216,34 @@ def _summary(ident: str, doc: dict[str, Any]) -> dict[str, Any]:
 def _ls(args: Any) -> int:
     store = _existing(args)
     rows = []
+    for stray in store.strays():
+        print(f"probebook: warning: skipped {printable(f'{stray.path}: {stray.why}')}", file=sys.stderr)
     for path in store.iter_paths():
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
-            doc = parse(path.read_bytes(), str(path))
-        except OSError as exc:
-            print(f"probebook: warning: skipped {path}: cannot read ({exc.strerror})", file=sys.stderr)
-            continue
-        except EvidenceError as exc:  # listed as a warning, not fatal: `verify --strict` fails on these
-            print(f"probebook: warning: skipped {exc}", file=sys.stderr)
+            doc = parse(read_regular(path, store.limit), str(path))
+        except (EvidenceError, StoreError) as exc:  # a warning, not fatal: `verify --strict` fails on these
+            print(f"probebook: warning: skipped {printable(str(exc))}", file=sys.stderr)
             continue
         if args.probe and doc["probe"] != args.probe:
             continue
         rows.append(_summary(ident, doc))
     rows.sort(key=lambda r: (r["created"], r["id"]))
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json_text(rows, indent=2))
         return 0
     header = {"id": "ID", "probe": "PROBE", "created": "CREATED", "gpu": "GPU", "status": "STATUS", "origin": "ORIGIN"}
-    shown = [header] + [{**r, "id": r["id"][:19]} for r in rows]
-    widths = {k: max(len(str(r[k])) for r in shown) for k in header}
+    # evidence text (a GPU name from another machine) may hold terminal escape codes: shown escaped, never raw
+    shown = [header] + [{k: printable(str(v), 40) for k, v in {**r, "id": r["id"][:19]}.items()} for r in rows]
+    widths = {k: max(len(r[k]) for r in shown) for k in header}
     for r in shown:
-        print("  ".join(str(r[k]).ljust(widths[k]) for k in header).rstrip())
+        print("  ".join(r[k].ljust(widths[k]) for k in header).rstrip())
     return 0
 
 
 def _show(args: Any) -> int:
     doc = _existing(args).get(args.id)
-    print(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+    print(json_text(doc, indent=2, sort_keys=True, ensure_ascii=False))
     return 0
 
 
@@ -227,6 +252,9 @@ def _verify(args: Any) -> int:
     bad = store.verify()
     for m in bad:
         print(f"MISMATCH {m.path}: expected {m.expected}, actual {m.actual}")
+    strays = store.strays()
+    for stray in strays:
+        print(f"STRAY {printable(f'{stray.path}: {stray.why}')}")
     # Files that hash correctly but readers refuse (old schema, junk): named here, fatal with --strict.
     invalid = store.invalid(skip={m.path for m in bad})
     for item in invalid:
@@ -240,6 +268,12 @@ def _verify(args: Any) -> int:
     if bad:
         print(f"{len(bad)} of {total} evidence file(s) do not match their names", file=sys.stderr)
         failed = True
+    if strays:
+        print(
+            f"{len(strays)} thing(s) under evidence/ are not evidence files (links, FIFOs, stray names)",
+            file=sys.stderr,
+        )
+        failed = True
     if invalid:
         how = "" if args.strict else " (not fatal without --strict)"
         print(f"{len(invalid)} of {total} evidence file(s) are not valid current-schema evidence{how}", file=sys.stderr)
@@ -251,9 +285,6 @@ def _verify(args: Any) -> int:
 
 
 def _migrate(args: Any) -> int:
-    try:
-        raw = args.file.read_bytes()
-    except OSError as exc:
-        raise ProbebookError(f"{args.file}: cannot read ({exc.strerror})") from None
+    raw = read_regular(args.file)
     print(Store(args.archive).put(Evidence.from_dict(migrate(raw, str(args.file)))))
     return 0

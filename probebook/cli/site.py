@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from measure.errors import printable
 from probebook.cli import command
+from probebook.cli.output import json_text
 from render import ledger
 
 # render.build pulls in pandas and altair; it is imported inside the commands that need it so
@@ -160,10 +161,10 @@ def _publish(args: Any) -> int:
 def _diff(args: Any) -> int:
     d = ledger.diff(ledger.read(args.old), ledger.read(args.new))
     if args.json:
-        print(json.dumps(d.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
+        print(json_text(d.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
     else:
         for line in ledger.format_diff(d):
-            print(line)
+            print(printable(line))  # ledger text may hold terminal escape codes: shown escaped, never raw
     return 1 if args.fail_on_change and d.any else 0
 
 

@@ -1,0 +1,215 @@
+"""An archive holding a FIFO, a symbolic link to /dev/zero, a link out of the archive, a linked shard folder and
+stray or misplaced names: verify, add, ls and build each return within a second with one line per problem,
+never open what they name, and change nothing; a FIFO or an over-cap file given to import is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from measure.errors import StoreError
+from measure.store import Store, read_regular
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"
+HEX = "ab" + "c" * 62
+
+
+def _hostile(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A copy of the fixture archive with one of each problem planted; returns it and the planted paths."""
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURE_ARCHIVE, root)
+    base = root / "evidence" / "sha256"
+    shard = base / "ab"
+    shard.mkdir(exist_ok=True)
+    secret = tmp_path / "host-secret.json"
+    secret.write_text('{"password": "hunter2"}')
+    os.mkfifo(shard / f"{'c' * 62}.json")  # a FIFO under a final name
+    (shard / f"{'d' * 62}.json").symlink_to("/dev/zero")
+    (shard / f"{'e' * 62}.json").symlink_to(secret)  # a link out of the archive
+    (base / "cd").symlink_to(tmp_path)  # a linked shard folder
+    (shard / "notes.txt").write_text("stray\n")
+    (base / f"{'f' * 64}.json").write_text("{}")  # a full-hex name outside any shard folder
+    (root / "evidence" / "README").write_text("stray\n")
+    planted = [
+        f"{shard}/{'c' * 62}.json: a FIFO",
+        f"{shard}/{'d' * 62}.json: a symbolic link",
+        f"{shard}/{'e' * 62}.json: a symbolic link",
+        f"{base}/cd: a symbolic link",
+        f"{shard}/notes.txt: not an evidence name",
+        f"{base}/{'f' * 64}.json: a file outside any shard folder; it belongs at ff/{'f' * 62}.json",
+        f"{root}/evidence/README: not the sha256 folder",
+    ]
+    return root, planted
+
+
+def _state(root: Path) -> dict[str, tuple[str, str]]:
+    """Every entry under root, not following links: its kind and (for regular files) its digest."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                out[str(p)] = ("link", os.readlink(p))
+            elif p.is_file():
+                out[str(p)] = ("file", hashlib.sha256(p.read_bytes()).hexdigest())
+            else:
+                out[str(p)] = ("other", "")
+    return out
+
+
+def _cli(*args: str, cwd: Path = REPO) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "probebook", *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,  # a hang would fail here, not block the suite
+    )
+    return proc, time.monotonic() - started
+
+
+def _startup() -> float:
+    """What starting the CLI costs on this machine, so 'within a second' measures the command's own work."""
+    _, seconds = _cli("--help")
+    return seconds
+
+
+def _names_each(text: str, planted: list[str]) -> None:
+    lines = text.splitlines()
+    for problem in planted:
+        assert sum(problem in line for line in lines) == 1, (problem, text)
+
+
+def test_verify_names_each_problem_and_opens_none(tmp_path: Path) -> None:
+    root, planted = _hostile(tmp_path)
+    before = _state(root)
+    base = _startup()
+    proc, seconds = _cli("--archive", str(root), "archive", "verify")
+    assert proc.returncode == 1 and seconds - base < 1.0, (seconds, base, proc.stderr)
+    _names_each(proc.stdout, planted)
+    assert [ln for ln in proc.stdout.splitlines() if ln.startswith("STRAY ")].__len__() == len(planted)
+    assert "7 thing(s) under evidence/ are not evidence files" in proc.stderr
+    assert _state(root) == before
+
+
+def test_ls_warns_once_per_problem_and_lists_the_evidence(tmp_path: Path) -> None:
+    root, planted = _hostile(tmp_path)
+    before = _state(root)
+    base = _startup()
+    proc, seconds = _cli("--archive", str(root), "archive", "ls")
+    assert proc.returncode == 0 and seconds - base < 1.0, (seconds, base, proc.stderr)
+    _names_each(proc.stderr, planted)
+    assert len(proc.stdout.splitlines()) == 1 + len(Store(FIXTURE_ARCHIVE).ids())
+    assert _state(root) == before
+
+
+def test_add_from_a_hostile_archive_refuses_with_one_line_per_problem(tmp_path: Path) -> None:
+    root, planted = _hostile(tmp_path)
+    target = tmp_path / "mine"
+    base = _startup()
+    proc, seconds = _cli("--archive", str(target), "archive", "add", str(root))
+    assert proc.returncode == 2 and seconds - base < 1.0, (seconds, base, proc.stderr)
+    lines = proc.stderr.splitlines()
+    assert len(lines) == len(planted) + 1 and "Traceback" not in proc.stderr
+    _names_each(proc.stderr, planted)
+    assert lines[-1] == f"probebook: error: {len(planted)} file(s) above cannot be added; nothing was added"
+    assert not target.exists()
+
+
+def test_add_from_a_loose_folder_names_links_and_fifos(tmp_path: Path) -> None:
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    os.mkfifo(loose / "pipe.json")
+    (loose / "zero.json").symlink_to("/dev/zero")
+    (loose / "out").symlink_to(tmp_path)
+    proc, _ = _cli("--archive", str(tmp_path / "mine"), "archive", "add", str(loose))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"probebook: {loose / 'out'}: a symbolic link to a folder; not followed",
+        f"probebook: {loose / 'pipe.json'}: not a regular file; not read",
+        f"probebook: {loose / 'zero.json'}: a symbolic link; not read",
+        "probebook: error: 3 file(s) above cannot be added; nothing was added",
+    ]
+
+
+def test_build_skips_each_problem_with_one_warning(tmp_path: Path) -> None:
+    root, planted = _hostile(tmp_path)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Home\n\nNothing measured here.\n")
+    before = _state(root)
+
+    def build(archive: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+        return _cli(
+            *("--archive", str(archive), "build", "--no-site", "--docs", str(docs)),
+            *("--build-dir", str(tmp_path / "build"), "--published", str(tmp_path / "none.json")),
+        )
+
+    clean, base = build(FIXTURE_ARCHIVE)  # the same evidence without the planted problems
+    proc, seconds = build(root)
+    assert clean.returncode == 0 and proc.returncode == 0, proc.stderr
+    assert seconds - base < 1.0, (seconds, base)
+    _names_each(proc.stderr, planted)
+    assert len(proc.stderr.splitlines()) == len(planted)
+    assert _state(root) == before
+
+
+def test_import_refuses_a_fifo_and_a_file_over_the_cap(tmp_path: Path) -> None:
+    fifo = tmp_path / "rows.csv"
+    os.mkfifo(fifo)
+    proc, _ = _cli("--archive", str(tmp_path / "a"), "archive", "import", "--probe", "step-scaling", str(fifo),
+                   "--source", "x")  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == f"probebook: error: {fifo}: cannot read (a FIFO, not a regular file)\n"
+    big = tmp_path / "big.csv"
+    big.write_text("tokens,step_s\n" + "128,0.5\n" * 10)
+    proc = subprocess.run(
+        [sys.executable, "-m", "probebook", "--archive", str(tmp_path / "a"), "archive", "import", "--probe",
+         "step-scaling", str(big), "--source", "x"],
+        env={**os.environ, "PYTHONPATH": str(REPO), "PROBEBOOK_MAX_EVIDENCE_BYTES": "64"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"probebook: error: {big}: 94 bytes, over the 64-byte cap for one file "
+        "(set PROBEBOOK_MAX_EVIDENCE_BYTES to raise it)\n"
+    )
+    assert not (tmp_path / "a").exists()
+
+
+def test_read_regular_refuses_what_it_must_not_open(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    (tmp_path / "ok").write_bytes(b"12345")
+    with pytest.raises(StoreError, match=r"fifo: cannot read \(a FIFO, not a regular file\)$"):
+        read_regular(tmp_path / "fifo")
+    with pytest.raises(StoreError, match=r"zero: cannot read \(a symbolic link; only regular files are read\)$"):
+        read_regular(tmp_path / "zero")
+    with pytest.raises(StoreError, match="cannot read"):
+        read_regular("/dev/zero")
+    with pytest.raises(StoreError, match=r"ok: 5 bytes, over the 4-byte cap"):
+        read_regular(tmp_path / "ok", 4)
+    assert read_regular(tmp_path / "ok", 5) == b"12345"
+
+
+def test_an_unreadable_shard_is_named_not_a_traceback(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root reads any folder regardless of its mode")
+    root, _ = _hostile(tmp_path)
+    shard = root / "evidence" / "sha256" / "ab"
+    shard.chmod(0)
+    try:
+        proc, _ = _cli("--archive", str(root), "archive", "verify")
+        assert f"STRAY {shard}: cannot list (Permission denied)" in proc.stdout and "Traceback" not in proc.stderr
+    finally:
+        shard.chmod(0o755)
