@@ -97,6 +97,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing (default: 3)")
     p.add_argument("--windows", type=int, default=5, help="timed windows or interleaved rounds (default: 5)")
     p.add_argument("--iters", type=int, default=3, help="calls per window (default: 3)")
+    _storage(p)
+
+
+def _storage(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", metavar="ARCHIVE", help="archive to store the evidence in (default: the global --archive)")
     p.add_argument("--notes", help="free text kept with the evidence")
     p.add_argument("--quiet", action="store_true", help="no per-point progress lines on stderr")
@@ -136,6 +140,22 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
             help="comma list of h2d, d2h, d2d (default: all)",
         )
         p.add_argument("--max-tensors", type=int, help="use at most this many workload tensors")
+    elif name == "padding":
+        p.add_argument(
+            "--corpus", required=True, help="folder of text files, .jsonl, .parquet, .csv of lengths, or a file"
+        )
+        p.add_argument("--glob", help="files of a folder corpus that are documents (default: **/*)")
+        p.add_argument("--exclude", type=_str_list, metavar="PAT,...", help="fnmatch patterns of paths to leave out")
+        p.add_argument("--name", help="the corpus's name in the evidence (default: its file or folder name)")
+        p.add_argument("--tokenizer", help="bytes (default: one token per UTF-8 byte) or a tokenizers JSON file")
+        p.add_argument("--column", help="JSONL/Parquet text field (default text); CSV length column (default length)")
+        p.add_argument("--roots", help="diversity counts: document (default), folder, or a root field's name")
+        p.add_argument("--width", type=int, help="row width in tokens (default: 2048)")
+        p.add_argument("--microbatch", type=int, help="rows per microbatch (default: 8)")
+        p.add_argument("--accumulation", type=int, help="microbatches per accumulation window (default: 8)")
+        p.add_argument("--bucket-sizes", type=_int_list, metavar="B,B,...", help="bucket widths (default: 8..2048)")
+        p.add_argument("--seed", type=int, help="seed of the shuffles (default: 0)")
+        p.add_argument("--fit", metavar="ID", help="step-scaling evidence whose fit projects seconds saved per epoch")
     elif name == "mask":
         p.add_argument("--batch", type=int, help="batch size (default: 4 on CUDA, 2 on CPU)")
         p.add_argument("--seq-len", type=int, help="sequence length, the fixed width (default: 2048 CUDA, 128 CPU)")
@@ -183,7 +203,7 @@ def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> argpa
     for name in PROBES:
         text, example = HELP[name] if name in HELP else _declared_help(name)
         p = command(msub, name, text, example)
-        _common(p)
+        (_storage if name == "padding" else _common)(p)  # padding reads a corpus: no model, no device
         _probe_args(name, p)
         p.set_defaults(func=run_probe, probe_name=name)
     p = command(

@@ -37,6 +37,7 @@ from render.derive import fit as fitmod
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
+from render.functions_pipeline import PipelineFunctions
 from render.pages import Asset
 from render.quantity import Quantity, conversion_factor, title_text
 from render.views import (
@@ -71,7 +72,7 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
-class PageFunctions:
+class PageFunctions(PipelineFunctions):
     """The functions one page may call, bound to its evidence aliases."""
 
     def __init__(self, library: Library, aliases: dict[str, str]):
@@ -450,6 +451,8 @@ FUNCTIONS = (
     "project",
     "mfu",
     "share_of",
+    "padding",
+    "mask_cost",
     "chart",
     "table",
 )

@@ -435,6 +435,10 @@ KINDS: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]],
 }
 """Table kind -> (builder, the options it accepts)."""
 
+from render.tables_pipeline import PIPELINE_TABLES  # noqa: E402  (its builders use Column, defined above)
+
+KINDS.update(PIPELINE_TABLES)
+
 
 def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput:
     """Build table ``kind`` from evidence documents ``docs``; every input error is a ProbebookError."""

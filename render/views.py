@@ -207,6 +207,39 @@ class ProjectionView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+class PaddingView(_View):
+    FIELDS = {
+        "documents": ("documents", "", {"fmt": ",d"}),
+        "tokens": ("tokens", "tok", {"fmt": ",d"}),
+        "sequences": ("sequences", "", {"fmt": ",d"}),
+        "before": ("naive_share", "", {"fmt": ".1%"}),
+        "before_longest": ("naive_longest_share", "", {"fmt": ".1%"}),
+        "after": ("bucket_share", "", {"fmt": ".1%"}),
+        "after_longest": ("bucket_longest_share", "", {"fmt": ".1%"}),
+        "rows_before": ("naive_rows", "", {"fmt": ",d"}),
+        "rows_after": ("bucket_rows", "", {"fmt": ",d"}),
+        "diversity": ("bucket_diversity", "", {"fmt": ".3g"}),
+        "naive_diversity": ("naive_diversity", "", {"fmt": ".3g"}),
+        "bucket": ("bucket_size", "tok", {"fmt": "d"}),
+        "knee": ("knee", "tok", {"fmt": "d"}),
+        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "epoch": ("epoch_s", "s", {"fmt": ",.0f"}),
+        "saving": ("saving_s", "s", {"fmt": ",.0f"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+class MaskView(_View):
+    FIELDS = {
+        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "causal_step": ("causal_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "slowdown": ("slowdown", "", {"fmt": ".1%"}),
+        "padding_share": ("padding_share", "", {"fmt": ".1%"}),
+        "window": ("window", "tok", {"fmt": "d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
 def defined(value: Any) -> Any:
     """An undefined name passed to a function fails here, naming itself (StrictUndefined raises on str())."""
     if isinstance(value, jinja2.Undefined):

@@ -14,4 +14,5 @@ PROBES = {
     "batch-sweep": "measure.probes.batch_sweep",
     "loss-memory": "measure.probes.loss_memory",
     "mask": "measure.probes.mask",
+    "padding": "measure.probes.padding",
 }

@@ -1,0 +1,82 @@
+"""Tables of the input-pipeline probes, ``table("padding", pad)`` and ``table("mask", m)``, merged into tables.KINDS."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from measure.errors import ProbebookError
+from render.derive import kernels
+from render.derive import padding as padmod
+from render.quantity import percent
+from render.tables import Column, _int, _ms, _text, significant
+
+
+def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Naive batching, then bucket-to-pair at each swept bucket size: rows, padding shares, diversity."""
+    records = []
+    for doc in docs:
+        if doc.get("probe") != "padding":
+            raise ProbebookError(f"table 'padding' needs padding evidence, got {doc.get('probe')} evidence")
+        for r in doc["data"]["samples"]:
+            records.append(
+                {
+                    "batching": r["batching"],
+                    "bucket_size": r["bucket_size"],
+                    "rows": r["rows"],
+                    "padding_share": padmod.padding_share(r["tokens"], r["slots_width"]),
+                    "padding_share_longest": padmod.padding_share(r["tokens"], r["slots_longest"]),
+                    "roots_per_window": padmod.diversity(r["distinct_roots"], r["full_windows"]),
+                }
+            )
+    cols = [
+        Column("batching", "batching", _text, False),
+        Column("bucket_size", "bucket (tokens)", _int),
+        Column("rows", "rows", _int),
+        Column("padding_share", "padding, rows at width", percent),
+        Column("padding_share_longest", "padding, microbatch at longest", percent),
+        Column("roots_per_window", "roots per window", lambda x: significant(x, 3)),
+    ]
+    return cols, records
+
+
+def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Per mask kind: the SDPA backend the trace shows, its attention kernel and tags, median step, vs is_causal."""
+    records = []
+    for doc in docs:
+        if doc.get("probe") != "mask":
+            raise ProbebookError(f"table 'mask' needs mask evidence, got {doc.get('probe')} evidence")
+        steps: dict[str, list[float]] = {}
+        for r in doc["data"]["samples"]:
+            steps.setdefault(r["kind"], []).append(r["step_s"])
+        causal = statistics.median(steps["causal"]) if "causal" in steps else None
+        for kind, seen in sorted(doc["data"]["observed"]["kinds"].items(), key=lambda kv: _ORDER.get(kv[0], 9)):
+            rows = seen["attention_kernels"]
+            top = max(rows, key=lambda r: r["device_time_s"])["kernel"] if rows else None
+            median = statistics.median(steps[kind]) if kind in steps else None
+            records.append(
+                {
+                    "preset": doc["params"].get("preset"),
+                    "kind": kind,
+                    "sdpa_backend": "+".join(seen["sdpa_backends"]) or None,
+                    "top_attention_kernel": None if top is None else top[:80],
+                    "arch_tags": " ".join(sorted(kernels.arch_tags(rows))) or None,
+                    "median_step_s": median,
+                    "vs_causal": None if causal is None or median is None else padmod.slowdown(median, causal),
+                }
+            )
+    cols = [
+        Column("preset", "model", _text, False),
+        Column("kind", "mask", _text, False),
+        Column("sdpa_backend", "SDPA backend (traced)", _text, False),
+        Column("top_attention_kernel", "top attention kernel", _text, False),
+        Column("arch_tags", "arch", _text, False),
+        Column("median_step_s", "step (ms)", _ms),
+        Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}"),
+    ]
+    return cols, records
+
+
+_ORDER = {"causal": 0, "explicit": 1, "padded": 2, "sliding": 3, "document": 4}
+PIPELINE_TABLES = {"padding": (_padding, ()), "mask": (_mask, ())}
+"""Table kind -> (builder, options), merged into ``render.tables.KINDS``."""
