@@ -286,7 +286,7 @@ def test_unknown_kind_and_option():
     with pytest.raises(
         ProbebookError,
         match="unknown table kind 'pie'; the kinds are batch-sweep, gemm, "
-        "kernel-shares, kernels, loss-memory, step-scaling",
+        "kernel-shares, kernels, loss-memory, mask, padding, step-scaling",
     ):
         tables.render("pie", [STEP])
     with pytest.raises(ProbebookError, match="table 'step-scaling' has no option 'top'; it takes none"):
