@@ -37,9 +37,10 @@ CONTRACTS: dict[str, dict[str, str]] = {
 }
 OPTIONAL: dict[str, dict[str, str]] = {
     "step-scaling": {"batch": "count", "mode": "text"},
-    "loss-memory": {"tok_s": "rate", "vocab": "count"},
-    "batch-sweep": {},
+    "loss-memory": {"tok_s": "rate", "vocab": "count", "device_bytes": "count"},
+    "batch-sweep": {"device_bytes": "count"},
 }
+# device_bytes: the card's total memory, so render can tell a spill (a peak above it, ARCHITECTURE.md §8)
 # an OOM row of a batch sweep has no throughput or peak to report
 NULLABLE_ON_OOM = {"tok_s", "peak_bytes"}
 

@@ -31,7 +31,7 @@ import yaml
 from measure.errors import EvidenceError, ProbebookError, StoreError
 from measure.evidence import parse
 from measure.store import Store, read_regular
-from render import changes, evidence_pages, layout, ledger, lint, sanitize, sitedir
+from render import changes, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
 from render import sources as sourcesmod
 from render.functions import Library, PageFunctions
 from render.pages import PageState, check_links, inert_prose, make_environment, render_body
@@ -162,16 +162,26 @@ def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
     library = Library(evidence.docs)
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     cited = tree.cited
+    partial = notices.partial_ids(evidence.docs)
     for page in src.pages:
         aliases = sourcesmod.resolve_evidence(page, store.resolve)
         functions = PageFunctions(library, aliases)
+        refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)
+        if refused:
+            raise BuildError(refused)
         try:
             context = functions.context()
         except ProbebookError as exc:
             raise BuildError(f"{page.where('evidence')}: {exc}") from None
-        state = PageState(page.rel)
+        state = PageState(page.rel, partial=partial)
         body = render_body(env, page, context, state)
-        text = layout.header(page, src) + body.strip("\n") + "\n" + layout.footer(page, src, aliases, evidence.docs)
+        text = (
+            layout.header(page, src)
+            + notices.markdown(aliases, evidence.docs)
+            + body.strip("\n")
+            + "\n"
+            + layout.footer(page, src, aliases, evidence.docs)
+        )
         text = inert_prose(text)
         check_links(text, f"{page.path} (rendered)")
         tree.files[page.rel] = text.encode("utf-8")

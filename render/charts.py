@@ -30,13 +30,15 @@ import pandas as pd
 import vl_convert as vlc
 
 from measure.errors import ProbebookError
-from render.derive import batchsweep
+from render.derive import batchsweep, lossmem
 from render.derive import fit as fitmod
 from render.derive.kernels import category_shares
 from render.tables import bytes_to_gib, doc_label, evidence_rows, seconds_to_ms
 
 SWEEP_HEIGHT = 280
 """Plot height of the batch sweep (px); OOM markers sit at its foot, where rising throughput lines are not."""
+UNSTABLE = "unstable (CV over 5%)"
+"""Legend label of a point whose windows' CV was over 5% (``render.derive.lossmem.unstable``)."""
 CURVE_POINTS = 96
 """Points on the fitted curve: enough that the quadratic looks smooth at chart width."""
 
@@ -191,6 +193,7 @@ def _batch_sweep(
             "batch": [int(r["batch"]) for r in rows],
             "status": [r["status"] for r in rows],
             "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows],
+            "point": [UNSTABLE if lossmem.unstable(r) else "stable" for r in rows],
         }
     )
     # the OOM boundary is derive's (the same first_oom_batch the tables and prose quote)
@@ -214,18 +217,24 @@ def _batch_sweep(
     enc: dict[str, Any] = {"strokeDash": alt.StrokeDash("model:N", title="model")} if len(models) > 1 else {}
     y = alt.Y("tok_s:Q", title="throughput (tokens/s)", axis=alt.Axis(format="~s"))
     lines = alt.Chart(ok).mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("model:N"), **enc)
+    # an unstable point (CV over 5%) is drawn as a hollow triangle: it never is the fastest stable batch
     points = (
         alt.Chart(ok)
-        .mark_point(filled=True, size=30, opacity=1)
+        .mark_point(size=30, opacity=1)
         .encode(
             x=x,
             y=y,
             color=color,
+            shape=alt.Shape(
+                "point:N", title=None, scale=alt.Scale(domain=["stable", UNSTABLE], range=["circle", "triangle-up"])
+            ),
+            fill=alt.condition(alt.datum.point == "stable", color, alt.value("transparent")),
             tooltip=[
                 alt.Tooltip("model:N"),
                 alt.Tooltip("context:O"),
                 alt.Tooltip("batch:Q"),
                 alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s"),
+                alt.Tooltip("point:N", title="timing"),
             ],
         )
     )
@@ -262,9 +271,11 @@ def _batch_sweep(
         if len(oom)
         else "; no batch ran out of memory"
     )
+    shaky = int((ok.point == UNSTABLE).sum())
+    unstable_text = f"; {shaky} unstable points (CV over 5%) are hollow triangles" if shaky else ""
     return chart, (
         f"{heading} for {', '.join(models)}: tokens per second against batch size (log scale), "
-        f"one line per context length ({contexts} tokens){oom_text}."
+        f"one line per context length ({contexts} tokens){oom_text}{unstable_text}."
     )
 
 

@@ -157,7 +157,8 @@ class PageFunctions(PipelineFunctions):
     def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
         """The batch sweep summary of one (model, context) group."""
         ref = self._ref(ref, "batch-sweep", "batch_summary()")
-        groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref)))
+        card = lossmem.machine_bytes([self._doc(ref)])
+        groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
         picked = [
             g
             for g in groups
@@ -191,7 +192,9 @@ class PageFunctions(PipelineFunctions):
         values: dict[str, Any] = dict(vars(slope))
         notes = {}
         try:
-            values["largest_usable_microbatch"] = lossmem.largest_usable_microbatch(rows, arm)
+            values["largest_usable_microbatch"] = lossmem.largest_usable_microbatch(
+                rows, arm, device_bytes=lossmem.machine_bytes([self._doc(ref)])
+            )
         except ProbebookError as exc:
             notes["largest_microbatch"] = str(exc)
         return LossMemoryView(

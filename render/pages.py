@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextvars
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any, Callable, ClassVar
 
@@ -70,6 +70,8 @@ class PageState:
     """Files the page's functions made (charts, downloads): tree path -> bytes."""
     cited: set[str] = field(default_factory=set)
     """Evidence ids the page shows numbers or blocks from."""
+    partial: frozenset[str] = frozenset()
+    """Ids of partial evidence: a number derived from one is shown with a "partial" mark."""
     _keys: dict[str, Quantity] = field(default_factory=dict)
 
     def record(self, q: Quantity) -> str:
@@ -114,6 +116,8 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     """Turn what a ``{{ }}`` yields into Markdown, recording Quantities in the ledger."""
     state = _STATE.get()
     if isinstance(value, Quantity):
+        if state.partial.intersection(value.evidence):
+            value = replace(value, mark="partial")
         state.record(value)
         return value.markdown(state.rel)
     if isinstance(value, Block):

@@ -143,6 +143,8 @@ class Quantity:
     """Why ``value`` is None, shown in place of the number's explanation."""
     extra: tuple[tuple[str, Any], ...] = field(default=())
     """Additional facts for the title, as (label, text) pairs."""
+    mark: str | None = None
+    """A word shown beside the number, e.g. ``partial`` for a number from partial evidence."""
 
     def __post_init__(self) -> None:
         if self.value is not None:
@@ -208,6 +210,8 @@ class Quantity:
             parts.append(f"95% interval {self.interval_text}")
         if self.note:
             parts.append(self.note)
+        if self.mark:
+            parts.append(f"from {self.mark} evidence")
         parts.extend(f"{label} {value}" for label, value in self.extra)
         if self.evidence:
             more = f" (+{len(self.evidence) - 1} more)" if len(self.evidence) > 1 else ""
@@ -217,6 +221,8 @@ class Quantity:
     def markdown(self, page: str) -> str:
         """The Markdown a page shows: the number linked to its evidence page, titled with its derivation."""
         text = self.text.replace(" ", "\u00a0")  # keep the number and its unit on one line
+        if self.mark:
+            text += f" *({self.mark})*"
         if not self.evidence:
             return text
         link = relative_link(page, evidence_page(self.evidence[0]))

@@ -22,7 +22,7 @@ import pandas as pd
 
 from measure.errors import ProbebookError
 from measure.evidence import canonical_bytes, digest
-from render.derive import batchsweep, kernels
+from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes
 from render.derive.throughput import tokens_per_second
 from render.quantity import percent, short_id
@@ -192,6 +192,11 @@ def _text(x: Any) -> str:
     return str(x)
 
 
+def _flag(x: Any) -> str:
+    """An unstable point's mark in a table (a stable one shows nothing)."""
+    return "unstable" if x else ""
+
+
 def _ms(x: float) -> str:
     return significant(seconds_to_ms(x))
 
@@ -275,15 +280,16 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
             Column("status", "status", _text, False),
             Column("tok_s", "tokens/s", _int),
             Column("peak_bytes", "peak (GiB)", _gib),
+            Column("unstable", "CV over 5%", _flag, False),
         ]
         ordered = sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"]))
-        return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
+        return cols, [{**{c.key: r.get(c.key) for c in cols}, "unstable": lossmem.unstable(r)} for r in ordered]
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
     # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (ARCHITECTURE.md §8)
     peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
     records = []
-    for g in batchsweep.summarize(rows):
+    for g in batchsweep.summarize(rows, device_bytes=lossmem.machine_bytes(docs)):
         group = [r for r in rows if r["model"] == g.model and int(r["context"]) == g.context]
         records.append(
             {
@@ -300,6 +306,8 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 ),
                 "largest_fitting_batch": g.largest_fitting_batch,
                 "first_oom_batch": g.first_oom_batch,
+                "unstable_batches": " ".join(str(b) for b in g.unstable_batches) or None,
+                "spilled_batches": " ".join(str(b) for b in g.spilled_batches) or None,
             }
         )
     cols = [
@@ -312,6 +320,8 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
         Column("largest_fitting_batch", "largest fitting batch", _int),
         Column("first_oom_batch", "first OOM batch", _int),
+        Column("unstable_batches", "unstable batches (CV over 5%)", _text, False),
+        Column("spilled_batches", "spilled batches", _text, False),
     ]
     return cols, records
 
@@ -335,8 +345,9 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
         Column("tokens_per_step", "tokens/step", _int),
         Column("peak_bytes", "peak (GiB)", _gib),
         Column("tok_s", "tokens/s", _int),
+        Column("unstable", "CV over 5%", _flag, False),
     ]
-    return cols, [{c.key: r.get(c.key) for c in cols} for r in ordered]
+    return cols, [{**{c.key: r.get(c.key) for c in cols}, "unstable": lossmem.unstable(r)} for r in ordered]
 
 
 def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:

@@ -183,7 +183,32 @@ class BatchView(_View):
         "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
         "first_oom": ("first_oom_batch", "", {"fmt": "d"}),
     }
-    TEMPLATE_ATTRS = frozenset(FIELDS)
+    TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
+
+    @property
+    def unstable(self) -> Block:
+        """The batches flagged unstable (CV over 5%), as a note; nothing when there are none."""
+        return _batch_note(
+            self._values.get("unstable_batches"),
+            "Unstable points",
+            "their windows' CV was over 5%, so none of them competes for the fastest stable batch",
+        )
+
+    @property
+    def spilled(self) -> Block:
+        """The batches whose peak was above the card's memory (a proven spill), as a note."""
+        return _batch_note(
+            self._values.get("spilled_batches"),
+            "Spilled points",
+            "their peak memory was above the card's total, so none of them counts as fitting",
+        )
+
+
+def _batch_note(batches: Any, heading: str, why: str) -> Block:
+    if not batches:
+        return Block("")
+    shown = ", ".join(str(int(b)) for b in batches)
+    return Block(f'!!! note "{heading}"\n\n    Batch {escape_text(shown)}: {escape_text(why)}.\n')
 
 
 class LossMemoryView(_View):

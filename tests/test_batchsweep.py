@@ -98,6 +98,8 @@ def test_to_json():
         "fastest_tok_s": None,
         "largest_fitting_batch": None,
         "first_oom_batch": 1,
+        "unstable_batches": [],
+        "spilled_batches": [],
     }
 
 
@@ -110,3 +112,24 @@ def test_refusals_name_the_row():
         summarize([{**row("m", 1, 2048, 1, 1.0), "context": None}])
     with pytest.raises(ProbebookError, match="several params values"):
         summarize([row("m", 1, 2048, 1, 1.0), row("m", 2, 2048, 2, 1.0)])
+
+
+def test_unstable_batches_fit_but_never_are_the_fastest_stable_batch():
+    rows = [
+        {**row("m", 1, 1024, 1, 10_000.0), "unstable": False},
+        {**row("m", 1, 1024, 2, 30_000.0), "unstable": True},  # the fastest, but its CV was over 5%
+        {**row("m", 1, 1024, 4, 20_000.0), "cv": 0.04},  # imported: no flag, a CV under 5%
+        {**row("m", 1, 1024, 8, 25_000.0), "cv": 0.06},  # imported: a CV over 5%
+    ]
+    (g,) = summarize(rows)
+    assert (g.fastest_stable_batch, g.fastest_tok_s) == (4, 20_000.0)
+    assert (g.largest_fitting_batch, g.unstable_batches) == (8, (2, 8))
+
+
+def test_a_peak_above_the_card_is_a_spill_and_ends_what_fits():
+    rows = [row("m", 1, 1024, b, 1000.0 * b) for b in (1, 2, 4, 8)]  # peak_bytes = 1e6 x batch
+    (g,) = summarize(rows, device_bytes=3_000_000)  # batches 4 and 8 peak above a 3 MB card
+    assert (g.fastest_stable_batch, g.largest_fitting_batch, g.spilled_batches) == (2, 2, (4, 8))
+    (g,) = summarize([{**r, "device_bytes": 5_000_000} for r in rows])  # an imported device_bytes column wins
+    assert (g.fastest_stable_batch, g.spilled_batches) == (4, (8,))
+    assert summarize(rows)[0].spilled_batches == ()  # no total known: no spill proven

@@ -11,6 +11,7 @@ from render.derive.lossmem import (
     largest_usable_microbatch,
     linear_fit,
     marginal_bytes_per_microbatch,
+    spilled,
     stable_prefix,
 )
 
@@ -103,3 +104,15 @@ def test_refusals_name_the_arm():
         marginal_bytes_per_microbatch([{"arm": "x", "microbatch": 2, "peak_bytes": 10}] * 3, "x")
     with pytest.raises(ProbebookError, match="arm 'fused' has no tok_s values"):
         largest_usable_microbatch(ROWS, "fused")
+
+
+def test_spill_ends_the_usable_microbatches_with_the_card_from_the_row_or_the_machine():
+    # unfused peaks: 1.5e9, 2e9, 3e9, 5e9, 9e9 bytes at microbatch 1, 2, 4, 8, 16
+    assert largest_usable_microbatch(ROWS, "unfused", collapse=0.4) == 16
+    assert largest_usable_microbatch(ROWS, "unfused", collapse=0.4, device_bytes=4e9) == 4
+    with_column = [{**r, "device_bytes": 2e9} for r in ROWS]  # an imported device_bytes column
+    assert largest_usable_microbatch(with_column, "unfused", collapse=0.4, device_bytes=4e9) == 2
+    too_small = [{**r, "device_bytes": 1e9} for r in ROWS]
+    with pytest.raises(ProbebookError, match="'unfused' has no usable microbatch: the smallest one spilled"):
+        largest_usable_microbatch(too_small, "unfused")
+    assert (spilled(5e9, 4e9), spilled(4e9, 4e9), spilled(None, 4e9), spilled(5e9, None)) == (True, False, False, False)

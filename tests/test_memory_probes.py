@@ -1,4 +1,5 @@
-"""batch-sweep and loss-memory on CPU with the tiny preset, through the real CLI into a temp archive, read by render's derivations."""
+"""batch-sweep and loss-memory on CPU with the tiny preset, through the real CLI into a temp archive, read by
+render's derivations."""
 
 from __future__ import annotations
 
@@ -185,7 +186,8 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
     summary = {s.context: s for s in batchsweep.summarize(rows)}
     assert set(summary) == {32, 64}
     assert summary[32].first_oom_batch is None and summary[64].first_oom_batch is None
-    assert summary[32].fastest_stable_batch in (1, 2) and summary[64].largest_fitting_batch == 1
+    stable = [b for b in (1, 2) if b not in summary[32].unstable_batches]  # a busy CPU can make both unstable
+    assert summary[32].fastest_stable_batch in (stable or [None]) and summary[64].largest_fitting_batch == 1
 
 
 def test_batch_sweep_stops_at_a_real_cpu_oom(cli, archive):

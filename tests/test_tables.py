@@ -81,7 +81,8 @@ STEP = doc(
 def test_step_scaling_table_groups_windows_per_length():
     out = tables.render("step-scaling", [STEP])
     assert out.markdown == (
-        "| mode | batch | tokens | windows | median step (ms) | fastest (ms) | slowest (ms) | tokens/step | tokens/s |\n"
+        "| mode | batch | tokens | windows | median step (ms) | fastest (ms) | slowest (ms) | tokens/step "
+        "| tokens/s |\n"
         "|:---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         "| fixed\\_batch | 4 | 512 | 3 | 25.00 | 20.00 | 30.00 | 2,048 | 81,920 |\n"
         "| fixed\\_batch | 4 | 1,024 | 1 | 50.00 | 50.00 | 50.00 | 4,096 | 81,920 |\n"
@@ -145,19 +146,22 @@ def test_batch_sweep_summary_uses_the_derive_summary():
             "peak_bytes_at_fastest": 58000000000,
             "largest_fitting_batch": 16,
             "first_oom_batch": 32,
+            "unstable_batches": None,
+            "spilled_batches": None,
         }
     ]
-    assert out.markdown.splitlines()[2] == "| 90m | 90,000,000 | 2,048 | 3 | 16 | 162,000 | 54.02 | 16 | 32 |"
+    assert out.markdown.splitlines()[2] == "| 90m | 90,000,000 | 2,048 | 3 | 16 | 162,000 | 54.02 | 16 | 32 | — | — |"
     assert out.csv == (
         "model,params,context,batches_tried,fastest_stable_batch,fastest_tok_s,peak_bytes_at_fastest,"
-        "largest_fitting_batch,first_oom_batch\n90m,90000000,2048,3,16,162000.0,58000000000,16,32\n"
+        "largest_fitting_batch,first_oom_batch,unstable_batches,spilled_batches\n"
+        "90m,90000000,2048,3,16,162000.0,58000000000,16,32,,\n"
     )
 
 
 def test_batch_sweep_rows_view_shows_oom_as_a_dash():
     out = tables.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="rows")
-    assert out.markdown.splitlines()[-1] == "| 90m | 2,048 | 32 | oom | — | — |"
-    assert list(csv.reader(io.StringIO(out.csv)))[-1] == ["90m", "2048", "32", "oom", "", ""]
+    assert out.markdown.splitlines()[-1] == "| 90m | 2,048 | 32 | oom | — | — |  |"
+    assert list(csv.reader(io.StringIO(out.csv)))[-1] == ["90m", "2048", "32", "oom", "", "", "false"]
     with pytest.raises(ProbebookError, match="view must be summary or rows, got 'all'"):
         tables.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="all")
 
@@ -170,9 +174,9 @@ def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
     ]
     out = tables.render("loss-memory", [doc("loss-memory", rows)])
     assert out.markdown.splitlines()[2:] == [
-        "| fused | 4 | 4,096 | 1.00 | — |",
-        "| fused | 8 | 8,192 | 2.00 | 1,000 |",
-        "| eager | 4 | 4,096 | 3.00 | 900 |",
+        "| fused | 4 | 4,096 | 1.00 | — |  |",
+        "| fused | 8 | 8,192 | 2.00 | 1,000 |  |",
+        "| eager | 4 | 4,096 | 3.00 | 900 |  |",
     ]
 
 
@@ -273,7 +277,7 @@ def test_samples_csv_of_the_fixture_archive_round_trips_every_value():
             continue  # the fixture archive holds deliberately unreadable files too
         rows = list(csv.DictReader(io.StringIO(tables.samples_csv(d))))
         assert len(rows) == len(d["data"]["samples"])
-        for got, want in zip(rows, d["data"]["samples"]):
+        for got, want in zip(rows, d["data"]["samples"], strict=True):
             assert {k: v for k, v in got.items() if v != ""} == {k: str(v) for k, v in want.items() if v is not None}
         checked += 1
     assert checked >= 4
@@ -326,3 +330,12 @@ def test_samples_csv_is_the_text_pandas_would_write():
         ],
     )
     assert tables.samples_csv(d) == tables.samples_frame(d).to_csv(index=False, lineterminator="\n")
+
+
+def test_unstable_points_are_marked_and_listed_and_never_the_fastest():
+    rows = [dict(r) for r in SWEEP_ROWS]
+    rows[-2]["unstable"] = True  # batch 16, the fastest, had a CV over 5%
+    summary = json.loads(tables.render("batch-sweep", [doc("batch-sweep", rows)]).json)[0]
+    assert (summary["fastest_stable_batch"], summary["unstable_batches"]) == (8, "16")
+    marked = tables.render("batch-sweep", [doc("batch-sweep", rows)], view="rows").markdown.splitlines()
+    assert marked[-2] == "| 90m | 2,048 | 16 | ok | 162,000 | 54.02 | unstable |"

@@ -3,9 +3,11 @@
 Rows are batch-sweep evidence samples (ARCHITECTURE.md §4.3): ``model``, ``params``, ``context``,
 ``batch``, ``tok_s``, ``peak_bytes``, ``status`` (``ok`` or ``oom``; an OOM row has no
 throughput). Following ARCHITECTURE.md §8, "fits" means more than "did not OOM": a batch counts as
-fitting only if it ran (``ok``), lies below the first OOM, and its throughput has not collapsed
-against the neighbouring smaller batch (``lossmem.stable_prefix``); a batch past a collapse is
-probably spilling, and one above an OOM that happened to run is not reliable.
+fitting only if it ran (``ok``), lies below the first OOM, its peak is not above the card's total
+memory (a proven spill), and its throughput has not collapsed against the neighbouring smaller
+batch (``lossmem.stable_prefix``); a batch past a collapse is probably spilling, and one above an
+OOM that happened to run is not reliable. An *unstable* batch (its windows' CV above 5%) fits but
+never competes for the fastest stable batch: its median is not a reliable rate.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from measure.errors import ProbebookError
-from render.derive.lossmem import COLLAPSE, stable_prefix
+from render.derive.lossmem import COLLAPSE, row_device_bytes, spilled, stable_prefix, unstable
 
 
 @dataclass(frozen=True)
@@ -28,13 +30,17 @@ class BatchSummary:
     context: int
     """Sequence length, tokens."""
     fastest_stable_batch: int | None
-    """Fitting batch with the highest tokens/s (the smaller on a tie); None if nothing fits."""
+    """Fitting, stable batch with the highest tokens/s (the smaller on a tie); None if none."""
     fastest_tok_s: float | None
     """Tokens/s at ``fastest_stable_batch``."""
     largest_fitting_batch: int | None
     """Largest batch that fits (ran, below the first OOM, no throughput collapse)."""
     first_oom_batch: int | None
     """Smallest batch that ran out of memory; None if none did."""
+    unstable_batches: tuple[int, ...] = ()
+    """Batches that ran but were flagged unstable (CV over 5%), ascending; never the fastest stable batch."""
+    spilled_batches: tuple[int, ...] = ()
+    """Batches whose peak was above the card's total memory (a proven spill), ascending."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -45,6 +51,8 @@ class BatchSummary:
             "fastest_tok_s": self.fastest_tok_s,
             "largest_fitting_batch": self.largest_fitting_batch,
             "first_oom_batch": self.first_oom_batch,
+            "unstable_batches": list(self.unstable_batches),
+            "spilled_batches": list(self.spilled_batches),
         }
 
 
@@ -58,8 +66,13 @@ def _check(i: int, row: dict[str, Any]) -> None:
         raise ProbebookError(f"batch-sweep row {i}: an ok row needs tok_s")
 
 
-def summarize(rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE) -> list[BatchSummary]:
-    """One summary per (model, context), ordered by params, model, then context."""
+def summarize(
+    rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE, device_bytes: float | None = None
+) -> list[BatchSummary]:
+    """One summary per (model, context), ordered by params, model, then context.
+
+    ``device_bytes`` is the card's total memory where the rows do not give it (the evidence's machine).
+    """
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for i, row in enumerate(rows):
         _check(i, row)
@@ -78,8 +91,14 @@ def summarize(rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE) -> lis
             for r in group
             if r["status"] == "ok" and (first_oom is None or int(r["batch"]) < first_oom)
         ]
-        fits = stable_prefix(ran, collapse)
-        fastest = max(fits, key=lambda p: (p[1], -p[0])) if fits else None
+        below = [r for r in group if r["status"] == "ok" and (first_oom is None or int(r["batch"]) < first_oom)]
+        spills = sorted(
+            {int(r["batch"]) for r in below if spilled(r.get("peak_bytes"), row_device_bytes(r, device_bytes))}
+        )
+        shaky = sorted({int(r["batch"]) for r in below if unstable(r)})
+        fits = stable_prefix(ran, collapse, spills)
+        steady = [p for p in fits if int(p[0]) not in shaky]
+        fastest = max(steady, key=lambda p: (p[1], -p[0])) if steady else None
         out.append(
             BatchSummary(
                 model=model,
@@ -89,6 +108,8 @@ def summarize(rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE) -> lis
                 fastest_tok_s=fastest[1] if fastest else None,
                 largest_fitting_batch=int(fits[-1][0]) if fits else None,
                 first_oom_batch=first_oom,
+                unstable_batches=tuple(shaky),
+                spilled_batches=tuple(spills),
             )
         )
     return sorted(out, key=lambda s: (s.params, s.model, s.context))

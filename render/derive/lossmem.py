@@ -5,8 +5,10 @@ Rows are loss-memory evidence samples (ARCHITECTURE.md §4.3): ``arm`` (the loss
 The marginal bytes per microbatch is a least-squares slope; the difference of two arms'
 slopes, divided by the logits one microbatch adds (``tokens_per_step × vocab``), is the bytes
 each logit element costs in the heavier arm (e.g. an fp32 logits tensor plus its gradient).
-The largest usable microbatch follows ARCHITECTURE.md §8: a peak below the card does not prove a fit,
-a throughput collapse against the neighbouring point is the reliable sign it does not.
+The largest usable microbatch follows ARCHITECTURE.md §8: a peak above the card's total memory
+proves a spill, and a throughput collapse against the neighbouring point is the reliable sign of
+one; a peak below the card does not prove a fit. The card's total is a row's ``device_bytes``
+(imported CSVs) or ``device_total_bytes`` (the probes), else the evidence machine's memory.
 """
 
 from __future__ import annotations
@@ -20,6 +22,37 @@ from measure.errors import ProbebookError
 
 COLLAPSE = 0.5
 """A point collapses when its throughput is below this fraction of the previous point's."""
+CV_LIMIT = 0.05
+"""A point whose windows' CV is above this is unstable (the probes' ``measure.timing.CV_THRESHOLD``)."""
+
+
+def spilled(peak_bytes: float | None, device_bytes: float | None) -> bool:
+    """Whether a peak above the card's total memory proves a spill; an unknown peak or total proves nothing."""
+    return peak_bytes is not None and bool(device_bytes) and peak_bytes > device_bytes  # type: ignore[operator]
+
+
+def row_device_bytes(row: dict[str, Any], machine_bytes: float | None = None) -> float | None:
+    """The card's total memory for a row, bytes: ``device_bytes`` or ``device_total_bytes``, else the machine's."""
+    for column in ("device_bytes", "device_total_bytes"):
+        value = row.get(column)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return machine_bytes
+
+
+def machine_bytes(docs: Sequence[dict[str, Any]]) -> float | None:
+    """The card's total memory when every evidence document's machine names the same one, bytes; else None."""
+    totals = {(d.get("machine") or {}).get("gpu_memory_bytes") for d in docs}
+    total = totals.pop() if len(totals) == 1 else None
+    return float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) and total > 0 else None
+
+
+def unstable(row: dict[str, Any]) -> bool:
+    """Whether a point was flagged unstable at measure time, or (imported rows) its ``cv`` is above ``CV_LIMIT``."""
+    if row.get("unstable") is not None:
+        return bool(row["unstable"])
+    cv = row.get("cv")
+    return isinstance(cv, (int, float)) and not isinstance(cv, bool) and cv > CV_LIMIT
 
 
 @dataclass(frozen=True)
@@ -66,10 +99,10 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, 
     n = len(xs)
     mean_x, mean_y = math.fsum(xs) / n, math.fsum(ys) / n
     sxx = math.fsum((x - mean_x) ** 2 for x in xs)
-    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))
+    sxy = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
     slope = sxy / sxx
     intercept = mean_y - slope * mean_x
-    worst = max(abs(y - (slope * x + intercept)) for x, y in zip(xs, ys))
+    worst = max(abs(y - (slope * x + intercept)) for x, y in zip(xs, ys, strict=True))
     return slope, intercept, worst
 
 
@@ -126,22 +159,24 @@ def bytes_per_logit_element(
 
 
 def stable_prefix(
-    points: Sequence[tuple[float, float | None]], collapse: float = COLLAPSE
+    points: Sequence[tuple[float, float | None]], collapse: float = COLLAPSE, spilled_sizes: Iterable[float] = ()
 ) -> list[tuple[float, float]]:
-    """The ``(size, tok_s)`` points, ascending by size, up to the first failure or collapse.
+    """The ``(size, tok_s)`` points, ascending by size, up to the first failure, spill or collapse.
 
-    A point with no throughput (None) ends the prefix; so does one whose throughput is below
-    ``collapse`` × the previous point's. Several rows at one size count by their median.
+    A point with no throughput (None) ends the prefix; so does a size in ``spilled_sizes`` (its
+    peak was above the card), and one whose throughput is below ``collapse`` × the previous
+    point's. Several rows at one size count by their median.
     """
     if not 0 < collapse < 1:
         raise ProbebookError(f"collapse threshold must be between 0 and 1, got {collapse!r}")
+    spills = set(spilled_sizes)
     by_size: dict[float, list[float | None]] = {}
     for size, tok_s in points:
         by_size.setdefault(size, []).append(tok_s)
     kept: list[tuple[float, float]] = []
     for size in sorted(by_size):
         values = by_size[size]
-        if any(v is None for v in values):
+        if any(v is None for v in values) or size in spills:
             break
         tok_s = statistics.median(values)  # type: ignore[type-var]
         if kept and tok_s < collapse * kept[-1][1]:
@@ -150,14 +185,22 @@ def stable_prefix(
     return kept
 
 
-def largest_usable_microbatch(rows: Sequence[dict[str, Any]], arm: str, collapse: float = COLLAPSE) -> int:
-    """The largest microbatch of ``arm`` reached before throughput collapses against its neighbour."""
+def largest_usable_microbatch(
+    rows: Sequence[dict[str, Any]], arm: str, collapse: float = COLLAPSE, device_bytes: float | None = None
+) -> int:
+    """The largest microbatch of ``arm`` before its peak spills past the card or its throughput collapses.
+
+    ``device_bytes`` is the card's total memory when the rows do not say (the evidence's machine).
+    """
     picked = _arm_rows(rows, arm)
     if all(r.get("tok_s") is None for r in picked):
         raise ProbebookError(f"arm {arm!r} has no tok_s values; the largest usable microbatch needs throughput")
-    kept = stable_prefix([(float(r["microbatch"]), r.get("tok_s")) for r in picked], collapse)
+    spills = [float(r["microbatch"]) for r in picked if spilled(r.get("peak_bytes"), row_device_bytes(r, device_bytes))]
+    kept = stable_prefix([(float(r["microbatch"]), r.get("tok_s")) for r in picked], collapse, spills)
     if not kept:
-        raise ProbebookError(f"arm {arm!r} has no throughput at its smallest microbatch; nothing is usable")
+        raise ProbebookError(
+            f"arm {arm!r} has no usable microbatch: the smallest one spilled past the card or has no throughput"
+        )
     return int(kept[-1][0])
 
 
