@@ -69,6 +69,16 @@ def _int_list(text: str) -> tuple[int, ...]:
     return values
 
 
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one number")
+    return values
+
+
 def _str_list(text: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
@@ -164,6 +174,20 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--documents", type=int, help="packed documents per row of the document batch (default: 4)")
         p.add_argument("--steps", type=int, help="profiled steps per kind (default: 2)")
         p.add_argument("--rounds", type=int, dest="windows", metavar="N", help="interleaved rounds (default: 7)")
+    elif name == "ddp":
+        p.add_argument("--gpus", type=int, help="processes of the data-parallel run (default: every GPU; 2 on CPU)")
+        p.add_argument("--batch", type=int, help="batch per rank (default: 4 on CUDA, 2 on CPU)")
+        p.add_argument("--seq-len", type=int, help="sequence length (default: 2048 on CUDA, 64 on CPU)")
+        p.add_argument("--bucket-cap-mb", type=int, help="DDP gradient bucket size in MiB (default: 25)")
+        p.add_argument("--comm-steps", type=int, help="instrumented steps timing each bucket (default: 10)")
+        p.add_argument(
+            "--allreduce-mib",
+            type=_float_list,
+            metavar="MIB,MIB,...",
+            help="standalone all-reduce sizes (default: 8,64,256,1024 on CUDA; 0.25,1 on CPU)",
+        )
+        p.add_argument("--allreduce-dtype", choices=["bf16", "fp16", "fp32"], help="sweep element type (default: bf16)")
+        p.add_argument("--timeout-s", type=float, help="seconds one torchrun launch may take (default: 600)")
     elif name in ("batch-sweep", "loss-memory"):
         from measure.probes.memory_args import add_memory_args
 

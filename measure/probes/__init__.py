@@ -15,4 +15,5 @@ PROBES = {
     "loss-memory": "measure.probes.loss_memory",
     "mask": "measure.probes.mask",
     "padding": "measure.probes.padding",
+    "ddp": "measure.probes.ddp",
 }
