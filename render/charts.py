@@ -162,10 +162,16 @@ def _step_scaling(
     return alt.vconcat(top, bottom, spacing=8).resolve_scale(x="shared"), text
 
 
+BATCH_SWEEP_Y = {"tok_s": ("throughput (tokens/s)", "tokens/s"), "peak_bytes": ("peak memory (bytes)", "peak bytes")}
+
+
 def _batch_sweep(
-    docs: list[dict[str, Any]], *, model: str | None = None, title: str | None = None
+    docs: list[dict[str, Any]], *, model: str | None = None, title: str | None = None, y: str = "tok_s"
 ) -> tuple[alt.TopLevelMixin, str]:
-    """Tokens/s against batch, one line per context, the first OOM batch marked per line."""
+    """Tokens/s (or, with ``y="peak_bytes"``, peak memory) against batch, one line per context, first OOM marked."""
+    if y not in BATCH_SWEEP_Y:
+        raise ProbebookError(f"chart 'batch-sweep': y must be one of {', '.join(BATCH_SWEEP_Y)}, got {y!r}")
+    y_field = y
     rows: list[dict[str, Any]] = []
     for doc in docs:
         for r in _samples(
@@ -194,6 +200,7 @@ def _batch_sweep(
             "status": [r["status"] for r in rows],
             "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows],
             "point": [UNSTABLE if lossmem.unstable(r) else "stable" for r in rows],
+            "peak_bytes": [r.get("peak_bytes") if r["status"] == "ok" else None for r in rows],
         }
     )
     # the OOM boundary is derive's (the same first_oom_batch the tables and prose quote)
@@ -215,7 +222,8 @@ def _batch_sweep(
     # several models: one dash pattern each; the points are a layer of their own so the legend
     # draws each model as a dashed stroke (a line mark with points would show a dot)
     enc: dict[str, Any] = {"strokeDash": alt.StrokeDash("model:N", title="model")} if len(models) > 1 else {}
-    y = alt.Y("tok_s:Q", title="throughput (tokens/s)", axis=alt.Axis(format="~s"))
+    y_title, y_tip = BATCH_SWEEP_Y[y_field]
+    y = alt.Y(f"{y_field}:Q", title=y_title, axis=alt.Axis(format="~s"))
     lines = alt.Chart(ok).mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("model:N"), **enc)
     # an unstable point (CV over 5%) is drawn as a hollow triangle: it never is the fastest stable batch
     points = (
@@ -233,7 +241,7 @@ def _batch_sweep(
                 alt.Tooltip("model:N"),
                 alt.Tooltip("context:O"),
                 alt.Tooltip("batch:Q"),
-                alt.Tooltip("tok_s:Q", format=",.0f", title="tokens/s"),
+                alt.Tooltip(f"{y_field}:Q", format=",.0f", title=y_tip),
                 alt.Tooltip("point:N", title="timing"),
             ],
         )
@@ -263,7 +271,7 @@ def _batch_sweep(
             .mark_text(dy=-8, fontSize=10)
             .encode(x=x, y=alt.value(SWEEP_HEIGHT - 8), text=alt.Text("label:N"), color=color)
         )
-    heading = title or "Throughput against batch"
+    heading = title or ("Throughput against batch" if y_field == "tok_s" else "Peak memory against batch")
     chart = alt.layer(*layers).properties(width=480, height=SWEEP_HEIGHT, title=heading)
     contexts = ", ".join(_n(c) for c in sorted(frame.context.unique()))
     oom_text = (
@@ -274,7 +282,8 @@ def _batch_sweep(
     shaky = int((ok.point == UNSTABLE).sum())
     unstable_text = f"; {shaky} unstable points (CV over 5%) are hollow triangles" if shaky else ""
     return chart, (
-        f"{heading} for {', '.join(models)}: tokens per second against batch size (log scale), "
+        f"{heading} for {', '.join(models)}: {'tokens per second' if y_field == 'tok_s' else 'peak device memory'} "
+        "against batch size (log scale), "
         f"one line per context length ({contexts} tokens){oom_text}{unstable_text}."
     )
 
@@ -369,7 +378,7 @@ def _kernel_shares(
 Builder = Callable[..., "tuple[alt.TopLevelMixin, str]"]
 KINDS: dict[str, tuple[Builder, tuple[str, ...]]] = {
     "step-scaling": (_step_scaling, ("tokens", "terms", "fit", "title")),
-    "batch-sweep": (_batch_sweep, ("model", "title")),
+    "batch-sweep": (_batch_sweep, ("model", "title", "y")),
     "loss-memory": (_loss_memory, ("title",)),
     "kernel-shares": (_kernel_shares, ("labels", "title")),
 }

@@ -40,6 +40,7 @@ from render.derive.ablation import saving_fraction
 from render.functions_pipeline import PipelineFunctions
 from render.pages import Asset
 from render.quantity import Quantity, conversion_factor, title_text
+from render.tables import probe_of
 from render.views import (
     BatchView,
     EvidenceRef,
@@ -98,7 +99,7 @@ class PageFunctions(PipelineFunctions):
             ref = self.refs[ref]
         if not isinstance(ref, EvidenceRef):
             raise ProbebookError(f"{what} takes an evidence alias from the front matter, got {type(ref).__name__}")
-        if probe is not None and ref.probe != probe:
+        if probe is not None and probe_of(self.library.docs[ref.id]) != probe:
             raise ProbebookError(f"{what} needs {probe} evidence; {ref.alias} ({ref.short}) is {ref.probe} evidence")
         return ref
 
@@ -155,15 +156,20 @@ class PageFunctions(PipelineFunctions):
         return q.to(display) if display else q
 
     def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
-        """The batch sweep summary of one (model, context) group."""
+        """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""
         ref = self._ref(ref, "batch-sweep", "batch_summary()")
         card = lossmem.machine_bytes([self._doc(ref)])
         groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
+        fastest = context == "fastest"
         picked = [
             g
             for g in groups
-            if (model is None or g.model == model) and (context is None or g.context == int(number(context, "context")))
+            if (model is None or g.model == model)
+            and (context is None or fastest or g.context == int(number(context, "context")))
         ]
+        if fastest:
+            best = batchsweep.fastest_group(picked)
+            picked = [best] if best is not None else []
         if len(picked) != 1:
             shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
             raise ProbebookError(

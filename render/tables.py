@@ -104,6 +104,13 @@ def doc_label(doc: dict[str, Any]) -> str:
         return "evidence"
 
 
+def probe_of(doc: dict[str, Any]) -> Any:
+    """The probe whose rows a document holds: a collected campaign (``campaign``) holds its points' probe's rows."""
+    if doc.get("probe") == "campaign" and isinstance(doc.get("params"), dict):
+        return doc["params"].get("probe")
+    return doc.get("probe")
+
+
 def evidence_rows(
     what: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None = None, nullable: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
@@ -113,7 +120,7 @@ def evidence_rows(
     """
     if not isinstance(doc, dict) or not isinstance(doc.get("data"), dict):
         raise ProbebookError(f"{what}: expected evidence documents (dicts with 'data'), got {type(doc).__name__}")
-    if probe is not None and doc.get("probe") != probe:
+    if probe is not None and probe_of(doc) != probe:
         raise ProbebookError(f"{what} needs {probe} evidence; {doc_label(doc)} is {doc.get('probe')!r} evidence")
     rows = doc["data"].get("samples")
     if not isinstance(rows, list) or not rows:

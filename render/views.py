@@ -182,6 +182,7 @@ class BatchView(_View):
         "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ",.0f"}),
         "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
         "first_oom": ("first_oom_batch", "", {"fmt": "d"}),
+        "context": ("context", "", {"fmt": "d"}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive.batchsweep import BatchSummary, summarize
+from render.derive.batchsweep import BatchSummary, fastest_group, summarize
 
 
 def row(model, params, context, batch, tok_s, status="ok"):
@@ -133,3 +133,11 @@ def test_a_peak_above_the_card_is_a_spill_and_ends_what_fits():
     (g,) = summarize([{**r, "device_bytes": 5_000_000} for r in rows])  # an imported device_bytes column wins
     assert (g.fastest_stable_batch, g.spilled_batches) == (4, (8,))
     assert summarize(rows)[0].spilled_batches == ()  # no total known: no spill proven
+
+
+def test_fastest_group_picks_the_context_with_the_highest_throughput():
+    groups = {(g.model, g.context): g for g in summarize(ROWS)}
+    assert fastest_group([groups[("250m", 2048)], groups[("250m", 4096)]]) == groups[("250m", 2048)]
+    assert fastest_group([groups[("250m", 4096)], groups[("250m", 2048)]]).context == 2048
+    assert fastest_group([groups[("1b", 2048)]]) is None
+    assert fastest_group([]) is None

@@ -115,6 +115,10 @@ def _point(
     except ProbebookError as exc:
         return out + [f"{where}: {exc}"], None
     rows = doc["data"].get("samples") or []
+    failures = doc["data"].get("failures") or []
+    if receipt["state"] == "oom" and (failures or doc["status"] != "complete"):
+        why = failures[0]["error"] if failures else doc.get("error")
+        return out + [f"{where}: recorded as OOM but its evidence records a failure: {why!r}"], None
     if doc["probe"] != "batch-sweep" or len(rows) != 1:
         return out + [f"{where}: {ident} is not one batch-sweep point"], None
     row = rows[0]

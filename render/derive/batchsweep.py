@@ -113,3 +113,9 @@ def summarize(
             )
         )
     return sorted(out, key=lambda s: (s.params, s.model, s.context))
+
+
+def fastest_group(groups: Sequence[BatchSummary]) -> BatchSummary | None:
+    """The group with the highest ``fastest_tok_s`` (tokens/s; the earlier group on a tie); None if nothing fits."""
+    fitting = [g for g in groups if g.fastest_tok_s is not None]
+    return max(fitting, key=lambda g: g.fastest_tok_s or 0.0) if fitting else None
