@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence import loads
 from render.quantity import percent
 
 SCHEMA = "probebook.ledger/1"
@@ -55,9 +56,9 @@ def read(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise LedgerError(f"{path}: cannot read ({exc.strerror})") from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = loads(raw.decode("utf-8"))  # strict: no NaN/Infinity, no key twice, at most MAX_DEPTH deep
     except (UnicodeDecodeError, ValueError) as exc:
-        raise LedgerError(f"{path}: not a JSON ledger ({exc})") from None
+        raise LedgerError(f"{path}: not a JSON ledger ({str(exc)[:120]})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise LedgerError(f"{path}: field 'schema' must be {SCHEMA!r}, got {got!r}")
@@ -86,7 +87,7 @@ def read(path: Path) -> list[dict[str, Any]]:
 def read_build(path: Path) -> dict[str, Any] | None:
     """The build stamp of a ledger file (after the checks ``read`` makes), or None when it has none."""
     read(path)
-    doc = json.loads(Path(path).read_bytes().decode("utf-8"))
+    doc = loads(Path(path).read_bytes().decode("utf-8"))
     build = doc.get("build")
     if build is not None and not isinstance(build, dict):
         raise LedgerError(f"{path}: field 'build' must be an object")
@@ -94,10 +95,14 @@ def read_build(path: Path) -> dict[str, Any] | None:
 
 
 def relative_change(old: float | None, new: float | None) -> float | None:
-    """(new - old) / |old|, dimensionless; None when either is missing or old is zero."""
+    """(new - old) / |old|, dimensionless; None when either is missing, old is zero, or it is not a finite double."""
     if old is None or new is None or old == 0:
         return None
-    return (new - old) / abs(old)
+    try:
+        rel = (new - old) / abs(old)  # integers past a double's range overflow here
+    except OverflowError:
+        return None
+    return rel if math.isfinite(rel) else None
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,9 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Rows are the same number when value (exactly, or both missing), text and derivation agree."""
     va, vb = a["value"], b["value"]
     same_value = (va is None and vb is None) or (
-        va is not None and vb is not None and (va == vb or (math.isnan(va) and math.isnan(vb)))
+        va is not None
+        and vb is not None
+        and (va == vb or (isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb)))
     )
     return same_value and a["text"] == b["text"] and a["derivation"] == b["derivation"]
 

@@ -12,13 +12,19 @@ Prose is made inert too: ``<`` outside code becomes ``&lt;`` (no raw HTML, so no
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import re
+import signal
+import string
+import threading
 from dataclasses import dataclass, field, replace
-from types import TracebackType
-from typing import Any, Callable, ClassVar
+from types import FrameType, TracebackType
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 import jinja2
+import jinja2.ext
+from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
@@ -145,8 +151,118 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     raise TemplateOutputError(f"placeholder yields a {type(value).__name__}, which a page cannot show")
 
 
+# -- limits: a page is one file, rendered in bounded time, to bounded output ---------------------------
+
+MAX_PAGE_CHARS = 8 << 20
+"""The most text one page's template may produce (8 Mi characters; the largest page here is under 100 Ki)."""
+MAX_TEMPLATE_SECONDS = 10.0
+"""The longest one page's template may run (a whole site renders in seconds)."""
+MAX_FORMAT_WIDTH = 200
+"""The widest field or longest precision a format spec in a page may ask for."""
+_LOADING_TAGS = ("include", "import", "from", "extends")
+# Filters whose output is bounded by their input; the rest (center, indent, format, replace, ...) can ask for
+# gigabytes with one argument, and a page needs none of them.
+SAFE_FILTERS = (
+    "abs", "capitalize", "count", "d", "default", "e", "escape", "first", "float", "int", "join", "last",
+    "length", "list", "lower", "max", "min", "reverse", "round", "sort", "string", "striptags", "sum", "title",
+    "trim", "truncate", "unique", "upper", "wordcount",
+)  # fmt: skip
+
+
+class TemplateLimitError(ProbebookError):
+    """A template ran too long, produced too much, or asked for an operation too large."""
+
+
+class _OneFile(jinja2.ext.Extension):
+    """Refuse ``{% include %}``, ``{% import %}``, ``{% from %}`` and ``{% extends %}``: a page is the one file it is.
+
+    Loading another page would let a record render another's text (or itself, forever) under its own name.
+    """
+
+    def filter_stream(self, stream: TokenStream) -> Iterable[Token]:
+        opened = False
+        for token in stream:
+            if opened and token.type == "name" and token.value in _LOADING_TAGS:
+                raise jinja2.TemplateSyntaxError(
+                    f"{{% {token.value} %}} is not allowed: a page is one file "
+                    "(write the text here, or link to the page)",
+                    token.lineno,
+                    stream.name,
+                    stream.filename,
+                )
+            opened = token.type == "block_begin"
+            yield token
+
+
+def _wide_spec(spec: str) -> bool:
+    """Whether a format spec asks for a field or precision wider than ``MAX_FORMAT_WIDTH`` (or a nested one)."""
+    if "{" in spec or "*" in spec:
+        return True
+    return any(int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"[0-9]+", spec))
+
+
+def check_format_spec(spec: str) -> None:
+    """Refuse a format spec that would make a giant string, e.g. ``'999999999.2f'``."""
+    if _wide_spec(spec):
+        raise TemplateLimitError(f"format spec {spec[:40]!r} asks for more than {MAX_FORMAT_WIDTH} characters")
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Stop the block with ``TemplateLimitError`` after ``seconds``.
+
+    SIGALRM interrupts even a loop that calls nothing; signals reach only the main thread, so
+    elsewhere (a page rendered from a worker thread) the block runs without a time limit.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum: int, _frame: FrameType | None) -> None:
+        raise TemplateLimitError(f"{what} ran longer than {seconds:g} s; a page renders in well under a second")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class PageEnvironment(ImmutableSandboxedEnvironment):
-    """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``."""
+    """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``.
+
+    Operators that can build huge values (``*``, ``**``, ``+``, ``%``) and format strings are checked
+    before they run, so one expression cannot ask for gigabytes.
+    """
+
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        sized = (str, bytes, list, tuple)
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_PAGE_CHARS:
+                    raise TemplateLimitError(
+                        f"'*' would make {len(seq) * n} items; a page holds at most {MAX_PAGE_CHARS}"
+                    )
+        elif operator == "**":
+            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 64:
+                raise TemplateLimitError(f"'**' with exponent {right} is refused (at most 64 in a page)")
+        elif operator == "+":
+            if isinstance(left, sized) and isinstance(right, sized) and len(left) + len(right) > MAX_PAGE_CHARS:
+                raise TemplateLimitError(f"'+' would make more than {MAX_PAGE_CHARS} items")
+        elif operator == "%" and isinstance(left, str):
+            for spec in re.findall(r"%(?:\([^)]*\))?([-+ #0-9.*]*)[a-zA-Z%]", left):
+                check_format_spec(spec)
+        return super().call_binop(context, operator, left, right)
+
+    def format_string(self, s: str, args: Any, kwargs: Any, format_func: Callable[..., Any] | None = None) -> str:
+        for _text, name, spec, _conversion in string.Formatter().parse(s):
+            if name is not None and spec:
+                check_format_spec(spec)
+        return super().format_string(s, args, kwargs, format_func)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, jinja2.Undefined):
@@ -174,10 +290,11 @@ def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
         finalize=_finalize,
         autoescape=False,
         keep_trailing_newline=True,
-        extensions=[],
+        extensions=[_OneFile],
     )
     # Only the globals a page needs; Jinja's defaults (range, lipsum, cycler, ...) are not numbers from evidence.
     env.globals.clear()
+    env.filters = {name: env.filters[name] for name in SAFE_FILTERS}
     return env
 
 
@@ -208,8 +325,17 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
     filename = str(page.path)
     token = _STATE.set(state)
     try:
-        template = env.get_template(page.rel)
-        return template.render(context)
+        with time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"):
+            template = env.get_template(page.rel)
+            parts, size = [], 0
+            for part in template.generate(context):
+                size += len(part)
+                if size > MAX_PAGE_CHARS:
+                    raise TemplateLimitError(f"the page's text passes {MAX_PAGE_CHARS} characters")
+                parts.append(part)
+            return "".join(parts)
+    except RecursionError:
+        raise PageError(f"{filename}: the template recurses too deeply (a macro that calls itself?)") from None
     except jinja2.TemplateSyntaxError as exc:
         raise PageError(f"{filename} line {exc.lineno}: {_explain(exc, list(context))}") from None
     except (jinja2.TemplateError, ProbebookError, TypeError, ValueError, ArithmeticError, LookupError) as exc:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import yaml
 
 from measure.errors import ProbebookError
+from measure.evidence import MAX_DEPTH, nesting_depth
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]{0,3})\.md$")
@@ -113,13 +114,24 @@ class Sources:
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice (YAML would silently keep the last)."""
+    """SafeLoader that refuses a key given twice (YAML would silently keep the last), a key that is not
+    text or a number, and aliases (``*name``: a few lines of them can expand to billions of nodes)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in front matter", mark)
+        return super().compose_node(parent, index)
 
 
 def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, (str, int, float, bool)) and key is not None:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be text, not a {type(key).__name__}", key_node.start_mark
+            )
         if key in seen:
             raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
         seen.add(key)
@@ -146,6 +158,8 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, list
     fm_lines = lines[1:end]
     try:
         meta = yaml.load("\n".join(fm_lines), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise SourceError(f"{path} line 2: front matter nests too deeply (at most {MAX_DEPTH} levels)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = f" line {mark.line + 2}" if mark is not None else ""
@@ -153,6 +167,8 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, list
         raise SourceError(f"{path}{line}: front matter is not valid YAML: {problem}") from None
     if meta is None:
         meta = {}
+    if nesting_depth(meta) > MAX_DEPTH:
+        raise SourceError(f"{path} line 2: front matter nests more than {MAX_DEPTH} levels deep")
     if not isinstance(meta, dict):
         raise SourceError(f"{path} line 2: front matter must be a mapping of field: value")
     body = "\n" * (end + 1) + "\n".join(lines[end + 1 :])
@@ -350,9 +366,10 @@ def load(root: Path) -> Sources:
                     f"{path}: a record version must be records/<slug>/v<N>.md with a lower-case slug like step-time"
                 )
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_bytes().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise SourceError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        text = text.removeprefix("\ufeff")  # a byte-order mark some editors write: not part of the page
         pages.append(parse_page(path, rel, kind, text))
     by_slug: dict[str, list[SourcePage]] = {}
     for page in pages:

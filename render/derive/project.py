@@ -9,6 +9,7 @@ updates, since a run cannot stop part-way through one.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from measure.errors import ProbebookError
 TOKENS_PER_PARAM = 20.0
 """Default k: Chinchilla's compute-optimal ~20 tokens per parameter (Hoffmann et al. 2022)."""
 _SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+_THOUSANDS = re.compile(r"^[0-9]{1,3}(,[0-9]{3})+(\.[0-9]+)?[kKmMbBgGtT]?$")
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,16 @@ def project(
 
 
 def parse_count(text: str, name: str = "value") -> float:
-    """A count written as ``250e6``, ``250000000`` or ``250M`` (k, M, B/G, T suffixes) -> float."""
-    raw = text.strip().replace("_", "").replace(",", "")
+    """A count written as ``250e6``, ``250000000``, ``250,000,000`` or ``250M`` (k, M, B/G, T suffixes) -> float.
+
+    A comma only groups thousands: ``1,5B`` (a decimal comma) is refused, not read as 15e9.
+    """
+    stripped = text.strip()
+    if not stripped.isascii() or ("," in stripped and not _THOUSANDS.match(stripped)):
+        raise ProbebookError(
+            f"{name} {text[:40]!r} is not a number (e.g. 250e6, 250M or 1.5B; a comma only groups thousands)"
+        )
+    raw = stripped.replace("_", "").replace(",", "")
     scale = 1.0
     if raw and raw[-1].lower() in _SUFFIX:
         scale, raw = _SUFFIX[raw[-1].lower()], raw[:-1]
