@@ -19,6 +19,8 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``project(rate, P)``    training time at a rate: ``.time .gpu_hours .per_billion_tokens .updates``
 ``mfu(rate, ...)``      model FLOPs utilisation against a datasheet peak or a measured ceiling
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
+``ddp(run)``            data-parallel scaling: ``.efficiency .tok_s_1 .tok_s_n .comm_share .exposed .overlap``
+                        ``.busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
 ``chart(kind, ref)``    an SVG chart (``render.charts``), written beside the page
 ``table(kind, ref)``    a table (``render.tables``) with CSV and JSON downloads
 ======================  ==========================================================================
@@ -38,6 +40,7 @@ from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.functions_pipeline import PipelineFunctions
+from render.functions_scaling import ScalingFunctions
 from render.pages import Asset
 from render.quantity import Quantity, conversion_factor, title_text
 from render.tables import probe_of
@@ -73,7 +76,7 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
-class PageFunctions(PipelineFunctions):
+class PageFunctions(PipelineFunctions, ScalingFunctions):
     """The functions one page may call, bound to its evidence aliases."""
 
     def __init__(self, library: Library, aliases: dict[str, str]):
@@ -462,6 +465,7 @@ FUNCTIONS = (
     "share_of",
     "padding",
     "mask_cost",
+    "ddp",
     "chart",
     "table",
 )

@@ -1,0 +1,171 @@
+"""Data-parallel scaling from ``ddp`` evidence: efficiency, communication share, bandwidths, a projection.
+
+Pure functions of literal numbers (seconds, bytes, counts), and ``summarize`` which reads the
+probe's rows (medians of its windows and steps) and applies them. Bandwidths follow nccl-tests'
+definitions (NVIDIA nccl-tests, doc/PERFORMANCE.md, "all_reduce"): algorithm bandwidth is
+``bytes / time``; bus bandwidth is ``algbw · 2(n−1)/n``, the rate each link carries in a ring
+all-reduce, which is comparable across rank counts and with the hardware's link peak.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+
+
+def ring_factor(n: int) -> float:
+    """``2(n−1)/n``: bytes each rank sends (and receives) per byte reduced in a ring all-reduce (dimensionless)."""
+    if n < 1:
+        raise ProbebookError(f"a rank count must be >= 1, got {n}")
+    return 2.0 * (n - 1) / n
+
+
+def scaling_efficiency(step_1_s: float, step_n_s: float) -> float:
+    """Per-GPU tokens/s at N GPUs over 1 GPU, same per-rank batch: ``step_1_s / step_n_s`` (fraction)."""
+    return step_1_s / step_n_s
+
+
+def algorithm_bandwidth_b_s(nbytes: float, time_s: float) -> float:
+    """Algorithm bandwidth in bytes/s of an all-reduce of ``nbytes`` taking ``time_s`` (nccl-tests ``algbw``)."""
+    return nbytes / time_s
+
+
+def bus_bandwidth_b_s(nbytes: float, time_s: float, n: int) -> float:
+    """Bus bandwidth in bytes/s (nccl-tests ``busbw``): ``algbw · 2(n−1)/n``; 0 on one rank (nothing moves)."""
+    return algorithm_bandwidth_b_s(nbytes, time_s) * ring_factor(n)
+
+
+def ring_allreduce_s(nbytes: float, n: int, bus_b_s: float) -> float:
+    """Seconds for a ring all-reduce of ``nbytes`` over ``n`` ranks at bus bandwidth ``bus_b_s`` bytes/s."""
+    return nbytes * ring_factor(n) / bus_b_s
+
+
+def share(part_s: float, whole_s: float) -> float:
+    """``part_s / whole_s``: e.g. communication seconds per step over step seconds (fraction)."""
+    return part_s / whole_s
+
+
+def overlap_fraction(comm_s: float, exposed_s: float) -> float:
+    """Fraction of the all-reduce time hidden behind backward: ``1 − exposed_s / comm_s``."""
+    return 1.0 - exposed_s / comm_s
+
+
+def unexplained_s(step_1_s: float, step_n_s: float, exposed_s: float) -> float:
+    """Seconds of the N-GPU step beyond the 1-GPU step that exposed all-reduce time does not account for.
+
+    ``step_n_s − step_1_s − exposed_s``: e.g. DDP's bucket copies, NCCL kernels taking SMs from
+    backward while they overlap it, the hook path; negative when exposed time is over-counted.
+    """
+    return step_n_s - step_1_s - exposed_s
+
+
+def projected_step_s(step_n_s: float, comm_n_s: float, exposed_n_s: float, n_measured: int, n_target: int) -> float:
+    """PROJECTION of the step time in seconds at ``n_target`` ranks from the terms measured at ``n_measured``.
+
+    Model (stated, not measured): the per-rank compute is unchanged (same per-rank batch); the
+    in-step all-reduce time scales with the ring factor at the measured bus bandwidth,
+    ``c(n) = comm_n_s · ring_factor(n) / ring_factor(N)``; backward keeps hiding the same
+    ``h = comm_n_s − exposed_n_s`` seconds, so the exposed time becomes ``max(0, c(n) − h)``; and
+    ``step(n) = step_n_s − exposed_n_s + max(0, c(n) − h)``. It holds only where the bus bandwidth
+    at ``n`` equals the one measured (one NVLink domain); across nodes the bandwidth drops and the
+    projection is an upper bound on efficiency.
+    """
+    if n_measured < 2:
+        raise ProbebookError("a projection needs communication measured on at least 2 ranks")
+    comm_target = comm_n_s * ring_factor(n_target) / ring_factor(n_measured)
+    hidden = comm_n_s - exposed_n_s
+    return step_n_s - exposed_n_s + max(0.0, comm_target - hidden)
+
+
+@dataclass(frozen=True)
+class ScalingSummary:
+    """The medians of one ``ddp`` evidence document, and what is derived from them (None where N = 1)."""
+
+    gpus: int
+    tokens_per_rank: int
+    step_1_s: float
+    step_n_s: float | None
+    tok_s_1: float
+    tok_s_n: float | None
+    efficiency: float | None
+    comm_s: float | None
+    exposed_s: float | None
+    instrumented_step_s: float | None
+    comm_share: float | None
+    exposed_share: float | None
+    overlap: float | None
+    other_s: float | None
+    """``step_n − step_1 − exposed``: the slowdown under DDP that exposed all-reduce time does not explain."""
+    other_share: float | None
+    grad_bytes: int
+    grad_allreduce_s: float | None
+    grad_algbw_b_s: float | None
+    grad_busbw_b_s: float | None
+    sweep_busbw_b_s: dict[int, float]
+    """Bus bandwidth (bytes/s) of the standalone sweep, keyed by bytes."""
+
+
+def _median(rows: list[dict[str, Any]], field: str, what: str) -> float:
+    values = [r[field] for r in rows if isinstance(r.get(field), (int, float))]
+    if not values:
+        raise ProbebookError(f"ddp evidence has no {field!r} values for {what}")
+    return float(statistics.median(values))
+
+
+def summarize(doc: dict[str, Any]) -> ScalingSummary:
+    """Medians of the step, comm and all-reduce rows of ``ddp`` evidence, with every derived term."""
+    rows = (doc.get("data") or {}).get("samples") or []
+    gpus = int(doc["params"]["gpus"])
+    tokens = int(doc["params"]["tokens_per_rank"])
+    step_1 = _median([r for r in rows if r.get("phase") == "step" and r.get("gpus") == 1], "step_s", "1 GPU")
+    out: dict[str, Any] = dict.fromkeys(ScalingSummary.__dataclass_fields__)
+    out.update(
+        gpus=gpus,
+        tokens_per_rank=tokens,
+        step_1_s=step_1,
+        tok_s_1=tokens / step_1,
+        grad_bytes=int(doc["data"]["grad_bytes"]),
+        sweep_busbw_b_s={},
+    )
+    n_steps = [r for r in rows if r.get("phase") == "step" and r.get("gpus") == gpus and gpus > 1]
+    if n_steps:
+        step_n = _median(n_steps, "step_s", f"{gpus} GPUs")
+        comm_rows = [r for r in rows if r.get("phase") == "comm" and r.get("gpus") == gpus]
+        comm, exposed = _median(comm_rows, "comm_s", "comm"), _median(comm_rows, "exposed_s", "comm")
+        out.update(
+            step_n_s=step_n,
+            tok_s_n=tokens / step_n,
+            efficiency=scaling_efficiency(step_1, step_n),
+            comm_s=comm,
+            exposed_s=exposed,
+            instrumented_step_s=_median(comm_rows, "step_s", "comm"),
+            comm_share=share(comm, step_n),
+            exposed_share=share(exposed, step_n),
+            overlap=overlap_fraction(comm, exposed) if comm > 0 else None,
+            other_s=unexplained_s(step_1, step_n, exposed),
+            other_share=share(unexplained_s(step_1, step_n, exposed), step_n),
+        )
+        reduce_rows = [r for r in rows if r.get("phase") == "allreduce" and r.get("gpus") == gpus]
+        for kind in ("gradient", "sweep"):
+            for nbytes in sorted({r["bytes"] for r in reduce_rows if r["kind"] == kind}):
+                t = _median([r for r in reduce_rows if r["kind"] == kind and r["bytes"] == nbytes], "time_s", kind)
+                if kind == "gradient":
+                    out.update(
+                        grad_allreduce_s=t,
+                        grad_algbw_b_s=algorithm_bandwidth_b_s(nbytes, t),
+                        grad_busbw_b_s=bus_bandwidth_b_s(nbytes, t, gpus),
+                    )
+                else:
+                    out["sweep_busbw_b_s"][int(nbytes)] = bus_bandwidth_b_s(nbytes, t, gpus)
+    return ScalingSummary(**out)
+
+
+def projected_efficiency(summary: ScalingSummary, n_target: int) -> float | None:
+    """PROJECTION of the scaling efficiency at ``n_target`` GPUs (``projected_step_s``); None when N = 1."""
+    if summary.step_n_s is None or summary.comm_s is None or summary.exposed_s is None:
+        return None
+    step = projected_step_s(summary.step_n_s, summary.comm_s, summary.exposed_s, summary.gpus, n_target)
+    return scaling_efficiency(summary.step_1_s, step)
