@@ -31,7 +31,7 @@ import yaml
 from measure.errors import EvidenceError, ProbebookError, StoreError
 from measure.evidence import parse
 from measure.store import Store, read_regular
-from render import changes, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
+from render import changes, claims, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
 from render import sources as sourcesmod
 from render.functions import Library, PageFunctions
 from render.pages import PageState, check_links, inert_prose, make_environment, render_body
@@ -187,7 +187,7 @@ def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
         tree.files[page.rel] = text.encode("utf-8")
         for path, data in state.files.items():
             tree.files[path] = data
-        tree.ledger += [q.ledger_row(page.rel, key) for key, q in state.rows]
+        tree.ledger += [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
         for ident in sorted(state.cited | set(aliases.values())):
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, path in src.files:
@@ -215,7 +215,10 @@ def generate_pages(tree: Tree, src: Sources, evidence: Evidence, published: list
     tree.diff = ledger.diff(published or [], tree.ledger)
     titles = {p.rel: layout.page_title(p) for p in src.pages}
     existing = {p for p in tree.files if p.endswith(".md")}
-    tree.files[changes.PAGE] = changes.page_markdown(tree.diff, published is not None, existing, titles).encode("utf-8")
+    moved = claims.truth_changes(published or [], tree.ledger)
+    tree.files[changes.PAGE] = changes.page_markdown(tree.diff, published is not None, existing, titles, moved).encode(
+        "utf-8"
+    )
     tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
     tree.nav = layout.nav(src, evidence.docs)
     if not any(p.kind == "home" for p in src.pages):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from render.claims import TruthChange
 from render.ledger import Diff, change_percent
 from render.quantity import escape_text, relative_link
 
@@ -40,8 +41,37 @@ def _code(text: str) -> str:
     return f"<code>{escape_text(visible)}</code>"
 
 
-def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str, str]) -> str:
-    """The Changes page. ``published``: whether a published ledger exists; ``existing``: tree pages."""
+def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[str, str]) -> list[str]:
+    """Claims whose truth differs under the published numbers: the sentence, then and now."""
+    out = [
+        "## Claims whose truth changed",
+        "",
+        "Each sentence below is a checked claim (true in this build); under the published values of "
+        "the numbers it compares it was false, or could not be checked because they were not published.",
+        "",
+        "| page | claim | published | now | compares |",
+        "|---|---|---|---|---|",
+    ]
+    for m in moved:
+        spec = m.row["claim"]
+        was = "unknown (not published)" if m.was is None else ("true" if m.was else "false")
+        now = ", ".join(f"{leaf['key']} = {leaf['value']:.4g}" for leaf in spec["leaves"] if leaf["value"] is not None)
+        old = ", ".join(
+            f"{leaf['key']} = {v:.4g}" for leaf, v in zip(spec["leaves"], m.old_values, strict=True) if v is not None
+        )
+        then = escape_text(was) + (f": {escape_text(old)}" if old else "")
+        out.append(
+            f"| {_page_cell(m.row['page'], existing, titles)} | {escape_text(spec['sentence'])} | {then} | "
+            f"true: {escape_text(now)} | {escape_text(m.row['derivation'])} |"
+        )
+    return out + [""]
+
+
+def page_markdown(
+    d: Diff, published: bool, existing: set[str], titles: dict[str, str], moved: list[TruthChange] | None = None
+) -> str:
+    """The Changes page. ``published``: whether a published ledger exists; ``existing``: tree pages;
+    ``moved``: claims whose truth differs under the published numbers (``render.claims.truth_changes``)."""
     out = ["# Changes", ""]
     if not published:
         out += [
@@ -70,6 +100,8 @@ def page_markdown(d: Diff, published: bool, existing: set[str], titles: dict[str
                 f"{escape_text(c.new['text'])} | {escape_text(change_percent(c.relative))} | {derivation} |"
             )
         out.append("")
+    if published and moved:
+        out += _claims_section(moved, existing, titles)
     if d.added:
         out += ["## Added", ""] + _rows_table(d.added, existing, titles)
     if d.removed:

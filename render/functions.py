@@ -21,6 +21,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
 ``ddp(run)``            data-parallel scaling: ``.efficiency .tok_s_1 .tok_s_n .comm_share .exposed .overlap``
                         ``.busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
+``claim(a < b, "s")``   sentence ``s``, shown only while the comparison holds (``render.claims``)
 ``chart(kind, ref)``    an SVG chart (``render.charts``), written beside the page
 ``table(kind, ref)``    a table (``render.tables``) with CSV and JSON downloads
 ======================  ==========================================================================
@@ -33,7 +34,7 @@ import warnings
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
-from render import charts, peaks, tables
+from render import charts, claims, peaks, tables
 from render.derive import batchsweep, gemm, kernels, lossmem
 from render.derive import fit as fitmod
 from render.derive import mfu as mfumod
@@ -389,6 +390,16 @@ class PageFunctions(PipelineFunctions, ScalingFunctions):
             fmt=".1%",
         )
 
+    def claim(self, *args: Any) -> claims.Claim:
+        """``claim(CONDITION, ..., "sentence")``: the sentence, shown only while every comparison holds."""
+        if not args:
+            raise ProbebookError(
+                'claim() takes one or more comparisons and then the sentence, e.g. claim(a < b, "...")'
+            )
+        for a in args:
+            defined(a)
+        return claims.make(tuple(args[:-1]), args[-1])
+
     def chart(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
         picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
@@ -466,6 +477,7 @@ FUNCTIONS = (
     "padding",
     "mask_cost",
     "ddp",
+    "claim",
     "chart",
     "table",
 )

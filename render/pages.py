@@ -28,7 +28,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render import lint
+from render import claims, lint
 from render.quantity import Quantity, escape_text
 from render.sources import SourcePage
 
@@ -78,6 +78,8 @@ class PageState:
     """Evidence ids the page shows numbers or blocks from."""
     partial: frozenset[str] = frozenset()
     """Ids of partial evidence: a number derived from one is shown with a "partial" mark."""
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Ledger rows of the page's checked claims, by key (``render.claims``)."""
     _keys: dict[str, Quantity] = field(default_factory=dict)
 
     def record(self, q: Quantity) -> str:
@@ -130,6 +132,15 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         return value.markdown
     if isinstance(value, Asset):
         return value.markdown(state.save(value))
+    if isinstance(value, claims.Claim):
+        if lint.is_measurement(value.sentence):
+            raise TemplateOutputError(
+                f"claim sentence {value.sentence!r} holds a hand-typed measurement; show numbers as quantities"
+            )
+        row = claims.ledger_row(state.rel, list(value.comparisons), value.sentence)
+        state.claims[row["key"]] = row
+        state.cited.update(value.evidence)
+        return escape_text(value.sentence)
     markdown = getattr(value, "template_markdown", None)
     if callable(markdown):
         state.cited.update(getattr(value, "evidence", ()))

@@ -145,6 +145,10 @@ class Quantity:
     """Additional facts for the title, as (label, text) pairs."""
     mark: str | None = None
     """A word shown beside the number, e.g. ``partial`` for a number from partial evidence."""
+    expr: Any = field(default=None, compare=False)
+    """For a number combined from others (``a / b``, ``a * 2``): its expression over ``leaves``."""
+    leaves: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
+    """For a combined number: the page-function numbers it is made of (key, evidence, value, unit)."""
 
     def __post_init__(self) -> None:
         if self.value is not None:
@@ -245,3 +249,41 @@ class Quantity:
 
     def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
         return self.text
+
+    # -- arithmetic and comparisons for claims (render.claims decides what the units allow) --
+    def _combine(self, op: str, a: Any, b: Any) -> "Quantity":
+        from render import claims
+
+        return claims.combine(op, a, b)
+
+    def __mul__(self, other: Any) -> "Quantity":
+        return self._combine("*", self, other)
+
+    def __rmul__(self, other: Any) -> "Quantity":
+        return self._combine("*", other, self)
+
+    def __truediv__(self, other: Any) -> "Quantity":
+        return self._combine("/", self, other)
+
+    def __add__(self, other: Any) -> "Quantity":
+        return self._combine("+", self, other)
+
+    def __sub__(self, other: Any) -> "Quantity":
+        return self._combine("-", self, other)
+
+    def _compare(self, op: str, other: Any) -> Any:
+        from render import claims
+
+        return claims.Comparison.of(op, self, other)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare("<", other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(">", other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare("<=", other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(">=", other)
