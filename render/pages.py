@@ -269,11 +269,25 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
                 check_format_spec(spec)
         return super().call_binop(context, operator, left, right)
 
-    def format_string(self, s: str, args: Any, kwargs: Any, format_func: Callable[..., Any] | None = None) -> str:
-        for _text, name, spec, _conversion in string.Formatter().parse(s):
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        return _checked_format(obj, attribute, super().getattr(obj, attribute))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        return _checked_format(obj, argument, super().getitem(obj, argument))
+
+
+def _checked_format(obj: Any, attribute: Any, value: Any) -> Any:
+    """``str.format``/``format_map`` that first refuses a field wider than ``MAX_FORMAT_WIDTH``."""
+    if not (isinstance(obj, str) and attribute in ("format", "format_map") and callable(value)):
+        return value
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for _text, name, spec, _conversion in string.Formatter().parse(obj):
             if name is not None and spec:
                 check_format_spec(spec)
-        return super().format_string(s, args, kwargs, format_func)
+        return value(*args, **kwargs)
+
+    return checked
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, jinja2.Undefined):
