@@ -31,7 +31,7 @@ if [ ! -f "$DIR/manifest.id" ]; then
   pb campaign plan "$SPEC" --output "$DIR"
   resume=()
 else
-  resume=(--resume)
+  resume=(--resume --retry-failed)  # a point cut off with the previous call (no result) runs again
 fi
 echo "campaign: $DIR on CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}; budget ${BUDGET_S}s" | tee -a "$OUT/campaign.log"
 set +e
