@@ -16,12 +16,13 @@ import pytest
 from conftest import REPO
 
 from measure import peakmem
+from measure.compare import relative_error
 from measure.errors import ProbebookError
 from measure.evidence import parse
 from measure.isolate import MARKER, is_oom
 from measure.probes.batch_sweep import plan_batches, unchanged
 from measure.probes.common import tokens_per_second
-from measure.probes.loss_memory import loss_path, relative_difference
+from measure.probes.loss_memory import loss_path
 from measure.store import Store
 from measure.workload.presets import PRESETS, param_count
 from render.derive import batchsweep, lossmem
@@ -57,7 +58,7 @@ def test_plan_batches_doubles_up_to_the_caps():
 def test_throughput_and_loss_path_arithmetic():
     assert tokens_per_second(4 * 256, 0.5) == 2048.0
     assert tokens_per_second(1024, 0.25) == 4096.0
-    assert relative_difference(10.0, 9.9) == pytest.approx(0.01, rel=1e-12)
+    assert relative_error(10.0, 9.9) == pytest.approx(0.01, rel=1e-12)
     assert loss_path(1, 1, 4096, 4096, 1024) == "materialized"
     assert loss_path(8, 4, 1024, 4096, 1024) == "chunked"  # 4 chunks, each recomputed once in backward
     assert loss_path(2, 1, 256, 256, 1024) == "chunked"  # one short chunk, still checkpointed

@@ -37,10 +37,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from measure.compare import relative_error
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
+from measure.workload.losses import chunked_cross_entropy
 
 PROBE = "loss-memory"
 VERSION = 1
@@ -111,34 +113,7 @@ def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_token
     return "other"
 
 
-def relative_difference(a: float, b: float) -> float:
-    """|a - b| / |a| (a fraction), for comparing two arms' loss values; a must be non-zero."""
-    return abs(a - b) / abs(a)
-
-
 # --- the child: one point -----------------------------------------------------------------------
-
-
-def chunked_cross_entropy(hidden: Any, targets: Any, weight: Any, chunk_tokens: int) -> Any:
-    """Mean cross-entropy of ``hidden @ weight.T`` against ``targets``, one checkpointed chunk of tokens at a time."""
-    import torch.nn.functional as F
-    from torch.utils.checkpoint import checkpoint
-
-    def chunk_sum(h: Any, t: Any, w: Any) -> Any:
-        return F.cross_entropy(F.linear(h, w), t, reduction="sum")
-
-    flat_h, flat_t = hidden.reshape(-1, hidden.shape[-1]), targets.reshape(-1)
-    total = None
-    for start in range(0, flat_t.shape[0], chunk_tokens):
-        part = checkpoint(
-            chunk_sum,
-            flat_h[start : start + chunk_tokens],
-            flat_t[start : start + chunk_tokens],
-            weight,
-            use_reentrant=False,
-        )
-        total = part if total is None else total + part
-    return total / flat_t.shape[0]
 
 
 def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: int | None) -> Any:
@@ -296,7 +271,7 @@ def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         by_mb.setdefault(r["microbatch"], {})[r["arm"]] = r["first_loss"]
     for mb, losses in sorted(by_mb.items()):
         if len(losses) == 2:
-            diff = relative_difference(losses["materialized"], losses["chunked"])
+            diff = relative_error(losses["materialized"], losses["chunked"])
             out.append(
                 {"check": "same loss", "microbatch": mb, "relative_difference": diff, "passed": diff <= LOSS_AGREEMENT}
             )

@@ -85,6 +85,8 @@ class Workload:
     """One full training step (forward, backward, optimizer) on a batch; may return without syncing."""
     optimizer: Any = None
     """The ``torch.optim.Optimizer`` the step uses, if exposed (the ``optimizer`` probe needs it)."""
+    forward: Callable[[Any], Any] | None = None
+    """``forward(batch) -> (loss, logits or None)``: the step's forward pass alone (``agreement``, ``hvp``)."""
     arms: dict[str, Arm] = field(default_factory=dict)
     """Named step variants for ``ablate`` (the user-defined arms of a plug-in go here)."""
     layers: int | None = None

@@ -86,30 +86,39 @@ def layer_masks(
     return out
 
 
+def at_least_fp32(dtype: torch.dtype) -> torch.dtype:
+    """float32 for bf16/fp16/fp32 inputs, float64 for float64: the norm and RoPE never compute below fp32,
+    and a float64 model (the ``hvp`` probe's reference) stays float64 throughout."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 class RMSNorm(nn.Module):
-    """Zhang & Sennrich 2019: x / rms(x) * g, computed in float32 and cast back."""
+    """Zhang & Sennrich 2019: x / rms(x) * g, computed in at least float32 and cast back."""
 
     def __init__(self, width: int):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(width))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        xf = x.float()
+        xf = x.to(at_least_fp32(x.dtype))
         out = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + NORM_EPS)
-        return (out * self.weight.float()).to(x.dtype)
+        return (out * self.weight.to(xf.dtype)).to(x.dtype)
 
 
-def rope_tables(seq_len: int, head_dim: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_tables(
+    seq_len: int, head_dim: int, device: torch.device, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of shape (seq_len, head_dim/2), made on the device each call (cheap, shape-only)."""
-    inv = ROPE_BASE ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
-    angles = torch.outer(torch.arange(seq_len, device=device, dtype=torch.float32), inv)
+    inv = ROPE_BASE ** (-torch.arange(0, head_dim, 2, device=device, dtype=dtype) / head_dim)
+    angles = torch.outer(torch.arange(seq_len, device=device, dtype=dtype), inv)
     return angles.cos(), angles.sin()
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate pairs (x[..., :d/2], x[..., d/2:]) of x (B, H, S, D) by the position angles."""
     half = x.shape[-1] // 2
-    x1, x2 = x[..., :half].float(), x[..., half:].float()
+    wide = at_least_fp32(x.dtype)
+    x1, x2 = x[..., :half].to(wide), x[..., half:].to(wide)
     out = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
     return out.to(x.dtype)
 
@@ -206,7 +215,9 @@ class Decoder(nn.Module):
         explicit_mask: bool = False,
     ) -> torch.Tensor:
         """``lengths`` (B,): right-padded rows' real lengths; ``doc_ids`` (B, S): packed documents' ids."""
-        cos, sin = rope_tables(tokens.shape[1], self.preset.head_dim, tokens.device)
+        cos, sin = rope_tables(
+            tokens.shape[1], self.preset.head_dim, tokens.device, at_least_fp32(self.embed.weight.dtype)
+        )
         masks = layer_masks(
             len(self.blocks),
             tokens.shape[1],

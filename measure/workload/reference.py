@@ -50,6 +50,13 @@ def build_reference(options: WorkloadOptions) -> Workload:
             logits = model(inputs, **mask_request)
             return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
+    def loss_and_logits(batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        inputs, targets = batch[0], batch[1]
+        mask_request = batch[2] if len(batch) > 2 else {}
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
+            logits = model(inputs, **mask_request)
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)), logits
+
     def step(batch: Any) -> torch.Tensor:
         loss = forward_loss(batch)
         loss.backward()
@@ -104,6 +111,7 @@ def build_reference(options: WorkloadOptions) -> Workload:
         make_batch=make_batch,
         step=step,
         optimizer=optimizer,
+        forward=loss_and_logits,
         arms=arms,
         layers=preset.layers,
         heads=preset.heads,

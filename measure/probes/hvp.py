@@ -1,0 +1,327 @@
+"""``hvp``: the cost and accuracy of a Hessian-vector product of the training loss.
+
+Two ways to compute H·v for the loss L(θ) of one batch, v a fixed random direction:
+
+* ``double-backward``: g = ∂L/∂θ with ``create_graph=True``, then H·v = ∂(g·v)/∂θ
+  (``torch.autograd.grad`` twice; Pearlmutter 1994, "Fast exact multiplication by the Hessian").
+* ``forward-over-reverse``: H·v = the JVP of θ -> ∇L(θ) in direction v
+  (``torch.func.jvp(torch.func.grad(L), (θ,), (v,))``, the composition torch.func documents for HVPs).
+
+Each candidate (method x eager or ``torch.compile`` x dtype x batch) is called once cold, which is
+timed by the host clock after a synchronize and holds compilation; its peak memory is the
+first-call peak. Then warm calls are timed in windows (``measure.timing``) with their own peak.
+Its result is compared (``measure.compare``) with a float64 double-backward H·v on the same
+weights, batch and v: the relative L2 error of bf16 autocast and of fp32. Selection of the best
+setting per dtype (the most tokens per second of H·v) excludes failed candidates and any whose
+peak exceeds ``memory_limit`` of the device's memory.
+
+Attention runs on SDPA's math kernel unless ``--sdpa default``: the math kernel is composed of
+differentiable aten ops, so both methods can differentiate through it twice; with ``default``
+a candidate that cannot is recorded as failed, with torch's one-line reason.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from measure.evidence import Evidence
+from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device
+from measure.runner import Recorder, execute
+from measure.workload import DTYPES
+from measure.workload.presets import PRESETS
+
+PROBE = "hvp"
+VERSION = 1
+HELP = "Hessian-vector products: double backward vs forward-over-reverse, eager and compiled, error vs float64."
+EXAMPLE = "probebook measure hvp --preset 90m --batches 1,2,4 --dtypes bf16,fp32"
+METHODS = ("double-backward", "forward-over-reverse")
+MODES = ("eager", "compiled")
+SDPA = ("math", "default")
+MEMORY_LIMIT = 0.9  # issue 10: a candidate above 90% of device memory is not selectable
+
+
+@dataclass(frozen=True)
+class Config:
+    """Options of the hvp probe."""
+
+    preset: str = "tiny"
+    """Reference preset (``--preset``); ignored by a plug-in that does not read it."""
+    device: str = "auto"
+    """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
+    workload: str | None = None
+    """``package.module:factory`` of a user's harness exposing ``Workload.forward``; None for the reference."""
+    seed: int = 0
+    """Seed for weights, tokens and the direction v."""
+    batches: tuple[int, ...] | None = None
+    """Batch sizes (default 1,2,4 on CUDA; 1,2 on CPU)."""
+    seq_len: int | None = None
+    """Sequence length (default 1024 on CUDA, 32 on CPU)."""
+    methods: tuple[str, ...] = METHODS
+    """Comma list of double-backward, forward-over-reverse."""
+    modes: tuple[str, ...] = MODES
+    """Comma list of eager, compiled (the whole H·v function under torch.compile)."""
+    dtypes: tuple[str, ...] = DTYPES
+    """Comma list of bf16 (autocast), fp32."""
+    sdpa: str = "math"
+    """SDPA kernel: math (differentiable twice) or default (torch's choice; may fail and is recorded)."""
+    warmup: int = 2
+    """Untimed warm calls after the first call, before the windows."""
+    windows: int = 5
+    """Timed windows per candidate."""
+    iters: int = 1
+    """H·v calls per window."""
+    memory_limit: float = MEMORY_LIMIT
+    """Fraction of device memory above which a candidate is excluded from selection."""
+    budget_s: float | None = None
+    """Stop (stored as partial) before a new candidate once this many seconds have passed."""
+
+    def __post_init__(self) -> None:
+        if self.workload is None and self.preset not in PRESETS:
+            raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
+        if self.device not in DEVICE_CHOICES:
+            raise ProbebookError(f"--device must be one of {', '.join(DEVICE_CHOICES)}, got {self.device!r}")
+        if self.batches is not None and (not self.batches or min(self.batches) < 1):
+            raise ProbebookError(f"--batches must be positive integers, got {list(self.batches)}")
+        positive("seq_len", self.seq_len)
+        for name, allowed in (("methods", METHODS), ("modes", MODES), ("dtypes", DTYPES)):
+            chosen = getattr(self, name)
+            if not chosen or any(c not in allowed for c in chosen) or len(set(chosen)) != len(chosen):
+                raise ProbebookError(f"--{name} must be a comma list of {', '.join(allowed)}, got {list(chosen)}")
+        if self.sdpa not in SDPA:
+            raise ProbebookError(f"--sdpa must be one of {', '.join(SDPA)}, got {self.sdpa!r}")
+        for name, low in (("warmup", 0), ("windows", 1), ("iters", 1)):
+            if getattr(self, name) < low:
+                raise ProbebookError(f"--{name} must be >= {low}, got {getattr(self, name)}")
+        if not 0 < self.memory_limit <= 1:
+            raise ProbebookError(f"--memory-limit must be in (0, 1], got {self.memory_limit}")
+        if self.budget_s is not None and not self.budget_s > 0:
+            raise ProbebookError(f"--budget-s must be > 0, got {self.budget_s}")
+
+
+# --- the two methods, on any loss of a dict of tensors --------------------------------------------
+
+
+def hvp_double_backward(loss_fn: Callable[[dict[str, Any]], Any], params: dict[str, Any], v: dict[str, Any]) -> Any:
+    """H·v by reverse-over-reverse: ∂/∂θ (∂L/∂θ · v), with ``torch.autograd.grad`` twice."""
+    import torch
+
+    names = list(params)
+    leaves = [params[n].detach().requires_grad_(True) for n in names]
+    loss = loss_fn(dict(zip(names, leaves, strict=True)))
+    grads = torch.autograd.grad(loss, leaves, create_graph=True)
+    dot = sum((g * v[n]).sum() for g, n in zip(grads, names, strict=True))
+    hv = torch.autograd.grad(dot, leaves)
+    return dict(zip(names, hv, strict=True))
+
+
+def hvp_forward_over_reverse(
+    loss_fn: Callable[[dict[str, Any]], Any], params: dict[str, Any], v: dict[str, Any]
+) -> Any:
+    """H·v by forward-over-reverse: the JVP of ∇L at θ in direction v (``torch.func.jvp`` of ``torch.func.grad``)."""
+    from torch.func import grad, jvp
+
+    _, hv = jvp(grad(loss_fn), (params,), (v,))
+    return hv
+
+
+METHOD_FNS = {"double-backward": hvp_double_backward, "forward-over-reverse": hvp_forward_over_reverse}
+
+
+def tokens_per_second(batch: int, seq_len: int, seconds: float) -> float:
+    """Tokens per second of H·v: batch x seq_len tokens per call over the call's seconds."""
+    return batch * seq_len / seconds
+
+
+def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: float) -> dict[str, Any]:
+    """The selectable candidate with the most H·v tokens/s, per dtype; and why each other one was excluded.
+
+    Excluded: any candidate whose ``status`` is not ``ok``, and any whose larger peak (first call or
+    warm) exceeds ``limit x total_bytes``. Returns ``{"best": {dtype: candidate key}, "excluded":
+    [{key, reason}]}``; a candidate's key is ``{method, mode, dtype, batch}``.
+    """
+    best: dict[str, dict[str, Any]] = {}
+    excluded = []
+    for c in candidates:
+        key = {k: c[k] for k in ("method", "mode", "dtype", "batch")}
+        if c["status"] != "ok":
+            excluded.append({**key, "reason": f"failed: {c['status']}"})
+            continue
+        peak = max(c["first_peak_bytes"] or 0, c["warm_peak_bytes"] or 0)
+        if total_bytes and peak > limit * total_bytes:
+            excluded.append({**key, "reason": f"peak {peak} bytes above {limit:g} of {total_bytes}"})
+            continue
+        held = best.get(c["dtype"])
+        if held is None or c["tok_s"] > held["tok_s"]:
+            best[c["dtype"]] = {**key, "tok_s": c["tok_s"]}
+    return {"best": best, "excluded": excluded, "memory_limit": limit, "device_total_bytes": total_bytes}
+
+
+class BudgetSpent(RuntimeError):
+    """The time budget ran out before every candidate was measured."""
+
+
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
+    """Time and check every H·v candidate; return the evidence (not stored)."""
+    device = resolve_device(config.device)
+    batches = sorted(set(config.batches or ((1, 2, 4) if device == "cuda" else (1, 2))))
+    seq_len = config.seq_len or (1024 if device == "cuda" else 32)
+    params = {
+        **{k: getattr(config, k) for k in ("preset", "workload", "seed", "sdpa", "warmup", "windows", "iters")},
+        "device": device,
+        "device_requested": config.device,
+        "batches": batches,
+        "seq_len": seq_len,
+        "methods": list(config.methods),
+        "modes": list(config.modes),
+        "dtypes": list(config.dtypes),
+        "memory_limit": config.memory_limit,
+        "budget_s": config.budget_s,
+        "reference": "float64 double-backward, eager, same weights, batch and v",
+    }
+
+    def body(rec: Recorder) -> None:
+        import contextlib
+
+        import torch
+        from torch.func import functional_call
+
+        from measure import peakmem
+        from measure.compare import compare_named, worst
+        from measure.timing import WindowPlan, clock_for, sync_for, time_windows
+        from measure.workload import WorkloadOptions, load_workload
+
+        started = time.perf_counter()
+        sync, clock = sync_for(device), clock_for(device)
+        memory = peakmem.device_memory(device)
+        total = memory["total_bytes"]
+        rec.data.update({"device_total_bytes": total, "candidates": [], "failures": []})
+
+        def sdpa_context() -> Any:
+            if config.sdpa == "default":
+                return contextlib.nullcontext()
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            return sdpa_kernel([SDPBackend.MATH])
+
+        class LossOf(torch.nn.Module):
+            """The workload's loss as a module of the model's parameters, for ``functional_call``."""
+
+            def __init__(self, workload: Any):
+                super().__init__()
+                self.model = workload.model
+                self.forward_fn = workload.forward
+
+            def forward(self, batch: Any) -> Any:
+                return self.forward_fn(batch)[0]
+
+        def loss_of(workload: Any, batch: Any) -> Callable[[dict[str, Any]], Any]:
+            if workload.forward is None:
+                raise ProbebookError(f"workload {workload.name} has no forward(batch) -> (loss, logits)")
+            module = LossOf(workload)
+
+            def loss_fn(p: dict[str, Any]) -> Any:
+                return functional_call(module, {f"model.{k}": t for k, t in p.items()}, (batch,))
+
+            return loss_fn
+
+        workloads = {
+            dtype: load_workload(
+                WorkloadOptions(preset=config.preset, device=device, dtype=dtype, seed=config.seed), config.workload
+            )
+            for dtype in config.dtypes
+        }
+        first = next(iter(workloads.values()))
+        rec.params.update({"workload_name": first.name, "n_params": first.n_params})
+        weights = {n: p.detach() for n, p in first.model.named_parameters()}
+        for w in workloads.values():
+            w.model.load_state_dict(first.model.state_dict())
+        gen = torch.Generator(device=device).manual_seed(config.seed + 1)
+        v = {n: torch.randn(p.shape, device=device, generator=gen, dtype=p.dtype) for n, p in weights.items()}
+        ref_workload = load_workload(
+            WorkloadOptions(preset=config.preset, device=device, dtype="fp32", seed=config.seed), config.workload
+        )
+        ref_workload.model.load_state_dict(first.model.state_dict())
+        ref_workload.model.double()  # in place: the workload's forward runs this same module, now float64
+        ref_params = {n: p.detach() for n, p in ref_workload.model.named_parameters()}
+        ref_v = {n: t.double() for n, t in v.items()}
+        for batch_size in batches:
+            batch = first.make_batch(batch_size, seq_len)
+            with sdpa_context():
+                reference = hvp_double_backward(loss_of(ref_workload, batch), ref_params, ref_v)
+            for dtype in config.dtypes:
+                loss_fn = loss_of(workloads[dtype], batch)
+                for mode in config.modes:
+                    for method in config.methods:
+                        if config.budget_s is not None and time.perf_counter() - started > config.budget_s:
+                            raise BudgetSpent(f"time budget of {config.budget_s:g} s spent before {method} {mode}")
+                        label = f"{method} {mode} {dtype} batch {batch_size}"
+                        cand: dict[str, Any] = {"method": method, "mode": mode, "dtype": dtype, "batch": batch_size}
+                        fn = METHOD_FNS[method]
+                        if mode == "compiled":
+                            torch.compiler.reset()  # this candidate's compile time is its own
+                            fn = torch.compile(fn)
+                        try:
+                            with sdpa_context():
+                                peakmem.reset(device)
+                                sync()
+                                t0 = time.perf_counter()
+                                hv = fn(loss_fn, weights, v)
+                                sync()
+                                first_s = time.perf_counter() - t0
+                                first_peak = peakmem.read(device)["peak_bytes"]
+                                del hv
+                                plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=config.iters)
+                                peakmem.reset(device)
+                                timed = time_windows(lambda f=fn, lf=loss_fn: f(lf, weights, v), clock, plan, sync)
+                                warm_peak = peakmem.read(device)["peak_bytes"]
+                                hv = fn(loss_fn, weights, v)
+                        except torch.OutOfMemoryError as exc:
+                            cand.update(_failed("oom", exc))
+                        except Exception as exc:  # a candidate torch cannot run is a recorded outcome
+                            cand.update(_failed("error", exc))
+                        else:
+                            per, total_m = compare_named(reference, {n: t.double() for n, t in hv.items()})
+                            del hv
+                            cand.update(
+                                {
+                                    "status": "ok",
+                                    "first_call_s": first_s,
+                                    "first_peak_bytes": first_peak,
+                                    "warm_median_s": timed.median_s,
+                                    "warm_cv": timed.cv,
+                                    "warm_unstable": timed.unstable,
+                                    "warm_times_s": timed.times_s,
+                                    "warm_peak_bytes": warm_peak,
+                                    "tok_s": tokens_per_second(batch_size, seq_len, timed.median_s),
+                                    "rel_l2_vs_float64": total_m["rel_l2"],
+                                    "cosine_vs_float64": total_m["cosine"],
+                                    "max_abs_error_vs_float64": total_m["max_abs_error"],
+                                    "worst_tensor": worst(per),
+                                }
+                            )
+                        free_device_memory(device)
+                        rec.data["candidates"].append(cand)
+                        rows = [
+                            {**{k: cand[k] for k in ("method", "mode", "dtype", "batch")}, "window": i, "hvp_s": t}
+                            for i, t in enumerate(cand.get("warm_times_s", []))
+                        ]
+                        note = (
+                            f"first {cand['first_call_s']:.2f} s, warm {cand['warm_median_s'] * 1e3:.2f} ms, "
+                            f"rel err {cand['rel_l2_vs_float64']:.2e}"
+                            if cand["status"] == "ok"
+                            else cand["error"]
+                        )
+                        rec.point(rows, {k: v_ for k, v_ in cand.items() if k != "warm_times_s"}, f"{label}: {note}")
+            del reference
+            free_device_memory(device)
+        rec.data["selection"] = select(rec.data["candidates"], total, config.memory_limit)
+
+    return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+def _failed(status: str, exc: BaseException) -> dict[str, Any]:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()
+    return {"status": status, "error": (text[0] if text else type(exc).__name__)[:300]}

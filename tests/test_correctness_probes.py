@@ -1,0 +1,179 @@
+"""agreement, hvp and stream on CPU (tiny preset) into a real temp archive; HVP methods against an analytic Hessian."""
+
+from __future__ import annotations
+
+import pytest
+
+from measure.errors import ProbebookError
+from measure.evidence import parse
+from measure.store import Store
+
+torch = pytest.importorskip("torch")
+
+
+def stored(archive, evidence):
+    """Store the evidence in the archive and read it back, validated."""
+    ident = Store(archive).put(evidence)
+    return parse(Store(archive).read_bytes(ident), ident)
+
+
+# --- agreement ------------------------------------------------------------------------------------
+
+
+def test_agreement_identical_agrees_exactly_and_perturbed_fails(archive):
+    from measure.probes.agreement import Config, run
+
+    config = Config(device="cpu", seq_len=32, arms=("identical", "checkpointing", "chunked", "bf16", "perturbed"))
+    doc = stored(archive, run(config))
+    assert doc["status"] == "complete"
+    noise = doc["data"]["noise_floor"]
+    assert noise["loss"]["rel_l2"] == 0.0 and noise["grads"]["rel_l2"] == 0.0  # CPU kernels are deterministic
+    arms = {a["arm"]: a for a in doc["data"]["arms"]}
+    rows = {(r["arm"], r["quantity"]): r for r in doc["data"]["samples"]}
+    for q in ("loss", "logits", "grads"):
+        assert rows[("identical", q)]["rel_l2"] == 0.0
+        assert rows[("identical", q)]["max_abs_error"] == 0.0
+        assert rows[("identical", q)]["sign_agreement"] == 1.0
+    assert arms["identical"]["passed"] is True
+    assert arms["perturbed"]["passed"] is False  # a 1% weight change must not pass as the same step
+    assert rows[("perturbed", "grads")]["rel_l2"] > rows[("perturbed", "grads")]["limit"]
+    assert ("chunked", "logits") not in rows  # the chunked loss never makes full logits
+    assert arms["chunked"]["floor"] == config.fp32_floor and arms["bf16"]["floor"] == config.bf16_floor
+    assert arms["bf16"]["observed"]["dtype"] == "bfloat16"
+    assert 0 < rows[("bf16", "grads")]["rel_l2"] < 0.05
+    assert {"rule", "factor", "floor"} <= set(arms["bf16"]["tolerance"])
+
+
+def test_agreement_refuses_bad_arms():
+    from measure.probes.agreement import Config
+
+    with pytest.raises(ProbebookError, match="--arms"):
+        Config(arms=("bf16", "fast"))
+    with pytest.raises(ProbebookError, match="chunked"):
+        Config(workload="pkg.mod:factory", arms=("chunked",))
+
+
+# torch's forward-mode AD loads its decompositions through torch.jit.script on first use, which warns
+JIT_NOTICE = "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
+
+
+# --- hvp ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings(JIT_NOTICE)
+def test_hvp_methods_match_an_analytic_hessian():
+    """L(x, y) = 0.5 zᵀAz + bᵀz with z = (x, y) flattened and A symmetric: H·v = A v exactly."""
+    from measure.probes.hvp import hvp_double_backward, hvp_forward_over_reverse
+
+    gen = torch.Generator().manual_seed(0)
+    n = 7
+    m = torch.randn(n, n, generator=gen, dtype=torch.float64)
+    a = m + m.T
+    b = torch.randn(n, generator=gen, dtype=torch.float64)
+    params = {
+        "x": torch.randn(3, generator=gen, dtype=torch.float64),
+        "y": torch.randn(2, 2, generator=gen, dtype=torch.float64),
+    }
+    v = {
+        "x": torch.randn(3, generator=gen, dtype=torch.float64),
+        "y": torch.randn(2, 2, generator=gen, dtype=torch.float64),
+    }
+
+    def loss(p):
+        z = torch.cat([p["x"].reshape(-1), p["y"].reshape(-1)])
+        return 0.5 * z @ a @ z + b @ z
+
+    expected = a @ torch.cat([v["x"], v["y"].reshape(-1)])
+    for method in (hvp_double_backward, hvp_forward_over_reverse):
+        hv = method(loss, params, v)
+        got = torch.cat([hv["x"].reshape(-1), hv["y"].reshape(-1)])
+        assert got.dtype == torch.float64
+        assert torch.allclose(got, expected, rtol=1e-13, atol=1e-13), method.__name__
+
+
+@pytest.mark.filterwarnings(JIT_NOTICE)
+def test_hvp_probe_on_tiny(archive):
+    from measure.probes.hvp import Config, run
+
+    config = Config(device="cpu", batches=(1,), seq_len=16, modes=("eager",), warmup=0, windows=2)
+    doc = stored(archive, run(config))
+    assert doc["status"] == "complete"
+    cands = {(c["method"], c["dtype"]): c for c in doc["data"]["candidates"]}
+    assert len(cands) == 4
+    for method in ("double-backward", "forward-over-reverse"):
+        fp32 = cands[(method, "fp32")]
+        assert fp32["status"] == "ok"
+        assert fp32["rel_l2_vs_float64"] < 1e-5  # fp32 against the float64 reference
+        assert fp32["first_peak_bytes"] > 0 and fp32["warm_peak_bytes"] > 0 and fp32["first_call_s"] > 0
+        assert fp32["tok_s"] == pytest.approx(16 / fp32["warm_median_s"])
+    bf16 = cands[("double-backward", "bf16")]
+    assert bf16["status"] == "ok" and 1e-5 < bf16["rel_l2_vs_float64"] < 0.1
+    selection = doc["data"]["selection"]
+    ok = [c for c in doc["data"]["candidates"] if c["status"] == "ok"]
+    fastest = max((c for c in ok if c["dtype"] == "fp32"), key=lambda c: c["tok_s"])
+    assert selection["best"]["fp32"]["method"] == fastest["method"]
+    failed = {(c["method"], c["dtype"]) for c in doc["data"]["candidates"] if c["status"] != "ok"}
+    assert failed == {(e["method"], e["dtype"]) for e in selection["excluded"]}
+    for c in ok:  # one sample per warm window (a high CV adds windows)
+        rows = [r["hvp_s"] for r in doc["data"]["samples"] if (r["method"], r["dtype"]) == (c["method"], c["dtype"])]
+        assert rows == c["warm_times_s"] and len(rows) >= 2
+
+
+def test_hvp_selection_excludes_failed_and_over_memory():
+    from measure.probes.hvp import select
+
+    def cand(method, tok_s, status="ok", peak=10):
+        return {
+            "method": method,
+            "mode": "eager",
+            "dtype": "bf16",
+            "batch": 1,
+            "status": status,
+            "tok_s": tok_s,
+            "first_peak_bytes": peak,
+            "warm_peak_bytes": peak,
+        }
+
+    chosen = select(
+        [cand("a", 50.0), cand("b", 90.0, peak=91), cand("c", 99.0, status="oom"), cand("d", 60.0)], 100, 0.9
+    )
+    assert chosen["best"]["bf16"]["method"] == "d"
+    assert [e["method"] for e in chosen["excluded"]] == ["b", "c"]
+    assert select([cand("a", 1.0, status="error")], 100, 0.9)["best"] == {}
+
+
+# --- stream ---------------------------------------------------------------------------------------
+
+
+def test_stream_on_cpu_runs_the_schedule_and_agrees(archive):
+    from measure.probes.stream import Config, run, stall_share, visits
+
+    assert visits(2) == [("forward", 0), ("forward", 1), ("backward", 1), ("backward", 0)]
+    assert stall_share(0.25, 1.0) == 0.25
+    doc = stored(archive, run(Config(device="cpu", seq_len=16, warmup=0, windows=1, iters=1, observe_steps=1)))
+    assert doc["status"] == "complete", doc.get("error")
+    assert doc["params"]["pinned"] is False
+    arms = {a["arm"]: a for a in doc["data"]["arms"]}
+    assert set(arms) == {"resident", "streamed-d1", "streamed-d2", "no-copy", "no-compute"}
+    visits_rows = [r for r in doc["data"]["samples"] if r["kind"] == "visit"]
+    layers = doc["params"]["layers"]
+    for arm in ("streamed-d1", "streamed-d2", "no-copy", "no-compute"):
+        rows = [r for r in visits_rows if r["arm"] == arm]
+        assert [(r["phase"], r["layer"]) for r in rows] == visits(layers)
+        copied = arm != "no-copy"
+        assert all((r["copy_s"] is not None) == copied for r in rows)
+        assert all((r["grad_copy_s"] is not None) == (copied and r["phase"] == "backward") for r in rows)
+    assert arms["streamed-d1"]["layer_copy_s"] > 0 and arms["no-copy"]["layer_copy_s"] is None
+    checks = {c["arm"]: c for c in doc["data"]["agreement"]["checks"]}
+    assert set(checks) == {"streamed-d1", "streamed-d2", "no-copy"}
+    for check in checks.values():
+        assert check["passed"] is True
+        assert all(c["rel_l2"] == 0.0 for c in check["checks"])  # same kernels, same order: bit-identical on CPU
+    assert {r["arm"] for r in doc["data"]["samples"] if r["kind"] == "round"} == set(arms)
+
+
+def test_stream_refuses_a_deep_prefetch():
+    from measure.probes.stream import Config
+
+    with pytest.raises(ProbebookError, match="--depths"):
+        Config(depths=(3,))
