@@ -134,7 +134,13 @@ def pair_rows(seq_len: np.ndarray, width: int, bucket: int) -> tuple[np.ndarray,
     ptr = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     firsts, seconds = [], []
     for hi, lo, n in pair_blocks(keys.tolist(), counts.tolist(), width):
-        firsts.append(order[ptr[hi] : ptr[hi] + n])
+        start = ptr[hi]
+        if lo == hi:  # pairs inside one bucket: members 0+1, 2+3, ... in corpus order
+            firsts.append(order[start : start + 2 * n : 2])
+            seconds.append(order[start + 1 : start + 2 * n : 2])
+            ptr[hi] += 2 * n
+            continue
+        firsts.append(order[start : start + n])
         ptr[hi] += n
         if lo < 0:
             seconds.append(np.full(n, -1, dtype=np.int64))

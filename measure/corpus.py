@@ -209,23 +209,31 @@ def _parquet(p: Path, column: str, roots: str) -> tuple[list[str], list[str]]:
 
 
 def _csv(p: Path, column: str, roots: str, label: str) -> Corpus:
+    if roots == "folder":
+        raise ProbebookError("--roots folder needs a folder corpus; name a root column instead")
     with open(p, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        header = reader.fieldnames or []
+        reader = csv.reader(fh)
+        header = next(reader, [])
         if column not in header:
             raise ProbebookError(f"{p}: no column {column!r} of token lengths (columns: {', '.join(header)})")
-        if roots not in ("document", "folder") and roots not in header:
+        if roots != "document" and roots not in header:
             raise ProbebookError(f"{p}: no root column {roots!r}")
-        if roots == "folder":
-            raise ProbebookError("--roots folder needs a folder corpus; name a root column instead")
-        lengths, labels = [], []
+        col = header.index(column)
+        rcol = header.index(roots) if roots != "document" else None
+        lengths: list[int] = []
+        labels: list[str] = []
         for n, row in enumerate(reader, 2):
-            text = (row.get(column) or "").strip()
-            if not text.isdigit():
-                raise ProbebookError(f"{p} line {n}: column {column!r} is {text!r}, not a whole number of tokens")
-            lengths.append(int(text))
-            if roots != "document":
-                labels.append(row[roots])
+            try:
+                lengths.append(int(row[col]))
+                if rcol is not None:
+                    labels.append(row[rcol])
+            except (ValueError, IndexError):
+                text = row[col] if col < len(row) else ""
+                raise ProbebookError(
+                    f"{p} line {n}: column {column!r} is {text!r}, not a whole number of tokens"
+                ) from None
+            if lengths[-1] < 0:
+                raise ProbebookError(f"{p} line {n}: column {column!r} is {lengths[-1]}, a negative length")
     if not lengths:
         raise ProbebookError(f"{p}: no rows")
     arr = np.asarray(lengths, dtype=np.int64)
