@@ -275,6 +275,16 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
     def getitem(self, obj: Any, argument: Any) -> Any:
         return _checked_format(obj, argument, super().getitem(obj, argument))
 
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if isinstance(obj, jinja2.Undefined):
+            str(obj)  # an unknown name: StrictUndefined raises, naming it, before any attribute question
+        allowed = getattr(type(obj), "TEMPLATE_ATTRS", None)
+        if allowed is not None:
+            return attr in allowed
+        if isinstance(obj, Quantity):
+            return attr in ("to", "format")
+        return super().is_safe_attribute(obj, attr, value)
+
 
 def _checked_format(obj: Any, attribute: Any, value: Any) -> Any:
     """``str.format``/``format_map`` that first refuses a field wider than ``MAX_FORMAT_WIDTH``."""
@@ -288,16 +298,6 @@ def _checked_format(obj: Any, attribute: Any, value: Any) -> Any:
         return value(*args, **kwargs)
 
     return checked
-
-    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if isinstance(obj, jinja2.Undefined):
-            str(obj)  # an unknown name: StrictUndefined raises, naming it, before any attribute question
-        allowed = getattr(type(obj), "TEMPLATE_ATTRS", None)
-        if allowed is not None:
-            return attr in allowed
-        if isinstance(obj, Quantity):
-            return attr in ("to", "format")
-        return super().is_safe_attribute(obj, attr, value)
 
 
 def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
