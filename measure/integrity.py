@@ -1,0 +1,107 @@
+"""Per-window integrity of a timed training step: every loss finite, exactly one optimizer update per step.
+
+A window whose step produced a NaN or infinite loss, or whose optimizer applied a different number
+of updates than the window ran steps, did not time a training step: it is recorded as a failed
+window, never as a timing and never as an out-of-memory boundary (issue 10).
+
+* Losses: each call's returned loss is folded into a device-side count of non-finite values
+  (one tiny kernel per step, no host synchronisation); the count is read after the window's end.
+* Updates: read from the optimizer's own state, the ``step`` counter that Adam-family optimizers
+  keep per parameter (``torch.optim.Adam``/``AdamW`` state), before and after the window; it counts
+  updates that ran, also inside a replayed CUDA graph where no Python hook fires. An optimizer
+  without such a counter is counted through ``register_step_post_hook`` calls instead (eager only).
+* A step that returns no tensor (a plug-in's) cannot be checked for finiteness; that is recorded.
+
+Imports torch only when a checker is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def judge_window(calls: int, updates: int | None, nonfinite: int | None) -> str | None:
+    """Why a window of ``calls`` steps failed, or None: a non-finite loss, or updates != calls.
+
+    ``updates`` None: the optimizer is unknown (not checked); ``nonfinite`` None: no loss to check.
+    """
+    if nonfinite:
+        return f"{nonfinite} of {calls} losses were not finite"
+    if updates is not None and updates != calls:
+        return f"the optimizer applied {updates} updates in a window of {calls} steps"
+    return None
+
+
+class Integrity:
+    """Wraps a step function and judges each timed window of it."""
+
+    def __init__(self, optimizer: Any = None, device: str = "cpu"):
+        import torch
+
+        self.torch, self.optimizer = torch, optimizer
+        self.bad = torch.zeros((), dtype=torch.int64, device=device)
+        self.saw_loss = False
+        self.hook_updates = 0
+        self._handle = optimizer.register_step_post_hook(self._on_step) if optimizer is not None else None
+        self._start: tuple[float | None, int] = (None, 0)
+        self.counter: str | None = None
+        """How the last window's updates were counted: ``optimizer state step``, ``step post-hook`` or None."""
+
+    def _on_step(self, *_: Any) -> None:
+        self.hook_updates += 1
+
+    def state_step(self) -> float | None:
+        """The ``step`` counter in the optimizer's state of its first parameter that has one (None: none yet)."""
+        if self.optimizer is None:
+            return None
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                state = self.optimizer.state.get(p)
+                if state and "step" in state:
+                    return float(state["step"])
+        return None
+
+    def wrap(self, step: Callable[[], Any]) -> Callable[[], Any]:
+        """``step`` with its returned loss folded into the non-finite count (on the device, no sync)."""
+        torch = self.torch
+
+        def checked() -> Any:
+            loss = step()
+            if isinstance(loss, torch.Tensor):
+                self.saw_loss = True
+                self.bad.add_((~torch.isfinite(loss.detach())).sum())
+            return loss
+
+        return checked
+
+    def begin(self) -> None:
+        """Before a window: zero the loss count, remember both update counters."""
+        self.bad.zero_()
+        self._start = (self.state_step(), self.hook_updates)
+
+    def end(self, calls: int) -> dict[str, Any]:
+        """After a window (the device synchronised): ``{calls, updates, counter, nonfinite_losses, failure}``."""
+        state_before, hooks_before = self._start
+        state_now = self.state_step()
+        updates: int | None
+        if state_now is not None:  # the optimizer's own count; 0 before its first step
+            self.counter = "optimizer state step"
+            updates = int(round(state_now - (state_before or 0.0)))
+        elif self.optimizer is not None:
+            self.counter = "step post-hook"
+            updates = self.hook_updates - hooks_before
+        else:
+            self.counter, updates = None, None
+        nonfinite = int(self.bad) if self.saw_loss else None
+        return {
+            "calls": calls,
+            "updates": updates,
+            "counter": self.counter,
+            "nonfinite_losses": nonfinite,
+            "failure": judge_window(calls, updates, nonfinite),
+        }
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None

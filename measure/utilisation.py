@@ -1,0 +1,122 @@
+"""Utilisation under load: NVML readings on a background thread during timed windows.
+
+``Sampler`` polls a reader every ``interval_s`` on a daemon thread and keeps each reading with its
+host ``perf_counter`` time; ``window_summary`` keeps the readings that fall inside one timed window
+(host times around the window, taken after the device synchronised) and summarises each field
+(min, median, max, count), so a record can show whether the clock sagged during the window.
+
+The NVML reader (``nvidia-ml-py``) reads the SM and memory clocks (MHz), power (W), temperature (C)
+and the SM and memory-controller utilisation (%, NVML's own rates over its last sample period,
+``nvmlDeviceGetUtilizationRates``: the fraction of time a kernel ran / the memory was read or
+written, not a measure of efficiency). Where NVML is missing (a CPU machine), ``nvml_reader``
+says why and no sampler runs. ``pause``/``resume`` let a side-by-side benchmark turn sampling
+off and on between interleaved rounds without restarting the thread.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Any, Callable
+
+FIELDS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "sm_util_pct", "mem_util_pct")
+INTERVAL_S = 0.02  # 50 Hz: several readings in a 100 ms window; NVML calls take tens of microseconds
+
+
+def summarize(readings: list[dict[str, Any]], fields: tuple[str, ...] = FIELDS) -> dict[str, Any]:
+    """Per field, ``{min, median, max, n}`` over the readings that have it (None when none do)."""
+    out: dict[str, Any] = {"readings": len(readings)}
+    for f in fields:
+        values = [r[f] for r in readings if r.get(f) is not None]
+        out[f] = (
+            {"min": min(values), "median": float(statistics.median(values)), "max": max(values), "n": len(values)}
+            if values
+            else None
+        )
+    return out
+
+
+def within(readings: list[dict[str, Any]], start: float, end: float) -> list[dict[str, Any]]:
+    """The readings whose host time ``t`` lies in [start, end] (seconds of ``perf_counter``)."""
+    return [r for r in readings if start <= r["t"] <= end]
+
+
+def nvml_reader(index: int = 0) -> tuple[Callable[[], dict[str, Any]] | None, str | None]:
+    """A function returning one NVML reading of GPU ``index``, or (None, why NVML cannot be read here)."""
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return None, "nvidia-ml-py is not installed"
+    try:
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    except Exception as exc:  # no driver, no device: say so, never guess
+        return None, f"NVML unavailable: {type(exc).__name__}: {exc}"
+
+    def read() -> dict[str, Any]:
+        util = pynvml.nvmlDeviceGetUtilizationRates(handle)
+        return {
+            "sm_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM),
+            "mem_clock_mhz": pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM),
+            "power_w": pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,  # NVML reports milliwatts
+            "temperature_c": pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU),
+            "sm_util_pct": util.gpu,
+            "mem_util_pct": util.memory,
+        }
+
+    return read, None
+
+
+class Sampler:
+    """Calls ``read()`` every ``interval_s`` on a daemon thread while running and not paused."""
+
+    def __init__(self, read: Callable[[], dict[str, Any]], interval_s: float = INTERVAL_S):
+        if not interval_s > 0:
+            raise ValueError("interval_s must be > 0")
+        self.read, self.interval_s = read, interval_s
+        self.readings: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
+        self._thread = threading.Thread(target=self._loop, name="probebook-sampler", daemon=True)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._running.wait(timeout=0.1):
+                continue
+            try:
+                reading = self.read()
+            except Exception as exc:  # a failed read is recorded, never fatal to the timing it watches
+                if len(self.errors) < 10:
+                    self.errors.append(f"{type(exc).__name__}: {exc}")
+            else:
+                reading["t"] = time.perf_counter()
+                self.readings.append(reading)
+            self._stop.wait(self.interval_s)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def pause(self) -> None:
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Sampler:
+        return self.start()
+
+    def __exit__(self, *_: Any) -> None:
+        self.stop()
+
+    def window_summary(self, start: float, end: float) -> dict[str, Any]:
+        """Summary of the readings taken inside one window (host seconds)."""
+        return summarize(within(list(self.readings), start, end))
