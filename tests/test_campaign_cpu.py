@@ -71,6 +71,8 @@ def test_tiny_campaign_end_to_end(finished):
         assert Store(archive).get(point["evidence"])["data"]["samples"][0]["status"] == "ok"
     status = ok(run_cli("campaign", "status", str(folder)))
     assert "tiny-s32" in status and "2/2 curves done, 3 points measured" in status
+    watched = ok(run_cli("campaign", "status", str(folder), "--watch"))  # every curve done: it returns at once
+    assert "2/2 curves done" in watched
     out = run_cli("--archive", str(archive), "campaign", "audit", str(folder))
     assert out.returncode == 0 and out.stdout == "", out.stdout + out.stderr
     verdict = Store(archive).get(out.stderr.strip().split()[-1])

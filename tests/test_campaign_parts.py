@@ -150,3 +150,60 @@ def test_concurrency_and_allocation_failures():
     assert audit.is_allocation_failure("MemoryError: ")
     assert not audit.is_allocation_failure("RuntimeError: the harness lost its data shard at batch 2")
     assert not audit.is_allocation_failure(None)
+
+
+@pytest.fixture
+def planned(tmp_path):
+    """A planned (not run) campaign folder with Slurm settings."""
+    import json
+
+    from probebook.campaign.plan import plan
+
+    doc = {**BASE, "executor": {"slurm": {"account": "lab", "partition": "gpu", "constraint": "h100"}}}
+    (tmp_path / "spec.yaml").write_text(json.dumps(doc))
+    plan(tmp_path / "spec.yaml", tmp_path / "c")
+    return tmp_path / "c"
+
+
+def tree(folder):
+    return sorted((p.relative_to(folder).as_posix(), p.stat().st_mtime_ns) for p in folder.rglob("*"))
+
+
+@pytest.mark.slow
+def test_dry_run_prints_the_sbatch_scripts_and_touches_nothing(planned):
+    from conftest import run_cli
+
+    before = tree(planned)
+    out = run_cli("campaign", "run", str(planned), "--executor", "slurm", "--dry-run")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("#!/bin/bash") == 2  # the first point of each curve (max_concurrent 2)
+    assert "# point tiny-s32-b1, attempt 1, executor slurm" in out.stdout
+    for line in ("--account=lab", "--partition=gpu", "--constraint=h100", "--job-name=pb-t-tiny-s64-b1-a1"):
+        assert f"#SBATCH {line}\n" in out.stdout
+    local = run_cli("campaign", "run", str(planned), "--dry-run")
+    assert "gpus_per_node=0" in local.stdout and "timeout_min=11" in local.stdout
+    assert tree(planned) == before
+
+
+@pytest.mark.slow
+def test_resume_settles_unresolved_submissions_before_submitting(planned):
+    from probebook.campaign.runner import Runner
+
+    never = receipts.new({"key": "tiny-s32-b1", "curve": "tiny-s32", "batch": 1})
+    never["attempts"].append(
+        {"n": 1, "executor": "local", "job_id": None, "submitted_unix": 1.0, "state": "submitting"}
+    )
+    receipts.write(planned, never)
+    gone = receipts.new({"key": "tiny-s64-b1", "curve": "tiny-s64", "batch": 1})
+    gone["attempts"].append({"n": 1, "executor": "local", "job_id": None, "submitted_unix": 1.0, "state": "submitting"})
+    receipts.write(planned, gone)
+    folder = planned / "jobs" / "tiny-s64-b1" / "a1"
+    folder.mkdir(parents=True)
+    (folder / "999999999_submitted.pkl").write_bytes(b"")  # submitit got the job id down; the runner did not
+    runner = Runner(planned, "local")
+    runner.reconcile()
+    got = receipts.load_all(planned)
+    assert "tiny-s32-b1" not in got  # never reached the scheduler: it will be submitted, once
+    assert got["tiny-s64-b1"]["state"] == "lost" and got["tiny-s64-b1"]["attempts"][0]["job_id"] == "999999999"
+    assert runner.ready() == ["tiny-s32-b1"]  # the lost point blocks its curve until --retry-failed
+    assert runner.retry_failed() == ["tiny-s64-b1"] and runner.ready() == ["tiny-s32-b1", "tiny-s64-b1"]
