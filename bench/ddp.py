@@ -65,7 +65,7 @@ def bare_loop(args: argparse.Namespace, world: int):  # noqa: ANN201 - a closure
     model = Decoder(preset).to(device)
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
-    net = model
+    net: torch.nn.Module = model
     if world > 1:
         local = [int(os.environ["LOCAL_RANK"])] if args.device == "cuda" else None
         net = DDP(model, device_ids=local, bucket_cap_mb=25)

@@ -182,12 +182,27 @@ def allreduce_sizes(spec: dict[str, Any], grad_bytes: int, device: str, world: i
         dtype = getattr(torch, _DTYPES[dtype_name])
         numel = max(1, nbytes // torch.empty((), dtype=dtype).element_size())
         tensor = torch.ones(numel, dtype=dtype, device=device)
-        result = time_windows(lambda t=tensor: dist.all_reduce(t), clock, plan, sync_for(device))
+
+        def reduce(t: Any = tensor) -> None:
+            dist.all_reduce(t)
+
+        result = time_windows(reduce, clock, plan, sync_for(device))
         nbytes = numel * tensor.element_size()
         for i, t in enumerate(result.times_s):
             rows.append({"kind": kind, "dtype": dtype_name, "bytes": nbytes, "window": i, "time_s": t})
         del tensor
     return rows
+
+
+def nccl_runtime() -> str | None:
+    """The NCCL version torch runs with, as ``major.minor.patch`` (torch reports a tuple, older ones an int)."""
+    import torch
+
+    try:
+        version = torch.cuda.nccl.version()
+    except (AttributeError, RuntimeError):
+        return None
+    return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
 
 
 def start(spec: dict[str, Any]) -> tuple[int, int, str]:
@@ -248,7 +263,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
             "torch": torch.__version__,
             "env": {k: os.environ.get(k) for k in MULTICAST_OFF},
             "device_name": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-            "nccl_runtime": ".".join(map(str, torch.cuda.nccl.version())) if device == "cuda" else None,
+            "nccl_runtime": nccl_runtime() if device == "cuda" else None,
         },
     }
     if world == 1:

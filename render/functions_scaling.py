@@ -39,7 +39,7 @@ class ScalingView(_View):
         "overlap": ("overlap", "", {"fmt": ".0%"}),
         "other": ("other_s", "s", {"display": "ms", "fmt": ".3g"}),
         "other_share": ("other_share", "", {"fmt": ".1%"}),
-        "grad_bytes": ("grad_bytes", "B", {"display": "MiB", "fmt": ",.0f"}),
+        "grad_bytes": ("grad_bytes", "B", {"display": "MiB", "fmt": ".4g"}),
         "grad_allreduce": ("grad_allreduce_s", "s", {"display": "ms", "fmt": ".3g"}),
         "algbw": ("grad_algbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
         "busbw": ("grad_busbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
