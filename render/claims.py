@@ -156,7 +156,14 @@ class Comparison:
                 raise ClaimError(f"{a.key} {op} {b!r}: compare a quantity with a quantity or a plain number")
             if a.unit:
                 raise ClaimError(f"{a.key} {op} {number:g}: a number in {a.unit} must come from evidence, not the page")
-            b = Quantity(value=number, unit="", fmt="g", key=f"{number:g}", derivation="a number in the page")
+            b = Quantity(
+                value=number,
+                unit="",
+                fmt="g",
+                key=f"{number:g}",
+                derivation="a number in the page",
+                expr=("num", number),
+            )
         return cls(op, a, b, _factor(b.unit, a.unit, f"{a.key} {op} {b.key}"))
 
     @property

@@ -16,6 +16,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``logit_bytes(ref,a,b)`` bytes per logit element, arm ``a`` over arm ``b``
 ``gemm_ceiling(ref)``   same-session GEMM ceiling (FLOP/s) at the median window of a shape
 ``kernel_share(ref,c)`` share of device kernel time in category ``c``
+``kernel_time(ref,c)``  device kernel time per profiled step, in category ``c`` (or all)
 ``project(rate, P)``    training time at a rate: ``.time .gpu_hours .per_billion_tokens .updates``
 ``mfu(rate, ...)``      model FLOPs utilisation against a datasheet peak or a measured ceiling
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
@@ -270,6 +271,29 @@ class PageFunctions(PipelineFunctions, ScalingFunctions):
             fmt=".1%",
         )
 
+    def kernel_time(self, ref: Any, category: str | None = None) -> Quantity:
+        """Device kernel seconds per profiled step, in one category or all (user annotation rows left out)."""
+        ref = self._ref(ref, "kernels", "kernel_time()")
+        doc = self._doc(ref)
+        rows = tables.evidence_rows(
+            "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
+        )
+        picked = rows if category is None else [r for r in rows if r["category"] == category]
+        if not picked:
+            present = ", ".join(sorted({r["category"] for r in rows}))
+            raise ProbebookError(f"kernel_time(): no category {category!r} (present: {present})")
+        steps = (doc.get("params") or {}).get("steps")
+        return quantity(
+            kernels.kernel_seconds_per_step(picked, steps),
+            "s",
+            ref,
+            f"device kernel time{' in ' + category if category else ''} summed over {steps} profiled steps / "
+            f"{steps} (user annotation rows left out)",
+            f"kernel_time({call_text(ref.alias, *([category] if category else []))})",
+            display="ms",
+            fmt=".3g",
+        )
+
     def project(
         self,
         rate: Quantity,
@@ -471,6 +495,7 @@ FUNCTIONS = (
     "logit_bytes",
     "gemm_ceiling",
     "kernel_share",
+    "kernel_time",
     "project",
     "mfu",
     "share_of",
