@@ -6,7 +6,8 @@ and the diversity are derived from them at render time (``render/derive/padding.
 * ``chunk``: a document longer than the width becomes full-width sequences and a tail.
 * ``naive``: shuffle the sequences, one per row, ``microbatch`` rows per microbatch; count the
   slots when each microbatch is padded to its longest row and when every row is padded to the width.
-* ``bucket_to_pair``: sort the sequences (stably, so corpus order holds inside a bucket) into
+* ``bucket_to_pair``: sort the sequences (stably, so corpus order holds inside a bucket, unless
+  ``shuffle_buckets`` shuffles them first) into
   length buckets of ``bucket`` tokens, then pair them so two share a row when their buckets'
   upper bounds fit the width together: the longest remaining bucket with the shortest, else
   alone (the two-pointer greedy, optimal for at most two items per bin of a fixed capacity).
@@ -122,14 +123,22 @@ def pair_blocks(bounds: list[int], counts: list[int], width: int) -> list[tuple[
     return blocks
 
 
-def pair_rows(seq_len: np.ndarray, width: int, bucket: int) -> tuple[np.ndarray, np.ndarray]:
+def pair_rows(
+    seq_len: np.ndarray, width: int, bucket: int, shuffle_seed: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of bucket-to-pair: (first sequence index, second sequence index or -1) per row, in pairing order.
 
     Every sequence lands in exactly one row; two share a row only when their buckets' upper bounds
-    sum to at most ``width``, so a row never holds more than ``width`` tokens.
+    sum to at most ``width``, so a row never holds more than ``width`` tokens. Inside a bucket the
+    sequences keep corpus order, or a seeded random order when ``shuffle_seed`` is given (the
+    pairing, and so the padding, depends only on how many sequences each bucket holds).
     """
     bound = np.minimum(-(-seq_len // bucket) * bucket, width)
-    order = np.argsort(bound, kind="stable")
+    if shuffle_seed is None:
+        order = np.argsort(bound, kind="stable")
+    else:
+        perm = np.random.default_rng(shuffle_seed).permutation(seq_len.size)
+        order = perm[np.argsort(bound[perm], kind="stable")]
     keys, counts = np.unique(bound[order], return_counts=True)
     ptr = np.concatenate(([0], np.cumsum(counts)[:-1])).astype(np.int64)
     firsts, seconds = [], []
@@ -168,9 +177,10 @@ def bucket_to_pair(
     microbatch: int,
     accumulation: int,
     seed: int,
+    shuffle_buckets: bool = False,
 ) -> dict[str, Any]:
     """Bucket, pair to fill the width, shuffle the microbatches: the counts of one sweep setting."""
-    first, second = pair_rows(seq_len, width, bucket)
+    first, second = pair_rows(seq_len, width, bucket, seed + 1 if shuffle_buckets else None)
     rows = int(first.size)
     paired = second >= 0
     row_tokens = seq_len[first] + np.where(paired, seq_len[np.maximum(second, 0)], 0)

@@ -164,6 +164,12 @@ def _probe_args(name: str, p: argparse.ArgumentParser) -> None:
         p.add_argument("--microbatch", type=int, help="rows per microbatch (default: 8)")
         p.add_argument("--accumulation", type=int, help="microbatches per accumulation window (default: 8)")
         p.add_argument("--bucket-sizes", type=_int_list, metavar="B,B,...", help="bucket widths (default: 8..2048)")
+        p.add_argument(
+            "--shuffle-buckets",
+            action="store_true",
+            default=None,
+            help="shuffle sequences inside each bucket before pairing (default: corpus order)",
+        )
         p.add_argument("--seed", type=int, help="seed of the shuffles (default: 0)")
         p.add_argument("--fit", metavar="ID", help="step-scaling evidence whose fit projects seconds saved per epoch")
     elif name == "mask":

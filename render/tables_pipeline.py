@@ -40,6 +40,25 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
     return cols, records
 
 
+def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """The corpus's document-length histogram: documents per power-of-two length bin, and their share."""
+    records = []
+    for doc in docs:
+        if doc.get("probe") != "padding":
+            raise ProbebookError(f"table 'padding-lengths' needs padding evidence, got {doc.get('probe')} evidence")
+        hist = doc["data"]["length_histogram"]
+        total = sum(hist["counts"])
+        for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
+            records.append({"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total})
+    cols = [
+        Column("from_tokens", "from (tokens)", _int),
+        Column("below_tokens", "below (tokens)", _int),
+        Column("documents", "documents", _int),
+        Column("share", "share", percent),
+    ]
+    return cols, records
+
+
 def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Per mask kind: the SDPA backend the trace shows, its attention kernel and tags, median step, vs is_causal."""
     records = []
@@ -78,5 +97,5 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
 
 
 _ORDER = {"causal": 0, "explicit": 1, "padded": 2, "sliding": 3, "document": 4}
-PIPELINE_TABLES = {"padding": (_padding, ()), "mask": (_mask, ())}
+PIPELINE_TABLES = {"padding": (_padding, ()), "padding-lengths": (_lengths, ()), "mask": (_mask, ())}
 """Table kind -> (builder, options), merged into ``render.tables.KINDS``."""

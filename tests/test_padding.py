@@ -76,6 +76,8 @@ def test_hand_checkable_lengths(cli, archive):
     assert view.saving.value is None and "no step-scaling fit" in view.saving.note
     table = render_table("padding", [doc])
     assert "| bucket-to-pair | 1 | 4 | 12.5% |" in table.markdown
+    lengths = render_table("padding-lengths", [doc])
+    assert "| 4 | 8 | 3 | 42.9% |" in lengths.markdown  # 6, 4, 4 of the seven documents
 
 
 def doc_id(archive: Path) -> str:
@@ -142,6 +144,11 @@ def test_bucket_to_pair_keeps_every_sequence_once(lengths, width, bucket, microb
     assert sorted(placed.tolist()) == list(range(seq.size))  # never dropped, never duplicated
     tokens = seq[first] + np.where(second >= 0, seq[np.maximum(second, 0)], 0)
     assert int(tokens.max()) <= width
+    shuffled_first, shuffled_second = pair_rows(seq, width, bucket, shuffle_seed=seed)
+    assert sorted(np.concatenate((shuffled_first, shuffled_second[shuffled_second >= 0])).tolist()) == sorted(
+        placed.tolist()
+    )
+    assert shuffled_first.size == first.size  # the pairing depends only on the bucket counts
     position = shuffle_microbatches(first.size, microbatch, seed)
     assert sorted(position.tolist()) == list(range(-(-first.size // microbatch)))  # every microbatch kept
 

@@ -47,7 +47,6 @@ def test_unit_conversions():
     assert tables.seconds_to_ms(0.25) == 250.0
 
 
-
 @pytest.mark.parametrize(
     "value,digits,text",
     [
@@ -290,7 +289,7 @@ def test_unknown_kind_and_option():
     with pytest.raises(
         ProbebookError,
         match="unknown table kind 'pie'; the kinds are batch-sweep, gemm, "
-        "kernel-shares, kernels, loss-memory, mask, padding, step-scaling",
+        "kernel-shares, kernels, loss-memory, mask, padding, padding-lengths, step-scaling",
     ):
         tables.render("pie", [STEP])
     with pytest.raises(ProbebookError, match="table 'step-scaling' has no option 'top'; it takes none"):

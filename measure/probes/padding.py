@@ -64,8 +64,10 @@ class Config:
     """Microbatches per accumulation window (one optimizer step)."""
     bucket_sizes: tuple[int, ...] = BUCKET_SIZES
     """Bucket widths in tokens to sweep (at least two)."""
+    shuffle_buckets: bool = False
+    """Shuffle the sequences inside each bucket before pairing (default: they keep corpus order)."""
     seed: int = 0
-    """Seed of the naive shuffle and of the microbatch shuffle."""
+    """Seed of the naive shuffle, the in-bucket shuffle and the microbatch shuffle."""
     fit: str | None = None
     """Step-scaling evidence id whose fit turns the padding removed into seconds per epoch."""
 
@@ -98,7 +100,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         naive = batching.naive(seq_len, seq_root, *shape, config.seed)
         rec.point([naive], None, f"naive: {naive['rows']} rows")
         for size in params["bucket_sizes"]:
-            row = batching.bucket_to_pair(seq_len, seq_root, *shape[:2], size, *shape[2:], config.seed)
+            row = batching.bucket_to_pair(
+                seq_len, seq_root, *shape[:2], size, *shape[2:], config.seed, config.shuffle_buckets
+            )
             rec.point([row], None, f"bucket {size}: {row['rows']} rows")
         batching_s = time.perf_counter() - start
         tokens = int(docs.lengths.sum())
