@@ -103,6 +103,8 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         tb, b_text = _shift(tb, len(la)), qb.key
         if op in ("+", "-"):
             factor = _factor(qb.unit, qa.unit, f"{qa.key} {op} {qb.key}")
+        elif op == "/" and not qb.unit:  # divided by a count: the unit stays
+            pass
         elif op == "/":
             try:
                 factor, unit, fmt, display = conversion_factor(qb.unit, qa.unit), "", ".3g", None

@@ -45,6 +45,8 @@ def test_combinations_scale_and_divide_where_units_allow():
     per_token = a / q(4.0, "tok", "tokens")
     assert (per_token.value, per_token.unit) == (0.00075, "s/tok")
     assert ((a - b).value, (a + b).unit) == (0.0015, "s")
+    per_step = a / q(3.0, "", "value(k, params.steps)")  # divided by a count: still seconds
+    assert (per_step.value, per_step.unit, per_step.display) == (0.001, "s", None)
     assert (a > b * 2).holds is False and (a >= b * 2).holds is True
     with pytest.raises(claims.ClaimError, match="multiplying s by ms"):
         a * b
