@@ -59,24 +59,22 @@ HELP = {
 }
 
 
-def _int_list(text: str) -> tuple[int, ...]:
+def _numbers(text: str, cast: Callable[[str], Any], noun: str) -> tuple[Any, ...]:
     try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
+        values = tuple(cast(v) for v in text.split(",") if v.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected comma-separated {noun}s, got {text!r}") from None
     if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
+        raise argparse.ArgumentTypeError(f"expected at least one {noun}")
     return values
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    return _numbers(text, int, "integer")
 
 
 def _float_list(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one number")
-    return values
+    return _numbers(text, float, "number")
 
 
 def _str_list(text: str) -> tuple[str, ...]:

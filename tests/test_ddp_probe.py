@@ -114,3 +114,22 @@ def test_bad_option_is_one_line(cli, archive):
         "probebook: error: --allreduce-mib must be positive sizes in MiB, got [0.0, 1.0]"
     ]
     assert not (archive / "evidence").exists()
+
+
+@pytest.mark.gpu
+def test_cuda_nccl_on_every_visible_gpu(archive):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from measure.probes import ddp
+
+    n = torch.cuda.device_count()
+    config = ddp.Config(device="cuda", warmup=1, windows=3, iters=2, comm_steps=2, allreduce_mib=(1.0,))
+    evidence = ddp.run(config)
+    assert evidence.status == "complete", evidence.error
+    doc = Store(archive).get(Store(archive).put(evidence))
+    phases = doc["data"]["observed"]["phases"]
+    assert doc["params"]["gpus"] == n and set(phases) == {"1", str(n)}
+    if n > 1:  # NCCL named its version and the transport it chose, in its own log
+        assert phases[str(n)]["backend"] == "nccl" and phases[str(n)]["nccl_version"]
+        assert phases[str(n)]["transports"] and phases[str(n)]["env"] == MULTICAST_OFF
