@@ -23,6 +23,9 @@ It prints both times and the ratio (goal, issue 3: at most 1.5x): the median of 
 runs of each, in ABBA order so a drift of the machine favours neither, and the ratio of the
 fastest runs, which is the steadier figure on a machine shared with other work.
 ``--stages`` adds an in-process split of the render stages (where the overhead goes).
+``--sanitizer`` adds the cost of the HTML sanitizer (``render/sanitize.py``; goal, issue 8: under 5% of
+the build): the same build with and without it, both through ``render.build.build`` in a subprocess,
+alternated ABBA, and the sanitizer alone timed in-process on the built site.
 """
 
 from __future__ import annotations
@@ -285,6 +288,63 @@ def time_plain_mkdocs(config: Path, site: Path) -> float:
     return elapsed
 
 
+# ``probebook build`` without its CLI layer, so the sanitizer can be switched off for the comparison;
+# the CLI itself has no such switch (a site is never published unsanitized).
+_BUILD_DRIVER = (
+    "import sys; from pathlib import Path; from render.build import BuildPaths, build; a = sys.argv[1:]; "
+    "build(BuildPaths(*(Path(x) for x in a[:6])), clean=a[6] == 'clean')"
+)
+
+
+def time_build_arm(work: Path, archive: Path, docs: Path, site: Path, clean: bool) -> float:
+    """Wall seconds of one full build (verify + render + mkdocs + swap), with or without the sanitizer."""
+    paths = [docs, archive, work / "build", site, REPO / "mkdocs.yml", work / "no-published-ledger.json"]
+    cmd = [sys.executable, "-c", _BUILD_DRIVER, *map(str, paths), "clean" if clean else "raw"]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=work)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"build ({'with' if clean else 'without'} the sanitizer) failed:\n{proc.stderr.strip()}")
+    return elapsed
+
+
+def sanitizer_cost(work: Path, archive: Path, docs: Path, repeat: int) -> None:
+    """Print the build with and without the sanitizer (ABBA) and the sanitizer alone on a copy of the site."""
+    from render import sanitize
+
+    with_s, without_s = [], []
+    for i in range(max(repeat, 2)):
+        order = (True, False) if i % 2 == 0 else (False, True)
+        for clean in order:
+            t = time_build_arm(work, archive, docs, work / "site-arms", clean)
+            (with_s if clean else without_s).append(t)
+    raw_site = work / "site-unsanitized"
+    if raw_site.exists():
+        shutil.rmtree(raw_site)
+    time_build_arm(work, archive, docs, raw_site, clean=False)
+    alone = []
+    for _ in range(3):
+        copy = work / "site-sanitize-copy"
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(raw_site, copy)
+        t = time.perf_counter()
+        pages = sanitize.clean_site(copy)
+        alone.append(time.perf_counter() - t)
+    w, wo = statistics.median(with_s), statistics.median(without_s)
+    print(f"\nsanitizer: {len(with_s)} builds with and {len(without_s)} without, ABBA order:\n")
+    print("| build | median (s) | fastest (s) | runs (s) |")
+    print("|---|---:|---:|---|")
+    for name, xs in (("with the sanitizer", with_s), ("without the sanitizer", without_s)):
+        print(f"| {name} | {statistics.median(xs):.2f} | {min(xs):.2f} | {', '.join(f'{x:.2f}' for x in xs)} |")
+    share = statistics.median(alone) / w
+    print(
+        f"\nbuild difference (medians): {w - wo:+.2f} s ({(w - wo) / wo:+.1%}); sanitizer alone, in-process on "
+        f"the built site ({pages} pages + search index): median {statistics.median(alone):.3f} s of 3 = "
+        f"{share:.1%} of the build (goal: under 5%) -> {'met' if share < 0.05 else 'NOT met'}"
+    )
+
+
 def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float]:
     """In-process seconds of each render stage (no mkdocs), to say where the overhead goes."""
     from measure.store import Store as _Store
@@ -320,6 +380,7 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=50, help="record pages (default 50)")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs of each build, alternated (default 1)")
     ap.add_argument("--stages", action="store_true", help="also time each render stage in-process")
+    ap.add_argument("--sanitizer", action="store_true", help="also time the build with and without the sanitizer")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temp folder, removed)")
     args = ap.parse_args()
     if args.docs < len(PROBES) or args.records < 1 or args.repeat < 1:
@@ -378,6 +439,8 @@ def main() -> int:
             print("|---|---:|")
             for name, secs in time_render_stages(archive, docs, work).items():
                 print(f"| {name} | {secs:.2f} |")
+        if args.sanitizer:
+            sanitizer_cost(work, archive, docs, args.repeat)
         return 0
     finally:
         if args.keep is None:
