@@ -93,6 +93,7 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
             raise ClaimError(f"a plain number {op} a quantity is not defined; write the quantity first")
         return combine("*", b, a)
     ta, la = tree(qa)
+    lb: tuple[dict[str, Any], ...]
     unit, factor, fmt, display = qa.unit, 1.0, qa.fmt, qa.display
     if qb is None:
         if op not in ("*", "/"):
@@ -221,7 +222,8 @@ def make(conditions: tuple[Any, ...], sentence: Any) -> Claim:
 
 def ledger_row(page: str, comparisons: list[Comparison], sentence: str) -> dict[str, Any]:
     """The claim as a ledger row (``unit`` ``claim``, value 1: true), with what re-evaluating it needs."""
-    parts, leaves = [], []
+    parts: list[dict[str, Any]] = []
+    leaves: list[dict[str, Any]] = []
     for c in comparisons:
         tl, ll = tree(c.left)
         tr, lr = tree(c.right)

@@ -178,10 +178,10 @@ def stable_prefix(
         values = by_size[size]
         if any(v is None for v in values) or size in spills:
             break
-        tok_s = statistics.median(values)  # type: ignore[type-var]
-        if kept and tok_s < collapse * kept[-1][1]:
+        rate = statistics.median([v for v in values if v is not None])
+        if kept and rate < collapse * kept[-1][1]:
             break
-        kept.append((size, float(tok_s)))
+        kept.append((size, float(rate)))
     return kept
 
 
