@@ -22,6 +22,9 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
 ``ddp(run)``            data-parallel scaling: ``.efficiency .tok_s_1 .tok_s_n .comm_share .exposed .overlap``
                         ``.busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
+``agreement(ref, arm)`` relative L2 of an arm's loss, logits, gradients; noise floor, limit (``.grads``, ...)
+``hvp(ref, ...)``       an H·v candidate's ``.warm .first_call .first_peak .error``; ``hvp_speedup(ref, slow, fast)``
+``stream(ref, arm)``    layer streaming: ``.step .tok_s .stall .stall_share .layer_copy``
 ``claim(a < b, "s")``   sentence ``s``, shown only while the comparison holds (``render.claims``)
 ``chart(kind, ref)``    an SVG chart (``render.charts``), written beside the page
 ``table(kind, ref)``    a table (``render.tables``) with CSV and JSON downloads
@@ -41,6 +44,7 @@ from render.derive import fit as fitmod
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
+from render.functions_correctness import CorrectnessFunctions
 from render.functions_pipeline import PipelineFunctions
 from render.functions_scaling import ScalingFunctions
 from render.pages import Asset
@@ -78,7 +82,7 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
-class PageFunctions(PipelineFunctions, ScalingFunctions):
+class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
     """The functions one page may call, bound to its evidence aliases."""
 
     def __init__(self, library: Library, aliases: dict[str, str]):
@@ -502,6 +506,10 @@ FUNCTIONS = (
     "padding",
     "mask_cost",
     "ddp",
+    "agreement",
+    "hvp",
+    "hvp_speedup",
+    "stream",
     "claim",
     "chart",
     "table",

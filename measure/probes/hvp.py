@@ -247,77 +247,87 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         ref_workload.model.double()  # in place: the workload's forward runs this same module, now float64
         ref_params = {n: p.detach() for n, p in ref_workload.model.named_parameters()}
         ref_v = {n: t.double() for n, t in v.items()}
-        for batch_size in batches:
+
+        def measure(method: str, mode: str, dtype: str, batch_size: int, batch: Any, reference: Any) -> None:
+            """Time one candidate, compare it with the float64 H·v, record it."""
+            loss_fn = loss_of(workloads[dtype], batch)
+            label = f"{method} {mode} {dtype} batch {batch_size}"
+            cand: dict[str, Any] = {"method": method, "mode": mode, "dtype": dtype, "batch": batch_size}
+            fn = METHOD_FNS[method]
+            if mode == "compiled":
+                torch.compiler.reset()  # this candidate's compile time is its own
+                fn = torch.compile(fn)
+            try:
+                with sdpa_context():
+                    peakmem.reset(device)
+                    sync()
+                    t0 = time.perf_counter()
+                    hv = fn(loss_fn, weights, v)
+                    sync()
+                    first_s = time.perf_counter() - t0
+                    first_peak = peakmem.read(device)["peak_bytes"]
+                    del hv
+                    plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=config.iters)
+                    peakmem.reset(device)
+                    timed = time_windows(lambda f=fn, lf=loss_fn: f(lf, weights, v), clock, plan, sync)
+                    warm_peak = peakmem.read(device)["peak_bytes"]
+                    hv = fn(loss_fn, weights, v)
+            except torch.OutOfMemoryError as exc:
+                cand.update(_failed("oom", exc))
+            except Exception as exc:  # a candidate torch cannot run is a recorded outcome
+                cand.update(_failed("error", exc))
+            else:
+                per, total_m = compare_named(reference, {n: t.double() for n, t in hv.items()})
+                del hv
+                cand.update(
+                    {
+                        "status": "ok",
+                        "first_call_s": first_s,
+                        "first_peak_bytes": first_peak,
+                        "warm_median_s": timed.median_s,
+                        "warm_cv": timed.cv,
+                        "warm_unstable": timed.unstable,
+                        "warm_times_s": timed.times_s,
+                        "warm_peak_bytes": warm_peak,
+                        "tok_s": tokens_per_second(batch_size, seq_len, timed.median_s),
+                        "rel_l2_vs_float64": total_m["rel_l2"],
+                        "cosine_vs_float64": total_m["cosine"],
+                        "max_abs_error_vs_float64": total_m["max_abs_error"],
+                        "worst_tensor": worst(per),
+                    }
+                )
+            free_device_memory(device)
+            rec.data["candidates"].append(cand)
+            rows = [
+                {**{k: cand[k] for k in ("method", "mode", "dtype", "batch")}, "window": i, "hvp_s": t}
+                for i, t in enumerate(cand.get("warm_times_s", []))
+            ]
+            note = (
+                f"first {cand['first_call_s']:.2f} s, warm {cand['warm_median_s'] * 1e3:.2f} ms, "
+                f"rel err {cand['rel_l2_vs_float64']:.2e}"
+                if cand["status"] == "ok"
+                else cand["error"]
+            )
+            rec.point(rows, {k: v_ for k, v_ in cand.items() if k != "warm_times_s"}, f"{label}: {note}")
+
+        references = {}
+        for batch_size in batches:  # the float64 H·v of every batch first: one per batch, shared by candidates
             batch = first.make_batch(batch_size, seq_len)
             with sdpa_context():
-                reference = hvp_double_backward(loss_of(ref_workload, batch), ref_params, ref_v)
-            for dtype in config.dtypes:
-                loss_fn = loss_of(workloads[dtype], batch)
-                for mode in config.modes:
-                    for method in config.methods:
-                        if config.budget_s is not None and time.perf_counter() - started > config.budget_s:
-                            raise BudgetSpent(f"time budget of {config.budget_s:g} s spent before {method} {mode}")
-                        label = f"{method} {mode} {dtype} batch {batch_size}"
-                        cand: dict[str, Any] = {"method": method, "mode": mode, "dtype": dtype, "batch": batch_size}
-                        fn = METHOD_FNS[method]
-                        if mode == "compiled":
-                            torch.compiler.reset()  # this candidate's compile time is its own
-                            fn = torch.compile(fn)
-                        try:
-                            with sdpa_context():
-                                peakmem.reset(device)
-                                sync()
-                                t0 = time.perf_counter()
-                                hv = fn(loss_fn, weights, v)
-                                sync()
-                                first_s = time.perf_counter() - t0
-                                first_peak = peakmem.read(device)["peak_bytes"]
-                                del hv
-                                plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=config.iters)
-                                peakmem.reset(device)
-                                timed = time_windows(lambda f=fn, lf=loss_fn: f(lf, weights, v), clock, plan, sync)
-                                warm_peak = peakmem.read(device)["peak_bytes"]
-                                hv = fn(loss_fn, weights, v)
-                        except torch.OutOfMemoryError as exc:
-                            cand.update(_failed("oom", exc))
-                        except Exception as exc:  # a candidate torch cannot run is a recorded outcome
-                            cand.update(_failed("error", exc))
-                        else:
-                            per, total_m = compare_named(reference, {n: t.double() for n, t in hv.items()})
-                            del hv
-                            cand.update(
-                                {
-                                    "status": "ok",
-                                    "first_call_s": first_s,
-                                    "first_peak_bytes": first_peak,
-                                    "warm_median_s": timed.median_s,
-                                    "warm_cv": timed.cv,
-                                    "warm_unstable": timed.unstable,
-                                    "warm_times_s": timed.times_s,
-                                    "warm_peak_bytes": warm_peak,
-                                    "tok_s": tokens_per_second(batch_size, seq_len, timed.median_s),
-                                    "rel_l2_vs_float64": total_m["rel_l2"],
-                                    "cosine_vs_float64": total_m["cosine"],
-                                    "max_abs_error_vs_float64": total_m["max_abs_error"],
-                                    "worst_tensor": worst(per),
-                                }
-                            )
-                        free_device_memory(device)
-                        rec.data["candidates"].append(cand)
-                        rows = [
-                            {**{k: cand[k] for k in ("method", "mode", "dtype", "batch")}, "window": i, "hvp_s": t}
-                            for i, t in enumerate(cand.get("warm_times_s", []))
-                        ]
-                        note = (
-                            f"first {cand['first_call_s']:.2f} s, warm {cand['warm_median_s'] * 1e3:.2f} ms, "
-                            f"rel err {cand['rel_l2_vs_float64']:.2e}"
-                            if cand["status"] == "ok"
-                            else cand["error"]
-                        )
-                        rec.point(rows, {k: v_ for k, v_ in cand.items() if k != "warm_times_s"}, f"{label}: {note}")
-            del reference
-            free_device_memory(device)
-        rec.data["selection"] = select(rec.data["candidates"], total, config.memory_limit)
+                references[batch_size] = (batch, hvp_double_backward(loss_of(ref_workload, batch), ref_params, ref_v))
+        try:  # eager candidates first, so a spent budget cuts compiled ones, never the baseline
+            for mode in config.modes:
+                for batch_size in batches:
+                    for dtype in config.dtypes:
+                        for method in config.methods:
+                            if config.budget_s is not None and time.perf_counter() - started > config.budget_s:
+                                raise BudgetSpent(
+                                    f"time budget of {config.budget_s:g} s spent before {method} {mode} {dtype} "
+                                    f"batch {batch_size}"
+                                )
+                            measure(method, mode, dtype, batch_size, *references[batch_size])
+        finally:
+            rec.data["selection"] = select(rec.data["candidates"], total, config.memory_limit)
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
 

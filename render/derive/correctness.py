@@ -1,0 +1,102 @@
+"""Derived numbers of the correctness probes: ``agreement``, ``hvp`` and ``stream`` evidence (pure, no torch).
+
+* agreement: an arm's relative L2 error per quantity (loss, logits, every gradient as one vector)
+  with the noise floor and the stated limit it was judged against, as the probe recorded them,
+  and the error in multiples of the noise floor.
+* hvp: one candidate's warm and first-call time, peaks, H·v tokens/s and relative error against
+  the float64 reference; the speed-up of one candidate over another is the ratio of warm medians.
+* stream: one arm's median step, tokens/s, stall share and per-layer copy times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from measure.errors import ProbebookError
+
+QUANTITIES = ("loss", "logits", "grads")
+
+
+def times_noise(rel_l2: float | None, noise_floor: float | None) -> float | None:
+    """An error in multiples of the noise floor (a ratio); None when the floor is zero or either is unknown."""
+    if rel_l2 is None or not noise_floor:
+        return None
+    return rel_l2 / noise_floor
+
+
+def speedup(slow_s: float, fast_s: float) -> float:
+    """How many times faster ``fast`` is: ``slow_s / fast_s`` (seconds over seconds, a ratio)."""
+    if not fast_s > 0:
+        raise ProbebookError(f"speed-up over a non-positive time {fast_s!r}")
+    return slow_s / fast_s
+
+
+def agreement_arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
+    """An agreement arm's recorded figures: ``<q>_rel_l2``, ``<q>_noise``, ``<q>_limit``, ``<q>_times_noise``
+    for q in loss, logits, grads; ``grads_cosine``, ``grads_sign``, ``grads_max_abs``; ``passed``, ``floor``."""
+    arms = {a.get("arm"): a for a in data.get("arms") or []}
+    if arm not in arms:
+        raise ProbebookError(f"no arm {arm!r} in the agreement evidence (arms: {', '.join(map(str, arms))})")
+    info = arms[arm]
+    if info.get("status") != "ok":
+        raise ProbebookError(f"agreement arm {arm!r} did not run: {info.get('status')}: {info.get('error')}")
+    rows = {r["quantity"]: r for r in data.get("samples") or [] if r.get("arm") == arm}
+    out: dict[str, Any] = {"passed": 1 if info.get("passed") else 0, "floor": info.get("floor")}
+    for q in QUANTITIES:
+        r = rows.get(q) or {}
+        out[f"{q}_rel_l2"] = r.get("rel_l2")
+        out[f"{q}_noise"] = r.get("noise_floor")
+        out[f"{q}_limit"] = r.get("limit")
+        out[f"{q}_times_noise"] = times_noise(r.get("rel_l2"), r.get("noise_floor"))
+    g = rows.get("grads") or {}
+    out.update(
+        {
+            "grads_cosine": g.get("cosine"),
+            "grads_sign": g.get("sign_agreement"),
+            "grads_max_abs": g.get("max_abs_error"),
+        }
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Which H·v candidate: method, eager or compiled, dtype, batch."""
+
+    method: str
+    mode: str
+    dtype: str
+    batch: int
+
+
+def hvp_candidate(data: dict[str, Any], which: Candidate) -> dict[str, Any]:
+    """One candidate's recorded figures: warm and first-call seconds, peaks, ``tok_s``, ``rel_l2_vs_float64``."""
+    for c in data.get("candidates") or []:
+        if (c.get("method"), c.get("mode"), c.get("dtype"), c.get("batch")) == (
+            which.method,
+            which.mode,
+            which.dtype,
+            which.batch,
+        ):
+            if c.get("status") != "ok":
+                raise ProbebookError(f"hvp candidate {which} failed: {c.get('status')}: {c.get('error')}")
+            return c
+    raise ProbebookError(f"no hvp candidate {which} in the evidence")
+
+
+def hvp_selected(data: dict[str, Any], dtype: str) -> Candidate:
+    """The candidate the probe selected for ``dtype`` (fastest among ok ones within the memory limit)."""
+    best = ((data.get("selection") or {}).get("best") or {}).get(dtype)
+    if not best:
+        raise ProbebookError(f"the hvp evidence selected no candidate for {dtype}")
+    return Candidate(best["method"], best["mode"], best["dtype"], int(best["batch"]))
+
+
+def stream_arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
+    """A stream arm's summary (``median_step_s``, ``tok_s``, ``stall_s``, ``stall_share``, ``layer_copy_s``, ...)."""
+    for a in data.get("arms") or []:
+        if a.get("arm") == arm:
+            return a
+    names = ", ".join(str(a.get("arm")) for a in data.get("arms") or [])
+    raise ProbebookError(f"no arm {arm!r} in the stream evidence (arms: {names})")

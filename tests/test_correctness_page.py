@@ -1,0 +1,85 @@
+"""agreement(), hvp(), hvp_speedup() and stream() on real tiny CPU evidence: values as the probes recorded them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from render import sources
+from render.build import load_evidence
+from render.derive import correctness
+from render.functions import Library, PageFunctions
+from render.pages import PageError, PageState, make_environment, render_body
+
+ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "correctness" / "archive"
+AGREE = "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059"
+STREAM = "sha256:9119ce668cc38cf436f577fa22eaa81f2b10e3927a522bc8fbfa3090cb9d57ea"
+
+
+@pytest.fixture(scope="module")
+def library() -> Library:
+    return Library(load_evidence(ARCHIVE).docs)
+
+
+def render(library: Library, body: str, tmp_path: Path) -> tuple[str, PageState]:
+    rel = "records/x/v1.md"
+    page = sources.parse_page(tmp_path / rel, rel, "page", body)
+    state = PageState(rel)
+    env = make_environment({rel: (page.body, str(tmp_path / rel))})
+    aliases = {"agr": AGREE, "st": STREAM}
+    return render_body(env, page, PageFunctions(library, aliases).context(), state), state
+
+
+def test_pure_ratios():
+    assert correctness.times_noise(3e-3, 1e-3) == 3.0
+    assert correctness.times_noise(3e-3, 0.0) is None
+    assert correctness.speedup(3.0, 1.5) == 2.0
+
+
+def test_agreement_values_are_the_recorded_ones(library: Library, tmp_path: Path) -> None:
+    body = " ".join(
+        "{{ agreement(agr, %r).%s }}" % (arm, name)
+        for arm in ("bf16", "identical", "perturbed")
+        for name in ("grads", "noise_grads", "limit_grads", "passed", "logits")
+    )
+    _, state = render(library, body, tmp_path)
+    rows = dict(state.rows)
+    samples = {(r["arm"], r["quantity"]): r for r in library.docs[AGREE]["data"]["samples"]}
+    for arm in ("bf16", "identical", "perturbed"):
+        assert rows[f"agreement(agr, {arm}).grads"].value == samples[(arm, "grads")]["rel_l2"]
+        assert rows[f"agreement(agr, {arm}).limit_grads"].value == samples[(arm, "grads")]["limit"]
+        assert rows[f"agreement(agr, {arm}).noise_grads"].value == samples[(arm, "grads")]["noise_floor"]
+    assert rows["agreement(agr, identical).grads"].value == 0.0
+    assert rows["agreement(agr, identical).passed"].value == 1
+    assert rows["agreement(agr, perturbed).passed"].value == 0
+
+
+def test_agreement_claims_and_missing_logits(library: Library, tmp_path: Path) -> None:
+    text, state = render(
+        library,
+        '{{ claim(agreement(agr, "bf16").grads <= agreement(agr, "bf16").limit_grads, "bf16 agrees.") }} '
+        '{{ agreement(agr, "chunked").logits }}',
+        tmp_path,
+    )
+    assert "bf16 agrees" in text
+    chunked = dict(state.rows)["agreement(agr, chunked).logits"]
+    assert chunked.value is None and "no full logits" in chunked.note
+    with pytest.raises(PageError, match="no arm 'fast'"):
+        render(library, '{{ agreement(agr, "fast").grads }}', tmp_path)
+
+
+def test_stream_values(library: Library, tmp_path: Path) -> None:
+    _, state = render(
+        library,
+        '{{ stream(st, "streamed-d1").stall_share }} {{ stream(st, "resident").tok_s }} '
+        '{{ stream(st, "resident").stall }} {{ share_of(stream(st, "resident").tok_s, stream(st).tok_s) }}',
+        tmp_path,
+    )
+    rows = dict(state.rows)
+    arms = {a["arm"]: a for a in library.docs[STREAM]["data"]["arms"]}
+    assert rows["stream(st, streamed-d1).stall_share"].value == arms["streamed-d1"]["stall_share"]
+    assert rows["stream(st, resident).tok_s"].value == arms["resident"]["tok_s"]
+    assert rows["stream(st, resident).stall"].value is None  # the resident arm has no per-layer events
+    ratio = rows["share_of(stream(st, resident).tok_s, stream(st, streamed-d1).tok_s)"].value
+    assert ratio == arms["resident"]["tok_s"] / arms["streamed-d1"]["tok_s"]
