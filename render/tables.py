@@ -215,7 +215,12 @@ def _gib(x: float) -> str:
 def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Step-time windows grouped by mode, batch and sequence length: median, fastest, slowest, tokens/s."""
     groups: dict[tuple[Any, ...], list[float]] = {}
+    shaky: dict[tuple[Any, ...], bool] = {}  # the probe's per-point flag: windows' CV over 5%
     for doc in docs:
+        for point in (doc.get("data") or {}).get("points") or []:
+            if isinstance(point, dict) and "tokens" in point:
+                key = (str(point.get("mode") or ""), point.get("batch"), point["tokens"])
+                shaky[key] = shaky.get(key, False) or lossmem.unstable(point)
         for r in evidence_rows(
             "table 'step-scaling'",
             doc,
@@ -242,6 +247,7 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
                 "max_step_s": max(times),
                 "tokens_per_step": per_step,
                 "tok_s": tokens_per_second(per_step, median),
+                "unstable": shaky.get((mode, batch, tokens), False),
             }
         )
     cols = [
@@ -254,6 +260,7 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
         Column("max_step_s", "slowest (ms)", _ms),
         Column("tokens_per_step", "tokens/step", _int),
         Column("tok_s", "tokens/s", _int),
+        Column("unstable", "CV over 5%", _flag, False),
     ]
     return cols, records
 

@@ -78,13 +78,18 @@ STEP = doc(
 
 
 def test_step_scaling_table_groups_windows_per_length():
-    out = tables.render("step-scaling", [STEP])
+    # the probe flagged the 1024-token point unstable (its windows' CV over 5%): the table marks it
+    points = [
+        {"tokens": 512, "batch": 4, "mode": "fixed_batch", "unstable": False},
+        {"tokens": 1024, "batch": 4, "mode": "fixed_batch", "unstable": True},
+    ]
+    out = tables.render("step-scaling", [doc("step-scaling", STEP["data"]["samples"], points=points)])
     assert out.markdown == (
         "| mode | batch | tokens | windows | median step (ms) | fastest (ms) | slowest (ms) | tokens/step "
-        "| tokens/s |\n"
-        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-        "| fixed\\_batch | 4 | 512 | 3 | 25.00 | 20.00 | 30.00 | 2,048 | 81,920 |\n"
-        "| fixed\\_batch | 4 | 1,024 | 1 | 50.00 | 50.00 | 50.00 | 4,096 | 81,920 |\n"
+        "| tokens/s | CV over 5% |\n"
+        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|:---|\n"
+        "| fixed\\_batch | 4 | 512 | 3 | 25.00 | 20.00 | 30.00 | 2,048 | 81,920 |  |\n"
+        "| fixed\\_batch | 4 | 1,024 | 1 | 50.00 | 50.00 | 50.00 | 4,096 | 81,920 | unstable |\n"
     )
     records = json.loads(out.json)
     assert records[0] == {
@@ -97,6 +102,7 @@ def test_step_scaling_table_groups_windows_per_length():
         "max_step_s": 0.03,
         "tokens_per_step": 2048,
         "tok_s": 81920.0,
+        "unstable": False,
     }
     assert list(csv.DictReader(io.StringIO(out.csv)))[1]["median_step_s"] == "0.05"
 
