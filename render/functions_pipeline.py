@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from render.derive import fit as fitmod
+from render.derive import kernels
 from render.derive import padding as padmod
 from render.views import EvidenceRef, MaskView, PaddingView, call_text, number
 
@@ -112,6 +113,13 @@ class PipelineFunctions:
         doc, rows = self._doc(ref), self._rows(ref)
         what = f"mask_cost(): {ref.alias} ({ref.short})"
         step, causal = (_median_step(rows, k, what) for k in (kind, "causal"))
+        observed = doc["data"].get("observed", {}).get("kinds", {})
+        steps = doc["params"].get("steps")
+
+        def attention_s(k: str) -> float | None:
+            rows = observed.get(k, {}).get("attention_kernels") or []
+            return kernels.kernel_seconds_per_step(rows, steps) if rows else None
+
         batches = doc["data"].get("batches", {})
         padded = batches.get("padded", {})
         values = {
@@ -120,14 +128,21 @@ class PipelineFunctions:
             "slowdown": padmod.slowdown(step, causal),
             "padding_share": padmod.padded_batch_share(padded["lengths"], padded["width"]) if padded else None,
             "window": batches.get("sliding", {}).get("window"),
+            "attention_s": attention_s(kind),
+            "causal_attention_s": attention_s("causal"),
         }
         return MaskView(
             values,
             (ref.id,),
             f"mask {kind} against is_causal: median step_s over interleaved rounds, slowdown = {kind} / causal − 1; "
-            "padding share = 1 − Σ lengths / (batch × width) of the padded batch",
+            "padding share = 1 − Σ lengths / (batch × width) of the padded batch; attention = device time of the "
+            "attention kernels per profiled step",
             f"mask_cost({call_text(ref.alias, kind)})",
-            {"padding_share": "no padded batch in this evidence"},
+            {
+                "padding_share": "no padded batch in this evidence",
+                "attention": "no attention kernels recorded (a CPU run has none)",
+                "causal_attention": "no attention kernels recorded (a CPU run has none)",
+            },
         )
 
 

@@ -69,6 +69,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         for r in doc["data"]["samples"]:
             steps.setdefault(r["kind"], []).append(r["step_s"])
         causal = statistics.median(steps["causal"]) if "causal" in steps else None
+        spread = {p["kind"]: p.get("cv") for p in doc["data"].get("points", []) if "kind" in p}
         for kind, seen in sorted(doc["data"]["observed"]["kinds"].items(), key=lambda kv: _ORDER.get(kv[0], 9)):
             rows = seen["attention_kernels"]
             top = max(rows, key=lambda r: r["device_time_s"])["kernel"] if rows else None
@@ -82,6 +83,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
                     "arch_tags": " ".join(sorted(kernels.arch_tags(rows))) or None,
                     "median_step_s": median,
                     "vs_causal": None if causal is None or median is None else padmod.slowdown(median, causal),
+                    "rounds_cv": spread.get(kind),
                 }
             )
     cols = [
@@ -92,6 +94,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         Column("arch_tags", "arch", _text, False),
         Column("median_step_s", "step (ms)", _ms),
         Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}"),
+        Column("rounds_cv", "CV of rounds", percent),
     ]
     return cols, records
 

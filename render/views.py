@@ -262,6 +262,8 @@ class MaskView(_View):
         "slowdown": ("slowdown", "", {"fmt": ".1%"}),
         "padding_share": ("padding_share", "", {"fmt": ".1%"}),
         "window": ("window", "tok", {"fmt": "d"}),
+        "attention": ("attention_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "causal_attention": ("causal_attention_s", "s", {"display": "ms", "fmt": ".3g"}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from measure.errors import ProbebookError
 from measure.evidence import parse
 from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
 from measure.store import Store
+from render.functions import Library, PageFunctions
+from render.tables import render as render_table
 
 torch = pytest.importorskip("torch")
 
@@ -116,6 +120,18 @@ def test_mask_probe_runs_every_kind_on_cpu(cli, archive):
     assert band["ok"] and band["window"] == 16
     assert [(layer["local"], layer["mask"]) for layer in band["layers"]] == [(True, "tensor"), (False, "is_causal")]
     assert doc["data"]["batches"]["padded"] == {"lengths": [64, 32], "width": 64}
+
+    cost = PageFunctions(Library({ident: doc}), {"m": ident}).mask_cost("m", "padded")
+    medians = {
+        k: statistics.median(r["step_s"] for r in doc["data"]["samples"] if r["kind"] == k)
+        for k in ("padded", "causal")
+    }
+    assert cost.slowdown.value == medians["padded"] / medians["causal"] - 1
+    assert cost.padding_share.value == 0.25  # rows of 64 and 32 at width 64
+    assert cost.window.value == 16
+    assert cost.attention.value is None and "CPU" in cost.attention.note
+    table = render_table("mask", [doc]).markdown
+    assert table.count("| tiny |") == len(KINDS) and ("flash-cpu" in table or "math" in table)
 
 
 def test_mask_probe_refuses_a_window_wider_than_the_sequence(cli, archive):
