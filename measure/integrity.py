@@ -105,3 +105,32 @@ class Integrity:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+
+
+class WindowWatch:
+    """What each timed window checks (``Integrity``) and samples (a ``measure.utilisation.Sampler``), either optional.
+
+    ``end`` returns ``{calls, updates, counter, nonfinite_losses, failure}`` (the integrity check, or
+    only ``failure: None`` without one) plus ``utilisation``: the sampler's summary of the readings
+    taken between the host times around the window, when a sampler runs.
+    """
+
+    def __init__(self, integrity: Integrity | None = None, sampler: Any = None):
+        self.integrity, self.sampler = integrity, sampler
+        self._t0 = 0.0
+
+    def begin(self) -> None:
+        import time
+
+        if self.integrity is not None:
+            self.integrity.begin()
+        self._t0 = time.perf_counter()
+
+    def end(self, calls: int) -> dict[str, Any]:
+        import time
+
+        t1 = time.perf_counter()
+        out: dict[str, Any] = self.integrity.end(calls) if self.integrity is not None else {"failure": None}
+        if self.sampler is not None:
+            out["utilisation"] = self.sampler.window_summary(self._t0, t1)
+        return out

@@ -146,36 +146,93 @@ class WindowPlan:
             raise ValueError("cv_threshold must be > 0 and extra >= 0")
 
 
+class WindowsFailed(RuntimeError):
+    """Every window of an arm failed its checks: there is no timing to report."""
+
+
+class Watch(Protocol):
+    """What a window checks and samples besides its time (``measure.integrity.WindowWatch``)."""
+
+    def begin(self) -> None:
+        """Called right before a window's clock starts."""
+
+    def end(self, calls: int) -> dict[str, Any]:
+        """Called after the window's clock stopped: ``{"failure": reason or None, ...}``."""
+
+
+def watched(
+    fn: Callable[[], Any], clock: Clock, iters: int, watch: Watch | None
+) -> tuple[float, dict[str, Any] | None]:
+    """Seconds per call of one window of ``iters`` calls, and what the watch saw (None without a watch)."""
+    if watch is None:
+        return clock.time(fn, iters) / iters, None
+    watch.begin()
+    seconds = clock.time(fn, iters) / iters
+    return seconds, watch.end(iters)
+
+
 @dataclass
 class WindowResult:
     """Every window of one point, and its summary."""
 
     times_s: list[float]
-    """Seconds per call, one entry per window, in the order run."""
-    median_s: float
+    """Seconds per call, one entry per window that passed its checks, in the order run."""
+    median_s: float | None
+    """Median of ``times_s``; None when every window failed."""
     cv: float
     unstable: bool
     """True when the CV stayed above the threshold after the extra windows."""
     extended: bool
     """True when extra windows were added."""
+    checks: list[dict[str, Any] | None] = field(default_factory=list)
+    """What the watch saw in each timed window (aligned with ``times_s``); None entries without a watch."""
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """Windows that failed their checks (a non-finite loss, a wrong update count): never timings."""
 
 
 def time_windows(
-    fn: Callable[[], Any], clock: Clock, plan: WindowPlan, sync: Callable[[], None] | None = None
+    fn: Callable[[], Any],
+    clock: Clock,
+    plan: WindowPlan,
+    sync: Callable[[], None] | None = None,
+    watch: Watch | None = None,
 ) -> WindowResult:
-    """Warm up, then time ``plan.windows`` windows of ``plan.iters`` calls (more if the CV is high)."""
+    """Warm up, then time ``plan.windows`` windows of ``plan.iters`` calls (more if the CV is high).
+
+    With a ``watch``, a window whose check fails goes to ``failures`` with its reason and is never a timing.
+    """
     for _ in range(plan.warmup):
         fn()
     if sync is not None:
         sync()
-    times = [clock.time(fn, plan.iters) / plan.iters for _ in range(plan.windows)]
+    times: list[float] = []
+    checks: list[dict[str, Any] | None] = []
+    failures: list[dict[str, Any]] = []
+
+    def run(count: int) -> None:
+        for _ in range(count):
+            index = len(times) + len(failures)
+            seconds, seen = watched(fn, clock, plan.iters, watch)
+            if seen is not None and seen.get("failure"):
+                failures.append({"window": index, "seconds_per_call": seconds, **seen})
+            else:
+                times.append(seconds)
+                checks.append(seen)
+
+    run(plan.windows)
     extended = False
-    if cv(times) > plan.cv_threshold and plan.extra:
+    if times and cv(times) > plan.cv_threshold and plan.extra:
         extended = True
-        times += [clock.time(fn, plan.iters) / plan.iters for _ in range(plan.extra)]
+        run(plan.extra)
     spread = cv(times)
     return WindowResult(
-        times_s=times, median_s=median(times), cv=spread, unstable=spread > plan.cv_threshold, extended=extended
+        times_s=times,
+        median_s=median(times) if times else None,
+        cv=spread,
+        unstable=spread > plan.cv_threshold,
+        extended=extended,
+        checks=checks,
+        failures=failures,
     )
 
 
@@ -189,6 +246,10 @@ class ArmResult:
     iqr_s: float = 0.0
     cv: float = 0.0
     unstable: bool = False
+    checks: list[dict[str, Any] | None] = field(default_factory=list)
+    """What the watch saw in each timed round of this arm (aligned with ``times_s``)."""
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    """Rounds of this arm that failed their checks: never timings."""
 
 
 @dataclass
@@ -205,11 +266,13 @@ def time_interleaved(
     plan: WindowPlan,
     sync: Callable[[], None] | None = None,
     on_round: Callable[[int, dict[str, float]], None] | None = None,
+    watch: Watch | None = None,
 ) -> InterleavedResult:
     """Warm up each arm, then run rounds of A, B, C, ... (``plan.windows`` rounds, ``plan.iters`` calls each).
 
     If any arm's CV is above the threshold, ``plan.extra`` more rounds are run once for all arms.
-    ``on_round(round, {arm: seconds per call})`` is called after every round (to persist it).
+    ``on_round(round, {arm: seconds per call})`` is called after every round (to persist it); with a
+    ``watch``, an arm whose window failed its checks is left out of that round's dict and of its timings.
     """
     if not arms:
         raise ValueError("time_interleaved needs at least one arm")
@@ -225,9 +288,14 @@ def time_interleaved(
         for r in range(first, first + count):
             this_round = {}
             for name, fn in arms.items():
-                this_round[name] = clock.time(fn, plan.iters) / plan.iters
-                results[name].times_s.append(this_round[name])
+                seconds, seen = watched(fn, clock, plan.iters, watch)
                 order.append((r, name))
+                if seen is not None and seen.get("failure"):
+                    results[name].failures.append({"round": r, "seconds_per_call": seconds, **seen})
+                    continue
+                this_round[name] = seconds
+                results[name].times_s.append(seconds)
+                results[name].checks.append(seen)
             if on_round is not None:
                 on_round(r, this_round)
 
@@ -236,7 +304,9 @@ def time_interleaved(
     if plan.extra and any(cv(a.times_s) > plan.cv_threshold for a in results.values()):
         extended = True
         rounds(plan.windows, plan.extra)
-    for arm in results.values():
+    for name, arm in results.items():
+        if not arm.times_s:
+            raise WindowsFailed(f"arm {name}: every round failed its checks, first: {arm.failures[0]['failure']}")
         arm.median_s, arm.iqr_s, arm.cv = median(arm.times_s), iqr(arm.times_s), cv(arm.times_s)
         arm.unstable = arm.cv > plan.cv_threshold
     return InterleavedResult(arms=results, order=order, extended=extended)

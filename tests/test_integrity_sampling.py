@@ -145,3 +145,46 @@ def test_graph_capture_says_why_not_on_cpu():
 
     replay, info = capture(lambda: None, None, "cpu")
     assert replay is None and info["captured"] is False and "CUDA" in info["reason"]
+
+
+def test_a_failed_window_is_recorded_as_a_failure_never_a_timing():
+    """Through the timing core: the NaN window and the skipped-update window are failures, the rest timings."""
+    from measure.integrity import Integrity, WindowWatch
+    from measure.timing import HostClock, WindowPlan, WindowsFailed, time_interleaved, time_windows
+
+    plan = WindowPlan(warmup=1, windows=3, iters=2, extra=0)
+    step, opt = _tiny_training(skip_at=4)  # call 1 warms up; window 1 holds calls 4 and 5
+    check = Integrity(opt, "cpu")
+    result = time_windows(check.wrap(step), HostClock(), plan, watch=WindowWatch(check))
+    assert len(result.times_s) == 2 and len(result.checks) == 2
+    assert [f["window"] for f in result.failures] == [1]
+    assert result.failures[0]["failure"] == "the optimizer applied 1 updates in a window of 2 steps"
+    assert all(c["failure"] is None and c["updates"] == 2 for c in result.checks)
+    assert result.median_s is not None
+
+    step, opt = _tiny_training(nan_at=2)  # the first window's first call: every window after is NaN too
+    check = Integrity(opt, "cpu")
+    result = time_windows(check.wrap(step), HostClock(), plan, watch=WindowWatch(check))
+    assert result.times_s == [] and result.median_s is None and len(result.failures) == 3
+
+    good, good_opt = _tiny_training()
+    bad, bad_opt = _tiny_training(nan_at=2)  # its first timed round
+    checks = {"good": Integrity(good_opt, "cpu"), "bad": Integrity(bad_opt, "cpu")}
+    seen: list[dict[str, float]] = []
+
+    class PerArm:  # one watch per arm: each arm's own optimizer and losses
+        current = "good"
+
+        def begin(self):
+            checks[self.current].begin()
+
+        def end(self, calls):
+            out = checks[self.current].end(calls)
+            self.current = "bad" if self.current == "good" else "good"
+            return out
+
+    arms = {"good": checks["good"].wrap(good), "bad": checks["bad"].wrap(bad)}
+    plan = WindowPlan(warmup=1, windows=2, iters=1, extra=0)
+    with pytest.raises(WindowsFailed, match="arm bad: every round failed"):
+        time_interleaved(arms, HostClock(), plan, on_round=lambda r, t: seen.append(t), watch=PerArm())
+    assert seen == [{"good": seen[0]["good"]}, {"good": seen[1]["good"]}]  # the bad arm never reports a time
