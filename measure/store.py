@@ -249,6 +249,8 @@ class Store:
     # -- reading ------------------------------------------------------------------
     def _shards(self) -> Iterator[os.DirEntry[str]]:
         """The real shard folders (two hex digits, not links), in order; unreadable ones are skipped here."""
+        if (self.root / "evidence").is_symlink() or self.base.is_symlink():
+            return  # never read evidence through a link out of the archive (``strays`` names it)
         try:
             entries = sorted(os.scandir(self.base), key=lambda e: e.name)
         except FileNotFoundError:

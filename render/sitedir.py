@@ -60,8 +60,12 @@ def inputs_digest(docs: Path, archive: Path, config: Path) -> str:
         h.update(label.encode("utf-8", "surrogateescape") + b"\0" + len(data).to_bytes(8, "big") + data)
 
     if docs.is_dir():
-        for path in sorted(p for p in docs.rglob("*") if p.is_file()):
-            add("docs/" + path.relative_to(docs).as_posix(), path.read_bytes())
+        for path in sorted(docs.rglob("*")):
+            rel = "docs/" + path.relative_to(docs).as_posix()
+            if path.is_symlink():  # its target, not its bytes: a link out of docs/ is refused by the build anyway
+                add(rel, os.readlink(path).encode("utf-8", "surrogateescape"))
+            elif path.is_file():
+                add(rel, path.read_bytes())
     add("evidence", "\n".join(Store(archive).ids()).encode())
     add("config", config.read_bytes() if config.is_file() else b"")
     for path in sorted(_RENDER_CODE.rglob("*")):

@@ -78,10 +78,16 @@ def _cli(*args: str, cwd: Path = REPO) -> tuple[subprocess.CompletedProcess[str]
     return proc, time.monotonic() - started
 
 
-def _startup() -> float:
-    """What starting the CLI costs on this machine, so 'within a second' measures the command's own work."""
-    _, seconds = _cli("--help")
-    return seconds
+def _timed(*args: str, baseline: tuple[str, ...] = ("--help",)) -> subprocess.CompletedProcess[str]:
+    """Run ``probebook ARGS`` and check it took less than a second more than ``baseline`` (by default, starting
+    the CLI), so the figure is the command's own work. On a busy machine one pair of timings can be noisy: a
+    second pair is taken before deciding."""
+    for _attempt in range(2):
+        _, base = _cli(*baseline)
+        proc, seconds = _cli(*args)
+        if seconds - base < 1.0:
+            return proc
+    raise AssertionError(f"took {seconds:.2f} s against {base:.2f} s for {baseline}")
 
 
 def _names_each(text: str, planted: list[str]) -> None:
@@ -93,9 +99,8 @@ def _names_each(text: str, planted: list[str]) -> None:
 def test_verify_names_each_problem_and_opens_none(tmp_path: Path) -> None:
     root, planted = _hostile(tmp_path)
     before = _state(root)
-    base = _startup()
-    proc, seconds = _cli("--archive", str(root), "archive", "verify")
-    assert proc.returncode == 1 and seconds - base < 1.0, (seconds, base, proc.stderr)
+    proc = _timed("--archive", str(root), "archive", "verify")
+    assert proc.returncode == 1, proc.stderr
     _names_each(proc.stdout, planted)
     assert [ln for ln in proc.stdout.splitlines() if ln.startswith("STRAY ")].__len__() == len(planted)
     assert "7 thing(s) under evidence/ are not evidence files" in proc.stderr
@@ -105,9 +110,8 @@ def test_verify_names_each_problem_and_opens_none(tmp_path: Path) -> None:
 def test_ls_warns_once_per_problem_and_lists_the_evidence(tmp_path: Path) -> None:
     root, planted = _hostile(tmp_path)
     before = _state(root)
-    base = _startup()
-    proc, seconds = _cli("--archive", str(root), "archive", "ls")
-    assert proc.returncode == 0 and seconds - base < 1.0, (seconds, base, proc.stderr)
+    proc = _timed("--archive", str(root), "archive", "ls")
+    assert proc.returncode == 0, proc.stderr
     _names_each(proc.stderr, planted)
     assert len(proc.stdout.splitlines()) == 1 + len(Store(FIXTURE_ARCHIVE).ids())
     assert _state(root) == before
@@ -116,9 +120,8 @@ def test_ls_warns_once_per_problem_and_lists_the_evidence(tmp_path: Path) -> Non
 def test_add_from_a_hostile_archive_refuses_with_one_line_per_problem(tmp_path: Path) -> None:
     root, planted = _hostile(tmp_path)
     target = tmp_path / "mine"
-    base = _startup()
-    proc, seconds = _cli("--archive", str(target), "archive", "add", str(root))
-    assert proc.returncode == 2 and seconds - base < 1.0, (seconds, base, proc.stderr)
+    proc = _timed("--archive", str(target), "archive", "add", str(root))
+    assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.splitlines()
     assert len(lines) == len(planted) + 1 and "Traceback" not in proc.stderr
     _names_each(proc.stderr, planted)
@@ -149,16 +152,15 @@ def test_build_skips_each_problem_with_one_warning(tmp_path: Path) -> None:
     (docs / "index.md").write_text("# Home\n\nNothing measured here.\n")
     before = _state(root)
 
-    def build(archive: Path) -> tuple[subprocess.CompletedProcess[str], float]:
-        return _cli(
+    def build(archive: Path) -> tuple[str, ...]:
+        return (
             *("--archive", str(archive), "build", "--no-site", "--docs", str(docs)),
             *("--build-dir", str(tmp_path / "build"), "--published", str(tmp_path / "none.json")),
         )
 
-    clean, base = build(FIXTURE_ARCHIVE)  # the same evidence without the planted problems
-    proc, seconds = build(root)
-    assert clean.returncode == 0 and proc.returncode == 0, proc.stderr
-    assert seconds - base < 1.0, (seconds, base)
+    # against a build of the same evidence without the planted problems
+    proc = _timed(*build(root), baseline=build(FIXTURE_ARCHIVE))
+    assert proc.returncode == 0, proc.stderr
     _names_each(proc.stderr, planted)
     assert len(proc.stderr.splitlines()) == len(planted)
     assert _state(root) == before
