@@ -155,7 +155,7 @@ def main() -> int:
                 f"gemm-round{r}",
                 walls,
                 lambda: gemm_probe.run(
-                    gemm_probe.GemmConfig(preset=preset, device="cuda", square=square, tokens=2048 if smoke else 16384)
+                    gemm_probe.Config(preset=preset, device="cuda", square=square, tokens=2048 if smoke else 16384)
                 ),
             )
             report["evidence"][f"gemm-round{r}"] = store(args.archive, ev)
@@ -186,7 +186,7 @@ def main() -> int:
             "copy",
             walls,
             lambda: copy_probe.run(
-                copy_probe.CopyConfig(preset=preset, device="cuda", directions=("h2d",), warmup=3, windows=5, iters=3)
+                copy_probe.Config(preset=preset, device="cuda", directions=("h2d",), warmup=3, windows=5, iters=3)
             ),
         )
         report["evidence"]["copy"] = store(args.archive, ev)
@@ -218,7 +218,7 @@ def main() -> int:
             "optimizer",
             walls,
             lambda: opt_probe.run(
-                opt_probe.OptimizerConfig(
+                opt_probe.Config(
                     preset=preset, device="cuda", batch=4, seq_len=256 if smoke else 2048, warmup=3, windows=7, iters=3
                 )
             ),

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from measure.errors import ProbebookError
+
 CV_THRESHOLD = 0.05  # issue 4: "A CV above 5% adds five more windows"
 EXTRA_WINDOWS = 5
 
@@ -123,27 +125,35 @@ def sm_clock(device: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class WindowPlan:
-    """How one point is timed."""
+class TimingFields:
+    """How a point is timed: the fields every probe's config and ``WindowPlan`` share (declared here only)."""
 
     warmup: int = 3
-    """Untimed calls before the first window (compilation, allocator, autotuning settle here)."""
+    """Untimed calls before timing each point or arm (compilation, allocator and autotuning settle here)."""
     windows: int = 5
-    """Timed windows; the point's value is their median."""
+    """Timed windows (or interleaved rounds) per point; the point's value is their median."""
     iters: int = 3
     """Calls per window; a window's time is their mean."""
+
+    def __post_init__(self) -> None:
+        for name, low in (("warmup", 0), ("windows", 1), ("iters", 1)):
+            if getattr(self, name) < low:
+                raise ProbebookError(f"--{name} must be >= {low}, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
+class WindowPlan(TimingFields):
+    """How one point is timed."""
+
     cv_threshold: float = CV_THRESHOLD
     """A CV of the windows above this adds ``extra`` windows once; still above: flagged unstable."""
     extra: int = EXTRA_WINDOWS
     """Windows added when the CV is above the threshold."""
 
     def __post_init__(self) -> None:
-        if self.warmup < 0:
-            raise ValueError("warmup must be >= 0")
-        if self.windows < 1 or self.iters < 1:
-            raise ValueError("windows and iters must be >= 1")
+        super().__post_init__()
         if self.cv_threshold <= 0 or self.extra < 0:
-            raise ValueError("cv_threshold must be > 0 and extra >= 0")
+            raise ProbebookError("cv_threshold must be > 0 and extra >= 0")
 
 
 class WindowsFailed(RuntimeError):

@@ -1,14 +1,78 @@
-"""The measure CLI: help without importing torch, examples in every help, bad options as one-line errors."""
+"""The measure CLI: options generated from each probe's Config, help without torch, examples, one-line errors."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import importlib
 import subprocess
 import sys
 
 import pytest
 from conftest import REPO
 
-PROBES = ["gemm", "copy", "step-scaling", "kernels", "ablate", "optimizer"]
+from measure import cli as measure_cli
+from measure.options import field_docs
+from measure.probes import PROBES as REGISTRY
+from probebook.cli import build_parser
+
+PROBES = list(REGISTRY)
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["measure", *argv])
+
+
+@pytest.mark.parametrize("probe", PROBES)
+def test_every_probe_module_has_the_one_declaration_shape(probe):
+    module = importlib.import_module(REGISTRY[probe])
+    assert module.PROBE == probe and isinstance(module.VERSION, int) and module.VERSION >= 1
+    assert module.HELP and "\n" not in module.HELP
+    assert module.EXAMPLE.startswith(f"probebook measure {probe}")
+    assert dataclasses.is_dataclass(module.Config)
+    docs = field_docs(module.Config)
+    for f in dataclasses.fields(module.Config):
+        assert f.default is not dataclasses.MISSING, f"{probe}: {f.name} has no default"
+        assert docs.get(f.name), f"{probe}: {f.name} has no docstring"
+
+
+@pytest.mark.parametrize("probe", PROBES)
+def test_cli_defaults_equal_the_config_defaults(probe):
+    """The CLI declares no default of its own: an option left out takes the dataclass's default."""
+    args = _parse(probe)
+    config_cls = importlib.import_module(REGISTRY[probe]).Config
+    assert {f.name: getattr(args, f.name) for f in dataclasses.fields(config_cls)} == {
+        f.name: f.default for f in dataclasses.fields(config_cls)
+    }
+
+
+def test_rounds_and_windows_are_one_option_with_the_probe_default():
+    assert measure_cli.build_config("ablate", _parse("ablate")).windows == 7
+    assert measure_cli.build_config("optimizer", _parse("optimizer", "--rounds", "4")).windows == 4
+    assert measure_cli.build_config("gemm", _parse("gemm")).windows == 5
+
+
+def test_a_config_with_valid_defaults_equals_the_parsed_one():
+    for probe in PROBES:
+        config_cls = importlib.import_module(REGISTRY[probe]).Config
+        if all(f.default != "" for f in dataclasses.fields(config_cls)):  # padding's --corpus has no default
+            assert measure_cli.build_config(probe, _parse(probe)) == config_cls()
+
+
+def test_example_options_parse_into_a_valid_config():
+    for probe in PROBES:
+        example = importlib.import_module(REGISTRY[probe]).EXAMPLE.split()[2:]
+        config = measure_cli.build_config(probe, build_parser().parse_args(["measure", *example]))
+        assert type(config).__module__ == REGISTRY[probe]
+
+
+def test_options_from_the_dataclass_types():
+    config = measure_cli.build_config(
+        "step-scaling", _parse("step-scaling", "--seq-lens", "64,128,256", "--modes", "fixed_tokens", "--compile")
+    )
+    assert config.seq_lens == (64, 128, 256) and config.modes == ("fixed_tokens",) and config.compile is True
+    config = measure_cli.build_config("gemm", _parse("gemm", "--window-s", "0.5", "--gemm-dtype", "fp16"))
+    assert config.window_s == 0.5 and config.gemm_dtype == "fp16"
 
 
 def test_help_does_not_import_torch():

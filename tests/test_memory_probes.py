@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from measure.compare import relative_error
 from measure.errors import ProbebookError
 from measure.evidence import parse
 from measure.isolate import MARKER, is_oom
+from measure.probes import batch_sweep
 from measure.probes.batch_sweep import plan_batches, unchanged
 from measure.probes.common import tokens_per_second
 from measure.probes.loss_memory import loss_path
@@ -95,23 +97,8 @@ def test_is_oom_reads_the_allocator_message():
 
 
 def test_a_point_runs_in_its_own_process_and_prints_one_line():
-    spec = {
-        "device": "cpu",
-        "context": 16,
-        "batch": 2,
-        "workload": None,
-        "options": {
-            "preset": "tiny",
-            "device": "cpu",
-            "compile": False,
-            "checkpointing": False,
-            "dtype": "bf16",
-            "seed": 0,
-        },
-        "warmup": 1,
-        "windows": 2,
-        "iters": 1,
-    }
+    config = batch_sweep.Config(device="cpu", warmup=1, windows=2, iters=1)
+    spec = {"config": asdict(config), "device": "cpu", "context": 16, "batch": 2}
     out = subprocess.run(
         [sys.executable, "-m", "measure.probes.batch_sweep", "--point", json.dumps(spec)],
         cwd=REPO,
@@ -133,23 +120,8 @@ def test_a_point_runs_in_its_own_process_and_prints_one_line():
 def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
     from measure.isolate import PointProcess
 
-    spec = {
-        "device": "cpu",
-        "context": 16,
-        "batch": 1,
-        "workload": None,
-        "options": {
-            "preset": "tiny",
-            "device": "cpu",
-            "compile": False,
-            "checkpointing": False,
-            "dtype": "fp32",
-            "seed": 0,
-        },
-        "warmup": 0,
-        "windows": 1,
-        "iters": 1,
-    }
+    config = batch_sweep.Config(device="cpu", dtype="fp32", warmup=0, windows=1, iters=1)
+    spec = {"config": asdict(config), "device": "cpu", "context": 16, "batch": 1}
     with PointProcess("measure.probes.batch_sweep", peakmem.cpu_env(), ahead=1) as points:
         first = points.run(spec)
         (waiting,) = points.waiting()
@@ -409,13 +381,13 @@ def test_memory_probes_on_cuda_read_the_caching_allocator(archive):
     from measure.probes import batch_sweep, loss_memory
 
     fast = dict(preset="tiny", device="cuda", warmup=1, windows=2, iters=1)
-    sweep = batch_sweep.run(batch_sweep.BatchSweepConfig(**fast, contexts=(128,), max_tokens=512))
+    sweep = batch_sweep.run(batch_sweep.Config(**fast, contexts=(128,), max_tokens=512))
     assert sweep.status == "complete", sweep.error
     rows = sweep.data["samples"]
     assert [r["batch"] for r in rows] == [1, 2, 4] and sweep.params["spawn_ahead"] == 3
     assert all(r["peak_method"] == "torch.cuda.max_memory_allocated" and r["peak_over_device"] is False for r in rows)
     assert rows[0]["peak_bytes"] < rows[-1]["peak_bytes"] <= rows[-1]["reserved_bytes"]
-    loss = loss_memory.run(loss_memory.LossMemoryConfig(**fast, context=256, microbatches=(1, 2, 4), chunk_tokens=128))
+    loss = loss_memory.run(loss_memory.Config(**fast, context=256, microbatches=(1, 2, 4), chunk_tokens=128))
     assert loss.status == "complete", loss.error
     assert all(r["loss_path"] == r["arm"] for r in loss.data["samples"])
     assert lossmem.bytes_per_logit_element(loss.data["samples"], "materialized", "chunked") > 0

@@ -31,7 +31,7 @@ def stored(archive, evidence):
 def test_gemm_on_cuda_is_bf16_and_records_clocks(archive):
     from measure.probes import gemm
 
-    doc = stored(archive, gemm.run(gemm.GemmConfig(**FAST, tokens=1024, square=2048)))
+    doc = stored(archive, gemm.run(gemm.Config(**FAST, tokens=1024, square=2048)))
     assert doc["params"]["gemm_dtype"] == "bf16"
     assert doc["data"]["ceiling"]["square_tflop_s"] > 1.0
     clocks = doc["data"]["clocks"]
@@ -41,7 +41,7 @@ def test_gemm_on_cuda_is_bf16_and_records_clocks(archive):
 def test_copy_on_cuda_covers_every_direction(archive):
     from measure.probes import copy
 
-    doc = stored(archive, copy.run(copy.CopyConfig(**FAST)))
+    doc = stored(archive, copy.run(copy.Config(**FAST)))
     cases = {(p["direction"], p["memory"], p["pattern"]) for p in doc["data"]["points"]}
     assert len(cases) == 10 and ("h2d", "pinned", "per-layer") in cases and ("d2d", "device", "contiguous") in cases
     assert doc["data"]["skipped"] == []
@@ -52,7 +52,7 @@ def test_copy_on_cuda_covers_every_direction(archive):
 def test_step_scaling_on_cuda_observes_a_fused_sdpa_backend(archive):
     from measure.probes import step_scaling
 
-    doc = stored(archive, step_scaling.run(step_scaling.StepScalingConfig(**FAST, seq_lens=(128, 256, 512))))
+    doc = stored(archive, step_scaling.run(step_scaling.Config(**FAST, seq_lens=(128, 256, 512))))
     assert doc["params"]["sdpa_backend"] in ("flash", "efficient", "cudnn", "math")
     assert doc["params"]["observed_dtype"] == "bfloat16"
     assert len(doc["data"]["points"]) == 6
@@ -66,9 +66,7 @@ def test_step_scaling_compiled_engages(archive):
 
     doc = stored(
         archive,
-        step_scaling.run(
-            step_scaling.StepScalingConfig(**FAST, compile=True, seq_lens=(128, 256, 512), modes=("fixed_tokens",))
-        ),
+        step_scaling.run(step_scaling.Config(**FAST, compile=True, seq_lens=(128, 256, 512), modes=("fixed_tokens",))),
     )
     assert doc["params"]["compile_engaged"] is True
     assert all(p["compile_engaged"] for p in doc["data"]["points"])
@@ -77,7 +75,7 @@ def test_step_scaling_compiled_engages(archive):
 def test_kernels_on_cuda_sum_kernel_rows_without_annotations(archive):
     from measure.probes import kernels
 
-    doc = stored(archive, kernels.run(kernels.KernelsConfig(**FAST, steps=2, seq_len=256)))
+    doc = stored(archive, kernels.run(kernels.Config(**FAST, steps=2, seq_len=256)))
     data = doc["data"]
     assert data["unit"] == "device kernel self time"
     assert data["shares"]["gemm"] > 0 and data["shares"]["attention"] > 0
@@ -96,12 +94,12 @@ def test_kernels_on_cuda_sum_kernel_rows_without_annotations(archive):
 def test_ablate_on_cuda_includes_the_input_copy_arm(archive):
     from measure.probes import ablate
 
-    doc = stored(archive, ablate.run(ablate.AblateConfig(**FAST, seq_len=256)))
+    doc = stored(archive, ablate.run(ablate.Config(**FAST, seq_len=256)))
     assert [a["arm"] for a in doc["data"]["arms"]][:2] == ["baseline", "no-input-copy"]
 
 
 def test_optimizer_on_cuda_uses_events(archive):
     from measure.probes import optimizer
 
-    doc = stored(archive, optimizer.run(optimizer.OptimizerConfig(**FAST, seq_len=256)))
+    doc = stored(archive, optimizer.run(optimizer.Config(**FAST, seq_len=256)))
     assert 0 < doc["data"]["summary"]["optimizer_share"] < 1

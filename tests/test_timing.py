@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from measure.errors import ProbebookError
 from measure.timing import HostClock, WindowPlan, cv, iqr, median, relative_change, time_interleaved, time_windows
 
 
@@ -103,5 +104,5 @@ def test_importing_timing_does_not_import_torch():
 
 
 def test_bad_plan_is_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ProbebookError, match="--windows must be >= 1, got 0"):
         WindowPlan(windows=0)

@@ -1,7 +1,9 @@
-"""One module per probe; each exposes a typed config dataclass and ``run(config) -> Evidence``.
+"""The probe registry: one line per probe, its name and its module (ARCHITECTURE.md §5.1, §9.1).
 
-Probe modules import torch only inside ``run`` so that the CLI's ``--help`` never loads it.
-A probe never imports another probe; shared helpers live in ``common.py``.
+Each module exports ``PROBE``, ``VERSION``, ``HELP``, ``EXAMPLE``, a ``Config`` dataclass (its
+command-line options) and ``run(config, journal=None, progress=False) -> Evidence``. Probe modules
+import torch only inside ``run`` so that the CLI's ``--help`` never loads it. A probe never imports
+another probe; shared helpers live in ``common.py``.
 """
 
 PROBES = {

@@ -23,21 +23,24 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import OneStepConfig, resolve_device, tree_map
 from measure.runner import Recorder, execute
 
 PROBE = "ablate"
 VERSION = 1
+HELP = "Interleaved arms that each remove one term of the step (optimizer, loss/head, attention, input copy)."
+EXAMPLE = "probebook measure ablate --preset 90m --rounds 7"
 
 
 @dataclass(frozen=True)
-class AblateConfig(OneStepConfig):
+class Config(OneStepConfig):
     """Options of the ablate probe."""
 
     arms: tuple[str, ...] | None = None
     """Arms to run besides baseline (default: no-input-copy and every arm the workload offers)."""
-    windows: int = 7
-    """Interleaved rounds (``--rounds``)."""
+    windows: int = option(7, aliases=("--rounds",))
+    """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -63,7 +66,7 @@ def summarize(
     }
 
 
-def run(config: AblateConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the baseline and every arm, interleaved; return the evidence (not stored)."""
     device = resolve_device(config.device)
     batch, seq_len = config.step_shape(device)

@@ -28,16 +28,22 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import config_from_dict, option
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
 
 PROBE = "batch-sweep"
 VERSION = 1
+HELP = (
+    "Peak memory and tokens/s while the batch doubles at each context, up to the first OOM or a cap; one "
+    "fresh process per point."
+)
+EXAMPLE = "probebook measure batch-sweep --preset 90m --contexts 1024,2048,4096"
 MODULE = "measure.probes.batch_sweep"
 GPU_CONTEXTS = (1024, 2048, 4096)
 CPU_CONTEXTS = (32, 64)
@@ -46,10 +52,10 @@ CPU_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
-class BatchSweepConfig(CommonConfig):
+class Config(CommonConfig):
     """Options of the batch-sweep probe."""
 
-    contexts: tuple[int, ...] | None = None
+    contexts: tuple[int, ...] | None = option(None, metavar="S,S,...")
     """Sequence lengths to sweep, each walked separately (default 1024,2048,4096 on CUDA; 32,64 on CPU)."""
     start_batch: int = 1
     """First batch of every walk; the next is twice the previous."""
@@ -133,28 +139,29 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     from measure import peakmem
     from measure.isolate import Phases, is_oom
     from measure.timing import WindowPlan, clock_for, sync_for, time_windows
-    from measure.workload import WorkloadOptions, load_workload
+    from measure.workload import load_workload
     from measure.workload.observe import observe
 
+    config: Config = config_from_dict(Config, spec["config"])
     device, b, s = spec["device"], spec["batch"], spec["context"]
     phases = Phases(facts)
     memory = peakmem.device_memory(device)
     facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
     try:
         with torch.device(device):  # weights are made where they live: no host init, no copy
-            workload = load_workload(WorkloadOptions(**spec["options"]), spec["workload"])
+            workload = load_workload(config.workload_options(device), config.workload)
         facts.update({"n_params": workload.n_params, "workload_name": workload.name})
         batch = workload.make_batch(b, s)
         facts["batch_elements"] = _elements(batch)
-        if spec.get("cpu_memory_limit_bytes"):
-            facts["address_space_cap_bytes"] = peakmem.limit_address_space(spec["cpu_memory_limit_bytes"])
+        if config.cpu_memory_limit_bytes:
+            facts["address_space_cap_bytes"] = peakmem.limit_address_space(config.cpu_memory_limit_bytes)
         sync = sync_for(device)
         phases.mark("setup_s")
-        for _ in range(spec["warmup"]):
+        for _ in range(config.warmup):
             workload.step(batch)
         peakmem.reset(device)
         phases.mark("warmup_s")
-        plan = WindowPlan(warmup=0, windows=spec["windows"], iters=spec["iters"])
+        plan = WindowPlan(warmup=0, windows=config.windows, iters=config.iters)
         timed = time_windows(lambda: workload.step(batch), clock_for(device), plan, sync)
         peak = peakmem.read(device)
         phases.mark("timed_s")
@@ -223,26 +230,9 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
     }
 
 
-def point_spec(config: BatchSweepConfig, device: str, context: int, batch: int) -> dict[str, Any]:
+def point_spec(config: Config, device: str, context: int, batch: int) -> dict[str, Any]:
     """What one point's process needs to measure (context, batch): the spec ``measure_point`` reads."""
-    return {
-        "device": device,
-        "context": context,
-        "batch": batch,
-        "workload": config.workload,
-        "options": {
-            "preset": config.preset,
-            "device": device,
-            "compile": config.compile,
-            "checkpointing": config.checkpointing,
-            "dtype": config.dtype,
-            "seed": config.seed,
-        },
-        "warmup": config.warmup,
-        "windows": config.windows,
-        "iters": config.iters,
-        "cpu_memory_limit_bytes": config.cpu_memory_limit_bytes,
-    }
+    return {"config": asdict(config), "device": device, "context": context, "batch": batch}
 
 
 def _take(
@@ -279,7 +269,7 @@ def _take(
 
 
 def _params(
-    config: BatchSweepConfig,
+    config: Config,
     device: str,
     planned: dict[int, list[int]],
     max_tokens: int,
@@ -324,7 +314,7 @@ def _release_device(device: str) -> None:
 
 
 def measure_here(
-    config: BatchSweepConfig, context: int, batch: int, device_lock: Any = None, progress: bool = False
+    config: Config, context: int, batch: int, device_lock: Any = None, progress: bool = False
 ) -> Evidence:
     """Measure one (context, batch) point in this process and return its evidence (one sample).
 
@@ -366,7 +356,7 @@ def measure_here(
     return execute(PROBE, VERSION, params, __file__, body, None, progress)
 
 
-def run(config: BatchSweepConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Walk every context up to its first OOM or the cap, one process per point; return the evidence."""
     from measure import peakmem
     from measure.isolate import CUDA_AHEAD, PointProcess

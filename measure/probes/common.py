@@ -2,57 +2,33 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.timing import WindowPlan
-from measure.workload import DTYPES, WorkloadOptions, check_window
+from measure.options import check_choices, option
+from measure.timing import TimingFields, WindowPlan
+from measure.workload import WorkloadFields, WorkloadOptions, check_window
 from measure.workload.presets import PRESETS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
 @dataclass(frozen=True)
-class CommonConfig:
-    """Options every workload probe takes."""
+class CommonConfig(TimingFields, WorkloadFields):
+    """Options every workload probe takes: the workload's and the timing's fields, the device and a plug-in."""
 
-    preset: str = "tiny"
-    """Reference preset (``--preset``); ignored by a plug-in that does not read it."""
-    device: str = "auto"
-    """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    compile: bool = False
-    """Compile the model's blocks with torch.compile."""
-    checkpointing: bool = False
-    """Activation checkpointing per block."""
-    dtype: str = "bf16"
-    """Compute dtype: ``bf16`` autocast or ``fp32``."""
-    workload: str | None = None
-    """``package.module:factory`` of a user's harness; None for the reference decoder."""
-    seed: int = 0
-    """Seed for weights, tokens and random operands."""
-    warmup: int = 3
-    """Untimed calls before timing each point or arm."""
-    windows: int = 5
-    """Timed windows (or interleaved rounds) per point."""
-    iters: int = 3
-    """Calls per window."""
-    sliding_window: int | None = None
-    """Reference decoder: local layers attend to the last W keys (None: every layer global)."""
-    global_every: int | None = None
-    """With a window: every K-th layer stays global (None: every layer local)."""
+    device: str = option("auto", choices=DEVICE_CHOICES)
+    """Where to run: ``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one, else cpu)."""
+    workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
+    """Time your own harness, ``package.module:factory`` returning (model, make_batch, step[, optimizer])."""
 
     def __post_init__(self) -> None:
         check_window(self.sliding_window, self.global_every)
         if self.workload is None and self.preset not in PRESETS:
             raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
-        if self.device not in DEVICE_CHOICES:
-            raise ProbebookError(f"--device must be one of {', '.join(DEVICE_CHOICES)}, got {self.device!r}")
-        if self.dtype not in DTYPES:
-            raise ProbebookError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
-        for name, low in (("warmup", 0), ("windows", 1), ("iters", 1)):
-            if getattr(self, name) < low:
-                raise ProbebookError(f"--{name} must be >= {low}, got {getattr(self, name)}")
+        check_choices(self)
+        super().__post_init__()
 
     def plan(self) -> WindowPlan:
         return WindowPlan(warmup=self.warmup, windows=self.windows, iters=self.iters)
@@ -66,16 +42,7 @@ class CommonConfig:
         return out
 
     def workload_options(self, device: str) -> WorkloadOptions:
-        return WorkloadOptions(
-            preset=self.preset,
-            device=device,
-            compile=self.compile,
-            checkpointing=self.checkpointing,
-            dtype=self.dtype,
-            seed=self.seed,
-            sliding_window=self.sliding_window,
-            global_every=self.global_every,
-        )
+        return WorkloadOptions(**{f.name: getattr(self, f.name) for f in fields(WorkloadFields)}, device=device)
 
 
 @dataclass(frozen=True)

@@ -19,29 +19,31 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import CommonConfig, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "copy"
 VERSION = 1
+HELP = (
+    "Host<->device (pinned, pageable) and device<->device bandwidth: one block against the workload's "
+    "per-layer tensors."
+)
+EXAMPLE = "probebook measure copy --preset 90m"
 DIRECTIONS = ("h2d", "d2h", "d2d")
 
 
 @dataclass(frozen=True)
-class CopyConfig(CommonConfig):
+class Config(CommonConfig):
     """Options of the copy probe."""
 
-    directions: tuple[str, ...] = DIRECTIONS
+    directions: tuple[str, ...] = option(DIRECTIONS, choices=DIRECTIONS)
     """Which directions to time: h2d, d2h, d2d."""
     max_tensors: int | None = None
     """Use at most this many of the workload's tensors for the per-layer pattern (None: all)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.directions or any(d not in DIRECTIONS for d in self.directions):
-            raise ProbebookError(
-                f"--directions must be a comma list of {', '.join(DIRECTIONS)}, got {list(self.directions)}"
-            )
         if self.max_tensors is not None and self.max_tensors < 1:
             raise ProbebookError(f"--max-tensors must be >= 1, got {self.max_tensors}")
 
@@ -72,7 +74,7 @@ def cases(device: str, directions: tuple[str, ...]) -> tuple[list[tuple[str, str
     return run, skipped
 
 
-def run(config: CopyConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time every (direction, memory, pattern) case; return the evidence (not stored)."""
     device = resolve_device(config.device)
     params = {**config.params(device), "directions": list(config.directions)}

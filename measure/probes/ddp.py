@@ -19,6 +19,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
@@ -50,7 +51,7 @@ class Config(CommonConfig):
     """Instrumented steps that time each bucket's all-reduce (after the uninstrumented windows)."""
     allreduce_mib: tuple[float, ...] | None = None
     """Standalone all-reduce sizes in MiB (default 8,64,256,1024 on CUDA; 0.25,1 on CPU)."""
-    allreduce_dtype: str = "bf16"
+    allreduce_dtype: str = option("bf16", choices=("bf16", "fp16", "fp32"))
     """Element type of the all-reduce sweep: bf16, fp16 or fp32 (the gradient-size one is fp32)."""
     timeout_s: float = 600.0
     """Seconds one torchrun launch may take before it is stopped."""
@@ -61,8 +62,6 @@ class Config(CommonConfig):
             positive(name, getattr(self, name))
         if self.allreduce_mib is not None and (not self.allreduce_mib or min(self.allreduce_mib) <= 0):
             raise ProbebookError(f"--allreduce-mib must be positive sizes in MiB, got {list(self.allreduce_mib)}")
-        if self.allreduce_dtype not in ("bf16", "fp16", "fp32"):
-            raise ProbebookError(f"--allreduce-dtype must be bf16, fp16 or fp32, got {self.allreduce_dtype!r}")
         if self.timeout_s <= 0:
             raise ProbebookError(f"--timeout-s must be positive, got {self.timeout_s}")
 

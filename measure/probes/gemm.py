@@ -16,23 +16,26 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "gemm"
 VERSION = 1
+HELP = "Matmul TFLOP/s on the workload's linear-layer shapes, a square reference, and the FLOP-weighted ceiling."
+EXAMPLE = "probebook measure gemm --preset 250m --device cuda"
 GEMM_DTYPES = ("auto", "bf16", "fp16", "fp32")
 
 
 @dataclass(frozen=True)
-class GemmConfig(CommonConfig):
+class Config(CommonConfig):
     """Options of the gemm probe."""
 
     tokens: int | None = None
     """Tokens per step, the M of the workload's GEMMs (default 16384 on CUDA, 256 on CPU)."""
     square: int | None = None
     """Side of the square reference GEMM (default 8192 on CUDA, 512 on CPU)."""
-    gemm_dtype: str = "auto"
+    gemm_dtype: str = option("auto", choices=GEMM_DTYPES)
     """Operand dtype: bf16 on CUDA and fp32 on CPU when ``auto``."""
     window_s: float = 0.02
     """Target seconds per window; calls per window are calibrated to reach it (at least ``iters``)."""
@@ -41,8 +44,6 @@ class GemmConfig(CommonConfig):
         super().__post_init__()
         positive("tokens", self.tokens)
         positive("square", self.square)
-        if self.gemm_dtype not in GEMM_DTYPES:
-            raise ProbebookError(f"--gemm-dtype must be one of {', '.join(GEMM_DTYPES)}, got {self.gemm_dtype!r}")
         if not self.window_s > 0:
             raise ProbebookError(f"--window-s must be > 0, got {self.window_s}")
 
@@ -99,7 +100,7 @@ def _operands(torch: Any, name: str, m: int, n: int, k: int, dtype: Any, device:
     return rand(m, k), rand(k, n)  # dgrad dY @ W, and the square reference
 
 
-def run(config: GemmConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time every workload GEMM shape and the square reference; return the evidence (not stored)."""
     device = resolve_device(config.device)
     tokens = config.tokens or (16384 if device == "cuda" else 256)

@@ -35,6 +35,11 @@ from measure.runner import Recorder, execute
 
 PROBE = "kernels"
 VERSION = 2
+HELP = (
+    "torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
+    "loss, optimizer, other)."
+)
+EXAMPLE = "probebook measure kernels --preset 250m --compile"
 # GPU user annotations by name, for a profiler whose events lack ``is_user_annotation``:
 # the step marker of torch.profiler's schedule and the optimizer's record_function label.
 _ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
@@ -47,7 +52,7 @@ CONSISTENCY_BOUNDS = {"cuda": (0.5, 1.1), "cpu": (0.2, 5.0)}
 
 
 @dataclass(frozen=True)
-class KernelsConfig(OneStepConfig):
+class Config(OneStepConfig):
     """Options of the kernels probe."""
 
     steps: int = 3
@@ -92,7 +97,7 @@ def _self_time_us(event: Any, device: bool) -> float:
     return float(event.self_cpu_time_total)
 
 
-def run(config: KernelsConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Profile ``steps`` training steps; return the evidence (not stored)."""
     device = resolve_device(config.device)
     batch, seq_len = config.step_shape(device)

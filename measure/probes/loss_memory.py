@@ -34,18 +34,21 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.compare import relative_error
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import config_from_dict, option
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
 from measure.workload.losses import chunked_cross_entropy
 
 PROBE = "loss-memory"
 VERSION = 1
+HELP = "Peak memory per microbatch for the materialized loss (full logits) against a chunked, recomputed loss."
+EXAMPLE = "probebook measure loss-memory --preset 250m --context 2048 --microbatches 1,2,4,8,16"
 MODULE = "measure.probes.loss_memory"
 ARMS = ("materialized", "chunked")
 MICROBATCHES = (1, 2, 4, 8, 16)
@@ -53,14 +56,14 @@ LOSS_AGREEMENT = 1e-2  # relative: bf16 logits from GEMMs of different M round d
 
 
 @dataclass(frozen=True)
-class LossMemoryConfig(CommonConfig):
+class Config(CommonConfig):
     """Options of the loss-memory probe."""
 
     context: int | None = None
     """Sequence length in tokens (default 2048 on CUDA, 256 on CPU)."""
     microbatches: tuple[int, ...] = MICROBATCHES
     """Microbatch sizes in sequences; at least 2 distinct, for a slope."""
-    arms: tuple[str, ...] = ARMS
+    arms: tuple[str, ...] = option(ARMS, choices=ARMS)
     """Loss implementations to compare: materialized, chunked."""
     chunk_tokens: int | None = None
     """Tokens per chunk of the chunked arm (default 1024 on CUDA, 64 on CPU)."""
@@ -82,8 +85,8 @@ class LossMemoryConfig(CommonConfig):
             raise ProbebookError(
                 f"--microbatches needs at least 2 distinct sizes >= 1 for a slope, got {list(self.microbatches)}"
             )
-        if not self.arms or any(a not in ARMS for a in self.arms) or len(set(self.arms)) != len(self.arms):
-            raise ProbebookError(f"--arms must be a comma list of {', '.join(ARMS)}, got {list(self.arms)}")
+        if len(set(self.arms)) != len(self.arms):
+            raise ProbebookError(f"--arms lists an arm twice: {list(self.arms)}")
         for name in ("budget_s", "point_timeout_s"):
             value = getattr(self, name)
             if value is not None and not value > 0:
@@ -166,11 +169,12 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     from measure import peakmem
     from measure.isolate import Phases
     from measure.timing import WindowPlan, clock_for, sync_for, time_windows
-    from measure.workload import WorkloadOptions, load_workload
+    from measure.workload import load_workload
 
+    config: Config = config_from_dict(Config, spec["config"])
     device, arm, mb, s = spec["device"], spec["arm"], spec["microbatch"], spec["context"]
     phases = Phases(facts)
-    options = WorkloadOptions(**spec["options"])
+    options = config.workload_options(device)
     memory = peakmem.device_memory(device)
     facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
     with torch.device(device):  # weights are made where they live: no host init, no copy
@@ -194,11 +198,11 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         facts["first_loss"] = float(loss(batch))
     sync = sync_for(device)
     phases.mark("setup_s")
-    for _ in range(spec["warmup"]):
+    for _ in range(config.warmup):
         step(batch)
     peakmem.reset(device)
     phases.mark("warmup_s")
-    plan = WindowPlan(warmup=0, windows=spec["windows"], iters=spec["iters"])
+    plan = WindowPlan(warmup=0, windows=config.windows, iters=config.iters)
     timed = time_windows(lambda: step(batch), clock_for(device), plan, sync)
     peak = peakmem.read(device)
     phases.mark("timed_s")
@@ -278,7 +282,7 @@ def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Measure every (microbatch, arm) point, arms alternating, one process per point; return the evidence."""
     from measure import peakmem
     from measure.isolate import CUDA_AHEAD, PointProcess
@@ -318,22 +322,12 @@ def run(config: LossMemoryConfig, journal: Any = None, progress: bool = False) -
                             f"points (at microbatch {mb}, arm {arm})"
                         )
                     spec = {
+                        "config": asdict(config),
                         "device": device,
                         "arm": arm,
                         "microbatch": mb,
                         "context": context,
                         "chunk_tokens": chunk,
-                        "options": {
-                            "preset": config.preset,
-                            "device": device,
-                            "compile": config.compile,
-                            "checkpointing": config.checkpointing,
-                            "dtype": config.dtype,
-                            "seed": config.seed,
-                        },
-                        "warmup": config.warmup,
-                        "windows": config.windows,
-                        "iters": config.iters,
                     }
                     outcome = points.run(spec)
                     result = outcome.result

@@ -29,6 +29,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import OneStepConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
@@ -51,8 +52,8 @@ class Config(OneStepConfig):
     """Documents packed into each row of the ``document`` batch (equal lengths)."""
     steps: int = 2
     """Steps per kind under the profiler (the backend and kernels are read from them)."""
-    windows: int = 7
-    """Interleaved rounds of all kinds (``--rounds``)."""
+    windows: int = option(7, aliases=("--rounds",))
+    """Interleaved rounds of all kinds (``--rounds`` is the same option)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

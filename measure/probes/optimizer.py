@@ -17,19 +17,22 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import OneStepConfig, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "optimizer"
 VERSION = 1
+HELP = "optimizer.step's share of the step by CUDA events inside the real step, paired with an uninstrumented baseline."
+EXAMPLE = "probebook measure optimizer --preset 250m"
 
 
 @dataclass(frozen=True)
-class OptimizerConfig(OneStepConfig):
+class Config(OneStepConfig):
     """Options of the optimizer probe."""
 
-    windows: int = 7
-    """Interleaved rounds (``--rounds``)."""
+    windows: int = option(7, aliases=("--rounds",))
+    """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
 
 
 def share(optimizer_s: float, step_s: float) -> float:
@@ -37,7 +40,7 @@ def share(optimizer_s: float, step_s: float) -> float:
     return optimizer_s / step_s
 
 
-def run(config: OptimizerConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Interleave instrumented and baseline steps; return the evidence (not stored)."""
     device = resolve_device(config.device)
     batch, seq_len = config.step_shape(device)

@@ -16,27 +16,30 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import CommonConfig, free_device_memory, positive, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "step-scaling"
 VERSION = 1
+HELP = "Training-step time at several sequence lengths, at fixed batch and at fixed tokens per step."
+EXAMPLE = "probebook measure step-scaling --preset 90m --seq-lens 512,1024,2048,4096"
 MODES = ("fixed_batch", "fixed_tokens")
 GPU_SEQ_LENS = (512, 1024, 2048, 4096, 6144, 8192)
 CPU_SEQ_LENS = (32, 64, 96, 128, 192, 256)
 
 
 @dataclass(frozen=True)
-class StepScalingConfig(CommonConfig):
+class Config(CommonConfig):
     """Options of the step-scaling probe."""
 
-    seq_lens: tuple[int, ...] | None = None
+    seq_lens: tuple[int, ...] | None = option(None, metavar="S,S,...")
     """Sequence lengths, at least 3 distinct (default 6: 512..8192 on CUDA, 32..256 on CPU)."""
     batch: int | None = None
     """Batch size of the fixed-batch mode (default 4 on CUDA, 2 on CPU)."""
     tokens_per_step: int | None = None
     """Target B*S of the fixed-tokens mode (default 3 x the longest length)."""
-    modes: tuple[str, ...] = MODES
+    modes: tuple[str, ...] = option(MODES, choices=MODES)
     """Which modes to run: fixed_batch, fixed_tokens."""
 
     def __post_init__(self) -> None:
@@ -50,8 +53,6 @@ class StepScalingConfig(CommonConfig):
                 raise ProbebookError("--seq-lens must all be >= 1")
         positive("batch", self.batch)
         positive("tokens_per_step", self.tokens_per_step)
-        if not self.modes or any(m not in MODES for m in self.modes):
-            raise ProbebookError(f"--modes must be a comma list of {', '.join(MODES)}, got {list(self.modes)}")
         if self.tokens_per_step and self.seq_lens and self.tokens_per_step < max(self.seq_lens):
             raise ProbebookError(
                 f"--tokens-per-step {self.tokens_per_step} is below the longest sequence "
@@ -70,7 +71,7 @@ def plan_points(
     return points
 
 
-def run(config: StepScalingConfig, journal: Any = None, progress: bool = False) -> Evidence:
+def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the training step at every (mode, S) point; return the evidence (not stored)."""
     device = resolve_device(config.device)
     seq_lens = config.seq_lens or (GPU_SEQ_LENS if device == "cuda" else CPU_SEQ_LENS)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
+from measure.options import check_choices, option
 from measure.workload.presets import PRESETS
 
 DTYPES = ("bf16", "fp32")
@@ -20,32 +21,35 @@ DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
-class WorkloadOptions:
-    """How to build a workload; passed unchanged to a plug-in factory."""
+class WorkloadFields:
+    """The workload fields a probe's config shares with ``WorkloadOptions`` (declared here only)."""
 
-    preset: str = "tiny"
-    """Reference preset name (a plug-in may read it or ignore it)."""
-    device: str = "cpu"
-    """``cpu`` or ``cuda`` (already resolved, never ``auto``)."""
+    preset: str = option("tiny", choices=tuple(PRESETS))
+    """Reference preset (a plug-in may read it or ignore it)."""
     compile: bool = False
-    """Wrap the blocks in ``torch.compile`` (regional compilation)."""
+    """Compile the model's blocks with torch.compile (regional compilation)."""
     checkpointing: bool = False
     """Recompute each block's activations in backward (activation checkpointing)."""
-    dtype: str = "bf16"
-    """Autocast compute dtype: ``bf16`` (autocast) or ``fp32`` (no autocast)."""
+    dtype: str = option("bf16", choices=DTYPES)
+    """Compute dtype: ``bf16`` autocast or ``fp32`` (no autocast)."""
     seed: int = 0
-    """Seed for weights and synthetic tokens."""
+    """Seed for weights, synthetic tokens and random operands."""
     sliding_window: int | None = None
     """Reference decoder: local layers attend to the last W keys (None: every layer global)."""
     global_every: int | None = None
     """Reference decoder with a window: every K-th layer stays global (None: every layer local)."""
 
+
+@dataclass(frozen=True)
+class WorkloadOptions(WorkloadFields):
+    """How to build a workload; passed unchanged to a plug-in factory."""
+
+    device: str = option("cpu", choices=DEVICES)
+    """``cpu`` or ``cuda`` (already resolved, never ``auto``)."""
+
     def __post_init__(self) -> None:
         check_window(self.sliding_window, self.global_every)
-        if self.device not in DEVICES:
-            raise ProbebookError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
-        if self.dtype not in DTYPES:
-            raise ProbebookError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        check_choices(self)
 
 
 def check_window(sliding_window: int | None, global_every: int | None) -> None:

@@ -83,11 +83,7 @@ def probe_config_class(probe: str) -> Any:
     """The probe module's config dataclass (``Config``)."""
     from measure.probes import PROBES as MODULES
 
-    module = importlib.import_module(MODULES[probe])
-    found = getattr(module, "Config", None)
-    if found is None:  # modules not yet on the one-``Config`` shape name it <Probe>Config
-        found = next(v for k, v in vars(module).items() if k.endswith("Config") and v.__module__ == module.__name__)
-    return found
+    return importlib.import_module(MODULES[probe]).Config
 
 
 def _fields(cls: Any) -> dict[str, Any]:

@@ -8,23 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-from typing import Any, Sequence
+from typing import Sequence
 
+from measure.cli import HelpFormatter, archive_option, command
 from measure.errors import run_action
 
 COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "site")
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Keeps the hand-wrapped examples in epilogs as written."""
-
-
-def command(sub: Any, name: str, help: str, example: str, **kw) -> argparse.ArgumentParser:
-    """Add a subcommand whose ``--help`` ends with a worked example."""
-    return sub.add_parser(
-        name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=HelpFormatter, **kw
-    )
+__all__ = ["HelpFormatter", "build_parser", "command", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,11 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  probebook archive ls --probe step-scaling\n  probebook build",
         formatter_class=HelpFormatter,
     )
-    parser.add_argument(
-        "--archive",
-        default=os.environ.get("PROBEBOOK_ARCHIVE", "archive"),
-        help="archive folder (default: ./archive or $PROBEBOOK_ARCHIVE)",
-    )
+    archive_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(f"probebook.cli.{name}").register(sub)

@@ -1,12 +1,17 @@
-"""``probebook measure <probe>``: run a probe and archive its evidence (definitions in ``measure.cli``)."""
+"""``probebook measure <probe>``: run a probe and archive its evidence (the probes' commands are ``measure.cli``'s)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from measure import cli as measure_cli
-from probebook.cli import command
+from measure.cli import add_probe_commands, command
 
 
 def register(sub: Any) -> None:
-    measure_cli.register(sub, command)
+    top = command(
+        sub,
+        "measure",
+        "Run a probe on this machine and archive its evidence; print the evidence id.",
+        "probebook measure step-scaling --preset 90m --device cuda",
+    )
+    add_probe_commands(top.add_subparsers(dest="probe", metavar="PROBE", required=True))
