@@ -2,12 +2,13 @@
 
 Each field of a probe's ``Config`` (defaults and a one-line docstring right below the field) is one
 option ``--field-name``: its help is the field's docstring, its default the field's default, its
-type read from the annotation (``int``, ``float``, ``str``, ``bool`` as a flag, ``tuple[int, ...]``,
-``tuple[float, ...]`` and ``tuple[str, ...]`` as comma lists, each optionally ``| None``). What a type cannot say goes in
-the field's metadata through ``option(...)``: ``choices`` (checked by argparse for a single value
-and by ``check_choices`` for every item of a list) ``aliases`` such as ``--rounds``, and a ``metavar``.
-``config_from_args`` builds the ``Config`` back from parsed arguments, so the dataclass validates
-every value and a default exists in one place (ARCHITECTURE.md §5.1). No torch is imported here.
+type read from the annotation (``int``, ``float``, ``str``, ``bool`` as a flag, and ``tuple[int,
+...]``, ``tuple[float, ...]``, ``tuple[str, ...]`` as comma lists, each optionally ``| None``).
+What a type cannot say goes in the field's metadata through ``option(...)``: ``choices`` (checked
+by argparse for a single value and by ``check_choices`` for every item of a list), ``aliases``
+such as ``--rounds``, and a ``metavar``. ``config_from_args`` builds the ``Config`` back from
+parsed arguments, so the dataclass validates every value and a default exists in one place
+(ARCHITECTURE.md §5.1). No torch is imported here.
 """
 
 from __future__ import annotations
