@@ -44,7 +44,10 @@ def _distinct_per_window(window_of_seq: np.ndarray, roots: np.ndarray, n_roots: 
     """Sum over windows 0..full_windows-1 of the distinct roots each holds."""
     keep = window_of_seq < full_windows
     keys = window_of_seq[keep].astype(np.int64) * max(1, n_roots) + roots[keep]
-    return int(np.unique(keys).size)
+    if keys.size == 0:
+        return 0
+    keys.sort()  # sort + count the changes: several times faster here than np.unique's hashing
+    return int(np.count_nonzero(keys[1:] != keys[:-1])) + 1
 
 
 def _longest_slots(row_tokens: np.ndarray, microbatch: int) -> int:

@@ -16,8 +16,7 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
     """Naive batching, then bucket-to-pair at each swept bucket size: rows, padding shares, diversity."""
     records = []
     for doc in docs:
-        if doc.get("probe") != "padding":
-            raise ProbebookError(f"table 'padding' needs padding evidence, got {doc.get('probe')} evidence")
+        _need("padding", "padding", doc)
         for r in doc["data"]["samples"]:
             records.append(
                 {
@@ -44,8 +43,7 @@ def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
     """The corpus's document-length histogram: documents per power-of-two length bin, and their share."""
     records = []
     for doc in docs:
-        if doc.get("probe") != "padding":
-            raise ProbebookError(f"table 'padding-lengths' needs padding evidence, got {doc.get('probe')} evidence")
+        _need("padding-lengths", "padding", doc)
         hist = doc["data"]["length_histogram"]
         total = sum(hist["counts"])
         for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
@@ -63,8 +61,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
     """Per mask kind: the SDPA backend the trace shows, its attention kernel and tags, median step, vs is_causal."""
     records = []
     for doc in docs:
-        if doc.get("probe") != "mask":
-            raise ProbebookError(f"table 'mask' needs mask evidence, got {doc.get('probe')} evidence")
+        _need("mask", "mask", doc)
         steps: dict[str, list[float]] = {}
         for r in doc["data"]["samples"]:
             steps.setdefault(r["kind"], []).append(r["step_s"])
@@ -97,6 +94,12 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         Column("rounds_cv", "CV of rounds", percent),
     ]
     return cols, records
+
+
+def _need(table: str, probe: str, doc: dict[str, Any]) -> None:
+    """Refuse evidence of another probe, naming the table and both probes."""
+    if doc.get("probe") != probe:
+        raise ProbebookError(f"table {table!r} needs {probe} evidence, got {doc.get('probe')} evidence")
 
 
 _ORDER = {"causal": 0, "explicit": 1, "padded": 2, "sliding": 3, "document": 4}
