@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import re
 import signal
 import string
@@ -332,6 +333,21 @@ def _template_line(tb: TracebackType | None, filename: str) -> int | None:
     return line
 
 
+def _where(exc: BaseException, filename: str) -> str:
+    line = _template_line(exc.__traceback__, filename)
+    return f"{filename} line {line}" if line else filename
+
+
+def _raised_by_template(tb: TracebackType | None, filename: str) -> bool:
+    """Whether an exception came from the page's own expression (``{{ [1][5] }}``, a page function called
+    with a wrong argument), not from code a page function runs: its innermost frame is the template's
+    or jinja's. Only ``ProbebookError`` and template errors are the author's otherwise (ARCHITECTURE.md §7)."""
+    last = None
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return last is not None and (last == filename or f"{jinja2.__name__}{os.sep}" in last)
+
+
 def _explain(exc: BaseException, names: list[str]) -> str:
     if isinstance(exc, jinja2.UndefinedError):
         m = re.match(r"^'([^']+)' is undefined$", str(exc))
@@ -363,10 +379,12 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
         raise PageError(f"{filename}: the template recurses too deeply (a macro that calls itself?)") from None
     except jinja2.TemplateSyntaxError as exc:
         raise PageError(f"{filename} line {exc.lineno}: {_explain(exc, list(context))}") from None
-    except (jinja2.TemplateError, ProbebookError, TypeError, ValueError, ArithmeticError, LookupError) as exc:
-        line = _template_line(exc.__traceback__, filename)
-        where = f"{filename} line {line}" if line else filename
-        raise PageError(f"{where}: {_explain(exc, list(context))}") from None
+    except (jinja2.TemplateError, ProbebookError) as exc:
+        raise PageError(f"{_where(exc, filename)}: {_explain(exc, list(context))}") from None
+    except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
+        if not _raised_by_template(exc.__traceback__, filename):
+            raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
+        raise PageError(f"{_where(exc, filename)}: {_explain(exc, list(context))}") from None
     finally:
         _STATE.reset(token)
 
