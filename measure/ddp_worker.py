@@ -23,12 +23,13 @@ import json
 import os
 import sys
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
 from measure.distributed import MULTICAST_OFF
 from measure.timing import Clock, WindowPlan, clock_for, sync_for, time_windows
-from measure.workload import WorkloadOptions, load_workload
+from measure.workload import WorkloadFields, WorkloadOptions, load_workload
 
 _DTYPES = {"bf16": "bfloat16", "fp32": "float32", "fp16": "float16"}
 
@@ -222,14 +223,7 @@ def start(spec: dict[str, Any]) -> tuple[int, int, str]:
 
 def build(spec: dict[str, Any], device: str, world: int) -> tuple[Any, Any, Any, int]:
     """(workload, DDP wrapper or None, batch, gradient bytes) for ``spec`` on this rank."""
-    options = WorkloadOptions(
-        preset=spec["preset"],
-        device=device,
-        compile=spec["compile"],
-        checkpointing=spec["checkpointing"],
-        dtype=spec["dtype"],
-        seed=spec["seed"],
-    )
+    options = WorkloadOptions(**{f.name: spec[f.name] for f in fields(WorkloadFields) if f.name in spec}, device=device)
     workload = load_workload(options, spec["workload"])
     grad_bytes = sum(p.numel() * p.element_size() for p in workload.model.parameters() if p.requires_grad)
     ddp = route_through_ddp(workload.model, device, spec["bucket_cap_mb"]) if world > 1 else None
