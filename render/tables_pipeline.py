@@ -102,6 +102,6 @@ def _need(table: str, probe: str, doc: dict[str, Any]) -> None:
         raise ProbebookError(f"table {table!r} needs {probe} evidence, got {doc.get('probe')} evidence")
 
 
-_ORDER = {"causal": 0, "explicit": 1, "padded": 2, "sliding": 3, "document": 4}
+_ORDER = {"causal": 0, "explicit": 1, "padded": 2, "padded-causal": 3, "sliding": 4, "document": 5}
 PIPELINE_TABLES = {"padding": (_padding, ()), "padding-lengths": (_lengths, ()), "mask": (_mask, ())}
 """Table kind -> (builder, options), merged into ``render.tables.KINDS``."""

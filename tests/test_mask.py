@@ -128,6 +128,9 @@ def test_mask_probe_runs_every_kind_on_cpu(cli, archive):
     }
     assert cost.slowdown.value == medians["padded"] / medians["causal"] - 1
     assert cost.padding_share.value == 0.25  # rows of 64 and 32 at width 64
+    same = doc["data"]["padded_equivalence"]
+    # right padding under a causal mask: the real tokens never see a pad, so the mask changes no loss
+    assert same["dtype"] == "float32" and same["abs_diff"] < 1e-5 * same["loss_is_causal"]
     assert cost.window.value == 16
     assert cost.attention.value is None and "CPU" in cost.attention.note
     table = render_table("mask", [doc]).markdown

@@ -6,6 +6,8 @@ Five mask kinds run on the reference decoder at one fixed shape (``--batch`` x `
 * ``explicit``: the same causal pattern passed as a boolean 4D mask;
 * ``padded``: right-padded rows (lengths evenly spaced from the full width down to
   ``--min-length-fraction`` of it) with a padding mask; padded targets are ignored by the loss;
+* ``padded-causal``: the same padded batch with ``is_causal=True`` and no mask: under a causal
+  mask a real token never attends to a later pad, so only the ignored targets are needed;
 * ``sliding``: local layers see the last ``--sliding-window`` keys (default a quarter of the width),
   every ``--global-every``-th layer global (default none);
 * ``document``: ``--documents`` packed documents per row with a document mask.
@@ -16,6 +18,10 @@ are recorded (render reads their architecture tags, ``sm90`` ..., from the names
 are then timed in interleaved rounds, so drift cannot favour one. For the padded batch this
 records its step time beside ``causal`` and its lengths (the loss positions it keeps); render
 derives the slowdown against the padding share (``render/derive/masks.py``).
+
+Padded equivalence: one forward in float32 (no autocast) of the padded batch with the padding mask
+and with ``is_causal`` gives two losses over the real tokens; their difference is recorded
+(``data.padded_equivalence``), so the claim that the mask changes nothing is measured, not argued.
 
 Band check: the masks the model passes to SDPA in a ``sliding`` forward are captured by hooks and
 checked on the CPU (``band_check``): no query row allows more than W keys, none looks ahead, none
@@ -34,10 +40,10 @@ from measure.probes.common import OneStepConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "mask"
-VERSION = 1
+VERSION = 2  # 2: the padded-causal kind and the padded equivalence check
 HELP = "SDPA backend, kernels and step time per attention mask (causal, explicit, padded, sliding, document)."
 EXAMPLE = "probebook measure mask --preset 250m --seq-len 2048 --batch 4 --sliding-window 512"
-KINDS = ("causal", "explicit", "padded", "sliding", "document")
+KINDS = ("causal", "explicit", "padded", "padded-causal", "sliding", "document")
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "causal": (inputs, targets),
             "explicit": (inputs, targets, {"explicit_mask": True}),
             "padded": (inputs, padded_targets, {"lengths": length_t}),
+            "padded-causal": (inputs, padded_targets),
             "sliding": (inputs, targets),
             "document": (inputs, targets, {"doc_ids": doc_t}),
         }
@@ -208,6 +215,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "document": {"documents": config.documents, "width": seq_len},
             "sliding": {"window": window, "global_every": config.global_every},
         }
+        if "padded" in steps or "padded-causal" in steps:
+            rec.data["padded_equivalence"] = _padded_equivalence(model, inputs, padded_targets, length_t)
         if "sliding" in steps:
             rec.data["band_check"] = _band_check_model(model, batches["sliding"][0], window, config.global_every)
         timed = time_interleaved(
@@ -231,6 +240,25 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         del torch
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+def _padded_equivalence(model: Any, inputs: Any, targets: Any, lengths: Any) -> dict[str, Any]:
+    """Loss over the real tokens of the padded batch with the padding mask and with ``is_causal``, in float32."""
+    import torch
+    import torch.nn.functional as F
+
+    with torch.no_grad():
+        losses = {}
+        for name, request in (("mask", {"lengths": lengths}), ("is_causal", {})):
+            logits = model(inputs, **request).float()
+            losses[name] = float(F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)))
+            del logits
+    return {
+        "dtype": "float32",
+        "loss_mask": losses["mask"],
+        "loss_is_causal": losses["is_causal"],
+        "abs_diff": abs(losses["mask"] - losses["is_causal"]),
+    }
 
 
 def _band_check_model(model: Any, inputs: Any, window: int, global_every: int | None) -> dict[str, Any]:
