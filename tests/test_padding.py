@@ -101,6 +101,18 @@ def test_folder_corpus_is_named_and_hashed(cli, archive):
     assert doc["params"]["roots"] == "folder"
 
 
+def test_jsonl_corpus_with_root_field(cli, archive):
+    out, doc = measure(cli, archive, "--corpus", str(FIXTURES / "docs.jsonl"), "--roots", "repo", *SMALL)
+    assert out.returncode == 0, out.stderr
+    corpus = doc["data"]["corpus"]
+    # byte-level over UTF-8: "héllo wörld" is 13 bytes (two 2-byte letters); the blank line is no document
+    assert (corpus["documents"], corpus["tokens"], corpus["roots"], corpus["format"]) == (3, 21, 2, "jsonl")
+    assert corpus["sha256"] == hashlib.sha256((FIXTURES / "docs.jsonl").read_bytes()).hexdigest()
+    out, _ = measure(cli, archive, "--corpus", str(FIXTURES / "broken.jsonl"), "--quiet")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [f"probebook: error: {FIXTURES / 'broken.jsonl'} line 2: not valid JSON"]
+
+
 def test_a_sweep_that_varies_nothing_is_stored_failed(cli, archive):
     out, doc = measure(cli, archive, "--corpus", str(FIXTURES / "all_full.csv"), *SMALL)
     assert out.returncode == 1
