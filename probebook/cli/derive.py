@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 from measure.errors import ProbebookError
 from measure.store import Store
 from probebook.cli import command
+from probebook.cli.output import json_text
 from render.derive import fit as fitting
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
 
@@ -89,7 +89,7 @@ def _fit(args: Any) -> int:
     for line in result.warnings:
         print(f"probebook: warning: {line}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json_text(result.to_json()))
         return 0
     ci = result.ci
     rows = [
@@ -132,7 +132,7 @@ def _project(args: Any) -> int:
         gpus=_whole("--gpus", args.gpus),
     )
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json_text(result.to_json()))
         return 0
     days = result.seconds / 86400
     print(f"tokens             {result.tokens:.6g} ({result.tokens_per_param:g} per parameter)")

@@ -86,6 +86,10 @@ def project(
     k = _positive("tokens_per_param", tokens_per_param)
     gpus = _whole("gpus", gpus)
     tokens = k * p
+    if not math.isfinite(tokens / r * gpus) or not math.isfinite(1e9 / r):
+        raise ProbebookError(
+            f"the projection of {p:g} params at {r:g} tokens/s does not fit in a double; check params and tok_s"
+        )
     updates = None
     if batch_tokens is not None:
         batch_tokens = _whole("batch_tokens", batch_tokens)
