@@ -282,3 +282,16 @@ def test_evidence_with_a_duplicate_key_or_deep_nesting_is_refused_by_add(tmp_pat
         assert code == 2 and err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "a").exists()
     assert os.environ.get("PROBEBOOK_MAX_EVIDENCE_BYTES") is None
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--params", "1e308", "--tok-s", "1e-300", "--json"), "does not fit in a double"),
+        (("--params", "1,5B", "--tok-s", "180000"), "--params '1,5B' is not a number"),
+        (("--params", "２５０M", "--tok-s", "180000"), "--params '２５０M' is not a number"),
+    ],
+)
+def test_project_refuses_overflow_and_decimal_commas(args: tuple[str, ...], message: str) -> None:
+    code, out, err = cli("project", *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
