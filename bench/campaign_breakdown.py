@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from measure.store import Store  # noqa: E402
-from probebook.campaign import receipts  # noqa: E402
+from measure.store import Store
+from probebook.campaign import receipts
 
 PHASES = ("setup_s", "warmup_s", "timed_s", "observe_s")
 

@@ -50,7 +50,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def bare_loop(args: argparse.Namespace, world: int):  # noqa: ANN201 - a closure and its timer
+def bare_loop(args: argparse.Namespace, world: int):
     """A plain DDP training loop as a user would write it; returns (step, timer of n steps in seconds)."""
     import torch
     import torch.nn.functional as F

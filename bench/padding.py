@@ -32,8 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from measure import batching  # noqa: E402
-from measure.probes import padding  # noqa: E402
+from measure import batching
+from measure.probes import padding
 
 WIDTH, MICROBATCH, ACCUMULATION, SEED = 2048, 8, 8, 0
 SIZES = padding.BUCKET_SIZES

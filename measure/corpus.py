@@ -72,7 +72,7 @@ def _tokenizer(spec: str) -> tuple[Callable[[list[str]], list[int]], dict[str, A
     if not path.is_file():
         raise ProbebookError(f"--tokenizer {spec}: not 'bytes' and not a tokenizers JSON file")
     try:
-        from tokenizers import Tokenizer  # type: ignore[import-not-found]  # optional: only for --tokenizer FILE
+        from tokenizers import Tokenizer  # optional: only for --tokenizer FILE
     except ImportError:
         raise ProbebookError(
             f"--tokenizer {spec}: the tokenizers package is not installed (pip install tokenizers)"
@@ -191,7 +191,7 @@ def _jsonl(p: Path, column: str, roots: str) -> tuple[list[str], list[str]]:
 
 def _parquet(p: Path, column: str, roots: str) -> tuple[list[str], list[str]]:
     try:
-        import pyarrow.parquet as pq  # type: ignore[import-not-found]  # optional: only for Parquet corpora
+        import pyarrow.parquet as pq  # optional: only for Parquet corpora
     except ImportError:
         raise ProbebookError(f"{p}: reading Parquet needs pyarrow (pip install pyarrow)") from None
     table = pq.read_table(p)

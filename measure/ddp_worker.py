@@ -108,7 +108,7 @@ class CommTimer:
         self.stamps, self.world = stamps, world
         self.buckets: list[tuple[Any, Any, int]] = []
 
-    def hook(self, state, bucket):  # noqa: ANN001 - DDP refuses a hook whose bucket is not annotated GradBucket
+    def hook(self, state, bucket):
         import torch.distributed as dist
 
         del state

@@ -184,7 +184,7 @@ def validate(doc: Any, where: str) -> None:
     version = schema_version(doc, where)
     if version != SCHEMA_VERSION:
         raise _version_error(version, where)
-    required: dict[str, type | tuple[type, ...]] = {
+    required: dict[str, type] = {
         "probe": str,
         "probe_version": int,
         "created_at": str,

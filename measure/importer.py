@@ -271,7 +271,7 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
         absent = [c for c in contract if c not in row]
         if absent:
             raise EvidenceError(f"{where}: missing required column '{absent[0]}' for {probe}")
-        typed = {}
+        typed: dict[str, Any] = {}
         for column, value in row.items():
             if column in kinds:
                 if column in OPTIONAL[probe] and (value is None or str(value).strip() == ""):

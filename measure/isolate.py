@@ -123,8 +123,9 @@ class PointProcess:
         proc = self._ready.popleft() if self._ready else self._start()
         start = time.perf_counter()
         try:
-            proc.stdin.write(json.dumps(spec, allow_nan=False) + "\n")  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]  (communicate() closes it)
+            assert proc.stdin is not None  # started with stdin=PIPE; communicate() closes it later
+            proc.stdin.write(json.dumps(spec, allow_nan=False) + "\n")
+            proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died while starting; communicate() below collects how
         while len(self._ready) < self.ahead:
@@ -199,7 +200,7 @@ class Phases:
 def warm_imports() -> None:
     """Import what every point needs, touching no device, so a spawned-ahead child is ready for its spec."""
     import torch
-    import torch.profiler  # noqa: F401  (every point profiles one step)
+    import torch.profiler
 
     import measure.workload.reference  # noqa: F401
 

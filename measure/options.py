@@ -62,7 +62,9 @@ def field_docs(cls: type) -> dict[str, str]:
         if not dataclasses.is_dataclass(klass):
             continue
         tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
-        body = tree.body[0].body  # type: ignore[attr-defined]
+        class_def = tree.body[0]
+        assert isinstance(class_def, ast.ClassDef)
+        body = class_def.body
         for stmt, nxt in zip(body, [*body[1:], None], strict=True):
             if (
                 isinstance(stmt, ast.AnnAssign)

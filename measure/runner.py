@@ -96,10 +96,10 @@ def execute(
     rec.header(version, machine, code)
     try:
         body(rec)
-    except ProbebookError:
+    except ProbebookError as exc:
         if not rec.samples:
             raise
-        rec.status, rec.error = "partial", one_line(sys.exc_info()[1])
+        rec.status, rec.error = "partial", one_line(exc)
     except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
         rec.status = "partial" if rec.samples else "failed"
         rec.error = one_line(exc)

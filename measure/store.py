@@ -376,7 +376,7 @@ class Store:
         faster than ``open`` + ``hashlib.file_digest`` per ``Path`` (``python bench/archive.py``
         prints both, beside ``sha256sum`` over the same files).
         """
-        bad = []
+        bad: list[Mismatch] = []
         base = str(self.base)
         if not os.path.isdir(base) or os.path.islink(base):
             return bad

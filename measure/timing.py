@@ -199,6 +199,13 @@ class WindowResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     """Windows that failed their checks (a non-finite loss, a wrong update count): never timings."""
 
+    @property
+    def checked_median_s(self) -> float:
+        """``median_s``; ``WindowsFailed`` when every window failed its checks (there is no timing)."""
+        if self.median_s is None:
+            raise WindowsFailed(f"every window failed its checks, first: {self.failures[0].get('failure')}")
+        return self.median_s
+
 
 def time_windows(
     fn: Callable[[], Any],

@@ -34,6 +34,7 @@ from measure.store import Store, read_regular
 from render import changes, claims, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
 from render import sources as sourcesmod
 from render.functions import Library, PageFunctions
+from render.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.pages import PageState, check_links, inert_prose, make_environment, render_body
 from render.sources import Sources
 
@@ -93,7 +94,7 @@ class Tree:
     """The mkdocs ``nav``."""
     cited: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """Evidence id -> (tree path, title) of each page that cites it."""
-    diff: ledger.Diff | None = None
+    diff: Diff | None = None
     """This ledger against the published one."""
 
 
@@ -104,7 +105,7 @@ class BuildResult:
     tree: Path
     site: Path | None
     ledger: list[dict[str, Any]]
-    diff: ledger.Diff
+    diff: Diff
     pages: int
     evidence: int
 
@@ -190,8 +191,8 @@ def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
         tree.ledger += [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
         for ident in sorted(state.cited | set(aliases.values())):
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
-    for rel, path in src.files:
-        tree.files[rel] = path.read_bytes()
+    for rel, source in src.files:
+        tree.files[rel] = source.read_bytes()
     return tree
 
 

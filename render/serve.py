@@ -65,7 +65,7 @@ def rebuild(paths: BuildPaths, log: Callable[[str], None]) -> bool:
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

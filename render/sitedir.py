@@ -85,7 +85,7 @@ def temp_folder(site: Path) -> Path:
 
 def remove_stale(site: Path) -> list[Path]:
     """Remove temporary folders that builds killed before their swap left beside ``site`` (their owner is gone)."""
-    removed = []
+    removed: list[Path] = []
     if not site.parent.is_dir():
         return removed
     for path in sorted(site.parent.glob(f".{site.name}{TEMP_INFIX}*")):

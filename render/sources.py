@@ -157,7 +157,7 @@ def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, list
         raise SourceError(f"{path} line 1: front matter opened with '---' is never closed") from None
     fm_lines = lines[1:end]
     try:
-        meta = yaml.load("\n".join(fm_lines), Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        meta = yaml.load("\n".join(fm_lines), Loader=_UniqueKeyLoader)
     except RecursionError:
         raise SourceError(f"{path} line 2: front matter nests too deeply (at most {MAX_DEPTH} levels)") from None
     except yaml.YAMLError as exc:

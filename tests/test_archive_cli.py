@@ -112,7 +112,7 @@ def test_every_malformed_import_is_one_line_and_touches_nothing(tmp_path, cli):
             for f in files
         ],
     )
-    for path, result in zip(files, results):
+    for path, result in zip(files, results, strict=True):
         _assert_one_line_error(result, str(path))
     assert _snapshot(root) == before
 
@@ -122,7 +122,7 @@ def test_every_malformed_evidence_file_is_refused_by_add_and_touches_nothing(tmp
     before = _snapshot(root)
     files = sorted(BAD_EVIDENCE.iterdir())
     results = _many(cli, [("--archive", str(root), "archive", "add", str(f)) for f in files])
-    for path, result in zip(files, results):
+    for path, result in zip(files, results, strict=True):
         _assert_one_line_error(result, str(path))
     assert _snapshot(root) == before
 

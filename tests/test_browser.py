@@ -38,7 +38,7 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     requested: list[str]
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         self.requested.append(self.path)
 
 

@@ -52,7 +52,7 @@ def test_the_walk_finds_the_archive_commands():
 def helps():
     """`probebook ... --help` for every command, each a real process, run side by side to save time."""
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(COMMANDS, pool.map(lambda path: run_cli(*path, "--help"), COMMANDS)))
+        return dict(zip(COMMANDS, pool.map(lambda path: run_cli(*path, "--help"), COMMANDS), strict=True))
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "probebook")

@@ -139,7 +139,7 @@ def test_python_dash_m_measure_shares_the_parser(archive):
 def test_bad_options_are_one_line_errors_and_archive_nothing(cli, archive, args, message):
     out = cli("--archive", str(archive), "measure", *args)
     assert out.returncode == 2, out.stderr
-    lines = [l for l in out.stderr.splitlines() if not l.startswith("USDT:")]
+    lines = [line for line in out.stderr.splitlines() if not line.startswith("USDT:")]
     assert len(lines) == 1 and "Traceback" not in out.stderr
     assert message in lines[0]
     assert not (archive / "evidence").exists()

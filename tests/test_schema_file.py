@@ -1,4 +1,4 @@
-"""The shipped JSON Schema (measure/schema/evidence-1.schema.json) agrees with `measure.evidence.validate` on the fixtures."""
+"""The shipped JSON Schema (measure/schema/evidence-1.schema.json) agrees with ``validate`` on the fixtures."""
 
 from __future__ import annotations
 

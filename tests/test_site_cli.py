@@ -1,5 +1,6 @@
 """The site commands as a new user runs them (real subprocesses): the README walk-through from import to the
-Changes page, a new project with no evidence, this repository's own site, publish, diff, lint, serve, and one-line errors."""
+Changes page, a new project with no evidence, this repository's own site, publish, diff, lint, serve, one-line errors.
+"""
 
 from __future__ import annotations
 

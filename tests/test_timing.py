@@ -1,4 +1,4 @@
-"""The timing core: statistics on literal inputs, windows and medians on real sleeps, CV-triggered extra windows, interleaving order."""
+"""The timing core: statistics on literal inputs, windows on real sleeps, CV-triggered extra windows, interleaving."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def test_tiny_forward_backward_updates_every_parameter():
     assert torch.isfinite(loss)
     # ln(512) ~ 6.24: an untrained model over a 512-token vocabulary starts near uniform
     assert abs(loss.item() - 6.238) < 0.3
-    changed = [not torch.equal(b, p) for b, p in zip(before, w.model.parameters())]
+    changed = [not torch.equal(b, p) for b, p in zip(before, w.model.parameters(), strict=True)]
     assert all(changed)
 
 

@@ -233,6 +233,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 summaries.append(arm_info)
                 rec.point([], arm_info, f"{name}: {arm_info['error']}")
                 continue
+            assert result is not None  # an arm that did not run went on to the next above
             compared = compare_outputs(first, result)
             judged = judge(compared, noise, arm_info["floor"], config.noise_factor)
             arm_info.update(

@@ -256,6 +256,7 @@ def _take(
         if progress:
             print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
         return None
+    assert n_params is not None  # a missing count became a failure above
     row = _row(model, n_params, s, b, result, outcome)
     if row["status"] == "ok":
         rec.data["windows"] += [
@@ -313,9 +314,7 @@ def _release_device(device: str) -> None:
             pass
 
 
-def measure_here(
-    config: Config, context: int, batch: int, device_lock: Any = None, progress: bool = False
-) -> Evidence:
+def measure_here(config: Config, context: int, batch: int, device_lock: Any = None, progress: bool = False) -> Evidence:
     """Measure one (context, batch) point in this process and return its evidence (one sample).
 
     For a caller that is itself a fresh process per point (a campaign job): the same child

@@ -121,8 +121,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 src, dst = make("device", memory, pattern), make("device", memory, pattern)
             asynchronous = memory == "pinned"
 
-            def copy() -> None:
-                for d, s in zip(dst, src):
+            # the loop's tensors are bound as defaults: the closure must not see a later iteration's (or a deleted) name
+            def copy(dst: list[Any] = dst, src: list[Any] = src, asynchronous: bool = asynchronous) -> None:
+                for d, s in zip(dst, src, strict=True):
                     d.copy_(s, non_blocking=asynchronous)
 
             nbytes = counted_bytes(direction, sum(t.numel() * t.element_size() for t in src))
@@ -146,12 +147,12 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 "bytes": nbytes,
                 "tensors": len(src),
                 "median_s": result.median_s,
-                "gb_s": gb_s(nbytes, result.median_s),
+                "gb_s": gb_s(nbytes, result.checked_median_s),
                 "cv": result.cv,
                 "unstable": result.unstable,
             }
             rec.point(rows, point, f"{direction} {memory} {pattern}: {point['gb_s']:.1f} GB/s")
-            del src, dst
+            del src, dst, copy
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -134,7 +134,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             a, b = _operands(torch, name, m, n, k, dtype, device, gen)
             out = torch.empty(m, n, dtype=dtype, device=device)
 
-            def call() -> None:
+            # operands bound as defaults: the closure must not see a later shape's (or a deleted) name
+            def call(a: Any = a, b: Any = b, out: Any = out) -> None:
                 torch.mm(a, b, out=out)
 
             for _ in range(max(1, config.warmup)):
@@ -156,13 +157,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 "count": shape["count"],
                 "flops": flops,
                 "median_s": result.median_s,
-                "tflop_s": tflop_s(flops, result.median_s),
+                "tflop_s": tflop_s(flops, result.checked_median_s),
                 "cv": result.cv,
                 "unstable": result.unstable,
                 "iters_per_window": iters,
             }
             rec.point(rows, point, f"{name} {m}x{n}x{k}: {point['tflop_s']:.2f} TFLOP/s")
-            del a, b, out
+            del a, b, out, call
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         workload_points = [p for p in rec.points if p["count"] > 0]
         square_point = rec.points[-1]

@@ -22,6 +22,7 @@ a candidate that cannot is recorded as failed, with torch's one-line reason.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -123,8 +124,7 @@ def hvp_forward_over_reverse(
     """H·v by forward-over-reverse: the JVP of ∇L at θ in direction v (``torch.func.jvp`` of ``torch.func.grad``)."""
     from torch.func import grad, jvp
 
-    _, hv = jvp(grad(loss_fn), (params,), (v,))
-    return hv
+    return jvp(grad(loss_fn), (params,), (v,))[1]
 
 
 METHOD_FNS = {"double-backward": hvp_double_backward, "forward-over-reverse": hvp_forward_over_reverse}
@@ -269,7 +269,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     del hv
                     plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=config.iters)
                     peakmem.reset(device)
-                    timed = time_windows(lambda f=fn, lf=loss_fn: f(lf, weights, v), clock, plan, sync)
+                    timed = time_windows(functools.partial(fn, loss_fn, weights, v), clock, plan, sync)
                     warm_peak = peakmem.read(device)["peak_bytes"]
                     hv = fn(loss_fn, weights, v)
             except torch.OutOfMemoryError as exc:
@@ -289,7 +289,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         "warm_unstable": timed.unstable,
                         "warm_times_s": timed.times_s,
                         "warm_peak_bytes": warm_peak,
-                        "tok_s": tokens_per_second(batch_size, seq_len, timed.median_s),
+                        "tok_s": tokens_per_second(batch_size, seq_len, timed.checked_median_s),
                         "rel_l2_vs_float64": total_m["rel_l2"],
                         "cosine_vs_float64": total_m["cosine"],
                         "max_abs_error_vs_float64": total_m["max_abs_error"],

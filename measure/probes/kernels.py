@@ -152,7 +152,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             {
                 "shares": shares(rows),
                 "annotations": sorted(annotations, key=lambda r: r["kernel"]),
-                "consistency": consistency(total, config.steps, timed.median_s, device) if rows else None,
+                "consistency": consistency(total, config.steps, timed.checked_median_s, device) if rows else None,
                 "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
                 "unit": "device kernel self time" if on_device else "operator self CPU time",
             }

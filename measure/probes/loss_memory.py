@@ -119,7 +119,7 @@ def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_token
 # --- the child: one point -----------------------------------------------------------------------
 
 
-def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: int | None) -> Any:
+def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: int) -> Any:
     """``loss(batch)`` for an arm, the same autocast as the reference step."""
     import torch
     import torch.nn.functional as F
@@ -222,7 +222,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
 # --- the parent -----------------------------------------------------------------------------------
 
 
-def _row(arm: str, mb: int, s: int, chunk: int | None, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
+def _row(arm: str, mb: int, s: int, chunk: int, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
     """One loss-memory sample from a child's ok result and how its process ended."""
     from measure.isolate import phase_times
 

@@ -11,6 +11,7 @@ the recompile limit never silently drops a point back to eager (what ran is obse
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
         workload = load_workload(config.workload_options(device), config.workload)
         rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
-        if workload.layers:
+        if workload.layers and workload.heads and workload.head_dim:
             rec.params["model_flops_per_token"] = {
                 str(s): model_flops_per_token(workload.n_params, workload.layers, workload.heads, workload.head_dim, s)
                 for s in sorted(set(seq_lens))
@@ -113,7 +114,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 if config.compile:
                     torch.compiler.reset()
                 batch_ = workload.make_batch(b, s)
-                result = time_windows(lambda: workload.step(batch_), clock, plan, sync)
+                result = time_windows(functools.partial(workload.step, batch_), clock, plan, sync)
                 seen = observe(workload, batch_, device)
             except torch.OutOfMemoryError as exc:
                 del exc
@@ -138,7 +139,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "compile_engaged": seen["compile_engaged"],
                 }
             )
-            rec.point(rows, summary, f"{label} median {result.median_s * 1e3:.2f} ms cv {result.cv:.3f}")
+            rec.point(rows, summary, f"{label} median {result.checked_median_s * 1e3:.2f} ms cv {result.cv:.3f}")
             del batch_
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         if observed:

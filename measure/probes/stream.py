@@ -264,6 +264,7 @@ class Streamer:
             freed[slot] = self._event()
             record.append({"phase": phase, "layer": layer, "copy": (c0, c1), "grad": None, "wait": (w0, w1)})
         if compute:
+            assert x0 is not None  # made by the forward above whenever ``compute``
             x0.backward(grad_y)
         if self.copy_stream is not None:
             torch.cuda.current_stream().wait_stream(
@@ -349,8 +350,11 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             }
         )
 
+        forward = workload.forward
+        assert forward is not None  # the reference decoder always exposes its forward
+
         def resident() -> Any:
-            loss = workload.forward(batch)[0]
+            loss = forward(batch)[0]
             loss.backward()
             model.zero_grad(set_to_none=True)
             return loss

@@ -45,7 +45,10 @@ def _tensor_dtype(value: Any) -> str | None:
 
 
 def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
-    """Run one step under the profiler; return ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``."""
+    """Run one step under the profiler.
+
+    Returns ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``.
+    """
     import torch
     from torch.profiler import ProfilerActivity, profile
 

@@ -7,13 +7,13 @@ and loss stay eager. Whether compilation engaged is observed at run time (``obse
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
 
 from measure.workload import Arm, Workload, WorkloadOptions
-from measure.workload.model import Decoder
+from measure.workload.model import Attention, Decoder
 from measure.workload.presets import get_preset
 
 LEARNING_RATE = 3e-4  # any finite rate: the probes time the update, they do not train to a target
@@ -83,14 +83,16 @@ def build_reference(options: WorkloadOptions) -> Workload:
         finally:
             model.hidden = False
 
+    attentions = [cast(Attention, block.attn) for block in model.blocks]  # nn.Module attributes type as Tensor | Module
+
     def no_attention(batch: Any) -> torch.Tensor:
-        for block in model.blocks:
-            block.attn.identity = True
+        for attention in attentions:
+            attention.identity = True
         try:
             return step(batch)
         finally:
-            for block in model.blocks:
-                block.attn.identity = False
+            for attention in attentions:
+                attention.identity = False
 
     arms = {
         "no-optimizer": Arm(

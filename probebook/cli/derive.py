@@ -111,7 +111,7 @@ def _fit(args: Any) -> int:
     for name, value, interval in rows:
         tail = f"  [{interval[0]:.4g}, {interval[1]:.4g}] {fitting.CI_LEVEL:.0%} CI" if interval else ""
         print(f"{name.ljust(width)}  {value}{tail}")
-    for s, r in zip(result.tokens, result.residuals_s):
+    for s, r in zip(result.tokens, result.residuals_s, strict=True):
         print(f"  S={fitting.width_key(s)}  residual {r:+.3g} s")
     return 0
 
