@@ -223,15 +223,15 @@ def _batch_sweep(
     # draws each model as a dashed stroke (a line mark with points would show a dot)
     enc: dict[str, Any] = {"strokeDash": alt.StrokeDash("model:N", title="model")} if len(models) > 1 else {}
     y_title, y_tip = BATCH_SWEEP_Y[y_field]
-    y = alt.Y(f"{y_field}:Q", title=y_title, axis=alt.Axis(format="~s"))
-    lines = alt.Chart(ok).mark_line().encode(x=x, y=y, color=color, detail=alt.Detail("model:N"), **enc)
+    y_axis = alt.Y(f"{y_field}:Q", title=y_title, axis=alt.Axis(format="~s"))
+    lines = alt.Chart(ok).mark_line().encode(x=x, y=y_axis, color=color, detail=alt.Detail("model:N"), **enc)
     # an unstable point (CV over 5%) is drawn as a hollow triangle: it never is the fastest stable batch
     points = (
         alt.Chart(ok)
         .mark_point(size=30, opacity=1)
         .encode(
             x=x,
-            y=y,
+            y=y_axis,
             color=color,
             shape=alt.Shape(
                 "point:N", title=None, scale=alt.Scale(domain=["stable", UNSTABLE], range=["circle", "triangle-up"])
@@ -330,7 +330,7 @@ def _kernel_shares(
     if labels is not None and len(labels) != len(docs):
         raise ProbebookError(f"chart 'kernel-shares': {len(labels)} labels for {len(docs)} evidence documents")
     names = labels or [f"run {i + 1}" for i in range(len(docs))]
-    records = []
+    records: list[dict[str, Any]] = []
     for name, doc in zip(names, docs, strict=True):
         data = doc.get("data") if isinstance(doc, dict) else None
         if isinstance(data, dict) and data.get("samples"):

@@ -286,7 +286,7 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
         if not picked:
             present = ", ".join(sorted({r["category"] for r in rows}))
             raise ProbebookError(f"kernel_time(): no category {category!r} (present: {present})")
-        steps = (doc.get("params") or {}).get("steps")
+        steps: Any = (doc.get("params") or {}).get("steps")  # checked by the derivation
         return quantity(
             kernels.kernel_seconds_per_step(picked, steps),
             "s",
@@ -366,7 +366,7 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
         factor = conversion_factor(part.unit, whole.unit)
         value = None
         if part.value is not None and whole.value not in (None, 0):
-            value = part.value * factor / whole.value  # type: ignore[operator]
+            value = part.value * factor / whole.value
         return Quantity(
             value=value,
             unit="",

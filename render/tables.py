@@ -16,7 +16,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
@@ -112,7 +112,7 @@ def probe_of(doc: dict[str, Any]) -> Any:
 
 
 def evidence_rows(
-    what: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None = None, nullable: tuple[str, ...] = ()
+    what: str, doc: Any, need: Mapping[str, tuple[type, ...]], probe: str | None = None, nullable: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
     """``data.samples`` of ``doc`` with each row checked for the fields in ``need`` (name -> types).
 

@@ -133,7 +133,7 @@ def parse_token_range(text: str) -> tuple[float | None, float | None]:
     """``"LO:HI"``, ``"LO:"`` or ``":HI"`` (tokens, inclusive) -> ``(lo, hi)`` with None for open."""
     if text.count(":") != 1:
         raise ProbebookError(f"--tokens {text!r}: give a range LO:HI, LO: or :HI (e.g. 512:4096)")
-    bounds = []
+    bounds: list[float | None] = []
     for part in text.split(":"):
         part = part.strip()
         if not part:
@@ -367,7 +367,7 @@ def _fit_scaled(
             f"{'+'.join(model) or 'empty'} model has the wrong shape"
             + ("; fit more terms" if len(model) < len(TERMS) else "")
         )
-    elif pure is not None and n_points > len(model):
+    elif pure is not None and noise is not None and n_points > len(model):  # noise is set whenever pure is
         lack_ss = float(counts @ residuals**2)
         lof_dof = n_points - len(model)
         stat = math.inf if pure[0] <= 0 else (lack_ss / lof_dof) / pure[0]

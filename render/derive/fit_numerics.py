@@ -118,6 +118,7 @@ def select_terms(
     fewer terms than distinct S values, so three points on ``a·S + b·S²`` give ``a+b``.
     """
     singles = [((t,), *fit_nnls(s, y, (t,))) for t in TERMS]
+    model: tuple[str, ...]
     model, coef, rss = min(singles, key=lambda m: m[2])
     exact = 1e-20 * float(y @ y)
     noise = None if pure is None else float(np.sqrt(pure[0]))
