@@ -51,7 +51,7 @@ class Config(OneStepConfig):
     """Options of the mask probe."""
 
     kinds: tuple[str, ...] = KINDS
-    """Mask kinds to run, in this order (default: all five)."""
+    """Mask kinds to run, in this order (default: all six)."""
     min_length_fraction: float = 0.5
     """Shortest padded row as a fraction of the width; rows are evenly spaced from the full width down to it."""
     documents: int = 4

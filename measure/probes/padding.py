@@ -31,9 +31,7 @@ from measure.runner import Recorder, execute
 PROBE = "padding"
 VERSION = 1
 HELP = "Padding share of naive batching against bucket-to-pair over a bucket-size sweep, with diversity per window."
-EXAMPLE = (
-    "probebook measure padding --corpus /usr/lib/python3.13 --glob '**/*.py' --width 2048 --fit sha256:21a5e1811ca4"
-)
+EXAMPLE = "probebook measure padding --corpus /usr/lib/python3.11 --glob '**/*.py' --fit sha256:82604df8c5ff"
 BUCKET_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 _EVIDENCE_ID = re.compile(r"^sha256:[0-9a-f]{12,64}$")
 
