@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render.derive import kernels
@@ -103,5 +103,9 @@ def _need(table: str, probe: str, doc: dict[str, Any]) -> None:
 
 
 _ORDER = {"causal": 0, "explicit": 1, "padded": 2, "padded-causal": 3, "sliding": 4, "document": 5}
-PIPELINE_TABLES = {"padding": (_padding, ()), "padding-lengths": (_lengths, ()), "mask": (_mask, ())}
+PIPELINE_TABLES: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]], tuple[str, ...]]] = {
+    "padding": (_padding, ()),
+    "padding-lengths": (_lengths, ()),
+    "mask": (_mask, ()),
+}
 """Table kind -> (builder, options), merged into ``render.tables.KINDS``."""
