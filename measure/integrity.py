@@ -17,6 +17,7 @@ Imports torch only when a checker is built.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 
@@ -134,3 +135,56 @@ class WindowWatch:
         if self.sampler is not None:
             out["utilisation"] = self.sampler.window_summary(self._t0, t1)
         return out
+
+
+@dataclass(frozen=True)
+class WatchFields:
+    """Options of the probes that time whole training steps (step-scaling, optimizer, batch-sweep)."""
+
+    utilisation: bool = False
+    """Sample SM and memory clocks, power, temperature and SM/memory utilisation through NVML in every timed window."""
+    cuda_graph: bool = False
+    """Capture the whole update (forward, backward, optimizer) as one CUDA graph and time its replays."""
+
+
+ROW_FIELDS = (
+    ("sm_clock_mhz", ("min", "median")),
+    ("mem_clock_mhz", ("median",)),
+    ("power_w", ("median", "max")),
+    ("temperature_c", ("max",)),
+    ("sm_util_pct", ("median",)),
+    ("mem_util_pct", ("median",)),
+)
+
+
+def utilisation_row(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """A window's utilisation summary as flat sample columns (``sm_clock_mhz_min``, ``power_w_median``, ...).
+
+    Every column is present (None without a reading), so rows with and without sampling have one shape.
+    """
+    out: dict[str, Any] = {"nvml_readings": summary.get("readings") if summary else None}
+    for field, stats in ROW_FIELDS:
+        values = (summary or {}).get(field) or {}
+        for stat in stats:
+            out[f"{field}_{stat}"] = values.get(stat)
+    return out
+
+
+def make_watch(optimizer: Any, device: str, utilisation: bool) -> tuple[WindowWatch, Integrity, Any, dict[str, Any]]:
+    """The watch a step-timing probe gives its windows: integrity always, NVML sampling when asked and possible.
+
+    Returns ``(watch, integrity, sampler or None, info)``; ``info`` says whether sampling ran and why not.
+    The caller stops the sampler (``sampler.stop()``) when its timing is done.
+    """
+    from measure.utilisation import INTERVAL_S, Sampler, nvml_reader
+
+    integrity = Integrity(optimizer, device)
+    sampler, info = None, {"requested": utilisation, "sampling": False, "why_not": None, "interval_s": None}
+    if utilisation:
+        read, why = nvml_reader() if device == "cuda" else (None, "no NVML on a CPU run")
+        if read is None:
+            info["why_not"] = why
+        else:
+            sampler = Sampler(read).start()
+            info.update({"sampling": True, "interval_s": INTERVAL_S})
+    return WindowWatch(integrity, sampler), integrity, sampler, info

@@ -33,6 +33,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
@@ -52,7 +53,7 @@ CPU_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
-class Config(CommonConfig):
+class Config(CommonConfig, WatchFields):
     """Options of the batch-sweep probe."""
 
     contexts: tuple[int, ...] | None = option(None, metavar="S,S,...")
@@ -137,6 +138,8 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     import torch
 
     from measure import peakmem
+    from measure.graphs import capture
+    from measure.integrity import make_watch, utilisation_row
     from measure.isolate import Phases, is_oom
     from measure.timing import WindowPlan, clock_for, sync_for, time_windows
     from measure.workload import load_workload
@@ -161,10 +164,24 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
             workload.step(batch)
         peakmem.reset(device)
         phases.mark("warmup_s")
+        step: Any = lambda: workload.step(batch)  # noqa: E731
+        if config.cuda_graph:  # the whole update captured once; its replays are timed
+            step, facts["cuda_graph"] = capture(step, workload.optimizer, device, warmup=config.warmup)
+            if step is None:
+                return {"status": "error", "error": f"CUDA graph not captured: {facts['cuda_graph']['reason']}"}
+            peakmem.reset(device)
+        watch, integrity, sampler, facts["utilisation"] = make_watch(workload.optimizer, device, config.utilisation)
         plan = WindowPlan(warmup=0, windows=config.windows, iters=config.iters)
-        timed = time_windows(lambda: workload.step(batch), clock_for(device), plan, sync)
+        try:
+            timed = time_windows(integrity.wrap(step), clock_for(device), plan, sync, watch)
+        finally:
+            if sampler is not None:
+                sampler.stop()
         peak = peakmem.read(device)
         phases.mark("timed_s")
+        if timed.failures:  # a failed window is a failure of the point: never a timing, never an OOM boundary
+            first = timed.failures[0]
+            return {"status": "error", "error": f"window {first['window']}: {first['failure']}"}
     except Exception as exc:
         if device == "cuda" and is_oom(exc):
             facts["peak_before_oom_bytes"] = int(torch.cuda.max_memory_allocated())
@@ -180,6 +197,9 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     return {
         "status": "ok",
         "times_s": timed.times_s,
+        "window_checks": [
+            {"updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))} for c in timed.checks
+        ],
         "median_s": timed.median_s,
         "cv": timed.cv,
         "unstable": timed.unstable,
@@ -259,8 +279,10 @@ def _take(
     assert n_params is not None  # a missing count became a failure above
     row = _row(model, n_params, s, b, result, outcome)
     if row["status"] == "ok":
+        checks = result.get("window_checks") or [{}] * len(result["times_s"])
         rec.data["windows"] += [
-            {"context": s, "batch": b, "window": w, "step_s": t} for w, t in enumerate(result["times_s"])
+            {"context": s, "batch": b, "window": w, "step_s": t, **c}
+            for w, (t, c) in enumerate(zip(result["times_s"], checks, strict=True))
         ]
         label = f"{where}: {row['tok_s']:,.0f} tok/s, peak {row['peak_bytes'] / 2**30:.2f} GiB"
     else:

@@ -17,6 +17,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.integrity import WatchFields
 from measure.options import option
 from measure.probes.common import OneStepConfig, resolve_device
 from measure.runner import Recorder, execute
@@ -28,7 +29,7 @@ EXAMPLE = "probebook measure optimizer --preset 250m"
 
 
 @dataclass(frozen=True)
-class Config(OneStepConfig):
+class Config(OneStepConfig, WatchFields):
     """Options of the optimizer probe."""
 
     windows: int = option(7, aliases=("--rounds",))
@@ -90,9 +91,19 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         def elapsed(start: Any, end: Any) -> float:
             return start.elapsed_time(end) / 1000.0 if device == "cuda" else end - start
 
+        from measure.graphs import capture
+        from measure.integrity import make_watch, utilisation_row
+
         arms = {"instrumented": instrumented, "baseline": lambda: workload.step(data)}
         plan = config.plan()
+        rec.data["cuda_graph"] = None
+        if config.cuda_graph:  # the whole update captured once, replayed as an arm of its own
+            replay, rec.data["cuda_graph"] = capture(lambda: workload.step(data), opt, device, warmup=plan.warmup)
+            if replay is not None:
+                arms["graph"] = replay
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        watch, integrity, sampler, rec.data["utilisation"] = make_watch(opt, device, config.utilisation)
+        arms = {name: integrity.wrap(fn) for name, fn in arms.items()}
         per_round: list[float] = []
 
         def persist(r: int, times: dict[str, float]) -> None:
@@ -105,21 +116,29 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "instrumented arm; expected once per step"
                 )
             t_o = sum(elapsed(s, e) for s, e in calls) / plan.iters
-            per_round.append(t_o)
+            if "instrumented" in times:  # a round that failed its check is no timing (time_interleaved leaves it out)
+                per_round.append(t_o)
             rows = [
-                {"arm": "instrumented", "round": r, "step_s": times["instrumented"], "optimizer_s": t_o},
-                {"arm": "baseline", "round": r, "step_s": times["baseline"], "optimizer_s": None},
+                {"arm": arm, "round": r, "step_s": t, "optimizer_s": t_o if arm == "instrumented" else None}
+                for arm, t in times.items()
             ]
-            rec.point(
-                rows,
-                None,
-                f"round {r}: step {times['instrumented'] * 1e3:.2f} ms, "
-                f"optimizer {t_o * 1e3:.2f} ms, baseline {times['baseline'] * 1e3:.2f} ms",
-            )
+            rec.point(rows, None, f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()))
 
-        result = time_interleaved(arms, clock_for(device), plan, sync_for(device), on_round=persist)
+        try:
+            result = time_interleaved(arms, clock_for(device), plan, sync_for(device), on_round=persist, watch=watch)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+            integrity.close()
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+        rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
+        rec.data["windows"] = [
+            {"arm": a, "round": i, "updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))}
+            for a, arm in result.arms.items()
+            for i, c in enumerate(arm.checks)
+        ]
         instr, base = result.arms["instrumented"], result.arms["baseline"]
+        graph = result.arms.get("graph")
         from measure.workload.observe import observe
 
         seen = observe(workload, data, device)  # what the timed step ran (one extra, untimed step)
@@ -133,6 +152,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "instrumented_cv": instr.cv,
             "baseline_cv": base.cv,
             "unstable": instr.unstable or base.unstable,
+            "graph_median_s": graph.median_s if graph else None,
+            "graph_cv": graph.cv if graph else None,
+            "graph_vs_baseline": relative_change(graph.median_s, base.median_s) if graph else None,
         }
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -17,6 +17,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.integrity import WatchFields
 from measure.options import option
 from measure.probes.common import CommonConfig, free_device_memory, positive, resolve_device
 from measure.runner import Recorder, execute
@@ -31,7 +32,7 @@ CPU_SEQ_LENS = (32, 64, 96, 128, 192, 256)
 
 
 @dataclass(frozen=True)
-class Config(CommonConfig):
+class Config(CommonConfig, WatchFields):
     """Options of the step-scaling probe."""
 
     seq_lens: tuple[int, ...] | None = option(None, metavar="S,S,...")
@@ -90,6 +91,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     def body(rec: Recorder) -> None:
         import torch
 
+        from measure.graphs import capture
+        from measure.integrity import make_watch, utilisation_row
         from measure.timing import clock_for, sm_clock, sync_for, time_windows
         from measure.workload import load_workload
         from measure.workload.observe import observe
@@ -106,15 +109,27 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             rec.params["model_flops_per_token"] = None  # a plug-in without layer shapes: attention term unknown
         clock, sync, plan = clock_for(device), sync_for(device), config.plan()
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+        watch, integrity, sampler, rec.data["utilisation"] = make_watch(workload.optimizer, device, config.utilisation)
+        rec.data.update({"window_failures": [], "cuda_graph": [] if config.cuda_graph else None})
         observed: list[dict[str, Any]] = []
-        for mode, s, b in points:
+
+        def one_point(mode: str, s: int, b: int) -> None:
             label = f"{mode} S={s} B={b}"
             summary: dict[str, Any] = {"mode": mode, "tokens": s, "batch": b, "tokens_per_step": b * s}
             try:
                 if config.compile:
                     torch.compiler.reset()
                 batch_ = workload.make_batch(b, s)
-                result = time_windows(functools.partial(workload.step, batch_), clock, plan, sync)
+                step: Any = functools.partial(workload.step, batch_)
+                if config.cuda_graph:
+                    step, graph = capture(step, workload.optimizer, device, warmup=plan.warmup)
+                    rec.data["cuda_graph"].append({"mode": mode, "tokens": s, "batch": b, **graph})
+                    if step is None:
+                        summary.update({"status": "not captured", "median_step_s": None, "windows": 0})
+                        rec.point([], summary, f"{label} not captured: {graph['reason']}")
+                        return
+                result = time_windows(integrity.wrap(step), clock, plan, sync, watch)
+                del step
                 seen = observe(workload, batch_, device)
             except torch.OutOfMemoryError as exc:
                 del exc
@@ -122,11 +137,25 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 free_device_memory(device)
                 summary.update({"status": "oom", "median_step_s": None, "cv": None, "windows": 0, "unstable": None})
                 rec.point([], summary, label + " OOM")
-                continue
+                return
             observed.append(seen)
+            if result.failures:  # a window that failed its check makes the point a failure, never a timing
+                rec.data["window_failures"] += [{"mode": mode, "tokens": s, "batch": b, **f} for f in result.failures]
+                summary.update({"status": "failed", "median_step_s": None, "windows": 0, "failure": result.failures[0]})
+                rec.point([], summary, f"{label} failed: {result.failures[0]['failure']}")
+                return
             rows = [
-                {"mode": mode, "tokens": s, "batch": b, "tokens_per_step": b * s, "window": i, "step_s": t}
-                for i, t in enumerate(result.times_s)
+                {
+                    "mode": mode,
+                    "tokens": s,
+                    "batch": b,
+                    "tokens_per_step": b * s,
+                    "window": i,
+                    "step_s": t,
+                    "updates": (c or {}).get("updates"),
+                    **(utilisation_row((c or {}).get("utilisation")) if config.utilisation else {}),
+                }
+                for i, (t, c) in enumerate(zip(result.times_s, result.checks, strict=True))
             ]
             summary.update(
                 {
@@ -140,7 +169,14 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 }
             )
             rec.point(rows, summary, f"{label} median {result.checked_median_s * 1e3:.2f} ms cv {result.cv:.3f}")
-            del batch_
+
+        try:
+            for mode, s, b in points:
+                one_point(mode, s, b)
+        finally:
+            if sampler is not None:
+                sampler.stop()
+            integrity.close()
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         if observed:
             backends = sorted({o["sdpa_backend"] or "none" for o in observed})
