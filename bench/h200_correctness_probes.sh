@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The correctness probes of issue 10 on one GPU, from the repo root:
-#   CUDA_VISIBLE_DEVICES=0 PYTHONPATH=. OUT=/some/dir bash bench/h200_correctness_probes.sh          # H200, <= ~4.5 min
+#   CUDA_VISIBLE_DEVICES=0 PYTHONPATH=. OUT=/some/dir bash bench/h200_correctness_probes.sh          # H200, <= 6 min (limits)
 #   PYTHONPATH=. OUT=/tmp/c bash bench/h200_correctness_probes.sh --smoke                          # CPU, tiny: checks the script
 # Parts, in order, each one probe process under a time limit (never fatal to the others):
 #   agreement-250m  bf16, compiled, bf16-compiled, chunked-loss and checkpointing arms against fp32 eager, batch 4 x
@@ -34,11 +34,11 @@ else
   DEV="--device cuda"
   AGREE="--preset 250m --batch 4 --seq-len 2048"
   GEMM="--preset 250m"
-  HVP_SMALL="--preset 20m --batches 1,4 --seq-len 1024 --budget-s 45"
-  HVP_LARGE="--preset 90m --batches 1,4 --seq-len 1024 --budget-s 45"
+  HVP_SMALL="--preset 20m --batches 1,4 --seq-len 1024 --budget-s 40"
+  HVP_LARGE="--preset 90m --batches 1,4 --seq-len 1024 --budget-s 40"
   STREAM_SMALL="--preset 250m --batch 4 --seq-len 2048 --windows 5 --iters 2"
   STREAM_LARGE="--preset 500m --batch 4 --seq-len 2048 --windows 5 --iters 2"
-  LIMIT_AGREE=110; LIMIT_HVP=70; LIMIT_STREAM=45; LIMIT_GEMM=25
+  LIMIT_AGREE=110; LIMIT_HVP=60; LIMIT_STREAM=50; LIMIT_GEMM=25
 fi
 
 say() { echo "[correctness $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }

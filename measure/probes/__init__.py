@@ -18,4 +18,7 @@ PROBES = {
     "mask": "measure.probes.mask",
     "padding": "measure.probes.padding",
     "ddp": "measure.probes.ddp",
+    "agreement": "measure.probes.agreement",
+    "hvp": "measure.probes.hvp",
+    "stream": "measure.probes.stream",
 }

@@ -22,6 +22,7 @@ from typing import Any
 from measure.compare import BF16_FLOOR, FP32_FLOOR, NOISE_FACTOR
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device
 from measure.runner import Recorder, execute
 from measure.workload.presets import PRESETS
@@ -60,11 +61,11 @@ DEFAULT_ARMS = ("identical", "bf16", "compiled", "bf16-compiled", "chunked", "ch
 class Config:
     """Options of the agreement probe."""
 
-    preset: str = "tiny"
+    preset: str = option("tiny", choices=tuple(PRESETS))
     """Reference preset (``--preset``); ignored by a plug-in that does not read it."""
-    device: str = "auto"
+    device: str = option("auto", choices=DEVICE_CHOICES)
     """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    workload: str | None = None
+    workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
     """``package.module:factory`` of a user's harness exposing ``Workload.forward``; None for the reference."""
     seed: int = 0
     """Seed for weights and tokens."""
@@ -72,7 +73,7 @@ class Config:
     """Batch size (default 4 on CUDA, 2 on CPU)."""
     seq_len: int | None = None
     """Sequence length (default 2048 on CUDA, 64 on CPU)."""
-    arms: tuple[str, ...] = DEFAULT_ARMS
+    arms: tuple[str, ...] = option(DEFAULT_ARMS, choices=tuple(ARMS))
     """Variant arms, a comma list of identical, bf16, compiled, bf16-compiled, chunked, bf16-chunked, ..."""
     chunk_tokens: int | None = None
     """Tokens per chunk of the chunked-loss arms (default 1024 on CUDA, 32 on CPU)."""

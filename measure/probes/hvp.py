@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device
 from measure.runner import Recorder, execute
 from measure.workload import DTYPES
@@ -48,11 +49,11 @@ MEMORY_LIMIT = 0.9  # issue 10: a candidate above 90% of device memory is not se
 class Config:
     """Options of the hvp probe."""
 
-    preset: str = "tiny"
+    preset: str = option("tiny", choices=tuple(PRESETS))
     """Reference preset (``--preset``); ignored by a plug-in that does not read it."""
-    device: str = "auto"
+    device: str = option("auto", choices=DEVICE_CHOICES)
     """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    workload: str | None = None
+    workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
     """``package.module:factory`` of a user's harness exposing ``Workload.forward``; None for the reference."""
     seed: int = 0
     """Seed for weights, tokens and the direction v."""
@@ -60,13 +61,13 @@ class Config:
     """Batch sizes (default 1,2,4 on CUDA; 1,2 on CPU)."""
     seq_len: int | None = None
     """Sequence length (default 1024 on CUDA, 32 on CPU)."""
-    methods: tuple[str, ...] = METHODS
+    methods: tuple[str, ...] = option(METHODS, choices=METHODS)
     """Comma list of double-backward, forward-over-reverse."""
-    modes: tuple[str, ...] = MODES
+    modes: tuple[str, ...] = option(MODES, choices=MODES)
     """Comma list of eager, compiled (the whole H·v function under torch.compile)."""
-    dtypes: tuple[str, ...] = DTYPES
+    dtypes: tuple[str, ...] = option(DTYPES, choices=DTYPES)
     """Comma list of bf16 (autocast), fp32."""
-    sdpa: str = "math"
+    sdpa: str = option("math", choices=SDPA)
     """SDPA kernel: math (differentiable twice) or default (torch's choice; may fail and is recorded)."""
     warmup: int = 2
     """Untimed warm calls after the first call, before the windows."""

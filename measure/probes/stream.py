@@ -32,6 +32,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
+from measure.options import option
 from measure.probes.common import DEVICE_CHOICES, positive, resolve_device
 from measure.runner import Recorder, execute
 from measure.workload import DTYPES
@@ -48,11 +49,11 @@ CONTROL_ARMS = ("resident", "no-copy", "no-compute")
 class Config:
     """Options of the stream probe."""
 
-    preset: str = "tiny"
+    preset: str = option("tiny", choices=tuple(PRESETS))
     """Reference preset (the streamed blocks are the reference decoder's)."""
-    device: str = "auto"
+    device: str = option("auto", choices=DEVICE_CHOICES)
     """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    dtype: str = "bf16"
+    dtype: str = option("bf16", choices=DTYPES)
     """Compute dtype: ``bf16`` autocast or ``fp32`` (weights stream as fp32 either way)."""
     seed: int = 0
     """Seed for weights and tokens."""
