@@ -179,7 +179,8 @@ def make_watch(optimizer: Any, device: str, utilisation: bool) -> tuple[WindowWa
     from measure.utilisation import INTERVAL_S, Sampler, nvml_reader
 
     integrity = Integrity(optimizer, device)
-    sampler, info = None, {"requested": utilisation, "sampling": False, "why_not": None, "interval_s": None}
+    sampler: Any = None
+    info: dict[str, Any] = {"requested": utilisation, "sampling": False, "why_not": None, "interval_s": None}
     if utilisation:
         read, why = nvml_reader() if device == "cuda" else (None, "no NVML on a CPU run")
         if read is None:
