@@ -296,6 +296,8 @@ class Streamer:
     def outputs(self, loss: Any) -> dict[str, Any]:
         """Loss and every gradient of the last step, named as ``model.named_parameters`` names them."""
         torch = self.torch
+        if self.copy_stream is not None:
+            torch.cuda.synchronize()  # the gradients' copies to the host have landed
         grads = {}
         for name, p in self.model.named_parameters():
             if not name.startswith("blocks."):
