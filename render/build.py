@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from measure.errors import EvidenceError, ProbebookError, StoreError
+from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import parse
 from measure.store import Store, read_regular
 from render import changes, claims, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
@@ -120,7 +120,8 @@ def load_evidence(archive: Path) -> Evidence:
     """
     store = Store(archive)
     for stray in store.strays():
-        log.warning("warning: %s: %s (skipped; `probebook archive verify` lists it)", stray.path, stray.why)
+        where = printable(f"{stray.path}: {stray.why}")  # a file name may hold terminal escape codes
+        log.warning("warning: %s (skipped; `probebook archive verify` lists it)", where)
     bad = store.verify()
     if bad:
         m = bad[0]
