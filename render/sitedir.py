@@ -152,7 +152,7 @@ def check_publishable(site: Path, docs: Path, archive: Path, config: Path) -> di
     now = inputs_digest(docs, archive, config)
     if stamp_.get("inputs") != now:
         raise SiteError(
-            f"{path}: the sources, evidence, config or render code changed since this site was built; "
-            "run `probebook build` again"
+            f"{path}: the sources, evidence, config or render code changed since this site was built "
+            "(or publish was given other --docs, --archive or --config than the build); run `probebook build` again"
         )
     return stamp_

@@ -135,7 +135,8 @@ def test_publish_refuses_unstamped_failed_and_stale_sites(tmp_path: Path) -> Non
     stale = _publish_ok(root)
     assert stale.returncode == 2 and stale.stderr == (
         f"probebook: error: {ledger}: the sources, evidence, config or render code changed since this site was "
-        "built; run `probebook build` again\n"
+        "built (or publish was given other --docs, --archive or --config than the build); run `probebook build` "
+        "again\n"
     )
     (root / "docs" / "index.md").write_text("# Home\n\nVersion A.\n")
     assert _publish_ok(root).returncode == 0  # the same inputs again: the site is current
