@@ -43,6 +43,8 @@ class Block:
     """Markdown made by a page function (a fit's warnings, a link), inserted as is."""
 
     markdown: str
+    lines: tuple[str, ...] = ()
+    """The same content as plain text lines, for the shell (``probebook derive``)."""
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,7 @@ class FitView:
         if not self._fit.warnings:
             return Block("")
         body = "\n".join(f"    - {escape_text(w)}" for w in self._fit.warnings)
-        return Block(f'!!! warning "Fit warnings"\n\n{body}\n')
+        return Block(f'!!! warning "Fit warnings"\n\n{body}\n', self._fit.warnings)
 
 
 class _View:

@@ -1,19 +1,46 @@
-"""``probebook fit step-scaling`` and ``probebook project``: derived numbers on the command line."""
+"""``probebook derive``, ``fit step-scaling`` and ``project``: derived numbers on the command line."""
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
 from measure.store import Store
 from probebook.cli import command
 from probebook.cli.output import json_text
+from render import calls
 from render.derive import fit as fitting
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
+from render.functions import FUNCTIONS
+from render.pages import Asset, Block
+from render.quantity import Quantity
 
 
 def register(sub: Any) -> None:
+    p = command(
+        sub,
+        "derive",
+        "Call a page function on archived evidence and print the number the page would show, its derivation "
+        f"and evidence (functions: {', '.join(FUNCTIONS)}). The id is the evidence alias 'ev'; further ids among "
+        "the arguments, or given as --ev2 ID, are 'ev2', ...; an argument with a parenthesis is a page "
+        "expression, e.g. 'batch_summary(ev).fastest_tok_s'.",
+        "probebook derive fit sha256:4be1c0ffee12 --tokens 512: --at 2048,8192 --json",
+    )
+    p.add_argument("name", metavar="NAME", help="a page function: " + ", ".join(FUNCTIONS))
+    p.add_argument("id", metavar="ID", help="evidence id (sha256:<hex> or a unique prefix of >= 12 hex): alias ev")
+    p.add_argument(
+        "words",
+        nargs=argparse.REMAINDER,
+        metavar="ARGS",
+        help="the function's arguments, then --KEY VALUE options; --json prints JSON; --out DIR is where "
+        "chart() and table() write their files (default .)",
+    )
+    p.set_defaults(func=_derive)
+
     top = command(
         sub,
         "fit",
@@ -141,4 +168,80 @@ def _project(args: Any) -> int:
     print(f"per 1e9 tokens     {result.seconds_per_billion_tokens:.6g} s")
     if result.optimizer_updates is not None:
         print(f"optimizer updates  {result.optimizer_updates} of {result.batch_tokens} tokens")
+    return 0
+
+
+_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
+
+
+def _split(words: list[str]) -> tuple[list[str], dict[str, str], bool, Path]:
+    """Shell words after NAME ID -> (positional words, --KEY VALUE options, --json, --out)."""
+    args: list[str] = []
+    options: dict[str, str] = {}
+    as_json, out = False, Path(".")
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--json":
+            as_json = True
+        elif word.startswith("--") and len(word) > 2:
+            key, eq, value = word[2:].partition("=")
+            if not eq:
+                if i + 1 >= len(words):
+                    raise ProbebookError(f"option {word} needs a value")
+                value, i = words[i + 1], i + 1
+            if key == "out":
+                out = Path(value)
+            else:
+                options[key.replace("-", "_")] = value
+        else:
+            args.append(word)
+        i += 1
+    return args, options, as_json, out
+
+
+def _derive(args: Any) -> int:
+    words, options, as_json, out = _split(args.words)
+    store = Store(args.archive)
+    ids = [store.resolve(args.id)]
+    for n, word in enumerate(words):  # further evidence ids among the arguments become ev2, ev3 ...
+        if _ID.match(word):
+            ids.append(store.resolve(word))
+            words[n] = list(calls.aliases(ids))[-1]
+    for key in sorted(k for k in options if re.fullmatch(rf"{calls.ALIAS}\d+", k)):  # --ev2 ID for expressions
+        ids.append(store.resolve(options.pop(key)))
+        if list(calls.aliases(ids))[-1] != key:
+            raise ProbebookError(f"--{key}: give evidence aliases in order, {list(calls.aliases(ids))[-1]} next")
+    call = calls.plan(args.name, words, options)
+    docs = {ident: store.get(ident) for ident in ids}
+    result = calls.run(call, docs, ids)
+    if isinstance(result, Asset):
+        written, markdown = calls.save_asset(result, out, f"{args.name}-{result.kind}")
+        if as_json:
+            print(json_text({"files": written, "markdown": markdown}, ensure_ascii=False))
+        else:
+            print("\n".join(f"wrote {path}" for path in written))
+            print(markdown.rstrip("\n"))
+        return 0
+    shown = calls.attributes(result, options.get("at") and calls.parse_word(options["at"]) or ())
+    if as_json:
+        body = {
+            name: calls.quantity_json(v) if isinstance(v, Quantity) else list(v.lines) if isinstance(v, Block) else v
+            for name, v in shown
+        }
+        print(json_text(body["value"] if list(body) == ["value"] else body, ensure_ascii=False))
+        return 0
+    if [name for name, _ in shown] == ["value"]:
+        shown = [(result.key or args.name, result)]
+    width = max(len(name) for name, _ in shown)
+    for name, v in shown:
+        if isinstance(v, Block):
+            for line in v.lines:
+                print(f"{name.ljust(width)}  {line}")
+            continue
+        interval = f"  (95% interval {v.interval_text})" if v.interval_text else ""
+        note = f"  ({v.note})" if v.note else ""
+        print(f"{name.ljust(width)}  {v.text}{interval}{note}")
+        print(f"{''.ljust(width)}  derivation: {v.derivation}")
+        print(f"{''.ljust(width)}  evidence: {', '.join(v.evidence)}")
     return 0

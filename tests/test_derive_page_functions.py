@@ -1,0 +1,188 @@
+"""`probebook derive NAME ID ...`: every page function from the shell on real archived evidence, the same numbers a
+page shows (checked against a page rendered from the same expression), JSON without NaN, and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from render import sources
+from render.build import load_evidence
+from render.functions import FUNCTIONS, Library, PageFunctions
+from render.pages import PageState, make_environment, render_body
+
+REPO = Path(__file__).resolve().parent.parent
+SITE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"
+H200_ARCHIVE = REPO / "archive"
+IDS = {
+    "sweep": "sha256:08e78675deb8fd5dd2f23023a7b01a3f923ee546a24aba8d2990210900bc4c1d",
+    "ceiling": "sha256:0b64533f8163490ec04db0d6cbbf16414f7ed77275b02703e5f935e983692c78",
+    "batch": "sha256:63cc7d4ea38d69bc16d9c3a3a61dd2237108e09c1abe06c3d5bda0b9def85b42",
+    "mem": "sha256:5d0d0cac33d1c2f3177ecc91781f972a76c7534dc35d06e14ff4ce4f4adeef1a",
+    "ablation": "sha256:f581ac542e3b3d0731cb6b164161aadc74d1783df44c49a8c4162546bed55c5c",
+    "kernels": "sha256:051dc10c7475de09384f2958954f21bb66fc7af2fe04ace7dee9e3362c2c0199",  # the H200 250m eager run
+}
+RATE = "batch_summary(ev).fastest_tok_s"
+
+# page function -> (archive, evidence, shell words after the id, the same call as a page writes it)
+CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
+    "fit": (SITE_ARCHIVE, "sweep", ("--tokens", "512:", "--at", "4096"), 'fit(ev, tokens="512:", at=4096)'),
+    "value": (SITE_ARCHIVE, "ceiling", ("params.windows",), 'value(ev, "params.windows")'),
+    "median": (SITE_ARCHIVE, "ablation", ("step_s", "--arm", "baseline"), 'median(ev, "step_s", arm="baseline")'),
+    "saving": (SITE_ARCHIVE, "ablation", ("no-attention",), 'saving(ev, "no-attention")'),
+    "batch_summary": (SITE_ARCHIVE, "batch", (), "batch_summary(ev)"),
+    "loss_memory": (SITE_ARCHIVE, "mem", ("eager",), 'loss_memory(ev, "eager")'),
+    "logit_bytes": (SITE_ARCHIVE, "mem", ("eager", "chunked"), 'logit_bytes(ev, "eager", "chunked")'),
+    "gemm_ceiling": (SITE_ARCHIVE, "ceiling", (), "gemm_ceiling(ev)"),
+    "kernel_share": (H200_ARCHIVE, "kernels", ("attention",), 'kernel_share(ev, "attention")'),
+    "project": (SITE_ARCHIVE, "batch", (RATE, "250M"), f'project({RATE}, "250M")'),
+    "mfu": (SITE_ARCHIVE, "batch", (RATE, "1971859200", "--peak", "gemm_ceiling(ev2)", "--ev2", IDS["ceiling"]), ""),
+    "share_of": (
+        SITE_ARCHIVE,
+        "mem",
+        ('loss_memory(ev, "chunked").per_microbatch', 'loss_memory(ev, "eager").per_microbatch'),
+        'share_of(loss_memory(ev, "chunked").per_microbatch, loss_memory(ev, "eager").per_microbatch)',
+    ),
+    "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
+    "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
+}
+
+
+def derive(cli, archive: Path, *words: str):
+    return cli("--archive", str(archive), "derive", *words)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, dict]:
+    """Every case through the real CLI with --json, side by side to save time."""
+    from tests.conftest import run_cli
+
+    out = tmp_path_factory.mktemp("derive-files")
+
+    def one(name: str):
+        archive, alias, words, _ = CASES[name]
+        return run_cli("--archive", str(archive), "derive", name, IDS[alias], *words, "--json", "--out", str(out))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        done = dict(zip(CASES, pool.map(one, CASES), strict=True))
+    for name, proc in done.items():
+        assert proc.returncode == 0, f"{name}: {proc.stderr}"
+        assert proc.stderr == "", f"{name}: {proc.stderr}"
+    return {name: json.loads(proc.stdout, parse_constant=_no_constant) for name, proc in done.items()}
+
+
+def _no_constant(text: str):
+    raise AssertionError(f"JSON holds {text}")
+
+
+def page_values(archive: Path, expression: str, ident: str, tmp_path: Path) -> dict[str, float | None]:
+    """The ledger values a page shows for ``{{ expression }}`` and, for a view, each of its attributes."""
+    library = Library(load_evidence(archive).docs)
+    fns = PageFunctions(library, {"ev": ident, "ev2": IDS["ceiling"]} if archive == SITE_ARCHIVE else {"ev": ident})
+    rel = "records/x/v1.md"
+    page = sources.parse_page(tmp_path / rel, rel, "page", "{{ " + expression + " }}")
+    state = PageState(rel)
+    render_body(make_environment({rel: (page.body, str(tmp_path / rel))}), page, fns.context(), state)
+    return {key: q.value for key, q in state.rows}
+
+
+def test_every_page_function_has_a_case():
+    assert set(CASES) == set(FUNCTIONS)
+
+
+SHOWN = [n for n, case in CASES.items() if case[3] and n not in ("fit", "batch_summary")]
+
+
+@pytest.mark.parametrize("name", SHOWN)
+def test_each_number_is_the_one_the_page_shows(results, name, tmp_path):
+    archive, alias, _, expression = CASES[name]
+    got = results[name]
+    if set(got) == {"value", "unit", "derivation", "evidence"}:
+        assert [got["value"]] == list(page_values(archive, expression, IDS[alias], tmp_path).values())
+        assert got["evidence"][0] == IDS[alias]
+    else:  # a view: each attribute is the page's number
+        for attr, q in got.items():
+            page = page_values(archive, f"{expression}.{attr}", IDS[alias], tmp_path)
+            assert [q["value"]] == list(page.values()), attr
+
+
+def test_views_print_each_attribute_the_page_can_show(results, tmp_path):
+    fit = results["fit"]
+    assert list(fit) == ["c", "a", "b", "asymptote", "max_residual", "noise", "n_points", "share(4096)", "warnings"]
+    for attr in ("c", "a", "b", "max_residual", "noise", "n_points", "share(4096)"):
+        expression = 'fit(ev, tokens="512:")' + (".share(4096)" if attr == "share(4096)" else f".{attr}")
+        assert [fit[attr]["value"]] == list(page_values(SITE_ARCHIVE, expression, IDS["sweep"], tmp_path).values())
+        assert fit[attr]["evidence"] == [IDS["sweep"]]
+    assert fit["asymptote"]["value"] is None  # a quadratic fit has no asymptote: null, never Infinity
+    assert isinstance(fit["warnings"], list)
+    assert results["batch_summary"]["fastest_tok_s"]["value"] == 97000.0  # tests/fixtures/site/inputs/batch.csv
+
+
+def test_exact_values_from_the_fixture_evidence(results):
+    median_s = statistics.median([0.000196, 0.000198, 0.000197, 0.000201, 0.000199])  # the fixture's windows
+    assert results["gemm_ceiling"]["value"] == pytest.approx(2 * 4096**3 / median_s, rel=1e-12)
+    assert results["gemm_ceiling"]["unit"] == "FLOP/s"
+    assert results["loss_memory"]["per_microbatch"]["value"] == pytest.approx(1572864000, rel=1e-9)
+    assert results["mfu"]["value"] == pytest.approx(97000 * 1971859200 / (2 * 4096**3 / median_s), rel=1e-12)
+    assert results["mfu"]["evidence"] == [IDS["batch"], IDS["ceiling"]]
+    assert results["project"]["time"]["value"] == pytest.approx(20 * 250e6 / 97000, rel=1e-12)
+    assert results["value"] == {
+        "value": 5,
+        "unit": "",
+        "derivation": "evidence field params.windows",
+        "evidence": [IDS["ceiling"]],
+    }
+
+
+def test_chart_and_table_write_their_files(results):
+    chart, table = results["chart"], results["table"]
+    assert [Path(p).name for p in chart["files"]] == ["chart-step-scaling.svg", "chart-step-scaling.vl.json"]
+    assert Path(chart["files"][0]).read_text().startswith("<svg")
+    assert "](chart-step-scaling.svg)" in chart["markdown"]
+    assert [Path(p).name for p in table["files"]] == ["table-loss-memory.csv", "table-loss-memory.json"]
+    assert Path(table["files"][0]).read_text().startswith("arm,microbatch")
+    assert "[CSV](table-loss-memory.csv)" in table["markdown"]
+
+
+def test_text_output_names_the_number_its_derivation_and_evidence(cli):
+    done = derive(cli, SITE_ARCHIVE, "saving", IDS["ablation"][:19], "no-attention")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("saving(ev, no-attention)  ") and lines[0].endswith("%")
+    assert lines[1].strip() == "derivation: 1 − median step_s of arm no-attention / median step_s of arm baseline"
+    assert lines[2].strip() == f"evidence: {IDS['ablation']}"
+
+
+@pytest.mark.parametrize(
+    "words,message",
+    [
+        (
+            ("nope", IDS["sweep"]),
+            "probebook: error: no page function 'nope'; the page functions are batch_summary, chart, fit, "
+            "gemm_ceiling, kernel_share, "
+            "logit_bytes, loss_memory, median, mfu, project, saving, share_of, table, value",
+        ),
+        (
+            ("fit", IDS["sweep"], "--bogus", "1"),
+            "probebook: error: fit() has no option --bogus; its options are --tokens, --terms, --at, --mode "
+            "(call: fit(ref, tokens=None, terms='auto', at=(), mode=None))",
+        ),
+        (
+            ("saving", IDS["ablation"], "a", "b", "c", "d"),
+            "probebook: error: saving(): too many positional arguments; "
+            "call it as saving(ref, arm, baseline='baseline', field='step_s')",
+        ),
+        (
+            ("fit", IDS["batch"]),
+            "probebook: error: fit() needs step-scaling evidence; ev (sha256:63cc7d4ea38d) is batch-sweep evidence",
+        ),
+    ],
+)
+def test_unknown_names_and_arguments_are_one_line(cli, words, message):
+    done = derive(cli, SITE_ARCHIVE, *words)
+    assert done.returncode == 2
+    assert done.stdout == "" and done.stderr.splitlines() == [message]
