@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 
 from measure.errors import ProbebookError
+from render.claims import Claim
 from render.functions import FUNCTIONS, Library, PageFunctions
 from render.pages import Asset, Block, PageEnvironment, make_environment
 from render.quantity import Quantity
@@ -70,7 +71,7 @@ def plan(name: str, args: list[str], options: dict[str, str]) -> Call:
     if params and params[0].name == "ref":
         words.insert(0, _Alias(ALIAS))
     else:
-        star = next((i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_POSITIONAL), None)
+        star = next((i for i, p in enumerate(params) if p.kind is p.VAR_POSITIONAL and p.name == "refs"), None)
         if star is not None:
             words.insert(min(star, len(words)), _Alias(ALIAS))
     named = {key: parse_word(value) for key, value in options.items()}
@@ -151,6 +152,8 @@ def attributes(result: Any, at: Any = ()) -> list[tuple[str, Any]]:
     Quantity, else each template attribute (Quantities, warnings), with ``share(W)`` for each ``at`` width."""
     if isinstance(result, Quantity):
         return [("value", result)]
+    if isinstance(result, Claim):
+        return [(f"{c.op} ({i + 1})", c) for i, c in enumerate(result.comparisons)]
     cls = type(result)
     allowed = getattr(cls, "TEMPLATE_ATTRS", frozenset())
     ordered = list(getattr(cls, "FIELDS", {})) + [n for n in vars(cls) if n in allowed]
@@ -169,6 +172,18 @@ def attributes(result: Any, at: Any = ()) -> list[tuple[str, Any]]:
 def quantity_json(q: Quantity) -> dict[str, Any]:
     """A Quantity as ``{"value", "unit", "derivation", "evidence"}`` (value null when it has none)."""
     return {"value": q.value, "unit": q.unit, "derivation": q.derivation, "evidence": list(q.evidence)}
+
+
+def claim_json(claim: Claim) -> dict[str, Any]:
+    """A checked claim: its sentence and each comparison with both sides as Quantities (it holds, or
+    ``claim()`` would have refused it)."""
+    return {
+        "sentence": claim.sentence,
+        "comparisons": [
+            {"left": quantity_json(c.left), "op": c.op, "right": quantity_json(c.right), "holds": c.holds}
+            for c in claim.comparisons
+        ],
+    }
 
 
 def save_asset(asset: Asset, out: Path, stem: str) -> tuple[list[str], str]:

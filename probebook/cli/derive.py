@@ -13,6 +13,7 @@ from measure.store import Store
 from probebook.cli import command
 from probebook.cli.output import json_text
 from render import calls
+from render.claims import Claim
 from render.derive import fit as fitting
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
 from render.functions import FUNCTIONS
@@ -200,6 +201,18 @@ def _split(words: list[str]) -> tuple[list[str], dict[str, str], bool, Path]:
     return args, options, as_json, out
 
 
+def _archive_docs(store: Store) -> dict[str, dict[str, Any]]:
+    """Every readable evidence document; a damaged one is `archive verify`'s to report, not this command's."""
+    docs = {}
+    for path in store.iter_paths():
+        ident = "sha256:" + path.parent.name + path.name[:-5]
+        try:
+            docs[ident] = store.get(ident)
+        except ProbebookError:
+            continue
+    return docs
+
+
 def _derive(args: Any) -> int:
     words, options, as_json, out = _split(args.words)
     store = Store(args.archive)
@@ -213,7 +226,8 @@ def _derive(args: Any) -> int:
         if list(calls.aliases(ids))[-1] != key:
             raise ProbebookError(f"--{key}: give evidence aliases in order, {list(calls.aliases(ids))[-1]} next")
     call = calls.plan(args.name, words, options)
-    docs = {ident: store.get(ident) for ident in ids}
+    docs = _archive_docs(store)  # a page sees the whole archive too (padding() finds its fit by id)
+    docs.update({ident: store.get(ident) for ident in ids})
     result = calls.run(call, docs, ids)
     if isinstance(result, Asset):
         written, markdown = calls.save_asset(result, out, f"{args.name}-{result.kind}")
@@ -222,6 +236,15 @@ def _derive(args: Any) -> int:
         else:
             print("\n".join(f"wrote {path}" for path in written))
             print(markdown.rstrip("\n"))
+        return 0
+    if isinstance(result, Claim):
+        if as_json:
+            print(json.dumps(calls.claim_json(result), ensure_ascii=False, allow_nan=False))
+            return 0
+        print(result.sentence)
+        for c in result.comparisons:
+            print(f"  holds: {c.text}")
+            print(f"  evidence: {', '.join(dict.fromkeys(c.left.evidence + c.right.evidence))}")
         return 0
     shown = calls.attributes(result, options.get("at") and calls.parse_word(options["at"]) or ())
     if as_json:
