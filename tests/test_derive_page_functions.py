@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 SITE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"
 H200_ARCHIVE = REPO / "archive"
 DDP_ARCHIVE = REPO / "tests" / "fixtures" / "ddp" / "archive"
+CORRECTNESS_ARCHIVE = REPO / "tests" / "fixtures" / "correctness" / "archive"
 IDS = {
     "sweep": "sha256:08e78675deb8fd5dd2f23023a7b01a3f923ee546a24aba8d2990210900bc4c1d",
     "ceiling": "sha256:0b64533f8163490ec04db0d6cbbf16414f7ed77275b02703e5f935e983692c78",
@@ -29,6 +30,8 @@ IDS = {
     "padding": "sha256:eebdc310478c5d8ffc0f0d7ce4db32d5bccca301ca174660e6706fc71b08bd4d",  # CPython stdlib corpus
     "mask": "sha256:7318bdd0e4dc462bfa1ae632c2052abecfb220203e2a197c53a45d4519012373",  # H200 mask probe
     "ddp": "sha256:70258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a",  # 2-process CPU fixture
+    "agreement": "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059",  # tiny CPU fixtures
+    "stream": "sha256:9119ce668cc38cf436f577fa22eaa81f2b10e3927a522bc8fbfa3090cb9d57ea",
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -47,6 +50,8 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "padding": (H200_ARCHIVE, "padding", (), "padding(ev)"),
     "mask_cost": (H200_ARCHIVE, "mask", (), "mask_cost(ev)"),
     "ddp": (DDP_ARCHIVE, "ddp", (), "ddp(ev)"),
+    "agreement": (CORRECTNESS_ARCHIVE, "agreement", ("bf16",), 'agreement(ev, "bf16")'),
+    "stream": (CORRECTNESS_ARCHIVE, "stream", ("resident",), 'stream(ev, "resident")'),
     "claim": (
         SITE_ARCHIVE,
         "sweep",
@@ -63,6 +68,13 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     ),
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
+}
+
+
+# no hvp evidence is archived yet: these two are reached, and refuse other evidence in one line
+REFUSED = {
+    "hvp": "probebook: error: hvp() needs hvp evidence; ev (sha256:9119ce668cc3) is stream evidence",
+    "hvp_speedup": "probebook: error: hvp_speedup() needs hvp evidence; ev (sha256:9119ce668cc3) is stream evidence",
 }
 
 
@@ -105,7 +117,14 @@ def page_values(archive: Path, expression: str, ident: str, tmp_path: Path) -> d
 
 
 def test_every_page_function_has_a_case():
-    assert set(CASES) == set(FUNCTIONS)
+    assert set(CASES) | set(REFUSED) == set(FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_functions_without_archived_evidence_refuse_other_evidence_in_one_line(cli, name):
+    words = (name, IDS["stream"]) + (("eager", "compiled") if name == "hvp_speedup" else ())
+    done = derive(cli, CORRECTNESS_ARCHIVE, *words)
+    assert done.returncode == 2 and done.stderr.splitlines() == [REFUSED[name]]
 
 
 SHOWN = [n for n, case in CASES.items() if case[3] and n not in ("fit", "batch_summary")]
