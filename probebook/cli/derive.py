@@ -239,7 +239,7 @@ def _derive(args: Any) -> int:
         return 0
     if isinstance(result, Claim):
         if as_json:
-            print(json.dumps(calls.claim_json(result), ensure_ascii=False, allow_nan=False))
+            print(json_text(calls.claim_json(result), ensure_ascii=False))
             return 0
         print(result.sentence)
         for c in result.comparisons:
