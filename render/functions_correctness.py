@@ -153,7 +153,7 @@ class CorrectnessFunctions:
             "",
             ref,
             f"warm median H·v time of {key(slow)} / that of {key(fast)}",
-            f"hvp_speedup({call_text(ref.alias, slow, fast, method, dtype, b)})",
+            f"hvp_speedup({call_text(ref.alias, slow, fast, *([method] if slow in modes else []), dtype, b)})",
             fmt=".3g",
         )
 

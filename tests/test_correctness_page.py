@@ -15,6 +15,7 @@ from render.pages import PageError, PageState, make_environment, render_body
 ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "correctness" / "archive"
 AGREE = "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059"
 STREAM = "sha256:9119ce668cc38cf436f577fa22eaa81f2b10e3927a522bc8fbfa3090cb9d57ea"
+HVP = "sha256:3bd8e982da7d260dbc176450d87e2281caf8e6cfbda962de1d44090429cd0a0f"
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def render(library: Library, body: str, tmp_path: Path) -> tuple[str, PageState]
     page = sources.parse_page(tmp_path / rel, rel, "page", body)
     state = PageState(rel)
     env = make_environment({rel: (page.body, str(tmp_path / rel))})
-    aliases = {"agr": AGREE, "st": STREAM}
+    aliases = {"agr": AGREE, "st": STREAM, "h": HVP}
     return render_body(env, page, PageFunctions(library, aliases).context(), state), state
 
 
@@ -83,3 +84,25 @@ def test_stream_values(library: Library, tmp_path: Path) -> None:
     assert rows["stream(st, resident).stall"].value is None  # the resident arm has no per-layer events
     ratio = rows["share_of(stream(st, resident).tok_s, stream(st, streamed-d1).tok_s)"].value
     assert ratio == arms["resident"]["tok_s"] / arms["streamed-d1"]["tok_s"]
+
+
+def test_hvp_values_speedup_and_selection(library: Library, tmp_path: Path) -> None:
+    _, state = render(
+        library,
+        '{{ hvp(h, "double-backward", "eager", "fp32", 1).warm }} '
+        '{{ hvp(h, "double-backward", "eager", "fp32", 1).error }} '
+        '{{ hvp_speedup(h, "double-backward", "forward-over-reverse", dtype="fp32") }} '
+        '{{ hvp(h, dtype="fp32", selected=True).tok_s }}',
+        tmp_path,
+    )
+    rows = dict(state.rows)
+    cands = {(c["method"], c["dtype"]): c for c in library.docs[HVP]["data"]["candidates"]}
+    db, fr = cands[("double-backward", "fp32")], cands[("forward-over-reverse", "fp32")]
+    assert rows["hvp(h, double-backward, eager, fp32, 1).warm"].value == db["warm_median_s"]
+    assert rows["hvp(h, double-backward, eager, fp32, 1).error"].value == db["rel_l2_vs_float64"]
+    speedup = rows["hvp_speedup(h, double-backward, forward-over-reverse, fp32, 1)"].value
+    assert speedup == db["warm_median_s"] / fr["warm_median_s"]
+    best = max((db, fr), key=lambda c: c["tok_s"])
+    assert rows["hvp(h, selected, fp32).tok_s"].value == best["tok_s"]
+    with pytest.raises(PageError, match="failed"):  # forward-over-reverse under bf16 autocast could not run
+        render(library, '{{ hvp(h, "forward-over-reverse", "eager", "bf16", 1).warm }}', tmp_path)
