@@ -7,7 +7,7 @@ derivations are in ``render/derive/correctness.py``.
   ``.noise_loss .noise_logits .noise_grads`` (the reference against itself), ``.limit_loss ...`` (the
   stated limit), ``.grads_times_noise``, ``.grads_cosine .grads_sign .grads_max_abs``, ``.passed`` (1 or 0).
 * ``hvp(ref, method, mode, dtype, batch)``, or ``hvp(ref, dtype=..., selected=True)`` for the probe's
-  selection: ``.warm .first_call .first_peak .warm_peak .tok_s .error .batch``.
+  selection: ``.warm .first_call .compile`` (first call minus a warm one) ``.first_peak .warm_peak .tok_s .error``.
 * ``hvp_speedup(ref, slow, fast, ...)``: warm time of candidate ``slow`` over that of ``fast``, where
   each is a method name or ``eager``/``compiled`` and the rest of the key is shared.
 * ``stream(ref, arm)``: ``.step .tok_s .stall .stall_share .layer_copy .layer_grad_copy``.
@@ -54,6 +54,7 @@ class HvpView(_View):
     FIELDS = {
         "warm": ("warm_median_s", "s", {"display": "ms", "fmt": ".4g"}),
         "first_call": ("first_call_s", "s", {"fmt": ".3g"}),
+        "compile": ("first_call_extra_s", "s", {"fmt": ".3g"}),
         "first_peak": ("first_peak_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
         "warm_peak": ("warm_peak_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
         "tok_s": ("tok_s", "tok/s", {"fmt": ",.0f"}),

@@ -36,6 +36,7 @@ def test_pure_ratios():
     assert correctness.times_noise(3e-3, 1e-3) == 3.0
     assert correctness.times_noise(3e-3, 0.0) is None
     assert correctness.speedup(3.0, 1.5) == 2.0
+    assert correctness.first_call_extra(2.5, 0.5) == 2.0
 
 
 def test_agreement_values_are_the_recorded_ones(library: Library, tmp_path: Path) -> None:

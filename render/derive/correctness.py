@@ -32,6 +32,11 @@ def speedup(slow_s: float, fast_s: float) -> float:
     return slow_s / fast_s
 
 
+def first_call_extra(first_call_s: float, warm_s: float) -> float:
+    """Seconds the first call took beyond a warm one: compilation, autotuning and allocator growth (seconds)."""
+    return first_call_s - warm_s
+
+
 def agreement_arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
     """An agreement arm's recorded figures: ``<q>_rel_l2``, ``<q>_noise``, ``<q>_limit``, ``<q>_times_noise``
     for q in loss, logits, grads; ``grads_cosine``, ``grads_sign``, ``grads_max_abs``; ``passed``, ``floor``."""
@@ -81,7 +86,7 @@ def hvp_candidate(data: dict[str, Any], which: Candidate) -> dict[str, Any]:
         ):
             if c.get("status") != "ok":
                 raise ProbebookError(f"hvp candidate {which} failed: {c.get('status')}: {c.get('error')}")
-            return c
+            return {**c, "first_call_extra_s": first_call_extra(c["first_call_s"], c["warm_median_s"])}
     raise ProbebookError(f"no hvp candidate {which} in the evidence")
 
 
