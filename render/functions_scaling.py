@@ -9,6 +9,7 @@ labelled so in every derivation text) and ``.interconnect`` (what NVIDIA's and N
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
@@ -20,6 +21,7 @@ from render.views import EvidenceRef, _View, number, quantity
 if TYPE_CHECKING:
     from render.functions import Library
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row with terminal escapes
 _N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
 
 
@@ -44,7 +46,7 @@ class ScalingView(_View):
         "algbw": ("grad_algbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
         "busbw": ("grad_busbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
     }
-    TEMPLATE_ATTRS = frozenset(FIELDS) | {"projected", "sweep_busbw", "interconnect"}
+    TEMPLATE_ATTRS = frozenset(FIELDS) | {"projected", "sweep_busbw", "interconnect", "unstable"}
 
     def __init__(self, summary: scaling.ScalingSummary, doc: dict[str, Any], ref: EvidenceRef):
         notes = {name: _N1 for name, (source, _, _) in self.FIELDS.items() if getattr(summary, source) is None}
@@ -65,11 +67,11 @@ class ScalingView(_View):
             "",
             self._evidence,
             f"PROJECTION, not a measurement: efficiency at {n} GPUs = step(1) / step({n}), "
-            f"step({n}) = step({s.gpus}) − exposed + max(0, comm·ring({n})/ring({s.gpus}) − hidden), "
-            "ring(n) = 2(n−1)/n at the measured bus bandwidth",
+            f"step({n}) = step({s.gpus}) + a·(ring({n})/ring({s.gpus}) − 1), a = the standalone all-reduce of "
+            "the gradient, ring(n) = 2(n−1)/n at the measured bus bandwidth",
             f"{self._key}.projected({n})",
             fmt=".1%",
-            note=None if s.comm_s is not None else _N1,
+            note=None if s.grad_allreduce_s is not None else _N1,
         )
 
     def sweep_busbw(self, mib: Any) -> Quantity:
@@ -91,11 +93,22 @@ class ScalingView(_View):
         )
 
     @property
+    def unstable(self) -> Block:
+        """A note naming the step measurements whose windows' CV stayed over 5% (nothing when none did)."""
+        points = (self._doc.get("data") or {}).get("points") or []
+        flagged = [p for p in points if p.get("phase") == "step" and p.get("unstable")]
+        if not flagged:
+            return Block("")
+        which = " and ".join(f"{int(p['gpus'])} GPU(s)" for p in flagged)
+        why = "the step windows' coefficient of variation stayed over 5% after the extra windows; flagged unstable"
+        return Block(f'!!! note "Unstable windows"\n\n    At {escape_text(which)}: {escape_text(why)}.\n')
+
+    @property
     def interconnect(self) -> Block:
         """``nvidia-smi topo -m`` and the transports NCCL's own log named, as recorded (code blocks)."""
         observed = (self._doc.get("data") or {}).get("observed") or {}
         phase = (observed.get("phases") or {}).get(str(self._summary.gpus)) or {}
-        topo = observed.get("topology") or "(nvidia-smi was not available)"
+        topo = _ANSI.sub("", observed.get("topology") or "(nvidia-smi was not available)")
         transports = ", ".join(phase.get("transports") or []) or "none named (gloo, or one GPU)"
         version = phase.get("nccl_version") or "not printed"
         lines = [

@@ -32,15 +32,14 @@ def test_bandwidths_as_nccl_tests_defines_them():
     assert scaling.ring_allreduce_s(1000.0, 8, 1750.0) == 1.0
 
 
-def test_projection_keeps_hidden_time_hidden():
-    # measured at 2: step 10, comm 4 of which 1 exposed (3 hidden); at 8 comm becomes 4*1.75 = 7, exposed 7-3 = 4
-    assert scaling.projected_step_s(10.0, 4.0, 1.0, 2, 8) == 13.0
-    assert scaling.projected_step_s(10.0, 4.0, 1.0, 2, 2) == 10.0  # at the measured count: the measured step
-    assert scaling.projected_step_s(10.0, 4.0, 0.0, 2, 8) == 10.0 + 3.0  # 4 hidden; 7 - 4 = 3 exposed
-    # all hidden at 2, but backward hides no more than it did: 1.96875 - 1 = 0.96875 s shows at 64
-    assert scaling.projected_step_s(10.0, 1.0, 0.0, 2, 64) == 10.96875
+def test_projection_adds_the_ring_all_reduce_growth():
+    # measured at 2: step 10, gradient all-reduce 4; at 8 it takes 4*1.75 = 7, so 3 more
+    assert scaling.projected_step_s(10.0, 4.0, 2, 8) == 13.0
+    assert scaling.projected_step_s(10.0, 4.0, 2, 2) == 10.0  # at the measured count: the measured step
+    assert scaling.projected_step_s(10.0, 1.0, 2, 64) == 10.96875
+    assert scaling.projected_step_s(10.0, 1.75, 8, 2) == 9.25  # fewer ranks: 1.75 / 1.75 = 1 instead of 1.75
     with pytest.raises(ProbebookError, match="at least 2 ranks"):
-        scaling.projected_step_s(10.0, 4.0, 1.0, 1, 8)
+        scaling.projected_step_s(10.0, 4.0, 1, 8)
 
 
 def _doc(gpus: int = 2) -> dict:
@@ -73,8 +72,8 @@ def test_summarize_two_gpus():
     assert s.other_s == 0.0625 and s.other_share == 0.1  # 0.625 - 0.5 - 0.0625
     assert s.grad_allreduce_s == 2**-10 and s.grad_algbw_b_s == 2**30 and s.grad_busbw_b_s == 2**30
     assert s.sweep_busbw_b_s == {2**23: 2**31}
-    # PROJECTION at 8: comm 0.25*1.75 = 0.4375, hidden 0.1875, exposed 0.25; step 0.625-0.0625+0.25 = 0.8125
-    assert scaling.projected_efficiency(s, 8) == 0.5 / 0.8125
+    # PROJECTION at 8: all-reduce 2**-10 * 1.75, so the step grows by 2**-10 * 0.75
+    assert scaling.projected_efficiency(s, 8) == 0.5 / (0.625 + 2**-10 * 1.75 - 2**-10)
 
 
 def test_summarize_one_gpu_says_n_is_one():

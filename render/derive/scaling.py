@@ -62,22 +62,21 @@ def unexplained_s(step_1_s: float, step_n_s: float, exposed_s: float) -> float:
     return step_n_s - step_1_s - exposed_s
 
 
-def projected_step_s(step_n_s: float, comm_n_s: float, exposed_n_s: float, n_measured: int, n_target: int) -> float:
+def projected_step_s(step_n_s: float, allreduce_n_s: float, n_measured: int, n_target: int) -> float:
     """PROJECTION of the step time in seconds at ``n_target`` ranks from the terms measured at ``n_measured``.
 
-    Model (stated, not measured): the per-rank compute is unchanged (same per-rank batch); the
-    in-step all-reduce time scales with the ring factor at the measured bus bandwidth,
-    ``c(n) = comm_n_s · ring_factor(n) / ring_factor(N)``; backward keeps hiding the same
-    ``h = comm_n_s − exposed_n_s`` seconds, so the exposed time becomes ``max(0, c(n) − h)``; and
-    ``step(n) = step_n_s − exposed_n_s + max(0, c(n) − h)``. It holds only where the bus bandwidth
-    at ``n`` equals the one measured (one NVLink domain); across nodes the bandwidth drops and the
-    projection is an upper bound on efficiency.
+    Model (stated, not measured): the per-rank compute, DDP's overhead and the exposed all-reduce
+    tail stay as measured in ``step_n_s`` (same per-rank batch); a ring all-reduce of the gradient
+    moves ``ring_factor(n)`` bytes per byte, so at the bus bandwidth measured with the standalone
+    all-reduce of the gradient (``allreduce_n_s`` on ``n_measured`` ranks) it takes
+    ``c(n) = allreduce_n_s · ring_factor(n) / ring_factor(N)``; none of the added time is assumed
+    hidden, so ``step(n) = step_n_s + c(n) − allreduce_n_s``. It holds only where the bus
+    bandwidth at ``n`` equals the one measured (one NVLink domain); across nodes the bandwidth
+    drops, so the projected efficiency is an upper bound there.
     """
     if n_measured < 2:
         raise ProbebookError("a projection needs communication measured on at least 2 ranks")
-    comm_target = comm_n_s * ring_factor(n_target) / ring_factor(n_measured)
-    hidden = comm_n_s - exposed_n_s
-    return step_n_s - exposed_n_s + max(0.0, comm_target - hidden)
+    return step_n_s + allreduce_n_s * ring_factor(n_target) / ring_factor(n_measured) - allreduce_n_s
 
 
 @dataclass(frozen=True)
@@ -165,7 +164,7 @@ def summarize(doc: dict[str, Any]) -> ScalingSummary:
 
 def projected_efficiency(summary: ScalingSummary, n_target: int) -> float | None:
     """PROJECTION of the scaling efficiency at ``n_target`` GPUs (``projected_step_s``); None when N = 1."""
-    if summary.step_n_s is None or summary.comm_s is None or summary.exposed_s is None:
+    if summary.step_n_s is None or summary.grad_allreduce_s is None:
         return None
-    step = projected_step_s(summary.step_n_s, summary.comm_s, summary.exposed_s, summary.gpus, n_target)
+    step = projected_step_s(summary.step_n_s, summary.grad_allreduce_s, summary.gpus, n_target)
     return scaling_efficiency(summary.step_1_s, step)
