@@ -16,33 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from measure.contracts import CONTRACTS, STATUSES, Contract, importable
 from measure.errors import EvidenceError, StoreError
 from measure.evidence import Evidence, is_time_field, loads
 from measure.store import read_regular
 
-# kinds: "time" (positive finite seconds), "count" (positive integer), "bytes" (non-negative
-# integer), "rate" (positive finite), "text" (non-empty string), "status" (ok|oom)
-CONTRACTS: dict[str, dict[str, str]] = {
-    "step-scaling": {"tokens": "count", "step_s": "time"},
-    "loss-memory": {"arm": "text", "microbatch": "count", "tokens_per_step": "count", "peak_bytes": "bytes"},
-    "batch-sweep": {
-        "model": "text",
-        "params": "count",
-        "context": "count",
-        "batch": "count",
-        "tok_s": "rate",
-        "peak_bytes": "bytes",
-        "status": "status",
-    },
-}
-OPTIONAL: dict[str, dict[str, str]] = {
-    "step-scaling": {"batch": "count", "mode": "text"},
-    "loss-memory": {"tok_s": "rate", "vocab": "count", "device_bytes": "count"},
-    "batch-sweep": {"device_bytes": "count"},
-}
-# device_bytes: the card's total memory, so render can tell a spill (a peak above it, ARCHITECTURE.md §8)
-# an OOM row of a batch sweep has no throughput or peak to report
-NULLABLE_ON_OOM = {"tok_s", "peak_bytes"}
+# the column contracts and their kinds live in measure/contracts.py, shared with render
 
 
 @dataclass(frozen=True)
@@ -119,17 +98,17 @@ def _whole(where: str, column: str, value: Any) -> int | None:
     return int(exact) if exact == exact.to_integral_value() else None
 
 
-def _cell(where: str, column: str, kind: str, value: Any, row: dict[str, Any]) -> Any:
+def _cell(where: str, column: str, kind: str, value: Any, row: dict[str, Any], contract: Contract) -> Any:
     blank = value is None or (isinstance(value, str) and not value.strip())
     if blank:
-        if column in NULLABLE_ON_OOM and str(row.get("status", "")).strip().lower() == "oom":
+        if column in contract.nullable_on_oom and str(row.get("status", "")).strip().lower() == "oom":
             return None
         raise EvidenceError(f"{where} column '{column}': empty value")
     if kind in ("text", "status"):
         if isinstance(value, (dict, list)):
             raise EvidenceError(f"{where} column '{column}': must be text, got {type(value).__name__}")
         text = str(value).strip()
-        if kind == "status" and text.lower() not in ("ok", "oom"):
+        if kind == "status" and text.lower() not in STATUSES:
             raise EvidenceError(f"{where} column '{column}': must be ok or oom, got {_clip(text)}")
         return text.lower() if kind == "status" else text
     if kind in ("count", "bytes"):
@@ -238,8 +217,8 @@ def _rows_from_json(path: Path, text: str) -> tuple[list[str], list[dict[str, An
 
 def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
     """Read and check one file against ``probe``'s column contract; return typed rows."""
-    if probe not in CONTRACTS:
-        raise EvidenceError(f"--probe {probe!r} cannot be imported; choose one of {', '.join(CONTRACTS)}")
+    if probe not in importable():
+        raise EvidenceError(f"--probe {probe!r} cannot be imported; choose one of {', '.join(importable())}")
     try:
         raw = read_regular(path)  # a FIFO, a device or a file over the size cap is refused, not read
     except StoreError as exc:
@@ -257,27 +236,26 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
     else:
         raise EvidenceError(f"{path}: give a .csv or .json file")
     contract = CONTRACTS[probe]
-    missing = [c for c in contract if c not in columns]
+    missing = [c for c in contract.required if c not in columns]
     if missing:
-        raise EvidenceError(
-            f"{path}: missing required column(s) {', '.join(missing)} for {probe} (needs {', '.join(contract)})"
-        )
+        needs = ", ".join(contract.required)
+        raise EvidenceError(f"{path}: missing required column(s) {', '.join(missing)} for {probe} (needs {needs})")
     if not rows:
         raise EvidenceError(f"{path}: no data rows")
-    kinds = {**contract, **OPTIONAL[probe]}
+    kinds = contract.kinds
     out = []
     for i, row in enumerate(rows):
         where = f"{path} row {i + first}"
-        absent = [c for c in contract if c not in row]
+        absent = [c for c in contract.required if c not in row]
         if absent:
             raise EvidenceError(f"{where}: missing required column '{absent[0]}' for {probe}")
         typed: dict[str, Any] = {}
         for column, value in row.items():
             if column in kinds:
-                if column in OPTIONAL[probe] and (value is None or str(value).strip() == ""):
+                if column in contract.optional and (value is None or str(value).strip() == ""):
                     typed[column] = None
                     continue
-                typed[column] = _cell(where, column, kinds[column], value, row)
+                typed[column] = _cell(where, column, kinds[column], value, row, contract)
             else:
                 typed[column] = _extra(where, column, value)
         out.append(typed)

@@ -29,6 +29,7 @@ import altair as alt
 import pandas as pd
 import vl_convert as vlc
 
+from measure import contracts
 from measure.errors import ProbebookError
 from render.derive import batchsweep, lossmem
 from render.derive import fit as fitmod
@@ -181,12 +182,9 @@ def _batch_sweep(
             "batch-sweep",
             nullable=("tok_s",),
         ):
-            if r["status"] not in ("ok", "oom"):
-                raise ProbebookError(
-                    f"chart 'batch-sweep': {doc_label(doc)} status must be ok or oom, got {r['status']!r}"
-                )
-            if r["status"] == "ok" and r.get("tok_s") is None:
-                raise ProbebookError(f"chart 'batch-sweep': {doc_label(doc)} has an ok row with no tok_s")
+            why = contracts.status_problem(r)
+            if why is not None:
+                raise ProbebookError(f"chart 'batch-sweep': {doc_label(doc)} {why}")
             rows.append(r)
     if model is not None:
         rows = [r for r in rows if r["model"] == model]

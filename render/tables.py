@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
+from measure import contracts
 from measure.errors import ProbebookError
 from measure.evidence import canonical_bytes, digest
 from render.derive import batchsweep, kernels, lossmem
@@ -31,14 +32,6 @@ GIB = 2**30
 """Bytes in a GiB (IEC binary unit), the unit memory peaks are shown in."""
 NAME_WIDTH = 90
 """Longest cell text shown in Markdown (kernel names run to hundreds of characters); CSV/JSON keep it whole."""
-KNOWN_COLUMNS: dict[str, tuple[str, ...]] = {
-    "step-scaling": ("mode", "batch", "tokens", "window", "step_s"),
-    "batch-sweep": ("model", "params", "context", "batch", "status", "tok_s", "peak_bytes"),
-    "loss-memory": ("arm", "microbatch", "tokens_per_step", "vocab", "peak_bytes", "tok_s"),
-    "gemm": ("shape", "m", "n", "k", "window", "time_s", "tflop_s"),
-    "kernels": ("kernel", "category", "calls", "device_time_s"),
-}
-"""Column order of each probe's raw samples on its evidence page; other columns follow, sorted."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +145,7 @@ def samples_columns(doc: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     if not all(isinstance(r, dict) for r in rows):
         raise ProbebookError(f"{doc_label(doc)}: data.samples must be a list of objects")
     present = {key for row in rows for key in row}
-    known = [c for c in KNOWN_COLUMNS.get(doc.get("probe", ""), ()) if c in present]
+    known = [c for c in contracts.column_order(doc.get("probe", "")) if c in present]  # the contract's order first
     columns = known + sorted(present - set(known))
     return columns, [[_cell(row.get(c)) for c in columns] for row in rows]
 
@@ -280,11 +273,9 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         }
         checked = evidence_rows("table 'batch-sweep'", doc, need, "batch-sweep", nullable=("tok_s", "peak_bytes"))
         for i, r in enumerate(checked):
-            if r["status"] not in ("ok", "oom") or (r["status"] == "ok" and r.get("tok_s") is None):
-                raise ProbebookError(
-                    f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}] needs status ok "
-                    f"(with tok_s) or oom, got status {r['status']!r}"
-                )
+            why = contracts.status_problem(r)
+            if why is not None:
+                raise ProbebookError(f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}]: {why}")
             rows.append(r)
     if view == "rows":
         cols = [

@@ -320,8 +320,7 @@ def test_batch_sweep_row_with_a_bad_status_is_named():
     rows = [dict(SWEEP_ROWS[0]), {**SWEEP_ROWS[1], "status": "crashed"}]
     with pytest.raises(
         ProbebookError,
-        match=r"data.samples\[1\] needs status ok \(with tok_s\) or oom, "
-        r"got status 'crashed'",
+        match=r"data.samples\[1\]: status must be ok or oom, got 'crashed'",
     ):
         tables.render("batch-sweep", [doc("batch-sweep", rows)])
 

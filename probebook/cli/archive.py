@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from measure import importer
+from measure import contracts, importer
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import Evidence, canonical_bytes, migrate, parse
 from measure.machine import code_fingerprint
@@ -33,8 +33,11 @@ def register(sub: Any) -> None:
         "Turn a CSV or JSON file of measurements taken elsewhere into evidence; print its id.",
         'probebook archive import --probe step-scaling sweep.csv --source "lab notebook, 2026-11-02"',
     )
-    p.add_argument("file", type=Path, help="CSV or JSON file (see ARCHITECTURE.md §4.3 for each probe's columns)")
-    p.add_argument("--probe", required=True, choices=sorted(importer.CONTRACTS), help="column contract to check")
+    columns = "; ".join(f"{name}: {', '.join(contracts.CONTRACTS[name].required)}" for name in contracts.importable())
+    p.add_argument(
+        "file", type=Path, help=f"CSV or JSON file, one row per sample, with the columns of --probe ({columns})"
+    )
+    p.add_argument("--probe", required=True, choices=sorted(contracts.importable()), help="column contract to check")
     p.add_argument("--source", required=True, help="where the numbers came from")
     p.add_argument("--gpu", help="GPU the numbers were measured on, if known")
     p.add_argument("--notes", help="free text kept with the evidence")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from measure import contracts
 from measure.errors import ProbebookError
 from render.derive.lossmem import COLLAPSE, row_device_bytes, spilled, stable_prefix, unstable
 
@@ -60,10 +61,9 @@ def _check(i: int, row: dict[str, Any]) -> None:
     for column in ("model", "params", "context", "batch", "status"):
         if row.get(column) is None:
             raise ProbebookError(f"batch-sweep row {i}: missing {column}")
-    if row["status"] not in ("ok", "oom"):
-        raise ProbebookError(f"batch-sweep row {i}: status must be ok or oom, got {row['status']!r}")
-    if row["status"] == "ok" and row.get("tok_s") is None:
-        raise ProbebookError(f"batch-sweep row {i}: an ok row needs tok_s")
+    why = contracts.status_problem(row)  # the rule's one home: measure/contracts.py
+    if why is not None:
+        raise ProbebookError(f"batch-sweep row {i}: {why}")
 
 
 def summarize(
