@@ -45,11 +45,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from measure.evidence import Evidence  # noqa: E402
+from measure.probes.kernel_names import CATEGORIES  # noqa: E402
 from measure.store import Store  # noqa: E402
 
 SOURCE = "synthetic benchmark data made by bench/render.py; not a measurement; never published"
 PROBES = ("step-scaling", "batch-sweep", "loss-memory", "kernels", "gemm")
-CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
 
 
 # --- synthetic evidence ------------------------------------------------------------------

@@ -30,7 +30,7 @@ from typing import Any, Callable
 from measure.errors import ProbebookError
 from measure.evidence import Evidence
 from measure.options import option
-from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device
+from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
 from measure.workload import DTYPES
 from measure.workload.presets import PRESETS
@@ -129,11 +129,6 @@ def hvp_forward_over_reverse(
 
 
 METHOD_FNS = {"double-backward": hvp_double_backward, "forward-over-reverse": hvp_forward_over_reverse}
-
-
-def tokens_per_second(batch: int, seq_len: int, seconds: float) -> float:
-    """Tokens per second of H·v: batch x seq_len tokens per call over the call's seconds."""
-    return batch * seq_len / seconds
 
 
 def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: float) -> dict[str, Any]:
@@ -290,7 +285,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         "warm_unstable": timed.unstable,
                         "warm_times_s": timed.times_s,
                         "warm_peak_bytes": warm_peak,
-                        "tok_s": tokens_per_second(batch_size, seq_len, timed.checked_median_s),
+                        "tok_s": tokens_per_second(batch_size * seq_len, timed.checked_median_s),
                         "rel_l2_vs_float64": total_m["rel_l2"],
                         "cosine_vs_float64": total_m["cosine"],
                         "max_abs_error_vs_float64": total_m["max_abs_error"],

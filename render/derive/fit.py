@@ -91,7 +91,7 @@ class StepFit:
 
     def predict(self, s: Any) -> Any:
         """The model's step time in seconds at sequence length ``s`` (number or array)."""
-        return self.c_s + self.a_s_per_token * s + self.b_s_per_token2 * s * s
+        return num.predict({"c": self.c_s, "a": self.a_s_per_token, "b": self.b_s_per_token2}, s)
 
     def to_json(self) -> dict[str, Any]:
         """Exactly ARCHITECTURE.md §6.2's object for ``probebook fit step-scaling --json``."""
