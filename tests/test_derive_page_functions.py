@@ -32,6 +32,7 @@ IDS = {
     "ddp": "sha256:70258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a",  # 2-process CPU fixture
     "agreement": "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059",  # tiny CPU fixtures
     "stream": "sha256:9119ce668cc38cf436f577fa22eaa81f2b10e3927a522bc8fbfa3090cb9d57ea",
+    "hvp": "sha256:3bd8e982da7d260dbc176450d87e2281caf8e6cfbda962de1d44090429cd0a0f",
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -52,6 +53,18 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "ddp": (DDP_ARCHIVE, "ddp", (), "ddp(ev)"),
     "agreement": (CORRECTNESS_ARCHIVE, "agreement", ("bf16",), 'agreement(ev, "bf16")'),
     "stream": (CORRECTNESS_ARCHIVE, "stream", ("resident",), 'stream(ev, "resident")'),
+    "hvp": (
+        CORRECTNESS_ARCHIVE,
+        "hvp",
+        ("double-backward", "eager", "fp32", "1"),
+        'hvp(ev, "double-backward", "eager", "fp32", 1)',
+    ),
+    "hvp_speedup": (
+        CORRECTNESS_ARCHIVE,
+        "hvp",
+        ("double-backward", "forward-over-reverse", "--dtype", "fp32"),
+        'hvp_speedup(ev, "double-backward", "forward-over-reverse", dtype="fp32")',
+    ),
     "claim": (
         SITE_ARCHIVE,
         "sweep",
@@ -68,13 +81,6 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     ),
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
-}
-
-
-# no hvp evidence is archived yet: these two are reached, and refuse other evidence in one line
-REFUSED = {
-    "hvp": "probebook: error: hvp() needs hvp evidence; ev (sha256:9119ce668cc3) is stream evidence",
-    "hvp_speedup": "probebook: error: hvp_speedup() needs hvp evidence; ev (sha256:9119ce668cc3) is stream evidence",
 }
 
 
@@ -117,14 +123,7 @@ def page_values(archive: Path, expression: str, ident: str, tmp_path: Path) -> d
 
 
 def test_every_page_function_has_a_case():
-    assert set(CASES) | set(REFUSED) == set(FUNCTIONS)
-
-
-@pytest.mark.parametrize("name", sorted(REFUSED))
-def test_functions_without_archived_evidence_refuse_other_evidence_in_one_line(cli, name):
-    words = (name, IDS["stream"]) + (("eager", "compiled") if name == "hvp_speedup" else ())
-    done = derive(cli, CORRECTNESS_ARCHIVE, *words)
-    assert done.returncode == 2 and done.stderr.splitlines() == [REFUSED[name]]
+    assert set(CASES) == set(FUNCTIONS)
 
 
 SHOWN = [n for n, case in CASES.items() if case[3] and n not in ("fit", "batch_summary")]
@@ -223,12 +222,16 @@ def test_text_output_names_the_number_its_derivation_and_evidence(cli):
             "call it as saving(ref, arm, baseline='baseline', field='step_s')",
         ),
         (
+            ("hvp_speedup", IDS["stream"], "eager", "compiled"),
+            "probebook: error: hvp_speedup() needs hvp evidence; ev (sha256:9119ce668cc3) is stream evidence",
+        ),
+        (
             ("fit", IDS["batch"]),
             "probebook: error: fit() needs step-scaling evidence; ev (sha256:63cc7d4ea38d) is batch-sweep evidence",
         ),
     ],
 )
 def test_unknown_names_and_arguments_are_one_line(cli, words, message):
-    done = derive(cli, SITE_ARCHIVE, *words)
+    done = derive(cli, CORRECTNESS_ARCHIVE if words[0] == "hvp_speedup" else SITE_ARCHIVE, *words)
     assert done.returncode == 2
     assert done.stdout == "" and done.stderr.splitlines() == [message]
