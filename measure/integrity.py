@@ -21,14 +21,15 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
-def judge_window(calls: int, updates: int | None, nonfinite: int | None) -> str | None:
-    """Why a window of ``calls`` steps failed, or None: a non-finite loss, or updates != calls.
+def judge_window(calls: int, updates: int | None, nonfinite: int | None, per_call: int = 1) -> str | None:
+    """Why a window of ``calls`` steps failed, or None: a non-finite loss, or updates != ``per_call`` x calls.
 
     ``updates`` None: the optimizer is unknown (not checked); ``nonfinite`` None: no loss to check.
+    ``per_call`` is 0 for a step that must not update (an ablation arm without the optimizer).
     """
     if nonfinite:
         return f"{nonfinite} of {calls} losses were not finite"
-    if updates is not None and updates != calls:
+    if updates is not None and updates != per_call * calls:
         return f"the optimizer applied {updates} updates in a window of {calls} steps"
     return None
 
@@ -36,10 +37,10 @@ def judge_window(calls: int, updates: int | None, nonfinite: int | None) -> str 
 class Integrity:
     """Wraps a step function and judges each timed window of it."""
 
-    def __init__(self, optimizer: Any = None, device: str = "cpu"):
+    def __init__(self, optimizer: Any = None, device: str = "cpu", per_call: int = 1):
         import torch
 
-        self.torch, self.optimizer = torch, optimizer
+        self.torch, self.optimizer, self.per_call = torch, optimizer, per_call
         self.bad = torch.zeros((), dtype=torch.int64, device=device)
         self.saw_loss = False
         self.hook_updates = 0
@@ -99,7 +100,7 @@ class Integrity:
             "updates": updates,
             "counter": self.counter,
             "nonfinite_losses": nonfinite,
-            "failure": judge_window(calls, updates, nonfinite),
+            "failure": judge_window(calls, updates, nonfinite, self.per_call),
         }
 
     def close(self) -> None:

@@ -283,13 +283,14 @@ def time_interleaved(
     plan: WindowPlan,
     sync: Callable[[], None] | None = None,
     on_round: Callable[[int, dict[str, float]], None] | None = None,
-    watch: Watch | None = None,
+    watch: Watch | dict[str, Watch] | None = None,
 ) -> InterleavedResult:
     """Warm up each arm, then run rounds of A, B, C, ... (``plan.windows`` rounds, ``plan.iters`` calls each).
 
     If any arm's CV is above the threshold, ``plan.extra`` more rounds are run once for all arms.
     ``on_round(round, {arm: seconds per call})`` is called after every round (to persist it); with a
-    ``watch``, an arm whose window failed its checks is left out of that round's dict and of its timings.
+    ``watch`` (one for every arm, or one per arm name), an arm whose window failed its checks is left out
+    of that round's dict and of its timings.
     """
     if not arms:
         raise ValueError("time_interleaved needs at least one arm")
@@ -305,7 +306,7 @@ def time_interleaved(
         for r in range(first, first + count):
             this_round = {}
             for name, fn in arms.items():
-                seconds, seen = watched(fn, clock, plan.iters, watch)
+                seconds, seen = watched(fn, clock, plan.iters, watch.get(name) if isinstance(watch, dict) else watch)
                 order.append((r, name))
                 if seen is not None and seen.get("failure"):
                     results[name].failures.append({"round": r, "seconds_per_call": seconds, **seen})

@@ -122,7 +122,29 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()),
             )
 
-        result = time_interleaved(arms, clock_for(device), config.plan(), sync_for(device), on_round=persist)
+        from measure.integrity import Integrity, WindowWatch
+
+        # every window checked: finite losses, and one optimizer update per step in the arms whose updates are
+        # known (none in the reference's no-optimizer arm); a plug-in's own arms: finite losses only
+        known = {"baseline", "no-input-copy"} | (
+            set(workload.arms) if workload.name.startswith("reference:") else set()
+        )
+        checks = {
+            name: Integrity(
+                workload.optimizer if name in known else None, device, per_call=0 if name == "no-optimizer" else 1
+            )
+            for name in arms
+        }
+        arms = {name: checks[name].wrap(fn) for name, fn in arms.items()}
+        watches: dict[str, Any] = {name: WindowWatch(check) for name, check in checks.items()}
+        try:
+            result = time_interleaved(
+                arms, clock_for(device), config.plan(), sync_for(device), on_round=persist, watch=watches
+            )
+        finally:
+            for check in checks.values():
+                check.close()
+        rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         rec.data["order"] = [{"round": r, "arm": a} for r, a in result.order]
         base = result.arms["baseline"].median_s

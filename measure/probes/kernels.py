@@ -117,7 +117,16 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         data = workload.make_batch(batch, seq_len)
         sync = sync_for(device)
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
-        timed = time_windows(lambda: workload.step(data), clock_for(device), config.plan(), sync)
+        from measure.integrity import Integrity, WindowWatch
+
+        check = Integrity(workload.optimizer, device)  # finite losses, one update per step, in every window
+        timed = time_windows(
+            check.wrap(lambda: workload.step(data)), clock_for(device), config.plan(), sync, WindowWatch(check)
+        )
+        check.close()
+        if timed.failures:
+            rec.data["window_failures"] = timed.failures
+            rec.fail(f"event-timed step: window {timed.failures[0]['window']}: {timed.failures[0]['failure']}")
         rec.params.update(
             {f"observed_{k}" if k == "dtype" else k: v for k, v in observe(workload, data, device).items()}
         )

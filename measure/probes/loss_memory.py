@@ -202,10 +202,15 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         step(batch)
     peakmem.reset(device)
     phases.mark("warmup_s")
+    from measure.integrity import Integrity, WindowWatch
+
     plan = WindowPlan(warmup=0, windows=config.windows, iters=config.iters)
-    timed = time_windows(lambda: step(batch), clock_for(device), plan, sync)
+    check = Integrity(workload.optimizer, device)  # finite losses, one update per step, in every window
+    timed = time_windows(check.wrap(lambda: step(batch)), clock_for(device), plan, sync, WindowWatch(check))
     peak = peakmem.read(device)
     phases.mark("timed_s")
+    if timed.failures:  # a failed window is a failure of the point: never a timing, never an OOM boundary
+        return {"status": "error", "error": f"window {timed.failures[0]['window']}: {timed.failures[0]['failure']}"}
     seen = _observe_loss(step, batch, device)
     phases.mark("observe_s")
     return {

@@ -373,8 +373,15 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()),
             )
 
+        from measure.integrity import Integrity, WindowWatch
+
+        check = Integrity(None, device)  # no arm runs the optimizer: every window's losses must be finite
+        arms = {name: check.wrap(fn) for name, fn in arms.items()}
         plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=config.iters)
-        result = time_interleaved(arms, clock_for(device), plan, sync_for(device), on_round=persist)
+        result = time_interleaved(
+            arms, clock_for(device), plan, sync_for(device), on_round=persist, watch=WindowWatch(check)
+        )
+        rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         tokens = batch_size * seq_len
         summaries = []
