@@ -270,7 +270,7 @@ def _take(
         how = outcome.death() if result is None else result["error"]
     elif n_params is None:
         how = f"no parameter count: {result.get('error')}"
-    if how is not None:
+    if how is not None or result is None or n_params is None:
         failure = {"context": s, "batch": b, "error": how, "returncode": outcome.returncode, "wall_s": outcome.wall_s}
         rec.data["failures"].append(failure)
         if progress:

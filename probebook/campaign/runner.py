@@ -178,7 +178,6 @@ class Runner:
     def run(self) -> int:
         """Run until every curve is done or blocked (0 when all done, 1 when some are blocked, 3 at the budget)."""
         started = time.perf_counter()
-        kind = self.kind
         while True:
             spent = self.budget_s is not None and time.perf_counter() - started > self.budget_s
             if not spent:
@@ -192,6 +191,7 @@ class Runner:
             now = time.time()
             for key, handle in list(self.live.items()):
                 attempt = self.receipts[key]["attempts"][-1]
+                kind = attempt["executor"]  # a job adopted on resume keeps the executor it was submitted with
                 done = executors.finished(kind, handle)
                 if done:
                     self._settle(key, handle)
