@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# What the first correctness run (bench/h200_correctness_probes.sh) left unmeasured, on one GPU, from the repo root:
+#   CUDA_VISIBLE_DEVICES=0 PYTHONPATH=. OUT=/some/dir bash bench/h200_correctness_more.sh          # H200, <= 5.3 min (limits)
+#   PYTHONPATH=. OUT=/tmp/c bash bench/h200_correctness_more.sh --smoke                          # CPU, tiny: checks the script
+# Parts, each one probe process under a time limit (SIGINT: it stores what it measured, as partial):
+#   stream-500m   the 500m preset's layer streaming, which its 50 s limit cut short (pinning the blocks of five arms
+#                 takes a while): batch 4 x 2048, prefetch depth 1 and 2, 3 interleaved rounds of 2 steps
+#   hvp-20m-compiled  forward-over-reverse in fp32 at 20m, batch 1 of 1024 tokens, eager and under torch.compile
+#                 (double backward cannot be compiled: aot_autograd refuses double backward, as recorded), so the
+#                 compile speed-up is measured within one evidence document; the first call holds the compilation
+# Evidence goes to $OUT/archive (a probebook archive); logs and a summary to $OUT.
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python}
+OUT=${OUT:-$PWD/correctness-out}
+ARCHIVE="$OUT/archive"
+LOG="$OUT/correctness-more.log"
+mkdir -p "$ARCHIVE"
+export PYTHONPATH="${PYTHONPATH:-.}"
+export PYTHONUNBUFFERED=1
+START=$(date +%s)
+if [ "${1:-}" = "--smoke" ]; then
+  DEV="--device cpu"
+  STREAM="--preset tiny --seq-len 16 --windows 1 --iters 1 --warmup 0 --observe-steps 1"
+  HVP="--preset tiny --batches 1 --seq-len 16 --methods forward-over-reverse --dtypes fp32 --modes eager --windows 2"
+  LIMIT_STREAM=200; LIMIT_HVP=200
+else
+  DEV="--device cuda"
+  STREAM="--preset 500m --batch 4 --seq-len 2048 --windows 3 --iters 2"
+  HVP="--preset 20m --batches 1 --seq-len 1024 --methods forward-over-reverse --dtypes fp32 --modes eager,compiled"
+  LIMIT_STREAM=150; LIMIT_HVP=160
+fi
+
+say() { echo "[correctness-more $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
+
+probe() {  # probe PART LIMIT ARGS... : one probe process under a time limit (SIGINT: it stores what it has)
+  local part=$1 limit=$2; shift 2
+  say "start $part: python -m measure $*"
+  timeout -s INT -k 15 "$limit" "$PY" -m measure --archive "$ARCHIVE" "$@" $DEV >> "$LOG" 2>&1
+  say "end $part: rc=$?"
+}
+
+probe stream-500m "$LIMIT_STREAM" stream $STREAM
+probe hvp-20m-compiled "$LIMIT_HVP" hvp $HVP
+
+for j in "$ARCHIVE"/journal/*.jsonl; do  # a probe killed hard may leave its journal
+  [ -e "$j" ] || continue
+  say "recover $j"
+  "$PY" -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
+done
+"$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/correctness-more-summary.txt" | tee -a "$LOG"
+import sys
+from measure.evidence import parse
+from measure.store import Store
+
+store = Store(sys.argv[1])
+print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")
+for path in store.iter_paths():
+    d = parse(path.read_bytes(), str(path))
+    if d["probe"] not in ("stream", "hvp"):
+        continue
+    ident = "sha256:" + path.parent.name + path.name[:-5]
+    data = d["data"]
+    print(f"{ident[:19]} {d['probe']} {d['params'].get('preset')} {d['status']} {d.get('error') or ''}")
+    for c in data.get("candidates", []):
+        print(f"  {c['method']} {c['mode']} {c['dtype']} b{c['batch']} {c['status']} first {c.get('first_call_s')}"
+              f" warm {c.get('warm_median_s')} err {c.get('rel_l2_vs_float64')} {c.get('error') or ''}")
+    for a in data.get("arms", []):
+        print(f"  {a['arm']:12} {a['median_step_s']:.5f} s stall share {a.get('stall_share')} copy {a.get('layer_copy_s')}")
+    if "agreement" in data:
+        print("  agreement:", [(c["arm"], c["passed"]) for c in data["agreement"]["checks"]])
+PY
+say "done"
