@@ -6,11 +6,35 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SITE_FIXTURE = FIXTURES / "site"
+
+
+@pytest.fixture(scope="session")
+def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The fixture site (tests/fixtures/site), built once per test process with the real pipeline and mkdocs.
+
+    Shared by every test that only reads it (test_site_build, test_browser); a test that changes
+    sources or the archive builds its own.
+    """
+    from render.build import BuildPaths, build
+
+    root = tmp_path_factory.mktemp("fixture-site")
+    paths = BuildPaths(
+        docs=SITE_FIXTURE / "docs",
+        archive=SITE_FIXTURE / "archive",
+        build=root / "build",
+        site=root / "site",
+        config=REPO / "mkdocs.yml",
+        published=root / "no-published-ledger.json",
+    )
+    build(paths)
+    return paths
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ def one_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     sys.modules.pop("example_probes", None)
 
 
+@pytest.mark.slow
 def test_the_worked_example_is_a_working_probe(one_step, archive, capsys):
     pytest.importorskip("torch")
     from probebook.cli import build_parser

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from render.build import BuildPaths, build
+from render.build import BuildPaths
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
@@ -43,19 +43,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site helper's fixture site, built with the real pipeline and mkdocs."""
-    root = tmp_path_factory.mktemp("browser-site")
-    paths = BuildPaths(
-        docs=SITE_FIXTURE / "docs",
-        archive=SITE_FIXTURE / "archive",
-        build=root / "build",
-        site=root / "site",
-        config=REPO / "mkdocs.yml",
-        published=root / "no-published-ledger.json",
-    )
-    build(paths)
-    return paths.site
+def site(fixture_site: BuildPaths) -> Path:
+    """The fixture site, built once per test process (``conftest.fixture_site``); the browser only reads it."""
+    return fixture_site.site
 
 
 @pytest.fixture(scope="module")

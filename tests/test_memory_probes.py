@@ -140,6 +140,7 @@ def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
 # --- batch-sweep through the CLI ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
     doc = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "32,64", "--max-tokens", "64")
     rows = doc["data"]["samples"]
@@ -163,6 +164,7 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
     assert summary[32].fastest_stable_batch in (stable or [None]) and summary[64].largest_fitting_batch == 1
 
 
+@pytest.mark.slow
 def test_batch_sweep_stops_at_a_real_cpu_oom(cli, archive):
     # a real address-space limit per point process: the allocator genuinely refuses past it
     doc = stored(
@@ -191,6 +193,7 @@ def test_batch_sweep_stops_at_a_real_cpu_oom(cli, archive):
     assert summary.largest_fitting_batch is None or summary.largest_fitting_batch < oom["batch"]
 
 
+@pytest.mark.slow
 def test_batch_sweep_of_a_plugged_in_harness_keeps_points_before_a_crash(cli, archive):
     # crashes_late raises a non-OOM error at batch 2 of context 9: a failure, not an OOM row
     doc = stored(
@@ -217,6 +220,7 @@ def test_batch_sweep_of_a_plugged_in_harness_keeps_points_before_a_crash(cli, ar
     assert len(batchsweep.summarize(rows)) == 2
 
 
+@pytest.mark.slow
 def test_budget_and_point_time_limit_store_what_was_measured(cli, archive):
     doc = stored(
         cli,
@@ -239,6 +243,7 @@ def test_budget_and_point_time_limit_store_what_was_measured(cli, archive):
     assert all("point time limit" in f["error"] for f in dead["data"]["failures"])
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_keeps_every_point_it_measured(cli, archive):
     # persist after every point: SIGKILL the probe once one point is journaled, then recover the journal
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -288,6 +293,7 @@ def test_a_killed_sweep_keeps_every_point_it_measured(cli, archive):
 # --- loss-memory through the CLI ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
     # fp32: the same two loss paths, without CPU bf16 emulation's minutes (bf16 is the GPU campaign's).
     # Context 512 so that at 16 sequences the materialized logits (8192 x vocab 512 x 4 B, plus their

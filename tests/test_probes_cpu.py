@@ -13,6 +13,7 @@ from measure.evidence import parse
 from measure.store import Store
 
 pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # every test runs a real probe end to end
 
 PLUGINS = str(Path(__file__).resolve().parent / "fixtures" / "measure_plugins")
 FAST = ["--device", "cpu", "--preset", "tiny", "--warmup", "1", "--windows", "3", "--iters", "1", "--quiet"]

@@ -46,12 +46,10 @@ def _copy_docs(tmp: Path) -> Path:
     return docs
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> BuildPaths:
-    """The fixture site, built once for this module."""
-    paths = _paths(tmp_path_factory.mktemp("fixture-site"))
-    build(paths)
-    return paths
+@pytest.fixture
+def built(fixture_site: BuildPaths) -> BuildPaths:
+    """The fixture site, built once per test process (``conftest.fixture_site``); tests only read it."""
+    return fixture_site
 
 
 def _html(paths: BuildPaths, page: str) -> str:
