@@ -339,6 +339,40 @@ def parse(raw: bytes, where: str) -> dict[str, Any]:
     return doc
 
 
+# --- reading older probe versions: applied where render loads evidence, never written back --------
+
+OBSERVED_IN_PARAMS_UNTIL = {"kernels": 2, "ablate": 1, "step-scaling": 1}
+"""Probe -> its last version that kept what it observed at run time in ``params`` (ARCHITECTURE.md §3, item 7)."""
+OBSERVED_PARAMS = {
+    "sdpa_backend": "sdpa_backend",
+    "compile_engaged": "compile_engaged",
+    "compiled_regions": "compiled_regions",
+    "observed_dtype": "dtype",
+    "loss_ops": "loss_ops",
+}
+"""Old ``params`` key -> its key in ``data["observed"]`` (what ``measure.workload.observe`` reads from a step)."""
+
+
+def for_reading(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document as the current probe version lays it out, for reading; the archived bytes never change.
+
+    Probe versions up to ``OBSERVED_IN_PARAMS_UNTIL`` stored their run-time observations (SDPA backend,
+    compilation, dtype, loss ops) in ``params``, which holds inputs only; here they move to
+    ``data["observed"]``. A document without such keys is returned as it is.
+    """
+    last = OBSERVED_IN_PARAMS_UNTIL.get(doc.get("probe", ""))
+    params = doc.get("params")
+    if last is None or doc.get("probe_version", 0) > last or not isinstance(params, dict):
+        return doc
+    moved = {new: params[old] for old, new in OBSERVED_PARAMS.items() if old in params}
+    if not moved:
+        return doc
+    data = dict(doc.get("data") or {})
+    data["observed"] = {**moved, **(data.get("observed") or {})}
+    kept = {k: v for k, v in params.items() if k not in OBSERVED_PARAMS}
+    return {**doc, "params": kept, "data": data}
+
+
 # --- migrations: version N -> N+1, applied in order by ``migrate`` -------------------
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
-from measure.evidence import parse
+from measure.evidence import for_reading, parse
 from measure.store import Store, read_regular
 from render import changes, claims, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
 from render import sources as sourcesmod
@@ -135,7 +135,7 @@ def load_evidence(archive: Path) -> Evidence:
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
             data = read_regular(path, store.limit)
-            docs[ident] = parse(data, str(path))
+            docs[ident] = for_reading(parse(data, str(path)))  # older probe versions read as current
         except (EvidenceError, StoreError) as exc:
             raise BuildError(str(exc)) from None
         raw[ident] = data

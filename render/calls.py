@@ -155,7 +155,7 @@ def attributes(result: Any, at: Any = ()) -> list[tuple[str, Any]]:
     if isinstance(result, Claim):
         return [(f"{c.op} ({i + 1})", c) for i, c in enumerate(result.comparisons)]
     cls = type(result)
-    allowed = getattr(cls, "TEMPLATE_ATTRS", frozenset())
+    allowed: frozenset[str] = getattr(cls, "TEMPLATE_ATTRS", frozenset())
     ordered = list(getattr(cls, "FIELDS", {})) + [n for n in vars(cls) if n in allowed]
     names = list(dict.fromkeys(ordered + sorted(allowed)))
     out: list[tuple[str, Any]] = []

@@ -263,3 +263,32 @@ def test_fixtures_regenerate_byte_for_byte(tmp_path):
     made, committed = tree(tmp_path), tree(FIXTURES)
     assert len(made) > 70
     assert made == committed
+
+
+# -- reading older probe versions: observations out of params, the bytes untouched --------------------------
+
+
+def test_older_kernels_evidence_reads_with_its_observations_in_data():
+    from measure.evidence import for_reading
+
+    old = {
+        "probe": "kernels",
+        "probe_version": 2,
+        "params": {"batch": 4, "sdpa_backend": "flash", "compile_engaged": True, "observed_dtype": "bfloat16"},
+        "data": {"samples": [{"kernel": "k", "device_time_s": 1.0}]},
+    }
+    before = json.dumps(old, sort_keys=True)
+    read = for_reading(old)
+    assert read["params"] == {"batch": 4}
+    assert read["data"]["observed"] == {"sdpa_backend": "flash", "compile_engaged": True, "dtype": "bfloat16"}
+    assert read["data"]["samples"] == old["data"]["samples"]
+    assert json.dumps(old, sort_keys=True) == before  # the loaded document itself is not changed
+
+
+def test_current_versions_and_other_probes_read_unchanged():
+    from measure.evidence import for_reading
+
+    current = {"probe": "kernels", "probe_version": 3, "params": {"sdpa_backend": "x"}, "data": {}}
+    other = {"probe": "gemm", "probe_version": 1, "params": {"sdpa_backend": "x"}, "data": {}}
+    plain = {"probe": "ablate", "probe_version": 1, "params": {"batch": 2}, "data": {}}
+    assert for_reading(current) is current and for_reading(other) is other and for_reading(plain) is plain

@@ -84,9 +84,10 @@ def test_step_scaling(cli, archive):
         assert {"mode", "tokens", "batch", "median_step_s", "cv", "windows", "unstable"} <= set(p)
         assert p["windows"] == sum(1 for r in rows if (r["mode"], r["tokens"]) == (p["mode"], p["tokens"]))
     params = doc["params"]
-    assert params["n_params"] == 361088 and params["compile_engaged"] is False
-    assert params["sdpa_backend"] not in (None, "none")
-    assert params["observed_dtype"] == "bfloat16"
+    observed = doc["data"]["observed"]  # what ran is observed data, never an input (ARCHITECTURE.md §3)
+    assert params["n_params"] == 361088 and observed["compile_engaged"] is False
+    assert observed["sdpa_backend"] not in (None, "none") and "sdpa_backend" not in params
+    assert observed["dtype"] == "bfloat16"
     assert set(params["model_flops_per_token"]) == {"16", "32", "64"}
     assert params["model_flops_per_token"]["64"] == 6 * 361088 + 12 * 2 * 2 * 64 * 64
     assert all(math.isfinite(r["step_s"]) and r["step_s"] > 0 for r in rows)
@@ -107,7 +108,7 @@ def test_step_scaling_times_a_plugged_in_harness(cli, archive):
         env={"PYTHONPATH": f"{PLUGINS}:{Path(__file__).resolve().parent.parent}"},
     )
     assert doc["params"]["workload_name"] == "toy_harness:factory"
-    assert doc["params"]["sdpa_backend"] == "none"  # the toy harness has no attention: observed, not assumed
+    assert doc["data"]["observed"]["sdpa_backend"] == "none"  # the toy harness has no attention: observed
     assert doc["params"]["model_flops_per_token"] is None
     assert len(doc["data"]["points"]) == 3
 

@@ -53,8 +53,8 @@ def test_step_scaling_on_cuda_observes_a_fused_sdpa_backend(archive):
     from measure.probes import step_scaling
 
     doc = stored(archive, step_scaling.run(step_scaling.Config(**FAST, seq_lens=(128, 256, 512))))
-    assert doc["params"]["sdpa_backend"] in ("flash", "efficient", "cudnn", "math")
-    assert doc["params"]["observed_dtype"] == "bfloat16"
+    assert doc["data"]["observed"]["sdpa_backend"] in ("flash", "efficient", "cudnn", "math")
+    assert doc["data"]["observed"]["dtype"] == "bfloat16"
     assert len(doc["data"]["points"]) == 6
 
 
@@ -68,7 +68,7 @@ def test_step_scaling_compiled_engages(archive):
         archive,
         step_scaling.run(step_scaling.Config(**FAST, compile=True, seq_lens=(128, 256, 512), modes=("fixed_tokens",))),
     )
-    assert doc["params"]["compile_engaged"] is True
+    assert doc["data"]["observed"]["compile_engaged"] is True
     assert all(p["compile_engaged"] for p in doc["data"]["points"])
 
 

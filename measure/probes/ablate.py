@@ -28,7 +28,7 @@ from measure.probes.common import OneStepConfig, resolve_device, tree_map
 from measure.runner import Recorder, execute
 
 PROBE = "ablate"
-VERSION = 1
+VERSION = 2  # 2: what the step ran (backend, compilation, dtype) in data.observed, not params
 HELP = "Interleaved arms that each remove one term of the step (optimizer, loss/head, attention, input copy)."
 EXAMPLE = "probebook measure ablate --preset 90m --rounds 7"
 
@@ -164,6 +164,6 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload.observe import observe
 
         seen = observe(workload, on_device, device)  # what the timed step ran (one extra, untimed step)
-        rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
+        rec.data["observed"] = seen
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

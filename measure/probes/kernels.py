@@ -34,7 +34,7 @@ from measure.probes.kernel_names import CATEGORIES, categorize
 from measure.runner import Recorder, execute
 
 PROBE = "kernels"
-VERSION = 2
+VERSION = 3  # 3: what the step ran (backend, compilation, dtype) in data.observed, not params
 HELP = (
     "torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
     "loss, optimizer, other)."
@@ -127,9 +127,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         if timed.failures:
             rec.data["window_failures"] = timed.failures
             rec.fail(f"event-timed step: window {timed.failures[0]['window']}: {timed.failures[0]['failure']}")
-        rec.params.update(
-            {f"observed_{k}" if k == "dtype" else k: v for k, v in observe(workload, data, device).items()}
-        )
+        rec.data["observed"] = observe(workload, data, device)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         sync()
         with profile(activities=activities) as prof:

@@ -23,7 +23,7 @@ from measure.probes.common import CommonConfig, free_device_memory, positive, re
 from measure.runner import Recorder, execute
 
 PROBE = "step-scaling"
-VERSION = 1
+VERSION = 2  # 2: what the steps ran (backend, compilation, dtype) in data.observed, not params
 HELP = "Training-step time at several sequence lengths, at fixed batch and at fixed tokens per step."
 EXAMPLE = "probebook measure step-scaling --preset 90m --seq-lens 512,1024,2048,4096"
 MODES = ("fixed_batch", "fixed_tokens")
@@ -180,13 +180,11 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         if observed:
             backends = sorted({o["sdpa_backend"] or "none" for o in observed})
-            rec.params.update(
-                {
-                    "sdpa_backend": backends[0] if len(backends) == 1 else ",".join(backends),
-                    "compile_engaged": all(o["compile_engaged"] for o in observed),
-                    "observed_dtype": observed[0]["dtype"],
-                    "loss_ops": observed[0]["loss_ops"],
-                }
-            )
+            rec.data["observed"] = {
+                "sdpa_backend": backends[0] if len(backends) == 1 else ",".join(backends),
+                "compile_engaged": all(o["compile_engaged"] for o in observed),
+                "dtype": observed[0]["dtype"],
+                "loss_ops": observed[0]["loss_ops"],
+            }
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
