@@ -49,7 +49,7 @@ else
   D="--device cuda"
   P250="$D --preset 250m --seq-len 2048 --batch 4 --gpus 2 --warmup 5 --windows 5 --iters 5 --comm-steps 10"
   P90="$D --preset 90m --seq-len 1024 --batch 16 --gpus 2 --warmup 5 --windows 5 --iters 5 --comm-steps 10"
-  B="$D --preset 250m --seq-len 2048 --batch 4 --rounds 7 --iters 10 --warmup 5"
+  B="$D --preset 250m --seq-len 2048 --batch 4 --rounds 12 --iters 5 --warmup 5"
 fi
 
 say "mode=$MODE out=$OUT budget=${BUDGET_S}s"

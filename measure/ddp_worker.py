@@ -7,7 +7,10 @@ DistributedDataParallel (NCCL on CUDA, gloo on CPU). Rank 0 writes the result. W
 * ``steps``: the training step, uninstrumented, timed by ``measure.timing.time_windows``. Each
   window's time is the slowest rank's (``AgreedClock``), so every rank takes the same CV decision
   and runs the same number of steps (a rank that ran one more window would hang in its all-reduce).
-* ``comm`` (N > 1): a few more steps with a DDP comm hook that stamps every gradient bucket: when it
+* ``paired`` (N > 1): the DDP step and the same step under ``ddp.no_sync()`` (no all-reduce),
+  interleaved round by round by ``measure.timing.time_interleaved``: each GPU's compute alone,
+  measured beside the DDP step under the same clocks, so drift cannot widen or narrow the gap.
+* ``comm`` (N > 1): a few more steps, back to back, with a DDP comm hook that stamps every gradient bucket: when it
   became ready (an event on the compute stream as the hook is called) and when its all-reduce
   finished (an event recorded in the future's callback, which runs on a stream that waits for the
   all-reduce). Per step: NCCL busy time (union of the bucket intervals), and exposed time, from the
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from measure.distributed import MULTICAST_OFF
-from measure.timing import Clock, WindowPlan, clock_for, sync_for, time_windows
+from measure.timing import Clock, WindowPlan, clock_for, sync_for, time_interleaved, time_windows
 from measure.workload import WorkloadFields, WorkloadOptions, load_workload
 
 _DTYPES = {"bf16": "bfloat16", "fp32": "float32", "fp16": "float16"}
@@ -137,19 +140,26 @@ def union_s(intervals: list[tuple[float, float]]) -> float:
 
 
 def comm_steps(step: Callable[[], Any], ddp: Any, stamps: Stamps, world: int, count: int, sync: Any) -> list[dict]:
-    """Run ``count`` instrumented steps; per step: step, NCCL busy and exposed seconds, bucket intervals."""
+    """Run ``count`` instrumented steps back to back; per step: step, in-flight and exposed seconds, buckets.
+
+    The host is not synchronized between the steps (as in the uninstrumented windows, it queues the
+    next step while the device runs this one); every stamp is read after the last step. A step's
+    bucket callbacks have all run when ``step()`` returns: DDP waits on each bucket's future.
+    """
     timer = CommTimer(stamps, world)
     ddp.register_comm_hook(None, timer.hook)
-    step()  # the first step with a hook rebuilds nothing but runs the Python hook path once untimed
+    step()  # the first step with a hook runs the Python hook path once, untimed
     sync()
-    out = []
-    for i in range(count):
+    marks = []
+    for _ in range(count):
         timer.buckets = []
         begin = stamps.now()
         step()
-        end = stamps.now()
-        sync()
-        rel = [(stamps.since(begin, r), stamps.since(begin, d), n) for r, d, n in timer.buckets]
+        marks.append((begin, stamps.now(), timer.buckets))
+    sync()
+    out = []
+    for i, (begin, end, buckets) in enumerate(marks):
+        rel = [(stamps.since(begin, r), stamps.since(begin, d), n) for r, d, n in buckets]
         last_ready = max(r for r, _, _ in rel)
         comm_end = max(d for _, d, _ in rel)
         out.append(
@@ -167,6 +177,28 @@ def comm_steps(step: Callable[[], Any], ddp: Any, stamps: Stamps, world: int, co
             }
         )
     return out
+
+
+def paired_rounds(step: Callable[[], Any], ddp: Any, device: str, world: int, plan: WindowPlan) -> dict[str, Any]:
+    """The DDP step and the same step under ``ddp.no_sync()`` (no all-reduce), interleaved round by round.
+
+    Both arms run on every rank at once, so the no-communication arm is each GPU's compute alone
+    under the same clocks, power and temperature as the DDP arm, with no drift between them.
+    """
+
+    def local() -> None:
+        with ddp.no_sync():
+            step()
+
+    result = time_interleaved(
+        {"ddp": step, "no_sync": local}, AgreedClock(clock_for(device), device, world), plan, sync_for(device)
+    )
+    return {
+        "times_s": {name: arm.times_s for name, arm in result.arms.items()},
+        "cv": {name: arm.cv for name, arm in result.arms.items()},
+        "unstable": {name: arm.unstable for name, arm in result.arms.items()},
+        "order": [[r, name] for r, name in result.order],
+    }
 
 
 def allreduce_sizes(spec: dict[str, Any], grad_bytes: int, device: str, world: int, plan: WindowPlan) -> list[dict]:
@@ -268,6 +300,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         seen = observe(workload, batch, device)
         out["observed"].update({k: seen[k] for k in ("sdpa_backend", "compile_engaged", "dtype")})
     if ddp is not None:
+        out["paired"] = paired_rounds(lambda: workload.step(batch), ddp, device, world, plan)
         out["comm"] = comm_steps(lambda: workload.step(batch), ddp, Stamps(device), world, spec["comm_steps"], sync)
         out["allreduce"] = allreduce_sizes(spec, grad_bytes, device, world, plan)
     if world > 1:

@@ -20,8 +20,8 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``project(rate, P)``    training time at a rate: ``.time .gpu_hours .per_billion_tokens .updates``
 ``mfu(rate, ...)``      model FLOPs utilisation against a datasheet peak or a measured ceiling
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
-``ddp(run)``            data-parallel scaling: ``.efficiency .tok_s_1 .tok_s_n .comm_share .exposed .overlap``
-                        ``.busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
+``ddp(run)``            data-parallel scaling: ``.efficiency .paired_efficiency .tok_s_1 .tok_s_n .comm_share``
+                        ``.exposed .overlap .busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
 ``agreement(ref, arm)`` relative L2 of an arm's loss, logits, gradients; noise floor, limit (``.grads``, ...)
 ``hvp(ref, ...)``       an H·v candidate's ``.warm .first_call .first_peak .error``; ``hvp_speedup(ref, slow, fast)``
 ``stream(ref, arm)``    layer streaming: ``.step .tok_s .stall .stall_share .layer_copy``

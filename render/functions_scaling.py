@@ -33,6 +33,7 @@ class ScalingView(_View):
         "step_1": ("step_1_s", "s", {"display": "ms", "fmt": ".4g"}),
         "step_n": ("step_n_s", "s", {"display": "ms", "fmt": ".4g"}),
         "efficiency": ("efficiency", "", {"fmt": ".1%"}),
+        "paired_efficiency": ("paired_efficiency", "", {"fmt": ".1%"}),
         "comm": ("comm_s", "s", {"display": "ms", "fmt": ".3g"}),
         "exposed": ("exposed_s", "s", {"display": "ms", "fmt": ".3g"}),
         "instrumented_step": ("instrumented_step_s", "s", {"display": "ms", "fmt": ".4g"}),
@@ -50,6 +51,8 @@ class ScalingView(_View):
 
     def __init__(self, summary: scaling.ScalingSummary, doc: dict[str, Any], ref: EvidenceRef):
         notes = {name: _N1 for name, (source, _, _) in self.FIELDS.items() if getattr(summary, source) is None}
+        if summary.paired_efficiency is None and summary.gpus > 1:
+            notes["paired_efficiency"] = "no paired rounds in this evidence (ddp probe version 1)"
         if summary.comm_s == 0:
             notes["overlap"] = "no all-reduce time was measured"
         what = f"ddp evidence at {summary.gpus} GPU(s), {summary.tokens_per_rank} tokens per rank, medians"

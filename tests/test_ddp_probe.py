@@ -84,6 +84,12 @@ def test_reference_workload_gloo_two_processes(cli, archive):
     rows = doc["data"]["samples"]
     steps = [r for r in rows if r["phase"] == "step"]
     assert {r["gpus"] for r in steps} == {1, 2} and all(r["step_s"] > 0 for r in steps)
+    paired = [r for r in rows if r["phase"] == "paired"]
+    rounds = {r["round"] for r in paired}  # 2 rounds, or 7 when the CV rule added 5 more
+    assert len(rounds) in (2, 7)
+    assert sorted((r["round"], r["arm"]) for r in paired) == [
+        (i, arm) for i in sorted(rounds) for arm in ("ddp", "no_sync")
+    ]
     comm = [r for r in rows if r["phase"] == "comm"]
     assert len(comm) == 2
     for r in comm:

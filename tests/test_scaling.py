@@ -25,6 +25,12 @@ def test_efficiency_and_shares():
     assert scaling.unexplained_s(0.5, 0.75, 0.125) == 0.125
 
 
+def test_paired_efficiency_is_the_median_round_ratio():
+    assert scaling.paired_efficiency([1.0, 2.0, 3.0], [2.0, 2.0, 4.0]) == 0.75  # ratios 0.5, 1.0, 0.75
+    with pytest.raises(ProbebookError, match="as many no_sync as DDP"):
+        scaling.paired_efficiency([1.0], [1.0, 2.0])
+
+
 def test_bandwidths_as_nccl_tests_defines_them():
     assert scaling.algorithm_bandwidth_b_s(2**30, 0.25) == 2**32
     assert scaling.bus_bandwidth_b_s(2**30, 0.25, 2) == 2**32  # 2(n-1)/n = 1 on two ranks
@@ -47,6 +53,11 @@ def _doc(gpus: int = 2) -> dict:
     if gpus > 1:
         rows += [{"phase": "step", "gpus": 2, "window": i, "step_s": t} for i, t in enumerate([0.625, 0.7, 0.6])]
         rows += [
+            {"phase": "paired", "gpus": 2, "arm": arm, "round": r, "step_s": t}
+            for r, pair in enumerate([(0.5, 0.625), (0.5, 0.5), (0.25, 0.5)])
+            for arm, t in zip(("no_sync", "ddp"), pair, strict=True)
+        ]
+        rows += [
             {"phase": "comm", "gpus": 2, "step": 0, "step_s": 0.75, "comm_s": 0.25, "exposed_s": 0.0625},
             {"phase": "comm", "gpus": 2, "step": 1, "step_s": 0.75, "comm_s": 0.25, "exposed_s": 0.0625},
         ]
@@ -67,6 +78,7 @@ def test_summarize_two_gpus():
     assert (s.step_1_s, s.step_n_s) == (0.5, 0.625)
     assert (s.tok_s_1, s.tok_s_n) == (2000.0, 1600.0)
     assert s.efficiency == 0.8
+    assert s.paired_efficiency == 0.8  # round ratios 0.8, 1.0, 0.5
     assert (s.comm_s, s.exposed_s, s.instrumented_step_s) == (0.25, 0.0625, 0.75)
     assert s.comm_share == 0.4 and s.exposed_share == 0.1 and s.overlap == 0.75
     assert s.other_s == 0.0625 and s.other_share == 0.1  # 0.625 - 0.5 - 0.0625

@@ -46,6 +46,9 @@ def test_two_processes(library: Library, tmp_path: Path) -> None:
     assert rows["ddp(run).other"].value == s.step_n_s - s.step_1_s - s.exposed_s
     assert rows["ddp(run).busbw"].value == s.grad_busbw_b_s and rows["ddp(run).busbw"].unit == "B/s"
     assert rows["ddp(run).sweep_busbw(1)"].value == s.sweep_busbw_b_s[2**20]
+    _, state = render(library, "{{ ddp(run).paired_efficiency }}", tmp_path)
+    paired = dict(state.rows)["ddp(run).paired_efficiency"]
+    assert paired.value is None and "probe version 1" in paired.note  # this fixture predates paired rounds
     projected = rows["ddp(run).projected(8)"]
     assert projected.value == scaling.projected_efficiency(s, 8)
     assert projected.derivation.startswith("PROJECTION, not a measurement")

@@ -2,7 +2,8 @@
 
 Two launches of ``measure.ddp_worker`` under torchrun (``measure.distributed``), both with the same
 per-rank batch: one process without DDP (the 1-GPU baseline), then N processes with the workload
-wrapped in DistributedDataParallel (NCCL on CUDA, gloo on CPU). The N-process launch also times
+wrapped in DistributedDataParallel (NCCL on CUDA, gloo on CPU). The N-process launch also pairs
+the DDP step with the same step under ``no_sync`` (no all-reduce) in interleaved rounds, times
 the all-reduce of every gradient bucket inside real steps (how much of it backward hides), and a
 standalone all-reduce of the gradient's bytes and of a size sweep. With one visible GPU only the
 baseline runs and the evidence says N=1. The interconnect is recorded as observed: ``nvidia-smi
@@ -24,7 +25,7 @@ from measure.probes.common import CommonConfig, positive, resolve_device
 from measure.runner import Recorder, execute
 
 PROBE = "ddp"
-VERSION = 1
+VERSION = 2  # 2: the DDP step paired with a no_sync step in interleaved rounds; comm steps back to back
 HELP = (
     "Data-parallel scaling under torchrun: tokens/s per GPU at 1 and N GPUs, all-reduce time and "
     "overlap with backward, all-reduce bandwidth, interconnect as observed."
@@ -128,6 +129,16 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 {"phase": "step", "gpus": n, "cv": steps["cv"], "unstable": steps["unstable"], "windows": len(rows)},
                 f"{n} process(es): step ~{median_s * 1e3:.2f} ms, {batch * seq_len / median_s:,.0f} tok/s per rank",
             )
+            if "paired" in out:
+                paired = out["paired"]
+                rec.point(
+                    [
+                        {"phase": "paired", "gpus": n, "arm": arm, "round": r, "step_s": paired["times_s"][arm][r]}
+                        for r, arm in paired["order"]
+                    ],
+                    {"phase": "paired", "gpus": n, "cv": paired["cv"], "unstable": paired["unstable"]},
+                    f"{n} processes: DDP and no_sync steps in {len(paired['times_s']['ddp'])} interleaved rounds",
+                )
             if "comm" in out:
                 comm = out["comm"]
                 rec.data["comm_buckets"] = [c.pop("intervals") for c in comm]

@@ -28,6 +28,14 @@ def scaling_efficiency(step_1_s: float, step_n_s: float) -> float:
     return step_1_s / step_n_s
 
 
+def paired_efficiency(local_s: list[float], ddp_s: list[float]) -> float:
+    """Median over interleaved rounds of ``local_s[i] / ddp_s[i]`` (fraction): the no-communication step
+    over the DDP step, each pair measured back to back, so slow drift cancels within a pair."""
+    if not local_s or len(local_s) != len(ddp_s):
+        raise ProbebookError(f"paired rounds need as many no_sync as DDP times, got {len(local_s)} and {len(ddp_s)}")
+    return float(statistics.median(a / b for a, b in zip(local_s, ddp_s, strict=True)))
+
+
 def algorithm_bandwidth_b_s(nbytes: float, time_s: float) -> float:
     """Algorithm bandwidth in bytes/s of an all-reduce of ``nbytes`` taking ``time_s`` (nccl-tests ``algbw``)."""
     return nbytes / time_s
@@ -90,6 +98,8 @@ class ScalingSummary:
     tok_s_1: float
     tok_s_n: float | None
     efficiency: float | None
+    paired_efficiency: float | None
+    """No-communication step over DDP step, paired per interleaved round (probe version 2 and later)."""
     comm_s: float | None
     exposed_s: float | None
     instrumented_step_s: float | None
@@ -147,6 +157,13 @@ def summarize(doc: dict[str, Any]) -> ScalingSummary:
             other_s=unexplained_s(step_1, step_n, exposed),
             other_share=share(unexplained_s(step_1, step_n, exposed), step_n),
         )
+        paired = [r for r in rows if r.get("phase") == "paired" and r.get("gpus") == gpus]
+        if paired:
+            by_arm = {
+                arm: [r["step_s"] for r in sorted(paired, key=lambda r: r["round"]) if r["arm"] == arm]
+                for arm in ("no_sync", "ddp")
+            }
+            out["paired_efficiency"] = paired_efficiency(by_arm["no_sync"], by_arm["ddp"])
         reduce_rows = [r for r in rows if r.get("phase") == "allreduce" and r.get("gpus") == gpus]
         for kind in ("gradient", "sweep"):
             for nbytes in sorted({r["bytes"] for r in reduce_rows if r["kind"] == kind}):
