@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         "bench": "nvml_overhead",
         "device": device,
         "reader": reader,
+        "nvml_device": getattr(read, "device", None),
         "preset": args.preset,
         "batch": args.batch,
         "seq_len": args.seq_len,

@@ -188,5 +188,5 @@ def make_watch(optimizer: Any, device: str, utilisation: bool) -> tuple[WindowWa
             info["why_not"] = why
         else:
             sampler = Sampler(read).start()
-            info.update({"sampling": True, "interval_s": INTERVAL_S})
+            info.update({"sampling": True, "interval_s": INTERVAL_S, "nvml_device": getattr(read, "device", None)})
     return WindowWatch(integrity, sampler), integrity, sampler, info

@@ -42,16 +42,44 @@ def within(readings: list[dict[str, Any]], start: float, end: float) -> list[dic
     return [r for r in readings if start <= r["t"] <= end]
 
 
-def nvml_reader(index: int = 0) -> tuple[Callable[[], dict[str, Any]] | None, str | None]:
-    """A function returning one NVML reading of GPU ``index``, or (None, why NVML cannot be read here)."""
+def nvml_handle(pynvml: Any) -> tuple[Any, str]:
+    """The NVML handle of the GPU torch computes on, and how it was found.
+
+    NVML numbers GPUs physically, CUDA numbers the visible ones: with ``CUDA_VISIBLE_DEVICES=1`` torch's
+    device 0 is NVML's device 1. The handle is looked up by the CUDA device's UUID, else its PCI bus id;
+    never by index alone.
+    """
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    uuid = getattr(props, "uuid", None)
+    if uuid is not None:
+        text = str(uuid)
+        text = text if text.startswith("GPU-") else f"GPU-{text}"
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(text), f"uuid {text}"
+        except Exception:  # an older driver's spelling: try the bus id below
+            pass
+    pci = [getattr(props, f, None) for f in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    if all(isinstance(v, int) for v in pci):
+        bus = f"{pci[0]:08X}:{pci[1]:02X}:{pci[2]:02X}.0"
+        return pynvml.nvmlDeviceGetHandleByPciBusId(bus), f"pci bus {bus}"
+    raise RuntimeError("torch reports neither the UUID nor the PCI bus id of its CUDA device")
+
+
+def nvml_reader() -> tuple[Callable[[], dict[str, Any]] | None, str | None]:
+    """A function returning one NVML reading of the GPU torch computes on, or (None, why NVML cannot be read).
+
+    The function's ``device`` attribute says which GPU NVML reads (``uuid GPU-...`` or ``pci bus ...``).
+    """
     try:
         import pynvml  # nvidia-ml-py
     except ImportError:
         return None, "nvidia-ml-py is not installed"
     try:
         pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-    except Exception as exc:  # no driver, no device: say so, never guess
+        handle, which = nvml_handle(pynvml)
+    except Exception as exc:  # no driver, no device, no mapping: say so, never guess
         return None, f"NVML unavailable: {type(exc).__name__}: {exc}"
 
     def read() -> dict[str, Any]:
@@ -65,6 +93,7 @@ def nvml_reader(index: int = 0) -> tuple[Callable[[], dict[str, Any]] | None, st
             "mem_util_pct": util.memory,
         }
 
+    read.device = which  # type: ignore[attr-defined]
     return read, None
 
 
