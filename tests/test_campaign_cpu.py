@@ -69,6 +69,14 @@ def test_tiny_campaign_end_to_end(finished):
     assert sorted((r["context"], r["batch"]) for r in doc["data"]["samples"]) == [(32, 1), (32, 2), (64, 1)]
     for point in doc["data"]["points"]:  # each point's own evidence came along, hash-checked
         assert Store(archive).get(point["evidence"])["data"]["samples"][0]["status"] == "ok"
+    from render import charts, tables
+    from render.derive import batchsweep
+
+    # render reads the campaign document as batch-sweep evidence: summaries, table, both charts
+    assert {g.context for g in batchsweep.summarize(doc["data"]["samples"])} == {32, 64}
+    assert "tiny" in tables.render("batch-sweep", [doc]).markdown
+    assert "peak device memory" in charts.render("batch-sweep", [doc], y="peak_bytes").alt
+    assert "tokens per second" in charts.render("batch-sweep", [doc], model="tiny").alt
     status = ok(run_cli("campaign", "status", str(folder)))
     assert "tiny-s32" in status and "2/2 curves done, 3 points measured" in status
     watched = ok(run_cli("campaign", "status", str(folder), "--watch"))  # every curve done: it returns at once
