@@ -74,6 +74,9 @@ class Candidate:
     dtype: str
     batch: int
 
+    def __str__(self) -> str:
+        return f"{self.method}, {self.mode}, {self.dtype}, batch {self.batch}"
+
 
 def hvp_candidate(data: dict[str, Any], which: Candidate) -> dict[str, Any]:
     """One candidate's recorded figures: warm and first-call seconds, peaks, ``tok_s``, ``rel_l2_vs_float64``."""
