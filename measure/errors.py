@@ -45,8 +45,12 @@ class StoreError(ProbebookError):
 def run_action(action: Callable[[], int | None], prog: str) -> int:
     """Run one CLI action; an input error becomes one line on stderr and exit status 2, no traceback.
 
-    Shared by ``probebook`` and ``python -m measure`` so both commands fail the same way.
+    Shared by ``probebook`` and ``python -m measure`` so both commands fail the same way. The packages'
+    log records go to stderr as ``prog: message`` lines (``measure.progress.configure``).
     """
+    from measure.progress import configure
+
+    configure(prog)
     try:
         return int(action() or 0)
     except ProbebookError as exc:

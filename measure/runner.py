@@ -14,8 +14,8 @@ journal. If the process itself dies (SIGKILL, a hard CUDA fault), the journal su
 from __future__ import annotations
 
 import json
+import logging
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +23,9 @@ from typing import Any, Callable
 from measure.errors import ProbebookError, one_line
 from measure.evidence import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
+from measure.progress import Progress
+
+log = logging.getLogger(__name__)
 
 
 class Recorder:
@@ -37,8 +40,7 @@ class Recorder:
         self.status = "complete"
         self.error: str | None = None
         self.journal = journal
-        self.progress = progress
-        self._started = time.perf_counter()
+        self.progress = Progress(probe, log, enabled=progress)
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.journal is None:
@@ -68,8 +70,7 @@ class Recorder:
         if summary is not None:
             self.points.append(summary)
         self._append({"rows": rows, "point": summary})
-        if self.progress:
-            print(f"  {self.probe} [{time.perf_counter() - self._started:6.1f}s] {label}", file=sys.stderr, flush=True)
+        self.progress.step(label)
 
     def fail(self, error: str) -> None:
         """Mark the run failed (e.g. a profiler trace that dropped events): it is stored, never published."""
@@ -95,7 +96,8 @@ def execute(
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
     try:
-        body(rec)
+        with rec.progress:
+            body(rec)
     except ProbebookError as exc:
         if not rec.samples:
             raise

@@ -30,6 +30,7 @@ import yaml
 
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import for_reading, parse
+from measure.progress import Progress
 from measure.store import Store, read_regular
 from render import changes, claims, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
 from render import sources as sourcesmod
@@ -165,7 +166,7 @@ def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     cited = tree.cited
     partial = notices.partial_ids(evidence.docs)
-    for page in src.pages:
+    for page in Progress("pages", log, total=len(src.pages), lines=False).each(src.pages, lambda p: p.rel):
         aliases = sourcesmod.resolve_evidence(page, store.resolve)
         functions = PageFunctions(library, aliases)
         refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)

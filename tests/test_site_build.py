@@ -454,7 +454,13 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     torch_loaded, measure_modules = out.stdout.strip().split(" ", 1)
     assert torch_loaded == "False"
-    assert set(eval(measure_modules)) <= {"measure.errors", "measure.evidence", "measure.store", "measure.contracts"}
+    assert set(eval(measure_modules)) <= {
+        "measure.errors",
+        "measure.evidence",
+        "measure.store",
+        "measure.contracts",
+        "measure.progress",
+    }
     assert (tmp_path / "build" / "docs" / "ledger.json").exists()
 
 

@@ -25,8 +25,8 @@ with the columns render reads (``model``, ``params``, ``context``, ``batch``, ``
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -37,6 +37,8 @@ from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
 from measure.runner import Recorder, execute
+
+log = logging.getLogger(__name__)
 
 PROBE = "batch-sweep"
 VERSION = 1
@@ -274,7 +276,7 @@ def _take(
         failure = {"context": s, "batch": b, "error": how, "returncode": outcome.returncode, "wall_s": outcome.wall_s}
         rec.data["failures"].append(failure)
         if progress:
-            print(f"  {PROBE}: {where} failed: {how}", file=sys.stderr, flush=True)
+            log.warning("%s: %s failed: %s", PROBE, where, how)
         return None
     assert n_params is not None  # a missing count became a failure above
     row = _row(model, n_params, s, b, result, outcome)

@@ -1,0 +1,105 @@
+"""Messages and progress of long runs: module loggers, and a rich progress bar only on a terminal.
+
+Every module writes through ``logging.getLogger(__name__)`` (as mkdocs does), never ``print`` to
+stderr; ``configure`` (called once by ``probebook`` and ``python -m measure``) sends those records
+to stderr as ``prog: message`` lines. A long run (a probe's points, a build's pages) reports each
+step through ``Progress``: on a terminal, where rich is installed, a transient bar that leaves
+nothing behind; elsewhere (a log file, CI, a pipe) no bar, only one INFO line per step, so logs stay
+line-oriented. rich is optional here: ``python -m measure`` runs where only torch is installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from types import TracebackType
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+T = TypeVar("T")
+
+PACKAGES = ("measure", "render", "probebook")
+"""The loggers ``configure`` attaches its handler to (each module's logger is a child of one)."""
+
+
+def configure(prog: str, level: int = logging.INFO) -> None:
+    """Send the packages' log records to stderr as ``prog: message`` (once; a second call changes nothing)."""
+    for name in PACKAGES:
+        logger = logging.getLogger(name)
+        if any(getattr(h, "_probebook", False) for h in logger.handlers):
+            continue
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(f"{prog}: %(message)s"))
+        handler._probebook = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = False
+
+
+def _bar_wanted() -> bool:
+    """A bar only where a person watches: stderr is a terminal and rich is installed."""
+    if not sys.stderr.isatty():
+        return False
+    try:
+        import rich.progress  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Progress:
+    """Steps of one long run: a transient rich bar on a terminal, else one INFO log line per step
+    (``lines=False``: nothing at all off a terminal, for runs whose steps are quick, like a build's pages)."""
+
+    def __init__(
+        self, what: str, logger: logging.Logger, total: int | None = None, enabled: bool = True, lines: bool = True
+    ):
+        self.what, self.log, self.total, self.enabled, self.lines = what, logger, total, enabled, lines
+        self.done = 0
+        self._started = time.perf_counter()
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.enabled and _bar_wanted():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task(self.what, total=self.total)
+        return self
+
+    def step(self, label: str) -> None:
+        """One step done: advance the bar, or log ``what [seconds] label``."""
+        self.done += 1
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1, description=f"{self.what}: {label}")
+        elif self.lines:
+            self.log.info("%s [%6.1fs] %s", self.what, time.perf_counter() - self._started, label)
+
+    def each(self, items: Iterable[T], label: Callable[[T], str] = str) -> Iterator[T]:
+        """Yield ``items``, one step each, with the bar shown while they last (a loop needs no new block)."""
+        with self:
+            for item in items:
+                yield item
+                self.step(label(item))
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
