@@ -246,7 +246,7 @@ def test_clean_fragment_keeps_markdown_and_drops_the_rest() -> None:
 
 def test_a_page_without_the_content_area_is_refused() -> None:
     with pytest.raises(sanitize.SanitizeError, match="^x.html: no content area"):
-        sanitize.clean_page("<html><body><script>ok()</script></body></html>", "x.html")
+        sanitize.clean_page(b"<html><body><script>ok()</script></body></html>", "x.html")
 
 
 def test_a_symlink_out_of_the_docs_tree_is_refused(tmp_path: Path) -> None:
