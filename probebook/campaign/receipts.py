@@ -12,12 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from measure import contracts
 from measure.errors import ProbebookError
 
 IN_FLIGHT = ("submitting", "submitted")
 """A job may exist for the latest attempt: resume asks the scheduler before anything is submitted."""
-MEASURED = ("ok", "oom")
-"""The point's job finished and its evidence holds its row."""
+MEASURED = contracts.STATUSES
+"""The point's job finished and its evidence holds its row (a batch-sweep row's status: ok or oom)."""
 FAILED = ("failed", "timeout", "lost")
 """No usable result: the curve blocks here until ``--retry-failed``."""
 STATES = IN_FLIGHT + MEASURED + FAILED
