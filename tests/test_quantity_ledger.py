@@ -230,9 +230,9 @@ def test_relative_change() -> None:
     assert ledger.relative_change(-4.0, -2.0) == 0.5
     assert ledger.relative_change(0.0, 1.0) is None
     assert ledger.relative_change(None, 1.0) is None
-    assert ledger.percent(0.25) == "+25%"
-    assert ledger.percent(-0.125) == "-12.5%"
-    assert ledger.percent(None) == "n/a"
+    assert ledger.change_percent(0.25) == "+25%"
+    assert ledger.change_percent(-0.125) == "-12.5%"
+    assert ledger.change_percent(None) == "n/a"
 
 
 def test_diff_lists_added_removed_and_changed() -> None:
