@@ -440,8 +440,11 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         f"build(BuildPaths(docs=Path({str(SITE_FIXTURE / 'docs')!r}), archive=Path({str(ARCHIVE)!r}), "
         f"build=Path({str(tmp_path / 'build')!r}), site=Path({str(tmp_path / 'site')!r}), "
         f"config=Path({str(REPO / 'mkdocs.yml')!r})), site=False); "
-        "import render.serve, probebook.cli.site; "
-        "print('torch' in sys.modules, sorted(m for m in sys.modules if m.startswith('measure.')))"
+        "import render.serve; "
+        # render's own reach into measure, before the CLI (which may see both floors) is imported
+        "ms = sorted(m for m in sys.modules if m.startswith('measure.')); "
+        "import probebook.cli.site; "
+        "print('torch' in sys.modules, ms)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
