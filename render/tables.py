@@ -205,6 +205,34 @@ def _gib(x: float) -> str:
     return f"{bytes_to_gib(x):.2f}"
 
 
+COLUMNS: dict[str, Column] = {
+    # text and counts shown under their own key
+    **{
+        k: Column(k, k, _text, False)
+        for k in ("mode", "model", "status", "arm", "shape", "kernel", "category", "batching")
+    },
+    **{k: Column(k, k, _int) for k in ("batch", "tokens", "context", "microbatch", "windows", "m", "n", "k", "calls")},
+    **{k: Column(k, k, _int) for k in ("rows", "documents")},
+    "tokens_per_step": Column("tokens_per_step", "tokens/step", _int),
+    "tok_s": Column("tok_s", "tokens/s", _int),
+    "peak_bytes": Column("peak_bytes", "peak (GiB)", _gib),
+    "device_time_s": Column("device_time_s", "device time (ms)", _ms),
+    "share": Column("share", "share", percent),
+    "unstable": Column("unstable", "CV over 5%", _flag, False),
+}
+"""Columns that several tables show alike, by key: one header and one format for each (a table's own stay in it)."""
+
+
+def columns(*specs: str | Column) -> list[Column]:
+    """A table's columns in order: a key names a shared column of ``COLUMNS``, a ``Column`` is the table's own."""
+    return [COLUMNS[s] if isinstance(s, str) else s for s in specs]
+
+
+def picked_rows(cols: list[Column], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each evidence row cut to the table's column keys, with its point's CV-over-5% flag as ``unstable``."""
+    return [{**{c.key: r.get(c.key) for c in cols}, "unstable": lossmem.unstable(r)} for r in rows]
+
+
 def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Step-time windows grouped by mode, batch and sequence length: median, fastest, slowest, tokens/s."""
     groups: dict[tuple[Any, ...], list[float]] = {}
@@ -243,18 +271,18 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
                 "unstable": shaky.get((mode, batch, tokens), False),
             }
         )
-    cols = [
-        Column("mode", "mode", _text, False),
-        Column("batch", "batch", _int),
-        Column("tokens", "tokens", _int),
-        Column("windows", "windows", _int),
+    cols = columns(
+        "mode",
+        "batch",
+        "tokens",
+        "windows",
         Column("median_step_s", "median step (ms)", _ms),
         Column("min_step_s", "fastest (ms)", _ms),
         Column("max_step_s", "slowest (ms)", _ms),
-        Column("tokens_per_step", "tokens/step", _int),
-        Column("tok_s", "tokens/s", _int),
-        Column("unstable", "CV over 5%", _flag, False),
-    ]
+        "tokens_per_step",
+        "tok_s",
+        "unstable",
+    )
     return cols, records
 
 
@@ -278,17 +306,8 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 raise ProbebookError(f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}]: {why}")
             rows.append(r)
     if view == "rows":
-        cols = [
-            Column("model", "model", _text, False),
-            Column("context", "context", _int),
-            Column("batch", "batch", _int),
-            Column("status", "status", _text, False),
-            Column("tok_s", "tokens/s", _int),
-            Column("peak_bytes", "peak (GiB)", _gib),
-            Column("unstable", "CV over 5%", _flag, False),
-        ]
-        ordered = sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"]))
-        return cols, [{**{c.key: r.get(c.key) for c in cols}, "unstable": lossmem.unstable(r)} for r in ordered]
+        cols = columns("model", "context", "batch", "status", "tok_s", "peak_bytes", "unstable")
+        return cols, picked_rows(cols, sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"])))
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
     # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (ARCHITECTURE.md §8)
@@ -315,10 +334,10 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 "spilled_batches": " ".join(str(b) for b in g.spilled_batches) or None,
             }
         )
-    cols = [
-        Column("model", "model", _text, False),
+    cols = columns(
+        "model",
         Column("params", "parameters", lambda x: significant(x, 3)),
-        Column("context", "context", _int),
+        "context",
         Column("batches_tried", "batches tried", _int),
         Column("fastest_stable_batch", "fastest batch", _int),
         Column("fastest_tok_s", "tokens/s at fastest", _int),
@@ -327,7 +346,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         Column("first_oom_batch", "first OOM batch", _int),
         Column("unstable_batches", "unstable batches (CV over 5%)", _text, False),
         Column("spilled_batches", "spilled batches", _text, False),
-    ]
+    )
     return cols, records
 
 
@@ -344,15 +363,8 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
         )
     arms = list(dict.fromkeys(r["arm"] for r in rows))
     ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
-    cols = [
-        Column("arm", "arm", _text, False),
-        Column("microbatch", "microbatch", _int),
-        Column("tokens_per_step", "tokens/step", _int),
-        Column("peak_bytes", "peak (GiB)", _gib),
-        Column("tok_s", "tokens/s", _int),
-        Column("unstable", "CV over 5%", _flag, False),
-    ]
-    return cols, [{**{c.key: r.get(c.key) for c in cols}, "unstable": lossmem.unstable(r)} for r in ordered]
+    cols = columns("arm", "microbatch", "tokens_per_step", "peak_bytes", "tok_s", "unstable")
+    return cols, picked_rows(cols, ordered)
 
 
 def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
@@ -378,16 +390,16 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         for g in gemm_shapes(rows)
     ]
     tf = lambda x: f"{x:.1f}"  # noqa: E731 - a one-line formatter
-    cols = [
-        Column("shape", "shape", _text, False),
-        Column("m", "m", _int),
-        Column("n", "n", _int),
-        Column("k", "k", _int),
-        Column("windows", "windows", _int),
+    cols = columns(
+        "shape",
+        "m",
+        "n",
+        "k",
+        "windows",
         Column("median_time_s", "median time (ms)", _ms),
         Column("median_tflop_s", "TFLOP/s at median", tf),
         Column("best_tflop_s", "best TFLOP/s", tf),
-    ]
+    )
     return cols, records
 
 
@@ -413,14 +425,14 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
         }
         for r, share in ranked
     ]
-    cols = [
-        Column("kernel", "kernel", _text, False),
-        Column("category", "category", _text, False),
-        Column("calls", "calls", _int),
-        Column("device_time_s", "device time (ms)", _ms),
+    cols = columns(
+        "kernel",
+        "category",
+        "calls",
+        "device_time_s",
         Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
-        Column("share", "share", percent),
-    ]
+        "share",
+    )
     return cols, records
 
 
@@ -433,11 +445,7 @@ def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[
         {"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
         for cat in sorted(times, key=lambda c: (-times[c], c))
     ]
-    cols = [
-        Column("category", "category", _text, False),
-        Column("device_time_s", "device time (ms)", _ms),
-        Column("share", "share", percent),
-    ]
+    cols = columns("category", "device_time_s", "share")
     return cols, records
 
 

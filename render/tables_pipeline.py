@@ -9,7 +9,7 @@ from measure.errors import ProbebookError
 from render.derive import kernels
 from render.derive import padding as padmod
 from render.quantity import percent
-from render.tables import Column, _int, _ms, _text, significant
+from render.tables import Column, _int, _ms, _text, columns, significant
 
 
 def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
@@ -28,14 +28,14 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
                     "roots_per_window": padmod.diversity(r["distinct_roots"], r["full_windows"]),
                 }
             )
-    cols = [
-        Column("batching", "batching", _text, False),
+    cols = columns(
+        "batching",
         Column("bucket_size", "bucket (tokens)", _int),
-        Column("rows", "rows", _int),
+        "rows",
         Column("padding_share", "padding, rows at width", percent),
         Column("padding_share_longest", "padding, microbatch at longest", percent),
         Column("roots_per_window", "roots per window", lambda x: significant(x, 3)),
-    ]
+    )
     return cols, records
 
 
@@ -48,12 +48,12 @@ def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
         total = sum(hist["counts"])
         for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
             records.append({"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total})
-    cols = [
+    cols = columns(
         Column("from_tokens", "from (tokens)", _int),
         Column("below_tokens", "below (tokens)", _int),
-        Column("documents", "documents", _int),
-        Column("share", "share", percent),
-    ]
+        "documents",
+        "share",
+    )
     return cols, records
 
 
