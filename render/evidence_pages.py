@@ -1,4 +1,4 @@
-"""One generated page per evidence id, plus the Evidence index (ARCHITECTURE.md §6.4).
+"""One generated page per evidence id (ARCHITECTURE.md §6.4); the index of them is ``render/evidence_index.py``.
 
 A page shows the envelope, the machine, the params, the raw samples as a table, any other
 data as JSON, the pages that cite it, and downloads: the archived JSON bytes unchanged and the
@@ -113,28 +113,3 @@ def page_files(ident: str, doc: dict[str, Any], raw: bytes, cited_by: list[tuple
         f"evidence/{hexpart}.json": raw,
         f"evidence/{hexpart}.csv": tables.samples_csv(doc).encode("utf-8"),
     }
-
-
-def index_markdown(docs: dict[str, dict[str, Any]], cited: dict[str, list[tuple[str, str]]]) -> str:
-    """The Evidence section's index: every id, newest first."""
-    out = ["# Evidence", ""]
-    if not docs:
-        out.append("No evidence is archived yet. `probebook archive import` or `probebook measure` adds some.")
-        return "\n".join(out) + "\n"
-    out += [
-        "Every archived evidence document, newest first. Each page shows the raw measurements "
-        "and links to the pages that publish numbers derived from it.",
-        "",
-    ]
-    out += ["| id | probe | created | GPU | status | origin | cited by |", "|---|---|---|---|---|---|---|"]
-    ordered = sorted(docs, key=lambda i: (docs[i].get("created_at", ""), i), reverse=True)
-    for ident in ordered:
-        doc = docs[ident]
-        link = relative_link("evidence/index.md", evidence_page(ident))
-        gpu = (doc.get("machine") or {}).get("gpu") or "—"
-        out.append(
-            f"| [`{short_id(ident)}`]({link}) | {escape_text(doc.get('probe'))} | "
-            f"{escape_text(doc.get('created_at'))} | {escape_text(gpu)} | {escape_text(doc.get('status'))} | "
-            f"{escape_text((doc.get('origin') or {}).get('kind'))} | {len(cited.get(ident, []))} |"
-        )
-    return "\n".join(out) + "\n"

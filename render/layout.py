@@ -119,8 +119,15 @@ def nav_title(text: str) -> str:
     return " ".join(str(text).split()).translate(_NAV_SAFE)
 
 
-def nav(sources: Sources, docs: dict[str, dict[str, Any]]) -> list[Any]:
-    """The mkdocs ``nav``: Home, Playbook, Records, Archive, Evidence, Changes (titles via ``nav_title``)."""
+NOT_IN_NAV = "/evidence/"
+"""mkdocs ``not_in_nav`` pattern: evidence pages and listings are built but reached from the Evidence index."""
+
+
+def nav(sources: Sources) -> list[Any]:
+    """The mkdocs ``nav``: Home, Playbook, Records, Archive, Evidence, Changes (titles via ``nav_title``).
+
+    Its size depends on the records and playbook only: the Evidence entry is the index alone.
+    """
 
     def item(title: str, path: str) -> dict[str, str]:
         return {nav_title(title): path}
@@ -134,13 +141,13 @@ def nav(sources: Sources, docs: dict[str, dict[str, Any]]) -> list[Any]:
     records += [item(page_title(r.current), r.current.rel) for r in sources.records]
     archive = [item("Archive", "archive/index.md")]
     archive += [item(f"{page_title(p)} (v{p.version})", p.rel) for r in sources.records for p in r.archived]
-    evidence = [item("Evidence", "evidence/index.md")]
-    evidence += [item(f"{short_id(i)} {docs[i]['probe']}", evidence_page(i)) for i in sorted(docs)]
+    # one entry, whatever the archive holds: the nav is printed into every page (render/evidence_index.py)
+    evidence = item("Evidence", "evidence/index.md")
     out: list[Any] = []
     if "index.md" in by_rel:
         out.append(item("Home", "index.md"))
     if playbook:
         out.append({"Playbook": playbook})
-    out += [{"Records": records}, {"Archive": archive}, {"Evidence": evidence}, item("Changes", "changes.md")]
+    out += [{"Records": records}, {"Archive": archive}, evidence, item("Changes", "changes.md")]
     out += [item(page_title(p), p.rel) for p in sources.pages if p.kind == "page"]
     return out
