@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from measure.errors import ProbebookError
@@ -150,6 +152,36 @@ def test_concurrency_and_allocation_failures():
     assert audit.is_allocation_failure("MemoryError: ")
     assert not audit.is_allocation_failure("RuntimeError: the harness lost its data shard at batch 2")
     assert not audit.is_allocation_failure(None)
+
+
+def attempt(job_id: str, start: float, end: float | None, executor: str = "local", **where) -> dict:
+    return {"n": 1, "executor": executor, "job_id": job_id, "submitted_unix": start, "ended_unix": end, **where}
+
+
+def test_repeated_jobs_are_one_job_on_one_machine_only():
+    # the H200 campaign's two device calls: pid 3092 named a job of each call, 25 minutes apart
+    # (receipts of that run record neither host nor boot)
+    first, second = attempt("3092", 1796065378.6, 1796065392.3), attempt("3092", 1796066850.8, 1796066858.0)
+    assert audit.repeated_jobs([("90m-s512-b8", first), ("500m-s512-b128", second)]) == []
+    # the same pid on two machines at the same time: their boot ids differ
+    a = attempt("3092", 100.0, 110.0, host="gpu", boot_id="boot-1")
+    b = attempt("3092", 105.0, 115.0, host="gpu", boot_id="boot-2")
+    assert audit.repeated_jobs([("p1", a), ("p2", b)]) == []
+    # one boot, overlapping lifetimes: one process cannot be two jobs (a receipt copied from another point's)
+    c = attempt("3092", 105.0, 115.0, host="gpu", boot_id="boot-1")
+    assert audit.repeated_jobs([("p1", a), ("p2", c)]) == [
+        "job 3092: named by attempt 1 of p1 and attempt 1 of p2 while both ran on one machine"
+    ]
+    # an attempt that never ended still holds its pid
+    assert len(audit.repeated_jobs([("p1", attempt("7", 100.0, None)), ("p2", attempt("7", 200.0, 210.0))])) == 1
+    # a Slurm job id is one job on its cluster whenever it appears
+    s1, s2 = attempt("4242", 100.0, 110.0, "slurm"), attempt("4242", 500.0, 510.0, "slurm")
+    assert audit.repeated_jobs([("p1", s1), ("p2", s2)]) == ["job 4242: named by attempt 1 of p1 and attempt 1 of p2"]
+
+
+def test_runner_machine_names_this_boot():
+    here = executors.runner_machine()
+    assert here["host"] and here["boot_id"] == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
 
 
 @pytest.fixture

@@ -5,8 +5,9 @@ Checks, per point: the evidence a receipt names exists and hashes to its id, is 
 raw windows (median step, tokens/s, CV, window count, tokens per step); the parameter count against
 the preset; an OOM is an allocation failure, not some other error. Per curve: the OOM boundary is
 contiguous (points form a prefix of the planned walk, nothing fits above an OOM). Per campaign:
-job time limits, at most one measured attempt per point, distinct job ids, peak concurrency
-against ``max_concurrent``, and (with the GPU lock) no two points holding the device at once.
+job time limits, at most one measured attempt per point, no job named by two attempts
+(``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock) no two
+points holding the device at once.
 """
 
 from __future__ import annotations
@@ -149,6 +150,47 @@ def _point(
     return out, row
 
 
+def _same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two local attempts may have run on one machine's boot (an attempt that does not say may have)."""
+    for key in ("host", "boot_id"):
+        if a.get(key) is not None and b.get(key) is not None and a[key] != b[key]:
+            return False
+    return True
+
+
+def _overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two attempts' lifetimes (submission to end; an unended one runs on) share an instant."""
+    a0, b0 = a.get("submitted_unix"), b.get("submitted_unix")
+    if a0 is None or b0 is None:
+        return True
+    a1, b1 = a.get("ended_unix") or math.inf, b.get("ended_unix") or math.inf
+    return a0 < b1 and b0 < a1
+
+
+def repeated_jobs(attempts: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Jobs named by more than one attempt, one line each; ``attempts`` holds (point key, attempt).
+
+    A Slurm job id is unique on its cluster: two attempts naming one are one job. A local job's id
+    is its controller's process id, unique only among the live processes of one machine's boot:
+    the same number on another host or boot (a campaign resumed on a fresh machine), or on one boot
+    after the first process ended (pid reuse), is another job. So two local attempts are one job
+    when their ids match, nothing they record (``host``, ``boot_id``) tells their machines apart,
+    and their lifetimes overlap, as a receipt copied from another point's would.
+    """
+    out = []
+    for i, (key_a, a) in enumerate(attempts):
+        for key_b, b in attempts[i + 1 :]:
+            if not a.get("job_id") or a["job_id"] != b.get("job_id") or a.get("executor") != b.get("executor"):
+                continue
+            if a.get("executor") == "local" and not (_same_machine(a, b) and _overlap(a, b)):
+                continue
+            out.append(
+                f"job {a['job_id']}: named by attempt {a.get('n')} of {key_a} and attempt {b.get('n')} of {key_b}"
+                + (" while both ran on one machine" if a.get("executor") == "local" else "")
+            )
+    return out
+
+
 def concurrency(intervals: list[tuple[float, float]]) -> int:
     """Most intervals open at one instant (an end and a start at the same instant do not overlap)."""
     events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals], key=lambda e: (e[0], e[1]))
@@ -170,7 +212,9 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     findings: list[str] = []
     unknown = sorted(set(got) - set(points))
     findings += [f"receipt {k}: no such point in manifest {manifest_id[:19]}" for k in unknown]
-    rows, jobs, device = [], [], []
+    rows: list[dict[str, Any]] = []
+    jobs: list[tuple[str, dict[str, Any]]] = []
+    device: list[tuple[float, float]] = []
     for key, point in points.items():
         if key not in got:
             continue
@@ -180,14 +224,11 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
             rows.append(row)
             if row.get("device_acquired_unix") and row.get("device_released_unix"):
                 device.append((row["device_acquired_unix"], row["device_released_unix"]))
-        for a in got[key]["attempts"]:
-            if a.get("job_id"):
-                jobs.append(a["job_id"])
+        jobs += [(key, a) for a in got[key]["attempts"]]
     for curve in manifest["data"]["curves"]:
         states = {points[k]["batch"]: got[k]["state"] for k in curve["points"] if k in got}
         findings += boundary_findings(curve["curve"], [points[k]["batch"] for k in curve["points"]], states)
-    repeated = sorted({j for j in jobs if jobs.count(j) > 1})
-    findings += [f"job {j}: named by more than one attempt" for j in repeated]
+    findings += repeated_jobs(jobs)
     spans = [
         (a["submitted_unix"], a["ended_unix"])
         for r in got.values()

@@ -25,6 +25,21 @@ def job_name(campaign: str, key: str, attempt: int) -> str:
     return f"pb-{campaign}-{key}-a{attempt}"
 
 
+def runner_machine() -> dict[str, str | None]:
+    """Where the runner submits from: its host name and this boot's id (Linux), recorded in every attempt.
+
+    A local job's id is a process id, unique only on one boot of one machine; the audit tells two
+    attempts' jobs apart by these (``audit.repeated_jobs``). Containers may share a host name, not a boot id.
+    """
+    import platform
+
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="utf-8").strip() or None
+    except OSError:
+        boot = None
+    return {"host": platform.node() or None, "boot_id": boot}
+
+
 def local_gpus(device: str, visible: str | None) -> dict[str, Any]:
     """The local executor's GPU settings: the first GPU this runner sees, or none for a CPU point.
 

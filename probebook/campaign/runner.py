@@ -58,6 +58,7 @@ class Runner:
         self.receipts = receipts.load_all(self.folder)
         self.budget_s = budget_s
         self.live: dict[str, Any] = {}  # point key -> submitit job handle
+        self.machine = executors.runner_machine()
         self.log: list[str] = []
 
     # -- submissions ---------------------------------------------------------------------
@@ -76,7 +77,14 @@ class Runner:
         receipt = self.receipts.get(key) or receipts.new(point)
         n = len(receipt["attempts"]) + 1
         folder = self._attempt_folder(key, n)
-        attempt = {"n": n, "executor": self.kind, "job_id": None, "submitted_unix": time.time(), "state": "submitting"}
+        attempt = {
+            "n": n,
+            "executor": self.kind,
+            "job_id": None,
+            **self.machine,
+            "submitted_unix": time.time(),
+            "state": "submitting",
+        }
         receipt.update({"state": "submitting", "retry": False, "evidence": None, "result": None})
         receipt["attempts"].append(attempt)
         receipts.write(self.folder, receipt)  # the intent is on disk before the scheduler hears of it
