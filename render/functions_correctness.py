@@ -11,6 +11,9 @@ derivations are in ``render/derive/correctness.py``.
 * ``hvp_speedup(ref, slow, fast, ...)``: warm time of candidate ``slow`` over that of ``fast``, where
   each is a method name or ``eager``/``compiled`` and the rest of the key is shared.
 * ``stream(ref, arm)``: ``.step .tok_s .stall .stall_share .layer_copy .layer_grad_copy``.
+* ``utilisation(ref, tokens)``: NVML over the timed windows at one shape: ``.sm_clock_min .sm_clock
+  .clock_sag`` (below the card's maximum SM clock) ``.power_max .power .power_limit .temperature_max
+  .sm_util .mem_util .windows .readings``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
-from render.derive import correctness
+from render.derive import correctness, utilisation
 from render.views import EvidenceRef, _View, call_text, number, quantity
 
 if TYPE_CHECKING:
@@ -50,6 +53,23 @@ class AgreementView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+class UtilisationView(_View):
+    FIELDS = {
+        "sm_clock_min": ("sm_clock_mhz_min", "MHz", {"fmt": ".0f"}),
+        "sm_clock": ("sm_clock_mhz_median", "MHz", {"fmt": ".0f"}),
+        "clock_sag": ("clock_sag", "", {"fmt": ".1%"}),
+        "power_max": ("power_w_max", "W", {"fmt": ".0f"}),
+        "power": ("power_w_median", "W", {"fmt": ".0f"}),
+        "power_limit": ("power_limit_w", "W", {"fmt": ".0f"}),
+        "temperature_max": ("temperature_c_max", "°C", {"fmt": ".0f"}),
+        "sm_util": ("sm_util_pct_median", "%", {"fmt": ".0f"}),
+        "mem_util": ("mem_util_pct_median", "%", {"fmt": ".0f"}),
+        "windows": ("windows", "", {"fmt": "d"}),
+        "readings": ("readings", "", {"fmt": "d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
 class HvpView(_View):
     FIELDS = {
         "warm": ("warm_median_s", "s", {"display": "ms", "fmt": ".4g"}),
@@ -77,7 +97,7 @@ class StreamView(_View):
 
 
 class CorrectnessFunctions:
-    """``agreement``, ``hvp``, ``hvp_speedup`` and ``stream``; the helpers they use are PageFunctions' own."""
+    """``agreement``, ``hvp``, ``hvp_speedup``, ``stream``, ``utilisation``; helpers are PageFunctions' own."""
 
     library: Library
 
@@ -85,6 +105,7 @@ class CorrectnessFunctions:
 
         def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
         def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
+        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
 
     def _data(self, ref: EvidenceRef) -> dict[str, Any]:
         return self._doc(ref).get("data") or {}
@@ -169,3 +190,21 @@ class CorrectnessFunctions:
         notes = {n: no_events for n in ("stall", "stall_share", "layer_copy", "layer_grad_copy")}
         what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
         return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes)
+
+    def utilisation(self, ref: Any, tokens: Any) -> UtilisationView:
+        """NVML clocks, power and utilisation over the timed windows at ``tokens`` (a ``--utilisation`` run)."""
+        ref = self._ref(ref, None, "utilisation()")
+        doc = self._doc(ref)
+        t = int(number(tokens, "tokens"))
+        machine = doc.get("machine") or {}
+        try:
+            values = utilisation.window_summary(self._rows(ref), t)
+            top = machine.get("sm_clock_max_mhz")
+            values["clock_sag"] = utilisation.clock_sag(values, float(top)) if top else None
+        except ProbebookError as exc:
+            raise ProbebookError(f"utilisation(): {ref.alias} ({ref.short}): {exc}") from None
+        values["power_limit_w"] = machine.get("power_limit_w")
+        notes = {"clock_sag": "the evidence's machine has no maximum SM clock"}
+        notes["power_limit"] = "the evidence's machine has no power limit"
+        what = f"NVML over the timed windows at {t} tokens: lowest, highest, or median of window medians"
+        return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes)

@@ -33,6 +33,7 @@ IDS = {
     "agreement": "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059",  # tiny CPU fixtures
     "stream": "sha256:9119ce668cc38cf436f577fa22eaa81f2b10e3927a522bc8fbfa3090cb9d57ea",
     "hvp": "sha256:3bd8e982da7d260dbc176450d87e2281caf8e6cfbda962de1d44090429cd0a0f",
+    "util": "sha256:058b3c46b8703f4d64f20c56209d84629ae20b721380b9867d805fd591ff519a",  # H200 250m, NVML by UUID
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -53,6 +54,7 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "ddp": (DDP_ARCHIVE, "ddp", (), "ddp(ev)"),
     "agreement": (CORRECTNESS_ARCHIVE, "agreement", ("bf16",), 'agreement(ev, "bf16")'),
     "stream": (CORRECTNESS_ARCHIVE, "stream", ("resident",), 'stream(ev, "resident")'),
+    "utilisation": (H200_ARCHIVE, "util", ("4096",), "utilisation(ev, 4096)"),
     "hvp": (
         CORRECTNESS_ARCHIVE,
         "hvp",
