@@ -5,8 +5,9 @@
 Per point (summed over points): job start (submission to the job's function starting: the
 controller's and the job's interpreter start), imports, waiting for the device, and the measured
 phases the batch-sweep row records (setup = model and batch built, warm-up, timed windows, the
-profiled observe step). The campaign's span runs from the first submission to the last result;
-``device busy`` is the union of the spans in which a point held the device.
+profiled observe step, and trace_s: its profile parsed after the device was given back). The
+campaign's span runs from the first submission to the last result; ``device busy`` is the union
+of the spans in which a point held the device.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from measure.store import Store
 from probebook.campaign import receipts
 
-PHASES = ("setup_s", "warmup_s", "timed_s", "observe_s")
+PHASES = ("setup_s", "warmup_s", "timed_s", "observe_s", "trace_s")
 
 
 def main(folder: Path) -> None:

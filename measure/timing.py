@@ -16,6 +16,7 @@ Importing this module does not import torch.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -154,6 +155,20 @@ class WindowPlan(TimingFields):
         super().__post_init__()
         if self.cv_threshold <= 0 or self.extra < 0:
             raise ProbebookError("cv_threshold must be > 0 and extra >= 0")
+
+
+AUTORANGE_S = 0.2  # timeit.Timer.autorange and torch.utils.benchmark's blocked_autorange both aim at 0.2 s
+
+
+def calls_per_window(window_s: float, step_s: float, least: int) -> int:
+    """Calls that make a window last about ``window_s`` seconds when one call takes ``step_s`` seconds.
+
+    At least ``least`` calls; sized by time the way ``timeit.Timer.autorange`` sizes its loops, so a
+    2 ms step gets a hundred calls and a 400 ms step one, instead of the same count for both.
+    """
+    if not step_s > 0:
+        return least
+    return max(least, math.ceil(window_s / step_s))
 
 
 class WindowsFailed(RuntimeError):

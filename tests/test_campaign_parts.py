@@ -145,6 +145,11 @@ def test_timing_findings_rederive_the_row():
     ]
 
 
+def test_update_findings_count_each_windows_optimizer_steps():
+    assert audit.update_findings("p", [4, 4, None], 4) == []
+    assert audit.update_findings("p", [4, 3, 4], 4) == ["p: window 1 made 3 optimizer updates in 4 steps"]
+
+
 def test_concurrency_and_allocation_failures():
     assert audit.concurrency([(0, 2), (1, 3), (2, 4)]) == 2
     assert audit.concurrency([(0, 1), (1, 2)]) == 1

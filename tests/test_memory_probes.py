@@ -26,6 +26,7 @@ from measure.probes.batch_sweep import plan_batches, unchanged
 from measure.probes.common import tokens_per_second
 from measure.probes.loss_memory import loss_path
 from measure.store import Store
+from measure.timing import calls_per_window
 from measure.workload.presets import PRESETS, param_count
 from render.derive import batchsweep, lossmem
 
@@ -162,6 +163,33 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
     assert summary[32].first_oom_batch is None and summary[64].first_oom_batch is None
     stable = [b for b in (1, 2) if b not in summary[32].unstable_batches]  # a busy CPU can make both unstable
     assert summary[32].fastest_stable_batch in (stable or [None]) and summary[64].largest_fitting_batch == 1
+
+
+@pytest.mark.slow
+def test_batch_sweep_sizes_its_windows_by_time(cli, archive):
+    # version 2: the last warm-up step is timed and every window runs the calls that fill window_s
+    args = [a if a != "2" else "3" for a in FAST]  # three windows
+    doc = stored(
+        cli,
+        archive,
+        "batch-sweep",
+        *args,
+        "--warmup",
+        "2",
+        "--contexts",
+        "32",
+        "--max-tokens",
+        "64",
+        "--window-s",
+        "0.05",
+    )
+    assert doc["probe_version"] == 2 and doc["params"]["window_s"] == 0.05
+    for row in doc["data"]["samples"]:
+        assert row["calibration_step_s"] > 0
+        assert row["window_iters"] == calls_per_window(0.05, row["calibration_step_s"], 1)
+        assert row["trace_s"] > 0 and row["sdpa_backend"] not in (None, "none")  # the profile, read after the point
+        windows = [w for w in doc["data"]["windows"] if w["batch"] == row["batch"]]
+        assert [w["updates"] for w in windows] == [row["window_iters"]] * row["windows"]
 
 
 @pytest.mark.slow
@@ -359,6 +387,8 @@ def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
         ),
         (["batch-sweep", "--device", "cpu", "--contexts", "4096", "--max-tokens", "1000"], "context 4096: no batch"),
         (["batch-sweep", "--device", "cpu", "--budget-s", "0"], "--budget-s must be > 0"),
+        (["batch-sweep", "--device", "cpu", "--window-s", "0.2", "--warmup", "0"], "give --warmup >= 1"),
+        (["batch-sweep", "--device", "cpu", "--window-s", "-1"], "--window-s must be > 0"),
         (["loss-memory", "--device", "cpu", "--microbatches", "4,4"], "--microbatches needs at least 2 distinct"),
         (["loss-memory", "--device", "cpu", "--arms", "materialized,fused"], "--arms must be a comma list"),
         (["loss-memory", "--device", "cpu", "--workload", "toy_harness:factory"], "--workload is not supported"),

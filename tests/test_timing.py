@@ -8,7 +8,17 @@ import time
 import pytest
 
 from measure.errors import ProbebookError
-from measure.timing import HostClock, WindowPlan, cv, iqr, median, relative_change, time_interleaved, time_windows
+from measure.timing import (
+    HostClock,
+    WindowPlan,
+    calls_per_window,
+    cv,
+    iqr,
+    median,
+    relative_change,
+    time_interleaved,
+    time_windows,
+)
 
 
 def test_statistics_on_literal_values():
@@ -20,6 +30,14 @@ def test_statistics_on_literal_values():
     assert iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == 2.0  # Q1 2, Q3 4 (linear interpolation)
     assert iqr([1.0, 2.0, 3.0, 4.0]) == pytest.approx(1.5)  # numpy.percentile default: 1.75 .. 3.25
     assert relative_change(0.9, 1.0) == pytest.approx(-0.1)
+
+
+def test_calls_per_window_fill_the_window_by_time():
+    assert calls_per_window(0.2, 0.002, 1) == 100  # a 2 ms step: a hundred calls
+    assert calls_per_window(0.2, 0.4, 1) == 1  # a 400 ms step: one
+    assert calls_per_window(0.2, 0.03, 1) == 7  # 6.67 rounds up: never shorter than asked
+    assert calls_per_window(0.2, 0.4, 3) == 3  # --iters stays the least
+    assert calls_per_window(0.2, 0.0, 2) == 2  # no usable estimate: the least
 
 
 class Scripted:

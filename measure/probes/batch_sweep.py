@@ -4,7 +4,11 @@ Every (context, batch) point runs in a fresh process (``measure.isolate``): a ha
 out-of-memory poisons the process that hits it (ARCHITECTURE.md §8). The child builds the workload,
 makes one synthetic batch, warms up, resets the peak, times windows of real training steps
 (``measure.timing``), reads the peak (``measure.peakmem``) and profiles one more step to observe
-the SDPA backend and whether compilation engaged. One row per point lands in ``data.samples``
+the SDPA backend and whether compilation engaged. With ``window_s`` (version 2) the calls per
+window are sized by time from the last warm-up step (``timing.calls_per_window``), and a point run
+under a device lock (``measure_here``) parses that profile after giving the device back. Version 1
+evidence (fixed calls per window, the profile parsed on the device) reads the same way: its rows
+lack ``window_iters`` and ``calibration_step_s``. One row per point lands in ``data.samples``
 with the columns render reads (``model``, ``params``, ``context``, ``batch``, ``tok_s``,
 ``peak_bytes``, ``status``) plus extras; each window's step time lands in ``data.windows``.
 
@@ -41,7 +45,7 @@ from measure.runner import Recorder, execute
 log = logging.getLogger(__name__)
 
 PROBE = "batch-sweep"
-VERSION = 1
+VERSION = 2  # 2: window_s sizes windows by time; the observe profile is parsed off the device
 HELP = (
     "Peak memory and tokens/s while the batch doubles at each context, up to the first OOM or a cap; one "
     "fresh process per point."
@@ -70,6 +74,8 @@ class Config(CommonConfig, WatchFields):
     """Stop (stored as partial) before a new point once this many seconds have passed (default: none)."""
     point_timeout_s: float = 600.0
     """Kill a point's process after this many seconds; the point is recorded as a failure."""
+    window_s: float | None = None
+    """Seconds each timed window should last: calls per window from the timed last warm-up step (None: --iters)."""
     cpu_memory_limit_bytes: int | None = None
     """CPU only: each point process may map this many bytes beyond its size after building the model
     (a real RLIMIT_AS limit), so a batch that needs more fails to allocate: a genuine OOM boundary."""
@@ -83,7 +89,9 @@ class Config(CommonConfig, WatchFields):
                 raise ProbebookError(f"--contexts lists a length twice: {list(self.contexts)}")
         for name in ("start_batch", "max_batch", "max_tokens", "cpu_memory_limit_bytes"):
             positive(name, getattr(self, name))
-        for name in ("budget_s", "point_timeout_s"):
+        if self.window_s is not None and self.warmup < 1:
+            raise ProbebookError("--window-s sizes windows from the last warm-up step: give --warmup >= 1")
+        for name in ("budget_s", "point_timeout_s", "window_s"):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
@@ -137,15 +145,48 @@ def _elements(value: Any) -> int:
 
 def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
     """Measure one (context, batch) point in this (fresh) process; return what the parent stores."""
+    trace: list[Any] = []
+    result = measure_on_device(spec, facts, trace)
+    result.update(read_observation(trace))
+    return result
+
+
+def read_observation(trace: list[Any]) -> dict[str, Any]:
+    """What the profiled step ran, read from its trace (host work only: run it after the device is given back)."""
+    from measure.workload.observe import read_trace
+
+    if not trace:
+        return {}
+    started = time.perf_counter()
+    seen = read_trace(trace[0])
+    return {
+        "sdpa_backend": seen["sdpa_backend"],
+        "compile_engaged": seen["compile_engaged"],
+        "observed_dtype": seen["dtype"],
+        "trace_s": time.perf_counter() - started,
+    }
+
+
+def _timed_step(step: Any, sync: Any) -> float:
+    """Seconds of one call of ``step`` on a host clock read after a device synchronize."""
+    sync()
+    started = time.perf_counter()
+    step()
+    sync()
+    return time.perf_counter() - started
+
+
+def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[Any]) -> dict[str, Any]:
+    """Everything of one point that needs the device; the observe step's unread profile is appended to ``trace``."""
     import torch
 
     from measure import peakmem
     from measure.graphs import capture
     from measure.integrity import make_watch, utilisation_row
     from measure.isolate import Phases, is_oom
-    from measure.timing import WindowPlan, clock_for, sync_for, time_windows
+    from measure.timing import WindowPlan, calls_per_window, clock_for, sync_for, time_windows
     from measure.workload import load_workload
-    from measure.workload.observe import observe
+    from measure.workload.observe import profiled_step
 
     config: Config = config_from_dict(Config, spec["config"])
     device, b, s = spec["device"], spec["batch"], spec["context"]
@@ -162,18 +203,27 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
             facts["address_space_cap_bytes"] = peakmem.limit_address_space(config.cpu_memory_limit_bytes)
         sync = sync_for(device)
         phases.mark("setup_s")
-        for _ in range(config.warmup):
-            workload.step(batch)
+        step: Any = lambda: workload.step(batch)  # noqa: E731
+        for i in range(config.warmup):
+            if config.window_s is not None and i == config.warmup - 1 and not config.cuda_graph:
+                facts["calibration_step_s"] = _timed_step(step, sync)  # sizes the windows (version 2)
+            else:
+                step()
         peakmem.reset(device)
         phases.mark("warmup_s")
-        step: Any = lambda: workload.step(batch)  # noqa: E731
         if config.cuda_graph:  # the whole update captured once; its replays are timed
             step, facts["cuda_graph"] = capture(step, workload.optimizer, device, warmup=config.warmup)
             if step is None:
                 return {"status": "error", "error": f"CUDA graph not captured: {facts['cuda_graph']['reason']}"}
+            if config.window_s is not None:  # a replay, not an eager step, is what the windows time
+                facts["calibration_step_s"] = _timed_step(step, sync)
             peakmem.reset(device)
+        iters = config.iters
+        if config.window_s is not None:
+            iters = calls_per_window(config.window_s, facts["calibration_step_s"], config.iters)
+        facts["window_iters"] = iters
         watch, integrity, sampler, facts["utilisation"] = make_watch(workload.optimizer, device, config.utilisation)
-        plan = WindowPlan(warmup=0, windows=config.windows, iters=config.iters)
+        plan = WindowPlan(warmup=0, windows=config.windows, iters=iters)
         try:
             timed = time_windows(integrity.wrap(step), clock_for(device), plan, sync, watch)
         finally:
@@ -189,11 +239,10 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
             facts["peak_before_oom_bytes"] = int(torch.cuda.max_memory_allocated())
         raise
     try:
-        seen = observe(workload, batch, device)
+        trace.append(profiled_step(workload, batch, device))
     except Exception as exc:  # the point is measured; one more step under the profiler must not undo it
         if not is_oom(exc):
             raise
-        seen = {"sdpa_backend": None, "compile_engaged": None, "dtype": None}
         facts["observe_error"] = f"the profiled step ran out of memory: {exc}"[:300]
     phases.mark("observe_s")
     return {
@@ -206,9 +255,9 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         "cv": timed.cv,
         "unstable": timed.unstable,
         **peak,
-        "sdpa_backend": seen["sdpa_backend"],
-        "compile_engaged": seen["compile_engaged"],
-        "observed_dtype": seen["dtype"],
+        "sdpa_backend": None,  # read from the trace (``read_observation``), after the device is given back
+        "compile_engaged": None,
+        "observed_dtype": None,
     }
 
 
@@ -246,6 +295,9 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
         "observed_dtype": result.get("observed_dtype"),
         "observe_error": result.get("observe_error"),
         "batch_elements": result.get("batch_elements"),
+        "window_iters": result.get("window_iters") if ok else None,
+        "calibration_step_s": result.get("calibration_step_s") if ok else None,
+        "trace_s": result.get("trace_s") if ok else None,
         "point_wall_s": outcome.wall_s,
         **phase_times(result, outcome),
         "error": None if ok else result.get("error"),
@@ -363,13 +415,19 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
         rec.data.update({"windows": [], "failures": [], "skipped": []})
         asked = time.perf_counter()
         facts: dict[str, Any] = {}
+        trace: list[Any] = []
         with device_lock if device_lock is not None else contextlib.nullcontext():
             facts["device_wait_s"] = time.perf_counter() - asked or None
             facts["device_acquired_unix"] = time.time()
             start = time.perf_counter()
-            result = attempt(measure_point, point_spec(config, device, context, batch), facts)
+            result = attempt(
+                lambda s, f: measure_on_device(s, f, trace), point_spec(config, device, context, batch), facts
+            )
             _release_device(device)
             result["device_released_unix"] = time.time()
+        if result["status"] == "ok":  # the profile is parsed on the host while the next point has the device
+            result.update(read_observation(trace))
+        trace.clear()
         outcome = Outcome(result, 0, "", time.perf_counter() - start, False, time.time())
         row = _take(rec, model, expected, context, batch, outcome, progress)
         if row is None:

@@ -44,10 +44,11 @@ def _tensor_dtype(value: Any) -> str | None:
     return None
 
 
-def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
-    """Run one step under the profiler.
+def profiled_step(workload: Any, batch: Any, device: str) -> tuple[Any, dict[str, str | None]]:
+    """Run one step under the profiler (CPU activity only: operator names, no CUPTI); read nothing yet.
 
-    Returns ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``.
+    Returns the stopped profiler and what the forward hook saw. Its events are parsed only when
+    ``read_trace`` asks (torch parses a trace lazily), so a caller may give the device back first.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -65,6 +66,12 @@ def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
                 torch.cuda.synchronize()
     finally:
         handle.remove()
+    return prof, seen
+
+
+def read_trace(step: tuple[Any, dict[str, str | None]]) -> dict[str, Any]:
+    """What a ``profiled_step`` ran: ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``."""
+    prof, seen = step
     counts: dict[str, int] = {}
     for event in prof.key_averages():
         counts[event.key] = counts.get(event.key, 0) + event.count
@@ -76,3 +83,11 @@ def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
         "dtype": seen.get("dtype"),
         "loss_ops": sorted(n for n in counts if any(f in n for f in _LOSS)),
     }
+
+
+def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
+    """Run one step under the profiler and read it (``profiled_step`` then ``read_trace``).
+
+    Returns ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``.
+    """
+    return read_trace(profiled_step(workload, batch, device))

@@ -2,7 +2,8 @@
 
 Checks, per point: the evidence a receipt names exists and hashes to its id, is the point's own
 (context, batch, config) and says what the receipt says; the timing arithmetic re-derived from the
-raw windows (median step, tokens/s, CV, window count, tokens per step); the parameter count against
+raw windows (median step, tokens/s, CV, window count, tokens per step) and each window's optimizer
+update count against its steps; the parameter count against
 the preset; an OOM is an allocation failure, not some other error. Per curve: the OOM boundary is
 contiguous (points form a prefix of the planned walk, nothing fits above an OOM). Per campaign:
 job time limits, at most one measured attempt per point, no job named by two attempts
@@ -89,6 +90,18 @@ def timing_findings(where: str, row: dict[str, Any], windows: list[float], plann
     return out
 
 
+def update_findings(where: str, updates: list[int | None], calls: int) -> list[str]:
+    """Each timed window's optimizer update count (read from the optimizer) must be its ``calls`` steps exactly.
+
+    Windows that do not record a count (evidence from before the window watch) are not judged.
+    """
+    return [
+        f"{where}: window {i} made {n} optimizer updates in {calls} steps"
+        for i, n in enumerate(updates)
+        if n is not None and n != calls
+    ]
+
+
 def _point(
     key: str, point: dict[str, Any], receipt: dict[str, Any], store: Store, settings: dict[str, Any]
 ) -> tuple[list[str], dict[str, Any] | None]:
@@ -145,8 +158,11 @@ def _point(
         if not is_allocation_failure(row.get("error")):
             out.append(f"{where}: recorded as OOM but its error is not an allocation failure: {row.get('error')!r}")
     else:
-        times = [w["step_s"] for w in doc["data"].get("windows", [])]
-        out += timing_findings(where, row, times, point["config"]["windows"])
+        windows = doc["data"].get("windows", [])
+        out += timing_findings(where, row, [w["step_s"] for w in windows], point["config"]["windows"])
+        # version 2 sizes its windows by time and records the calls it chose; version 1 ran the planned iters
+        calls = row.get("window_iters") or point["config"]["iters"]
+        out += update_findings(where, [w.get("updates") for w in windows], calls)
     return out, row
 
 
