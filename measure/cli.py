@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from measure.errors import run_action
-from measure.options import add_options, config_from_args
+from measure.options import add_options, config_from_args, declared
 from measure.probes import PROBES
 
 
@@ -37,6 +37,19 @@ def command(sub: Any, name: str, help: str, example: str, **kw: Any) -> argparse
 def probe_module(name: str) -> ModuleType:
     """The module of probe ``name`` (imported; it imports no torch until ``run``)."""
     return importlib.import_module(PROBES[name])
+
+
+def declarations() -> dict[str, dict[str, Any]]:
+    """Every probe's current version and options as plain data (``measure.options.declared``), by probe name.
+
+    The CLI hands this to render, which writes each evidence document's command back from its params
+    (a record's reproduce block) and never imports a probe itself (ARCHITECTURE.md §3).
+    """
+    out = {}
+    for name in PROBES:
+        module = probe_module(name)
+        out[name] = {"version": module.VERSION, "options": declared(module.Config)}
+    return out
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:

@@ -161,6 +161,25 @@ def add_options(parser: argparse.ArgumentParser, cls: type) -> None:
         )
 
 
+def declared(cls: type) -> dict[str, dict[str, Any]]:
+    """Each field of ``cls`` as plain data, ``{name: {"flag", "kind", "default"}}``.
+
+    What render needs to write a probe's command back from the params an evidence document recorded
+    (its reproduce block) without importing the probe: the same flags ``add_options`` gives, and
+    whether a boolean is a plain flag (default False) or ``--x/--no-x`` (default True).
+    """
+    hints = typing.get_type_hints(cls)
+    out: dict[str, dict[str, Any]] = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        kind = _base_type(hints[f.name])
+        shape = "flag" if kind is bool else "list" if isinstance(kind, types.GenericAlias) else "value"
+        default = list(f.default) if isinstance(f.default, tuple) else f.default
+        out[f.name] = {"flag": flag_name(f.name), "kind": shape, "default": default}
+    return out
+
+
 def config_from_args(cls: type, args: argparse.Namespace) -> Any:
     """The dataclass ``cls`` from parsed arguments (it validates the values)."""
     return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.init})

@@ -32,11 +32,24 @@ from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import for_reading, parse
 from measure.progress import Progress
 from measure.store import Store, read_regular
-from render import changes, claims, evidence_index, evidence_pages, layout, ledger, lint, notices, sanitize, sitedir
+from render import (
+    changes,
+    claims,
+    evidence_index,
+    evidence_pages,
+    layout,
+    ledger,
+    lint,
+    notices,
+    provenance,
+    sanitize,
+    sitedir,
+)
 from render import sources as sourcesmod
 from render.functions import Library, PageFunctions
 from render.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
-from render.pages import PageState, check_links, inert_prose, make_environment, render_body
+from render.pages import PageState, check_links, evaluate_summary, inert_prose, make_environment, render_body
+from render.quantity import Quantity
 from render.sources import Sources
 
 log = logging.getLogger(__name__)
@@ -65,6 +78,9 @@ class BuildPaths:
     """The base ``mkdocs.yml`` (theme, palette, extensions); render adds only ``nav`` and paths."""
     published: Path | None = None
     """The published ledger the Changes page compares with; default ``<archive>/published/ledger.json``."""
+    declarations: provenance.Declarations | None = field(default=None, compare=False)
+    """The probes' options (``measure.cli.declarations()``, handed in by the CLI), for the records' reproduce
+    blocks; render never imports a probe. None: the blocks say the commands are not shown."""
 
     @property
     def tree(self) -> Path:
@@ -97,6 +113,10 @@ class Tree:
     """Evidence id -> (tree path, title) of each page that cites it."""
     diff: Diff | None = None
     """This ledger against the published one."""
+    headlines: dict[str, list[tuple[str, Quantity]]] = field(default_factory=dict)
+    """Record page -> its headline results (label, Quantity), for the records index and the home page."""
+    machines: dict[str, str] = field(default_factory=dict)
+    """Record page -> the GPU(s) its evidence ran on, in words."""
 
 
 @dataclass(frozen=True)
@@ -159,8 +179,14 @@ def check_prose(src: Sources) -> None:
 # -- stage 4: pages ----------------------------------------------------------------------
 
 
-def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
-    """Template every page; collect ledger rows, charts/tables and who cites which evidence."""
+def render_pages(
+    src: Sources, evidence: Evidence, store: Store, declarations: provenance.Declarations | None = None
+) -> Tree:
+    """Template every page; collect ledger rows, charts/tables and who cites which evidence.
+
+    A record gets its headline results above its body and its environment and reproduce blocks below
+    (``render.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
+    """
     tree = Tree()
     library = Library(evidence.docs)
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
@@ -177,12 +203,22 @@ def render_pages(src: Sources, evidence: Evidence, store: Store) -> Tree:
         except ProbebookError as exc:
             raise BuildError(f"{page.where('evidence')}: {exc}") from None
         state = PageState(page.rel, partial=partial)
+        headlines = evaluate_summary(env, page, context, state)
         body = render_body(env, page, context, state)
+        blocks = ""
+        if page.kind == "record":
+            tree.headlines[page.rel] = headlines
+            tree.machines[page.rel] = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
+            blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
+                page.rel, aliases, evidence.docs, declarations
+            )
         text = (
             layout.header(page, src)
+            + layout.results_box(page.rel, headlines)
             + notices.markdown(aliases, evidence.docs)
             + body.strip("\n")
             + "\n"
+            + blocks
             + layout.footer(page, src, aliases, evidence.docs)
         )
         text = inert_prose(text)
@@ -209,10 +245,11 @@ def generate_pages(tree: Tree, src: Sources, evidence: Evidence, published: list
             evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident], cited.get(ident, []))
         )
     tree.files.update(evidence_index.pages(evidence.docs, cited))
-    tree.files["records/index.md"] = layout.records_index(src).encode("utf-8")
+    tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
     if "index.md" not in tree.files:
         tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"
+    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines).encode("utf-8")
     if "playbook/index.md" not in tree.files:
         tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
     tree.diff = ledger.diff(published or [], tree.ledger)
@@ -345,7 +382,7 @@ def render_tree(paths: BuildPaths) -> tuple[Tree, Evidence, Sources]:
     evidence = load_evidence(paths.archive)
     src = load_sources(paths.docs)
     check_prose(src)
-    tree = render_pages(src, evidence, Store(paths.archive))
+    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations)
     published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
     tree = generate_pages(tree, src, evidence, published)
     write_tree(tree, paths.tree)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from render.quantity import escape_text, evidence_page, relative_link, short_id
+from render.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
 from render.sources import Record, SourcePage, Sources
 
 BANNER = "Archived reference."
@@ -75,20 +75,64 @@ def footer(page: SourcePage, sources: Sources, aliases: dict[str, str], docs: di
     return "\n".join(out) + ("\n" if out else "")
 
 
-def records_index(sources: Sources) -> str:
+Headlines = dict[str, list[tuple[str, Quantity]]]
+"""Record page -> its headline results (label, Quantity), as ``render.pages.evaluate_summary`` gives them."""
+
+
+def results_box(rel: str, headlines: list[tuple[str, Quantity]]) -> str:
+    """The box of headline results at the top of a record (its front matter ``summary``)."""
+    if not headlines:
+        return ""
+    out = ['!!! abstract "Results"', ""]
+    out += [f"    - {escape_text(label)}: **{q.markdown(rel)}**" for label, q in headlines]
+    return "\n".join(out) + "\n\n"
+
+
+def _headline_cell(here: str, headlines: list[tuple[str, Quantity]]) -> str:
+    return "<br>".join(f"{escape_text(label)}: {q.markdown(here)}" for label, q in headlines) or "–"
+
+
+def records_index(sources: Sources, headlines: Headlines | None = None, machines: dict[str, str] | None = None) -> str:
+    """The *Records* page: one row per record, newest first, with its headline results, machine and date."""
+    headlines, machines = headlines or {}, machines or {}
     out = ["# Records", ""]
     if not sources.records:
         out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
         return "\n".join(out) + "\n"
     out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
-    out += ["| record | version | date |", "|---|---|---|"]
+    out += ["| record | headline results | machine | version | date |", "|---|---|---|---|---|"]
+    here = "records/index.md"
     for r in sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True):
         c = r.current
+        cell = _headline_cell(here, headlines.get(c.rel, []))
         out.append(
-            f"| [{escape_text(c.title)}]({relative_link('records/index.md', c.rel)}) | {c.version} | "
-            f"{escape_text(c.date)} |"
+            f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {cell}"
+            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version} | {escape_text(c.date)} |"
         )
     return "\n".join(out) + "\n"
+
+
+LATEST = 3
+"""How many of the newest records the home page shows the headline results of."""
+
+
+def latest_results(sources: Sources, headlines: Headlines, machines: dict[str, str]) -> str:
+    """The home page's *Latest results*: the newest records' headline results and the machine they ran on."""
+    newest = sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True)
+    shown = [r.current for r in newest if headlines.get(r.current.rel)][:LATEST]
+    if not shown:
+        return ""
+    out = ["", "## Latest results", ""]
+    for c in shown:
+        link = relative_link("index.md", c.rel)
+        out += [
+            f"**[{escape_text(c.title)}]({link})**, version {c.version}, {escape_text(c.date)}, on "
+            f"{escape_text(machines.get(c.rel, '–'))}:",
+            "",
+        ]
+        out += [f"- {escape_text(label)}: {q.markdown('index.md')}" for label, q in headlines[c.rel]]
+        out.append("")
+    return "\n".join(out)
 
 
 def archive_index(sources: Sources) -> str:

@@ -104,11 +104,16 @@ def is_measurement(text: str) -> bool:
 
 
 def lint_page(page: SourcePage) -> list[Hit]:
-    """Hits in a page's prose, title and errata."""
+    """Hits in a page's prose, title, headline labels and errata."""
     hits = find(page.body, str(page.path))
     if page.title and page.title_in_front_matter:
         hits += [
             Hit(str(page.path), page.lines.get("title", 1), h.column, h.text) for h in find(page.title, str(page.path))
+        ]
+    for headline in page.summary:
+        hits += [
+            Hit(str(page.path), page.lines.get("summary", 1), h.column, h.text)
+            for h in find(headline.label, str(page.path))
         ]
     for erratum in page.errata:
         hits += [

@@ -391,6 +391,42 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
         _STATE.reset(token)
 
 
+def evaluate_summary(
+    env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState
+) -> list[tuple[str, Quantity]]:
+    """A record's headline results (front matter ``summary``): (label, Quantity) each, recorded in the page's ledger.
+
+    Each value is a page expression evaluated in the same sandbox and context as the page body, so a
+    headline is a number from evidence like any other; one that yields anything but a Quantity fails
+    the build naming the file, line and entry.
+    """
+    out = []
+    for i, headline in enumerate(page.summary):
+        where = f"{page.where('summary')} (summary[{i}])"
+        try:
+            with time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"):
+                value = env.compile_expression(headline.expr, undefined_to_none=False)(**context)
+        except RecursionError:
+            raise PageError(f"{where}: the expression recurses too deeply") from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise PageError(f"{where}: template syntax: {exc.message}") from None
+        except (jinja2.TemplateError, ProbebookError) as exc:
+            raise PageError(f"{where}: {_explain(exc, list(context))}") from None
+        except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
+            if not _raised_by_template(exc.__traceback__, "<template>"):
+                raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
+            raise PageError(f"{where}: {_explain(exc, list(context))}") from None
+        if not isinstance(value, Quantity):
+            raise PageError(
+                f"{where}: a headline must be a number from evidence (a Quantity), got {type(value).__name__}"
+            )
+        if state.partial.intersection(value.evidence):
+            value = replace(value, mark="partial")
+        state.record(value)
+        out.append((headline.label, value))
+    return out
+
+
 # --- making prose inert ---------------------------------------------------------------
 
 _SAFE_URL = re.compile(r"^(https?://|mailto:|#|/|\.{0,2}/|[A-Za-z0-9_.~%-]+(?:[/?#]|$))", re.IGNORECASE)

@@ -30,7 +30,10 @@ RESERVED = ("evidence/", "archive/", "changes.md", "ledger.json", "records/index
 # pass: HTML, SVG, scripts or stylesheets could carry script or restyle the theme.
 COPIED_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".ico", ".csv", ".json", ".txt", ".pdf")
 PAGE_FIELDS = {"title", "evidence"}
-RECORD_FIELDS = {"title", "version", "date", "supersedes", "evidence", "errata"}
+RECORD_FIELDS = {"title", "version", "date", "supersedes", "evidence", "errata", "summary"}
+SUMMARY_SIZE = (1, 5)
+"""How many headline results a record's ``summary`` may hold; docs/ records hold three to five (issue 14),
+which ``tests/test_records_structure.py`` checks."""
 
 
 class SourceError(ProbebookError):
@@ -45,6 +48,16 @@ class Erratum:
     """When the correction was made, YYYY-MM-DD."""
     text: str
     """What was corrected (plain text)."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline result of a record: a label and the page expression that gives its Quantity."""
+
+    label: str
+    """What the number is, in words (plain text; linted like prose)."""
+    expr: str
+    """A page expression without braces, e.g. ``fit(sweep).c``; it must yield a Quantity."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +90,8 @@ class SourcePage:
     """Corrections shown on the page."""
     title_in_front_matter: bool = False
     """Whether the title came from front matter (then render writes the page's heading)."""
+    summary: tuple[Headline, ...] = ()
+    """A record's headline results, shown in a box at its top and in the records index."""
 
     def where(self, fieldname: str | None = None) -> str:
         """``docs/x.md line N`` for a front matter field (or the file when unknown)."""
@@ -280,6 +295,7 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
                 raise SourceError(f"{spot}: each erratum needs exactly the fields 'date' and 'text'")
             items.append(Erratum(_date(entry["date"], spot, "date"), _text(entry["text"], spot, "text")))
         fields = {
+            "summary": _summary(meta.get("summary"), where("summary")),
             "slug": path.parent.name,
             "version": version,
             "date": _date(meta["date"], where("date"), "date"),
@@ -297,6 +313,25 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
         title_in_front_matter=title is not None,
         **fields,
     )
+
+
+def _summary(value: Any, where: str) -> tuple[Headline, ...]:
+    """Front matter ``summary``: a list of {label, value} entries, the value a page expression (no braces)."""
+    if value is None:
+        return ()
+    low, high = SUMMARY_SIZE
+    if not isinstance(value, list) or not low <= len(value) <= high:
+        raise SourceError(f"{where}: field 'summary' must list {low} to {high} headline results, each {{label, value}}")
+    out = []
+    for i, entry in enumerate(value):
+        spot = f"{where} (summary[{i}])"
+        if not isinstance(entry, dict) or set(entry) != {"label", "value"}:
+            raise SourceError(f"{spot}: each headline needs exactly the fields 'label' and 'value'")
+        expr = _text(entry["value"], spot, "value")
+        if "{{" in expr or "}}" in expr or "{%" in expr:
+            raise SourceError(f"{spot}: 'value' is a page expression without braces, e.g. fit(sweep).c")
+        out.append(Headline(_text(entry["label"], spot, "label"), expr))
+    return tuple(out)
 
 
 def _kind(rel: str) -> str:

@@ -22,6 +22,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     Shared by every test that only reads it (test_site_build, test_browser); a test that changes
     sources or the archive builds its own.
     """
+    from measure.cli import declarations
     from render.build import BuildPaths, build
 
     root = tmp_path_factory.mktemp("fixture-site")
@@ -32,6 +33,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
         site=root / "site",
         config=REPO / "mkdocs.yml",
         published=root / "no-published-ledger.json",
+        declarations=declarations(),
     )
     build(paths)
     return paths

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from measure.cli import declarations
 from measure.errors import ProbebookError
 from render.build import BuildError, BuildPaths, build
 from render.ledger import read as read_ledger
@@ -37,6 +38,7 @@ def _paths(root: Path, docs: Path = SITE_FIXTURE / "docs", published: Path | Non
         site=root / "site",
         config=REPO / "mkdocs.yml",
         published=published or root / "no-published-ledger.json",
+        declarations=declarations(),  # as conftest.fixture_site builds it, so the two builds compare
     )
 
 

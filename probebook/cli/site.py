@@ -107,6 +107,7 @@ def register(sub: Any) -> None:
 
 
 def _paths(args: Any) -> Any:
+    from measure.cli import declarations
     from render.build import BuildPaths
 
     return BuildPaths(
@@ -116,6 +117,7 @@ def _paths(args: Any) -> Any:
         site=args.out,
         config=args.config,
         published=args.published,
+        declarations=declarations(),
     )
 
 

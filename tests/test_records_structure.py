@@ -1,0 +1,234 @@
+"""Records as publications: the headline results box, the records index and home page, and the environment and
+reproduce blocks generated from the cited evidence (real mkdocs builds of the fixture records)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from measure.cli import add_probe_commands, declarations
+from measure.errors import ProbebookError
+from render import provenance
+from render.build import BuildPaths, build, render_tree
+from render.sources import load
+
+REPO = Path(__file__).resolve().parent.parent
+SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
+
+
+def _html(paths: BuildPaths, page: str) -> str:
+    return (paths.site / f"{page}.html").read_text(encoding="utf-8")
+
+
+def _article(text: str) -> str:
+    return re.search(r"<article.*?</article>", text, re.DOTALL).group(0)  # type: ignore[union-attr]
+
+
+def _tree_paths(tmp: Path, docs: Path) -> BuildPaths:
+    return BuildPaths(
+        docs=docs,
+        archive=SITE_FIXTURE / "archive",
+        build=tmp / "build",
+        site=tmp / "site",
+        config=REPO / "mkdocs.yml",
+        published=tmp / "none.json",
+        declarations=declarations(),
+    )
+
+
+def _copy_docs(tmp: Path) -> Path:
+    docs = tmp / "docs"
+    shutil.copytree(SITE_FIXTURE / "docs", docs)
+    return docs
+
+
+# -- the results box, the records index, the home page ---------------------------------------------
+
+
+def test_every_record_version_opens_with_its_headline_results_linked_to_evidence(fixture_site: BuildPaths) -> None:
+    for page, labels in (
+        ("records/step-time/v2", ["Fixed part of the step, fitted from 512 tokens up", "Fastest batch"]),
+        ("records/step-time/v1", ["Fixed part of the step", "Cost per token"]),  # archived versions too
+    ):
+        article = _article(_html(fixture_site, page))
+        box = re.search(r'<div class="admonition abstract">.*?</div>', article, re.DOTALL)
+        assert box is not None, page
+        assert '<p class="admonition-title">Results</p>' in box.group(0)
+        for label in labels:
+            assert label in box.group(0).replace("&#39;", "'")
+        assert len(re.findall(r'<a href="\.\./\.\./evidence/[0-9a-f]{64}\.html"', box.group(0))) == len(
+            load(SITE_FIXTURE / "docs")
+            .pages[[p.rel for p in load(SITE_FIXTURE / "docs").pages].index(page + ".md")]
+            .summary
+        )
+        assert article.index("admonition abstract") < article.index("<h2")  # at the top, before any section
+
+
+def test_records_index_is_a_table_of_records_with_headlines_machine_and_date(fixture_site: BuildPaths) -> None:
+    article = _article(_html(fixture_site, "records/index"))
+    head = re.search(r"<thead>.*?</thead>", article, re.DOTALL).group(0)  # type: ignore[union-attr]
+    assert [h for h in re.findall(r"<th[^>]*>(.*?)</th>", head)] == [
+        "record",
+        "headline results",
+        "machine",
+        "version",
+        "date",
+    ]
+    row = re.search(r'<a href="step-time/v2.html">.*?</tr>', article, re.DOTALL).group(0)  # type: ignore[union-attr]
+    assert "97,000" in row and "tok/s" in row and 'href="../evidence/63cc7d4ea38d' in row
+    assert "<td>NVIDIA H200</td>" in row and "2026-12-01" in row
+
+
+def test_home_page_shows_the_latest_headline_results_and_the_machine(fixture_site: BuildPaths) -> None:
+    article = _article(_html(fixture_site, "index"))
+    latest = article[article.index("Latest results") :]
+    assert 'href="records/step-time/v2.html"' in latest and "on NVIDIA H200" in latest
+    assert 'href="evidence/f581ac542e3b' in latest and "11.9%" in latest
+
+
+def test_a_headline_must_be_a_quantity_and_an_unknown_name_names_the_file_and_entry(tmp_path: Path) -> None:
+    docs = _copy_docs(tmp_path)
+    v2 = docs / "records" / "step-time" / "v2.md"
+    text = v2.read_text()
+    v2.write_text(text.replace('value: saving(ablation, "no-optimizer")', "value: ablation"))
+    with pytest.raises(ProbebookError, match=r"v2\.md line \d+ \(summary\[2\]\): a headline must be a number"):
+        render_tree(_tree_paths(tmp_path, docs))
+    v2.write_text(text.replace('value: saving(ablation, "no-optimizer")', "value: nosuch(ablation)"))
+    with pytest.raises(ProbebookError, match=r"\(summary\[2\]\): unknown name 'nosuch'"):
+        render_tree(_tree_paths(tmp_path, docs))
+    v2.write_text(text.replace("label: Cost per token", "label: x").replace("label: Fastest batch's", "label: 12 ms"))
+    with pytest.raises(ProbebookError, match="hand-typed"):
+        render_tree(_tree_paths(tmp_path, docs))
+
+
+def test_summary_shape_is_checked_with_file_and_line(tmp_path: Path) -> None:
+    docs = _copy_docs(tmp_path)
+    v2 = docs / "records" / "step-time" / "v2.md"
+    v2.write_text(v2.read_text().replace('value: fit(sweep, tokens="512:").c', "value: '{{ fit(sweep).c }}'"))
+    with pytest.raises(ProbebookError, match=r"v2\.md line \d+ \(summary\[0\]\): 'value' is a page expression"):
+        load(docs)
+    v2.write_text(v2.read_text().replace("summary:", "summary: 3\nold_summary:"))
+    with pytest.raises(ProbebookError, match="unknown front matter field 'old_summary'"):
+        load(docs)
+
+
+# -- the environment block -----------------------------------------------------------------------------
+
+
+def test_environment_block_reads_the_fingerprints_and_says_where_the_evidence_disagrees(
+    fixture_site: BuildPaths,
+) -> None:
+    text = (fixture_site.tree / "records" / "step-time" / "v2.md").read_text()
+    env = text[text.index("## Environment") : text.index("## Reproduce")]
+    assert "| GPU | NVIDIA H200 |" in env
+    # the imported documents carry no GPU count; the measured gemm and ablate ones say 1
+    row = next(line for line in env.splitlines() if line.startswith("| GPUs in the machine"))
+    assert "not recorded (`batch`, `mem`, `sweep`)" in row and "1 (`ablation`, `ceiling`)" in row
+    assert '!!! warning "The cited evidence disagrees"' in env and "GPUs in the machine" in env.split("disagrees")[1]
+    clocks = next(line for line in env.splitlines() if line.startswith("| `ceiling`"))
+    assert "1980 MHz" in clocks.replace("\u00a0", " ")  # the fixture machine's recorded SM clock, as a Quantity
+
+
+def test_environment_block_of_agreeing_evidence_has_no_warning() -> None:
+    doc = {
+        "probe": "gemm",
+        "created_at": "2026-11-29T09:59:06Z",
+        "machine": {"gpu": "NVIDIA H200", "torch": "2.11.0", "power_limit_w": 700.0},
+        "code": {"probebook": "0.1.0", "measure_source_sha256": "ab" * 32},
+        "data": {"clocks": {"sm_mhz_before": 1980, "sm_mhz_after": 1425}},
+    }
+    docs = {"sha256:" + "1" * 64: doc, "sha256:" + "2" * 64: dict(doc)}
+    text = provenance.environment_block("records/x/v1.md", {"a": "sha256:" + "1" * 64, "b": "sha256:" + "2" * 64}, docs)
+    assert "disagrees" not in text
+    assert "| measuring source &#40;SHA&#45;256 of the measure package&#41; | " + "ab" * 32 + " |" in text
+    assert re.search(r"\| power limit \| \[700\u00a0W\]\(\.\./\.\./evidence/1{64}\.md ", text)
+    assert "[1425\u00a0MHz]" in text
+    other = {**doc, "machine": {**doc["machine"], "torch": "2.12.0"}}
+    docs["sha256:" + "2" * 64] = other
+    text = provenance.environment_block("records/x/v1.md", {"a": "sha256:" + "1" * 64, "b": "sha256:" + "2" * 64}, docs)
+    assert "| torch | 2&#46;11&#46;0 (`a`); 2&#46;12&#46;0 (`b`) |" in text
+    assert "differ in: torch." in text
+
+
+# -- the reproduce block -------------------------------------------------------------------------------
+
+
+def _measure_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="probebook measure", exit_on_error=False)
+    add_probe_commands(parser.add_subparsers(dest="probe"))
+    return parser
+
+
+def test_reproduce_commands_parse_with_the_probes_real_options(fixture_site: BuildPaths) -> None:
+    text = (fixture_site.tree / "records" / "step-time" / "v2.md").read_text()
+    block = text[text.index("## Reproduce") :]
+    commands = [line for line in block.splitlines() if line.startswith("probebook measure ")]
+    assert commands == [
+        "probebook measure ablate --batch 4 --seq-len 2048",
+        "probebook measure gemm --dtype bfloat16 --windows 5",
+    ]
+    assert "# sweep (sha256:08e78675deb8): imported from: tests/fixtures/site" in block
+    assert "# ablation (sha256:f581ac542e3b): measure source hash not recorded (older evidence)" in block
+    assert "recorded by ablate version 1; today's probe is version" in block
+
+
+def test_every_archived_run_gives_a_command_the_real_parser_accepts() -> None:
+    from render.build import load_evidence
+
+    decl = declarations()
+    parser = _measure_parser()
+    checked = 0
+    for ident, doc in load_evidence(REPO / "archive").docs.items():
+        cmd, notes = provenance.command(doc, decl)
+        if doc["probe"] not in decl:
+            assert cmd is None and notes, ident
+            continue
+        assert cmd is not None, ident
+        args = parser.parse_args(shlex.split(cmd)[2:])
+        assert args.probe == doc["probe"]
+        for name, spec in decl[doc["probe"]]["options"].items():  # each recorded option comes back as recorded
+            recorded = doc["params"].get("device_requested" if name == "device" else name, doc["params"].get(name))
+            if name in doc["params"] and recorded is not None and spec["kind"] != "flag":
+                got = getattr(args, name)
+                assert (list(got) if isinstance(got, tuple) else got) == recorded, (ident, name)
+        checked += 1
+    assert checked > 100
+
+
+def test_reproduce_command_from_literal_params() -> None:
+    decl = declarations()
+    doc = {
+        "probe": "step-scaling",
+        "probe_version": decl["step-scaling"]["version"],
+        "origin": {"kind": "measured"},
+        "params": {
+            "preset": "250m",
+            "compile": True,
+            "seq_lens": [512, 1024, 2048],
+            "device": "cuda:0",
+            "device_requested": "cuda",
+            "sliding_window": None,
+            "n_params": 251943360,  # not an option: never printed
+        },
+    }
+    cmd, notes = provenance.command(doc, decl)
+    assert cmd == "probebook measure step-scaling --preset 250m --compile --device cuda --seq-lens 512,1024,2048"
+    assert notes == []
+    assert _measure_parser().parse_args(shlex.split(cmd)[2:]).seq_lens == (512, 1024, 2048)
+    cmd, notes = provenance.command({**doc, "probe": "campaign"}, decl)
+    assert cmd is None and "probebook campaign" in notes[0]
+    odd = {**doc, "params": {"preset": "250m; rm -rf /", "compile": False}}
+    assert provenance.command(odd, decl)[0] == "probebook measure step-scaling --preset '250m; rm -rf /'"
+
+
+def test_a_build_without_the_probes_options_says_so(tmp_path: Path) -> None:
+    paths = _tree_paths(tmp_path, SITE_FIXTURE / "docs")
+    paths = BuildPaths(**{**paths.__dict__, "declarations": None})
+    build(paths, site=False)
+    text = (paths.tree / "records" / "step-time" / "v2.md").read_text()
+    assert "This build was not given the probes' options" in text and "probebook measure" not in text
