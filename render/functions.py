@@ -39,8 +39,8 @@ import warnings
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
-from render import charts, claims, peaks, tables
-from render.derive import batchsweep, gemm, kernels, lossmem
+from render import claims, peaks, tables
+from render.derive import batchsweep, fit_numerics, gemm, kernels, lossmem
 from render.derive import fit as fitmod
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
@@ -83,6 +83,18 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
+def load_libraries() -> None:
+    """Import what the page functions load lazily (altair, pandas, vl-convert, scipy) before any page's clock starts.
+
+    The CLI imports this module to list the functions in its help, so the heavy libraries load where
+    they are used, not at the top (about 1.6 s of CPU per ``probebook`` process); a page's template
+    runs under a time limit (pages.time_limit), which must never count a library's import time.
+    """
+    from render import charts  # noqa: F401
+
+    fit_numerics.load_scipy()
+
+
 class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
     """The functions one page may call, bound to its evidence aliases."""
 
@@ -92,6 +104,7 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
 
     def context(self) -> dict[str, Any]:
         """Names a template sees: the functions and the page's evidence aliases."""
+        load_libraries()
         names: dict[str, Any] = {name: getattr(self, name) for name in FUNCTIONS}
         clash = sorted(set(names) & set(self.refs))
         if clash:
@@ -431,6 +444,8 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
 
     def chart(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
+        from render import charts  # here, not at the top: see load_libraries
+
         picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
         out = charts.render(kind, [self._doc(r) for r in picked], **options)
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")

@@ -16,9 +16,7 @@ import json
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from measure import contracts
 from measure.errors import ProbebookError
@@ -27,6 +25,9 @@ from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes
 from render.derive.throughput import tokens_per_second
 from render.quantity import percent, short_id
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GIB = 2**30
 """Bytes in a GiB (IEC binary unit), the unit memory peaks are shown in."""
@@ -152,6 +153,8 @@ def samples_columns(doc: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 def samples_frame(doc: dict[str, Any]) -> pd.DataFrame:
     """The raw ``data.samples`` rows as text-faithful (object) columns, in ``samples_columns`` order."""
+    import pandas as pd  # here: the CLI loads this module, and pandas costs it most of a second
+
     columns, cells = samples_columns(doc)
     return pd.DataFrame(cells, columns=columns, dtype=object) if columns else pd.DataFrame()
 

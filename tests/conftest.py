@@ -1,32 +1,59 @@
-"""Shared pytest fixtures: a real temporary archive and a real ``probebook`` subprocess."""
+"""Shared pytest fixtures: a real temporary archive, a real ``probebook`` subprocess, results built once per session.
+
+An expensive result that several tests only read (the fixture site, a probe run, a campaign) is
+made once per session for all xdist workers with ``shared_folder`` (see its docstring and
+ARCHITECTURE.md §10); ``fixture_site`` is the worked example.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SITE_FIXTURE = FIXTURES / "site"
 
 
-@pytest.fixture(scope="session")
-def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The fixture site (tests/fixtures/site), built once per test process with the real pipeline and mkdocs.
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder ``name``, filled by ``make(folder)`` once per test session and shared by every xdist worker.
 
-    Shared by every test that only reads it (test_site_build, test_browser); a test that changes
-    sources or the archive builds its own.
+    How a test that only READS an expensive result (a built site, a probe run, a campaign) should
+    get it: a session-scoped fixture that returns ``shared_folder(tmp_path_factory, "my-thing", make)``.
+    The first worker to ask builds it under a file lock in the session's temporary folder (the one
+    above each worker's own); the others wait for the lock and then read what it built
+    (pytest-xdist's documented pattern, "Making session-scoped fixtures execute only once"). Tests
+    must not change what is in the folder: a test that changes sources or the archive builds its own.
+    A ``make`` that fails leaves no marker, so the next worker tries again and fails the same way.
     """
-    from measure.cli import declarations
-    from render.build import BuildPaths, build
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder (pytest-N), shared by gw0, gw1, ...
+    folder = base / f"shared-{name}"
+    done = base / f"shared-{name}.done"
+    with FileLock(str(base / f"shared-{name}.lock")):
+        if not done.exists():
+            if folder.exists():
+                shutil.rmtree(folder)  # a make that failed half-way in another worker
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
 
-    root = tmp_path_factory.mktemp("fixture-site")
-    paths = BuildPaths(
+
+def fixture_site_paths(root: Path) -> Any:
+    """The BuildPaths of the fixture site (tests/fixtures/site) built under ``root``."""
+    from measure.cli import declarations
+    from render.build import BuildPaths
+
+    return BuildPaths(
         docs=SITE_FIXTURE / "docs",
         archive=SITE_FIXTURE / "archive",
         build=root / "build",
@@ -35,8 +62,19 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
         published=root / "no-published-ledger.json",
         declarations=declarations(),
     )
-    build(paths)
-    return paths
+
+
+@pytest.fixture(scope="session")
+def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The fixture site (tests/fixtures/site), built ONCE per session with the real pipeline and mkdocs.
+
+    Shared by every test that only reads it (test_site_build, test_browser, ...); read it, never
+    write to it. A test that changes sources or the archive builds its own.
+    """
+    from render.build import build
+
+    root = shared_folder(tmp_path_factory, "fixture-site", lambda folder: build(fixture_site_paths(folder)))
+    return fixture_site_paths(root)
 
 
 @pytest.fixture

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
-from concurrent.futures import ThreadPoolExecutor
+import contextlib
+import io
 
 import pytest
 from conftest import run_cli
@@ -48,18 +48,31 @@ def test_the_walk_finds_the_archive_commands():
     } <= names
 
 
-@pytest.fixture(scope="module")
-def helps():
-    """`probebook ... --help` for every command, each a real process, run side by side to save time."""
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(COMMANDS, pool.map(lambda path: run_cli(*path, "--help"), COMMANDS), strict=True))
+def _help(path: tuple[str, ...]) -> tuple[int, str]:
+    """`probebook PATH --help` through the real parser in this process -> (exit code, output).
+
+    One real process per command cost a minute of the suite's setup; the root's help runs as a
+    real process below (test_the_installed_entry_point_prints_the_same_help), so the entry point
+    is covered, and every subcommand is printed by the same parser that process builds.
+    """
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as stop:
+        build_parser().parse_args([*path, "--help"])
+    return int(stop.value.code or 0), out.getvalue()
+
+
+def test_the_installed_entry_point_prints_the_same_help(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")  # argparse wraps to COLUMNS: the same width in both processes
+    real = run_cli("--help", env={"COLUMNS": "100"})
+    assert real.returncode == 0, real.stderr
+    assert (0, real.stdout) == _help(())
 
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "probebook")
-def test_help_ends_with_an_example(helps, path):
-    out = helps[path]
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
+def test_help_ends_with_an_example(path):
+    code, text = _help(path)
+    assert code == 0, text
+    lines = text.splitlines()
     assert "example:" in lines, f"`probebook {' '.join(path)} --help` has no 'example:' section"
     after = [line.strip() for line in lines[lines.index("example:") + 1 :] if line.strip()]
     assert after and after[0].startswith("probebook "), after

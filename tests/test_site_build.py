@@ -50,7 +50,7 @@ def _copy_docs(tmp: Path) -> Path:
 
 @pytest.fixture
 def built(fixture_site: BuildPaths) -> BuildPaths:
-    """The fixture site, built once per test process (``conftest.fixture_site``); tests only read it."""
+    """The fixture site, built once per session (``conftest.fixture_site``); tests only read it."""
     return fixture_site
 
 

@@ -14,9 +14,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from scipy.optimize import nnls
-from scipy.stats import bootstrap
-from scipy.stats import f as f_distribution
 
 TERMS = ("c", "a", "b")
 """Every term, in canonical order: fixed (s), per token (s/token), per token² (s/token²)."""
@@ -40,8 +37,18 @@ def columns(s: np.ndarray, terms: Sequence[str]) -> np.ndarray:
     return np.column_stack([cols[t] for t in terms])
 
 
+def load_scipy() -> None:
+    """Import the scipy routines this module uses; each routine imports its own where it runs, so that loading
+    this module (the CLI does, for its help) costs no scipy, and ``render.functions.load_libraries`` calls this
+    before a page's time limit starts."""
+    import scipy.optimize  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+
 def fit_nnls(s: np.ndarray, y: np.ndarray, terms: Sequence[str]) -> tuple[dict[str, float], float]:
     """Non-negative least squares over ``terms`` -> (coefficients of every term, residual sum of squares)."""
+    from scipy.optimize import nnls  # in each routine, not at the top: see load_scipy
+
     coef = {t: 0.0 for t in TERMS}
     if not terms:
         return coef, float(y @ y)
@@ -67,6 +74,8 @@ def support(coef: dict[str, float], allowed: Sequence[str]) -> tuple[str, ...]:
 
 def f_pvalue(f_stat: float, d1: int, d2: int) -> float:
     """P(F > f) for F(d1, d2): the p-value of an F statistic (``scipy.stats.f.sf``)."""
+    from scipy.stats import f as f_distribution
+
     return float(f_distribution.sf(f_stat, d1, d2))
 
 
@@ -195,6 +204,8 @@ def bootstrap_coefficients(
     single sample has nothing to resample and enters every replicate as it is. Returns the
     intervals by term and the replicates' coefficients (rows c, a, b) for derived intervals.
     """
+    from scipy.stats import bootstrap
+
     groups = [m for m in members if len(m) >= 2]
     fixed = np.concatenate([m for m in members if len(m) < 2] or [np.array([], dtype=int)])
 
