@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -35,8 +37,10 @@ from measure.store import Store, read_regular
 from render import (
     changes,
     claims,
+    dirty,
     evidence_index,
     evidence_pages,
+    incremental,
     layout,
     ledger,
     lint,
@@ -179,55 +183,105 @@ def check_prose(src: Sources) -> None:
 # -- stage 4: pages ----------------------------------------------------------------------
 
 
+def _page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
+    """The cache key of one page's output: every input it is rendered from (``render.incremental``)."""
+    siblings = [
+        (p.rel, p.version, p.date, p.title, p.supersedes)
+        for r in src.records
+        if page.kind == "record" and r.slug == page.slug
+        for p in r.versions
+    ]
+    return incremental.page_key(
+        [
+            ("rel", page.rel.encode()),
+            ("source", page.path.read_bytes()),
+            ("aliases", json.dumps(sorted(aliases.items())).encode()),
+            ("ids", ids_digest),
+            ("record", json.dumps(siblings).encode()),
+            ("declarations", declared if page.kind == "record" else b""),
+        ]
+    )
+
+
+def _render_one(
+    page: Any,
+    src: Sources,
+    evidence: Evidence,
+    library: Library,
+    env: Any,
+    aliases: dict[str, str],
+    partial: frozenset[str],
+    declarations: provenance.Declarations | None,
+) -> incremental.PageOutput:
+    functions = PageFunctions(library, aliases)
+    refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)
+    if refused:
+        raise BuildError(refused)
+    try:
+        context = functions.context()
+    except ProbebookError as exc:
+        raise BuildError(f"{page.where('evidence')}: {exc}") from None
+    state = PageState(page.rel, partial=partial)
+    headlines = evaluate_summary(env, page, context, state)
+    body = render_body(env, page, context, state)
+    blocks, machine = "", None
+    if page.kind == "record":
+        machine = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
+        blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
+            page.rel, aliases, evidence.docs, declarations
+        )
+    text = (
+        layout.header(page, src)
+        + layout.results_box(page.rel, headlines)
+        + notices.markdown(aliases, evidence.docs)
+        + body.strip("\n")
+        + "\n"
+        + blocks
+        + layout.footer(page, src, aliases, evidence.docs)
+    )
+    text = inert_prose(text)
+    check_links(text, f"{page.path} (rendered)")
+    files = {page.rel: text.encode("utf-8"), **state.files}
+    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
+    cited = sorted(state.cited | set(aliases.values()))
+    return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine)
+
+
 def render_pages(
-    src: Sources, evidence: Evidence, store: Store, declarations: provenance.Declarations | None = None
+    src: Sources,
+    evidence: Evidence,
+    store: Store,
+    declarations: provenance.Declarations | None = None,
+    cache: incremental.PageCache | None = None,
 ) -> Tree:
     """Template every page; collect ledger rows, charts/tables and who cites which evidence.
 
     A record gets its headline results above its body and its environment and reproduce blocks below
     (``render.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
+    A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered.
     """
     tree = Tree()
     library = Library(evidence.docs)
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     cited = tree.cited
     partial = notices.partial_ids(evidence.docs)
+    ids_digest = hashlib.sha256("\n".join(sorted(evidence.docs)).encode()).digest()
+    declared = json.dumps(declarations, sort_keys=True, default=repr).encode()
     for page in Progress("pages", log, total=len(src.pages), lines=False).each(src.pages, lambda p: p.rel):
         aliases = sourcesmod.resolve_evidence(page, store.resolve)
-        functions = PageFunctions(library, aliases)
-        refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)
-        if refused:
-            raise BuildError(refused)
-        try:
-            context = functions.context()
-        except ProbebookError as exc:
-            raise BuildError(f"{page.where('evidence')}: {exc}") from None
-        state = PageState(page.rel, partial=partial)
-        headlines = evaluate_summary(env, page, context, state)
-        body = render_body(env, page, context, state)
-        blocks = ""
-        if page.kind == "record":
-            tree.headlines[page.rel] = headlines
-            tree.machines[page.rel] = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
-            blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
-                page.rel, aliases, evidence.docs, declarations
-            )
-        text = (
-            layout.header(page, src)
-            + layout.results_box(page.rel, headlines)
-            + notices.markdown(aliases, evidence.docs)
-            + body.strip("\n")
-            + "\n"
-            + blocks
-            + layout.footer(page, src, aliases, evidence.docs)
-        )
-        text = inert_prose(text)
-        check_links(text, f"{page.path} (rendered)")
-        tree.files[page.rel] = text.encode("utf-8")
-        for path, data in state.files.items():
-            tree.files[path] = data
-        tree.ledger += [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
-        for ident in sorted(state.cited | set(aliases.values())):
+        key = _page_key(page, src, aliases, ids_digest, declared) if cache is not None else ""
+        out = cache.get(key) if cache is not None else None
+        if out is None:
+            out = _render_one(page, src, evidence, library, env, aliases, partial, declarations)
+            if cache is not None:
+                cache.put(key, out)
+        tree.files.update(out.files)
+        tree.ledger += out.ledger
+        if out.headlines is not None:
+            tree.headlines[page.rel] = out.headlines
+        if out.machine is not None:
+            tree.machines[page.rel] = out.machine
+        for ident in out.cited:
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
         tree.files[rel] = source.read_bytes()
@@ -276,17 +330,13 @@ def _owned_or_empty(folder: Path, marker: str, what: str) -> None:
         raise BuildError(f"{folder} holds files render did not write; give {what} an empty or new folder")
 
 
-def write_tree(tree: Tree, out: Path) -> None:
-    """Replace ``out`` with the tree (only a folder render made, or an empty one, is ever cleared)."""
+def write_tree(tree: Tree, out: Path) -> list[str]:
+    """Make ``out`` hold the tree (only a folder render made, or an empty one, is ever changed).
+
+    Only files whose bytes changed are rewritten (``render.incremental.write_tree``); returns their paths.
+    """
     _owned_or_empty(out, TREE_MARKER, "the build folder")
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / TREE_MARKER).write_text("written by probebook render; replaced at every build\n")
-    for rel in sorted(tree.files):
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(tree.files[rel])
+    return incremental.write_tree(tree.files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER)
 
 
 def write_config(base: Path, nav: list[Any], build_dir: Path) -> Path:
@@ -338,10 +388,28 @@ def source_date_epoch(evidence: Evidence, src: Sources) -> int:
     return calendar.timegm(newest.timetuple())
 
 
-def run_mkdocs(config: Path, out: Path, epoch: int) -> None:
-    """``python -m mkdocs build --strict`` into ``out``; a failure is one line with the first warning or error."""
+# ``mkdocs build --dirty`` logs this warning on every dirty build, and --strict would fail on it: render.dirty
+# decides when a dirty build is exact, so this one warning is dropped and every other still fails the build.
+_DIRTY_DRIVER = (
+    "import logging, sys; from mkdocs.__main__ import cli; "
+    "logging.getLogger('mkdocs.commands.build').addFilter("
+    "lambda r: \"A 'dirty' build is being performed\" not in r.getMessage()); "
+    "sys.argv = ['mkdocs', *sys.argv[1:]]; cli()"
+)
+
+
+def run_mkdocs(config: Path, out: Path, epoch: int, dirty_build: bool = False) -> None:
+    """``python -m mkdocs build --strict`` into ``out``; a failure is one line with the first warning or error.
+
+    ``dirty_build`` adds ``--dirty``: only pages whose Markdown is newer than their HTML in ``out`` are built.
+    """
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(out.resolve())]
+    args = ["build", "--strict", "-f", str(config), "-d", str(out.resolve())]
+    cmd = (
+        [sys.executable, "-c", _DIRTY_DRIVER, *args, "--dirty"]
+        if dirty_build
+        else [sys.executable, "-m", "mkdocs", *args]
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     log = config.parent / "mkdocs.log"
     log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
@@ -355,34 +423,56 @@ def run_mkdocs(config: Path, out: Path, epoch: int) -> None:
         raise BuildError(f"mkdocs build --strict failed: {first} (full log: {log})")
 
 
-def make_site(paths: BuildPaths, epoch: int, inputs: str, clean: bool = True) -> None:
+def make_site(paths: BuildPaths, epoch: int, inputs: str, clean: bool = True, full: bool = False) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
 
-    ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs.
+    Unless ``full``, the engine rebuilds only the changed pages when ``render.dirty`` finds that exact.
+    Returns whether it did. ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to
+    measure what it costs.
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
+    config = paths.build / "mkdocs.yml"
+    tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
+    now = dirty.state_for("mkdocs", config, list(tree_files), epoch, clean, inputs)
+    reuse = clean and not full and paths.site.is_dir() and dirty.can_reuse(paths.build, paths.site, now)
+    dirty.forget(paths.build)  # the site and the state change together or not at all
     out = sitedir.temp_folder(paths.site)
     try:
-        run_mkdocs(paths.build / "mkdocs.yml", out, epoch)
-        if clean:
-            sanitize.clean_site(out)
+        if reuse:
+            seen = dirty.copy_site(paths.site, out)
+            run_mkdocs(config, out, epoch, dirty_build=True)
+            index = dirty.SEARCH_INDEX
+            reuse = dirty.merge_search_index(paths.site / index, out / index)
+            if reuse:
+                sanitize.clean_site(out, only=dirty.changed_since(out, seen))
+            else:  # cannot place a page's search entries: build it all
+                shutil.rmtree(out)
+                out.mkdir()
+        if not reuse:
+            run_mkdocs(config, out, epoch)
+            if clean:
+                sanitize.clean_site(out)
         (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
         sitedir.stamp(out, inputs)
         sitedir.swap_in(out, paths.site)
+        dirty.save(paths.build, now)
     finally:
         if out.exists():
             shutil.rmtree(out, ignore_errors=True)
+    return reuse
 
 
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def render_tree(paths: BuildPaths) -> tuple[Tree, Evidence, Sources]:
-    """Every stage up to a written tree and config (no site engine)."""
+def render_tree(paths: BuildPaths, full: bool = False) -> tuple[Tree, Evidence, Sources]:
+    """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh."""
     evidence = load_evidence(paths.archive)
     src = load_sources(paths.docs)
     check_prose(src)
-    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations)
+    cache = incremental.PageCache(paths.build, read=not full)
+    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache)
+    cache.prune()
     published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
     tree = generate_pages(tree, src, evidence, published)
     write_tree(tree, paths.tree)
@@ -390,16 +480,19 @@ def render_tree(paths: BuildPaths) -> tuple[Tree, Evidence, Sources]:
     return tree, evidence, src
 
 
-def build(paths: BuildPaths, site: bool = True, clean: bool = True) -> BuildResult:
+def build(paths: BuildPaths, site: bool = True, clean: bool = True, full: bool = False) -> BuildResult:
     """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
+
+    Pages and site files whose inputs did not change are reused (``render.incremental``, ``render.dirty``);
+    ``full`` renders and builds everything afresh, with the same result.
 
     One build of a project at a time: a second waits for the build folder's lock.
     """
     with sitedir.build_lock(paths.build):
         inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
-        tree, evidence, src = render_tree(paths)
+        tree, evidence, src = render_tree(paths, full)
         if site:
-            make_site(paths, source_date_epoch(evidence, src), inputs, clean)
+            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full)
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

@@ -97,34 +97,49 @@ def clean_page(html: bytes, where: str) -> bytes:
     return html[:head] + clean.encode("utf-8") + html[end:]
 
 
-def clean_search_index(path: Path) -> bool:
-    """Sanitize each entry's ``title`` and ``text`` in the theme's search index; True when it changed."""
-    raw = path.read_text(encoding="utf-8")
-    index = json.loads(raw)
+def clean_entry(entry: dict) -> bool:
+    """Sanitize one search index entry's ``title`` and ``text`` in place; True when either changed."""
     changed = False
-    for doc in index.get("docs", []):
-        for name in ("title", "text"):
-            value = doc.get(name)
-            if isinstance(value, str) and value:
-                # the serializer writes U+00A0 as ``&nbsp;``: the same character, but the index keeps it as text
-                clean = clean_fragment(value).replace("&nbsp;", "\xa0")
-                changed = changed or clean != value
-                doc[name] = clean
-    if changed:
-        path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
+    for name in ("title", "text"):
+        value = entry.get(name)
+        if isinstance(value, str) and value:
+            # the serializer writes U+00A0 as ``&nbsp;``: the same character, but the index keeps it as text
+            clean = clean_fragment(value).replace("&nbsp;", "\xa0")
+            changed = changed or clean != value
+            entry[name] = clean
     return changed
 
 
-def clean_site(site: Path) -> int:
-    """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned."""
+def write_search_index(path: Path, index: dict) -> None:
+    """The index in one form whatever the sanitizer changed, so a merged index (``render.dirty``) matches a full one."""
+    path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
+
+
+def clean_search_index(path: Path) -> bool:
+    """Sanitize each entry's ``title`` and ``text`` in the theme's search index; True when it changed."""
+    index = json.loads(path.read_text(encoding="utf-8"))
+    changed = False
+    for doc in index.get("docs", []):
+        changed = clean_entry(doc) or changed
+    write_search_index(path, index)
+    return changed
+
+
+def clean_site(site: Path, only: list[Path] | None = None) -> int:
+    """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
+
+    ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
+    ``render.dirty`` merged the index from entries that did).
+    """
     count = 0
-    for path in sorted(site.rglob("*.html")):
+    pages = sorted(site.rglob("*.html")) if only is None else [p for p in only if p.suffix == ".html"]
+    for path in pages:
         raw = path.read_bytes()
         clean = clean_page(raw, str(path))
         if clean is not raw:
             path.write_bytes(clean)
         count += 1
     index = site / "search" / "search_index.json"
-    if index.is_file():
+    if only is None and index.is_file():
         clean_search_index(index)
     return count

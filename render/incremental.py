@@ -1,0 +1,168 @@
+"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md §6.7).
+
+A hand-written page's output (its Markdown, the charts and downloads its functions made, its ledger
+rows and claims, the evidence it cites) is a function of its inputs: its source bytes, the evidence
+ids it resolves (evidence is named by its own digest, so an id stands for its bytes), the whole id set
+(aliases resolve by prefix, and ``padding()`` finds its fit by prefix: a new document can change what
+a prefix names), what render adds around it (the versions of its record, for the header and footer)
+and render's own code. The cache (``<build>/cache/pages``) keeps each page's output under the SHA-256
+of those inputs; a page whose key is there is not rendered again. Entries no build used are removed.
+Entries are pickles (the Quantities of a record's headlines come back as the same objects, tuples and
+all): the cache is the build folder's own, written and read by the same code (its digest is in the key).
+
+``write_tree`` rewrites only the tree files whose bytes changed and removes those no longer made, so
+an unchanged file keeps its modification time and the site engine can skip it (``render.dirty``). The
+digests of the files written are kept in ``<build>/tree.json`` (``TREE_MANIFEST``), so unchanged
+files are known without reading them back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+CACHE_FOLDER = "cache/pages"
+TREE_MANIFEST = "tree.json"
+_RENDER_CODE = Path(__file__).resolve().parent
+CACHE_FORMAT = 1
+"""Bump when a cache entry's layout changes (old entries are then never read)."""
+
+
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """SHA-256 over render's own code (every ``.py`` file): a change to any derivation or layout re-renders all."""
+    h = hashlib.sha256(f"format {CACHE_FORMAT}\0".encode())
+    for path in sorted(_RENDER_CODE.rglob("*.py")):
+        data = path.read_bytes()
+        h.update(path.relative_to(_RENDER_CODE).as_posix().encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+def page_key(parts: list[tuple[str, bytes]]) -> str:
+    """SHA-256 of named input parts (each length-prefixed, so no two lists give one byte string)."""
+    h = hashlib.sha256(code_digest().encode())
+    for name, data in parts:
+        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class PageOutput:
+    """What rendering one hand-written page produced."""
+
+    files: dict[str, bytes]
+    """Tree path -> bytes: the page itself and the files its functions made."""
+    ledger: list[dict[str, Any]]
+    """Its ledger rows, claims last, in the order the build adds them."""
+    cited: list[str]
+    """Evidence ids it cites, sorted."""
+    headlines: list[tuple[str, Any]] | None = None
+    """A record's headline results, (label, Quantity) each; None for other pages."""
+    machine: str | None = None
+    """A record's machine label; None for other pages."""
+
+
+class PageCache:
+    """Rendered pages by input key, one file each; what a build did not use is pruned at its end."""
+
+    def __init__(self, build_dir: Path, read: bool = True):
+        self.folder = build_dir / CACHE_FOLDER
+        self.read = read
+        """False for a full build: every page is rendered afresh (and its output still cached)."""
+        self.used: set[str] = set()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> PageOutput | None:
+        self.used.add(key)
+        if not self.read:
+            self.misses += 1
+            return None
+        try:
+            out = pickle.loads((self.folder / f"{key}.pickle").read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+            self.misses += 1
+            return None  # absent, or written by other code: render again
+        if not isinstance(out, PageOutput):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return out
+
+    def put(self, key: str, out: PageOutput) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        tmp = self.folder / f".{key}.{os.getpid()}.tmp"
+        tmp.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, self.folder / f"{key}.pickle")
+
+    def prune(self) -> None:
+        """Remove entries this build did not use (a page's older outputs), so the cache does not grow."""
+        if not self.folder.is_dir():
+            return
+        for path in self.folder.iterdir():
+            if path.suffix == ".pickle" and path.stem not in self.used:
+                path.unlink(missing_ok=True)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_tree(files: dict[str, bytes], out: Path, manifest: Path, marker: str) -> list[str]:
+    """Make ``out`` hold exactly ``files``, rewriting only those whose bytes changed; return the paths written.
+
+    Unchanged files keep their bytes and modification time. ``manifest`` holds the digest of every file
+    the last call wrote; a file it does not list, or whose size differs, is written again.
+    """
+    try:
+        known: dict[str, str] = json.loads(manifest.read_bytes()) if (out / marker).exists() else {}
+    except (OSError, ValueError):
+        known = {}
+    if not known and out.exists():
+        shutil.rmtree(out)  # no manifest: nothing is known about what is there
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / marker).exists():
+        (out / marker).write_text("written by probebook render; only files whose bytes changed are rewritten\n")
+    written: list[str] = []
+    digests: dict[str, str] = {}
+    for rel in sorted(files):
+        data = files[rel]
+        digests[rel] = _digest(data)
+        path = out / rel
+        if known.get(rel) == digests[rel] and _size(path) == len(data):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.is_dir():
+            raise OSError(f"{path}: not a regular file in render's own tree")
+        path.write_bytes(data)
+        written.append(rel)
+    for rel in sorted(set(known) - set(files)):
+        (out / rel).unlink(missing_ok=True)
+    _remove_empty_folders(out)
+    tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, manifest)
+    return written
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+def _remove_empty_folders(root: Path) -> None:
+    for dirpath, _dirs, _files in os.walk(root, topdown=False):
+        if Path(dirpath) != root:
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass  # not empty
