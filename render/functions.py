@@ -12,6 +12,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
                         ``median(copy, "gb_s", direction="h2d")``, ``median(abl, "step_s", arm="baseline")``
 ``saving(ref, arm)``    ablation: ``1 − median(arm) / median(baseline)`` of ``step_s``
 ``batch_summary(ref)``  batch sweep to OOM: ``.fastest_batch .fastest_tok_s .largest_batch .first_oom``
+``batch_models(ref)``   the models (presets) a batch sweep covers; ``stable=True``: those with a fastest stable batch
 ``loss_memory(ref,a)``  loss-kernel memory of arm ``a``: ``.per_microbatch .intercept .largest_microbatch``
 ``logit_bytes(ref,a,b)`` bytes per logit element, arm ``a`` over arm ``b``
 ``gemm_ceiling(ref)``   same-session GEMM ceiling (FLOP/s) at the median window of a shape
@@ -45,6 +46,7 @@ from render.derive import fit as fitmod
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
+from render.functions_batch import BatchFunctions
 from render.functions_correctness import CorrectnessFunctions
 from render.functions_pipeline import PipelineFunctions
 from render.functions_scaling import ScalingFunctions
@@ -95,7 +97,7 @@ def load_libraries() -> None:
     fit_numerics.load_scipy()
 
 
-class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions):
+class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, BatchFunctions):
     """The functions one page may call, bound to its evidence aliases."""
 
     def __init__(self, library: Library, aliases: dict[str, str]):
@@ -511,6 +513,7 @@ FUNCTIONS = (
     "median",
     "saving",
     "batch_summary",
+    "batch_models",
     "loss_memory",
     "logit_bytes",
     "gemm_ceiling",

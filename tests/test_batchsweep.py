@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive.batchsweep import BatchSummary, fastest_group, summarize
+from render.derive.batchsweep import BatchSummary, fastest_group, models, summarize
 
 
 def row(model, params, context, batch, tok_s, status="ok"):
@@ -141,3 +141,15 @@ def test_fastest_group_picks_the_context_with_the_highest_throughput():
     assert fastest_group([groups[("250m", 4096)], groups[("250m", 2048)]]).context == 2048
     assert fastest_group([groups[("1b", 2048)]]) is None
     assert fastest_group([]) is None
+
+
+def test_models_lists_each_model_once_and_with_stable_only_those_with_a_fastest_stable_batch():
+    rows = [
+        {**row("small", 1, 512, 1, 1000.0), "unstable": False},
+        {**row("small", 1, 1024, 1, 900.0), "unstable": False},
+        {**row("shaky", 2, 512, 1, 800.0), "unstable": True},  # its only point ran with a CV over 5%
+    ]
+    groups = summarize(rows)
+    assert models(groups) == ["small", "shaky"]
+    assert models(groups, stable=True) == ["small"]
+    assert models([]) == []

@@ -44,6 +44,7 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "median": (SITE_ARCHIVE, "ablation", ("step_s", "--arm", "baseline"), 'median(ev, "step_s", arm="baseline")'),
     "saving": (SITE_ARCHIVE, "ablation", ("no-attention",), 'saving(ev, "no-attention")'),
     "batch_summary": (SITE_ARCHIVE, "batch", (), "batch_summary(ev)"),
+    "batch_models": (SITE_ARCHIVE, "batch", ("--stable", "true"), "batch_models(ev, stable=true)"),
     "loss_memory": (SITE_ARCHIVE, "mem", ("eager",), 'loss_memory(ev, "eager")'),
     "logit_bytes": (SITE_ARCHIVE, "mem", ("eager", "chunked"), 'logit_bytes(ev, "eager", "chunked")'),
     "gemm_ceiling": (SITE_ARCHIVE, "ceiling", (), "gemm_ceiling(ev)"),
@@ -128,7 +129,7 @@ def test_every_page_function_has_a_case():
     assert set(CASES) == set(FUNCTIONS)
 
 
-SHOWN = [n for n, case in CASES.items() if case[3] and n not in ("fit", "batch_summary")]
+SHOWN = [n for n, case in CASES.items() if case[3] and n not in ("fit", "batch_summary", "batch_models")]
 
 
 @pytest.mark.parametrize("name", SHOWN)
@@ -154,6 +155,13 @@ def test_views_print_each_attribute_the_page_can_show(results, tmp_path):
     assert fit["asymptote"]["value"] is None  # a quadratic fit has no asymptote: null, never Infinity
     assert isinstance(fit["warnings"], list)
     assert results["batch_summary"]["fastest_tok_s"]["value"] == 97000.0  # tests/fixtures/site/inputs/batch.csv
+
+
+def test_batch_models_prints_the_names_a_page_loops_over(results, tmp_path):
+    assert results["batch_models"] == ["250m"]  # tests/fixtures/site/inputs/batch.csv: one model, stable points
+    library = Library(load_evidence(SITE_ARCHIVE).docs)
+    fns = PageFunctions(library, {"ev": IDS["batch"]})
+    assert fns.batch_models("ev", stable=True) == fns.batch_models("ev") == ["250m"]
 
 
 def test_exact_values_from_the_fixture_evidence(results):

@@ -237,6 +237,9 @@ def _derive(args: Any) -> int:
             print("\n".join(f"wrote {path}" for path in written))
             print(markdown.rstrip("\n"))
         return 0
+    if isinstance(result, list):  # names (batch_models): no derivation to show
+        print(json_text(result, ensure_ascii=False) if as_json else "\n".join(map(str, result)))
+        return 0
     if isinstance(result, Claim):
         if as_json:
             print(json_text(calls.claim_json(result), ensure_ascii=False))

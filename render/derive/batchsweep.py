@@ -115,6 +115,12 @@ def summarize(
     return sorted(out, key=lambda s: (s.params, s.model, s.context))
 
 
+def models(groups: Sequence[BatchSummary], stable: bool = False) -> list[str]:
+    """The models of ``groups`` in their order (smallest first), once each; ``stable``: only models with a
+    fastest stable batch in some group (``fastest_group`` of their groups is not None)."""
+    return list(dict.fromkeys(g.model for g in groups if not stable or g.fastest_tok_s is not None))
+
+
 def fastest_group(groups: Sequence[BatchSummary]) -> BatchSummary | None:
     """The group with the highest ``fastest_tok_s`` (tokens/s; the earlier group on a tie); None if nothing fits."""
     fitting = [g for g in groups if g.fastest_tok_s is not None]
