@@ -117,6 +117,12 @@ class Tree:
     """Evidence id -> (tree path, title) of each page that cites it."""
     diff: Diff | None = None
     """This ledger against the published one."""
+    kept: set[str] = field(default_factory=set)
+    """Tree paths left as the last build wrote them (evidence pages whose inputs did not change)."""
+    rewritten: list[str] | None = None
+    """Tree paths this build wrote (bytes new or changed); None before the tree is written."""
+    units: dict[str, list[Any]] = field(default_factory=dict)
+    """Evidence id -> [key, tree paths] of its page, for the next build's ``previous``."""
     headlines: dict[str, list[tuple[str, Quantity]]] = field(default_factory=dict)
     """Record page -> its headline results (label, Quantity), for the records index and the home page."""
     machines: dict[str, str] = field(default_factory=dict)
@@ -138,12 +144,31 @@ class BuildResult:
 # -- stage 1: evidence -------------------------------------------------------------------
 
 
-def load_evidence(archive: Path) -> Evidence:
+_LOADED: dict[str, tuple[tuple[Any, ...], Evidence]] = {}
+
+
+def _fingerprint(store: Store) -> tuple[Any, ...]:
+    """(name, size, mtime, inode) of every stored file: what ``serve``'s watcher also compares."""
+    out = []
+    for path in store.iter_paths():
+        st = path.stat()
+        out.append((path.as_posix(), st.st_size, st.st_mtime_ns, st.st_ino))
+    return tuple(out)
+
+
+def load_evidence(archive: Path, reuse: bool = False) -> Evidence:
     """Verify every stored file's hash, then parse it; any problem stops the build with one line.
 
     Links, FIFOs and stray names under ``evidence/`` are never opened; each is named in one warning line.
+    ``reuse`` (``serve``, which builds many times in one process) returns the archive as this process last
+    read it while no stored file was added, removed, replaced or touched.
     """
     store = Store(archive)
+    if reuse:
+        seen = _fingerprint(store)
+        last = _LOADED.get(str(archive.resolve()))
+        if last is not None and last[0] == seen:
+            return last[1]
     for stray in store.strays():
         where = printable(f"{stray.path}: {stray.why}")  # a file name may hold terminal escape codes
         log.warning("warning: %s (skipped; `probebook archive verify` lists it)", where)
@@ -164,7 +189,10 @@ def load_evidence(archive: Path) -> Evidence:
         except (EvidenceError, StoreError) as exc:
             raise BuildError(str(exc)) from None
         raw[ident] = data
-    return Evidence(docs, raw)
+    loaded = Evidence(docs, raw)
+    if reuse:
+        _LOADED[str(archive.resolve())] = (seen, loaded)
+    return loaded
 
 
 # -- stage 2 and 3: sources and lint ---------------------------------------------------------
@@ -291,13 +319,29 @@ def render_pages(
 # -- stage 5: generated pages ------------------------------------------------------------------
 
 
-def generate_pages(tree: Tree, src: Sources, evidence: Evidence, published: list[dict[str, Any]] | None) -> Tree:
-    """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav."""
+def generate_pages(
+    tree: Tree,
+    src: Sources,
+    evidence: Evidence,
+    published: list[dict[str, Any]] | None,
+    previous: dict[str, list[Any]] | None = None,
+) -> Tree:
+    """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
+
+    ``previous`` maps each evidence id to the key and files of its page as the tree already holds them
+    (``render.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
+    """
     cited = tree.cited
     for ident in sorted(evidence.docs):
-        tree.files.update(
-            evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident], cited.get(ident, []))
-        )
+        key = incremental.page_key([("evidence", ident.encode()), ("cited", json.dumps(cited.get(ident, [])).encode())])
+        before = (previous or {}).get(ident)
+        if before is not None and before[0] == key:
+            tree.kept.update(before[1])
+            tree.units[ident] = before
+            continue
+        files = evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident], cited.get(ident, []))
+        tree.files.update(files)
+        tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
     tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
@@ -308,7 +352,7 @@ def generate_pages(tree: Tree, src: Sources, evidence: Evidence, published: list
         tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
     tree.diff = ledger.diff(published or [], tree.ledger)
     titles = {p.rel: layout.page_title(p) for p in src.pages}
-    existing = {p for p in tree.files if p.endswith(".md")}
+    existing = {p for p in (*tree.files, *tree.kept) if p.endswith(".md")}
     moved = claims.truth_changes(published or [], tree.ledger)
     tree.files[changes.PAGE] = changes.page_markdown(tree.diff, published is not None, existing, titles, moved).encode(
         "utf-8"
@@ -336,7 +380,7 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
     Only files whose bytes changed are rewritten (``render.incremental.write_tree``); returns their paths.
     """
     _owned_or_empty(out, TREE_MARKER, "the build folder")
-    return incremental.write_tree(tree.files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER)
+    return incremental.write_tree(tree.files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
 
 
 def write_config(base: Path, nav: list[Any], build_dir: Path) -> Path:
@@ -423,29 +467,43 @@ def run_mkdocs(config: Path, out: Path, epoch: int, dirty_build: bool = False) -
         raise BuildError(f"mkdocs build --strict failed: {first} (full log: {log})")
 
 
-def make_site(paths: BuildPaths, epoch: int, inputs: str, clean: bool = True, full: bool = False) -> bool:
+def make_site(
+    paths: BuildPaths,
+    epoch: int,
+    inputs: str,
+    clean: bool = True,
+    full: bool = False,
+    rewritten: list[str] | None = None,
+) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
 
-    Unless ``full``, the engine rebuilds only the changed pages when ``render.dirty`` finds that exact.
-    Returns whether it did. ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to
-    measure what it costs.
+    Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.dirty``
+    finds that exact; returns whether it did. ``clean=False`` skips the sanitizer; only ``bench/render.py``
+    uses it, to measure what it costs.
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
     config = paths.build / "mkdocs.yml"
     tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
     now = dirty.state_for("mkdocs", config, list(tree_files), epoch, clean, inputs)
-    reuse = clean and not full and paths.site.is_dir() and dirty.can_reuse(paths.build, paths.site, now)
+    reuse = (
+        rewritten is not None
+        and clean
+        and not full
+        and paths.site.is_dir()
+        and dirty.can_reuse(paths.build, paths.site, now)
+    )
     dirty.forget(paths.build)  # the site and the state change together or not at all
     out = sitedir.temp_folder(paths.site)
     try:
         if reuse:
-            seen = dirty.copy_site(paths.site, out)
+            seen = dirty.copy_site(paths.site, out, rewritten or [])
             run_mkdocs(config, out, epoch, dirty_build=True)
+            changed = dirty.changed_since(out, seen)
             index = dirty.SEARCH_INDEX
-            reuse = dirty.merge_search_index(paths.site / index, out / index)
+            reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index)
             if reuse:
-                sanitize.clean_site(out, only=dirty.changed_since(out, seen))
-            else:  # cannot place a page's search entries: build it all
+                sanitize.clean_site(out, only=changed)
+            else:  # a page's search entries cannot be placed, or a linked file was written: build it all
                 shutil.rmtree(out)
                 out.mkdir()
         if not reuse:
@@ -465,34 +523,43 @@ def make_site(paths: BuildPaths, epoch: int, inputs: str, clean: bool = True, fu
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def render_tree(paths: BuildPaths, full: bool = False) -> tuple[Tree, Evidence, Sources]:
-    """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh."""
-    evidence = load_evidence(paths.archive)
+def render_tree(paths: BuildPaths, full: bool = False, reuse: bool = False) -> tuple[Tree, Evidence, Sources]:
+    """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh.
+
+    ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``).
+    """
+    evidence = load_evidence(paths.archive, reuse and not full)
     src = load_sources(paths.docs)
     check_prose(src)
     cache = incremental.PageCache(paths.build, read=not full)
     tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache)
     cache.prune()
     published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
-    tree = generate_pages(tree, src, evidence, published)
-    write_tree(tree, paths.tree)
+    previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
+    tree = generate_pages(tree, src, evidence, published, previous)
+    incremental.forget_units(paths.build)  # written again once the tree holds what it describes
+    tree.rewritten = write_tree(tree, paths.tree)
+    incremental.save_units(paths.build, tree.units)
     write_config(paths.config, tree.nav, paths.build)
     return tree, evidence, src
 
 
-def build(paths: BuildPaths, site: bool = True, clean: bool = True, full: bool = False) -> BuildResult:
+def build(
+    paths: BuildPaths, site: bool = True, clean: bool = True, full: bool = False, reuse: bool = False
+) -> BuildResult:
     """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
 
     Pages and site files whose inputs did not change are reused (``render.incremental``, ``render.dirty``);
-    ``full`` renders and builds everything afresh, with the same result.
+    ``full`` renders and builds everything afresh, with the same result. ``reuse`` keeps the parsed archive
+    in this process between builds while it is unchanged (``serve``).
 
     One build of a project at a time: a second waits for the build folder's lock.
     """
     with sitedir.build_lock(paths.build):
         inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
-        tree, evidence, src = render_tree(paths, full)
+        tree, evidence, src = render_tree(paths, full, reuse)
         if site:
-            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full)
+            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full, tree.rewritten)
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -98,28 +97,54 @@ def can_reuse(build_dir: Path, site: Path, now: SiteState) -> bool:
     return asdict(saved) | {"inputs": ""} == asdict(now) | {"inputs": ""}
 
 
-def copy_site(site: Path, out: Path) -> dict[str, tuple[int, int]]:
-    """Copy the current site into the empty ``out`` (modification times kept); return each file's (size, mtime)."""
+# What mkdocs writes in every build, dirty or not (its theme's static templates, sitemap and search plugin).
+ALWAYS_WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", SEARCH_INDEX)
+
+
+def site_path(tree_rel: str) -> str:
+    """Where a tree file lands in the site (``use_directory_urls: false``: ``a/b.md`` -> ``a/b.html``)."""
+    return tree_rel[:-3] + ".html" if tree_rel.endswith(".md") else tree_rel
+
+
+def copy_site(site: Path, out: Path, rewritten: list[str]) -> dict[str, tuple[int, int]]:
+    """Link every file of the current site into the empty ``out``; return each linked file's (size, mtime).
+
+    Hard links, not copies: a site of thousands of files is linked in a fraction of the time a copy
+    takes. A link shares its bytes with the live site, so no file the engine or render will write may
+    be a link: the files mkdocs always writes, the site files of ``rewritten`` tree files (the pages
+    it rebuilds), ``ledger.json`` (the stamp) and the marker are left out, to be written afresh.
+    """
+    skip = {*ALWAYS_WRITTEN, *(site_path(rel) for rel in rewritten), "ledger.json", ".probebook-site"}
     seen: dict[str, tuple[int, int]] = {}
     for dirpath, _dirs, files in os.walk(site):
         rel_dir = Path(dirpath).relative_to(site)
         (out / rel_dir).mkdir(parents=True, exist_ok=True)
         for name in files:
+            rel = (rel_dir / name).as_posix()
             src, dst = Path(dirpath) / name, out / rel_dir / name
-            shutil.copy2(src, dst, follow_symlinks=False)
+            if rel in skip:
+                continue
+            os.link(src, dst, follow_symlinks=False)
             st = dst.stat()
-            seen[(rel_dir / name).as_posix()] = (st.st_size, st.st_mtime_ns)
+            seen[rel] = (st.st_size, st.st_mtime_ns)
     return seen
 
 
-def changed_since(out: Path, seen: dict[str, tuple[int, int]]) -> list[Path]:
-    """Files under ``out`` the engine wrote or rewrote after ``copy_site`` (new, or another size or mtime)."""
+def changed_since(out: Path, seen: dict[str, tuple[int, int]]) -> list[Path] | None:
+    """Files under ``out`` the engine wrote after ``copy_site``; None if it wrote into a linked file.
+
+    A linked file written in place would change the live site too: never expected (``copy_site`` leaves
+    out every file mkdocs writes), but checked, and the caller then builds the whole site afresh.
+    """
     changed = []
     for dirpath, _dirs, files in os.walk(out):
         for name in files:
             path = Path(dirpath) / name
             st = path.stat()
-            if seen.get(path.relative_to(out).as_posix()) != (st.st_size, st.st_mtime_ns):
+            rel = path.relative_to(out).as_posix()
+            if seen.get(rel) != (st.st_size, st.st_mtime_ns):
+                if rel in seen and st.st_nlink > 1:
+                    return None
                 changed.append(path)
     return sorted(changed)
 

@@ -13,7 +13,8 @@ all): the cache is the build folder's own, written and read by the same code (it
 ``write_tree`` rewrites only the tree files whose bytes changed and removes those no longer made, so
 an unchanged file keeps its modification time and the site engine can skip it (``render.dirty``). The
 digests of the files written are kept in ``<build>/tree.json`` (``TREE_MANIFEST``), so unchanged
-files are known without reading them back.
+files are known without reading them back. A generated evidence page is keyed the same way (its id,
+the pages that cite it, render's code; ``EVIDENCE_PAGES``): while its key holds it is not made again.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any
 
 CACHE_FOLDER = "cache/pages"
 TREE_MANIFEST = "tree.json"
+EVIDENCE_PAGES = "evidence-pages.json"
+"""Each evidence page's key and tree files as the tree holds them: an unchanged one is not made again."""
 _RENDER_CODE = Path(__file__).resolve().parent
 CACHE_FORMAT = 1
 """Bump when a cache entry's layout changes (old entries are then never read)."""
@@ -115,11 +118,14 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_tree(files: dict[str, bytes], out: Path, manifest: Path, marker: str) -> list[str]:
-    """Make ``out`` hold exactly ``files``, rewriting only those whose bytes changed; return the paths written.
+def write_tree(
+    files: dict[str, bytes], out: Path, manifest: Path, marker: str, kept: set[str] | frozenset[str] = frozenset()
+) -> list[str]:
+    """Make ``out`` hold exactly ``files`` and ``kept``, rewriting only files whose bytes changed; return those.
 
     Unchanged files keep their bytes and modification time. ``manifest`` holds the digest of every file
-    the last call wrote; a file it does not list, or whose size differs, is written again.
+    the last call wrote; a file it does not list, or whose size differs, is written again. ``kept`` names
+    files the caller knows to be unchanged (it did not make them again); each must be in the manifest.
     """
     try:
         known: dict[str, str] = json.loads(manifest.read_bytes()) if (out / marker).exists() else {}
@@ -132,6 +138,10 @@ def write_tree(files: dict[str, bytes], out: Path, manifest: Path, marker: str) 
         (out / marker).write_text("written by probebook render; only files whose bytes changed are rewritten\n")
     written: list[str] = []
     digests: dict[str, str] = {}
+    for rel in kept:
+        if rel not in known or not (out / rel).is_file():
+            raise ValueError(f"{rel}: kept, but the tree does not hold it")  # read_units checks this first
+        digests[rel] = known[rel]
     for rel in sorted(files):
         data = files[rel]
         digests[rel] = _digest(data)
@@ -143,13 +153,39 @@ def write_tree(files: dict[str, bytes], out: Path, manifest: Path, marker: str) 
             raise OSError(f"{path}: not a regular file in render's own tree")
         path.write_bytes(data)
         written.append(rel)
-    for rel in sorted(set(known) - set(files)):
+    for rel in sorted(set(known) - set(files) - set(kept)):
         (out / rel).unlink(missing_ok=True)
     _remove_empty_folders(out)
     tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
     os.replace(tmp, manifest)
     return written
+
+
+def read_units(build_dir: Path, tree: Path, marker: str) -> dict[str, list[Any]]:
+    """The last build's evidence pages (id -> [key, tree paths]) that the tree still holds as it wrote them."""
+    try:
+        units = json.loads((build_dir / EVIDENCE_PAGES).read_bytes())
+        known = json.loads((build_dir / TREE_MANIFEST).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not (tree / marker).exists() or not isinstance(units, dict):
+        return {}
+    return {
+        ident: unit
+        for ident, unit in units.items()
+        if isinstance(unit, list) and len(unit) == 2 and all(rel in known and (tree / rel).is_file() for rel in unit[1])
+    }
+
+
+def save_units(build_dir: Path, units: dict[str, list[Any]]) -> None:
+    tmp = build_dir / f".{EVIDENCE_PAGES}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(units, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, build_dir / EVIDENCE_PAGES)
+
+
+def forget_units(build_dir: Path) -> None:
+    (build_dir / EVIDENCE_PAGES).unlink(missing_ok=True)
 
 
 def _size(path: Path) -> int:

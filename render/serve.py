@@ -53,7 +53,7 @@ def rebuild(paths: BuildPaths, log: Callable[[str], None]) -> bool:
     """One build; report its outcome in one line. True when it succeeded."""
     started = time.monotonic()
     try:
-        result = build(paths)
+        result = build(paths, reuse=True)
     except ProbebookError as exc:
         log(f"probebook: error: {exc}")
         return False

@@ -6,6 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
+from measure.errors import ProbebookError
 from render import incremental
 from render.build import BuildPaths, build
 
@@ -94,3 +97,16 @@ def test_tree_writes_only_changed_files_and_removes_dropped_ones(tmp_path: Path)
     assert not (out / "sub").exists()  # its only file was dropped, and the empty folder with it
     assert incremental.write_tree({"a.md": b"A", "c.md": b"c"}, out, manifest, ".mark") == ["a.md"]
     assert (out / "a.md").read_bytes() == b"A"
+
+
+def test_a_failed_incremental_build_leaves_the_site_as_it_was(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(SITE / "docs", docs)
+    paths = _paths(tmp_path, docs)
+    build(paths)
+    before = _files(paths.site)
+    page = next(docs.glob("records/*/v*.md"))
+    page.write_text(page.read_text(encoding="utf-8") + "\nSee [a page](no-such-page.md).\n", encoding="utf-8")
+    with pytest.raises(ProbebookError, match="no-such-page.md"):
+        build(paths)  # the engine refuses the link in the dirty build, after the site was linked aside
+    assert _files(paths.site) == before

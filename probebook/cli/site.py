@@ -48,6 +48,12 @@ def register(sub: Any) -> None:
     )
     _site_options(p)
     p.add_argument("--no-site", action="store_true", help="render the Markdown tree only; skip mkdocs")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="render every page and build the whole site afresh (the default reuses what did not change; "
+        "the result is the same)",
+    )
     p.set_defaults(func=_build)
 
     p = command(
@@ -125,7 +131,7 @@ def _build(args: Any) -> int:
     from render.build import build
 
     paths = _paths(args)
-    result = build(paths, site=not args.no_site)
+    result = build(paths, site=not args.no_site, full=args.full)
     d = result.diff
     where = f"{paths.site}/" if result.site else f"{paths.tree}/ (no site: --no-site)"
     print(
