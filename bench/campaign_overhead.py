@@ -7,7 +7,9 @@ process plus one point process, as a user runs one point). Campaign: a one-curve
 same points with ``max_concurrent: 1`` (so no overlap hides the cost), each point's wall time
 taken from its receipt (submission to result seen by the runner). Rounds alternate which goes
 first. CPU and the tiny preset: the overhead is process starts and imports, which do not depend
-on the GPU.
+on the GPU. Beside wall time each arm reports CPU seconds per point (user + system of every
+process it started and reaped: ``getrusage(RUSAGE_CHILDREN)``), which a busy shared host disturbs
+far less than wall time.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,6 +28,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
 FAST = ["--device", "cpu", "--preset", "tiny", "--warmup", "1", "--windows", "2", "--iters", "1", "--quiet"]
+
+
+def cpu_children() -> float:
+    """User + system CPU seconds of every child process reaped so far (and of their reaped children)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def direct(archive: Path, context: int, batch: int) -> float:
@@ -43,8 +52,9 @@ def direct(archive: Path, context: int, batch: int) -> float:
     return wall
 
 
-def campaign(root: Path, context: int, batches: list[int]) -> tuple[dict[int, float], float]:
-    """Per-point wall seconds (from the receipts) of one campaign over ``batches``, and the whole run's."""
+def campaign(root: Path, context: int, batches: list[int]) -> tuple[dict[int, float], float, float]:
+    """Per-point wall seconds (from the receipts) of one campaign over ``batches``, the whole run's, and
+    ``cpu_children()`` as the run started."""
     spec = {
         "campaign": "overhead",
         "probe": "batch-sweep",
@@ -61,6 +71,7 @@ def campaign(root: Path, context: int, batches: list[int]) -> tuple[dict[int, fl
         check=True,
         capture_output=True,
     )
+    cpu0 = cpu_children()
     start = time.perf_counter()
     subprocess.run([*pb, "campaign", "run", str(root / "c")], env=ENV, check=True, capture_output=True)
     whole = time.perf_counter() - start
@@ -68,7 +79,7 @@ def campaign(root: Path, context: int, batches: list[int]) -> tuple[dict[int, fl
     for file in (root / "c" / "receipts").glob("*.json"):
         receipt = json.loads(file.read_text())
         walls[receipt["batch"]] = receipt["attempts"][-1]["wall_s"]
-    return walls, whole
+    return walls, whole, cpu0
 
 
 def main() -> None:
@@ -87,13 +98,19 @@ def main() -> None:
                 root = Path(tmp) / f"r{r}-{arm}"
                 root.mkdir()
                 if arm == "direct":
+                    cpu0 = cpu_children()
                     walls = {b: direct(root / "archive", args.context, b) for b in batches}
                     whole = sum(walls.values())
                 else:
-                    walls, whole = campaign(root, args.context, batches)
-                runs.append({"round": r, "arm": arm, "point_wall_s": walls, "run_wall_s": whole})
+                    walls, whole, cpu0 = campaign(root, args.context, batches)  # CPU from its run, after the plan
+                cpu = (cpu_children() - cpu0) / len(batches)
+                runs.append(
+                    {"round": r, "arm": arm, "point_wall_s": walls, "run_wall_s": whole, "cpu_s_per_point": cpu}
+                )
                 print(
-                    f"round {r} {arm:8} " + " ".join(f"b{b}={walls[b]:.1f}s" for b in batches) + f" run={whole:.1f}s",
+                    f"round {r} {arm:8} "
+                    + " ".join(f"b{b}={walls[b]:.1f}s" for b in batches)
+                    + f" run={whole:.1f}s cpu/point={cpu:.1f}s",
                     flush=True,
                 )
     per = {
@@ -101,12 +118,16 @@ def main() -> None:
         for arm in ("direct", "campaign")
     }
     med = {arm: statistics.median(v) for arm, v in per.items()}
+    cpu_med = {arm: statistics.median(run["cpu_s_per_point"] for run in runs if run["arm"] == arm) for arm in per}
     print(
         f"median per point: direct {med['direct']:.2f} s, campaign {med['campaign']:.2f} s, "
-        f"overhead {med['campaign'] - med['direct']:+.2f} s per point ({len(per['direct'])} points each)"
+        f"overhead {med['campaign'] - med['direct']:+.2f} s per point ({len(per['direct'])} points each); "
+        f"CPU per point: direct {cpu_med['direct']:.2f} s, campaign {cpu_med['campaign']:.2f} s "
+        f"({cpu_med['campaign'] - cpu_med['direct']:+.2f} s)"
     )
     if args.json:
-        args.json.write_text(json.dumps({"runs": runs, "median_point_s": med, "load": os.getloadavg()}, indent=1))
+        out = {"runs": runs, "median_point_s": med, "median_cpu_s_per_point": cpu_med, "load": os.getloadavg()}
+        args.json.write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``saving(ref, arm)``    ablation: ``1 − median(arm) / median(baseline)`` of ``step_s``
 ``batch_summary(ref)``  batch sweep to OOM: ``.fastest_batch .fastest_tok_s .largest_batch .first_oom``
 ``batch_models(ref)``   the models (presets) a batch sweep covers; ``stable=True``: those with a fastest stable batch
+``campaign_time(ref)``  a collected campaign's wall time: ``.wall .device_busy .runs``, per point ``.imports .timed``
 ``loss_memory(ref,a)``  loss-kernel memory of arm ``a``: ``.per_microbatch .intercept .largest_microbatch``
 ``logit_bytes(ref,a,b)`` bytes per logit element, arm ``a`` over arm ``b``
 ``gemm_ceiling(ref)``   same-session GEMM ceiling (FLOP/s) at the median window of a shape
@@ -514,6 +515,7 @@ FUNCTIONS = (
     "saving",
     "batch_summary",
     "batch_models",
+    "campaign_time",
     "loss_memory",
     "logit_bytes",
     "gemm_ceiling",

@@ -1,22 +1,25 @@
-"""Page function of the batch-sweep records: ``batch_models()`` (ARCHITECTURE.md §6.4).
+"""Page functions of the batch-sweep records: ``batch_models()``, ``campaign_time()`` (ARCHITECTURE.md §6.4).
 
 A mixin of ``render.functions.PageFunctions``, kept apart so that each module stays small; the
-summaries themselves are ``render.derive.batchsweep.summarize`` (``batch_summary()`` shows one).
+summaries themselves are ``render.derive.batchsweep.summarize`` (``batch_summary()`` shows one),
+the wall-time breakdown ``render.derive.campaign``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from measure.errors import ProbebookError
 from render.derive import batchsweep, lossmem
-from render.views import EvidenceRef
+from render.derive import campaign as campaignmod
+from render.views import CampaignTimeView, EvidenceRef
 
 if TYPE_CHECKING:
     from render.functions import Library
 
 
 class BatchFunctions:
-    """``batch_models``; the helpers it uses are PageFunctions' own."""
+    """``batch_models`` and ``campaign_time``; the helpers they use are PageFunctions' own."""
 
     library: Library
 
@@ -37,3 +40,28 @@ class BatchFunctions:
         card = lossmem.machine_bytes([self._doc(ref)])
         groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
         return batchsweep.models(groups, stable=bool(stable))
+
+    def campaign_time(self, ref: Any) -> CampaignTimeView:
+        """Where a collected campaign's wall time went: ``.wall .device_busy .points .attempts .runs`` and, per
+        measured point, ``.job_start .imports .device_wait .setup .warmup .timed .observe .trace`` (seconds)."""
+        ref = self._ref(ref, None, "campaign_time()")
+        doc = self._doc(ref)
+        if doc.get("probe") != "campaign":
+            raise ProbebookError(f"campaign_time() needs a collected campaign; {ref.alias} ({ref.short}) is not one")
+        data = doc.get("data") or {}
+        t = campaignmod.wall_time(data.get("points") or [], self._rows(ref))
+        values = {
+            "wall_s": t.wall_s,
+            "device_busy_s": t.device_busy_s,
+            "points": t.points,
+            "attempts": t.attempts,
+            "runs": t.runs,
+            **campaignmod.per_point(t),
+        }
+        notes = {
+            "runs": "the receipts predate the runner's start time",
+            "wall": "no attempt has ended",
+            "trace": "the points parsed their profile on the device (batch-sweep version 1)",
+        }
+        what = f"wall time of campaign {doc['params'].get('campaign')}; per point: mean over {t.points} measured points"
+        return CampaignTimeView(values, (ref.id,), what, f"campaign_time({ref.alias})", notes)

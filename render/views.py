@@ -212,6 +212,27 @@ def _batch_note(batches: Any, heading: str, why: str) -> Block:
     return Block(f'!!! note "{heading}"\n\n    Batch {escape_text(shown)}: {escape_text(why)}.\n')
 
 
+class CampaignTimeView(_View):
+    """A campaign's wall time (``render.derive.campaign``): totals, and per measured point the phases."""
+
+    FIELDS = {
+        "wall": ("wall_s", "s", {"fmt": ",.0f"}),
+        "device_busy": ("device_busy_s", "s", {"fmt": ",.0f"}),
+        "points": ("points", "", {"fmt": "d"}),
+        "attempts": ("attempts", "", {"fmt": "d"}),
+        "runs": ("runs", "", {"fmt": "d"}),
+        "job_start": ("job_start_s", "s", {}),
+        "imports": ("imports_s", "s", {}),
+        "device_wait": ("device_wait_s", "s", {}),
+        "setup": ("setup_s", "s", {}),
+        "warmup": ("warmup_s", "s", {}),
+        "timed": ("timed_s", "s", {}),
+        "observe": ("observe_s", "s", {}),
+        "trace": ("trace_s", "s", {}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
 class LossMemoryView(_View):
     FIELDS = {
         "per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),

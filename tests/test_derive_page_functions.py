@@ -34,6 +34,7 @@ IDS = {
     "stream": "sha256:9119ce668cc38cf436f577fa22eaa81f2b10e3927a522bc8fbfa3090cb9d57ea",
     "hvp": "sha256:3bd8e982da7d260dbc176450d87e2281caf8e6cfbda962de1d44090429cd0a0f",
     "util": "sha256:058b3c46b8703f4d64f20c56209d84629ae20b721380b9867d805fd591ff519a",  # H200 250m, NVML by UUID
+    "campaign": "sha256:4e7724fd20320fe54d949fc52b4b999fe09b175b4367855d79073ef1d85bded7",  # H200 batch-sweep campaign
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -45,6 +46,7 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "saving": (SITE_ARCHIVE, "ablation", ("no-attention",), 'saving(ev, "no-attention")'),
     "batch_summary": (SITE_ARCHIVE, "batch", (), "batch_summary(ev)"),
     "batch_models": (SITE_ARCHIVE, "batch", ("--stable", "true"), "batch_models(ev, stable=true)"),
+    "campaign_time": (H200_ARCHIVE, "campaign", (), "campaign_time(ev)"),
     "loss_memory": (SITE_ARCHIVE, "mem", ("eager",), 'loss_memory(ev, "eager")'),
     "logit_bytes": (SITE_ARCHIVE, "mem", ("eager", "chunked"), 'logit_bytes(ev, "eager", "chunked")'),
     "gemm_ceiling": (SITE_ARCHIVE, "ceiling", (), "gemm_ceiling(ev)"),
@@ -162,6 +164,12 @@ def test_batch_models_prints_the_names_a_page_loops_over(results, tmp_path):
     library = Library(load_evidence(SITE_ARCHIVE).docs)
     fns = PageFunctions(library, {"ev": IDS["batch"]})
     assert fns.batch_models("ev", stable=True) == fns.batch_models("ev") == ["250m"]
+
+
+def test_campaign_time_of_the_h200_campaign(results):
+    got = {k: v["value"] for k, v in results["campaign_time"].items()}
+    assert (got["points"], got["attempts"], got["runs"], got["trace"]) == (121, 121, None, None)  # version 1 points
+    assert round(got["wall"], 1) == 1748.2 and round(got["timed"], 2) == 3.86  # bench/results/campaign-h200-run.log
 
 
 def test_exact_values_from_the_fixture_evidence(results):

@@ -58,7 +58,9 @@ class Runner:
         self.receipts = receipts.load_all(self.folder)
         self.budget_s = budget_s
         self.live: dict[str, Any] = {}  # point key -> submitit job handle
-        self.machine = executors.runner_machine()
+        # where and when this runner call submits: a local job id is a pid of that machine's boot, and
+        # the distinct start times count the runner calls (the first run and its resumes)
+        self.machine = {**executors.runner_machine(), "run_started_unix": time.time()}
         self.log: list[str] = []
 
     # -- submissions ---------------------------------------------------------------------
