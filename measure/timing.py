@@ -22,11 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from measure.constants import CV_THRESHOLD, EXTRA_WINDOWS, ITERS, WARMUP, WINDOWS  # shared with render
 from measure.errors import ProbebookError
-
-CV_THRESHOLD = 0.05  # issue 4: "A CV above 5% adds five more windows"
-EXTRA_WINDOWS = 5
-
 
 # --- pure statistics (seconds in, seconds or fractions out) ----------------------------
 
@@ -129,11 +126,11 @@ def sm_clock(device: str) -> int | None:
 class TimingFields:
     """How a point is timed: the fields every probe's config and ``WindowPlan`` share (declared here only)."""
 
-    warmup: int = 3
+    warmup: int = WARMUP
     """Untimed calls before timing each point or arm (compilation, allocator and autotuning settle here)."""
-    windows: int = 5
+    windows: int = WINDOWS
     """Timed windows (or interleaved rounds) per point; the point's value is their median."""
-    iters: int = 3
+    iters: int = ITERS
     """Calls per window; a window's time is their mean."""
 
     def __post_init__(self) -> None:

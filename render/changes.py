@@ -1,8 +1,12 @@
-"""The *Changes* page: this build's ledger against the published one (ARCHITECTURE.md §6.3).
+"""The *Changes* page: a dated changelog of every publish, and a preview of what is not published yet
+(ARCHITECTURE.md §6.3).
 
-``archive/published/ledger.json`` holds the numbers last accepted with ``probebook publish``.
-The page lists every number added, removed or changed since then (old → new and the relative
-change), so a correction to a derivation or an erratum shows exactly which numbers moved.
+``archive/published/history.jsonl`` (``render.history``) holds one entry per ``probebook publish``; the
+page lists them newest first: the records versioned and the errata added since the publish before, and
+the numbers that moved (old → new and the relative change). ``archive/published/ledger.json`` holds the
+numbers last accepted; a build whose numbers differ from it gets an *Unpublished changes* section
+listing every number added, removed or changed since then, so a correction to a derivation or an
+erratum shows exactly which numbers moved. A build without such changes has no such section.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def _code(text: str) -> str:
 def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[str, str]) -> list[str]:
     """Claims whose truth differs under the published numbers: the sentence, then and now."""
     out = [
-        "## Claims whose truth changed",
+        "### Claims whose truth changed",
         "",
         "Each sentence below is a checked claim (true in this build); under the published values of "
         "the numbers it compares it was false, or could not be checked because they were not published.",
@@ -67,30 +71,84 @@ def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[s
     return out + [""]
 
 
+def _history_section(history: list[dict[str, Any]], existing: set[str], titles: dict[str, str]) -> list[str]:
+    """Each publish, newest first: what it accepted, the records versioned and errata added since the one before."""
+    out = ["## History", ""]
+    if not history:
+        return out + ["Nothing has been published yet.", ""]
+    for i in range(len(history) - 1, -1, -1):
+        e, prev = history[i], history[i - 1] if i else None
+        out += [f"### Published {escape_text(e['date'])}", ""]
+        line = f"{e.get('numbers', 0)} numbers published (ledger sha256:{escape_text(str(e['ledger_sha256'])[:12])})"
+        if prev is not None or e.get("changed") or e.get("added"):
+            line += (
+                f": {len(e.get('changed') or [])} changed, {e.get('added', 0)} added, {e.get('removed', 0)} removed "
+                "since the publish before"
+            )
+        out += [line + ".", ""]
+        if e.get("source"):
+            out += [f"*{escape_text(e['source'])}*", ""]
+        before = (prev or {}).get("records") or {}
+        versioned = []
+        for slug, rec in sorted((e.get("records") or {}).items()):
+            old = before.get(slug)
+            if old is not None and old.get("version") == rec.get("version"):
+                continue
+            what = "new record" if old is None else f"version {rec.get('version')}, was {old.get('version')}"
+            versioned.append(f"- {_page_cell(rec.get('page', ''), existing, titles)}: {escape_text(what)}")
+        if versioned:
+            out += ["Records versioned:", ""] + versioned + [""]
+        seen = {(x.get("page"), x.get("date"), x.get("text")) for x in (prev or {}).get("errata") or []}
+        errata = [x for x in e.get("errata") or [] if (x.get("page"), x.get("date"), x.get("text")) not in seen]
+        if errata:
+            out += ["Errata:", ""]
+            out += [
+                f"- {_page_cell(x.get('page', ''), existing, titles)}, {escape_text(x.get('date'))}: "
+                f"{escape_text(x.get('text'))}"
+                for x in errata
+            ]
+            out.append("")
+        if e.get("changed"):
+            out += ["Numbers that moved:", "", "| page | number | old | new | change |", "|---|---|---|---|---|"]
+            out += [
+                f"| {_page_cell(c['page'], existing, titles)} | {_code(c['key'])} | {escape_text(c['old'])} | "
+                f"{escape_text(c['new'])} | {escape_text(change_percent(c.get('relative')))} |"
+                for c in e["changed"]
+            ]
+            out.append("")
+    return out
+
+
 def page_markdown(
-    d: Diff, published: bool, existing: set[str], titles: dict[str, str], moved: list[TruthChange] | None = None
+    d: Diff,
+    published: bool,
+    existing: set[str],
+    titles: dict[str, str],
+    moved: list[TruthChange] | None = None,
+    history: list[dict[str, Any]] | None = None,
 ) -> str:
     """The Changes page. ``published``: whether a published ledger exists; ``existing``: tree pages;
-    ``moved``: claims whose truth differs under the published numbers (``render.claims.truth_changes``)."""
+    ``moved``: claims whose truth differs under the published numbers (``render.claims.truth_changes``);
+    ``history``: the published history's entries, oldest first (``render.history.read``)."""
     out = ["# Changes", ""]
+    out += [
+        "Every publish of this site's numbers, newest first: the records versioned, the errata, and the "
+        "numbers that moved. Each number links to its page and evidence.",
+        "",
+    ]
+    if published and not d.any:
+        return "\n".join(out + _history_section(history or [], existing, titles))
+    out += ["## Unpublished changes", ""]
     if not published:
-        out += [
-            "Nothing has been published yet, so every number below is new. "
-            "`probebook publish` accepts this build's ledger; later builds list what moved since.",
-            "",
-        ]
+        out += ["Nothing has been published yet, so every number below is new.", ""]
     else:
-        out += [
-            "Numbers on this site that differ from the published ledger (`archive/published/ledger.json`). "
-            "`probebook publish` accepts them.",
-            "",
-        ]
+        out += ["Numbers in this build that differ from the last published ones; they are not published yet.", ""]
     out.append(
         f"**{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, {d.unchanged} unchanged.**"
     )
     out.append("")
     if d.changed:
-        out += ["## Changed", "", "| page | number | old | new | change | derivation |", "|---|---|---|---|---|---|"]
+        out += ["### Changed", "", "| page | number | old | new | change | derivation |", "|---|---|---|---|---|---|"]
         for c in d.changed:
             derivation = escape_text(c.new["derivation"])
             if c.old["derivation"] != c.new["derivation"]:
@@ -103,9 +161,9 @@ def page_markdown(
     if published and moved:
         out += _claims_section(moved, existing, titles)
     if d.added:
-        out += ["## Added", ""] + _rows_table(d.added, existing, titles)
+        out += ["### Added", ""] + _rows_table(d.added, existing, titles)
     if d.removed:
-        out += ["## Removed", ""] + _rows_table(d.removed, existing, titles)
+        out += ["### Removed", ""] + _rows_table(d.removed, existing, titles)
     if not d.any:
-        out += ["No number changed." if published else "No numbers are published on this site yet.", ""]
-    return "\n".join(out)
+        out += ["No numbers are published on this site yet.", ""]
+    return "\n".join(out + _history_section(history or [], existing, titles))

@@ -22,6 +22,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``project(rate, P)``    training time at a rate: ``.time .gpu_hours .per_billion_tokens .updates``
 ``mfu(rate, ...)``      model FLOPs utilisation against a datasheet peak or a measured ceiling
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
+``constant(name)``      a number of the methods (``cv_threshold``, ``windows`` ...), read from the code
 ``ddp(run)``            data-parallel scaling: ``.efficiency .paired_efficiency .tok_s_1 .tok_s_n .comm_share``
                         ``.exposed .overlap .busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
 ``agreement(ref, arm)`` relative L2 of an arm's loss, logits, gradients; noise floor, limit (``.grads``, ...)
@@ -41,7 +42,7 @@ import warnings
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
-from render import claims, peaks, tables
+from render import claims, methodology, peaks, tables
 from render.derive import batchsweep, fit_numerics, gemm, kernels, lossmem
 from render.derive import fit as fitmod
 from render.derive import mfu as mfumod
@@ -252,7 +253,8 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, B
         )
 
     def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:
-        """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling)."""
+        """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling);
+        ``shape="workload"``: the step's GEMM mix, each shape weighted by how often a step runs it."""
         ref = self._ref(ref, "gemm", "gemm_ceiling()")
         rows = tables.evidence_rows(
             "gemm_ceiling()",
@@ -260,6 +262,8 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, B
             {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
             "gemm",
         )
+        if shape == "workload":
+            return self._workload_ceiling(ref, rows)
         try:
             g, flop_s = gemm.gemm_ceiling_flop_s(rows, shape)
         except ProbebookError as exc:
@@ -270,6 +274,27 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, B
             ref,
             f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
             f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
+            display="TFLOP/s",
+            fmt=".4g",
+        )
+
+    def _workload_ceiling(self, ref: EvidenceRef, rows: list[dict[str, Any]]) -> Quantity:
+        points = (self._doc(ref).get("data") or {}).get("points")
+        if not isinstance(points, list) or not all(isinstance(p, dict) and "shape" in p for p in points):
+            raise ProbebookError(f"gemm_ceiling(): {ref.alias} ({ref.short}) records no per-shape counts (data.points)")
+        counts = {p["shape"]: p.get("count", 0) for p in points}
+        shapes = gemm.gemm_shapes(rows)
+        try:
+            flop_s = gemm.workload_ceiling_flop_s(shapes, counts)
+        except ProbebookError as exc:
+            raise ProbebookError(f"gemm_ceiling(): {ref.alias}: {exc}") from None
+        used = sum(1 for g in shapes if counts.get(g.shape, 0))
+        return quantity(
+            flop_s,
+            "FLOP/s",
+            ref,
+            f"GEMM workload mix: Σ count·2·m·n·k / Σ count·median window time over the {used} shapes a step runs",
+            f"gemm_ceiling({call_text(ref.alias, shape='workload')})",
             display="TFLOP/s",
             fmt=".4g",
         )
@@ -374,6 +399,11 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, B
             f"mfu({rate.key})",
             fmt=".1%",
         )
+
+    def constant(self, name: str) -> Quantity:
+        """A number of the methods themselves (CV threshold, default windows, bootstrap replicates), read from
+        the code that uses it (``render.methodology``); it cites no evidence."""
+        return methodology.constant(name)
 
     def share_of(self, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Quantity:
         """The ratio ``part / whole`` of two quantities whose units differ at most by a prefix."""
@@ -524,6 +554,7 @@ FUNCTIONS = (
     "project",
     "mfu",
     "share_of",
+    "constant",
     "padding",
     "mask_cost",
     "ddp",

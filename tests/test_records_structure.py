@@ -232,3 +232,53 @@ def test_a_build_without_the_probes_options_says_so(tmp_path: Path) -> None:
     build(paths, site=False)
     text = (paths.tree / "records" / "step-time" / "v2.md").read_text()
     assert "This build was not given the probes' options" in text and "probebook measure" not in text
+
+
+# -- the footer ------------------------------------------------------------------------------------------
+
+
+def test_footer_names_build_date_source_commit_and_ledger_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    from render import colophon
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764547200")  # 2025-12-01 00:00 UTC
+    docs = _copy_docs(tmp_path)  # outside any git checkout
+    paths = _tree_paths(tmp_path, docs)
+    build(paths)
+    digest = hashlib.sha256((paths.tree / "ledger.json").read_bytes()).hexdigest()[:12]
+    expected = f"Built 2025-12-01 from sources {colophon.UNKNOWN_COMMIT} · ledger sha256:{digest}"
+    for page in ("index", "records/step-time/v2", "changes"):
+        assert expected in _html(paths, page), page
+    assert (
+        colophon.source_commit(REPO)[:12]
+        == __import__("subprocess")
+        .run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
+        .stdout.strip()[:12]
+    )
+    assert colophon.text(0, "abc123def456", b"") == (
+        "Built 1970-01-01 from source commit abc123def456 · ledger sha256:e3b0c44298fc"
+    )
+
+
+# -- the methodology page ----------------------------------------------------------------------------------
+
+
+def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
+    from measure import constants
+    from render.methodology import CONSTANTS, constant
+
+    assert constant("cv_threshold").text == "5%" and constant("cv_threshold").value == constants.CV_THRESHOLD
+    assert constant("windows").text == "5" and constant("extra_windows").value == constants.EXTRA_WINDOWS
+    assert constant("bootstrap").text == "200" and constant("ci_level").text == "95%"
+    with pytest.raises(ProbebookError, match=r"constant\('nope'\): no such constant"):
+        constant("nope")
+    docs = _copy_docs(tmp_path)
+    shutil.copy(REPO / "docs" / "methodology.md", docs / "methodology.md")
+    tree, _evidence, _src = render_tree(_tree_paths(tmp_path, docs))
+    text = (tree.files["methodology.md"]).decode()
+    rows = {r["key"]: r for r in tree.ledger if r["page"] == "methodology.md"}
+    used = {k.removeprefix("constant(").removesuffix(")") for k in rows}
+    assert used == set(CONSTANTS)  # every constant the page may print, printed; none typed by hand
+    assert all(r["evidence"] == [] and r["derivation"].startswith("the code's constant ") for r in rows.values())
+    assert f"above\n  {constant('cv_threshold').text}, {constant('extra_windows').text} more windows" in text

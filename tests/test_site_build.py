@@ -465,6 +465,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.store",
         "measure.contracts",
         "measure.progress",
+        "measure.constants",
     }
     assert (tmp_path / "build" / "docs" / "ledger.json").exists()
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,7 @@ def _serve(args: Any) -> int:
 
 
 def _publish(args: Any) -> int:
+    from render import history, sources
     from render.sitedir import check_publishable
 
     source = args.out / "ledger.json"
@@ -157,13 +160,29 @@ def _publish(args: Any) -> int:
     check_publishable(args.out, args.docs, Path(args.archive), args.config)
     target = Path(args.archive) / "published" / "ledger.json"
     before = ledger.read(target) if target.exists() else []
+    log_path = history.path_beside(target)
+    past = history.read(log_path)  # a rewritten history is refused before anything is written
     d = ledger.diff(before, rows)
+    entry = history.entry(_publish_date(), rows, before, sources.load(args.docs))
     ledger.write(target, rows)
+    if past and past[-1]["ledger_sha256"] == entry["ledger_sha256"] and past[-1].get("records") == entry["records"]:
+        print(f"published {len(rows)} numbers from {source} to {target}: as last published, history unchanged")
+        return 0
+    history.append(log_path, entry)
     print(
         f"published {len(rows)} numbers from {source} to {target} "
-        f"({len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed since the last publish)"
+        f"({len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed since the last publish); "
+        f"dated {entry['date']} in {log_path}"
     )
     return 0
+
+
+def _publish_date() -> str:
+    """Today (UTC), or the day of ``SOURCE_DATE_EPOCH`` when it is set, as YYYY-MM-DD: the history entry's date."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None and epoch.isdigit():
+        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).date().isoformat()
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
 def _diff(args: Any) -> int:

@@ -48,6 +48,8 @@ ALPHA_LACK_OF_FIT = 0.01
 """Level of the lack-of-fit test that warns of residuals above the sample noise; strict on purpose."""
 CI_LEVEL = 0.95
 """Coverage of the bootstrap percentile intervals."""
+BOOTSTRAP = 200
+"""Bootstrap replicates behind each interval, by default."""
 MODES = ("fixed_batch", "fixed_tokens")
 
 
@@ -204,7 +206,7 @@ def fit_evidence(
     tokens: str | tuple[float | None, float | None] | None = None,
     at: Sequence[float] = (),
     mode: str | None = None,
-    bootstrap: int = 200,
+    bootstrap: int = BOOTSTRAP,
     seed: int = 0,
     source: str | None = None,
 ) -> StepFit:
@@ -242,7 +244,7 @@ def fit_step_scaling(
     tokens: tuple[float | None, float | None] | None = None,
     at: Sequence[float] = (),
     batch: float = 1,
-    bootstrap: int = 200,
+    bootstrap: int = BOOTSTRAP,
     seed: int = 0,
     source: str | None = None,
 ) -> StepFit:

@@ -1,7 +1,10 @@
 """GEMM throughput: FLOP/s of a matrix product from its shape and a measured time.
 
 An (m×k)·(k×n) product is m·n·k multiply-adds, 2·m·n·k FLOPs. The same-session ceiling of a
-shape is its FLOP/s at the median of its timed windows (``gemm`` evidence, one row a window).
+shape is its FLOP/s at the median of its timed windows (``gemm`` evidence, one row a window). The
+workload's ceiling weighs each shape by how often one training step runs it: Σ count·FLOPs over
+Σ count·median time, the rate the step's matrix products would reach back to back at each shape's
+own median (the ``gemm`` probe's rule, ``measure/probes/gemm.py``; the counts are its ``data.points``).
 """
 
 from __future__ import annotations
@@ -68,3 +71,21 @@ def gemm_ceiling_flop_s(rows: Sequence[dict[str, Any]], shape: str | None = None
         dims = "; ".join(f"{g.m}×{g.n}×{g.k}" for g in picked)
         raise ProbebookError(f"shape {chosen!r} has rows of several sizes ({dims}); the evidence is inconsistent")
     return picked[0], picked[0].median_tflop_s * 1e12
+
+
+def workload_ceiling_flop_s(shapes: Sequence[GemmShape], counts: dict[str, int]) -> float:
+    """FLOP/s of a step's GEMM mix: Σ count·2·m·n·k / Σ count·median time over the shapes a step runs (count > 0).
+
+    ``counts``: shape name -> how many times one training step runs it; a shape absent or at 0 (the square
+    reference) does not weigh in.
+    """
+    flops = seconds = 0.0
+    for g in shapes:
+        n = counts.get(g.shape, 0)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ProbebookError(f"shape {g.shape!r}: its count must be a whole number >= 0, got {n!r}")
+        flops += n * 2.0 * g.m * g.n * g.k
+        seconds += n * g.median_time_s
+    if seconds <= 0:
+        raise ProbebookError("no shape the step runs (count > 0) has timed windows")
+    return flops / seconds

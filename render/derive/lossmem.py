@@ -18,12 +18,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError
 
 COLLAPSE = 0.5
 """A point collapses when its throughput is below this fraction of the previous point's."""
-CV_LIMIT = 0.05
-"""A point whose windows' CV is above this is unstable (the probes' ``measure.timing.CV_THRESHOLD``)."""
+CV_LIMIT = CV_THRESHOLD
+"""A point whose windows' CV is above this is unstable: the probes' own threshold (``measure.constants``)."""
 
 
 def spilled(peak_bytes: float | None, device_bytes: float | None) -> bool:
