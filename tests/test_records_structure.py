@@ -282,3 +282,17 @@ def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
     assert used == set(CONSTANTS)  # every constant the page may print, printed; none typed by hand
     assert all(r["evidence"] == [] and r["derivation"].startswith("the code's constant ") for r in rows.values())
     assert f"above\n  {constant('cv_threshold').text}, {constant('extra_windows').text} more windows" in text
+
+
+# -- this repository's records ------------------------------------------------------------------------------
+
+
+def test_every_record_here_has_three_to_five_headlines_and_current_ones_the_four_sections() -> None:
+    src = load(REPO / "docs")
+    assert src.records
+    for record in src.records:
+        for page in record.versions:
+            assert 3 <= len(page.summary) <= 5, page.rel
+        headings = [line for line in record.current.body.splitlines() if line.startswith("## ")]
+        assert headings[:2] == ["## Question", "## Method"], record.current.rel
+        assert "## Results" in headings and headings[-1] == "## Limits", record.current.rel
