@@ -1,6 +1,8 @@
 """Benchmark the render stage: ``probebook build`` beside a plain ``mkdocs build`` of the same pages.
 
-Run: ``python bench/render.py [--docs 1000] [--records 50] [--repeat 1] [--keep DIR]``.
+Run: ``python bench/render.py [--docs 1000] [--records 50] [--repeat 1] [--keep DIR]``, or, for issue 15's
+goals at several archive sizes in one run, ``python bench/render.py --sizes 1000,3000,10000 --json out.json``
+(``bench/render_scale.py`` says what that measures).
 
 It makes, in a temporary folder (never ``archive/``):
 
@@ -31,6 +33,7 @@ alternated ABBA, and the sanitizer alone timed in-process on the built site.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -43,6 +46,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))  # render_scale, the --sizes sweep
 
 from measure.evidence import Evidence  # noqa: E402
 from measure.probes.kernel_names import CATEGORIES  # noqa: E402
@@ -244,6 +248,7 @@ def time_probebook(work: Path, archive: Path, docs: Path, site: Path) -> float:
         "--archive",
         str(archive),
         "build",
+        "--full",  # every page rendered and the whole site built: no cache from the runs before
         "--docs",
         str(docs),
         "--out",
@@ -292,7 +297,7 @@ def time_plain_mkdocs(config: Path, site: Path) -> float:
 # the CLI itself has no such switch (a site is never published unsanitized).
 _BUILD_DRIVER = (
     "import sys; from pathlib import Path; from render.build import BuildPaths, build; a = sys.argv[1:]; "
-    "build(BuildPaths(*(Path(x) for x in a[:6])), clean=a[6] == 'clean')"
+    "build(BuildPaths(*(Path(x) for x in a[:6])), clean=a[6] == 'clean', full=True)"
 )
 
 
@@ -370,10 +375,51 @@ def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float
     return out
 
 
+def sweep(args: argparse.Namespace) -> int:
+    """``--sizes``: every size in one run (bench/render_scale.py), the results as a table and JSON."""
+    import render_scale
+
+    try:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        sys.exit(f"--sizes: {args.sizes!r} is not a comma list of whole numbers")
+    if min(sizes) < len(PROBES) or args.records < 1:
+        sys.exit(f"--sizes must each be at least {len(PROBES)}, --records at least 1")
+    root = args.keep or Path(tempfile.mkdtemp(prefix="probebook-bench-scale-"))
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}; work in {root}")
+
+    def make(work: Path, docs: int, records: int) -> None:
+        make_docs(work / "docs", make_archive(work / "archive", docs), records)
+
+    def plain(work: Path) -> float:
+        return time_plain_mkdocs(plain_config(work), work / "site-plain")
+
+    results = []
+    try:
+        for i, n in enumerate(sizes):
+            work = root / str(n)
+            if work.exists():
+                sys.exit(f"{work} exists; give --keep an empty or new folder")
+            results.append(render_scale.one_size(work, n, args.records, _env(), make, plain, first=i == 0))
+            print(f"{n} documents: {json.dumps(results[-1])}", flush=True)
+            if args.keep is None:
+                shutil.rmtree(work, ignore_errors=True)
+        out = render_scale.report(results)
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+            print(f"\nwrote {args.json}")
+        return 0
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="example:\n  python bench/render.py --docs 1000 --records 50 --repeat 3",
+        epilog="examples:\n  python bench/render.py --docs 1000 --records 50 --repeat 3\n"
+        "  python bench/render.py --sizes 1000,3000,10000 --json bench/results/render-scale.json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ap.add_argument("--docs", type=int, default=1000, help="synthetic evidence documents (default 1000)")
@@ -382,7 +428,15 @@ def main() -> int:
     ap.add_argument("--stages", action="store_true", help="also time each render stage in-process")
     ap.add_argument("--sanitizer", action="store_true", help="also time the build with and without the sanitizer")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temp folder, removed)")
+    ap.add_argument(
+        "--sizes",
+        help="comma list of archive sizes: full and incremental builds, site bytes, the engine alone and serve at "
+        "each, side by side (bench/render_scale.py); --docs is then ignored",
+    )
+    ap.add_argument("--json", type=Path, help="with --sizes: also write the results here as JSON")
     args = ap.parse_args()
+    if args.sizes:
+        return sweep(args)
     if args.docs < len(PROBES) or args.records < 1 or args.repeat < 1:
         ap.error(f"--docs must be at least {len(PROBES)}, --records and --repeat at least 1")
 
