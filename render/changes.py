@@ -71,6 +71,32 @@ def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[s
     return out + [""]
 
 
+def _versioned(e: dict[str, Any], prev: dict[str, Any] | None, existing: set[str], titles: dict[str, str]) -> list[str]:
+    """The records versioned and the errata added in ``e`` (a history entry or a snapshot) since ``prev``."""
+    out: list[str] = []
+    before = (prev or {}).get("records") or {}
+    versioned = []
+    for slug, rec in sorted((e.get("records") or {}).items()):
+        old = before.get(slug)
+        if old is not None and old.get("version") == rec.get("version"):
+            continue
+        what = "new record" if old is None else f"version {rec.get('version')}, was {old.get('version')}"
+        versioned.append(f"- {_page_cell(rec.get('page', ''), existing, titles)}: {escape_text(what)}")
+    if versioned:
+        out += ["Records versioned:", ""] + versioned + [""]
+    seen = {(x.get("page"), x.get("date"), x.get("text")) for x in (prev or {}).get("errata") or []}
+    errata = [x for x in e.get("errata") or [] if (x.get("page"), x.get("date"), x.get("text")) not in seen]
+    if errata:
+        out += ["Errata:", ""]
+        out += [
+            f"- {_page_cell(x.get('page', ''), existing, titles)}, {escape_text(x.get('date'))}: "
+            f"{escape_text(x.get('text'))}"
+            for x in errata
+        ]
+        out.append("")
+    return out
+
+
 def _history_section(history: list[dict[str, Any]], existing: set[str], titles: dict[str, str]) -> list[str]:
     """Each publish, newest first: what it accepted, the records versioned and errata added since the one before."""
     out = ["## History", ""]
@@ -88,26 +114,7 @@ def _history_section(history: list[dict[str, Any]], existing: set[str], titles: 
         out += [line + ".", ""]
         if e.get("source"):
             out += [f"*{escape_text(e['source'])}*", ""]
-        before = (prev or {}).get("records") or {}
-        versioned = []
-        for slug, rec in sorted((e.get("records") or {}).items()):
-            old = before.get(slug)
-            if old is not None and old.get("version") == rec.get("version"):
-                continue
-            what = "new record" if old is None else f"version {rec.get('version')}, was {old.get('version')}"
-            versioned.append(f"- {_page_cell(rec.get('page', ''), existing, titles)}: {escape_text(what)}")
-        if versioned:
-            out += ["Records versioned:", ""] + versioned + [""]
-        seen = {(x.get("page"), x.get("date"), x.get("text")) for x in (prev or {}).get("errata") or []}
-        errata = [x for x in e.get("errata") or [] if (x.get("page"), x.get("date"), x.get("text")) not in seen]
-        if errata:
-            out += ["Errata:", ""]
-            out += [
-                f"- {_page_cell(x.get('page', ''), existing, titles)}, {escape_text(x.get('date'))}: "
-                f"{escape_text(x.get('text'))}"
-                for x in errata
-            ]
-            out.append("")
+        out += _versioned(e, prev, existing, titles)
         if e.get("changed"):
             out += ["Numbers that moved:", "", "| page | number | old | new | change |", "|---|---|---|---|---|"]
             out += [
@@ -126,19 +133,23 @@ def page_markdown(
     titles: dict[str, str],
     moved: list[TruthChange] | None = None,
     history: list[dict[str, Any]] | None = None,
+    now: dict[str, Any] | None = None,
 ) -> str:
     """The Changes page. ``published``: whether a published ledger exists; ``existing``: tree pages;
     ``moved``: claims whose truth differs under the published numbers (``render.claims.truth_changes``);
-    ``history``: the published history's entries, oldest first (``render.history.read``)."""
+    ``history``: the published history's entries, oldest first (``render.history.read``); ``now``: this build's
+    records and errata (``render.history.snapshot``), previewed against the last publish."""
     out = ["# Changes", ""]
     out += [
         "Every publish of this site's numbers, newest first: the records versioned, the errata, and the "
         "numbers that moved. Each number links to its page and evidence.",
         "",
     ]
-    if published and not d.any:
+    last = history[-1] if history else None
+    pending = _versioned(now, last, existing, titles) if now is not None and last is not None else []
+    if published and not d.any and not pending:
         return "\n".join(out + _history_section(history or [], existing, titles))
-    out += ["## Unpublished changes", ""]
+    out += ["## Unpublished changes", ""] + pending
     if not published:
         out += ["Nothing has been published yet, so every number below is new.", ""]
     else:
@@ -165,5 +176,5 @@ def page_markdown(
     if d.removed:
         out += ["### Removed", ""] + _rows_table(d.removed, existing, titles)
     if not d.any:
-        out += ["No numbers are published on this site yet.", ""]
+        out += ["No number changed." if published else "No numbers are published on this site yet.", ""]
     return "\n".join(out + _history_section(history or [], existing, titles))

@@ -56,13 +56,6 @@ def entry(
         }
         for c in d.changed
     ]
-    records = {
-        r.slug: {"version": r.current.version, "date": r.current.date, "title": r.current.title, "page": r.current.rel}
-        for r in sources.records
-    }
-    errata = [
-        {"page": p.rel, "date": e.date, "text": e.text} for r in sources.records for p in r.versions for e in p.errata
-    ]
     out: dict[str, Any] = {
         "date": date,
         "ledger_sha256": hashlib.sha256(ledger.to_bytes(rows)).hexdigest(),
@@ -70,12 +63,23 @@ def entry(
         "added": len(d.added),
         "removed": len(d.removed),
         "changed": changed,
-        "records": records,
-        "errata": errata,
+        **snapshot(sources),
     }
     if source:
         out["source"] = source
     return out
+
+
+def snapshot(sources: Sources) -> dict[str, Any]:
+    """``{"records": {slug: current version, date, title, page}, "errata": [{page, date, text}]}`` of the sources."""
+    records = {
+        r.slug: {"version": r.current.version, "date": r.current.date, "title": r.current.title, "page": r.current.rel}
+        for r in sources.records
+    }
+    errata = [
+        {"page": p.rel, "date": e.date, "text": e.text} for r in sources.records for p in r.versions for e in p.errata
+    ]
+    return {"records": records, "errata": errata}
 
 
 def _line(doc: dict[str, Any]) -> bytes:

@@ -114,6 +114,10 @@ def test_changes_page_lists_each_publish_newest_first_with_records_errata_and_mo
     assert "Refitted&#46;" in newest and "| 10 ms | 12 ms | &#43;20% |" in newest
     assert "new record" in text[text.index("### Published 2026&#45;12&#45;01") :]
     assert "probebook publish" not in text and "accepts" not in text  # it speaks to readers, not the maintainer
+    now = {"records": {"a": {**rec, "page": "records/a/v2.md", "version": 3}}, "errata": past[1]["errata"]}
+    text = changes.page_markdown(same, True, {"records/a/v2.md"}, {}, [], past, now)
+    preview = text[text.index("## Unpublished changes") : text.index("## History")]
+    assert "version 3, was 2" in preview and "Refitted" not in preview and "No number changed." in preview
     moved = ledger.diff([_row("p.md", "k", 1.0, "1 s")], [_row("p.md", "k", 2.0, "2 s")])
     text = _page(True, moved, past)
     assert text.index("## Unpublished changes") < text.index("## History")
