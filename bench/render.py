@@ -46,7 +46,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))  # render_scale, the --sizes sweep
 
 from measure.evidence import Evidence  # noqa: E402
 from measure.probes.kernel_names import CATEGORIES  # noqa: E402
@@ -377,7 +376,7 @@ def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float
 
 def sweep(args: argparse.Namespace) -> int:
     """``--sizes``: every size in one run (bench/render_scale.py), the results as a table and JSON."""
-    import render_scale
+    import render_scale  # beside this script, whose folder Python puts on the path
 
     try:
         sizes = [int(x) for x in args.sizes.split(",")]

@@ -1,7 +1,9 @@
 """Live preview: build, serve the site folder over HTTP, rebuild when sources or evidence change.
 
 A polling watcher (no extra dependency, works on every filesystem) compares a fingerprint of
-the watched files (path, size, mtime) every ``interval`` seconds. A build that fails prints its
+the watched files (path, size, mtime) every ``interval`` seconds (the archive's every
+``EVIDENCE_EVERY_S``). Builds are incremental (ARCHITECTURE.md §6.7) and the parsed archive is kept
+between them, so a save rebuilds the edited page only. A build that fails prints its
 one-line error and keeps the last good site in place until the next change.
 """
 
@@ -46,7 +48,16 @@ def fingerprint(roots: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
 
 def watched(paths: BuildPaths) -> list[Path]:
     """What a change to triggers a rebuild: sources, evidence, the published ledger, the config."""
-    return [paths.docs, paths.archive / "evidence", paths.published_ledger, paths.config]
+    return [*_authored(paths), paths.archive / "evidence"]
+
+
+def _authored(paths: BuildPaths) -> list[Path]:
+    # checked every interval: what an author saves; the archive (thousands of files) only every EVIDENCE_EVERY_S
+    return [paths.docs, paths.published_ledger, paths.config]
+
+
+EVIDENCE_EVERY_S = 2.0
+"""Seconds between looks at the archive's files (a walk of thousands of files is not done four times a second)."""
 
 
 def rebuild(paths: BuildPaths, log: Callable[[str], None]) -> bool:
@@ -73,7 +84,7 @@ def serve(
     paths: BuildPaths,
     host: str = "127.0.0.1",
     port: int = 8000,
-    interval: float = 1.0,
+    interval: float = 0.25,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
     stop: threading.Event | None = None,
 ) -> None:
@@ -89,15 +100,18 @@ def serve(
         f"serving {paths.site} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops); "
         f"watching {', '.join(str(p) for p in watched(paths))}"
     )
-    seen = fingerprint(watched(paths))
+    evidence = [paths.archive / "evidence"]
+    every = max(1, round(EVIDENCE_EVERY_S / interval))
+    seen = (fingerprint(_authored(paths)), fingerprint(evidence))
+    tick = 0
     try:
         while not stop.wait(interval):
-            now = fingerprint(watched(paths))
+            tick += 1
+            now = (fingerprint(_authored(paths)), fingerprint(evidence) if tick % every == 0 else seen[1])
             if now != seen:
-                seen = now
                 log("change detected: rebuilding")
                 rebuild(paths, log)
-                seen = fingerprint(watched(paths))  # a build may touch nothing watched, but be sure
+                seen = (fingerprint(_authored(paths)), fingerprint(evidence))  # as the build saw them, or later
     except KeyboardInterrupt:
         pass
     finally:

@@ -67,7 +67,9 @@ def register(sub: Any) -> None:
     _site_options(p)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks a free one)")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between checks for changes (default: 1)")
+    p.add_argument(
+        "--interval", type=float, default=0.25, help="seconds between checks for changed sources (default: 0.25)"
+    )
     p.set_defaults(func=_serve)
 
     p = command(
