@@ -3,13 +3,13 @@
 ``load_evidence`` (verify + parse the archive) -> ``load_sources`` (front matter, records) ->
 ``lint`` -> ``render_pages`` (templates call the derivations; every number becomes a ledger
 row; charts and tables are written beside their page) -> ``generate_pages`` (evidence pages,
-indexes, Changes) -> ``write_tree`` -> ``write_config`` -> ``run_mkdocs`` (``mkdocs build
---strict`` in a subprocess). Render's output is a plain Markdown tree plus a plain
-``mkdocs.yml`` (the root one with a generated ``nav``), so the site engine stays swappable:
-nothing depends on mkdocs plugins or hooks.
+indexes, Changes) -> ``write_tree`` -> ``write_config`` -> ``make_site`` (the site engine,
+mkdocs-material or Zensical, in a subprocess: ``render.engines``; the sanitizer; the swap).
+Render's output is a plain Markdown tree plus a plain ``mkdocs.yml`` (the root one with a
+generated ``nav``), so the site engine stays swappable: nothing depends on mkdocs plugins or hooks.
 
 Two builds of the same archive and sources give byte-identical sites: every stage is ordered,
-and mkdocs runs with ``SOURCE_DATE_EPOCH`` (the caller's, else the newest date in the evidence
+and the engine runs with ``SOURCE_DATE_EPOCH`` (the caller's, else the newest date in the evidence
 and records, so no wall-clock time enters the site).
 """
 
@@ -22,8 +22,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from render import (
     claims,
     colophon,
     dirty,
+    engines,
     evidence_index,
     evidence_pages,
     history,
@@ -442,41 +441,6 @@ def source_date_epoch(evidence: Evidence, src: Sources) -> int:
     return calendar.timegm(newest.timetuple())
 
 
-# ``mkdocs build --dirty`` logs this warning on every dirty build, and --strict would fail on it: render.dirty
-# decides when a dirty build is exact, so this one warning is dropped and every other still fails the build.
-_DIRTY_DRIVER = (
-    "import logging, sys; from mkdocs.__main__ import cli; "
-    "logging.getLogger('mkdocs.commands.build').addFilter("
-    "lambda r: \"A 'dirty' build is being performed\" not in r.getMessage()); "
-    "sys.argv = ['mkdocs', *sys.argv[1:]]; cli()"
-)
-
-
-def run_mkdocs(config: Path, out: Path, epoch: int, dirty_build: bool = False) -> None:
-    """``python -m mkdocs build --strict`` into ``out``; a failure is one line with the first warning or error.
-
-    ``dirty_build`` adds ``--dirty``: only pages whose Markdown is newer than their HTML in ``out`` are built.
-    """
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0"}
-    args = ["build", "--strict", "-f", str(config), "-d", str(out.resolve())]
-    cmd = (
-        [sys.executable, "-c", _DIRTY_DRIVER, *args, "--dirty"]
-        if dirty_build
-        else [sys.executable, "-m", "mkdocs", *args]
-    )
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    log = config.parent / "mkdocs.log"
-    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
-    if proc.returncode != 0:
-        lines = [
-            ln.strip()
-            for ln in (proc.stderr + proc.stdout).splitlines()
-            if ln.strip().startswith(("WARNING", "ERROR")) or "Error" in ln
-        ]
-        first = lines[0] if lines else f"exit status {proc.returncode}"
-        raise BuildError(f"mkdocs build --strict failed: {first} (full log: {log})")
-
-
 def make_site(
     paths: BuildPaths,
     epoch: int,
@@ -484,19 +448,23 @@ def make_site(
     clean: bool = True,
     full: bool = False,
     rewritten: list[str] | None = None,
+    engine: str = engines.DEFAULT,
 ) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
 
     Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.dirty``
     finds that exact; returns whether it did. ``clean=False`` skips the sanitizer; only ``bench/render.py``
-    uses it, to measure what it costs.
+    uses it, to measure what it costs. Zensical (``engine``) has no dirty builds: it rebuilds what changed
+    from its own cache (``render.engines``), cleared by ``full``.
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
+    chosen = engines.get(engine)
     config = paths.build / "mkdocs.yml"
     tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
-    now = dirty.state_for("mkdocs", config, list(tree_files), epoch, clean, inputs)
+    now = dirty.state_for(chosen.name, config, list(tree_files), epoch, clean, inputs)
     reuse = (
         rewritten is not None
+        and chosen.dirty_builds
         and clean
         and not full
         and paths.site.is_dir()
@@ -507,7 +475,7 @@ def make_site(
     try:
         if reuse:
             seen = dirty.copy_site(paths.site, out, rewritten or [])
-            run_mkdocs(config, out, epoch, dirty_build=True)
+            _run_engine(chosen, config, out, epoch, incremental=True)
             changed = dirty.changed_since(out, seen)
             index = dirty.SEARCH_INDEX
             reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index)
@@ -517,17 +485,24 @@ def make_site(
                 shutil.rmtree(out)
                 out.mkdir()
         if not reuse:
-            run_mkdocs(config, out, epoch)
+            _run_engine(chosen, config, out, epoch, incremental=not full)
             if clean:
-                sanitize.clean_site(out)
+                sanitize.clean_site(out, theme=chosen.theme)
         (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
-        sitedir.stamp(out, inputs)
+        sitedir.stamp(out, inputs, chosen.name)
         sitedir.swap_in(out, paths.site)
         dirty.save(paths.build, now)
     finally:
         if out.exists():
             shutil.rmtree(out, ignore_errors=True)
     return reuse
+
+
+def _run_engine(chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool) -> None:
+    try:
+        chosen.run(config, out, epoch, incremental)
+    except engines.EngineError as exc:
+        raise BuildError(str(exc)) from None
 
 
 # -- the pipeline ------------------------------------------------------------------------------
@@ -559,7 +534,12 @@ def render_tree(paths: BuildPaths, full: bool = False, reuse: bool = False) -> t
 
 
 def build(
-    paths: BuildPaths, site: bool = True, clean: bool = True, full: bool = False, reuse: bool = False
+    paths: BuildPaths,
+    site: bool = True,
+    clean: bool = True,
+    full: bool = False,
+    reuse: bool = False,
+    engine: str = engines.DEFAULT,
 ) -> BuildResult:
     """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
 
@@ -573,7 +553,7 @@ def build(
         inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
         tree, evidence, src = render_tree(paths, full, reuse)
         if site:
-            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full, tree.rewritten)
+            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full, tree.rewritten, engine)
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

@@ -14,6 +14,8 @@ same treatment.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import nh3
@@ -53,6 +55,41 @@ _ARTICLE_OPEN = b'<article class="md-content__inner md-typeset">'
 _ARTICLE_CLOSE = b"</article>"
 
 
+@dataclass(frozen=True)
+class Theme:
+    """Where one site engine's theme puts a page's content and the search index (``render.engines`` picks one)."""
+
+    name: str
+    """The theme, as error lines name it."""
+    opening: re.Pattern[bytes]
+    """The theme's own markup that opens the content area; the area starts right after it."""
+    looks_for: str
+    """That markup in words, for the line that refuses a page without it."""
+    search_index: str
+    """The search index's path in the site; its entries' ``title`` and ``text`` are HTML."""
+    entries: str
+    """The key of the index's list of entries."""
+
+
+MATERIAL = Theme(
+    "mkdocs-material",
+    re.compile(re.escape(_ARTICLE_OPEN)),
+    _ARTICLE_OPEN.decode(),
+    "search/search_index.json",
+    "docs",
+)
+# Zensical's ``base.html`` (0.0.x) opens the same article with the theme's skip-link target,
+# ``<a id="__skip" tabindex="-1"></a>``: the theme's, so it stays outside the area (the allowlist would drop both
+# attributes). A page without it is not a page of this theme, and is refused like any other.
+ZENSICAL = Theme(
+    "zensical",
+    re.compile(re.escape(_ARTICLE_OPEN) + rb'\s*<a id="__skip" tabindex="-1"></a>'),
+    _ARTICLE_OPEN.decode() + " then the skip-link target",
+    "search.json",
+    "items",
+)
+
+
 class SanitizeError(ProbebookError):
     """A built page lacks the content area the sanitizer cleans (a theme it does not know)."""
 
@@ -79,17 +116,17 @@ def clean_fragment(html: str) -> str:
     )
 
 
-def clean_page(html: bytes, where: str) -> bytes:
+def clean_page(html: bytes, where: str, theme: Theme = MATERIAL) -> bytes:
     """A whole page with its content area sanitized and everything outside it (the theme) byte for byte.
 
-    The area runs from the theme's ``<article>`` start tag to the page's *last* ``</article>``, so a
+    The area runs from the end of the theme's opening markup to the page's *last* ``</article>``, so a
     stray end tag in the content cannot end it early and leave what follows outside the sanitizer.
     """
-    start = html.find(_ARTICLE_OPEN)
+    found = theme.opening.search(html)
     end = html.rfind(_ARTICLE_CLOSE)
-    if start < 0 or end < start + len(_ARTICLE_OPEN):
-        raise SanitizeError(f'{where}: no content area (<article class="md-content__inner md-typeset">) to sanitize')
-    head = start + len(_ARTICLE_OPEN)
+    if found is None or end < found.end():
+        raise SanitizeError(f"{where}: no content area ({theme.name}'s {theme.looks_for}) to sanitize")
+    head = found.end()
     content = html[head:end].decode("utf-8")
     clean = clean_fragment(content)
     if clean == content:
@@ -115,17 +152,20 @@ def write_search_index(path: Path, index: dict) -> None:
     path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
 
 
-def clean_search_index(path: Path) -> bool:
+def clean_search_index(path: Path, theme: Theme = MATERIAL) -> bool:
     """Sanitize each entry's ``title`` and ``text`` in the theme's search index; True when it changed."""
     index = json.loads(path.read_text(encoding="utf-8"))
+    entries = index.get(theme.entries) if isinstance(index, dict) else None
+    if not isinstance(entries, list):
+        raise SanitizeError(f"{path}: not a {theme.name} search index (no list {theme.entries!r}) to sanitize")
     changed = False
-    for doc in index.get("docs", []):
+    for doc in entries:
         changed = clean_entry(doc) or changed
     write_search_index(path, index)
     return changed
 
 
-def clean_site(site: Path, only: list[Path] | None = None) -> int:
+def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERIAL) -> int:
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
@@ -135,11 +175,11 @@ def clean_site(site: Path, only: list[Path] | None = None) -> int:
     pages = sorted(site.rglob("*.html")) if only is None else [p for p in only if p.suffix == ".html"]
     for path in pages:
         raw = path.read_bytes()
-        clean = clean_page(raw, str(path))
+        clean = clean_page(raw, str(path), theme)
         if clean is not raw:
             path.write_bytes(clean)
         count += 1
-    index = site / "search" / "search_index.json"
+    index = site / theme.search_index
     if only is None and index.is_file():
-        clean_search_index(index)
+        clean_search_index(index, theme)
     return count

@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 
 from measure.errors import ProbebookError
 from render.build import BuildPaths, build
+from render.engines import DEFAULT
 
 
 def fingerprint(roots: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
@@ -60,11 +61,11 @@ EVIDENCE_EVERY_S = 2.0
 """Seconds between looks at the archive's files (a walk of thousands of files is not done four times a second)."""
 
 
-def rebuild(paths: BuildPaths, log: Callable[[str], None]) -> bool:
+def rebuild(paths: BuildPaths, log: Callable[[str], None], engine: str = DEFAULT) -> bool:
     """One build; report its outcome in one line. True when it succeeded."""
     started = time.monotonic()
     try:
-        result = build(paths, reuse=True)
+        result = build(paths, reuse=True, engine=engine)
     except ProbebookError as exc:
         log(f"probebook: error: {exc}")
         return False
@@ -87,10 +88,11 @@ def serve(
     interval: float = 0.25,
     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
     stop: threading.Event | None = None,
+    engine: str = DEFAULT,
 ) -> None:
     """Build, then serve ``paths.site`` and rebuild on change until ``stop`` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
-    rebuild(paths, log)
+    rebuild(paths, log, engine)
     paths.site.mkdir(parents=True, exist_ok=True)
     handler = functools.partial(_Quiet, directory=str(paths.site.resolve()))
     server = http.server.ThreadingHTTPServer((host, port), handler)
@@ -110,7 +112,7 @@ def serve(
             now = (fingerprint(_authored(paths)), fingerprint(evidence) if tick % every == 0 else seen[1])
             if now != seen:
                 log("change detected: rebuilding")
-                rebuild(paths, log)
+                rebuild(paths, log, engine)
                 seen = (fingerprint(_authored(paths)), fingerprint(evidence))  # as the build saw them, or later
     except KeyboardInterrupt:
         pass

@@ -107,11 +107,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def stamp(folder: Path, inputs: str) -> None:
-    """Mark the built site's ledger as a complete build of ``inputs`` (the last write before the swap)."""
+def stamp(folder: Path, inputs: str, engine: str) -> None:
+    """Mark the built site's ledger as a complete build of ``inputs`` by ``engine`` (the last write before the swap)."""
     path = folder / "ledger.json"
     rows = ledger.read(path)
-    path.write_bytes(ledger.to_bytes(rows, build={"status": COMPLETE, "inputs": inputs}))
+    path.write_bytes(ledger.to_bytes(rows, build={"status": COMPLETE, "inputs": inputs, "engine": engine}))
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -77,6 +77,17 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return fixture_site_paths(root)
 
 
+@pytest.fixture(scope="session")
+def fixture_site_zensical(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The same fixture site built by Zensical, once per session (test_engines, test_browser); read it only."""
+    from render.build import build
+
+    def make(folder: Path) -> None:
+        build(fixture_site_paths(folder), engine="zensical")
+
+    return fixture_site_paths(shared_folder(tmp_path_factory, "fixture-site-zensical", make))
+
+
 @pytest.fixture
 def archive(tmp_path: Path) -> Path:
     """An empty archive folder (the store creates its layout on first write)."""

@@ -1,6 +1,7 @@
 """The HTML sanitizer as the site's boundary: a corpus of hostile Markdown constructs (records and playbook pages),
-hostile evidence fields and published-ledger keys (generated pages, Changes included) through a real build, every
-HTML file parsed with html.parser; a symbolic link out of the docs tree and active file kinds refused."""
+hostile evidence fields and published-ledger keys (generated pages, Changes included) through a real build by each
+site engine (mkdocs-material, Zensical), every HTML file parsed with html.parser; a page without its theme's content
+area refused; a symbolic link out of the docs tree and active file kinds refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from measure.errors import ProbebookError
-from render import sanitize
+from render import engines, sanitize
 from render.build import BuildPaths, build
 from render.ledger import to_bytes as ledger_bytes
 
@@ -61,17 +62,25 @@ _URL_JUNK = re.compile(r"[\x00-\x20]")  # browsers drop ASCII whitespace and con
 class Page(html.parser.HTMLParser):
     """Each element with its attributes and whether it sits in the content area; the text of every script."""
 
-    def __init__(self) -> None:
+    def __init__(self, theme: sanitize.Theme = sanitize.MATERIAL) -> None:
         super().__init__(convert_charrefs=True)
         self.elements: list[tuple[str, dict[str, str | None], bool]] = []
         self.scripts: list[tuple[str, bool]] = []
         self._content = 0
         self._script: list[str] | None = None
+        self._theme = theme
+        self._opened = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "article":
             self._content += 1
-        self.elements.append((tag, dict(attrs), self._content > 0))
+            self._opened = True
+            self.elements.append((tag, dict(attrs), True))
+            return
+        # Zensical's theme opens the article with its skip-link target: the theme's, not the content's
+        theirs = self._opened and self._theme is sanitize.ZENSICAL and (tag, attrs) == _ZENSICAL_SKIP
+        self._opened = False
+        self.elements.append((tag, dict(attrs), self._content > 0 and not theirs))
         if tag == "script":
             self._script = []
 
@@ -87,9 +96,12 @@ class Page(html.parser.HTMLParser):
             self._script.append(data)
 
 
-def violations(text: str) -> list[str]:
+_ZENSICAL_SKIP = ("a", [("id", "__skip"), ("tabindex", "-1")])
+
+
+def violations(text: str, theme: sanitize.Theme = sanitize.MATERIAL) -> list[str]:
     """What in one HTML document could run script: scripts in the content, ``on*`` attributes, bad URLs."""
-    page = Page()
+    page = Page(theme)
     page.feed(text)
     page.close()
     found = []
@@ -157,7 +169,9 @@ def _project(root: Path, corpus: list[tuple[str, str]]) -> tuple[BuildPaths, dic
     return paths, pages
 
 
-def _build_what_the_guard_lets_through(root: Path, clean: bool) -> tuple[BuildPaths, dict[str, str]]:
+def _build_what_the_guard_lets_through(
+    root: Path, clean: bool, engine: str = "mkdocs"
+) -> tuple[BuildPaths, dict[str, str]]:
     """Build the corpus; a construct the Markdown-level guard refuses is taken out, with its one-line error."""
     corpus = dict(enumerate(CORPUS))
     refused: dict[str, str] = {}
@@ -165,7 +179,7 @@ def _build_what_the_guard_lets_through(root: Path, clean: bool) -> tuple[BuildPa
         paths, pages = _project(root, [corpus[i] for i in sorted(corpus)])
         by_page = {str(pages[n]): i for n, i in enumerate(sorted(corpus))}
         try:
-            build(paths, clean=clean)
+            build(paths, clean=clean, engine=engine)
             return paths, refused
         except ProbebookError as exc:
             message = str(exc)
@@ -177,29 +191,40 @@ def _build_what_the_guard_lets_through(root: Path, clean: bool) -> tuple[BuildPa
             root.mkdir()
 
 
-def _site_violations(site: Path) -> dict[str, list[str]]:
+def _site_violations(site: Path, theme: sanitize.Theme = sanitize.MATERIAL) -> dict[str, list[str]]:
     out = {}
     for path in sorted(site.rglob("*.html")):
-        found = violations(path.read_text(encoding="utf-8"))
+        found = violations(path.read_text(encoding="utf-8"), theme)
         if found:
             out[path.relative_to(site).as_posix()] = found
     return out
 
 
-@pytest.fixture(scope="module")
-def corpus_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildPaths, dict[str, str]]:
-    return _build_what_the_guard_lets_through(tmp_path_factory.mktemp("corpus"), clean=True)
+@pytest.fixture(scope="module", params=list(engines.ENGINES))
+def corpus_site(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[BuildPaths, dict[str, str]]:
+    """The corpus built by each site engine: the sanitizer must find and clean each theme's content area."""
+    engine = request.param
+    paths, refused = _build_what_the_guard_lets_through(tmp_path_factory.mktemp(f"corpus-{engine}"), True, engine)
+    return paths, refused
+
+
+def _theme(paths: BuildPaths) -> sanitize.Theme:
+    return engines.get(json.loads((paths.site / "ledger.json").read_bytes())["build"]["engine"]).theme
 
 
 def test_no_page_of_the_built_corpus_can_run_script(corpus_site: tuple[BuildPaths, dict[str, str]]) -> None:
     paths, refused = corpus_site
     assert len(refused) < len(CORPUS)  # the build ran, with the rest of the corpus in it
-    assert _site_violations(paths.site) == {}
+    theme = _theme(paths)
+    assert _site_violations(paths.site, theme) == {}
     pages = sorted(p.relative_to(paths.site).as_posix() for p in paths.site.rglob("*.html"))
     assert "changes.html" in pages and any(p.startswith("evidence/") for p in pages)
     assert any(p.startswith("records/corpus-") for p in pages) and any(p.startswith("playbook/corpus-") for p in pages)
-    index = json.loads((paths.site / "search" / "search_index.json").read_text(encoding="utf-8"))
-    for doc in index["docs"]:
+    index = json.loads((paths.site / theme.search_index).read_text(encoding="utf-8"))
+    assert len(index[theme.entries]) > len(pages)  # an entry per page and per section
+    for doc in index[theme.entries]:
         assert violations(doc["title"] + doc["text"]) == [], doc["location"]
     for svg in paths.site.rglob("*.svg"):
         assert violations(svg.read_text(encoding="utf-8")) == [], svg
@@ -222,10 +247,11 @@ def test_hostile_text_stays_visible_as_text(corpus_site: tuple[BuildPaths, dict[
     assert "<td><code>k0`\\n&lt;script&gt;pwn('key')&lt;/script&gt;|</code></td>" in changes
 
 
-def test_without_the_sanitizer_the_corpus_does_get_through(tmp_path: Path) -> None:
-    """The corpus is hostile enough to matter: the Markdown-level guard alone lets some of it run."""
-    paths, _ = _build_what_the_guard_lets_through(tmp_path, clean=False)
-    assert _site_violations(paths.site)
+@pytest.mark.parametrize("engine", list(engines.ENGINES))
+def test_without_the_sanitizer_the_corpus_does_get_through(tmp_path: Path, engine: str) -> None:
+    """The corpus is hostile enough to matter: under either engine the Markdown-level guard alone lets some run."""
+    paths, _ = _build_what_the_guard_lets_through(tmp_path, clean=False, engine=engine)
+    assert _site_violations(paths.site, engines.get(engine).theme)
 
 
 def test_clean_fragment_keeps_markdown_and_drops_the_rest() -> None:
@@ -244,9 +270,21 @@ def test_clean_fragment_keeps_markdown_and_drops_the_rest() -> None:
     )
 
 
-def test_a_page_without_the_content_area_is_refused() -> None:
+def test_a_page_without_the_content_area_is_refused(tmp_path: Path) -> None:
     with pytest.raises(sanitize.SanitizeError, match="^x.html: no content area"):
         sanitize.clean_page(b"<html><body><script>ok()</script></body></html>", "x.html")
+    # Zensical's pages open the article with the theme's skip-link target; without it the page is not its theme's
+    material = b'<html><article class="md-content__inner md-typeset"><p>a</p></article></html>'
+    with pytest.raises(sanitize.SanitizeError, match="^y.html: no content area \\(zensical's <article"):
+        sanitize.clean_page(material, "y.html", sanitize.ZENSICAL)
+    zensical = material.replace(b"<p>", b'\n  <a id="__skip" tabindex="-1"></a>\n<p onclick="pwn()">')
+    assert sanitize.clean_page(zensical, "z.html", sanitize.ZENSICAL) == zensical.replace(b' onclick="pwn()"', b"")
+    # under the mkdocs-material theme the same anchor is content: its theme id and tabindex are dropped
+    assert b'<a id="__skip"' not in sanitize.clean_page(zensical, "z.html", sanitize.MATERIAL)
+    index = tmp_path / "search.json"
+    index.write_text('{"docs": []}')  # mkdocs-material's shape where Zensical's is expected
+    with pytest.raises(sanitize.SanitizeError, match="search.json: not a zensical search index"):
+        sanitize.clean_search_index(index, sanitize.ZENSICAL)
 
 
 def test_a_symlink_out_of_the_docs_tree_is_refused(tmp_path: Path) -> None:

@@ -15,7 +15,10 @@ from probebook.cli.output import json_text
 from render import ledger
 
 # render.build pulls in pandas and altair; it is imported inside the commands that need it so
-# that `probebook --help` and every other command start quickly.
+# that `probebook --help` and every other command start quickly. The engine names are plain data, kept
+# here in step with render.engines.ENGINES (tests/test_engines.py checks they agree).
+ENGINES = ("mkdocs", "zensical")
+DEFAULT_ENGINE = "mkdocs"
 
 
 def _site_options(p: argparse.ArgumentParser) -> None:
@@ -38,6 +41,12 @@ def _site_options(p: argparse.ArgumentParser) -> None:
         type=Path,
         help="published ledger for the Changes page (default: <archive>/published/ledger.json)",
     )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default=DEFAULT_ENGINE,
+        help=f"the site engine: mkdocs (Material for MkDocs) or zensical (default: {DEFAULT_ENGINE})",
+    )
 
 
 def register(sub: Any) -> None:
@@ -45,8 +54,8 @@ def register(sub: Any) -> None:
         sub,
         "build",
         "Verify the archive, render every page from evidence, lint the prose, and build the "
-        "site with `mkdocs build --strict`; writes the site and its ledger.json.",
-        "probebook build --docs docs --archive archive --out site",
+        "site with `mkdocs build --strict` (or Zensical: --engine zensical); writes the site and its ledger.json.",
+        "probebook build --docs docs --archive archive --out site --engine mkdocs",
     )
     _site_options(p)
     p.add_argument("--no-site", action="store_true", help="render the Markdown tree only; skip mkdocs")
@@ -135,7 +144,7 @@ def _build(args: Any) -> int:
     from render.build import build
 
     paths = _paths(args)
-    result = build(paths, site=not args.no_site, full=args.full)
+    result = build(paths, site=not args.no_site, full=args.full, engine=args.engine)
     d = result.diff
     where = f"{paths.site}/" if result.site else f"{paths.tree}/ (no site: --no-site)"
     print(
@@ -149,7 +158,7 @@ def _build(args: Any) -> int:
 def _serve(args: Any) -> int:
     from render.serve import serve
 
-    serve(_paths(args), host=args.host, port=args.port, interval=args.interval)
+    serve(_paths(args), host=args.host, port=args.port, interval=args.interval, engine=args.engine)
     return 0
 
 
