@@ -4,6 +4,7 @@ cache byte-identical to a cold one, an engine's refusal in one line, and the eng
 
 from __future__ import annotations
 
+import dataclasses
 import html.parser
 import json
 import shutil
@@ -11,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from measure.cli import declarations
 from probebook.cli import site as site_cli
 from render import engines, sanitize
-from render.build import BuildPaths, build
+from render.build import BuildError, BuildPaths, build
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
@@ -121,7 +123,7 @@ def test_a_zensical_build_from_its_cache_is_byte_identical_to_a_cold_one(
     build_dir = tmp_path / "build"
     shutil.copytree(cold.build, build_dir, ignore=shutil.ignore_patterns(".probebook.lock"))
     assert (build_dir / ".cache").is_dir()  # Zensical's cache from the cold build
-    warm = BuildPaths(cold.docs, cold.archive, build_dir, tmp_path / "site", cold.config, cold.published)
+    warm = dataclasses.replace(cold, build=build_dir, site=tmp_path / "site")
     build(warm, engine="zensical")
     files = sorted(p.relative_to(cold.site) for p in cold.site.rglob("*") if p.is_file())
     assert files == sorted(p.relative_to(warm.site) for p in warm.site.rglob("*") if p.is_file())
@@ -133,8 +135,15 @@ def test_a_page_zensical_refuses_is_one_line(tmp_path: Path) -> None:
     shutil.copytree(SITE_FIXTURE / "docs", docs)
     with (docs / "index.md").open("a", encoding="utf-8") as fh:
         fh.write("\nSee [the missing part](#no-such-heading).\n")
-    paths = BuildPaths(docs, SITE_FIXTURE / "archive", tmp_path / "build", tmp_path / "site", REPO / "mkdocs.yml")
-    with pytest.raises(engines.EngineError) as err:
+    paths = BuildPaths(
+        docs,
+        SITE_FIXTURE / "archive",
+        tmp_path / "build",
+        tmp_path / "site",
+        REPO / "mkdocs.yml",
+        declarations=declarations(),
+    )
+    with pytest.raises(BuildError) as err:
         build(paths, engine="zensical")
     message = str(err.value)
     assert "\n" not in message and "\x1b" not in message
