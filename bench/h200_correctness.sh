@@ -11,16 +11,9 @@
 #   step-scaling-util    step-scaling at 250m, fixed batch 4, S = 1024, 2048, 4096, eager, NVML sampled per window
 # Evidence goes to $OUT/archive (a probebook archive); logs and a summary to $OUT.
 set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
-OUT=${OUT:-$PWD/correctness-out}
-ARCHIVE="$OUT/archive"
-LOG="$OUT/correctness.log"
-mkdir -p "$ARCHIVE"
-export PYTHONPATH="${PYTHONPATH:-.}"
-export PYTHONUNBUFFERED=1
-START=$(date +%s)
-if [ "${1:-}" = "--smoke" ]; then
+TAG=correctness OUT_NAME=correctness
+. "$(dirname "$0")/lib.sh" "$@"
+if [ "$SMOKE" = 1 ]; then
   DEV="--device cpu"
   NVML="--preset tiny --device cpu --batch 2 --seq-len 32 --rounds 3 --iters 2"
   SHAPE="--preset tiny --batch 2 --seq-len 64 --warmup 1 --iters 1"
@@ -34,15 +27,6 @@ else
   LIMIT_NVML=60; LIMIT_OPT=60; LIMIT_SCALING=45
 fi
 
-say() { echo "[correctness $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
-
-probe() {  # probe PART LIMIT ARGS... : one probe process under a time limit (SIGINT: it stores what it has)
-  local part=$1 limit=$2; shift 2
-  say "start $part: python -m measure $*"
-  timeout -s INT -k 15 "$limit" "$PY" -m measure --archive "$ARCHIVE" "$@" $DEV >> "$LOG" 2>&1
-  say "end $part: rc=$?"
-}
-
 say "start nvml-overhead"
 timeout -s INT -k 15 "$LIMIT_NVML" "$PY" bench/nvml_overhead.py $NVML --out "$OUT/nvml_overhead.json" >> "$LOG" 2>&1
 say "end nvml-overhead: rc=$?"
@@ -50,11 +34,7 @@ probe optimizer-graph "$LIMIT_OPT" optimizer $SHAPE --rounds 7 --cuda-graph --ut
 probe optimizer-graph-compiled "$LIMIT_OPT" optimizer $SHAPE --rounds 7 --cuda-graph --utilisation --compile
 probe step-scaling-util "$LIMIT_SCALING" step-scaling $SCALING --utilisation
 
-for j in "$ARCHIVE"/journal/*.jsonl; do  # a probe killed hard may leave its journal
-  [ -e "$j" ] || continue
-  say "recover $j"
-  "$PY" -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
-done
+recover_journals
 "$PY" - "$ARCHIVE" "$OUT/nvml_overhead.json" <<'PY' 2>&1 | tee "$OUT/correctness-summary.txt" | tee -a "$LOG"
 import json
 import sys

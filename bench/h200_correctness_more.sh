@@ -14,16 +14,9 @@
 #                 batch 4, S = 1024, 2048, 4096, eager, NVML summarised per window
 # Evidence goes to $OUT/archive (a probebook archive); logs and a summary to $OUT.
 set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
-OUT=${OUT:-$PWD/correctness-out}
-ARCHIVE="$OUT/archive"
-LOG="$OUT/correctness-more.log"
-mkdir -p "$ARCHIVE"
-export PYTHONPATH="${PYTHONPATH:-.}"
-export PYTHONUNBUFFERED=1
-START=$(date +%s)
-if [ "${1:-}" = "--smoke" ]; then
+TAG=correctness-more OUT_NAME=correctness
+. "$(dirname "$0")/lib.sh" "$@"
+if [ "$SMOKE" = 1 ]; then
   DEV="--device cpu"
   STREAM="--preset tiny --seq-len 16 --windows 1 --iters 1 --warmup 0 --observe-steps 1"
   HVP="--preset tiny --batches 1 --seq-len 16 --methods forward-over-reverse --dtypes fp32 --modes eager --windows 2"
@@ -39,15 +32,6 @@ else
   LIMIT_STREAM=120; LIMIT_HVP=140; LIMIT_NVML=50; LIMIT_SCALING=45
 fi
 
-say() { echo "[correctness-more $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
-
-probe() {  # probe PART LIMIT ARGS... : one probe process under a time limit (SIGINT: it stores what it has)
-  local part=$1 limit=$2; shift 2
-  say "start $part: python -m measure $*"
-  timeout -s INT -k 15 "$limit" "$PY" -m measure --archive "$ARCHIVE" "$@" $DEV >> "$LOG" 2>&1
-  say "end $part: rc=$?"
-}
-
 say "start nvml-overhead"
 timeout -s INT -k 15 "$LIMIT_NVML" "$PY" bench/nvml_overhead.py $NVML --out "$OUT/nvml_overhead_mapped.json" >> "$LOG" 2>&1
 say "end nvml-overhead: rc=$?"
@@ -55,11 +39,7 @@ probe step-scaling-util "$LIMIT_SCALING" step-scaling $SCALING --utilisation
 probe stream-500m "$LIMIT_STREAM" stream $STREAM
 probe hvp-20m-compiled "$LIMIT_HVP" hvp $HVP
 
-for j in "$ARCHIVE"/journal/*.jsonl; do  # a probe killed hard may leave its journal
-  [ -e "$j" ] || continue
-  say "recover $j"
-  "$PY" -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
-done
+recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/correctness-more-summary.txt" | tee -a "$LOG"
 import sys
 from measure.evidence import parse

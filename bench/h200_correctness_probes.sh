@@ -13,16 +13,9 @@
 #                   resident, no-copy and no-compute arms, batch 4 x 2048, with the streamed-vs-resident agreement check
 # Evidence goes to $OUT/archive (a probebook archive); logs and a summary to $OUT.
 set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
-OUT=${OUT:-$PWD/correctness-out}
-ARCHIVE="$OUT/archive"
-LOG="$OUT/correctness-probes.log"
-mkdir -p "$ARCHIVE"
-export PYTHONPATH="${PYTHONPATH:-.}"
-export PYTHONUNBUFFERED=1
-START=$(date +%s)
-if [ "${1:-}" = "--smoke" ]; then
+TAG=correctness-probes OUT_NAME=correctness
+. "$(dirname "$0")/lib.sh" "$@"
+if [ "$SMOKE" = 1 ]; then
   DEV="--device cpu"
   AGREE="--preset tiny --seq-len 32 --arms identical,bf16,chunked,checkpointing"
   GEMM="--preset tiny --tokens 64 --square 128 --window-s 0.002 --windows 2"
@@ -42,15 +35,6 @@ else
   LIMIT_AGREE=110; LIMIT_HVP=80; LIMIT_STREAM=50; LIMIT_GEMM=25
 fi
 
-say() { echo "[correctness $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
-
-probe() {  # probe PART LIMIT ARGS... : one probe process under a time limit (SIGINT: it stores what it has)
-  local part=$1 limit=$2; shift 2
-  say "start $part: python -m measure $*"
-  timeout -s INT -k 15 "$limit" "$PY" -m measure --archive "$ARCHIVE" "$@" $DEV >> "$LOG" 2>&1
-  say "end $part: rc=$?"
-}
-
 probe agreement-250m "$LIMIT_AGREE" agreement $AGREE
 probe gemm-250m "$LIMIT_GEMM" gemm $GEMM
 probe hvp-20m "$LIMIT_HVP" hvp $HVP_SMALL
@@ -58,11 +42,7 @@ probe hvp-90m "$LIMIT_HVP" hvp $HVP_LARGE
 probe stream-250m "$LIMIT_STREAM" stream $STREAM_SMALL
 probe stream-500m "$LIMIT_STREAM" stream $STREAM_LARGE
 
-for j in "$ARCHIVE"/journal/*.jsonl; do  # a probe killed hard may leave its journal
-  [ -e "$j" ] || continue
-  say "recover $j"
-  "$PY" -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
-done
+recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/correctness-summary.txt" | tee -a "$LOG"
 import sys
 from measure.evidence import parse

@@ -8,16 +8,9 @@
 # session (7 rounds), so the optimizer's kernel share can be checked against its own timing.
 # Evidence goes to $OUT/archive (a probebook archive); logs and a summary to $OUT.
 set -u
-cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
-OUT=${OUT:-$PWD/trust-out}
-ARCHIVE="$OUT/archive"
-LOG="$OUT/trust.log"
-mkdir -p "$ARCHIVE"
-export PYTHONPATH="${PYTHONPATH:-.}"
-export PYTHONUNBUFFERED=1
-START=$(date +%s)
-if [ "${1:-}" = "--smoke" ]; then
+TAG=trust
+. "$(dirname "$0")/lib.sh" "$@"
+if [ "$SMOKE" = 1 ]; then
   COMMON="--preset tiny --device cpu --warmup 1 --windows 2 --iters 1 --batch 2 --seq-len 64"
   LIMIT=120
 else
@@ -25,25 +18,12 @@ else
   LIMIT=150
 fi
 
-say() { echo "[trust $(( $(date +%s) - START ))s] $*" | tee -a "$LOG" >&2; }
-
-probe() {  # probe NAME ARGS... : one probe process under a time limit, logged, never fatal
-  local name=$1; shift
-  say "start $name: python -m measure $*"
-  timeout "$LIMIT" "$PY" -m measure "$@" --out "$ARCHIVE" >> "$LOG" 2>&1
-  say "end $name: rc=$?"
-}
-
-probe kernels-eager kernels $COMMON --steps 3
-probe kernels-compiled kernels $COMMON --steps 3 --compile
+probe kernels-eager "$LIMIT" kernels $COMMON --steps 3
+probe kernels-compiled "$LIMIT" kernels $COMMON --steps 3 --compile
 # the optimizer probe's windows are its interleaved rounds: 7, as in the archived 250m evidence
-probe optimizer optimizer ${COMMON/--windows 5/--windows 7} --rounds 7
+probe optimizer "$LIMIT" optimizer ${COMMON/--windows 5/--windows 7} --rounds 7
 
-for j in "$ARCHIVE"/journal/*.jsonl; do  # a probe killed by `timeout` may leave its journal
-  [ -e "$j" ] || continue
-  say "recover $j"
-  "$PY" -m measure --archive "$ARCHIVE" recover "$j" >> "$LOG" 2>&1 && rm -f "$j"
-done
+recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 import sys
 from measure.evidence import parse

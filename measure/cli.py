@@ -16,7 +16,7 @@ import signal
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 from measure.errors import run_action
 from measure.options import add_options, config_from_args, declared
@@ -27,11 +27,21 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Keeps the hand-wrapped examples in epilogs as written."""
 
 
-def command(sub: Any, name: str, help: str, example: str, **kw: Any) -> argparse.ArgumentParser:
-    """Add a subcommand whose ``--help`` ends with a worked example."""
-    return sub.add_parser(
+def command(
+    sub: Any, name: str, help: str, example: str, func: Callable[..., int] | None = None, **kw: Any
+) -> argparse.ArgumentParser:
+    """Add a subcommand whose ``--help`` ends with a worked example; ``func(args)`` runs it when given."""
+    p = sub.add_parser(
         name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=HelpFormatter, **kw
     )
+    if func is not None:
+        p.set_defaults(func=func)
+    return p
+
+
+def command_group(sub: Any, name: str, help: str, example: str, dest: str, metavar: str) -> Any:
+    """Add a command whose own subcommands follow it (``probebook campaign plan``); returns their subparsers."""
+    return command(sub, name, help, example).add_subparsers(dest=dest, metavar=metavar, required=True)
 
 
 def probe_module(name: str) -> ModuleType:

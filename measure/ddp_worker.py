@@ -173,7 +173,7 @@ def comm_steps(step: Callable[[], Any], ddp: Any, stamps: Stamps, world: int, co
                 "comm_end_s": comm_end,
                 "buckets": len(rel),
                 "bucket_bytes": sum(n for _, _, n in rel),
-                "intervals": [[r, d, n] for r, d, n in rel],
+                "intervals": [{"ready_s": r, "done_s": d, "bytes": n} for r, d, n in rel],
             }
         )
     return out

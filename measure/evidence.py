@@ -353,13 +353,44 @@ OBSERVED_PARAMS = {
 """Old ``params`` key -> its key in ``data["observed"]`` (what ``measure.workload.observe`` reads from a step)."""
 
 
+COMM_BUCKETS_POSITIONAL_UNTIL = 2
+"""The ddp probe's last version that stored ``data.comm_buckets`` as ``[ready_s, done_s, bytes]`` arrays."""
+COMM_BUCKET_FIELDS = ("ready_s", "done_s", "bytes")
+"""A comm bucket's named fields (version 3 on): ready and all-reduce done, seconds from the step's start; bytes."""
+
+
 def for_reading(doc: dict[str, Any]) -> dict[str, Any]:
     """The document as the current probe version lays it out, for reading; the archived bytes never change.
 
     Probe versions up to ``OBSERVED_IN_PARAMS_UNTIL`` stored their run-time observations (SDPA backend,
     compilation, dtype, loss ops) in ``params``, which holds inputs only; here they move to
-    ``data["observed"]``. A document without such keys is returned as it is.
+    ``data["observed"]``. ddp versions up to ``COMM_BUCKETS_POSITIONAL_UNTIL`` stored each comm bucket as
+    a positional array; here it gets ``COMM_BUCKET_FIELDS`` as names. A document needing neither is
+    returned as it is.
     """
+    return _named_comm_buckets(_observed_out_of_params(doc))
+
+
+def _named_comm_buckets(doc: dict[str, Any]) -> dict[str, Any]:
+    data = doc.get("data")
+    if (
+        doc.get("probe") != "ddp"
+        or doc.get("probe_version", 0) > COMM_BUCKETS_POSITIONAL_UNTIL
+        or not isinstance(data, dict)
+        or not isinstance(data.get("comm_buckets"), list)
+    ):
+        return doc
+    steps = data["comm_buckets"]
+    named = [
+        [dict(zip(COMM_BUCKET_FIELDS, b, strict=True)) if isinstance(b, list) and len(b) == 3 else b for b in step]
+        if isinstance(step, list)
+        else step
+        for step in steps
+    ]
+    return {**doc, "data": {**data, "comm_buckets": named}}
+
+
+def _observed_out_of_params(doc: dict[str, Any]) -> dict[str, Any]:
     last = OBSERVED_IN_PARAMS_UNTIL.get(doc.get("probe", ""))
     params = doc.get("params")
     if last is None or doc.get("probe_version", 0) > last or not isinstance(params, dict):

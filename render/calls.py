@@ -1,6 +1,6 @@
 """Page functions called from the shell: ``probebook derive NAME ID [ARGS...] [--KEY VALUE...]``.
 
-The functions are the page's own: the names in ``render.functions.FUNCTIONS``, the methods of
+The functions are the page's own: the names in ``render.names.FUNCTIONS``, the methods of
 ``PageFunctions``, their parameters read from their signatures. So a function added for pages is
 callable here with no second list, and the shell prints the very Quantity a page would show.
 
@@ -23,7 +23,8 @@ import jinja2
 
 from measure.errors import ProbebookError
 from render.claims import Claim
-from render.functions import FUNCTIONS, Library, PageFunctions
+from render.functions import Library, PageFunctions
+from render.names import FUNCTIONS
 from render.pages import Asset, Block, PageEnvironment, make_environment
 from render.quantity import Quantity
 

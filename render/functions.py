@@ -43,23 +43,24 @@ from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render import claims, methodology, peaks, tables
-from render.derive import batchsweep, fit_numerics, gemm, kernels, lossmem
 from render.derive import fit as fitmod
+from render.derive import fit_numerics
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.functions_batch import BatchFunctions
 from render.functions_correctness import CorrectnessFunctions
+from render.functions_kernels import KernelFunctions
+from render.functions_memory import MemoryFunctions
 from render.functions_pipeline import PipelineFunctions
 from render.functions_scaling import ScalingFunctions
+from render.names import FUNCTIONS
 from render.pages import Asset
 from render.quantity import Quantity, conversion_factor, title_text
 from render.tables import probe_of
 from render.views import (
-    BatchView,
     EvidenceRef,
     FitView,
-    LossMemoryView,
     ProjectionView,
     call_text,
     defined,
@@ -99,7 +100,9 @@ def load_libraries() -> None:
     fit_numerics.load_scipy()
 
 
-class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, BatchFunctions):
+class PageFunctions(
+    MemoryFunctions, KernelFunctions, BatchFunctions, PipelineFunctions, ScalingFunctions, CorrectnessFunctions
+):
     """The functions one page may call, bound to its evidence aliases."""
 
     def __init__(self, library: Library, aliases: dict[str, str]):
@@ -181,164 +184,6 @@ class PageFunctions(PipelineFunctions, ScalingFunctions, CorrectnessFunctions, B
             raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
         q = quantity(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt)
         return q.to(display) if display else q
-
-    def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
-        """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""
-        ref = self._ref(ref, "batch-sweep", "batch_summary()")
-        card = lossmem.machine_bytes([self._doc(ref)])
-        groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
-        fastest = context == "fastest"
-        picked = [
-            g
-            for g in groups
-            if (model is None or g.model == model)
-            and (context is None or fastest or g.context == int(number(context, "context")))
-        ]
-        if fastest:
-            best = batchsweep.fastest_group(picked)
-            picked = [best] if best is not None else []
-        if len(picked) != 1:
-            shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
-            raise ProbebookError(
-                f"batch_summary(): {len(picked)} groups match; pick one with model= and context= (groups: {shown})"
-            )
-        g = picked[0]
-        what = f"batch sweep to OOM of {g.model} at context {g.context}"
-        return BatchView(
-            vars(g),
-            (ref.id,),
-            what,
-            f"batch_summary({call_text(ref.alias, model=model, context=context)})",
-            {
-                "first_oom": "no batch ran out of memory",
-                "fastest_batch": "no batch fits",
-                "fastest_tok_s": "no batch fits",
-                "largest_batch": "no batch fits",
-            },
-        )
-
-    def loss_memory(self, ref: Any, arm: str) -> LossMemoryView:
-        """Peak memory per extra microbatch of one loss arm, and its largest usable microbatch."""
-        ref = self._ref(ref, "loss-memory", "loss_memory()")
-        rows = self._rows(ref)
-        slope = self.library.memo(("lossmem", ref.id, arm), lambda: lossmem.marginal_bytes_per_microbatch(rows, arm))
-        values: dict[str, Any] = dict(vars(slope))
-        notes = {}
-        try:
-            values["largest_usable_microbatch"] = lossmem.largest_usable_microbatch(
-                rows, arm, device_bytes=lossmem.machine_bytes([self._doc(ref)])
-            )
-        except ProbebookError as exc:
-            notes["largest_microbatch"] = str(exc)
-        return LossMemoryView(
-            values,
-            (ref.id,),
-            f"loss-kernel memory of arm {arm}, least-squares over microbatch",
-            f"loss_memory({ref.alias}, {arm})",
-            notes,
-        )
-
-    def logit_bytes(self, ref: Any, heavy: str, light: str, vocab: Any = None) -> Quantity:
-        """Bytes per logit element that arm ``heavy`` holds beyond arm ``light``."""
-        ref = self._ref(ref, "loss-memory", "logit_bytes()")
-        v = None if vocab is None else int(number(vocab, "vocab"))
-        value = lossmem.bytes_per_logit_element(self._rows(ref), heavy, light, vocab=v)
-        return quantity(
-            value,
-            "B",
-            ref,
-            f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
-            f"logit_bytes({ref.alias}, {heavy}, {light})",
-            fmt=".3g",
-        )
-
-    def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:
-        """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling);
-        ``shape="workload"``: the step's GEMM mix, each shape weighted by how often a step runs it."""
-        ref = self._ref(ref, "gemm", "gemm_ceiling()")
-        rows = tables.evidence_rows(
-            "gemm_ceiling()",
-            self._doc(ref),
-            {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
-            "gemm",
-        )
-        if shape == "workload":
-            return self._workload_ceiling(ref, rows)
-        try:
-            g, flop_s = gemm.gemm_ceiling_flop_s(rows, shape)
-        except ProbebookError as exc:
-            raise ProbebookError(f"gemm_ceiling(): {exc}") from None
-        return quantity(
-            flop_s,
-            "FLOP/s",
-            ref,
-            f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
-            f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
-            display="TFLOP/s",
-            fmt=".4g",
-        )
-
-    def _workload_ceiling(self, ref: EvidenceRef, rows: list[dict[str, Any]]) -> Quantity:
-        points = (self._doc(ref).get("data") or {}).get("points")
-        if not isinstance(points, list) or not all(isinstance(p, dict) and "shape" in p for p in points):
-            raise ProbebookError(f"gemm_ceiling(): {ref.alias} ({ref.short}) records no per-shape counts (data.points)")
-        counts = {p["shape"]: p.get("count", 0) for p in points}
-        shapes = gemm.gemm_shapes(rows)
-        try:
-            flop_s = gemm.workload_ceiling_flop_s(shapes, counts)
-        except ProbebookError as exc:
-            raise ProbebookError(f"gemm_ceiling(): {ref.alias}: {exc}") from None
-        used = sum(1 for g in shapes if counts.get(g.shape, 0))
-        return quantity(
-            flop_s,
-            "FLOP/s",
-            ref,
-            f"GEMM workload mix: Σ count·2·m·n·k / Σ count·median window time over the {used} shapes a step runs",
-            f"gemm_ceiling({call_text(ref.alias, shape='workload')})",
-            display="TFLOP/s",
-            fmt=".4g",
-        )
-
-    def kernel_share(self, ref: Any, category: str) -> Quantity:
-        """Share of summed device kernel time in one category (attention, gemm, ...)."""
-        ref = self._ref(ref, None, "kernel_share()")
-        rows = tables.evidence_rows(
-            "kernel_share()", self._doc(ref), {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
-        )
-        shares = kernels.category_shares(rows)
-        if category not in shares:
-            raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
-        return quantity(
-            shares[category],
-            "",
-            ref,
-            f"device kernel time in {category} / all device kernel time (user annotation rows left out)",
-            f"kernel_share({ref.alias}, {category})",
-            fmt=".1%",
-        )
-
-    def kernel_time(self, ref: Any, category: str | None = None) -> Quantity:
-        """Device kernel seconds per profiled step, in one category or all (user annotation rows left out)."""
-        ref = self._ref(ref, "kernels", "kernel_time()")
-        doc = self._doc(ref)
-        rows = tables.evidence_rows(
-            "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
-        )
-        picked = rows if category is None else [r for r in rows if r["category"] == category]
-        if not picked:
-            present = ", ".join(sorted({r["category"] for r in rows}))
-            raise ProbebookError(f"kernel_time(): no category {category!r} (present: {present})")
-        steps: Any = (doc.get("params") or {}).get("steps")  # checked by the derivation
-        return quantity(
-            kernels.kernel_seconds_per_step(picked, steps),
-            "s",
-            ref,
-            f"device kernel time{' in ' + category if category else ''} summed over {steps} profiled steps / "
-            f"{steps} (user annotation rows left out)",
-            f"kernel_time({call_text(ref.alias, *([category] if category else []))})",
-            display="ms",
-            fmt=".3g",
-        )
 
     def project(
         self,
@@ -536,35 +381,3 @@ def _rate(q: Any, unit: str, what: str) -> float:
     if q.value is None:
         raise ProbebookError(f"{what}: {q.key} has no value ({q.note})")
     return q.value * conversion_factor(q.unit, unit)
-
-
-FUNCTIONS = (
-    "fit",
-    "value",
-    "median",
-    "saving",
-    "batch_summary",
-    "batch_models",
-    "campaign_time",
-    "loss_memory",
-    "logit_bytes",
-    "gemm_ceiling",
-    "kernel_share",
-    "kernel_time",
-    "project",
-    "mfu",
-    "share_of",
-    "constant",
-    "padding",
-    "mask_cost",
-    "ddp",
-    "agreement",
-    "hvp",
-    "hvp_speedup",
-    "stream",
-    "utilisation",
-    "claim",
-    "chart",
-    "table",
-)
-"""The names a page's templates may call."""

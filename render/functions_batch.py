@@ -1,4 +1,4 @@
-"""Page functions of the batch-sweep records: ``batch_models()``, ``campaign_time()`` (ARCHITECTURE.md §6.4).
+"""Page functions of the batch-sweep records: ``batch_summary()``, ``batch_models()``, ``campaign_time()`` (§6.4).
 
 A mixin of ``render.functions.PageFunctions``, kept apart so that each module stays small; the
 summaries themselves are ``render.derive.batchsweep.summarize`` (``batch_summary()`` shows one),
@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from measure.errors import ProbebookError
 from render.derive import batchsweep, lossmem
 from render.derive import campaign as campaignmod
-from render.views import CampaignTimeView, EvidenceRef
+from render.views import BatchView, CampaignTimeView, EvidenceRef, call_text, number
 
 if TYPE_CHECKING:
     from render.functions import Library
 
 
 class BatchFunctions:
-    """``batch_models`` and ``campaign_time``; the helpers they use are PageFunctions' own."""
+    """``batch_summary``, ``batch_models`` and ``campaign_time``; the helpers they use are PageFunctions' own."""
 
     library: Library
 
@@ -28,6 +28,41 @@ class BatchFunctions:
         def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
         def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
         def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
+
+    def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
+        """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""
+        ref = self._ref(ref, "batch-sweep", "batch_summary()")
+        card = lossmem.machine_bytes([self._doc(ref)])
+        groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
+        fastest = context == "fastest"
+        picked = [
+            g
+            for g in groups
+            if (model is None or g.model == model)
+            and (context is None or fastest or g.context == int(number(context, "context")))
+        ]
+        if fastest:
+            best = batchsweep.fastest_group(picked)
+            picked = [best] if best is not None else []
+        if len(picked) != 1:
+            shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
+            raise ProbebookError(
+                f"batch_summary(): {len(picked)} groups match; pick one with model= and context= (groups: {shown})"
+            )
+        g = picked[0]
+        what = f"batch sweep to OOM of {g.model} at context {g.context}"
+        return BatchView(
+            vars(g),
+            (ref.id,),
+            what,
+            f"batch_summary({call_text(ref.alias, model=model, context=context)})",
+            {
+                "first_oom": "no batch ran out of memory",
+                "fastest_batch": "no batch fits",
+                "fastest_tok_s": "no batch fits",
+                "largest_batch": "no batch fits",
+            },
+        )
 
     def batch_models(self, ref: Any, stable: bool = False) -> list[str]:
         """The models (presets) a batch sweep covers, smallest first; ``stable=True``: only those with a

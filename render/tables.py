@@ -227,8 +227,12 @@ COLUMNS: dict[str, Column] = {
 
 
 def columns(*specs: str | Column) -> list[Column]:
-    """A table's columns in order: a key names a shared column of ``COLUMNS``, a ``Column`` is the table's own."""
-    return [COLUMNS[s] if isinstance(s, str) else s for s in specs]
+    """A table's columns in order: text names shared columns of ``COLUMNS`` by key (several, space-separated);
+    a ``Column`` is the table's own."""
+    out: list[Column] = []
+    for spec in specs:
+        out += [COLUMNS[key] for key in spec.split()] if isinstance(spec, str) else [spec]
+    return out
 
 
 def picked_rows(cols: list[Column], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -275,16 +279,11 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
             }
         )
     cols = columns(
-        "mode",
-        "batch",
-        "tokens",
-        "windows",
+        "mode batch tokens windows",
         Column("median_step_s", "median step (ms)", _ms),
         Column("min_step_s", "fastest (ms)", _ms),
         Column("max_step_s", "slowest (ms)", _ms),
-        "tokens_per_step",
-        "tok_s",
-        "unstable",
+        "tokens_per_step tok_s unstable",
     )
     return cols, records
 
@@ -309,7 +308,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 raise ProbebookError(f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}]: {why}")
             rows.append(r)
     if view == "rows":
-        cols = columns("model", "context", "batch", "status", "tok_s", "peak_bytes", "unstable")
+        cols = columns("model context batch status tok_s peak_bytes unstable")
         return cols, picked_rows(cols, sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"])))
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
@@ -366,7 +365,7 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
         )
     arms = list(dict.fromkeys(r["arm"] for r in rows))
     ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
-    cols = columns("arm", "microbatch", "tokens_per_step", "peak_bytes", "tok_s", "unstable")
+    cols = columns("arm microbatch tokens_per_step peak_bytes tok_s unstable")
     return cols, picked_rows(cols, ordered)
 
 
@@ -394,11 +393,7 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
     ]
     tf = lambda x: f"{x:.1f}"  # noqa: E731 - a one-line formatter
     cols = columns(
-        "shape",
-        "m",
-        "n",
-        "k",
-        "windows",
+        "shape m n k windows",
         Column("median_time_s", "median time (ms)", _ms),
         Column("median_tflop_s", "TFLOP/s at median", tf),
         Column("best_tflop_s", "best TFLOP/s", tf),
@@ -429,10 +424,7 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
         for r, share in ranked
     ]
     cols = columns(
-        "kernel",
-        "category",
-        "calls",
-        "device_time_s",
+        "kernel category calls device_time_s",
         Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
         "share",
     )
@@ -448,7 +440,7 @@ def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[
         {"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
         for cat in sorted(times, key=lambda c: (-times[c], c))
     ]
-    cols = columns("category", "device_time_s", "share")
+    cols = columns("category device_time_s share")
     return cols, records
 
 

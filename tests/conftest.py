@@ -115,3 +115,50 @@ def run_cli(
 def cli():
     """The ``run_cli`` helper, as a fixture."""
     return run_cli
+
+
+def synthetic_doc(probe: str, samples: list[dict[str, Any]], **data: Any) -> dict[str, Any]:
+    """A current-schema evidence document with synthetic samples (never published), for render's tests."""
+    return {
+        "schema": "probebook.evidence/1",
+        "probe": probe,
+        "probe_version": 1,
+        "created_at": "2026-11-29T08:00:00Z",
+        "machine": {},
+        "code": {},
+        "params": {},
+        "data": {"samples": samples, **data},
+        "status": "complete",
+        "origin": {"kind": "imported", "source": "synthetic test values"},
+    }
+
+
+def render_page(library: Any, aliases: dict[str, str], body: str, tmp_path: Path) -> tuple[str, Any]:
+    """Render ``body`` as a record page's template with ``library``'s evidence under ``aliases``.
+
+    Returns the page's text and its ``PageState`` (the ledger rows it produced), through the real
+    page functions and template environment.
+    """
+    from render import sources
+    from render.functions import PageFunctions
+    from render.pages import PageState, make_environment, render_body
+
+    rel = "records/x/v1.md"
+    page = sources.parse_page(tmp_path / rel, rel, "page", body)
+    state = PageState(rel)
+    env = make_environment({rel: (page.body, str(tmp_path / rel))})
+    return render_body(env, page, PageFunctions(library, aliases).context(), state), state
+
+
+FIT_JSON_KEYS = [
+    "terms",
+    "c_s",
+    "a_s_per_token",
+    "b_s_per_token2",
+    "residuals_s",
+    "max_abs_residual_s",
+    "asymptote_tok_s",
+    "quadratic_share",
+    "n_points",
+]
+"""The step-scaling fit's JSON object, key by key in order (ARCHITECTURE.md §6.2)."""

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.store import Store
@@ -19,22 +20,6 @@ from render.derive import fit as fitmod
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "archive"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-
-
-def doc(probe: str, samples: list[dict], **data) -> dict:
-    """A current-schema evidence document with synthetic samples (never published)."""
-    return {
-        "schema": "probebook.evidence/1",
-        "probe": probe,
-        "probe_version": 1,
-        "created_at": "2026-11-29T08:00:00Z",
-        "machine": {},
-        "code": {},
-        "params": {},
-        "data": {"samples": samples, **data},
-        "status": "complete",
-        "origin": {"kind": "imported", "source": "synthetic test values"},
-    }
 
 
 def quadratic_doc() -> dict:

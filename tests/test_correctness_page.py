@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import render_page
 
-from render import sources
 from render.build import load_evidence
 from render.derive import correctness
-from render.functions import Library, PageFunctions
-from render.pages import PageError, PageState, make_environment, render_body
+from render.functions import Library
+from render.pages import PageError, PageState
 
 ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "correctness" / "archive"
 AGREE = "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059"
@@ -24,12 +24,7 @@ def library() -> Library:
 
 
 def render(library: Library, body: str, tmp_path: Path) -> tuple[str, PageState]:
-    rel = "records/x/v1.md"
-    page = sources.parse_page(tmp_path / rel, rel, "page", body)
-    state = PageState(rel)
-    env = make_environment({rel: (page.body, str(tmp_path / rel))})
-    aliases = {"agr": AGREE, "st": STREAM, "h": HVP}
-    return render_body(env, page, PageFunctions(library, aliases).context(), state), state
+    return render_page(library, {"agr": AGREE, "st": STREAM, "h": HVP}, body, tmp_path)
 
 
 def test_pure_ratios():

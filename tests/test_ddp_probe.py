@@ -95,6 +95,13 @@ def test_reference_workload_gloo_two_processes(cli, archive):
     for r in comm:
         assert r["bucket_bytes"] == doc["data"]["grad_bytes"] == 4 * doc["params"]["n_params"]
         assert 0 < r["comm_s"] and 0 <= r["exposed_s"] <= r["comm_end_s"] <= r["step_s"]
+    assert doc["probe_version"] == 3  # comm buckets stored with named fields
+    buckets = doc["data"]["comm_buckets"]
+    assert len(buckets) == len(comm)
+    for r, step in zip(comm, buckets, strict=True):
+        assert [sorted(b) for b in step] == [["bytes", "done_s", "ready_s"]] * r["buckets"]
+        assert sum(b["bytes"] for b in step) == r["bucket_bytes"]
+        assert all(0 <= b["ready_s"] <= b["done_s"] <= r["step_s"] for b in step)
     sizes = {(r["kind"], r["dtype"], r["bytes"]) for r in rows if r["phase"] == "allreduce"}
     assert sizes == {("gradient", "fp32", doc["data"]["grad_bytes"]), ("sweep", "bf16", 2**18)}
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import FIT_JSON_KEYS
 
 
 def write_csv(path: Path, header: str, rows: list[tuple]) -> Path:
@@ -49,17 +50,7 @@ def test_fit_json_prints_exactly_the_design_object(cli, archive, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     out = json.loads(done.stdout)
-    assert list(out) == [
-        "terms",
-        "c_s",
-        "a_s_per_token",
-        "b_s_per_token2",
-        "residuals_s",
-        "max_abs_residual_s",
-        "asymptote_tok_s",
-        "quadratic_share",
-        "n_points",
-    ]
+    assert list(out) == FIT_JSON_KEYS
     assert out["terms"] == ["c", "a"]
     assert out["c_s"] == pytest.approx(0.01, rel=1e-9)
     assert out["a_s_per_token"] == pytest.approx(2e-5, rel=1e-9)

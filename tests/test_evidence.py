@@ -285,6 +285,24 @@ def test_older_kernels_evidence_reads_with_its_observations_in_data():
     assert json.dumps(old, sort_keys=True) == before  # the loaded document itself is not changed
 
 
+def test_ddp_evidence_before_version_3_reads_with_named_comm_buckets():
+    from measure.evidence import for_reading
+
+    path = FIXTURES / "ddp" / "archive" / "evidence" / "sha256" / "70"
+    raw = (path / "258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a.json").read_bytes()
+    old = json.loads(raw)
+    assert old["probe_version"] == 1
+    read = for_reading(old)
+    assert read["data"]["comm_buckets"][0] == [
+        {"ready_s": 0.03573611600040749, "done_s": 0.05626565500006109, "bytes": 1444352}
+    ]  # the fixture's first step: [ready, done, bytes] as stored
+    assert len(read["data"]["comm_buckets"]) == 3
+    assert {**read["data"], "comm_buckets": None} == {**old["data"], "comm_buckets": None}  # nothing else moves
+    assert json.loads(raw) == old  # the loaded document itself is not changed
+    current = {"probe": "ddp", "probe_version": 3, "data": {"comm_buckets": [[{"ready_s": 0.0}]]}}
+    assert for_reading(current) is current
+
+
 def test_current_versions_and_other_probes_read_unchanged():
     from measure.evidence import for_reading
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import FIT_JSON_KEYS
 
 from measure.errors import ProbebookError
 from render.derive.fit import (
@@ -223,17 +224,7 @@ def test_fit_evidence_uses_the_rows_batch_and_text_range():
 def test_to_json_is_exactly_the_design_object():
     fit = fit_step_scaling(replicated(linear, SIZES), at=[1024])
     out = fit.to_json()
-    assert list(out) == [
-        "terms",
-        "c_s",
-        "a_s_per_token",
-        "b_s_per_token2",
-        "residuals_s",
-        "max_abs_residual_s",
-        "asymptote_tok_s",
-        "quadratic_share",
-        "n_points",
-    ]
+    assert list(out) == FIT_JSON_KEYS
     assert out["terms"] == ["c", "a"]
     assert out["b_s_per_token2"] == 0.0
     assert out["quadratic_share"] == {"1024": 0.0}

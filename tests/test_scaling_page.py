@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import render_page
 
-from render import sources
 from render.build import load_evidence
 from render.derive import scaling
-from render.functions import Library, PageFunctions
-from render.pages import PageError, PageState, make_environment, render_body
+from render.functions import Library
+from render.pages import PageError, PageState
 
 ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "ddp" / "archive"
 TWO = "sha256:70258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a"
@@ -23,11 +23,7 @@ def library() -> Library:
 
 
 def render(library: Library, body: str, tmp_path: Path) -> tuple[str, PageState]:
-    rel = "records/x/v1.md"
-    page = sources.parse_page(tmp_path / rel, rel, "page", body)
-    state = PageState(rel)
-    env = make_environment({rel: (page.body, str(tmp_path / rel))})
-    return render_body(env, page, PageFunctions(library, {"run": TWO, "one": ONE}).context(), state), state
+    return render_page(library, {"run": TWO, "one": ONE}, body, tmp_path)
 
 
 def test_two_processes(library: Library, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import markdown
 import pytest
+from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.evidence import parse
@@ -16,22 +17,6 @@ from measure.store import Store
 from render import tables
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
-
-
-def doc(probe: str, samples: list[dict], **data) -> dict:
-    """A current-schema evidence document with synthetic samples (never published)."""
-    return {
-        "schema": "probebook.evidence/1",
-        "probe": probe,
-        "probe_version": 1,
-        "created_at": "2026-11-29T08:00:00Z",
-        "machine": {},
-        "code": {},
-        "params": {},
-        "data": {"samples": samples, **data},
-        "status": "complete",
-        "origin": {"kind": "imported", "source": "synthetic test values"},
-    }
 
 
 def to_html(md: str) -> str:

@@ -10,11 +10,11 @@ import argparse
 import importlib
 from typing import Sequence
 
-from measure.cli import HelpFormatter, archive_option, command
+from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action
 
 COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "site")
-__all__ = ["HelpFormatter", "build_parser", "command", "main"]
+__all__ = ["HelpFormatter", "build_parser", "command", "command_group", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,29 +9,31 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from probebook.cli import command
+    from probebook.cli import command, command_group
 
-    top = command(
+    csub = command_group(
         sub,
         "campaign",
         "Plan, run, resume, watch, collect and audit a campaign of probe points through submitit (Slurm or local).",
         "probebook campaign plan sweep.yaml --output runs/sweep && probebook campaign run runs/sweep",
+        "campaign_command",
+        "STEP",
     )
-    csub = top.add_subparsers(dest="campaign_command", metavar="STEP", required=True)
     p = command(
         csub,
         "plan",
         "Freeze a spec into a new campaign folder; its manifest is archived evidence. Prints the manifest id.",
         "probebook campaign plan sweep.yaml --output runs/sweep",
+        _plan,
     )
     p.add_argument("spec", type=Path, help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)")
     p.add_argument("--output", type=Path, required=True, metavar="DIR", help="a new, empty campaign folder")
-    p.set_defaults(func=_plan)
     p = command(
         csub,
         "run",
         "Submit each curve's next point as a submitit job until every curve reaches its OOM, its cap or a failure.",
         "probebook campaign run runs/sweep --executor slurm --max-concurrent 12",
+        _run,
     )
     p.add_argument("dir", type=Path, help="the campaign folder")
     p.add_argument("--executor", choices=["local", "slurm"], default="local", help="submitit executor (default: local)")
@@ -44,28 +46,28 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--budget-s", type=float, metavar="SECONDS", help="submit nothing new after this long; exit 3 to be resumed"
     )
-    p.set_defaults(func=_run)
-    p = command(csub, "status", "A table per curve and a progress bar.", "probebook campaign status runs/sweep --watch")
+    p = command(
+        csub, "status", "A table per curve and a progress bar.", "probebook campaign status runs/sweep --watch", _status
+    )
     p.add_argument("dir", type=Path, help="the campaign folder")
     p.add_argument("--watch", action="store_true", help="refresh until every curve is done or blocked")
-    p.set_defaults(func=_status)
-    p = command(
-        csub,
-        "collect",
-        "Bring every point's evidence into the archive (hash-checked) and store one campaign document listing them.",
-        "probebook --archive archive campaign collect runs/sweep",
+    folder_commands = (
+        (
+            "collect",
+            "Bring every point's evidence into the archive (hash-checked) and store one campaign document "
+            "listing them.",
+            _collect,
+        ),
+        (
+            "audit",
+            "Re-derive every point from its raw evidence and check the receipts; one line per finding, exit 1 on any. "
+            "Stores the verdict as evidence in the archive.",
+            _audit,
+        ),
     )
-    p.add_argument("dir", type=Path, help="the campaign folder")
-    p.set_defaults(func=_collect)
-    p = command(
-        csub,
-        "audit",
-        "Re-derive every point from its raw evidence and check the receipts; one line per finding, exit 1 on any. "
-        "Stores the verdict as evidence in the archive.",
-        "probebook --archive archive campaign audit runs/sweep",
-    )
-    p.add_argument("dir", type=Path, help="the campaign folder")
-    p.set_defaults(func=_audit)
+    for name, help, func in folder_commands:
+        p = command(csub, name, help, f"probebook --archive archive campaign {name} runs/sweep", func)
+        p.add_argument("dir", type=Path, help="the campaign folder")
 
 
 def _plan(args: argparse.Namespace) -> int:

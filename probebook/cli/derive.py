@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.probes.step_scaling import MODES
 from measure.store import Store
-from probebook.cli import command
+from probebook.cli import command, command_group
 from probebook.cli.output import json_text
-from render import calls
-from render.claims import Claim
-from render.derive import fit as fitting
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
-from render.functions import FUNCTIONS
-from render.pages import Asset, Block
-from render.quantity import Quantity
+from render.names import FUNCTIONS
+
+# render's page machinery and numerics load in the commands that use them, not here: every probebook
+# process builds this module's parsers (ARCHITECTURE.md §10, fast processes)
 
 
 def register(sub: Any) -> None:
@@ -30,6 +29,7 @@ def register(sub: Any) -> None:
         "the arguments, or given as --ev2 ID, are 'ev2', ...; an argument with a parenthesis is a page "
         "expression, e.g. 'batch_summary(ev).fastest_tok_s'.",
         "probebook derive fit sha256:4be1c0ffee12 --tokens 512: --at 2048,8192 --json",
+        _derive,
     )
     p.add_argument("name", metavar="NAME", help="a page function: " + ", ".join(FUNCTIONS))
     p.add_argument("id", metavar="ID", help="evidence id (sha256:<hex> or a unique prefix of >= 12 hex): alias ev")
@@ -40,37 +40,36 @@ def register(sub: Any) -> None:
         help="the function's arguments, then --KEY VALUE options; --json prints JSON; --out DIR is where "
         "chart() and table() write their files (default .)",
     )
-    p.set_defaults(func=_derive)
 
-    top = command(
+    fsub = command_group(
         sub,
         "fit",
         "Fit a scaling law to archived evidence.",
         "probebook fit step-scaling sha256:4be1c0ffee12 --tokens 512: --json",
+        "fit_command",
+        "LAW",
     )
-    fsub = top.add_subparsers(dest="fit_command", metavar="LAW", required=True)
     p = command(
         fsub,
         "step-scaling",
         "Fit step(S) = c + a·S + b·S² to step-scaling evidence (non-negative terms, chosen automatically or named).",
         "probebook fit step-scaling sha256:4be1c0ffee12 --terms c+a --tokens 512:8192 --at 4096 --json",
+        _fit,
     )
     p.add_argument("id", help="evidence id (sha256:<hex> or a unique prefix of >= 12 hex)")
     p.add_argument("--tokens", metavar="LO:HI", help="only sequence lengths in this inclusive range (LO: or :HI)")
     p.add_argument("--terms", default="auto", help="auto (default) or terms from c, a, b joined by +, e.g. c+a")
     p.add_argument("--at", metavar="W,...", help="widths at which to report the quadratic share b·W/(a+b·W)")
-    p.add_argument(
-        "--mode", choices=fitting.MODES, help="rows of this mode (default fixed_batch where a mode column exists)"
-    )
+    p.add_argument("--mode", choices=MODES, help="rows of this mode (default fixed_batch where a mode column exists)")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for intervals (default 200)")
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object only (ARCHITECTURE.md §6.2)")
-    p.set_defaults(func=_fit)
 
     p = command(
         sub,
         "project",
         "Project training time T = k·P/R, GPU-hours and optimizer updates.",
         "probebook project --params 250M --tok-s 180000 --batch-tokens 524288 --json",
+        _project,
     )
     p.add_argument("--params", required=True, help="parameters P (250e6, 250000000 or 250M)")
     p.add_argument("--tok-s", required=True, help="throughput R of the whole run, tokens/s")
@@ -82,7 +81,6 @@ def register(sub: Any) -> None:
     p.add_argument("--batch-tokens", help="tokens per optimizer update: round up to whole updates")
     p.add_argument("--gpus", default="1", help="GPUs the run uses, for GPU-hours (default 1)")
     p.add_argument("--json", action="store_true", help="print a JSON object")
-    p.set_defaults(func=_project)
 
 
 def _widths(text: str | None) -> list[float]:
@@ -100,6 +98,8 @@ def _widths(text: str | None) -> list[float]:
 
 
 def _fit(args: Any) -> int:
+    from render.derive import fit as fitting
+
     store = Store(args.archive)
     ident = store.resolve(args.id)
     doc = store.get(ident)
@@ -203,7 +203,7 @@ def _split(words: list[str]) -> tuple[list[str], dict[str, str], bool, Path]:
 
 def _archive_docs(store: Store) -> dict[str, dict[str, Any]]:
     """Every readable evidence document; a damaged one is `archive verify`'s to report, not this command's."""
-    docs = {}
+    docs: dict[str, dict[str, Any]] = {}
     for path in store.iter_paths():
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
@@ -214,6 +214,11 @@ def _archive_docs(store: Store) -> dict[str, dict[str, Any]]:
 
 
 def _derive(args: Any) -> int:
+    from render import calls
+    from render.claims import Claim
+    from render.pages import Asset, Block
+    from render.quantity import Quantity
+
     words, options, as_json, out = _split(args.words)
     store = Store(args.archive)
     ids = [store.resolve(args.id)]

@@ -50,7 +50,6 @@ CI_LEVEL = 0.95
 """Coverage of the bootstrap percentile intervals."""
 BOOTSTRAP = 200
 """Bootstrap replicates behind each interval, by default."""
-MODES = ("fixed_batch", "fixed_tokens")
 
 
 @dataclass(frozen=True)
