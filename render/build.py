@@ -449,13 +449,15 @@ def make_site(
     full: bool = False,
     rewritten: list[str] | None = None,
     engine: str = engines.DEFAULT,
+    saved: dirty.SiteState | None = None,
 ) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
 
     Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.dirty``
-    finds that exact; returns whether it did. ``clean=False`` skips the sanitizer; only ``bench/render.py``
-    uses it, to measure what it costs. Zensical (``engine``) has no dirty builds: it rebuilds what changed
-    from its own cache (``render.engines``), cleared by ``full``.
+    finds that exact against ``saved``, the last build's state (``dirty.take``); returns whether it did.
+    ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
+    (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.engines``),
+    cleared by ``full``.
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
     chosen = engines.get(engine)
@@ -468,9 +470,8 @@ def make_site(
         and clean
         and not full
         and paths.site.is_dir()
-        and dirty.can_reuse(paths.build, paths.site, now)
+        and dirty.can_reuse(saved, paths.site, now)
     )
-    dirty.forget(paths.build)  # the site and the state change together or not at all
     out = sitedir.temp_folder(paths.site)
     try:
         if reuse:
@@ -551,9 +552,10 @@ def build(
     """
     with sitedir.build_lock(paths.build):
         inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
+        saved = dirty.take(paths.build)  # saved again only once a site is swapped in
         tree, evidence, src = render_tree(paths, full, reuse)
         if site:
-            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full, tree.rewritten, engine)
+            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full, tree.rewritten, engine, saved)
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

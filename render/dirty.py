@@ -80,17 +80,28 @@ def save(build_dir: Path, state: SiteState) -> None:
     os.replace(tmp, build_dir / STATE)
 
 
-def forget(build_dir: Path) -> None:
-    """Drop the state (before anything that may leave the site and the state out of step)."""
-    (build_dir / STATE).unlink(missing_ok=True)
+def take(build_dir: Path) -> SiteState | None:
+    """The last build's state, removed from the build folder: a build that stops anywhere leaves none behind.
 
-
-def can_reuse(build_dir: Path, site: Path, now: SiteState) -> bool:
-    """Whether ``site`` is the last build's, and that build's state equals ``now`` but for its inputs digest."""
+    A build that writes the tree but not the site (``--no-site``, or one that fails) would otherwise leave
+    tree files newer than the site with a state that still vouches for it.
+    """
+    path = build_dir / STATE
     try:
-        saved = SiteState(**json.loads((build_dir / STATE).read_bytes()))
+        saved = SiteState(**json.loads(path.read_bytes()))
+    except (OSError, ValueError, TypeError):
+        saved = None
+    path.unlink(missing_ok=True)
+    return saved
+
+
+def can_reuse(saved: SiteState | None, site: Path, now: SiteState) -> bool:
+    """Whether ``site`` is the build ``saved`` describes, and ``saved`` equals ``now`` but for its inputs digest."""
+    if saved is None:
+        return False
+    try:
         stamp = ledger.read_build(site / "ledger.json")
-    except (OSError, ValueError, TypeError, Exception):  # noqa: BLE001 - any unreadable state means a full build
+    except Exception:  # noqa: BLE001 - an unreadable site ledger means a full build, whatever the reason
         return False
     if stamp is None or stamp.get("inputs") != saved.inputs or stamp.get("status") != "complete":
         return False

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from measure.errors import ProbebookError
-from render import incremental
+from render import dirty, incremental
 from render.build import BuildPaths, build
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,3 +110,19 @@ def test_a_failed_incremental_build_leaves_the_site_as_it_was(tmp_path: Path) ->
     with pytest.raises(ProbebookError, match="no-such-page.md"):
         build(paths)  # the engine refuses the link in the dirty build, after the site was linked aside
     assert _files(paths.site) == before
+
+
+def test_a_tree_only_build_makes_the_next_site_build_a_full_one(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(SITE / "docs", docs)
+    paths = _paths(tmp_path, docs)
+    build(paths)
+    page = next(docs.glob("records/*/v*.md"))
+    page.write_text(page.read_text(encoding="utf-8") + "\nEdited before a tree-only build.\n", encoding="utf-8")
+    build(paths, site=False)  # the tree changes, the site does not: no state may vouch for the site now
+    assert not (paths.build / dirty.STATE).exists()
+    page.write_text(page.read_text(encoding="utf-8") + "\nEdited again.\n", encoding="utf-8")
+    build(paths)
+    full = _paths(tmp_path / "full", docs)
+    build(full, full=True)
+    assert _files(paths.site) == _files(full.site)
