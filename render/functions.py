@@ -42,7 +42,7 @@ import warnings
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
-from render import claims, methodology, peaks, tables
+from render import chart_theme, claims, methodology, peaks, tables
 from render.derive import fit as fitmod
 from render.derive import fit_numerics
 from render.derive import mfu as mfumod
@@ -327,12 +327,13 @@ class PageFunctions(
         picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
         out = charts.render(kind, [self._doc(r) for r in picked], **options)
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")
-        return Asset(
-            kind,
-            {"svg": out.svg.encode("utf-8"), "vl.json": out.spec_json.encode("utf-8")},
-            lambda name: f"![{alt}]({name}.svg)\n\n[Chart spec (Vega-Lite JSON)]({name}.vl.json)\n",
-            tuple(r.id for r in picked),
-        )
+        files = {
+            "svg": out.svg.encode("utf-8"),
+            "dark.svg": out.dark_svg.encode("utf-8"),
+            "vl.json": out.spec_json.encode("utf-8"),
+            "dark.vl.json": out.dark_spec_json.encode("utf-8"),
+        }
+        return Asset(kind, files, lambda name: chart_theme.markdown(name, alt), tuple(r.id for r in picked))
 
     def table(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """A table of the evidence with CSV and JSON downloads saved beside the page."""

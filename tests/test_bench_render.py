@@ -51,7 +51,8 @@ def test_render_benchmark_runs_on_a_small_archive(tmp_path: Path) -> None:
         assert "synthetic" in doc["origin"]["source"] and "synthetic" in doc["notes"]
     assert sorted((REPO / "archive").rglob("*")) == repo_archive  # the real archive is never touched
 
-    # both sites hold the two records with their two charts each, drawn once by render
+    # both sites hold the two records with their two charts each (a light and a dark SVG), drawn once by render
     for site in ("site-probebook", "site-plain"):
         assert len(list((keep / site / "records").rglob("v1.html"))) == 2
-    assert len(list((keep / "plain" / "docs" / "records").rglob("*.svg"))) == 4
+    assert len(list((keep / "plain" / "docs" / "records").rglob("*.svg"))) == 8
+    assert len(list((keep / "plain" / "docs" / "records").rglob("*.dark.svg"))) == 4

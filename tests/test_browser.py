@@ -1,21 +1,32 @@
-"""A real headless Chromium loads the built fixture site from a local server: no console errors, no request
-off localhost, the charts' SVG present and loaded, downloads served; screenshots kept in test-artifacts/browser/."""
+"""A real headless Chromium reads the built fixture site as a reader would, at 1440 and 390 px, light and dark.
+
+One tour per built site (module scope): the home page, every record version (the current one and an
+archived one), the methodology page and the changelog when the build has them, and an evidence page;
+each is screenshotted into ``test-artifacts/browser/<site>/``. The tests then check what the tour saw:
+no console errors, no request off localhost, no failed request; no table clipped without a scroll cue;
+chart text at least 12 px at its rendered size; dark charts that are not white boxes; interactive charts
+drawn by the site's own vega-embed, with the static SVG shown when JavaScript is off; every number link
+landing on an element that exists.
+
+``SITES`` names the builds the tour runs on; another engine's build joins by adding an entry.
+"""
 
 from __future__ import annotations
 
 import functools
 import http.server
+import re
 import threading
 import urllib.parse
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
 from render.build import BuildPaths
 
 REPO = Path(__file__).resolve().parent.parent
-SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
 ARTIFACTS = REPO / "test-artifacts" / "browser"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -28,36 +39,155 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-RECORD = "records/step-time/v2.html"
+WIDTHS = (1440, 390)
+"""A desktop and a phone (an iPhone 12 to 15 is 390 CSS px wide)."""
+SCHEMES = ("light", "dark")
+MIN_TEXT_PX = 12.0
+"""The smallest chart text a reader must be able to read, at the size the browser draws it."""
+WHITE_SHARE = 0.2
+"""A dark chart may have at most this share of near-white pixels (its text and light marks)."""
+
+SITES: dict[str, Callable[[BuildPaths], Path]] = {"mkdocs": lambda built: built.site}
+"""Site name -> the folder of a build of the fixture site (given ``conftest.fixture_site``)."""
 
 pytestmark = pytest.mark.browser
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site folder; keeps the test output clean and records every path asked for."""
+def tour_pages(site: Path) -> list[str]:
+    """The pages a reader's tour opens, as paths relative to the site, in a stable order."""
+    pages = ["index.html"]
+    pages += sorted(str(p.relative_to(site)) for p in site.glob("records/*/v*.html"))
+    pages += sorted(
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if re.search(r"methodology|changelog|changes", p.stem) and "evidence" not in p.parts
+    )
+    evidence = sorted(p for p in (site / "evidence").glob("*.html") if p.stem != "index")
+    record = (site / pages[1]).read_text(encoding="utf-8") if len(pages) > 1 else ""
+    cited = [p for p in evidence if p.name in record]  # an evidence page a record links to
+    pages += [str((cited or evidence)[0].relative_to(site))] if evidence else []
+    return pages
 
-    requested: list[str]
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site folder; keeps the test output clean."""
 
     def log_message(self, format: str, *args: Any) -> None:
-        self.requested.append(self.path)
+        pass
+
+
+@dataclass
+class View:
+    """What one page showed at one width and scheme."""
+
+    page: str
+    width: int
+    scheme: str
+    script: bool = True
+    requests: list[str] = field(default_factory=list)
+    offsite: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    charts: list[dict[str, Any]] = field(default_factory=list)
+    dark_fallbacks: list[dict[str, Any]] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.page} at {self.width} px, {self.scheme}{'' if self.script else ', no JavaScript'}"
+
+
+# Every table's scroll box: whether a header cell ends past the visible box (clipped), and the cue a
+# reader gets that more is to the right: a scrollbar that takes room, or a shadow or gradient drawn
+# on the box or its wrapper (the usual "scroll for more" cue).
+TABLES_JS = """
+() => [...document.querySelectorAll('article table')].map(table => {
+  let box = table;
+  while (box && box.tagName !== 'ARTICLE' && !/(auto|scroll)/.test(getComputedStyle(box).overflowX)) {
+    box = box.parentElement;
+  }
+  if (!box || box.tagName === 'ARTICLE') box = table.parentElement;
+  const right = box.getBoundingClientRect().right;
+  const cells = [...table.querySelectorAll('tr:first-child > *')];
+  const clipped = cells.filter(c => c.getBoundingClientRect().right > right + 1).map(c => c.textContent.trim());
+  const style = getComputedStyle(box);
+  const scrolls = /(auto|scroll)/.test(style.overflowX) && box.scrollWidth > box.clientWidth;
+  const borders = parseFloat(style.borderTopWidth) + parseFloat(style.borderBottomWidth);
+  const bar = box.offsetHeight - box.clientHeight - borders;
+  const drawn = el => el && (getComputedStyle(el).boxShadow !== 'none'
+                             || getComputedStyle(el).backgroundImage !== 'none');
+  return {head: cells.map(c => c.textContent.trim()).join(' | '), clipped, scrolls,
+          cue: bar > 0 || drawn(box) || drawn(box.parentElement)};
+})
+"""
+
+# Every visible chart, static (<img> of an SVG) or interactive (vega-embed's inline SVG): its smallest
+# text at the drawn size, and the share of near-white pixels when drawn over the page's background.
+# Also every dark-scheme SVG, visible or not (the fallback without JavaScript), drawn the same way.
+CHARTS_JS = """
+async () => {
+  const bg = getComputedStyle(document.querySelector('.md-main') || document.body).backgroundColor;
+  const pageBg = getComputedStyle(document.body).backgroundColor;
+  const under = bg === 'rgba(0, 0, 0, 0)' ? pageBg : bg;
+  const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+  async function white(src, w, h) {
+    const img = new Image(); img.src = src; await img.decode();
+    const c = document.createElement('canvas'); c.width = Math.round(w); c.height = Math.round(h);
+    const g = c.getContext('2d'); g.fillStyle = under; g.fillRect(0, 0, c.width, c.height);
+    g.drawImage(img, 0, 0, c.width, c.height);
+    const d = g.getImageData(0, 0, c.width, c.height).data; let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (0.2126 * d[i] + 0.7152 * d[i + 1] + 0.0722 * d[i + 2] > 230) n++;
+    return n / (c.width * c.height);
+  }
+  async function staticSizes(img) {
+    const text = await (await fetch(img.src.split('#')[0])).text();
+    const svg = new DOMParser().parseFromString(text, 'image/svg+xml');
+    return [...svg.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size')));
+  }
+  const charts = [], fallbacks = [];
+  for (const img of document.querySelectorAll('article img')) {
+    const src = img.getAttribute('src') || '';
+    if (!/\\.svg#only-(light|dark)$/.test(src)) continue;
+    const share = await white(img.src, img.naturalWidth, img.naturalHeight);
+    if (src.endsWith('#only-dark')) fallbacks.push({src, white: share});
+    if (!shown(img)) continue;
+    const sizes = await staticSizes(img);
+    const width = img.getBoundingClientRect().width;
+    charts.push({kind: 'static', src, texts: sizes.length, minText: Math.min(...sizes) * width / img.naturalWidth,
+                 width, white: share});
+  }
+  for (const holder of document.querySelectorAll('article .pb-chart')) {
+    const svg = holder.querySelector('svg');
+    if (!svg || !shown(svg)) continue;
+    const box = svg.getBoundingClientRect();
+    const own = (svg.viewBox && svg.viewBox.baseVal && svg.viewBox.baseVal.width) || svg.width.baseVal.value;
+    const scale = box.width / own;
+    const sizes = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+      .map(t => parseFloat(getComputedStyle(t).fontSize) * scale);
+    const data = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(new XMLSerializer().serializeToString(svg));
+    charts.push({kind: 'interactive', src: holder.getAttribute('aria-label'), texts: sizes.length,
+                 minText: Math.min(...sizes), width: box.width, white: await white(data, box.width, box.height)});
+  }
+  return {charts, fallbacks};
+}
+"""
+
+
+@pytest.fixture(scope="module", params=sorted(SITES))
+def site(request: pytest.FixtureRequest, fixture_site: BuildPaths) -> tuple[str, Path]:
+    """(name, folder) of a build of the fixture site, built once per test process (``conftest.fixture_site``)."""
+    return request.param, SITES[request.param](fixture_site)
 
 
 @pytest.fixture(scope="module")
-def site(fixture_site: BuildPaths) -> Path:
-    """The fixture site, built once per test process (``conftest.fixture_site``); the browser only reads it."""
-    return fixture_site.site
-
-
-@pytest.fixture(scope="module")
-def server(site: Path) -> Iterator[tuple[str, list[str]]]:
-    """``http.server`` on 127.0.0.1 (a free port) in a thread; yields the base URL and the served paths."""
-    requested: list[str] = []
-    handler = type("Handler", (_QuietHandler,), {"requested": requested})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(site)))
+def server(site: tuple[str, Path]) -> Iterator[str]:
+    """``http.server`` on 127.0.0.1 (a free port) in a thread, serving the site; yields the base URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site[1])))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/", requested
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -77,114 +207,165 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
-class Visit:
-    """One page load with everything the page did recorded."""
+def _context(browser: Any, width: int, scheme: str, script: bool, view: list[View]) -> Any:
+    """A browser context at ``width`` in ``scheme`` whose every request off localhost is recorded and aborted."""
+    context = browser.new_context(
+        viewport={"width": width, "height": 900}, color_scheme=scheme, java_script_enabled=script
+    )
 
-    def __init__(self, browser: Any, url: str, shot: str):
-        self.requests: list[str] = []
-        self.offsite: list[str] = []
-        self.console_errors: list[str] = []
-        self.failures: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        # anything not on localhost is recorded and aborted, so a leak fails the test without reaching out
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None)
-        self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failures.append(f"{r.url}: {r.failure}"))
-        self.page.on(
-            "response", lambda r: self.failures.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None
-        )
-        self.page.goto(url, wait_until="networkidle")
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
-
-    def _route(self, route: Any) -> None:
-        url = route.request.url
+    def route(r: Any) -> None:
+        url = r.request.url
         if urllib.parse.urlsplit(url).hostname in LOCAL_HOSTS or url.startswith(("data:", "blob:")):
-            route.continue_()
+            r.continue_()
         else:
-            self.offsite.append(url)
-            route.abort()
+            view[0].offsite.append(url)
+            r.abort()
 
-    def assert_clean(self) -> None:
-        assert self.requests, "the page made no requests at all"
-        hosts = {urllib.parse.urlsplit(u).hostname for u in self.requests if not u.startswith(("data:", "blob:"))}
-        assert hosts <= LOCAL_HOSTS, f"requests left localhost: {sorted(hosts - LOCAL_HOSTS)}"
-        assert not self.offsite, f"requests left localhost: {self.offsite}"
-        assert not self.console_errors, f"console errors: {self.console_errors}"
-        assert not self.failures, f"failed requests: {self.failures}"
-
-    def close(self) -> None:
-        self.context.close()
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("request", lambda r: view[0].requests.append(r.url))
+    page.on("console", lambda m: view[0].console_errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: view[0].console_errors.append(str(e)))
+    page.on("requestfailed", lambda r: view[0].failures.append(f"{r.url}: {r.failure}"))
+    page.on("response", lambda r: view[0].failures.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None)
+    return context, page
 
 
-@pytest.fixture
-def visit(browser: Any) -> Iterator[Any]:
-    opened: list[Visit] = []
-
-    def open_page(url: str, shot: str) -> Visit:
-        v = Visit(browser, url, shot)
-        opened.append(v)
-        return v
-
-    yield open_page
-    for v in opened:
-        v.close()
-
-
-def chart_images(page: Any) -> list[dict[str, Any]]:
-    """Every chart image in the page's article: its src and whether the browser decoded it."""
-    return page.eval_on_selector_all(
-        'article img[src$=".svg"]',
-        "els => els.map(e => ({src: e.getAttribute('src'), ok: e.complete && e.naturalWidth > 0, "
-        "w: e.naturalWidth, alt: e.getAttribute('alt')}))",
-    )
+def _visit(page: Any, url: str, view: View, shot: Path) -> None:
+    page.goto(url, wait_until="networkidle")
+    if view.script and page.locator("article a[href$='.vl.json']").count():
+        # charts.js draws each chart after fetching its spec: wait until every one is drawn (or failed back)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.querySelector('svg') || h.hidden)"
+            " && document.querySelectorAll('article .pb-chart').length > 0",
+            timeout=15000,
+        )
+    view.tables = page.evaluate(TABLES_JS)
+    found = page.evaluate(CHARTS_JS)
+    view.charts, view.dark_fallbacks = found["charts"], found["fallbacks"]
+    view.links = page.eval_on_selector_all('article a[href*="evidence/"]', "els => els.map(e => e.href)")
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(shot), full_page=True)
 
 
-def test_home_page_loads_clean(server: tuple[str, list[str]], visit: Any) -> None:
-    base, _ = server
-    v = visit(base + "index.html", "home.png")
-    v.assert_clean()
-    assert v.page.locator("header").count() >= 1
-    assert "probebook" in v.page.title()
-    # the theme's own icons are inline SVG: present, so the page drew without any network font or icon
-    assert v.page.locator("svg").count() > 0
+@pytest.fixture(scope="module")
+def tour(browser: Any, server: str, site: tuple[str, Path]) -> list[View]:
+    """Every tour page at each width and scheme with scripts on, and the pages with charts at 390 px without."""
+    name, folder = site
+    pages = tour_pages(folder)
+    views: list[View] = []
+    plans = [(w, s, True, pages) for w in WIDTHS for s in SCHEMES]
+    with_charts = [p for p in pages if ".vl.json" in (folder / p).read_text(encoding="utf-8")]
+    plans += [(390, s, False, with_charts) for s in SCHEMES]
+    for width, scheme, script, chosen in plans:
+        current: list[View] = [View("", width, scheme, script)]
+        context, page = _context(browser, width, scheme, script, current)
+        try:
+            for rel in chosen:
+                current[0] = View(rel, width, scheme, script)
+                views.append(current[0])
+                slug = rel.removesuffix(".html").replace("/", "-")
+                shot = ARTIFACTS / name / f"{slug}-{width}-{scheme}{'' if script else '-nojs'}.png"
+                _visit(page, server + rel, current[0], shot)
+        finally:
+            context.close()
+    return views
 
 
-def test_record_page_shows_its_chart_svg(server: tuple[str, list[str]], visit: Any) -> None:
-    base, requested = server
-    v = visit(base + RECORD, "record.png")
-    v.assert_clean()
-    images = chart_images(v.page)
-    assert images, "the record shows no chart"
-    for img in images:
-        assert img["ok"], f"chart {img['src']} did not load"
-        assert img["w"] >= 300 and img["alt"] and "Step time" in img["alt"]
-        assert any(p.endswith(img["src"].rsplit("/", 1)[-1]) for p in requested), "the SVG was not fetched"
-    svg = v.page.request.get(urllib.parse.urljoin(v.page.url, images[0]["src"]))
-    assert svg.status == 200 and svg.headers["content-type"].startswith("image/svg+xml")
-    assert svg.text().startswith("<svg") and "<script" not in svg.text()
-    # the numbers in the prose link to evidence pages on this site
-    assert v.page.locator('article a[href*="evidence/"]').count() > 0
+def test_the_tour_covers_every_kind_of_page(tour: list[View], site: tuple[str, Path]) -> None:
+    pages = {v.page for v in tour}
+    assert "index.html" in pages
+    records = [p for p in pages if p.startswith("records/") and p != "records/index.html"]
+    assert len(records) >= 2, "the tour needs a current and an archived record"
+    assert any(p.startswith("evidence/") for p in pages)
+    assert any("changes" in p or "changelog" in p for p in pages)
+    shots = list((ARTIFACTS / site[0]).glob("*.png"))
+    assert len(shots) >= len(pages) * len(WIDTHS) * len(SCHEMES)
 
 
-def test_evidence_page_reached_from_the_record(server: tuple[str, list[str]], visit: Any) -> None:
-    base, _ = server
-    v = visit(base + RECORD, "record-before-click.png")
-    link = v.page.locator('article a[href*="evidence/"]').first
-    with v.page.expect_navigation(wait_until="networkidle"):
-        link.click()
-    assert "/evidence/" in v.page.url
-    v.page.screenshot(path=str(ARTIFACTS / "evidence.png"), full_page=True)
-    v.assert_clean()
-    assert v.page.locator("article table").count() >= 1  # the raw samples table
-    downloads = v.page.eval_on_selector_all(
-        'article a[href$=".csv"], article a[href$=".json"]', "els => els.map(e => e.href)"
-    )
-    assert any(d.endswith(".csv") for d in downloads) and any(d.endswith(".json") for d in downloads)
-    for href in downloads:
-        assert urllib.parse.urlsplit(href).hostname in LOCAL_HOSTS
-        got = v.page.request.get(href)
-        assert got.status == 200 and got.body(), f"download {href} failed"
+def test_no_console_errors_no_outside_requests_no_failures(tour: list[View]) -> None:
+    for v in tour:
+        assert v.requests, f"{v.name}: the page made no requests at all"
+        hosts = {urllib.parse.urlsplit(u).hostname for u in v.requests if not u.startswith(("data:", "blob:"))}
+        assert hosts <= LOCAL_HOSTS and not v.offsite, f"{v.name}: requests left localhost: {v.offsite}"
+        assert not v.console_errors, f"{v.name}: console errors: {v.console_errors}"
+        assert not v.failures, f"{v.name}: failed requests: {v.failures}"
+
+
+def test_no_table_is_clipped_without_a_scroll_cue(tour: list[View]) -> None:
+    assert any(v.tables for v in tour), "the tour saw no table"
+    for v in tour:
+        for t in v.tables:
+            if t["clipped"]:
+                assert t["scrolls"], f"{v.name}: table [{t['head']}] hides {t['clipped']} and cannot scroll"
+                assert t["cue"], f"{v.name}: table [{t['head']}] hides {t['clipped']} with no visible scroll cue"
+
+
+def test_chart_text_is_at_least_12_px_as_drawn(tour: list[View]) -> None:
+    drawn = [(v, c) for v in tour for c in v.charts]
+    assert {c["kind"] for _, c in drawn} == {"static", "interactive"}
+    assert any(v.width == 390 for v, _ in drawn)
+    for v, c in drawn:
+        assert c["texts"] > 0, f"{v.name}: chart {c['src']} has no text"
+        assert c["minText"] >= MIN_TEXT_PX, f"{v.name}: chart {c['src']} draws text at {c['minText']:.1f} px"
+
+
+def test_dark_charts_are_not_white_boxes(tour: list[View]) -> None:
+    dark = [(v, c) for v in tour if v.scheme == "dark" and v.script for c in v.charts]
+    assert dark, "the tour saw no chart in dark mode"
+    # the dark SVGs behind the interactive charts, drawn over the dark page (without scripts the theme
+    # cannot switch to its dark scheme, so the light SVG shows on a light page)
+    fallbacks = [(seen, f) for seen in tour if seen.scheme == "dark" and seen.script for f in seen.dark_fallbacks]
+    assert fallbacks, "the tour saw no dark static SVG"
+    for v, c in dark + fallbacks:
+        assert c["white"] <= WHITE_SHARE, f"{v.name}: chart {c['src']} is {c['white']:.0%} near-white"
+    light = [c for v in tour if v.scheme == "light" and v.script for c in v.charts]
+    assert light and all(c["white"] > 0.5 for c in light)  # the check tells a light chart from a dark one
+
+
+def test_charts_are_interactive_with_scripts_and_static_without(tour: list[View]) -> None:
+    for v in tour:
+        kinds = {c["kind"] for c in v.charts}
+        if v.script and v.charts:
+            assert kinds == {"interactive"}, f"{v.name}: static and interactive charts both shown"
+        if not v.script:
+            assert kinds == {"static"}, f"{v.name}: the static SVG fallback is not shown"
+    assert any(not v.script and v.charts for v in tour)
+
+
+def test_every_number_link_lands_on_an_element_that_exists(tour: list[View], browser: Any) -> None:
+    links = sorted({u for v in tour for u in v.links})
+    assert links, "no page links a number to its evidence"
+    context = browser.new_context()
+    try:
+        pages: dict[str, str] = {}
+        for link in links:
+            url, _, fragment = link.partition("#")
+            if url not in pages:
+                got = context.request.get(url)
+                assert got.status == 200, f"{link}: HTTP {got.status}"
+                pages[url] = got.text()
+            if fragment:
+                ident = urllib.parse.unquote(fragment)
+                assert re.search(rf'\bid="{re.escape(ident)}"', pages[url]), f"{link}: no element with id {ident!r}"
+    finally:
+        context.close()
+
+
+def test_evidence_page_offers_its_downloads(tour: list[View], server: str, browser: Any) -> None:
+    evidence = next(v.page for v in tour if v.page.startswith("evidence/"))
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(server + evidence, wait_until="networkidle")
+        assert page.locator("article table").count() >= 1  # the raw samples table
+        downloads = page.eval_on_selector_all(
+            'article a[href$=".csv"], article a[href$=".json"]', "els => els.map(e => e.href)"
+        )
+        assert any(d.endswith(".csv") for d in downloads) and any(d.endswith(".json") for d in downloads)
+        for href in downloads:
+            assert urllib.parse.urlsplit(href).hostname in LOCAL_HOSTS
+            got = page.request.get(href)
+            assert got.status == 200 and got.body(), f"download {href} failed"
+    finally:
+        context.close()

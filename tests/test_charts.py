@@ -1,4 +1,5 @@
-"""render.charts: every chart kind's SVG (content, determinism, offline, escaping, ids) and its input errors."""
+"""render.charts: every chart kind's SVG (content, determinism, offline, escaping, ids, legends, unstable marks,
+themes, phone-width text) and its input errors; render.site_assets: the chart Markdown and site assets."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.store import Store
-from render import charts
+from render import chart_theme, charts, site_assets
 from render.derive import fit as fitmod
 
 REPO = Path(__file__).resolve().parent.parent
@@ -93,6 +94,14 @@ def texts(svg: str) -> list[str]:
 def test_curve_tokens_is_evenly_spaced_and_inclusive():
     assert charts.curve_tokens(0, 10, 6) == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
     assert charts.curve_tokens(512, 512) == [512.0]
+
+
+def test_axis_format_keeps_three_figures_and_no_exponent():
+    assert charts.axis_format(0.0512) == ".4~f"
+    assert charts.axis_format(3.2) == ".2~f"
+    assert charts.axis_format(1250.0) == ".0~f"
+    assert charts.axis_format(2e-15) == ".6~f"
+    assert charts.axis_format(0.0) == ".0~f"
 
 
 def test_namespace_ids_renames_definitions_and_uses_in_order():
@@ -321,12 +330,12 @@ def test_charts_from_the_fixture_archive():
 def test_step_scaling_greys_out_samples_outside_the_fitted_range():
     out = charts.render("step-scaling", [quadratic_doc()], tokens="1024:", terms="a+b")
     points = next(rows for rows in datasets(out) if rows and "step_ms" in rows[0])
-    assert {(r["tokens"], r["sample"]) for r in points} == {
+    assert {(r["tokens"], r["series"]) for r in points} == {
         (256, "outside the fitted range"),
         (512, "outside the fitted range"),
-        (1024, "fitted"),
-        (2048, "fitted"),
-        (4096, "fitted"),
+        (1024, "measured sample"),
+        (2048, "measured sample"),
+        (4096, "measured sample"),
     }
     assert "outside the fitted range" in texts(out.svg)
     assert "6 samples outside it drawn in grey" in out.alt
@@ -354,7 +363,7 @@ def test_svg_drawing_never_fetches_a_url():
 
 def test_tooltips_stay_in_the_interactive_spec_but_not_in_the_static_svg():
     out = charts.render("loss-memory", [memory_doc()])
-    assert json.loads(out.spec_json)["encoding"]["tooltip"]
+    assert any(layer["encoding"].get("tooltip") for layer in json.loads(out.spec_json)["layer"])
     assert charts.without_tooltips({"a": [{"tooltip": 1, "b": 2}], "tooltip": 3}) == {"a": [{"b": 2}]}
 
 
@@ -366,3 +375,171 @@ def test_batch_sweep_of_two_models_dashes_one_and_names_the_model_at_each_oom():
     assert spec["layer"][0]["encoding"]["strokeDash"]["field"] == "model"
     shown = texts(out.svg)
     assert {"model", "90m", "250m"} <= set(shown) and shown.count("250m OOM") == 2
+
+
+# --- unstable points, legends, themes, phone width (issue 7 and 14) ------------------------
+
+
+def spec_of(out: charts.ChartOutput, dark: bool = False) -> dict:
+    return json.loads(out.dark_spec_json if dark else out.spec_json)
+
+
+def scales(spec: dict, channel: str) -> list[dict]:
+    """Every explicit scale of ``channel`` in a (layered, concatenated) spec."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            enc = node.get("encoding") or {}
+            if isinstance(enc.get(channel), dict) and "scale" in enc[channel]:
+                found.append(enc[channel]["scale"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return found
+
+
+def test_unstable_tokens_reads_the_probe_points_and_imported_rows():
+    d = quadratic_doc()
+    d["data"]["points"] = [
+        {"mode": "fixed_batch", "tokens": 1024, "batch": 8, "unstable": True},
+        {"mode": "fixed_batch", "tokens": 2048, "batch": 8, "unstable": False},
+        {"mode": "fixed_batch", "tokens": 4096, "batch": 4, "unstable": True},  # another batch: not these rows
+        {"mode": "fixed_tokens", "tokens": 512, "batch": 8, "unstable": True},  # another mode
+    ]
+    d["data"]["samples"][0]["cv"] = 0.06  # an imported row's own CV over 5%
+    assert fitmod.unstable_tokens(d) == {256.0, 1024.0}
+    assert fitmod.unstable_tokens(quadratic_doc()) == set()
+
+
+def test_step_scaling_marks_unstable_sequence_lengths_as_hollow_triangles():
+    d = quadratic_doc()
+    d["data"]["points"] = [{"mode": "fixed_batch", "tokens": 1024, "batch": 8, "unstable": True}]
+    out = charts.render("step-scaling", [d], terms="c+a+b")
+    points = next(rows for rows in datasets(out) if rows and "step_ms" in rows[0])
+    assert sorted({(r["tokens"], r["series"]) for r in points}) == [
+        (256, "measured sample"),
+        (512, "measured sample"),
+        (1024, charts.UNSTABLE),
+        (2048, "measured sample"),
+        (4096, "measured sample"),
+    ]
+    shape = next(s for s in scales(spec_of(out), "shape"))
+    fill = next(s for s in scales(spec_of(out), "fill"))
+    assert dict(zip(shape["domain"], shape["range"], strict=True)) == {
+        "measured sample": "circle",
+        charts.UNSTABLE: "triangle-up",
+        "fit (c+a+b)": "stroke",
+    }
+    assert dict(zip(fill["domain"], fill["range"], strict=True))[charts.UNSTABLE] == "transparent"
+    shown = texts(out.svg)
+    assert {"measured sample", charts.UNSTABLE, "fit (c+a+b)"} <= set(shown)  # one legend for samples and fit
+    assert "1 sequence lengths flagged unstable (CV over 5%) are hollow triangles" in out.alt
+
+
+def test_loss_memory_marks_unstable_points_with_a_legend_entry():
+    d = memory_doc()
+    d["data"]["samples"][2]["cv"] = 0.09  # eager, microbatch 4
+    d["data"]["samples"][5]["unstable"] = True  # fused, microbatch 2
+    out = charts.render("loss-memory", [d])
+    rows = datasets(out)[0]
+    assert [(r["arm"], r["microbatch"]) for r in rows if r["timing"] == charts.UNSTABLE] == [("eager", 4), ("fused", 2)]
+    shape = next(s for s in scales(spec_of(out), "shape"))
+    marks = dict(zip(shape["domain"], shape["range"], strict=True))
+    assert marks == {charts.STABLE: "circle", charts.UNSTABLE: "triangle-up"}
+    assert charts.UNSTABLE in texts(out.svg)
+    assert "2 unstable points (CV over 5%) are hollow triangles" in out.alt
+    calm = charts.render("loss-memory", [memory_doc()])
+    assert "unstable" not in calm.alt
+
+
+def test_batch_sweep_legend_names_measured_unstable_and_oom():
+    d = sweep_doc()
+    d["data"]["samples"][1]["unstable"] = True
+    out = charts.render("batch-sweep", [d])
+    shape = next(s for s in scales(spec_of(out), "shape"))
+    assert dict(zip(shape["domain"], shape["range"], strict=True)) == {
+        charts.STABLE: "circle",
+        charts.UNSTABLE: "triangle-up",
+        charts.OOM: "cross",
+    }
+    assert {charts.STABLE, charts.UNSTABLE, charts.OOM, "context (tokens)"} <= set(texts(out.svg))
+
+
+def test_kernel_shares_title_names_every_run_it_draws():
+    eager, compiled = kernels_doc(), kernels_doc()
+    eager["params"] = {"preset": "250m", "compile": False}
+    compiled["params"] = {"preset": "250m", "compile": True}
+    one = charts.render("kernel-shares", [compiled])
+    assert spec_of(one)["title"] == {"text": "Share of kernel time by category", "subtitle": "250m, compiled"}
+    two = charts.render("kernel-shares", [eager, compiled])
+    assert "250m, eager against 250m, compiled" in two.alt
+    assert {"250m, eager", "250m, compiled"} <= set(texts(two.svg))
+
+
+def svg_fonts(svg: str) -> list[float]:
+    return [float(el.get("font-size", "").removesuffix("px")) for el in ET.fromstring(svg).iter(f"{SVG_NS}text")]
+
+
+@pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
+def test_every_theme_fits_a_phone_column_with_text_of_12_px(kind, make, options):
+    out = charts.render(kind, [make()], **options)
+    for svg in (out.svg, out.dark_svg):
+        width = float(ET.fromstring(svg).get("width"))
+        assert width <= chart_theme.MAX_WIDTH_PX
+        fonts = svg_fonts(svg)
+        assert fonts and min(fonts) >= chart_theme.TEXT_PX
+        # shrunk to a 390-px phone's column, the smallest text is still 12 px
+        assert min(fonts) * min(1.0, chart_theme.PHONE_COLUMN_PX / width) >= 12
+
+
+@pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
+def test_dark_variant_is_transparent_with_light_text(kind, make, options):
+    out = charts.render(kind, [make()], **options)
+    light, dark = spec_of(out), spec_of(out, dark=True)
+    assert light["config"]["background"] == "#ffffff" and dark["config"]["background"] == "transparent"
+    assert {e.get("fill") for e in ET.fromstring(out.dark_svg).iter(f"{SVG_NS}text")} <= {
+        chart_theme.DARK.text,
+        *chart_theme.DARK.series,
+    }
+    assert "#ffffff" not in out.dark_svg.lower() and 'fill="white"' not in out.dark_svg
+
+
+def test_palettes_are_okabe_ito():
+    for theme in chart_theme.THEMES:
+        assert set(theme.series) <= set(chart_theme.OKABE_ITO.values())
+        assert len(set(theme.series)) == len(theme.series) and theme.fit not in theme.series
+
+
+def test_long_titles_wrap_to_the_chart_width():
+    assert chart_theme.wrap_title("Step time") == "Step time"
+    assert chart_theme.wrap_title("Throughput against batch for the 250m model on one H200", 30) == [
+        "Throughput against batch for",
+        "the 250m model on one H200",
+    ]
+
+
+def test_chart_markdown_shows_each_theme_only_in_its_scheme():
+    assert chart_theme.markdown("v2-step-scaling-1", "Step time") == (
+        "![Step time](v2-step-scaling-1.svg#only-light)\n"
+        "![Step time](v2-step-scaling-1.dark.svg#only-dark)\n\n"
+        "[Chart spec (Vega-Lite JSON)](v2-step-scaling-1.vl.json)\n"
+    )
+
+
+def test_chart_assets_are_offline_and_added_once_to_the_config():
+    files = site_assets.site_files()
+    assert set(files) == {f"assets/probebook/{n}" for n in ("vega-embed.js", "charts.js", "charts.css", "tables.css")}
+    assert b"window.vegaEmbed=" in files["assets/probebook/vega-embed.js"]
+    assert files == site_assets.site_files()
+    config = {"extra_css": ["mine.css"]}
+    site_assets.add_to_config(config)
+    site_assets.add_to_config(config)
+    assert config == {
+        "extra_css": ["mine.css", "assets/probebook/charts.css", "assets/probebook/tables.css"],
+        "extra_javascript": ["assets/probebook/vega-embed.js", "assets/probebook/charts.js"],
+    }

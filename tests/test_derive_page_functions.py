@@ -209,9 +209,14 @@ def test_a_false_claim_is_one_line(cli):
 
 def test_chart_and_table_write_their_files(results):
     chart, table = results["chart"], results["table"]
-    assert [Path(p).name for p in chart["files"]] == ["chart-step-scaling.svg", "chart-step-scaling.vl.json"]
+    assert [Path(p).name for p in chart["files"]] == [
+        "chart-step-scaling.svg",
+        "chart-step-scaling.dark.svg",
+        "chart-step-scaling.vl.json",
+        "chart-step-scaling.dark.vl.json",
+    ]
     assert Path(chart["files"][0]).read_text().startswith("<svg")
-    assert "](chart-step-scaling.svg)" in chart["markdown"]
+    assert "](chart-step-scaling.svg#only-light)" in chart["markdown"]
     assert [Path(p).name for p in table["files"]] == ["table-loss-memory.csv", "table-loss-memory.json"]
     assert Path(table["files"][0]).read_text().startswith("arm,microbatch")
     assert "[CSV](table-loss-memory.csv)" in table["markdown"]

@@ -143,11 +143,15 @@ def test_chart_and_table_write_files_beside_the_page(library: Library, tmp_path:
     assert sorted(state.files) == [
         "records/x/v1-loss-memory-1.csv",
         "records/x/v1-loss-memory-1.json",
+        "records/x/v1-step-scaling-1.dark.svg",
+        "records/x/v1-step-scaling-1.dark.vl.json",
         "records/x/v1-step-scaling-1.svg",
         "records/x/v1-step-scaling-1.vl.json",
     ]
     assert state.files["records/x/v1-step-scaling-1.svg"].startswith(b"<svg")
-    assert "](v1-step-scaling-1.svg)" in text and "[CSV](v1-loss-memory-1.csv)" in text
+    assert state.files["records/x/v1-step-scaling-1.dark.svg"].startswith(b"<svg")
+    assert "](v1-step-scaling-1.svg#only-light)" in text and "](v1-step-scaling-1.dark.svg#only-dark)" in text
+    assert "[CSV](v1-loss-memory-1.csv)" in text
     assert state.cited == {SWEEP, ALIASES["mem"]}
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from measure.errors import ProbebookError
 from render.derive import fit_numerics as num
 from render.derive.fit_numerics import TERMS
+from render.derive.lossmem import unstable
 
 ALPHA_LACK_OF_FIT = 0.01
 """Level of the lack-of-fit test that warns of residuals above the sample noise; strict on purpose."""
@@ -196,6 +197,27 @@ def step_samples(doc: dict, mode: str | None = None) -> list[tuple[float, float]
 def step_batch(doc: dict, mode: str | None = None) -> float:
     """The single batch (sequences per step) of the rows ``step_samples`` returns."""
     return _rows(doc, mode)[1]
+
+
+def unstable_tokens(doc: dict, mode: str | None = None) -> set[float]:
+    """Sequence lengths (tokens) of the rows ``step_samples`` returns whose point was flagged unstable.
+
+    The probe flags a point (its windows' CV over 5%) in ``data.points``; an imported row may carry
+    its own ``unstable`` or ``cv`` column (``render.derive.lossmem.unstable``).
+    """
+    rows, batch = _rows(doc, mode)
+    modes = {r.get("mode") for r in rows}
+    flagged = {float(r["tokens"]) for r in rows if r.get("tokens") is not None and unstable(r)}
+    for point in (doc.get("data") or {}).get("points") or []:
+        if (
+            isinstance(point, dict)
+            and point.get("tokens") is not None
+            and point.get("mode") in modes
+            and float(point.get("batch") or 1) == batch
+            and unstable(point)
+        ):
+            flagged.add(float(point["tokens"]))
+    return flagged
 
 
 def fit_evidence(

@@ -1,0 +1,111 @@
+"""Marks and legends every chart shares: timed points (stable filled, unstable a hollow triangle), out-of-memory
+crosses, a fit's stroke, one legend per meaning, and the axis formats (ARCHITECTURE.md §6.5).
+
+An unstable point (its windows' CV over 5%, ``render.derive.lossmem.unstable``) is drawn the same way in
+every chart that plots timed points, with its own legend entry, as the tables mark it (issue 7).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from render.chart_theme import Theme
+
+UNSTABLE = "unstable (CV over 5%)"
+"""Legend label of a point whose windows' CV was over 5% (``render.derive.lossmem.unstable``)."""
+STABLE = "measured"
+"""Legend label of a timed point that is not unstable."""
+OOM = "first OOM batch"
+"""Legend label of the first batch that ran out of memory (``render.derive.batchsweep``)."""
+OUTSIDE = "outside the fitted range"
+"""Legend label of a sample the fit was told to leave out."""
+CURVE_POINTS = 96
+"""Points on a fitted curve: enough that the quadratic looks smooth at chart width."""
+
+
+def curve_tokens(lo: float, hi: float, n: int = CURVE_POINTS) -> list[float]:
+    """``n`` evenly spaced sequence lengths from ``lo`` to ``hi`` inclusive, for drawing a fit."""
+    if n < 2 or hi <= lo:
+        return [float(lo)]
+    step = (hi - lo) / (n - 1)
+    return [lo + i * step for i in range(n - 1)] + [float(hi)]
+
+
+def axis_format(max_abs: float) -> str:
+    """A d3 fixed-point format for axis values up to ``max_abs`` in size: three significant figures at the
+    largest, at most six decimals, trailing zeros trimmed; never an exponent (ISSUE 14: no scientific notation)."""
+    decimals = 0 if max_abs <= 0 or not math.isfinite(max_abs) else 2 - math.floor(math.log10(max_abs))
+    return f".{min(6, max(0, decimals))}~f"
+
+
+@dataclass(frozen=True)
+class Series:
+    """One legend entry of a chart's own marks: its label, colour, symbol and whether it is filled."""
+
+    label: str
+    colour: str
+    shape: str
+    """A Vega symbol: ``circle``, ``triangle-up``, ``cross``, or ``stroke`` (a line, for a fit)."""
+    filled: bool = True
+
+
+def series_channels(entries: list[Series], field: str = "series") -> dict[str, Any]:
+    """Colour, fill and shape of ``field`` over one domain, so Vega-Lite merges them into one legend."""
+    domain = [e.label for e in entries]
+
+    def scale(values: list[str]) -> alt.Scale:
+        return alt.Scale(domain=domain, range=values)
+
+    return {
+        "color": alt.Color(f"{field}:N", title=None, scale=scale([e.colour for e in entries])),
+        "fill": alt.Fill(
+            f"{field}:N", title=None, scale=scale([e.colour if e.filled else "transparent" for e in entries])
+        ),
+        "shape": alt.Shape(f"{field}:N", title=None, scale=scale([e.shape for e in entries])),
+    }
+
+
+def timing_marks(theme: Theme, oom: bool = False) -> tuple[alt.Shape, alt.Legend]:
+    """The shape channel of a chart whose colour is its series: a filled circle per stable point, a hollow
+    triangle per unstable one, a cross per first OOM batch; its legend draws the symbols in the text colour."""
+    domain = [STABLE, UNSTABLE] + ([OOM] if oom else [])
+    shapes = ["circle", "triangle-up"] + (["cross"] if oom else [])
+    legend = alt.Legend(title=None, symbolStrokeColor=theme.text, symbolFillColor="transparent", symbolStrokeWidth=1.5)
+    return alt.Shape("timing:N", title=None, scale=alt.Scale(domain=domain, range=shapes), legend=legend), legend
+
+
+def timing(flags: list[bool]) -> list[str]:
+    return [UNSTABLE if f else STABLE for f in flags]
+
+
+def points(
+    frame: pd.DataFrame,
+    x: Any,
+    y: Any,
+    color: tuple[str, str, list[Any] | None],
+    theme: Theme,
+    tooltip: list[Any],
+    oom: bool = False,
+) -> Any:
+    """Timed points coloured by ``color`` (field, legend title, order): stable filled, unstable hollow triangles."""
+    shape, _ = timing_marks(theme, oom)
+    field, title, order = color
+    sort: Any = order if order is not None else "ascending"
+    fill = alt.Fill(field, sort=sort, legend=None)  # the colour's legend already names the series
+    return (
+        alt.Chart(frame)
+        .mark_point(size=60, opacity=1, strokeWidth=1.5)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(field, title=title, sort=sort),
+            shape=shape,
+            fill=alt.condition(alt.datum.timing == STABLE, fill, alt.value("transparent")),
+            tooltip=tooltip,
+        )
+    )

@@ -1,0 +1,57 @@
+"""Files render adds to every site: stylesheets and scripts under ``assets/probebook/`` (ARCHITECTURE.md §6.5).
+
+Each is a file in ``render/assets/`` (or, for vega-embed, made at build time), copied into the tree
+and named in the engine config's ``extra_css`` or ``extra_javascript``, so every page loads it from
+the site itself; nothing is ever fetched from a CDN. Add a stylesheet or script by adding its name
+to ``STYLESHEETS`` or ``SCRIPTS``.
+
+Interactive charts: ``charts.js`` replaces each chart's static SVGs (``render.chart_theme.markdown``)
+with a vega-embed view of its Vega-Lite spec in the page's colour scheme. vega-embed, Vega-Lite and
+Vega come from vl-convert's own offline bundle (``vl_convert.javascript_bundle``), so the build needs
+no network, and the bundle's bytes depend only on the vl-convert version, so the site stays
+byte-identical for the same inputs.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Callable
+
+FOLDER = "assets/probebook"
+"""Where the assets sit in the site (reserved: ``render.sources.RESERVED``)."""
+HERE = Path(__file__).resolve().parent / "assets"
+"""Where the hand-written ones are kept in the package."""
+STYLESHEETS = ("charts.css", "tables.css")
+"""Stylesheets in ``render/assets/``, added to ``extra_css`` in this order."""
+SCRIPTS = ("vega-embed.js", "charts.js")
+"""Scripts added to ``extra_javascript`` in this order: the bundle first (``charts.js`` calls ``vegaEmbed``)."""
+
+
+@functools.lru_cache(maxsize=1)
+def vega_embed_bundle() -> bytes:
+    """vega-embed with Vega-Lite and Vega as one script that sets ``window.vegaEmbed`` (about 0.9 MB; made once
+    per process, 1.4 s on an idle core)."""
+    import vl_convert as vlc  # here, not at the top: a build imports this module before it needs the bundle
+
+    return vlc.javascript_bundle("window.vegaEmbed = vegaEmbed;").encode("utf-8")
+
+
+MADE: dict[str, Callable[[], bytes]] = {"vega-embed.js": vega_embed_bundle}
+"""Assets made at build time rather than kept in ``render/assets/``."""
+
+
+def site_files() -> dict[str, bytes]:
+    """Site path -> bytes of every asset."""
+    return {
+        f"{FOLDER}/{name}": MADE[name]() if name in MADE else (HERE / name).read_bytes()
+        for name in STYLESHEETS + SCRIPTS
+    }
+
+
+def add_to_config(config: dict[str, Any]) -> None:
+    """Append the stylesheets and scripts to an engine config's ``extra_css`` and ``extra_javascript``."""
+    for key, names in (("extra_css", STYLESHEETS), ("extra_javascript", SCRIPTS)):
+        given = config.get(key)
+        listed = list(given) if isinstance(given, list) else []
+        config[key] = listed + [f"{FOLDER}/{n}" for n in names if f"{FOLDER}/{n}" not in listed]
