@@ -154,13 +154,11 @@ class WindowPlan(TimingFields):
             raise ProbebookError("cv_threshold must be > 0 and extra >= 0")
 
 
-AUTORANGE_S = 0.2  # timeit.Timer.autorange and torch.utils.benchmark's blocked_autorange both aim at 0.2 s
-
-
 def calls_per_window(window_s: float, step_s: float, least: int) -> int:
     """Calls that make a window last about ``window_s`` seconds when one call takes ``step_s`` seconds.
 
-    At least ``least`` calls; sized by time the way ``timeit.Timer.autorange`` sizes its loops, so a
+    At least ``least`` calls; sized by time the way ``timeit.Timer.autorange`` sizes its loops (it, and
+    ``torch.utils.benchmark``'s ``blocked_autorange``, aim at 0.2 s), so a
     2 ms step gets a hundred calls and a 400 ms step one, instead of the same count for both.
     """
     if not step_s > 0:
