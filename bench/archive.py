@@ -10,10 +10,15 @@ the same files, so the ratio compares like with like (same disk, same page cache
 - verify: ``Store.verify()`` as shipped (``os.listdir`` + ``os.open``/``os.read`` per file);
 - sha256sum: the coreutils tool over the same files, in argument batches like ``xargs``
   (its output is checked against the names once, untimed, so it is known to do the same job);
-- archive verify: what ``probebook archive verify`` does, hashing plus parsing every document.
+- the command: ``probebook archive verify`` as a user runs it, a new process that starts Python,
+  lists the archive, hashes every file and parses and validates every document
+  (``measure.archive_check``: one read per file, orjson where exact, both cores where it pays),
+  timed beside ``sha256sum`` run as a process the same way, alternated ABBA.
 
-The goal (issue 2) is ``Store.verify`` within 2x of ``sha256sum``. The evidence written here
-is synthetic and lives in a temporary folder that is removed afterwards (unless ``--keep``).
+The goals: ``Store.verify`` within 2x of ``sha256sum`` (issue 2), and the command within 2x of it
+(issue 15), each the ratio of the fastest runs; the CPU seconds of both processes are printed too
+(on a shared machine, wall time includes waiting for a core). The evidence written here is
+synthetic and lives in a temporary folder that is removed afterwards (unless ``--keep``).
 """
 
 from __future__ import annotations
@@ -21,7 +26,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,6 +38,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from measure import archive_check  # noqa: E402
 from measure.evidence import Evidence  # noqa: E402
 from measure.store import Store  # noqa: E402
 
@@ -86,6 +94,37 @@ def sha256sum_mismatches(outputs: list[bytes]) -> int:
     return bad
 
 
+def verify_command(root: Path) -> float:
+    """CPU seconds of ``probebook archive verify`` as a new process (it must report the archive clean)."""
+    cmd = [sys.executable, "-m", "probebook", "--archive", str(root), "archive", "verify"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0 or not out.stdout.startswith("ok: "):
+        sys.exit(f"probebook archive verify failed: {out.stdout[-300:]}{out.stderr[-300:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def sha256sum_cpu(paths: list[Path]) -> float:
+    """CPU seconds of ``sha256sum_run`` over ``paths`` (its processes)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sha256sum_run(paths)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def command_beside_sha256sum(root: Path, paths: list[Path], repeat: int) -> dict[str, list[tuple[float, float]]]:
+    """(wall s, CPU s) of each run of the command and of sha256sum, alternated ABBA."""
+    runs: dict[str, list[tuple[float, float]]] = {"command": [], "sha256sum": []}
+    for i in range(2 * max(repeat, 2)):
+        order = ("command", "sha256sum") if i % 2 == 0 else ("sha256sum", "command")
+        for which in order:
+            wall, cpu = timed(verify_command, root) if which == "command" else timed(sha256sum_cpu, paths)
+            runs[which].append((wall, cpu))
+    return runs
+
+
 def timed(fn, *args):
     t0 = time.perf_counter()
     result = fn(*args)
@@ -107,34 +146,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, default=10_000, help="documents to import and verify (default 10000)")
     ap.add_argument("--repeat", type=int, default=3, help="verify passes per method; the fastest is reported")
     ap.add_argument("--keep", type=Path, help="build the archive in this (new) folder and keep it")
+    ap.add_argument("--reuse", type=Path, help="time the archive an earlier --keep run left here (no import row)")
     args = ap.parse_args(argv)
     if args.n < 1 or args.repeat < 1:
         ap.error("--n and --repeat must be at least 1")
     if shutil.which("sha256sum") is None:
         print("bench/archive.py: sha256sum (coreutils) not found; cannot compare", file=sys.stderr)
         return 2
+    if args.reuse and not (args.reuse / "evidence").is_dir():
+        print(f"bench/archive.py: {args.reuse} holds no archive; make one with --keep", file=sys.stderr)
+        return 2
     if args.keep and args.keep.exists():
         print(f"bench/archive.py: {args.keep} exists; give a new folder to --keep", file=sys.stderr)
         return 2
-    tmp = None if args.keep else tempfile.mkdtemp(prefix="probebook-bench-")
-    root = args.keep or Path(tmp) / "archive"
+    tmp = None if args.keep or args.reuse else tempfile.mkdtemp(prefix="probebook-bench-")
+    root = args.reuse or args.keep or Path(tmp) / "archive"
     try:
         store = Store(root)
-        docs = [make_evidence(i) for i in range(args.n)]
-        t_import, ids = timed(lambda: [store.put(d) for d in docs])
-        assert len(set(ids)) == args.n, "the documents were meant to be distinct"
+        rows: dict[str, float] = {}
+        if not args.reuse:
+            docs = [make_evidence(i) for i in range(args.n)]
+            rows["import (Store.put, fsync per file)"], ids = timed(lambda: [store.put(d) for d in docs])
+            assert len(set(ids)) == args.n, "the documents were meant to be distinct"
         paths = list(store.iter_paths())
-        assert len(paths) == args.n
+        args.n = len(paths)
         size = sum(p.stat().st_size for p in paths)
         # correctness first, untimed: every method must find the fresh archive clean
         assert sha256sum_mismatches(sha256sum_run(paths)) == 0
         assert verify_baseline(store) == 0 and store.verify() == [] and store.invalid() == []
 
-        rows: dict[str, float] = {"import (Store.put, fsync per file)": t_import}
         rows["verify, baseline loop (before)"], _ = best_of(args.repeat, verify_baseline, store)
         rows["Store.verify() (shipped)"], _ = best_of(args.repeat, store.verify)
         rows["sha256sum (coreutils, batched)"], _ = best_of(args.repeat, sha256sum_run, paths)
-        rows["archive verify: hash + parse all"], _ = best_of(args.repeat, lambda: (store.verify(), store.invalid()))
+        rows["verify() + invalid() (before)"], _ = best_of(args.repeat, lambda: (store.verify(), store.invalid()))
+        rows["archive_check.check() (one pass)"], _ = best_of(args.repeat, archive_check.check, store)
+        runs = command_beside_sha256sum(root, paths, args.repeat)
 
         print(
             f"archive benchmark: {args.n} documents of {size / args.n:.0f} B on average, "
@@ -149,6 +195,18 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"verify time / sha256sum time: baseline {before:.2f}x, shipped {after:.2f}x "
             f"(goal <= 2x: {'met' if after <= 2 else 'NOT met'})"
+        )
+        print(f"\nas users run them, each a new process, {len(runs['command'])} runs each, ABBA order:")
+        print(f"{'process':36s} {'fastest s':>9s} {'median s':>9s} {'CPU s':>7s}")
+        for name, label in (("command", "probebook archive verify"), ("sha256sum", "sha256sum (coreutils, batched)")):
+            walls = [w for w, _ in runs[name]]
+            cpu = min(c for _, c in runs[name])
+            print(f"{label:36s} {min(walls):9.3f} {statistics.median(walls):9.3f} {cpu:7.3f}")
+        fastest = min(w for w, _ in runs["command"]) / min(w for w, _ in runs["sha256sum"])
+        medians = statistics.median(w for w, _ in runs["command"]) / statistics.median(w for w, _ in runs["sha256sum"])
+        print(
+            f"probebook archive verify / sha256sum: {fastest:.2f}x (fastest runs), {medians:.2f}x (medians) "
+            f"(goal <= 2x: {'met' if fastest <= 2 else 'NOT met'})"
         )
     finally:
         if tmp:

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
-from measure.evidence import for_reading, parse
+from measure.evidence import for_reading, parse_archived
 from measure.progress import Progress
 from measure.store import Store, read_regular
 from render import (
@@ -187,7 +187,7 @@ def load_evidence(archive: Path, reuse: bool = False) -> Evidence:
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
             data = read_regular(path, store.limit)
-            docs[ident] = for_reading(parse(data, str(path)))  # older probe versions read as current
+            docs[ident] = for_reading(parse_archived(data, str(path)))  # older probe versions read as current
         except (EvidenceError, StoreError) as exc:
             raise BuildError(str(exc)) from None
         raw[ident] = data

@@ -76,3 +76,29 @@ def test_help_ends_with_an_example(path):
     assert "example:" in lines, f"`probebook {' '.join(path)} --help` has no 'example:' section"
     after = [line.strip() for line in lines[lines.index("example:") + 1 :] if line.strip()]
     assert after and after[0].startswith("probebook "), after
+
+
+def test_each_command_is_registered_by_the_module_commands_names() -> None:
+    """``probebook WORD ...`` builds only WORD's module: each top-level command must sit in its named module."""
+    import probebook.cli as cli_pkg
+
+    top = {path[0] for path in COMMANDS if len(path) == 1}
+    assert top == set(cli_pkg.COMMANDS)
+    for word, module in cli_pkg.COMMANDS.items():
+        assert (word,) in _commands(build_parser((module,))), (word, module)
+    assert cli_pkg.command_word(["--archive", "a", "archive", "verify"]) == "archive"
+    assert cli_pkg.command_word(["--archive=a", "build"]) == "build"
+    assert cli_pkg.command_word(["--help"]) is None and cli_pkg.command_word([]) is None
+
+
+def test_archive_verify_does_not_load_the_page_functions(tmp_path) -> None:
+    """The quick commands start quickly: numpy, scipy and render's page functions stay unloaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from probebook.cli import main; rc = main(['--archive', sys.argv[1], 'archive', 'verify']); "
+        "print(sorted(m for m in ('numpy', 'scipy', 'render.functions', 'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

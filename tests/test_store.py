@@ -244,12 +244,14 @@ def test_archive_benchmark_runs_on_a_small_archive(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     table = out.stdout.splitlines()
-    assert [line.split("  ")[0] for line in table[2:7]] == [
+    assert [line.split("  ")[0] for line in table[2:8]] == [
         "import (Store.put, fsync per file)",
         "verify, baseline loop (before)",
         "Store.verify() (shipped)",
         "sha256sum (coreutils, batched)",
-        "archive verify: hash + parse all",
+        "verify() + invalid() (before)",
+        "archive_check.check() (one pass)",
     ]
-    assert table[-1].startswith("verify time / sha256sum time: baseline ")
+    assert table[8].startswith("verify time / sha256sum time: baseline ")
+    assert table[-1].startswith("probebook archive verify / sha256sum: ")
     assert len(Store(keep).ids()) == 40 and Store(keep).verify() == []

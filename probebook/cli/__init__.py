@@ -1,23 +1,41 @@
 """Entry point: parse arguments, dispatch to one command module, turn input errors into one line.
 
 Each module in ``COMMAND_MODULES`` exposes ``register(subparsers)``; every command it adds
-gets help text with an example (``tests/test_cli_help.py`` checks that).
+gets help text with an example (``tests/test_cli_help.py`` checks that). A command line that names
+a command registers only the module that owns it (``COMMANDS``), so a quick command such as
+``archive verify`` does not pay for importing what ``derive`` needs (render's page functions,
+numpy, scipy); ``probebook --help`` and an unknown command register them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from typing import Sequence
 
 from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action
 
 COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "site")
+COMMANDS = {
+    "archive": "archive",
+    "campaign": "campaign",
+    "derive": "derive",
+    "fit": "derive",
+    "project": "derive",
+    "measure": "measure",
+    "build": "site",
+    "serve": "site",
+    "publish": "site",
+    "diff": "site",
+    "lint": "site",
+}
+"""Each command word -> the module that registers it (``tests/test_cli_help.py`` checks it against the parser)."""
 __all__ = ["HelpFormatter", "build_parser", "command", "command_group", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="probebook",
         description="Measure GPU training throughput, archive the evidence, and publish a site built from it.",
@@ -26,12 +44,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     archive_option(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(f"probebook.cli.{name}").register(sub)
     return parser
 
 
+def command_word(argv: Sequence[str]) -> str | None:
+    """The command a command line names (its first word after the global options), or None."""
+    rest = list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word == "--archive":
+            rest = rest[1:]  # its value
+        elif not word.startswith("-"):
+            return word
+        elif not word.startswith("--archive="):
+            return None  # --help, or an option argparse will explain
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    owner = COMMANDS.get(command_word(argv) or "")
+    parser = build_parser((owner,) if owner else COMMAND_MODULES)
     args = parser.parse_args(argv)
     return run_action(lambda: args.func(args), "probebook")

@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from measure import contracts, importer
+from measure import archive_check, contracts
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import Evidence, canonical_bytes, migrate, parse
-from measure.machine import code_fingerprint
 from measure.store import TEMP_PREFIX, Store, read_regular
 from probebook.cli import command
 from probebook.cli.output import json_text
@@ -100,6 +99,9 @@ def register(sub: Any) -> None:
 
 
 def _import(args: Any) -> int:
+    from measure import importer  # here: csv, decimal and the machine fingerprint only where they are used
+    from measure.machine import code_fingerprint
+
     request = importer.ImportRequest(
         probe=args.probe, path=args.file, source=args.source, gpu=args.gpu, notes=args.notes
     )
@@ -252,21 +254,22 @@ def _show(args: Any) -> int:
 
 def _verify(args: Any) -> int:
     store = _existing(args)
-    bad = store.verify()
+    found = archive_check.check(store)  # each file read once: hashed, then parsed and validated
+    bad = found.mismatches
     for m in bad:
         print(f"MISMATCH {m.path}: expected {m.expected}, actual {m.actual}")
     strays = store.strays()
     for stray in strays:
         print(f"STRAY {printable(f'{stray.path}: {stray.why}')}")
     # Files that hash correctly but readers refuse (old schema, junk): named here, fatal with --strict.
-    invalid = store.invalid(skip={m.path for m in bad})
+    invalid = found.invalid
     for item in invalid:
         print(f"INVALID {item.message}")
     temps = store.clean() if args.clean else store.temp_files()
     verb = "removed" if args.clean else "left by interrupted writes (run with --clean to remove)"
     if temps:
         print(f"{len(temps)} temp file(s) {verb}")
-    total = len(store.ids())
+    total = found.count
     failed = False
     if bad:
         print(f"{len(bad)} of {total} evidence file(s) do not match their names", file=sys.stderr)
