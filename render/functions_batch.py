@@ -7,27 +7,16 @@ the wall-time breakdown ``render.derive.campaign``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import batchsweep, lossmem
 from render.derive import campaign as campaignmod
-from render.views import BatchView, CampaignTimeView, EvidenceRef, call_text, number
-
-if TYPE_CHECKING:
-    from render.functions import Library
+from render.views import BatchView, CampaignTimeView, FunctionsMixin, call_text, number
 
 
-class BatchFunctions:
+class BatchFunctions(FunctionsMixin):
     """``batch_summary``, ``batch_models`` and ``campaign_time``; the helpers they use are PageFunctions' own."""
-
-    library: Library
-
-    if TYPE_CHECKING:
-
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
-        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
 
     def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
         """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""

@@ -22,10 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from render.derive import correctness, utilisation
-from render.views import EvidenceRef, _View, call_text, number, quantity
+from render.views import EvidenceRef, FunctionsMixin, _View, call_text, number, quantity
 
 if TYPE_CHECKING:
-    from render.functions import Library
     from render.quantity import Quantity
 
 _REL = {"fmt": ".2e"}
@@ -96,16 +95,8 @@ class StreamView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class CorrectnessFunctions:
+class CorrectnessFunctions(FunctionsMixin):
     """``agreement``, ``hvp``, ``hvp_speedup``, ``stream``, ``utilisation``; helpers are PageFunctions' own."""
-
-    library: Library
-
-    if TYPE_CHECKING:
-
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
-        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
 
     def _data(self, ref: EvidenceRef) -> dict[str, Any]:
         return self._doc(ref).get("data") or {}

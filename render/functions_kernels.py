@@ -6,28 +6,17 @@ derivations are in ``render/derive/gemm.py`` and ``render/derive/kernels.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from measure.errors import ProbebookError
 from render import tables
 from render.derive import gemm, kernels
 from render.quantity import Quantity
-from render.views import EvidenceRef, call_text, quantity
-
-if TYPE_CHECKING:
-    from render.functions import Library
+from render.views import EvidenceRef, FunctionsMixin, call_text, quantity
 
 
-class KernelFunctions:
+class KernelFunctions(FunctionsMixin):
     """``gemm_ceiling``, ``kernel_share``, ``kernel_time``; helpers are PageFunctions' own."""
-
-    library: Library
-
-    if TYPE_CHECKING:
-
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
-        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
 
     def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:
         """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling);

@@ -6,27 +6,16 @@ derivations are in ``render/derive/lossmem.py``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import lossmem
 from render.quantity import Quantity
-from render.views import EvidenceRef, LossMemoryView, number, quantity
-
-if TYPE_CHECKING:
-    from render.functions import Library
+from render.views import FunctionsMixin, LossMemoryView, number, quantity
 
 
-class MemoryFunctions:
+class MemoryFunctions(FunctionsMixin):
     """``loss_memory``, ``logit_bytes``; helpers are PageFunctions' own."""
-
-    library: Library
-
-    if TYPE_CHECKING:
-
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
-        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
 
     def loss_memory(self, ref: Any, arm: str) -> LossMemoryView:
         """Peak memory per extra microbatch of one loss arm, and its largest usable microbatch."""

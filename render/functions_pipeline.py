@@ -13,22 +13,14 @@ from measure.errors import ProbebookError
 from render.derive import fit as fitmod
 from render.derive import kernels
 from render.derive import padding as padmod
-from render.views import EvidenceRef, MaskView, PaddingView, call_text, number
-
-if TYPE_CHECKING:
-    from render.functions import Library
+from render.views import EvidenceRef, FunctionsMixin, MaskView, PaddingView, call_text, number
 
 
-class PipelineFunctions:
+class PipelineFunctions(FunctionsMixin):
     """``padding`` and ``mask_cost``; the helpers they use are PageFunctions' own."""
-
-    library: Library
 
     if TYPE_CHECKING:
 
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
-        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
         def _fit(self, ref: EvidenceRef, options: dict[str, Any], at: tuple[float, ...]) -> fitmod.StepFit: ...
 
     def padding(self, ref: Any, bucket: Any = None, fit: Any = None, **fit_options: Any) -> PaddingView:

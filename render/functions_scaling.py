@@ -10,16 +10,13 @@ labelled so in every derivation text) and ``.interconnect`` (what NVIDIA's and N
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import scaling
 from render.pages import Block
 from render.quantity import Quantity, escape_text
-from render.views import EvidenceRef, _View, number, quantity
-
-if TYPE_CHECKING:
-    from render.functions import Library
+from render.views import EvidenceRef, FunctionsMixin, _View, number, quantity
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row with terminal escapes
 _N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
@@ -125,15 +122,8 @@ class ScalingView(_View):
         return Block("\n".join(lines))
 
 
-class ScalingFunctions:
+class ScalingFunctions(FunctionsMixin):
     """``ddp``; the helpers it uses are PageFunctions' own."""
-
-    library: Library
-
-    if TYPE_CHECKING:
-
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
 
     def ddp(self, ref: Any) -> ScalingView:
         """Data-parallel scaling of ``ddp`` evidence: efficiency, communication, bandwidths, projection."""

@@ -7,7 +7,7 @@ enforces it), so a page can show a derived number but never reach the raw value 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import jinja2
 
@@ -16,6 +16,9 @@ from render.derive import fit as fitmod
 from render.derive import project as projmod
 from render.pages import Block
 from render.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
+
+if TYPE_CHECKING:
+    from render.functions import Library
 
 
 @dataclass(frozen=True)
@@ -306,3 +309,19 @@ def number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ProbebookError(f"{what} must be a number, got {value!r}")
     return value
+
+
+class FunctionsMixin:
+    """Base of the page-function mixins (``render/functions_*.py``): what they use of ``PageFunctions``.
+
+    ``render.functions.PageFunctions`` combines the mixins and defines these helpers; declaring
+    them once here lets each mixin be type-checked on its own.
+    """
+
+    library: Library
+
+    if TYPE_CHECKING:
+
+        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
+        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
+        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
