@@ -62,3 +62,11 @@ def namespace_ids(svg: str, prefix: str) -> str:
 def script_safe(text: str) -> str:
     """JSON text with ``<``, ``>``, ``&`` as unicode escapes: still the same JSON, safe inside HTML."""
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+@functools.lru_cache(maxsize=1)
+def warm() -> None:
+    """Draw one trivial chart, once per process: vl-convert starts its JavaScript runtime on the first drawing
+    (about 1.6 s), which must not count against a page's time limit (``render.functions.load_libraries``)."""
+    spec = {"data": {"values": [{"x": 1}]}, "mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative"}}}
+    vlc.vegalite_to_svg(spec, allowed_base_urls=[])

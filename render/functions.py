@@ -89,14 +89,16 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
 
 
 def load_libraries() -> None:
-    """Import what the page functions load lazily (altair, pandas, vl-convert, scipy) before any page's clock starts.
+    """Import what the page functions load lazily (altair, pandas, vl-convert, scipy) and start vl-convert's
+    runtime before any page's clock starts.
 
     The CLI imports this module to list the functions in its help, so the heavy libraries load where
     they are used, not at the top (about 1.6 s of CPU per ``probebook`` process); a page's template
     runs under a time limit (pages.time_limit), which must never count a library's import time.
     """
-    from render import charts  # noqa: F401
+    from render import chart_svg, charts  # noqa: F401
 
+    chart_svg.warm()
     fit_numerics.load_scipy()
 
 
