@@ -28,6 +28,8 @@ fastest runs, which is the steadier figure on a machine shared with other work.
 ``--sanitizer`` adds the cost of the HTML sanitizer (``render/sanitize.py``; goal, issue 8: under 5% of
 the build): the same build with and without it, both through ``render.build.build`` in a subprocess,
 alternated ABBA, and the sanitizer alone timed in-process on the built site.
+``--engines`` adds full builds of the same tree by mkdocs-material and by Zensical, alternated
+(``bench/render_engines.py``; issue 15: which engine is the default, and why).
 """
 
 from __future__ import annotations
@@ -426,6 +428,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="timed runs of each build, alternated (default 1)")
     ap.add_argument("--stages", action="store_true", help="also time each render stage in-process")
     ap.add_argument("--sanitizer", action="store_true", help="also time the build with and without the sanitizer")
+    ap.add_argument(
+        "--engines",
+        action="store_true",
+        help="also time full builds by mkdocs and by Zensical (bench/render_engines.py)",
+    )
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temp folder, removed)")
     ap.add_argument(
         "--sizes",
@@ -494,6 +501,10 @@ def main() -> int:
                 print(f"| {name} | {secs:.2f} |")
         if args.sanitizer:
             sanitizer_cost(work, archive, docs, args.repeat)
+        if args.engines:
+            import render_engines  # beside this script, whose folder Python puts on the path
+
+            render_engines.compare(work, archive, docs, args.repeat, _env(), REPO / "mkdocs.yml", print)
         return 0
     finally:
         if args.keep is None:
