@@ -8,7 +8,8 @@ chart text at least 12 px at its rendered size; dark charts that are not white b
 drawn by the site's own vega-embed, with the static SVG shown when JavaScript is off; every number link
 landing on an element that exists.
 
-``SITES`` names the builds the tour runs on; another engine's build joins by adding an entry.
+``SITES`` names the builds the tour runs on: the fixture site built by each site engine
+(mkdocs-material and Zensical, ``render.engines``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -47,8 +48,8 @@ MIN_TEXT_PX = 12.0
 WHITE_SHARE = 0.2
 """A dark chart may have at most this share of near-white pixels (its text and light marks)."""
 
-SITES: dict[str, Callable[[BuildPaths], Path]] = {"mkdocs": lambda built: built.site}
-"""Site name -> the folder of a build of the fixture site (given ``conftest.fixture_site``)."""
+SITES: dict[str, str] = {"mkdocs": "fixture_site", "zensical": "fixture_site_zensical"}
+"""Site name -> the conftest fixture that builds the fixture site once per session with that engine."""
 
 pytestmark = pytest.mark.browser
 
@@ -175,9 +176,10 @@ async () => {
 
 
 @pytest.fixture(scope="module", params=sorted(SITES))
-def site(request: pytest.FixtureRequest, fixture_site: BuildPaths) -> tuple[str, Path]:
-    """(name, folder) of a build of the fixture site, built once per test process (``conftest.fixture_site``)."""
-    return request.param, SITES[request.param](fixture_site)
+def site(request: pytest.FixtureRequest) -> tuple[str, Path]:
+    """(name, folder) of a build of the fixture site, built once per session (``conftest.fixture_site*``)."""
+    built: BuildPaths = request.getfixturevalue(SITES[request.param])
+    return request.param, built.site
 
 
 @pytest.fixture(scope="module")
