@@ -70,13 +70,14 @@ def series_channels(entries: list[Series], field: str = "series") -> dict[str, A
     }
 
 
-def timing_marks(theme: Theme, oom: bool = False) -> tuple[alt.Shape, alt.Legend]:
+def timing_marks(theme: Theme, oom: bool = False, unstable: bool = True) -> tuple[alt.Shape, alt.Legend]:
     """The shape channel of a chart whose colour is its series: a filled circle per stable point, a hollow
-    triangle per unstable one, a cross per first OOM batch; its legend draws the symbols in the text colour."""
-    domain = [STABLE, UNSTABLE] + ([OOM] if oom else [])
-    shapes = ["circle", "triangle-up"] + (["cross"] if oom else [])
+    triangle per unstable one, a cross per first OOM batch; its legend draws the symbols in the text colour
+    and names only the marks the chart holds (``oom``, ``unstable``)."""
+    marks = [(STABLE, "circle")] + ([(UNSTABLE, "triangle-up")] if unstable else []) + ([(OOM, "cross")] if oom else [])
     legend = alt.Legend(title=None, symbolStrokeColor=theme.text, symbolFillColor="transparent", symbolStrokeWidth=1.5)
-    return alt.Shape("timing:N", title=None, scale=alt.Scale(domain=domain, range=shapes), legend=legend), legend
+    scale = alt.Scale(domain=[m[0] for m in marks], range=[m[1] for m in marks])
+    return alt.Shape("timing:N", title=None, scale=scale, legend=legend), legend
 
 
 def timing(flags: list[bool]) -> list[str]:
@@ -93,7 +94,7 @@ def points(
     oom: bool = False,
 ) -> Any:
     """Timed points coloured by ``color`` (field, legend title, order): stable filled, unstable hollow triangles."""
-    shape, _ = timing_marks(theme, oom)
+    shape, _ = timing_marks(theme, oom, unstable=bool((frame.timing == UNSTABLE).any()))
     field, title, order = color
     sort: Any = order if order is not None else "ascending"
     fill = alt.Fill(field, sort=sort, legend=None)  # the colour's legend already names the series

@@ -273,7 +273,7 @@ def _batch_sweep(
     ]
     layers = [lines, points(ok, x, y_axis, ("context:O", "context (tokens)", None), theme, tip, oom=len(oom) > 0)]
     if len(oom):
-        shape, _ = timing_marks(theme, oom=True)
+        shape, _ = timing_marks(theme, oom=True, unstable=bool((ok.timing == UNSTABLE).any()))
         layers.append(
             alt.Chart(oom)
             .mark_rule(strokeDash=[5, 3], strokeWidth=1.5)

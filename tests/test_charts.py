@@ -454,7 +454,7 @@ def test_loss_memory_marks_unstable_points_with_a_legend_entry():
     assert charts.UNSTABLE in texts(out.svg)
     assert "2 unstable points (CV over 5%) are hollow triangles" in out.alt
     calm = charts.render("loss-memory", [memory_doc()])
-    assert "unstable" not in calm.alt
+    assert "unstable" not in calm.alt and charts.UNSTABLE not in texts(calm.svg)  # the legend names what is drawn
 
 
 def test_batch_sweep_legend_names_measured_unstable_and_oom():
