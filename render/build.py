@@ -527,6 +527,12 @@ def render_tree(paths: BuildPaths, full: bool = False, reuse: bool = False) -> t
     previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
     past = history.read(history.path_beside(paths.published_ledger))
     tree = generate_pages(tree, src, evidence, published, previous, past)
+    published_bytes = (
+        read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
+    )
+    tree.files[evidence_pages.TARBALL] = evidence_pages.archive_tarball(
+        evidence.raw, published_bytes, source_date_epoch(evidence, src)
+    )
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)
     incremental.save_units(paths.build, tree.units)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
+from dataclasses import replace
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
@@ -293,8 +294,9 @@ class PageFunctions(
             f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
             fmt=fmt or spec,
         )
-        display = display or (shown if unit is None else None)
-        return q.to(display) if display else q
+        if display:
+            return q.to(display)  # the page chose the unit
+        return replace(q, display=shown) if shown and unit is None else q  # a hint: the prefix still fits the value
 
     def saving(self, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s") -> Quantity:
         """What an ablation arm removes: ``1 − median(arm) / median(baseline)`` of ``field`` (fraction)."""
@@ -361,7 +363,7 @@ def field_unit(field: str) -> tuple[str, str | None, str]:
     return "", None, ".4g"
 
 
-_RATE_FIELDS = {"tok_s": ("tok/s", None, ",.0f"), "gb_s": ("GB/s", None, ".3g"), "tflop_s": ("TFLOP/s", None, ".4g")}
+_RATE_FIELDS = {"tok_s": ("tok/s", None, ".3g"), "gb_s": ("GB/s", None, ".3g"), "tflop_s": ("TFLOP/s", None, ".4g")}
 """Fields named like times that are rates: tokens/s, GB/s (1e9 bytes/s), TFLOP/s."""
 
 

@@ -76,7 +76,7 @@ class HvpView(_View):
         "compile": ("first_call_extra_s", "s", {"fmt": ".3g"}),
         "first_peak": ("first_peak_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
         "warm_peak": ("warm_peak_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
-        "tok_s": ("tok_s", "tok/s", {"fmt": ",.0f"}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
         "error": ("rel_l2_vs_float64", "", _REL),
         "batch": ("batch", "", {"fmt": "d"}),
     }
@@ -86,7 +86,7 @@ class HvpView(_View):
 class StreamView(_View):
     FIELDS = {
         "step": ("median_step_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "tok_s": ("tok_s", "tok/s", {"fmt": ",.0f"}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
         "stall": ("stall_s", "s", {"display": "ms", "fmt": ".3g"}),
         "stall_share": ("stall_share", "", {"fmt": ".1%"}),
         "layer_copy": ("layer_copy_s", "s", {"display": "ms", "fmt": ".3g"}),

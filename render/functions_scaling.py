@@ -25,8 +25,8 @@ _N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
 class ScalingView(_View):
     FIELDS = {
         "gpus": ("gpus", "", {"fmt": "d"}),
-        "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ",.0f"}),
-        "tok_s_n": ("tok_s_n", "tok/s", {"fmt": ",.0f"}),
+        "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g"}),
+        "tok_s_n": ("tok_s_n", "tok/s", {"fmt": ".3g"}),
         "step_1": ("step_1_s", "s", {"display": "ms", "fmt": ".4g"}),
         "step_n": ("step_n_s", "s", {"display": "ms", "fmt": ".4g"}),
         "efficiency": ("efficiency", "", {"fmt": ".1%"}),

@@ -6,8 +6,7 @@ how it shows them. It renders as the formatted number wrapped in a Markdown link
 evidence page, with the derivation (and the uncertainty) in the link's title.
 
 Text that reaches a page from data (front matter, evidence notes, column names) goes through
-``escape_text``, which turns every character Markdown or HTML could act on into a numeric
-character reference, so it can only ever show as text.
+``escape_text``, which escapes what Markdown or HTML could act on, so it can only ever show as text.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from measure.errors import ProbebookError
+from render import numbers
 
 # SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
 _PREFIXES: dict[str, float] = {
@@ -82,17 +82,40 @@ def title_text(text: str) -> str:
     return " ".join(_UNSAFE_TITLE.sub("", text.replace('"', "'")).split())
 
 
-# Characters Markdown (with the extensions mkdocs.yml enables) or HTML could act on.
-_ESCAPE = set("&<>\"'`*_[](){}#|~!\\$:^=+-.")
+# What Markdown (with the extensions mkdocs.yml enables) or HTML could act on anywhere in a line: HTML's
+# three specials become entities, Markdown's inline specials a backslash escape (Python-Markdown's
+# ESCAPED_CHARS), so the generated source still reads as text ("step's", "0.00814").
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_BACKSLASHED = set("\\`*[]|{}#")
+# What acts only at the start of a line: a list, quote, admonition, fence, setext rule or ordered list.
+_LINE_START = re.compile(r"[-+!]|[=~:]|[0-9]+[.)]")
 
 
 def escape_text(text: Any) -> str:
-    """Any data text -> inert Markdown: each active character becomes a numeric character reference.
+    """Any data text -> inert Markdown that reads as the text: only what Markdown or HTML could act on is escaped.
 
-    Newlines become spaces, so the text stays inside the paragraph or table cell it was put in.
+    ``&``, ``<``, ``>`` become entities; ``\\ ` * [ ] | { } #`` and an ``_`` not inside a word get a backslash;
+    a leading list, quote or ordered-list marker is escaped. Newlines become spaces, so the text stays inside
+    the paragraph or table cell it was put in. The sanitizer after the engine is the boundary (ARCHITECTURE.md
+    §3.8); this keeps data from becoming markup in the first place.
     """
     s = " ".join(str(text).split())
-    return "".join(f"&#{ord(c)};" if c in _ESCAPE else c for c in s)
+    out = []
+    for i, c in enumerate(s):
+        if c in _ENTITIES:
+            out.append(_ENTITIES[c])
+        elif c in _BACKSLASHED:
+            out.append("\\" + c)
+        elif c == "_" and not (0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()):
+            out.append("\\_")  # an underscore inside a word (created_at) never emphasises
+        else:
+            out.append(c)
+    escaped = "".join(out)
+    m = _LINE_START.match(escaped)
+    if m:
+        end = m.end() - 1
+        escaped = escaped[:end] + f"&#{ord(escaped[end])};" + escaped[end + 1 :]
+    return escaped
 
 
 def evidence_page(ident: str) -> str:
@@ -145,6 +168,8 @@ class Quantity:
     """Additional facts for the title, as (label, text) pairs."""
     mark: str | None = None
     """A word shown beside the number, e.g. ``partial`` for a number from partial evidence."""
+    pinned: bool = False
+    """True when the template chose the display unit (``.to()``); otherwise the prefix is chosen to fit the value."""
     expr: Any = field(default=None, compare=False)
     """For a number combined from others (``a / b``, ``a * 2``): its expression over ``leaves``."""
     leaves: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
@@ -164,7 +189,7 @@ class Quantity:
     def to(self, unit: str) -> "Quantity":
         """The same number shown in another prefix of its unit, e.g. ``.to("ms")``."""
         conversion_factor(self.unit, unit)
-        return replace(self, display=unit)
+        return replace(self, display=unit, pinned=True)
 
     def format(self, spec: str) -> "Quantity":
         """The same number with another format spec, e.g. ``.format(".2f")``."""
@@ -176,44 +201,105 @@ class Quantity:
             raise ProbebookError(f"{spec!r} is not a Python number format (try '.3g' or ',.0f')") from None
         return replace(self, fmt=spec)
 
-    # -- rendering ---------------------------------------------------------------------
+    # -- rendering (the rules are render.numbers') ----------------------------------------
     @property
     def shown_unit(self) -> str:
-        return self.display if self.display is not None else self.unit
+        """The unit the number is shown in: the template's ``.to()`` unit, else the prefix that fits the value."""
+        return self._shown()[1]
 
-    def _number(self, value: float) -> str:
-        factor = conversion_factor(self.unit, self.shown_unit)
-        shown = value if factor == 1.0 else value * factor  # keeps an int an int, for "d" formats
+    def _shown(self) -> tuple[float | None, str]:
+        """(the value in the shown unit, the shown unit)."""
+        unit = self.display if self.display is not None else self.unit
+        if self.value is None:
+            return None, unit
+        factor = conversion_factor(self.unit, unit)
+        value = self.value if factor == 1.0 else self.value * factor  # keeps an int an int, for "d" formats
+        if self.pinned or self._explicit or isinstance(self.value, int) or unit in _TIME:
+            return value, unit
+        binary = unit.endswith("iB") or "iB/" in unit
+        return numbers.choose_unit(float(value), unit, binary=binary)
+
+    @property
+    def _explicit(self) -> bool:
+        """A fixed-point, integer or percent format the page asked for is kept as written."""
+        return self.fmt.endswith(("%", "d", "f", "F"))
+
+    def _sig(self) -> int:
+        """Significant figures a ``g``/``e`` format asks for (``.4g``: 4, ``.2e``: 3); three otherwise."""
+        m = re.fullmatch(r"[^.]*\.([0-9]+)([gGeE])", self.fmt)
+        if not m:
+            return numbers.SIG
+        digits = int(m.group(1))
+        return max(digits + (1 if m.group(2) in "eE" else 0), 1)
+
+    def _decimals(self, scale: float) -> int | None:
+        """Decimal places the interval asks for in the shown unit (``scale``: shown per base); None without one."""
+        if self.uncertainty is None or self.value is None:
+            return None
+        lo, hi = self.uncertainty
+        return numbers.interval_decimals(self.value * scale, lo * scale, hi * scale)
+
+    def _format(self, value: float, scale: float) -> str:
+        """One number (a value or a bound, already in the shown unit) as text, without its unit."""
+        places = self._decimals(scale)
+        if self.fmt.endswith("%"):
+            if places is None:
+                return numbers.minus(self._python(value))
+            return numbers.fixed(value * 100, max(places - 2, 0)) + "%"
+        if self._explicit:
+            return numbers.minus(self._python(value))
+        if places is not None:
+            return numbers.fixed(value, places)
+        if isinstance(value, int):
+            return numbers.minus(f"{value:,}")  # a count stored as an integer is shown whole
+        if not self.unit:
+            special = numbers.count_words(value, self._sig(), " ") or numbers.small_ratio(value, self._sig(), " ")
+            if special:
+                return special
+        return numbers.significant(value, self._sig())
+
+    def _python(self, value: float) -> str:
         try:
-            return format(shown, self.fmt)
+            return format(value, self.fmt)
         except ValueError:
             raise ProbebookError(f"{self.fmt!r} is not a Python number format for {self.key or 'a quantity'}") from None
 
+    def _scale(self) -> float:
+        """Shown-unit units per base unit."""
+        return conversion_factor(self.unit, self._shown()[1])
+
     @property
     def text(self) -> str:
-        """The number as a reader sees it: ``12.3 ms``, ``23.0%``, ``n/a``."""
-        if self.value is None:
+        """The number as a reader sees it: ``12.3 ms``, ``23.0%``, ``4.23 TB/s``, ``n/a`` (render.numbers' rules).
+
+        A plain space here (the ledger's and messages' text); ``markdown`` joins number and unit with a narrow
+        no-break space."""
+        shown_value, unit = self._shown()
+        if shown_value is None:
             return "n/a"
-        number = self._number(self.value)
-        if self.fmt.endswith("%") or not self.shown_unit:
+        number = self._format(shown_value, self._scale())
+        if self.fmt.endswith("%"):
             return number
-        return f"{number} {self.shown_unit}"
+        return numbers.with_unit(number, unit, " ")
 
     @property
     def interval_text(self) -> str | None:
-        """The uncertainty as ``lo–hi unit``, or None."""
+        """The uncertainty in parentheses without the unit, ``(1.7–5.8)``, to follow ``text``; or None."""
         if self.uncertainty is None or self.value is None:
             return None
-        lo, hi = (self._number(v) for v in self.uncertainty)
-        suffix = "" if self.fmt.endswith("%") or not self.shown_unit else f" {self.shown_unit}"
-        return f"{lo}–{hi}{suffix}"
+        scale = self._scale()
+        lo, hi = (self._format(v * scale, scale) for v in self.uncertainty)
+        if self.fmt.endswith("%"):
+            return numbers.interval(lo.rstrip("%"), hi.rstrip("%"), "%")
+        return numbers.interval(lo, hi)
 
     @property
     def title(self) -> str:
         """The link title: derivation, interval, notes and the evidence it stands on."""
         parts = [self.derivation or "derived from evidence"]
         if self.interval_text:
-            parts.append(f"95% interval {self.interval_text}")
+            unit = "" if self.fmt.endswith("%") or not self.shown_unit else " " + numbers.unit_text(self.shown_unit)
+            parts.append(f"95% interval {self.interval_text[1:-1]}{unit}")
         if self.note:
             parts.append(self.note)
         if self.mark:
@@ -225,8 +311,10 @@ class Quantity:
         return title_text("; ".join(parts))
 
     def markdown(self, page: str) -> str:
-        """The Markdown a page shows: the number linked to its evidence page, titled with its derivation."""
-        text = self.text.replace(" ", "\u00a0")  # keep the number and its unit on one line
+        """The Markdown a page shows: the number and its interval, linked to its evidence, titled by its derivation."""
+        text = self.text.replace(" ", numbers.NNBSP)  # number and unit on one line, a narrow space apart (SI §5.4.3)
+        if self.interval_text:
+            text += "\u00a0" + self.interval_text.replace(" ", "\u00a0")
         if self.mark:
             text += f" *({self.mark})*"
         if not self.evidence:

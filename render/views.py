@@ -109,7 +109,7 @@ class FitView:
     def asymptote(self) -> Quantity:
         """Tokens/s as S grows (only without a quadratic term)."""
         note = None if self._fit.asymptote_tok_s is not None else "no asymptote: the fit has a quadratic term"
-        return self._make("asymptote", self._fit.asymptote_tok_s, "tok/s", "asymptote_tok_s", fmt=",.0f", note=note)
+        return self._make("asymptote", self._fit.asymptote_tok_s, "tok/s", "asymptote_tok_s", fmt=".3g", note=note)
 
     @property
     def max_residual(self) -> Quantity:
@@ -182,7 +182,7 @@ class _View:
 class BatchView(_View):
     FIELDS = {
         "fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
-        "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ",.0f"}),
+        "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ".3g"}),
         "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
         "first_oom": ("first_oom_batch", "", {"fmt": "d"}),
         "context": ("context", "", {"fmt": "d"}),

@@ -59,7 +59,7 @@ def test_a_false_claim_names_the_sentence_and_both_values():
     with pytest.raises(claims.ClaimError) as info:
         claims.make((a < b,), "the sweep has the smaller fixed part")
     assert str(info.value) == (
-        "claim 'the sweep has the smaller fixed part' is false: fit(sweep).c = 0.003 s < fit(other).c = 0.002 s"
+        "claim 'the sweep has the smaller fixed part' is false: fit(sweep).c = 3.00 ms < fit(other).c = 2.00 ms"
     )
     assert claims.make((b < a, b * 2 > a), "ok").sentence == "ok"
 
@@ -127,7 +127,7 @@ def test_a_false_claim_fails_the_build_with_file_line_sentence_and_values(tmp_pa
         build(paths, site=False)
     assert str(info.value) == (
         f"{paths.docs}/records/r/v1.md line 10: claim 'uploads are slower' is false: "
-        "median(copy, gb_s, direction=h2d) = 50 GB/s < median(copy, gb_s, direction=d2h) * 1.2 = 48 GB/s"
+        "median(copy, gb_s, direction=h2d) = 50.0 GB/s < median(copy, gb_s, direction=d2h) * 1.2 = 48.0 GB/s"
     )
 
 

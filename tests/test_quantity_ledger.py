@@ -56,12 +56,46 @@ def test_conversion_between_different_units_is_refused(src: str, dst: str) -> No
 # -- text -------------------------------------------------------------------------------
 
 
-def test_text_in_display_unit() -> None:
-    assert Quantity(0.0123, "s", display="ms").text == "12.3 ms"
-    assert Quantity(4.5e-6, "s/token", display="µs/token").text == "4.5 µs/token"
-    assert Quantity(97000.0, "tok/s", fmt=",.0f").text == "97,000 tok/s"
-    assert Quantity(3 * 2**30, "B", display="GiB").text == "3 GiB"
-    assert Quantity(7200.0, "s", display="h").text == "2 h"
+def test_text_chooses_the_prefix_that_fits_the_value() -> None:
+    N = " "  # the ledger text; pages use a narrow no-break space
+    assert Quantity(0.0123, "s", display="ms").text == f"12.3{N}ms"
+    assert Quantity(4.651e-5, "s", display="ms").text == f"46.5{N}µs"  # a hint, not a pin: never "0.0465 ms"
+    assert Quantity(4231.213165430763, "GB/s").text == f"4.23{N}TB/s"  # never "4.23e+03 GB/s"
+    assert Quantity(4.5e-6, "s/token", display="µs/token").text == f"4.50{N}µs/token"
+    assert Quantity(134653.50883380772, "tok/s").text == f"135{N}ktok/s"  # throughput to three figures
+    assert Quantity(3 * 2**30, "B", display="GiB").text == f"3.00{N}GiB"
+    assert Quantity(2284323183.483871, "B", display="GiB").text == f"2.13{N}GiB"
+    assert Quantity(2284323183.483871, "B").text == f"2.28{N}GB"
+    assert Quantity(9.839699596774189, "B").text == f"9.84{N}bytes"  # never "9.84 B", read as billions
+    assert Quantity(7200.0, "s", display="h").text == f"2.00{N}h"
+    assert Quantity(0.9997e-3, "s").text == f"1.00{N}ms"  # rounding up moves to the next prefix
+
+
+def test_text_without_exponents() -> None:
+    N = " "
+    assert Quantity(1.1654812154585604e-06, "", fmt=".2e").text == f"1.17{N}ppm"
+    assert Quantity(9.029373092432067e-08, "", fmt=".2e").text == f"90.3{N}ppb"
+    assert Quantity(0.015506457473334383, "", fmt=".2e").text == "0.0155"
+    assert Quantity(0.0, "", fmt=".2e").text == "0"
+    assert Quantity(9.84e9, "").text == f"9.84{N}billion"
+    assert Quantity(13665.440074537284, "").text == "13,700"
+
+
+def test_negative_numbers_have_a_true_minus_sign() -> None:
+    assert Quantity(-0.005, "", fmt=".1%").text == "\u22120.5%"
+    assert Quantity(-0.0123, "s").text == "\u221212.3 ms"
+    assert Quantity(-3, "", fmt="d").text == "\u22123"
+
+
+def test_interval_sets_the_figures_and_shows_on_the_page() -> None:
+    a = Quantity(3.85e-6, "s/token", display="µs/token", uncertainty=(1.74e-6, 5.75e-6), evidence=(ID,))
+    assert a.text == "3.9 µs/token"
+    assert a.interval_text == "(1.7–5.8)"
+    assert a.markdown("index.md").startswith("[3.9\u202fµs/token\u00a0(1.7–5.8)](evidence/")
+    share = Quantity(0.625, "", fmt=".1%", uncertainty=(0.53, 0.79))
+    assert (share.text, share.interval_text) == ("62.5%", "(53.0–79.0%)")
+    wide = Quantity(0.5, "", fmt=".0%", uncertainty=(-0.4, 1.4))
+    assert (wide.text, wide.interval_text) == ("50%", "(\u221240% to 140%)")
 
 
 def test_percent_and_count_formats() -> None:
@@ -72,11 +106,11 @@ def test_percent_and_count_formats() -> None:
 
 def test_to_and_format_return_new_quantities() -> None:
     q = Quantity(0.0123, "s")
-    assert q.text == "0.0123 s"
-    assert q.to("ms").text == "12.3 ms"
+    assert q.text == "12.3 ms"
+    assert q.to("s").text == "0.0123 s"  # a unit the page chose is kept
     assert q.to("ms").format(".1f").text == "12.3 ms"
-    assert q.to("us").format(",.0f").text == "12,300 us"
-    assert q.text == "0.0123 s"  # unchanged
+    assert q.to("us").format(",.0f").text == "12,300 µs"
+    assert q.text == "12.3 ms"  # unchanged
     with pytest.raises(UnitError):
         q.to("GiB")
 
@@ -97,9 +131,9 @@ def test_value_must_be_a_number() -> None:
 
 def test_interval_text() -> None:
     q = Quantity(0.0123, "s", display="ms", uncertainty=(0.012, 0.0126))
-    assert q.interval_text == "12–12.6 ms"
+    assert (q.text, q.interval_text) == ("12.30 ms", "(12.00–12.60)")
     share = Quantity(0.169, "", fmt=".1%", uncertainty=(0.166, 0.171))
-    assert share.interval_text == "16.6%–17.1%"
+    assert (share.text, share.interval_text) == ("16.90%", "(16.60–17.10%)")
     assert Quantity(0.0123, "s").interval_text is None
 
 
@@ -118,7 +152,8 @@ def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None
     )
     link = "../../evidence/" + "ab" * 32 + ".md"
     assert q.markdown("records/step/v1.md") == (
-        f'[12.3\u00a0ms]({link} "fit c+a; c; 95% interval 12–12.6 ms; evidence sha256:abababababab")'
+        f"[12.30\u202fms\u00a0(12.00–12.60)]({link} "
+        '"fit c+a; c; 95% interval 12.00–12.60 ms; evidence sha256:abababababab")'
     )
 
 
@@ -129,7 +164,7 @@ def test_markdown_title_names_more_evidence_and_is_made_safe() -> None:
 
 
 def test_markdown_without_evidence_is_plain_text() -> None:
-    assert Quantity(2.0, "s").markdown("index.md") == "2\u00a0s"
+    assert Quantity(2.0, "s").markdown("index.md") == "2.00\u202fs"
 
 
 def test_paths() -> None:
@@ -139,9 +174,17 @@ def test_paths() -> None:
     assert relative_link("evidence/x.md", "playbook/index.md") == "../playbook/index.md"
 
 
-def test_escape_text_makes_markup_inert() -> None:
-    assert escape_text("<script>alert(1)</script>") == "&#60;script&#62;alert&#40;1&#41;&#60;/script&#62;"
-    assert escape_text("[x](javascript:y)") == "&#91;x&#93;&#40;javascript&#58;y&#41;"
+def test_escape_text_makes_markup_inert_and_keeps_it_readable() -> None:
+    assert escape_text("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert escape_text("[x](javascript:y)") == "\\[x\\](javascript:y)"
+    assert escape_text("the step's 0.00814 s") == "the step's 0.00814 s"  # nothing to escape: unchanged
+    assert escape_text("created_at __init__ *b* `c` a|b {x} #1 &") == (
+        "created_at \\_\\_init\\_\\_ \\*b\\* \\`c\\` a\\|b \\{x\\} \\#1 &amp;"
+    )
+    assert escape_text("- item") == "&#45; item"  # a line-start marker
+    assert escape_text("12. item") == "12&#46; item"
+    assert escape_text("~~~") == "&#126;~~"
+    assert escape_text("2026-11-30") == "2026-11-30"
     assert escape_text("a\n  b") == "a b"
     assert escape_text(12) == "12"
     assert title_text('say "hi"\n') == "say 'hi'"
@@ -154,7 +197,7 @@ def test_ledger_row() -> None:
         "key": "fit(s).c",
         "value": 0.0123,
         "unit": "s",
-        "text": "12.3 ms",
+        "text": "12.30 ms",
         "uncertainty": [0.012, 0.0126],
         "evidence": [ID],
         "derivation": "d",
