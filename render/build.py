@@ -492,6 +492,7 @@ def make_site(
             _run_engine(chosen, config, out, epoch, incremental=not full)
             if clean:
                 sanitize.clean_site(out, theme=chosen.theme)
+        sitedir.relative_404(out)
         (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
         sitedir.stamp(out, inputs, chosen.name)
         sitedir.swap_in(out, paths.site)

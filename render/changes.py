@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from render import numbers
 from render.claims import TruthChange
 from render.ledger import Diff, change_percent
 from render.quantity import escape_text, relative_link
@@ -59,10 +60,11 @@ def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[s
     for m in moved:
         spec = m.row["claim"]
         was = "unknown (not published)" if m.was is None else ("true" if m.was else "false")
-        now = ", ".join(f"{leaf['key']} = {leaf['value']:.4g}" for leaf in spec["leaves"] if leaf["value"] is not None)
-        old = ", ".join(
-            f"{leaf['key']} = {v:.4g}" for leaf, v in zip(spec["leaves"], m.old_values, strict=True) if v is not None
-        )
+        shown = numbers.general
+        leaves = [leaf for leaf in spec["leaves"] if leaf["value"] is not None]
+        now = ", ".join(f"{leaf['key']} = {shown(leaf['value'])}" for leaf in leaves)
+        pairs = zip(spec["leaves"], m.old_values, strict=True)
+        old = ", ".join(f"{leaf['key']} = {shown(v)}" for leaf, v in pairs if v is not None)
         then = escape_text(was) + (f": {escape_text(old)}" if old else "")
         out.append(
             f"| {_page_cell(m.row['page'], existing, titles)} | {escape_text(spec['sentence'])} | {then} | "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import statistics
 import tarfile
 from typing import Any
@@ -119,45 +120,81 @@ def summary_text(doc: dict[str, Any], n_rows: int, columns: list[str]) -> str:
     return f"{how}{when} by the {version}: {what}. Status: {doc.get('status')}."
 
 
-def _fields_table(mapping: dict[str, Any], labels: dict[str, str] | None = None) -> str:
+def _fields_table(mapping: dict[str, Any], prefix: str) -> str:
     if not mapping:
         return "*(none recorded)*\n"
-    labels = labels or {}
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {escape_text(labels.get(k, k))} | {readable(mapping[k])} |" for k in sorted(mapping)]
+    lines += [
+        f"| {_with_anchor(_anchor(prefix, str(k)), escape_text(k))} | {readable(mapping[k])} |" for k in sorted(mapping)
+    ]
     return "\n".join(lines) + "\n"
 
 
 def machine_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """(label, value) rows of the machine table: the fingerprint, labelled, then the clocks the run recorded."""
+    return [(label, value) for label, value, _ in _machine_rows(doc)]
+
+
+def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+    """(label, value, anchor) rows of the machine table."""
     machine = doc.get("machine") or {}
-    rows = [(_MACHINE_LABELS.get(k, k), machine[k]) for k in sorted(machine)]
+    rows = [(_MACHINE_LABELS.get(k, k), machine[k], _anchor("machine", str(k))) for k in sorted(machine)]
     clocks = (doc.get("data") or {}).get("clocks")
     if isinstance(clocks, dict):
-        rows += [(_RUN_CLOCKS[k], clocks[k]) for k in _RUN_CLOCKS if clocks.get(k) is not None]
+        rows += [(_RUN_CLOCKS[k], clocks[k], None) for k in _RUN_CLOCKS if clocks.get(k) is not None]
     sampled = [
         r["sm_clock_mhz_median"]
         for r in (doc.get("data") or {}).get("samples") or []
         if isinstance(r, dict) and isinstance(r.get("sm_clock_mhz_median"), (int, float))
     ]
     if sampled:
-        rows.append(
-            ("SM clock in the timed windows, median of the windows' NVML medians (MHz)", statistics.median(sampled))
-        )
+        label = "SM clock in the timed windows, median of the windows' NVML medians (MHz)"
+        rows.append((label, statistics.median(sampled), None))
     return rows
 
 
 def _machine_table(doc: dict[str, Any]) -> str:
-    rows = machine_fields(doc)
+    rows = _machine_rows(doc)
     if not rows:
         return "*(none recorded)*\n"
-    lines = ["| field | value |", "|---|---|"] + [f"| {escape_text(k)} | {readable(v)} |" for k, v in rows]
+    lines = ["| field | value |", "|---|---|"]
+    lines += [f"| {_with_anchor(a, escape_text(k))} | {readable(v)} |" for k, v, a in rows]
     return "\n".join(lines) + "\n"
 
 
+SAMPLES = "samples"
+"""The anchor of the raw samples table: where a number derived from all of a document's rows lands."""
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,120}")
+
+
 def row_anchor(index: int) -> str:
-    """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``."""
-    return f"row-{index}"
+    """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``; the table's for a row not shown."""
+    return f"row-{index}" if 0 <= index < MAX_ROWS else SAMPLES
+
+
+def _anchor(prefix: str, key: str) -> str | None:
+    """``params-batch``: an element id for a field row, or None when the key holds more than id-safe characters."""
+    return f"{prefix}-{key}" if _SAFE_ID.fullmatch(key) else None
+
+
+def _with_anchor(anchor: str | None, text: str) -> str:
+    return f'<span id="{anchor}"></span>{text}' if anchor else text
+
+
+def field_anchor(doc: dict[str, Any], path: str) -> str:
+    """Where on its evidence page the value at a dotted ``path`` shows: a row, a field, or "" when nowhere."""
+    head, _, rest = path.partition(".")
+    if head == "data" and rest.startswith("samples."):
+        index = rest.split(".")[1]
+        return row_anchor(int(index)) if index.isdigit() else SAMPLES
+    if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
+        return _anchor(head, rest) or ""
+    if head == "data":
+        other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+        for shown, _value in flatten(other)[:MAX_OTHER]:
+            if rest == shown or rest.startswith(shown + "."):
+                return _anchor("data", shown) or ""
+    return ""
 
 
 def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
@@ -167,7 +204,7 @@ def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
         return "*(no samples)*\n", 0, []
     lines = ["| # | " + " | ".join(escape_text(c) for c in columns) + " |", "|---:|" + "---|" * len(columns)]
     for i, row in enumerate(cells[:MAX_ROWS]):
-        anchor = f'<span id="{row_anchor(i)}"></span>{i}'  # data.samples index: the number links land here
+        anchor = _with_anchor(row_anchor(i), str(i))  # data.samples index: the number links land here
         lines.append(f"| {anchor} | " + " | ".join(readable(None if _missing(v) else v) for v in row) + " |")
     if len(cells) > MAX_ROWS:
         lines.append(f"\n*{len(cells) - MAX_ROWS} more rows in the CSV download.*")
@@ -199,7 +236,7 @@ def _other_table(other: dict[str, Any]) -> str:
     lines = ["| field | value |", "|---|---|"]
     for path, value in rows[:MAX_OTHER]:
         cell = _list_cell(value) if isinstance(value, list) else readable(value)
-        lines.append(f"| {escape_text(path)} | {cell} |")
+        lines.append(f"| {_with_anchor(_anchor('data', path), escape_text(path))} | {cell} |")
     if len(rows) > MAX_OTHER:
         lines.append(f"\n*{len(rows) - MAX_OTHER} more fields in the JSON download.*")
     return "\n".join(lines) + "\n"
@@ -237,20 +274,19 @@ def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str
         f"[the ledger of published numbers]({relative_link(rel, LEDGER)})"
     )
     out.append("")
-    out += ["## Envelope", "", _fields_table(envelope)]
+    out += ["## Envelope", "", _fields_table(envelope, "envelope")]
     out += ["## Cited by", ""]
     if cited_by:
         out += [f"- [{escape_text(title)}]({relative_link(rel, path)})" for path, title in cited_by]
     else:
         out.append("*No page cites this evidence yet.*")
     out.append("")
-    out += ["## Code", "", _fields_table(code)]
+    out += ["## Code", "", _fields_table(code, "code")]
     out += ["## Machine", "", _machine_table(doc)]
-    out += ["## Params", "", _fields_table(doc.get("params") or {})]
+    out += ["## Params", "", _fields_table(doc.get("params") or {}, "params")]
     out += [f"## Raw samples ({n})", ""]
-    if n:
-        out += ["Numbers show six significant figures; the JSON download holds the exact values.", ""]
-    out.append(table)
+    note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
+    out += [_with_anchor(SAMPLES, note), "", table]
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
     if other:
         out += ["## Other data", "", _other_table(other)]

@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
-from render import chart_theme, claims, methodology, peaks, tables
+from render import chart_theme, claims, evidence_pages, methodology, numbers, peaks, tables
 from render.derive import fit as fitmod
 from render.derive import fit_numerics
 from render.derive import mfu as mfumod
@@ -185,7 +185,8 @@ class PageFunctions(
                 raise ProbebookError(f"value(): evidence {ref.alias} ({ref.short}) has no field {path!r}")
         if isinstance(node, bool) or not isinstance(node, (int, float)):
             raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
-        q = quantity(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt)
+        anchor = evidence_pages.field_anchor(self._doc(ref), str(path))
+        q = quantity(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor)
         return q.to(display) if display else q
 
     def project(
@@ -202,7 +203,8 @@ class PageFunctions(
         bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
         proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
         what = (
-            f"T = k·P / R with P={p:.4g}, k={proj.tokens_per_param:g}, R={rate.text} ({rate.derivation})"
+            f"T = k·P / R with P={numbers.general(p)}, k={numbers.general(proj.tokens_per_param)}, "
+            f"R={rate.text} ({rate.derivation})"
             + (f", {gpus} GPUs" if gpus != 1 else "")
             + (f", {bt} tokens per update" if bt else "")
         )
@@ -224,7 +226,7 @@ class PageFunctions(
             evidence = tuple(dict.fromkeys(rate.evidence + flops_per_token.evidence))
         else:
             per_token = number(flops_per_token, "mfu() flops_per_token")
-            per_token_text, evidence = f"{per_token:.4g}", rate.evidence
+            per_token_text, evidence = numbers.general(per_token), rate.evidence
         achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
         if peak is None:
             gpu = (self.library.docs[rate.evidence[0]].get("machine") or {}).get("gpu") if rate.evidence else None
@@ -283,7 +285,9 @@ class PageFunctions(
     ) -> Quantity:
         """The median of one sample field over the rows matching ``where`` (e.g. ``arm="baseline"``)."""
         ref = self._ref(ref, None, "median()")
-        values = _field_values(self._rows(ref), field, where, f"median(): {ref.alias} ({ref.short})")
+        rows = self._rows(ref)
+        indices = _field_rows(rows, field, where, f"median(): {ref.alias} ({ref.short})")
+        values = [rows[i][field] for i in indices]
         base, shown, spec = field_unit(field)
         condition = ", ".join(f"{k}={v!r}" for k, v in sorted(where.items()))
         q = quantity(
@@ -293,6 +297,7 @@ class PageFunctions(
             f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
             f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
             fmt=fmt or spec,
+            anchor=evidence_pages.row_anchor(indices[0]),
         )
         if display:
             return q.to(display)  # the page chose the unit
@@ -303,7 +308,8 @@ class PageFunctions(
         ref = self._ref(ref, None, "saving()")
         rows = self._rows(ref)
         what = f"saving(): {ref.alias} ({ref.short})"
-        arm_s = statistics.median(_field_values(rows, field, {"arm": arm}, what))
+        arm_rows = _field_rows(rows, field, {"arm": arm}, what)
+        arm_s = statistics.median(rows[i][field] for i in arm_rows)
         base_s = statistics.median(_field_values(rows, field, {"arm": baseline}, what))
         return quantity(
             saving_fraction(arm_s, base_s),
@@ -312,6 +318,7 @@ class PageFunctions(
             f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
             f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
             fmt=".1%",
+            anchor=evidence_pages.row_anchor(arm_rows[0]),
         )
 
     def claim(self, *args: Any) -> claims.Claim:
@@ -369,10 +376,17 @@ _RATE_FIELDS = {"tok_s": ("tok/s", None, ".3g"), "gb_s": ("GB/s", None, ".3g"), 
 
 def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[float]:
     """Numbers in ``field`` of the rows whose columns equal ``where``; refuse when there are none."""
+    return [rows[i][field] for i in _field_rows(rows, field, where, what)]
+
+
+def _field_rows(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[int]:
+    """Indices of the rows whose columns equal ``where`` and whose ``field`` is a number; refuse when there are none."""
     for value in where.values():
         defined(value)
-    picked = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
-    values = [r[field] for r in picked if isinstance(r.get(field), (int, float)) and not isinstance(r.get(field), bool)]
+    picked = [i for i, r in enumerate(rows) if all(r.get(k) == v for k, v in where.items())]
+    values = [
+        i for i in picked if isinstance(rows[i].get(field), (int, float)) and not isinstance(rows[i].get(field), bool)
+    ]
     if not values:
         shown = ", ".join(f"{k}={v!r}" for k, v in where.items()) or "any row"
         raise ProbebookError(f"{what}: no {field!r} values in rows matching {shown} ({len(picked)} rows match)")

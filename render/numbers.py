@@ -170,6 +170,25 @@ def with_unit(number: str, unit: str, space: str = NNBSP) -> str:
     return f"{number}{space}{unit_text(unit)}" if unit else number
 
 
+def general(value: float, sig: int = 4) -> str:
+    """A plain number in running text (a derivation, a change) without an exponent: ``2.5e8`` -> ``250 million``.
+
+    A million or more in words, anything else to ``sig`` significant figures in fixed notation.
+    """
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    words = count_words(value, sig, " ")
+    if words:
+        number, word = words.split(" ")
+        return f"{_trim(number)} {word}"
+    return _trim(significant(value, sig))
+
+
+def _trim(text: str) -> str:
+    """``250.0`` -> ``250``, ``0.001500`` -> ``0.0015``: trailing zeros a plain number in prose does not need."""
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def readable_float(value: float) -> str:
     """A raw stored float as a reader reads it: at most 6 significant figures, no exponent, true minus.
 
@@ -178,5 +197,4 @@ def readable_float(value: float) -> str:
     """
     if value == 0 or not math.isfinite(value):
         return "0" if value == 0 else str(value)
-    text = significant(value, 6)
-    return text.rstrip("0").rstrip(".") if "." in text else text  # a raw value states no precision: no padding
+    return _trim(significant(value, 6))  # a raw value states no precision: no padding zeros

@@ -104,8 +104,8 @@ def escape_text(text: Any) -> str:
     for i, c in enumerate(s):
         if c in _ENTITIES:
             out.append(_ENTITIES[c])
-        elif c in _BACKSLASHED:
-            out.append("\\" + c)
+        elif c in _BACKSLASHED or (c == "(" and i > 0 and s[i - 1] == "]"):
+            out.append("\\" + c)  # "](" would open a link target (and render.pages.check_links refuses it early)
         elif c == "_" and not (0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()):
             out.append("\\_")  # an underscore inside a word (created_at) never emphasises
         else:
@@ -168,6 +168,9 @@ class Quantity:
     """Additional facts for the title, as (label, text) pairs."""
     mark: str | None = None
     """A word shown beside the number, e.g. ``partial`` for a number from partial evidence."""
+    anchor: str = ""
+    """Where on the first evidence's page the number's inputs are (``row-12``, ``params-batch``); "" for the
+    raw samples table (``render.evidence_pages.field_anchor``)."""
     pinned: bool = False
     """True when the template chose the display unit (``.to()``); otherwise the prefix is chosen to fit the value."""
     expr: Any = field(default=None, compare=False)
@@ -319,7 +322,7 @@ class Quantity:
             text += f" *({self.mark})*"
         if not self.evidence:
             return text
-        link = relative_link(page, evidence_page(self.evidence[0]))
+        link = relative_link(page, evidence_page(self.evidence[0])) + "#" + (self.anchor or "samples")
         return f'[{text}]({link} "{self.title}")'
 
     def ledger_row(self, page: str, key: str) -> dict[str, Any]:

@@ -189,4 +189,7 @@ def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERI
     index = site / theme.search_index
     if only is None and index.is_file():
         clean_search_index(index, theme)
+        inline = index.with_suffix(".js")  # the offline plugin's copy for file:// pages: the cleaned index, inlined
+        if inline.is_file():
+            inline.write_text("var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8")
     return count

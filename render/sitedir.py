@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -156,3 +157,23 @@ def check_publishable(site: Path, docs: Path, archive: Path, config: Path) -> di
             "(or publish was given other --docs, --archive or --config than the build); run `probebook build` again"
         )
     return stamp_
+
+
+_ROOT_ABSOLUTE = re.compile(rb'((?:href|src)=")/(?!/)')
+
+
+def relative_404(site: Path) -> bool:
+    """Make ``404.html``'s root-absolute links (``href="/index.html"``) relative to the site root.
+
+    The engine writes them root-absolute when no ``site_url`` is set, which breaks the page opened from disk
+    (file://) and on a site served below a path (``/probebook/``); relative links work in both wherever the
+    page is served at the root of the site. The theme's ``"base": "/"`` gets the same change. True when changed.
+    """
+    path = site / "404.html"
+    if not path.is_file():
+        return False
+    raw = path.read_bytes()
+    fixed = _ROOT_ABSOLUTE.sub(rb"\1./", raw).replace(b'"base": "/"', b'"base": "."')
+    if fixed != raw:
+        path.write_bytes(fixed)
+    return fixed != raw

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from measure import contracts
 from measure.errors import ProbebookError
 from measure.evidence import canonical_bytes, digest
+from render import numbers
 from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes
 from render.derive.throughput import tokens_per_second
@@ -76,13 +77,7 @@ def seconds_to_ms(seconds: float) -> float:
 
 def significant(x: float, digits: int = 4) -> str:
     """``x`` to ``digits`` significant figures in fixed notation (no exponent); large values as grouped integers."""
-    if x == 0 or not math.isfinite(x):
-        return "0" if x == 0 else str(x)
-    rounded = float(f"{x:.{digits - 1}e}")  # round first: 999.95 becomes 1000, not "1000.0" with 5 figures
-    magnitude = math.floor(math.log10(abs(rounded)))
-    if magnitude >= digits - 1:
-        return f"{round(rounded):,}"
-    return f"{rounded:.{digits - 1 - magnitude}f}"
+    return numbers.significant(x, digits) if math.isfinite(x) else str(x)
 
 
 # --- evidence access with one-line errors ---------------------------------------------
@@ -217,7 +212,7 @@ COLUMNS: dict[str, Column] = {
     **{k: Column(k, k, _int) for k in ("batch", "tokens", "context", "microbatch", "windows", "m", "n", "k", "calls")},
     **{k: Column(k, k, _int) for k in ("rows", "documents")},
     "tokens_per_step": Column("tokens_per_step", "tokens/step", _int),
-    "tok_s": Column("tok_s", "tokens/s", _int),
+    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3)),  # throughput to three figures, never six
     "peak_bytes": Column("peak_bytes", "peak (GiB)", _gib),
     "device_time_s": Column("device_time_s", "device time (ms)", _ms),
     "share": Column("share", "share", percent),
@@ -278,12 +273,12 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
                 "unstable": shaky.get((mode, batch, tokens), False),
             }
         )
-    cols = columns(
-        "mode batch tokens windows",
+    cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
+        "mode batch tokens tok_s",
         Column("median_step_s", "median step (ms)", _ms),
         Column("min_step_s", "fastest (ms)", _ms),
         Column("max_step_s", "slowest (ms)", _ms),
-        "tokens_per_step tok_s unstable",
+        "tokens_per_step windows unstable",
     )
     return cols, records
 
@@ -338,14 +333,14 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         )
     cols = columns(
         "model",
-        Column("params", "parameters", lambda x: significant(x, 3)),
         "context",
-        Column("batches_tried", "batches tried", _int),
+        Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3)),
         Column("fastest_stable_batch", "fastest batch", _int),
-        Column("fastest_tok_s", "tokens/s at fastest", _int),
         Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
         Column("largest_fitting_batch", "largest fitting batch", _int),
         Column("first_oom_batch", "first OOM batch", _int),
+        Column("batches_tried", "batches tried", _int),
+        Column("params", "parameters", lambda x: numbers.general(x, 3)),
         Column("unstable_batches", "unstable batches (CV over 5%)", _text, False),
         Column("spilled_batches", "spilled batches", _text, False),
     )
@@ -365,7 +360,7 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
         )
     arms = list(dict.fromkeys(r["arm"] for r in rows))
     ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
-    cols = columns("arm microbatch tokens_per_step peak_bytes tok_s unstable")
+    cols = columns("arm microbatch peak_bytes tok_s tokens_per_step unstable")
     return cols, picked_rows(cols, ordered)
 
 
@@ -391,12 +386,13 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         }
         for g in gemm_shapes(rows)
     ]
-    tf = lambda x: f"{x:.1f}"  # noqa: E731 - a one-line formatter
+    tf = lambda x: significant(x, 3)  # noqa: E731 - a one-line formatter
     cols = columns(
-        "shape m n k windows",
-        Column("median_time_s", "median time (ms)", _ms),
+        "shape",
         Column("median_tflop_s", "TFLOP/s at median", tf),
         Column("best_tflop_s", "best TFLOP/s", tf),
+        Column("median_time_s", "median time (ms)", _ms),
+        "m n k windows",
     )
     return cols, records
 
@@ -424,9 +420,8 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
         for r, share in ranked
     ]
     cols = columns(
-        "kernel category calls device_time_s",
+        "kernel category share device_time_s calls",
         Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
-        "share",
     )
     return cols, records
 

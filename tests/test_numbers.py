@@ -11,6 +11,7 @@ from render.numbers import (
     count_words,
     decimals_for,
     fixed,
+    general,
     interval,
     interval_decimals,
     readable_float,
@@ -128,3 +129,11 @@ def test_readable_float() -> None:
     assert readable_float(-1.5e-3) == f"{MINUS}0.0015"
     assert readable_float(1e21) == "1,000,000,000,000,000,000,000"
     assert readable_float(0.0) == "0"
+
+
+def test_general_numbers_in_running_text() -> None:
+    assert general(2.5e8) == "250 million"
+    assert general(20.0) == "20"
+    assert general(1.5e-5) == "0.000015"
+    assert general(0.5883417066233017) == "0.5883"
+    assert general(1234567890123.0) == "1.235 trillion"

@@ -176,7 +176,7 @@ def test_paths() -> None:
 
 def test_escape_text_makes_markup_inert_and_keeps_it_readable() -> None:
     assert escape_text("<script>alert(1)</script>") == "&lt;script&gt;alert(1)&lt;/script&gt;"
-    assert escape_text("[x](javascript:y)") == "\\[x\\](javascript:y)"
+    assert escape_text("[x](javascript:y)") == "\\[x\\]\\(javascript:y)"
     assert escape_text("the step's 0.00814 s") == "the step's 0.00814 s"  # nothing to escape: unchanged
     assert escape_text("created_at __init__ *b* `c` a|b {x} #1 &") == (
         "created_at \\_\\_init\\_\\_ \\*b\\* \\`c\\` a\\|b \\{x\\} \\#1 &amp;"

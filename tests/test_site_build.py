@@ -138,10 +138,13 @@ def test_every_ledger_number_is_a_link_to_its_evidence_titled_with_its_derivatio
         for r in (r for r in rows if r["page"] == page):
             target = r["evidence"][0].split(":")[1]
             matching = [
-                t for href, t in links if href.endswith(f"evidence/{target}.html") and t.startswith(r["derivation"])
+                href.split("#")[1]
+                for href, t in links
+                if f"evidence/{target}.html#" in href and t.startswith(r["derivation"])
             ]
             assert matching, (page, r["key"])
-            assert (built.site / "evidence" / f"{target}.html").exists()
+            evidence = (built.site / "evidence" / f"{target}.html").read_text(encoding="utf-8")
+            assert all(f'id="{anchor}"' in evidence for anchor in matching)  # it lands on the rows, not the top
 
 
 # -- records, archive, errata ----------------------------------------------------------------------
