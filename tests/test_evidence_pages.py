@@ -82,10 +82,24 @@ def test_page_has_title_id_anchors_and_downloads() -> None:
     assert lines[4].startswith("Measured on 1 × NVIDIA H200 on 2026-11-29")
     assert '| <span id="row-0"></span>0 | 2048 | 0.0737698 | 1980 |' in page
     assert '| <span id="row-1"></span>1 | 4096 | 0.0000283522 | 1965 |' in page
-    assert "| windows.times_s | [0.00001, 0.5] |" in page
+    assert '| <span id="data-windows.times_s"></span>windows.times_s | [0.00001, 0.5] |' in page
+    assert '| <span id="params-preset"></span>preset | 250m |' in page
     assert "[the whole archive (tar.gz)](probebook-archive.tar.gz)" in page
     assert "[the ledger of published numbers](../ledger.json)" in page
     assert not re.search(r"\d[eE][+-]?\d", page.replace(ID, "").replace("ab" * 32, ""))
+
+
+def test_field_anchors_point_at_rows_that_exist() -> None:
+    assert ep.field_anchor(DOC, "data.samples.1.step_s") == "row-1"
+    assert ep.field_anchor(DOC, "data.samples.900.step_s") == "samples"  # past the rows a page shows
+    assert ep.field_anchor(DOC, "params.batch") == "params-batch"
+    assert ep.field_anchor(DOC, "machine.sm_clock_mhz") == "machine-sm_clock_mhz"
+    assert ep.field_anchor(DOC, "data.clocks.sm_mhz_after") == "data-clocks.sm_mhz_after"
+    assert ep.field_anchor(DOC, "data.windows.times_s.1") == "data-windows.times_s"  # one row holds the list
+    assert ep.field_anchor(DOC, "params.missing") == ""
+    weird = {"params": {'a"b': 1}}
+    assert ep.field_anchor(weird, 'params.a"b') == ""  # no id from a key that is not id-safe
+    assert 'id="params-a' not in ep.page_markdown(ID, weird, [])
 
 
 def test_archive_tarball_is_reproducible() -> None:

@@ -41,6 +41,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from measure.errors import ProbebookError
+from render import numbers
 from render.derive import fit_numerics as num
 from render.derive.fit_numerics import TERMS
 from render.derive.lossmem import unstable
@@ -386,7 +387,7 @@ def _fit_scaled(
     if num.trending(residuals, means, counts, noise):
         warns.append(
             f"the residuals {'rise' if residuals[-1] > residuals[0] else 'fall'} steadily from the shortest to the "
-            f"longest sequence (largest {np.max(np.abs(residuals)) * y_unit:.3g} s): the "
+            f"longest sequence (largest {numbers.general(np.max(np.abs(residuals)) * y_unit, 3)} s): the "
             f"{'+'.join(model) or 'empty'} model has the wrong shape"
             + ("; fit more terms" if len(model) < len(TERMS) else "")
         )
@@ -398,8 +399,10 @@ def _fit_scaled(
         if p_value < ALPHA_LACK_OF_FIT:
             warns.append(
                 f"residuals are well above the sample noise: the largest is "
-                f"{np.max(np.abs(residuals)) * y_unit:.3g} s against a noise floor of {noise * y_unit:.3g} s "
-                f"(lack-of-fit F={stat:.3g}, p={p_value:.2g}); the {'+'.join(model) or 'empty'} model misses "
+                f"{numbers.general(np.max(np.abs(residuals)) * y_unit, 3)} s against a noise floor of "
+                f"{numbers.general(noise * y_unit, 3)} s "
+                f"(lack-of-fit F={numbers.general(stat, 3)}, p={numbers.general(p_value, 2)}); "  # no exponent
+                f"the {'+'.join(model) or 'empty'} model misses "
                 "structure, e.g. a fixed-cost plateau at short sequences: narrow --tokens"
                 + (" or fit more terms" if len(model) < len(TERMS) else "")
             )
