@@ -265,8 +265,8 @@ def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str
         envelope["notes"] = doc["notes"]
     table, n, columns = _samples_table(doc)
     out = [f"# {escape_text(title_text(doc))}", ""]
-    # the id as the search index sees it: full and short, with and without "sha256:" (the search splits on spaces)
-    out.append(f"Evidence `{ident}` · short id `{short_id(ident)}` · {hexpart} · {hexpart[:12]}")
+    # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
+    out.append(f"`{ident}` (short: `{short_id(ident)}`)")
     out += ["", escape_text(summary_text(doc, n, columns)), ""]
     out.append(
         f"Downloads: [JSON, as archived]({hexpart}.json) · [samples as CSV]({hexpart}.csv) · "

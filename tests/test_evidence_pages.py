@@ -78,7 +78,7 @@ def test_page_has_title_id_anchors_and_downloads() -> None:
     page = ep.page_markdown(ID, DOC, [])
     lines = page.splitlines()
     assert lines[0] == "# step-scaling · 250m · batch 4 × 512–8192 tokens · 2026-11-29"
-    assert lines[2] == f"Evidence `{ID}` · short id `sha256:abababababab` · {'ab' * 32} · {'ab' * 6}"
+    assert lines[2] == f"`{ID}` (short: `sha256:abababababab`)"
     assert lines[4].startswith("Measured on 1 × NVIDIA H200 on 2026-11-29")
     assert '| <span id="row-0"></span>0 | 2048 | 0.0737698 | 1980 |' in page
     assert '| <span id="row-1"></span>1 | 4096 | 0.0000283522 | 1965 |' in page

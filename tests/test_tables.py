@@ -41,7 +41,7 @@ def test_unit_conversions():
         (123456.7, 4, "123,500"),
         (90_000_000, 3, "90,000,000"),
         (0, 4, "0"),
-        (-0.5, 2, "-0.50"),
+        (-0.5, 2, "\u22120.50"),  # a true minus sign
     ],
 )
 def test_significant_figures_without_exponents(value, digits, text):
@@ -70,11 +70,11 @@ def test_step_scaling_table_groups_windows_per_length():
     ]
     out = tables.render("step-scaling", [doc("step-scaling", STEP["data"]["samples"], points=points)])
     assert out.markdown == (
-        "| mode | batch | tokens | windows | median step (ms) | fastest (ms) | slowest (ms) | tokens/step "
-        "| tokens/s | CV over 5% |\n"
+        "| mode | batch | tokens | tokens/s | median step (ms) | fastest (ms) | slowest (ms) | tokens/step "
+        "| windows | CV over 5% |\n"  # the result right after the columns naming the point
         "|:---|---:|---:|---:|---:|---:|---:|---:|---:|:---|\n"
-        "| fixed\\_batch | 4 | 512 | 3 | 25.00 | 20.00 | 30.00 | 2,048 | 81,920 |  |\n"
-        "| fixed\\_batch | 4 | 1,024 | 1 | 50.00 | 50.00 | 50.00 | 4,096 | 81,920 | unstable |\n"
+        "| fixed\\_batch | 4 | 512 | 81,900 | 25.00 | 20.00 | 30.00 | 2,048 | 3 |  |\n"
+        "| fixed\\_batch | 4 | 1,024 | 81,900 | 50.00 | 50.00 | 50.00 | 4,096 | 1 | unstable |\n"
     )
     records = json.loads(out.json)
     assert records[0] == {
@@ -140,11 +140,11 @@ def test_batch_sweep_summary_uses_the_derive_summary():
             "spilled_batches": None,
         }
     ]
-    assert out.markdown.splitlines()[2] == "| 90m | 90,000,000 | 2,048 | 3 | 16 | 162,000 | 54.02 | 16 | 32 | — | — |"
+    assert out.markdown.splitlines()[2] == "| 90m | 2,048 | 162,000 | 16 | 54.02 | 16 | 32 | 3 | 90 million | — | — |"
     assert out.csv == (
-        "model,params,context,batches_tried,fastest_stable_batch,fastest_tok_s,peak_bytes_at_fastest,"
-        "largest_fitting_batch,first_oom_batch,unstable_batches,spilled_batches\n"
-        "90m,90000000,2048,3,16,162000.0,58000000000,16,32,,\n"
+        "model,context,fastest_tok_s,fastest_stable_batch,peak_bytes_at_fastest,"
+        "largest_fitting_batch,first_oom_batch,batches_tried,params,unstable_batches,spilled_batches\n"
+        "90m,2048,162000.0,16,58000000000,16,32,3,90000000,,\n"
     )
 
 
@@ -164,9 +164,9 @@ def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
     ]
     out = tables.render("loss-memory", [doc("loss-memory", rows)])
     assert out.markdown.splitlines()[2:] == [
-        "| fused | 4 | 4,096 | 1.00 | — |  |",
-        "| fused | 8 | 8,192 | 2.00 | 1,000 |  |",
-        "| eager | 4 | 4,096 | 3.00 | 900 |  |",
+        "| fused | 4 | 1.00 | — | 4,096 |  |",
+        "| fused | 8 | 2.00 | 1,000 | 8,192 |  |",
+        "| eager | 4 | 3.00 | 900 | 4,096 |  |",
     ]
 
 
@@ -198,7 +198,7 @@ def test_kernels_top_n_with_share_and_per_call_time():
         {"kernel": "k1", "category": "gemm", "calls": 2, "device_time_s": 0.5, "per_call_s": 0.25, "share": 0.5},
         {"kernel": "k0", "category": "gemm", "calls": 2, "device_time_s": 0.25, "per_call_s": 0.125, "share": 0.25},
     ]
-    assert out.markdown.splitlines()[2] == "| k1 | gemm | 2 | 500.0 | 250,000 | 50.0% |"
+    assert out.markdown.splitlines()[2] == "| k1 | gemm | 50.0% | 500.0 | 2 | 250,000 |"
     with pytest.raises(ProbebookError, match="top must be a whole number >= 1, got 0"):
         tables.render("kernels", [doc("kernels", rows)], top=0)
 
