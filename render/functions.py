@@ -209,7 +209,11 @@ class PageFunctions(
             + (f", {bt} tokens per update" if bt else "")
         )
         return ProjectionView(
-            vars(proj), rate.evidence, what, f"project({rate.key}, {p:g})", {"updates": "no batch_tokens given"}
+            vars(proj),
+            rate.evidence,
+            what,
+            f"project({rate.key}, {numbers.exact(p)})",
+            {"updates": "no batch_tokens given"},
         )
 
     def mfu(self, rate: Quantity, flops_per_token: Any, peak: Quantity | None = None) -> Quantity:

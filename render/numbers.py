@@ -20,6 +20,7 @@ the evidence pages call them for their cells. The rules, from the SI Brochure (9
 
 from __future__ import annotations
 
+import decimal
 import math
 
 NNBSP = "\u202f"
@@ -187,6 +188,13 @@ def general(value: float, sig: int = 4) -> str:
 def _trim(text: str) -> str:
     """``250.0`` -> ``250``, ``0.001500`` -> ``0.0015``: trailing zeros a plain number in prose does not need."""
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def exact(value: float) -> str:
+    """A number in a key or identifier, exactly and without an exponent: ``2.5e8`` -> ``250000000``."""
+    if isinstance(value, int) or (math.isfinite(value) and float(value).is_integer()):
+        return str(int(value))
+    return format(decimal.Decimal(repr(value)), "f")  # the float's shortest round-trip digits, in fixed notation
 
 
 def readable_float(value: float) -> str:

@@ -143,3 +143,14 @@ def test_built_evidence_page(fixture_site: BuildPaths) -> None:
     )
     assert [n for n in names if n.endswith(".json")] == stored
     assert Path(fixture_site.site / "ledger.json").is_file()
+
+
+def test_no_number_on_the_built_site_is_in_scientific_notation(fixture_site: BuildPaths) -> None:
+    exponent = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][+-]?\d+\b")
+    found = []
+    for page in sorted(fixture_site.site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        article = html[html.find("<article") : html.rfind("</article>")]
+        text = re.sub(r"<[^>]+>", " ", article) + " ".join(re.findall(r'title="([^"]*)"', article))
+        found += [(page.name, m.group(0)) for m in exponent.finditer(text)]
+    assert found == []

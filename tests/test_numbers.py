@@ -10,6 +10,7 @@ from render.numbers import (
     choose_unit,
     count_words,
     decimals_for,
+    exact,
     fixed,
     general,
     interval,
@@ -137,3 +138,10 @@ def test_general_numbers_in_running_text() -> None:
     assert general(1.5e-5) == "0.000015"
     assert general(0.5883417066233017) == "0.5883"
     assert general(1234567890123.0) == "1.235 trillion"
+
+
+def test_exact_numbers_in_keys() -> None:
+    assert exact(2.5e8) == "250000000"
+    assert exact(20) == "20"
+    assert exact(1.1) == "1.1"
+    assert exact(1.5e-9) == "0.0000000015"

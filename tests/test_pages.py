@@ -98,7 +98,7 @@ def test_other_page_functions_compute_from_evidence(library: Library, tmp_path: 
     assert q["gemm_ceiling(ceiling)"].text.endswith("TFLOP/s")
     rate = q["batch_summary(batch).fastest_tok_s"].value
     assert rate == 97000.0  # the fastest fitting row of tests/fixtures/site/inputs/batch.csv
-    assert q["project(batch_summary(batch).fastest_tok_s, 2.5e+08).time"].value == pytest.approx(20 * 250e6 / 97000)
+    assert q["project(batch_summary(batch).fastest_tok_s, 250000000).time"].value == pytest.approx(20 * 250e6 / 97000)
     mfu = q["mfu(batch_summary(batch).fastest_tok_s)"]
     assert mfu.value == pytest.approx(97000 * 1971859200 / ceiling, rel=1e-12)
     assert set(mfu.evidence) == {ALIASES["batch"], ALIASES["ceiling"]}

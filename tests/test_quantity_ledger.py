@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -150,7 +151,7 @@ def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None
         uncertainty=(0.012, 0.0126),
         key="fit(sweep).c",
     )
-    link = "../../evidence/" + "ab" * 32 + ".md"
+    link = "../../evidence/" + "ab" * 32 + ".md#samples"  # no rows named: the samples table
     assert q.markdown("records/step/v1.md") == (
         f"[12.30\u202fms\u00a0(12.00–12.60)]({link} "
         '"fit c+a; c; 95% interval 12.00–12.60 ms; evidence sha256:abababababab")'
@@ -160,7 +161,8 @@ def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None
 def test_markdown_title_names_more_evidence_and_is_made_safe() -> None:
     q = Quantity(0.5, "", fmt=".0%", evidence=(ID, ID2), derivation='a "quoted" <b>\\x</b>\nnext')
     assert q.title == "a 'quoted' bx/b next; evidence sha256:abababababab (+1 more)"
-    assert q.markdown("index.md") == f'[50%](evidence/{"ab" * 32}.md "{q.title}")'
+    assert q.markdown("index.md") == f'[50%](evidence/{"ab" * 32}.md#samples "{q.title}")'
+    assert replace(q, anchor="row-3").markdown("index.md") == f'[50%](evidence/{"ab" * 32}.md#row-3 "{q.title}")'
 
 
 def test_markdown_without_evidence_is_plain_text() -> None:
