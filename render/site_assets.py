@@ -22,10 +22,14 @@ FOLDER = "assets/probebook"
 """Where the assets sit in the site (reserved: ``render.sources.RESERVED``)."""
 HERE = Path(__file__).resolve().parent / "assets"
 """Where the hand-written ones are kept in the package."""
-STYLESHEETS = ("charts.css", "tables.css")
+STYLESHEETS = ("charts.css", "tables.css", "numbers.css")
 """Stylesheets in ``render/assets/``, added to ``extra_css`` in this order."""
 SCRIPTS = ("vega-embed.js", "charts.js")
 """Scripts added to ``extra_javascript`` in this order: the bundle first (``charts.js`` calls ``vegaEmbed``)."""
+POLYFILLS = ("iframe-worker-shim.js",)
+"""Scripts the theme loads in the page head before its own (``extra.polyfills``): the iframe-worker shim that
+mkdocs-material's offline plugin needs for search on file:// pages (the plugin would fetch it from a CDN when
+none is named; one named here is used instead)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -45,13 +49,19 @@ def site_files() -> dict[str, bytes]:
     """Site path -> bytes of every asset."""
     return {
         f"{FOLDER}/{name}": MADE[name]() if name in MADE else (HERE / name).read_bytes()
-        for name in STYLESHEETS + SCRIPTS
+        for name in STYLESHEETS + SCRIPTS + POLYFILLS
     }
 
 
 def add_to_config(config: dict[str, Any]) -> None:
-    """Append the stylesheets and scripts to an engine config's ``extra_css`` and ``extra_javascript``."""
+    """Append the stylesheets, scripts and polyfills to an engine config's ``extra_css``, ``extra_javascript`` and
+    ``extra.polyfills``."""
     for key, names in (("extra_css", STYLESHEETS), ("extra_javascript", SCRIPTS)):
         given = config.get(key)
         listed = list(given) if isinstance(given, list) else []
         config[key] = listed + [f"{FOLDER}/{n}" for n in names if f"{FOLDER}/{n}" not in listed]
+    extra = config.get("extra") if isinstance(config.get("extra"), dict) else {}
+    given = extra.get("polyfills")
+    listed = list(given) if isinstance(given, list) else []
+    extra["polyfills"] = listed + [f"{FOLDER}/{n}" for n in POLYFILLS if f"{FOLDER}/{n}" not in listed]
+    config["extra"] = extra

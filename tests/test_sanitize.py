@@ -236,8 +236,9 @@ def test_the_theme_keeps_its_own_scripts(corpus_site: tuple[BuildPaths, dict[str
         page = Page()
         page.feed((paths.site / name).read_text(encoding="utf-8"))
         outside = [body for body, in_content in page.scripts if not in_content]
-        # the theme's five, then the site's own (render.site_assets: the vega-embed bundle, charts.js)
-        assert len(outside) == 5 + len(site_assets.SCRIPTS), name
+        # the theme's five, then the site's own (render.site_assets: the vega-embed bundle, charts.js, and the
+        # iframe-worker shim the theme loads as a polyfill)
+        assert len(outside) == 5 + len(site_assets.SCRIPTS) + len(site_assets.POLYFILLS), name
         assert not [body for body, in_content in page.scripts if in_content], name
         assert any(attrs.get("src", "").endswith(".min.js") for tag, attrs, _ in page.elements if tag == "script")
 
