@@ -109,7 +109,8 @@ def can_reuse(saved: SiteState | None, site: Path, now: SiteState) -> bool:
 
 
 # What mkdocs writes in every build, dirty or not (its theme's static templates, sitemap and search plugin).
-ALWAYS_WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", SEARCH_INDEX)
+ALWAYS_WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", SEARCH_INDEX, "search/search_index.js")
+# search_index.js: the offline plugin's copy of the index, written at every build (render.sanitize.inline_search_index)
 
 
 def site_path(tree_rel: str) -> str:

@@ -189,7 +189,16 @@ def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERI
     index = site / theme.search_index
     if only is None and index.is_file():
         clean_search_index(index, theme)
-        inline = index.with_suffix(".js")  # the offline plugin's copy for file:// pages: the cleaned index, inlined
-        if inline.is_file():
-            inline.write_text("var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8")
+    inline_search_index(index)
     return count
+
+
+def inline_search_index(index: Path) -> bool:
+    """Rewrite the offline plugin's ``search_index.js`` (the index for file:// pages) from the final, sanitized
+    ``search_index.json``: the plugin wrote it from the engine's index, before the sanitizer (and, in an
+    incremental build, before the index was merged). True when there was one to rewrite."""
+    inline = index.with_suffix(".js")
+    if not (index.is_file() and inline.is_file()):
+        return False
+    inline.write_text("var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8")
+    return True

@@ -59,6 +59,7 @@ def test_an_edit_rebuilds_only_its_page_and_matches_a_full_build(tmp_path: Path)
         "sitemap.xml",
         "sitemap.xml.gz",
         "search/search_index.json",
+        "search/search_index.js",
         "ledger.json",
         ".probebook-site",
     }
