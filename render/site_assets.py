@@ -60,7 +60,8 @@ def add_to_config(config: dict[str, Any]) -> None:
         given = config.get(key)
         listed = list(given) if isinstance(given, list) else []
         config[key] = listed + [f"{FOLDER}/{n}" for n in names if f"{FOLDER}/{n}" not in listed]
-    extra = config.get("extra") if isinstance(config.get("extra"), dict) else {}
+    given_extra = config.get("extra")
+    extra: dict[str, Any] = given_extra if isinstance(given_extra, dict) else {}
     given = extra.get("polyfills")
     listed = list(given) if isinstance(given, list) else []
     extra["polyfills"] = listed + [f"{FOLDER}/{n}" for n in POLYFILLS if f"{FOLDER}/{n}" not in listed]
