@@ -533,13 +533,15 @@ def test_chart_markdown_shows_each_theme_only_in_its_scheme():
 
 def test_chart_assets_are_offline_and_added_once_to_the_config():
     files = site_assets.site_files()
-    assert set(files) == {f"assets/probebook/{n}" for n in ("vega-embed.js", "charts.js", "charts.css", "tables.css")}
+    names = site_assets.STYLESHEETS + site_assets.SCRIPTS + site_assets.POLYFILLS
+    assert set(files) == {f"assets/probebook/{n}" for n in names}
+    # the charts' own: the bundle before the script that calls it, and their stylesheets
+    assert site_assets.SCRIPTS[:2] == ("vega-embed.js", "charts.js")
+    assert {"charts.css", "tables.css"} <= set(site_assets.STYLESHEETS)
     assert b"window.vegaEmbed=" in files["assets/probebook/vega-embed.js"]
     assert files == site_assets.site_files()
     config = {"extra_css": ["mine.css"]}
     site_assets.add_to_config(config)
     site_assets.add_to_config(config)
-    assert config == {
-        "extra_css": ["mine.css", "assets/probebook/charts.css", "assets/probebook/tables.css"],
-        "extra_javascript": ["assets/probebook/vega-embed.js", "assets/probebook/charts.js"],
-    }
+    assert config["extra_css"] == ["mine.css"] + [f"assets/probebook/{n}" for n in site_assets.STYLESHEETS]
+    assert config["extra_javascript"] == [f"assets/probebook/{n}" for n in site_assets.SCRIPTS]
