@@ -87,8 +87,9 @@ def title_text(text: str) -> str:
 # ESCAPED_CHARS), so the generated source still reads as text ("step's", "0.00814").
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _BACKSLASHED = set("\\`*[]|{}#")
-# What acts only at the start of a line: a list, quote, admonition, fence, setext rule or ordered list.
-_LINE_START = re.compile(r"[-+!]|[=~:]|[0-9]+[.)]")
+# What acts only at the start of a line: a list item ("- ", "+ ", "12. "), a rule or setext underline ("---",
+# "==="), a fence ("~~~") or an admonition ("!!!"); "+20%" or "2.11.0" are left as they read.
+_LINE_START = re.compile(r"[-+](?=[\s-]|$)|[0-9]+[.)](?=\s|$)|=+\s*$|~~~|!!!")
 
 
 def escape_text(text: Any) -> str:

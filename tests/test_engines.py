@@ -20,7 +20,7 @@ from render.build import BuildError, BuildPaths, build
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
 # Each engine's own files: its theme's assets, its search index and sitemap (named differently by each).
-ENGINE_OWN = ("assets/", "search/", "search.json", "sitemap.xml", "sitemap.xml.gz")
+ENGINE_OWN = ("assets/", "search/", "search.json", "search.js", "sitemap.xml", "sitemap.xml.gz")
 
 
 class NumberLinks(html.parser.HTMLParser):
@@ -97,7 +97,8 @@ def test_every_page_carries_the_same_linked_numbers(sites: dict[str, BuildPaths]
     linked_rows = [r for r in ledger if r["evidence"] and r["unit"] != "claim"]
     assert len(linked_rows) > 10
     for row in linked_rows:
-        texts = {text.replace("\xa0", " ") for text, _href, _title in links[row["page"][: -len(".md")] + ".html"]}
+        page_links = links[row["page"][: -len(".md")] + ".html"]
+        texts = {text.replace("\xa0", " ").replace("\u202f", " ") for text, _href, _title in page_links}
         assert any(t.startswith(row["text"]) for t in texts), (row["page"], row["key"], row["text"])
 
 

@@ -185,7 +185,8 @@ def test_escape_text_makes_markup_inert_and_keeps_it_readable() -> None:
     )
     assert escape_text("- item") == "&#45; item"  # a line-start marker
     assert escape_text("12. item") == "12&#46; item"
-    assert escape_text("~~~") == "&#126;~~"
+    assert escape_text("~~~") == "~~&#126;"
+    assert escape_text("+20% on 2.11.0") == "+20% on 2.11.0"  # no list marker: read as written
     assert escape_text("2026-11-30") == "2026-11-30"
     assert escape_text("a\n  b") == "a b"
     assert escape_text(12) == "12"

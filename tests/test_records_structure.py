@@ -61,7 +61,7 @@ def test_every_record_version_opens_with_its_headline_results_linked_to_evidence
         assert '<p class="admonition-title">Results</p>' in box.group(0)
         for label in labels:
             assert label in box.group(0).replace("&#39;", "'")
-        assert len(re.findall(r'<a href="\.\./\.\./evidence/[0-9a-f]{64}\.html"', box.group(0))) == len(
+        assert len(re.findall(r'<a href="\.\./\.\./evidence/[0-9a-f]{64}\.html#[\w.-]+"', box.group(0))) == len(
             load(SITE_FIXTURE / "docs")
             .pages[[p.rel for p in load(SITE_FIXTURE / "docs").pages].index(page + ".md")]
             .summary
@@ -80,7 +80,7 @@ def test_records_index_is_a_table_of_records_with_headlines_machine_and_date(fix
         "date",
     ]
     row = re.search(r'<a href="step-time/v2.html">.*?</tr>', article, re.DOTALL).group(0)  # type: ignore[union-attr]
-    assert "97,000" in row and "tok/s" in row and 'href="../evidence/63cc7d4ea38d' in row
+    assert "97.0\u202fktok/s" in row and 'href="../evidence/63cc7d4ea38d' in row
     assert "<td>NVIDIA H200</td>" in row and "2026-12-01" in row
 
 
@@ -131,7 +131,7 @@ def test_environment_block_reads_the_fingerprints_and_says_where_the_evidence_di
     assert "not recorded (`batch`, `mem`, `sweep`)" in row and "1 (`ablation`, `ceiling`)" in row
     assert '!!! warning "The cited evidence disagrees"' in env and "GPUs in the machine" in env.split("disagrees")[1]
     clocks = next(line for line in env.splitlines() if line.startswith("| `ceiling`"))
-    assert "1980 MHz" in clocks.replace("\u00a0", " ")  # the fixture machine's recorded SM clock, as a Quantity
+    assert "1980 MHz" in clocks.replace("\u00a0", " ").replace("\u202f", " ")  # the recorded SM clock, a Quantity
 
 
 def test_environment_block_of_agreeing_evidence_has_no_warning() -> None:
@@ -145,13 +145,13 @@ def test_environment_block_of_agreeing_evidence_has_no_warning() -> None:
     docs = {"sha256:" + "1" * 64: doc, "sha256:" + "2" * 64: dict(doc)}
     text = provenance.environment_block("records/x/v1.md", {"a": "sha256:" + "1" * 64, "b": "sha256:" + "2" * 64}, docs)
     assert "disagrees" not in text
-    assert "| measuring source &#40;SHA&#45;256 of the measure package&#41; | " + "ab" * 32 + " |" in text
-    assert re.search(r"\| power limit \| \[700\u00a0W\]\(\.\./\.\./evidence/1{64}\.md ", text)
-    assert "[1425\u00a0MHz]" in text
+    assert "| measuring source (SHA-256 of the measure package) | " + "ab" * 32 + " |" in text
+    assert re.search(r"\| power limit \| \[700\u202fW\]\(\.\./\.\./evidence/1{64}\.md#[\w.-]+ ", text)
+    assert "[1425\u202fMHz]" in text
     other = {**doc, "machine": {**doc["machine"], "torch": "2.12.0"}}
     docs["sha256:" + "2" * 64] = other
     text = provenance.environment_block("records/x/v1.md", {"a": "sha256:" + "1" * 64, "b": "sha256:" + "2" * 64}, docs)
-    assert "| torch | 2&#46;11&#46;0 (`a`); 2&#46;12&#46;0 (`b`) |" in text
+    assert "| torch | 2.11.0 (`a`); 2.12.0 (`b`) |" in text
     assert "differ in: torch." in text
 
 

@@ -52,13 +52,11 @@ def test_index_groups_by_probe_machine_and_date_on_bounded_pages() -> None:
         "evidence/list/gemm/3.md",
     ]
     index = files["evidence/index.md"].decode()
-    assert "| gemm | CPU only | 4 | 2026&#45;11&#45;01 to 2026&#45;11&#45;03 | [page 1 of 3](list/gemm/1.md) |" in index
-    assert (
-        "| gemm | NVIDIA H200 | 3 | 2026&#45;11&#45;01 to 2026&#45;11&#45;03 | [page 2 of 3](list/gemm/2.md) |" in index
-    )
+    assert "| gemm | CPU only | 4 | 2026-11-01 to 2026-11-03 | [page 1 of 3](list/gemm/1.md) |" in index
+    assert "| gemm | NVIDIA H200 | 3 | 2026-11-01 to 2026-11-03 | [page 2 of 3](list/gemm/2.md) |" in index
     first = files["evidence/list/gemm/1.md"].decode()
     # machine heading, then dates newest first, each document with its one-line description
-    assert first.index("## CPU only") < first.index("### 2026&#45;11&#45;03") < first.index("### 2026&#45;11&#45;02")
+    assert first.index("## CPU only") < first.index("### 2026-11-03") < first.index("### 2026-11-02")
     assert "[page 2 →](2.md)" in first and "←" not in first
     assert "gemm; preset 90m; batch 2; 2 samples" in first and "batch 6" not in first
     second = files["evidence/list/gemm/2.md"].decode()
