@@ -14,7 +14,9 @@ same treatment.
 from __future__ import annotations
 
 import json
+import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -178,14 +180,20 @@ def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERI
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
     ``render.dirty`` merged the index from entries that did).
     """
-    count = 0
     pages = sorted(site.rglob("*.html")) if only is None else [p for p in only if p.suffix == ".html"]
-    for path in pages:
+
+    def one(path: Path) -> None:
         raw = path.read_bytes()
         clean = clean_page(raw, str(path), theme)
         if clean is not raw:
             path.write_bytes(clean)
-        count += 1
+
+    # nh3 lets go of the GIL while it cleans, so pages are cleaned on every core; each page is its own
+    # file, so the order of the work changes no byte, and the first page refused stops the build.
+    with ThreadPoolExecutor(max_workers=min(len(pages), os.cpu_count() or 1) or 1) as pool:
+        for _ in pool.map(one, pages):
+            pass
+    count = len(pages)
     index = site / theme.search_index
     if only is None and index.is_file():
         clean_search_index(index, theme)
