@@ -48,13 +48,14 @@ def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, make: Cal
     return folder
 
 
-def fixture_site_paths(root: Path) -> Any:
-    """The BuildPaths of the fixture site (tests/fixtures/site) built under ``root``."""
+def fixture_site_paths(root: Path, docs: Path | None = None) -> Any:
+    """The BuildPaths of the fixture site (tests/fixtures/site) built under ``root``; ``docs``: other sources
+    (a test's edited copy of the fixture's docs) built against the same archive."""
     from measure.cli import declarations
     from render.build import BuildPaths
 
     return BuildPaths(
-        docs=SITE_FIXTURE / "docs",
+        docs=SITE_FIXTURE / "docs" if docs is None else docs,
         archive=SITE_FIXTURE / "archive",
         build=root / "build",
         site=root / "site",

@@ -7,24 +7,18 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import fixture_site_paths
 
 from measure.errors import ProbebookError
 from render import dirty, incremental
 from render.build import BuildPaths, build
 
-REPO = Path(__file__).resolve().parent.parent
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 
 
 def _paths(root: Path, docs: Path) -> BuildPaths:
-    return BuildPaths(
-        docs=docs,
-        archive=SITE / "archive",
-        build=root / "build",
-        site=root / "site",
-        config=REPO / "mkdocs.yml",
-        published=root / "none.json",
-    )
+    paths: BuildPaths = fixture_site_paths(root, docs)
+    return paths
 
 
 def _files(folder: Path) -> dict[str, bytes]:

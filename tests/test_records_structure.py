@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import fixture_site_paths
 
 from measure.cli import add_probe_commands, declarations
 from measure.errors import ProbebookError
@@ -30,15 +31,8 @@ def _article(text: str) -> str:
 
 
 def _tree_paths(tmp: Path, docs: Path) -> BuildPaths:
-    return BuildPaths(
-        docs=docs,
-        archive=SITE_FIXTURE / "archive",
-        build=tmp / "build",
-        site=tmp / "site",
-        config=REPO / "mkdocs.yml",
-        published=tmp / "none.json",
-        declarations=declarations(),
-    )
+    paths: BuildPaths = fixture_site_paths(tmp, docs)
+    return paths
 
 
 def _copy_docs(tmp: Path) -> Path:
