@@ -30,14 +30,61 @@ def without_tooltips(spec: Any) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def svg_from_spec(spec_text: str) -> str:
-    """Vega-Lite JSON -> deterministic SVG (cached: the same chart on two pages is drawn once)."""
+def raw_svg(spec_text: str) -> str:
+    """Vega-Lite JSON -> SVG as vl-convert draws it, ids not yet renamed (cached: a chart on two pages, or the
+    same chart in a second theme, is drawn once)."""
     # allowed_base_urls=[]: never fetch data from anywhere, even if a spec named a URL (offline build)
-    svg = vlc.vegalite_to_svg(spec_text, allowed_base_urls=[])
+    svg: str = vlc.vegalite_to_svg(spec_text, allowed_base_urls=[])
+    return svg
+
+
+def svg_from_spec(spec_text: str) -> str:
+    """Vega-Lite JSON -> deterministic SVG."""
+    return finish(raw_svg(spec_text), spec_text)
+
+
+def finish(svg: str, spec_text: str) -> str:
+    """An SVG drawn from ``spec_text`` with its ids renamed after the spec's hash, refused if it holds a script."""
     svg = namespace_ids(svg, "pb" + hashlib.sha256(spec_text.encode("utf-8")).hexdigest()[:12])
     if re.search(r"<script|\son[a-z]+\s*=|javascript:", svg, re.IGNORECASE):
         raise ProbebookError("a chart's SVG holds script content; refusing to publish it")
     return svg
+
+
+def recolour_spec(spec: Any, colours: dict[str, str]) -> Any:
+    """``spec`` with every string that is a key of ``colours`` replaced by its value (``chart_theme.colour_map``)."""
+    if isinstance(spec, dict):
+        return {k: recolour_spec(v, colours) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return [recolour_spec(v, colours) for v in spec]
+    if isinstance(spec, str):
+        return colours.get(spec, spec)
+    return spec
+
+
+_PAINT = re.compile(r'((?:fill|stroke|stop-color)=")(#[0-9a-fA-F]{6})(")')
+
+
+def recolour_svg(svg: str, colours: dict[str, str]) -> str:
+    """What vl-convert draws for ``recolour_spec(spec, colours)``, made from what it drew for ``spec``.
+
+    vl-convert writes a spec's colours through unchanged as ``fill``/``stroke`` attributes, and a
+    background as a first ``<rect>`` the size of the chart, which it leaves out for ``transparent``;
+    so a second theme needs no second drawing. ``tests/test_charts.py`` draws every kind in both themes
+    and checks this gives the same bytes.
+    """
+    hexes = {k.lower(): v for k, v in colours.items() if k.startswith("#")}
+    for old, new in colours.items():
+        if new == "transparent":  # only a background may become transparent: its rect goes
+            svg = re.sub(
+                r'^(<svg[^>]*>)<rect width="[\d.]+" height="[\d.]+" fill="' + re.escape(old) + '"/>',
+                r"\1",
+                svg,
+                count=1,
+            )
+        elif not new.startswith("#"):
+            raise ValueError(f"cannot recolour {old} to {new!r}: only #rrggbb colours and a transparent background")
+    return _PAINT.sub(lambda m: m.group(1) + hexes.get(m.group(2).lower(), m.group(2)) + m.group(3), svg)
 
 
 _ID_REF = re.compile(r'(\bid=")([^"]+)(")|(url\(#)([^)]+)(\))|((?:xlink:)?href="#)([^"]+)(")')

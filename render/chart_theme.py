@@ -100,6 +100,30 @@ THEMES = (LIGHT, DARK)
 """Every chart is drawn in each, light first."""
 
 
+def colour_map(source: Theme, target: Theme) -> dict[str, str]:
+    """Each colour ``source`` uses -> the colour ``target`` uses in the same role (background, text, series i ...).
+
+    The builders take colours only from their theme, so a chart in ``target`` is the chart in ``source``
+    with every colour swapped by this map (``render.chart_svg.recolour``): a second theme costs a string
+    pass, not a second drawing. A colour in two roles with two different targets cannot be swapped and is
+    refused here, which a test of every theme pair checks.
+    """
+    roles = [
+        (source.background, target.background),
+        (source.text, target.text),
+        (source.muted, target.muted),
+        (source.grid, target.grid),
+        (source.fit, target.fit),
+        (source.excluded, target.excluded),
+        *zip(source.series, target.series, strict=True),
+    ]
+    out: dict[str, str] = {}
+    for old, new in roles:
+        if out.setdefault(old, new) != new:
+            raise ValueError(f"colour {old} has two roles in theme {source.name!r}; cannot recolour to {target.name!r}")
+    return out
+
+
 def config(theme: Theme) -> dict[str, Any]:
     """The Vega-Lite ``config`` block of ``theme``: colours, and every text at ``TEXT_PX`` or more."""
     text = {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX, "labelColor": theme.text, "titleColor": theme.text}

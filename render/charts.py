@@ -40,8 +40,17 @@ from render.chart_marks import (
     timing,
     timing_marks,
 )
-from render.chart_svg import namespace_ids, script_safe, svg_from_spec, without_tooltips
-from render.chart_theme import LIGHT, PLOT_WIDTH_PX, TEXT_PX, THEMES, Theme, config, wrap_title
+from render.chart_svg import (
+    finish,
+    namespace_ids,
+    raw_svg,
+    recolour_spec,
+    recolour_svg,
+    script_safe,
+    svg_from_spec,
+    without_tooltips,
+)
+from render.chart_theme import LIGHT, PLOT_WIDTH_PX, TEXT_PX, THEMES, Theme, colour_map, config, wrap_title
 from render.derive import batchsweep, lossmem
 from render.derive import fit as fitmod
 from render.derive.kernels import category_shares
@@ -447,25 +456,29 @@ def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> ChartOutput
         raise ProbebookError(f"chart {kind!r} has no option {unknown[0]!r}; it accepts {', '.join(accepted)}")
     if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
         raise ProbebookError(f"chart {kind!r} needs a non-empty list of evidence documents")
-    drawn: list[tuple[str, str]] = []
-    text = ""
-    for theme in THEMES:
-        chart, text = builder(list(docs), theme=theme, **options)
-        drawn.append(_draw(chart, theme))
-    (svg, spec), (dark_svg, dark_spec) = drawn
-    return ChartOutput(svg=svg, spec_json=spec, alt=text, dark_svg=dark_svg, dark_spec_json=dark_spec)
-
-
-def _draw(chart: alt.TopLevelMixin, theme: Theme) -> tuple[str, str]:
-    """(SVG, script-safe spec JSON) of one theme's chart."""
+    # drawn once, in the first theme; every other theme is the same chart recoloured (chart_theme.colour_map)
+    first = THEMES[0]
+    chart, text = builder(list(docs), theme=first, **options)
     # altair's JSON-schema validation costs more than drawing a simple chart; the specs these
     # builders make are validated in tests/test_charts.py instead
     spec = chart.to_dict(validate=False)
     spec.pop("$schema", None)  # a URL; the SVG is drawn offline and the spec needs no schema to render
-    spec["config"] = {**spec.get("config", {}), **config(theme)}
-    spec_text = json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    static = json.dumps(without_tooltips(spec), sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return svg_from_spec(static), script_safe(spec_text)
+    spec["config"] = {**spec.get("config", {}), **config(first)}
+    raw = ""
+    drawn: list[tuple[str, str]] = []
+    for theme in THEMES:
+        colours = colour_map(first, theme)
+        themed = recolour_spec(spec, colours)
+        static = _json(without_tooltips(themed))
+        if not raw:
+            raw = raw_svg(static)
+        drawn.append((finish(recolour_svg(raw, colours), static), script_safe(_json(themed))))
+    (svg, spec_json), (dark_svg, dark_spec) = drawn
+    return ChartOutput(svg=svg, spec_json=spec_json, alt=text, dark_svg=dark_svg, dark_spec_json=dark_spec)
+
+
+def _json(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def _n(value: float) -> str:

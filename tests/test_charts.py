@@ -3,6 +3,7 @@ themes, phone-width text) and its input errors; render.site_assets: the chart Ma
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -15,7 +16,7 @@ from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.store import Store
-from render import chart_theme, charts, site_assets
+from render import chart_svg, chart_theme, charts, site_assets
 from render.derive import fit as fitmod
 
 REPO = Path(__file__).resolve().parent.parent
@@ -228,7 +229,7 @@ def test_svg_is_well_formed_offline_and_ids_resolve(kind, make, options):
 @pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
 def test_svg_is_byte_identical_across_calls_and_processes(kind, make, options):
     first = charts.render(kind, [make()], **options).svg
-    charts.svg_from_spec.cache_clear()  # draw again, not from the cache: vl-convert's id counter has moved on
+    chart_svg.raw_svg.cache_clear()  # draw again, not from the cache: vl-convert's id counter has moved on
     again = charts.render(kind, [make()], **options).svg
     assert again == first
     code = (
@@ -256,10 +257,10 @@ def clipped_spec(top: float) -> str:
 
 
 def test_clip_ids_are_stable_across_calls_and_distinct_between_charts():
-    charts.svg_from_spec.cache_clear()
+    chart_svg.raw_svg.cache_clear()
     first = charts.svg_from_spec(clipped_spec(4))
     other = charts.svg_from_spec(clipped_spec(5))
-    charts.svg_from_spec.cache_clear()
+    chart_svg.raw_svg.cache_clear()
     again = charts.svg_from_spec(clipped_spec(4))
     ids = lambda svg: set(re.findall(r'\bid="([^"]+)"', svg))  # noqa: E731
     assert ids(first) and ids(other)
@@ -507,6 +508,41 @@ def test_dark_variant_is_transparent_with_light_text(kind, make, options):
         *chart_theme.DARK.series,
     }
     assert "#ffffff" not in out.dark_svg.lower() and 'fill="white"' not in out.dark_svg
+
+
+@pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
+def test_every_theme_recoloured_is_the_chart_drawn_in_that_theme(kind, make, options):
+    # render() draws once and recolours; drawing each theme's spec directly must give the same bytes
+    builder, _ = charts.KINDS[kind]
+    out = charts.render(kind, [make()], **options)
+    for theme, svg, spec_json in (
+        (chart_theme.LIGHT, out.svg, out.spec_json),
+        (chart_theme.DARK, out.dark_svg, out.dark_spec_json),
+    ):
+        chart, _text = builder([make()], theme=theme, **options)
+        spec = chart.to_dict(validate=False)
+        spec.pop("$schema", None)
+        spec["config"] = {**spec.get("config", {}), **chart_theme.config(theme)}
+        assert json.loads(spec_json) == spec
+        static = json.dumps(chart_svg.without_tooltips(spec), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        assert chart_svg.svg_from_spec(static) == svg
+
+
+def test_a_colour_with_two_roles_cannot_be_recoloured():
+    clash = dataclasses.replace(chart_theme.LIGHT, fit=chart_theme.LIGHT.series[0])
+    with pytest.raises(ValueError, match="two roles"):
+        chart_theme.colour_map(clash, chart_theme.DARK)
+    assert (
+        chart_theme.colour_map(chart_theme.LIGHT, chart_theme.LIGHT)[chart_theme.LIGHT.text] == chart_theme.LIGHT.text
+    )
+
+
+def test_recolour_svg_drops_only_the_background_rect_and_swaps_paints():
+    svg = '<svg width="2"><rect width="2" height="1" fill="#ffffff"/><path fill="#FFFFFF" stroke="#0072b2"/></svg>'
+    colours = {"#ffffff": "transparent", "#0072B2": "#56B4E9"}
+    assert chart_svg.recolour_svg(svg, colours) == '<svg width="2"><path fill="transparent" stroke="#56B4E9"/></svg>'
+    with pytest.raises(ValueError, match="only #rrggbb"):
+        chart_svg.recolour_svg(svg, {"#ffffff": "white"})
 
 
 def test_palettes_are_okabe_ito():
