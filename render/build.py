@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 
 TREE_MARKER = ".probebook-tree"
 SITE_MARKER = ".probebook-site"
+ASSETS_CACHE = "cache/assets"
+"""Where a build folder keeps the assets made at build time (``render.site_assets.cached_bundle``)."""
 
 
 class BuildError(ProbebookError):
@@ -283,15 +285,17 @@ def render_pages(
     store: Store,
     declarations: provenance.Declarations | None = None,
     cache: incremental.PageCache | None = None,
+    derived: incremental.DerivedCache | None = None,
 ) -> Tree:
     """Template every page; collect ledger rows, charts/tables and who cites which evidence.
 
     A record gets its headline results above its body and its environment and reproduce blocks below
     (``render.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
-    A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered.
+    A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered;
+    ``derived`` keeps the fits, charts and tables between builds (``render.incremental.DerivedCache``).
     """
     tree = Tree()
-    library = Library(evidence.docs)
+    library = Library(evidence.docs, derived.load() if derived is not None else None)
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     cited = tree.cited
     partial = notices.partial_ids(evidence.docs)
@@ -315,6 +319,8 @@ def render_pages(
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
         tree.files[rel] = source.read_bytes()
+    if derived is not None:
+        derived.save(library.derived(), frozenset(evidence.docs), changed=bool(library.computed))
     return tree
 
 
@@ -328,12 +334,14 @@ def generate_pages(
     published: list[dict[str, Any]] | None,
     previous: dict[str, list[Any]] | None = None,
     past: list[dict[str, Any]] | None = None,
+    assets_cache: Path | None = None,
 ) -> Tree:
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
 
     ``previous`` maps each evidence id to the key and files of its page as the tree already holds them
     (``render.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
-    ``past``: the published history's entries (``render.history``), for the Changes page.
+    ``past``: the published history's entries (``render.history``), for the Changes page. ``assets_cache``: where
+    assets made at build time are kept between builds (``render.site_assets``); None makes them afresh.
     """
     cited = tree.cited
     for ident in sorted(evidence.docs):
@@ -362,7 +370,7 @@ def generate_pages(
         tree.diff, published is not None, existing, titles, moved, past, history.snapshot(src)
     ).encode("utf-8")
     tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
-    tree.files.update(site_files())
+    tree.files.update(site_files(assets_cache))
     tree.nav = layout.nav(src)
     if not any(p.kind == "home" for p in src.pages):
         tree.nav.insert(0, {"Home": "index.md"})
@@ -522,12 +530,14 @@ def render_tree(paths: BuildPaths, full: bool = False, reuse: bool = False) -> t
     src = load_sources(paths.docs)
     check_prose(src)
     cache = incremental.PageCache(paths.build, read=not full)
-    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache)
+    derived = incremental.DerivedCache(paths.build, read=not full)
+    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived)
     cache.prune()
     published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
     previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
     past = history.read(history.path_beside(paths.published_ledger))
-    tree = generate_pages(tree, src, evidence, published, previous, past)
+    assets = None if full else paths.build / ASSETS_CACHE
+    tree = generate_pages(tree, src, evidence, published, previous, past, assets)
     published_bytes = (
         read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
     )

@@ -18,7 +18,6 @@ without tooltips, which it cannot show and which double vl-convert's time.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import altair as alt
@@ -40,6 +39,7 @@ from render.chart_marks import (
     timing,
     timing_marks,
 )
+from render.chart_output import ChartOutput
 from render.chart_svg import (
     finish,
     namespace_ids,
@@ -72,22 +72,6 @@ __all__ = [  # the marks' names are re-exported: pages and tests read them here
 ]
 
 SWEEP_HEIGHT = 240
-
-
-@dataclass(frozen=True)
-class ChartOutput:
-    """One rendered chart, in the light and the dark theme."""
-
-    svg: str
-    """Static SVG in the light theme, offline and deterministic, ids prefixed by the spec's hash."""
-    spec_json: str
-    """The light Vega-Lite spec as JSON, ``<``, ``>``, ``&`` written as ``\\u003c`` etc. (safe inside a <script>)."""
-    alt: str
-    """A plain-text description of what the chart shows, for the image's alt text."""
-    dark_svg: str = ""
-    """The same chart in the dark theme (transparent background, light text)."""
-    dark_spec_json: str = ""
-    """The dark theme's spec, escaped like ``spec_json``."""
 
 
 # --- pure helpers (units in the names) --------------------------------------------------

@@ -37,6 +37,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 
 from __future__ import annotations
 
+import json
 import statistics
 import warnings
 from dataclasses import replace
@@ -56,7 +57,7 @@ from render.functions_memory import MemoryFunctions
 from render.functions_pipeline import PipelineFunctions
 from render.functions_scaling import ScalingFunctions
 from render.names import FUNCTIONS
-from render.pages import Asset
+from render.pages import Asset, untimed
 from render.quantity import Quantity, conversion_factor, title_text
 from render.tables import probe_of
 from render.views import (
@@ -71,16 +72,34 @@ from render.views import (
 
 
 class Library:
-    """Evidence documents by id, and derivations computed so far (shared by every page of a build)."""
+    """Evidence documents by id, and derivations computed so far (shared by every page of a build).
 
-    def __init__(self, docs: dict[str, dict[str, Any]]):
+    A derivation is keyed by what it is computed from: its kind, evidence ids (each names its document's
+    bytes) and options, never a page or an alias. So ``kept``, the derivations an earlier build computed
+    with the same render code and libraries (``render.incremental.DerivedCache``), are reused as they are:
+    an author's edit to one page's prose renders that page without fitting or drawing anything again.
+    """
+
+    def __init__(self, docs: dict[str, dict[str, Any]], kept: dict[tuple, Any] | None = None):
         self.docs = docs
         self._memo: dict[tuple, Any] = {}
+        self._kept = kept or {}
+        self.computed: set[tuple] = set()
+        """Keys computed by this build (not taken from ``kept``)."""
 
     def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
-            self._memo[key] = compute()
+            if key in self._kept:
+                self._memo[key] = self._kept[key]
+            else:
+                load_libraries()
+                self._memo[key] = compute()
+                self.computed.add(key)
         return self._memo[key]
+
+    def derived(self) -> dict[tuple, Any]:
+        """Every derivation known to this build: those it kept and those it computed."""
+        return {**self._kept, **self._memo}
 
 
 def _suppressed_peak(gpu: str | None) -> peaks.Peak:
@@ -90,17 +109,25 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
 
 
 def load_libraries() -> None:
-    """Import what the page functions load lazily (altair, pandas, vl-convert, scipy) and start vl-convert's
-    runtime before any page's clock starts.
+    """Import what the derivations load lazily (altair, pandas, vl-convert, scipy) and start vl-convert's
+    runtime, once per process, off the clock of the page that first needs them.
 
     The CLI imports this module to list the functions in its help, so the heavy libraries load where
-    they are used, not at the top (about 1.6 s of CPU per ``probebook`` process); a page's template
-    runs under a time limit (pages.time_limit), which must never count a library's import time.
+    they are used, not at the top (about 1.6 s of CPU per ``probebook`` process), and only when a
+    derivation is computed rather than reused (``Library``); a page's template runs under a time limit
+    (pages.time_limit), which must never count a library's import time (``pages.untimed``).
     """
-    from render import chart_svg, charts  # noqa: F401
+    if _LOADED:
+        return
+    with untimed():
+        from render import chart_svg, charts  # noqa: F401
 
-    chart_svg.warm()
-    fit_numerics.load_scipy()
+        chart_svg.warm()
+        fit_numerics.load_scipy()
+    _LOADED.append(True)
+
+
+_LOADED: list[bool] = []
 
 
 class PageFunctions(
@@ -114,7 +141,6 @@ class PageFunctions(
 
     def context(self) -> dict[str, Any]:
         """Names a template sees: the functions and the page's evidence aliases."""
-        load_libraries()
         names: dict[str, Any] = {name: getattr(self, name) for name in FUNCTIONS}
         clash = sorted(set(names) & set(self.refs))
         if clash:
@@ -337,10 +363,14 @@ class PageFunctions(
 
     def chart(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
-        from render import charts  # here, not at the top: see load_libraries
-
         picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
-        out = charts.render(kind, [self._doc(r) for r in picked], **options)
+
+        def draw() -> Any:
+            from render import charts  # here, not at the top: see load_libraries
+
+            return charts.render(kind, [self._doc(r) for r in picked], **options)
+
+        out = self._derived("chart", kind, picked, options, draw)
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")
         files = {
             "svg": out.svg.encode("utf-8"),
@@ -353,13 +383,23 @@ class PageFunctions(
     def table(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """A table of the evidence with CSV and JSON downloads saved beside the page."""
         picked = [self._ref(r, None, f"table({kind!r})") for r in refs]
-        out = tables.render(kind, [self._doc(r) for r in picked], **options)
+        out = self._derived(
+            "table", kind, picked, options, lambda: tables.render(kind, [self._doc(r) for r in picked], **options)
+        )
         return Asset(
             kind,
             {"csv": out.csv.encode("utf-8"), "json": out.json.encode("utf-8")},
             lambda name: f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n",
             tuple(r.id for r in picked),
         )
+
+    def _derived(self, what: str, kind: str, picked: list[EvidenceRef], options: dict[str, Any], make: Any) -> Any:
+        """``make()``, kept in the library under (what, kind, ids, options) when the options are plain JSON."""
+        try:
+            opts = json.dumps(options, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            return make()  # an option that is not plain data: computed, never kept under a lossy key
+        return self.library.memo((what, kind, tuple(r.id for r in picked), opts), make)
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:

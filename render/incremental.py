@@ -26,10 +26,13 @@ import pickle
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 CACHE_FOLDER = "cache/pages"
+DERIVED = "cache/derived.pickle"
+"""Derivations (fits, charts, tables) by key, from the builds made with this code (``DerivedCache``)."""
 TREE_MANIFEST = "tree.json"
 EVIDENCE_PAGES = "evidence-pages.json"
 """Each evidence page's key and tree files as the tree holds them: an unchanged one is not made again."""
@@ -38,10 +41,21 @@ CACHE_FORMAT = 1
 """Bump when a cache entry's layout changes (old entries are then never read)."""
 
 
+LIBRARIES = ("altair", "vl-convert-python", "scipy", "numpy", "pandas", "jinja2")
+"""Packages whose version can change what render makes from the same inputs (a chart's SVG, a fit's digits)."""
+
+
 @lru_cache(maxsize=1)
 def code_digest() -> str:
-    """SHA-256 over render's own code (every ``.py`` file): a change to any derivation or layout re-renders all."""
+    """SHA-256 over render's own code (every ``.py`` file) and the versions of ``LIBRARIES``: a change to any
+    derivation or layout, or an upgraded chart renderer, re-renders all."""
     h = hashlib.sha256(f"format {CACHE_FORMAT}\0".encode())
+    for name in LIBRARIES:
+        try:
+            version = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            version = "absent"
+        h.update(f"{name}=={version}\0".encode())
     for path in sorted(_RENDER_CODE.rglob("*.py")):
         data = path.read_bytes()
         h.update(path.relative_to(_RENDER_CODE).as_posix().encode() + b"\0" + len(data).to_bytes(8, "big") + data)
@@ -112,6 +126,58 @@ class PageCache:
         for path in self.folder.iterdir():
             if path.suffix == ".pickle" and path.stem not in self.used:
                 path.unlink(missing_ok=True)
+
+
+class DerivedCache:
+    """The derivations of earlier builds (``render.functions.Library``), kept in one file under the code digest.
+
+    A derivation's key names everything it is computed from except render's code and libraries, which the
+    digest stands for: a file written by other code is not read. Entries whose evidence left the archive
+    are dropped when the file is written again; an entry that does not pickle is not kept.
+    """
+
+    def __init__(self, build_dir: Path, read: bool = True):
+        self.path = build_dir / DERIVED
+        self.read = read
+        """False for a full build: every derivation is computed afresh (and still kept for the next build)."""
+
+    def load(self) -> dict[tuple, Any]:
+        if not self.read:
+            return {}
+        try:
+            stored = pickle.loads(self.path.read_bytes())
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return {}
+        if not isinstance(stored, dict) or stored.get("code") != code_digest():
+            return {}
+        entries = stored.get("entries")
+        return entries if isinstance(entries, dict) else {}
+
+    def save(self, entries: dict[tuple, Any], ids: set[str] | frozenset[str], changed: bool) -> None:
+        """Write ``entries`` whose evidence is all in ``ids``, unless nothing ``changed`` and the file holds them."""
+        kept = {k: v for k, v in entries.items() if all(i in ids for i in _ids_in(k))}
+        if not changed and len(kept) == len(entries) and self.read and self.path.exists():
+            return
+        good: dict[tuple, Any] = {}
+        for key, value in kept.items():
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - whatever a value holds that pickle refuses, it is only not kept
+                continue
+            good[key] = value
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(pickle.dumps({"code": code_digest(), "entries": good}, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, self.path)
+
+
+def _ids_in(key: Any) -> list[str]:
+    """The evidence ids named anywhere in a derivation's key."""
+    if isinstance(key, str):
+        return [key] if key.startswith("sha256:") else []
+    if isinstance(key, tuple):
+        return [i for part in key for i in _ids_in(part)]
+    return []
 
 
 def _digest(data: bytes) -> str:

@@ -249,6 +249,25 @@ def time_limit(seconds: float, what: str) -> Iterator[None]:
         signal.signal(signal.SIGPROF, previous)
 
 
+@contextlib.contextmanager
+def untimed() -> Iterator[None]:
+    """Stop ``time_limit``'s clock for the block, then give the page the CPU time it had left.
+
+    For importing a library and starting vl-convert's runtime when a page is the first to need them
+    (``render.functions.load_libraries``): a page is timed for its own work, not for that.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    left, interval = signal.getitimer(signal.ITIMER_PROF)
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    try:
+        yield
+    finally:
+        if left > 0:
+            signal.setitimer(signal.ITIMER_PROF, left, interval)
+
+
 class PageEnvironment(ImmutableSandboxedEnvironment):
     """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``.
 

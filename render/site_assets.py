@@ -15,6 +15,9 @@ byte-identical for the same inputs.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,23 +35,50 @@ mkdocs-material's offline plugin needs for search on file:// pages (the plugin w
 none is named; one named here is used instead)."""
 
 
+_BUNDLE_EXPORT = "window.vegaEmbed = vegaEmbed;"
+
+
 @functools.lru_cache(maxsize=1)
 def vega_embed_bundle() -> bytes:
     """vega-embed with Vega-Lite and Vega as one script that sets ``window.vegaEmbed`` (about 0.9 MB; made once
     per process, 1.4 s on an idle core)."""
     import vl_convert as vlc  # here, not at the top: a build imports this module before it needs the bundle
 
-    return vlc.javascript_bundle("window.vegaEmbed = vegaEmbed;").encode("utf-8")
+    return vlc.javascript_bundle(_BUNDLE_EXPORT).encode("utf-8")
 
 
-MADE: dict[str, Callable[[], bytes]] = {"vega-embed.js": vega_embed_bundle}
-"""Assets made at build time rather than kept in ``render/assets/``."""
+def bundle_name() -> str:
+    """The cached bundle's file name: the bundle is a function of vl-convert's version and the export line alone."""
+    version = metadata.version("vl-convert-python")
+    return f"vega-embed-{version}-{hashlib.sha256(_BUNDLE_EXPORT.encode()).hexdigest()[:12]}.js"
 
 
-def site_files() -> dict[str, bytes]:
-    """Site path -> bytes of every asset."""
+def cached_bundle(cache: Path | None) -> bytes:
+    """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
+    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §6.7)."""
+    if cache is None:
+        return vega_embed_bundle()
+    path = cache / bundle_name()
+    try:
+        return path.read_bytes()
+    except OSError:
+        pass
+    data = vega_embed_bundle()
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".{path.name}.{os.getpid()}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return data
+
+
+MADE: dict[str, Callable[[Path | None], bytes]] = {"vega-embed.js": cached_bundle}
+"""Assets made at build time rather than kept in ``render/assets/``, each given the build's asset cache."""
+
+
+def site_files(cache: Path | None = None) -> dict[str, bytes]:
+    """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh)."""
     return {
-        f"{FOLDER}/{name}": MADE[name]() if name in MADE else (HERE / name).read_bytes()
+        f"{FOLDER}/{name}": MADE[name](cache) if name in MADE else (HERE / name).read_bytes()
         for name in STYLESHEETS + SCRIPTS + POLYFILLS
     }
 

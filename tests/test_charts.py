@@ -581,3 +581,14 @@ def test_chart_assets_are_offline_and_added_once_to_the_config():
     site_assets.add_to_config(config)
     assert config["extra_css"] == ["mine.css"] + [f"assets/probebook/{n}" for n in site_assets.STYLESHEETS]
     assert config["extra_javascript"] == [f"assets/probebook/{n}" for n in site_assets.SCRIPTS]
+
+
+def test_the_bundle_is_kept_in_the_build_cache_and_read_back(tmp_path):
+    cache = tmp_path / "cache" / "assets"
+    made = site_assets.site_files(cache)
+    kept = cache / site_assets.bundle_name()
+    assert kept.read_bytes() == made["assets/probebook/vega-embed.js"] == site_assets.vega_embed_bundle()
+    # a later build reads the kept file: what is there is what it ships
+    kept.write_bytes(b"/* kept */")
+    assert site_assets.site_files(cache)["assets/probebook/vega-embed.js"] == b"/* kept */"
+    assert site_assets.bundle_name().startswith("vega-embed-") and site_assets.bundle_name().endswith(".js")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 from pathlib import Path
 
@@ -35,6 +36,10 @@ def test_an_edit_rebuilds_only_its_page_and_matches_a_full_build(tmp_path: Path)
     inc = _paths(tmp_path / "inc", docs)
     build(inc)
     tree_before, site_before = _mtimes(inc.tree), _mtimes(inc.site)
+    derived = inc.build / incremental.DERIVED
+    kept = incremental.DerivedCache(inc.build).load()
+    assert {k[0] for k in kept} >= {"fit", "chart", "table"}
+    derived_before = derived.stat().st_mtime_ns
     page = next(docs.glob("records/*/v*.md"))
     rel = page.relative_to(docs).as_posix()
     page.write_text(page.read_text(encoding="utf-8") + "\nA sentence added to the prose.\n", encoding="utf-8")
@@ -58,6 +63,9 @@ def test_an_edit_rebuilds_only_its_page_and_matches_a_full_build(tmp_path: Path)
         ".probebook-site",
     }
     assert "A sentence added to the prose." in (inc.site / html).read_text(encoding="utf-8")
+    # the edited page was rendered from the fits, charts and tables the first build kept: none computed again,
+    # so the file that keeps them was not rewritten
+    assert derived.stat().st_mtime_ns == derived_before
 
     # a full build of the same inputs, in its own folders, is the same site byte for byte (search index included)
     full = _paths(tmp_path / "full", docs)
@@ -81,6 +89,30 @@ def test_the_page_cache_keys_on_inputs_and_prunes_what_no_build_used(tmp_path: P
     build(paths, site=False)
     after = sorted(p.name for p in cache.iterdir())
     assert len(after) == len(first) and len(set(after) - set(first)) == 1  # one new entry, the old one pruned
+
+
+def test_derivations_are_kept_under_the_code_digest_and_dropped_with_their_evidence(tmp_path: Path) -> None:
+    a, b = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    cache = incremental.DerivedCache(tmp_path)
+    assert cache.load() == {}
+    entries = {
+        ("fit", a, (), ()): 1.5,
+        ("chart", "k", (a, b), "{}"): "svg",
+        ("lossmem", b, "arm"): 2,
+        ("x", a): lambda: 0,
+    }
+    cache.save(entries, {a, b}, changed=True)
+    # a lambda does not pickle: that entry alone is not kept
+    assert cache.load() == {k: v for k, v in entries.items() if k[0] != "x"}
+    cache.save(cache.load(), {a}, changed=False)  # b left the archive: every entry naming it goes
+    assert cache.load() == {("fit", a, (), ()): 1.5}
+    assert incremental.DerivedCache(tmp_path, read=False).load() == {}  # a full build computes everything
+    stored = pickle.loads(cache.path.read_bytes())
+    stored["code"] = "other code"
+    cache.path.write_bytes(pickle.dumps(stored))
+    assert cache.load() == {}  # written by other code or other library versions: not read
+    cache.path.write_bytes(b"not a pickle")
+    assert cache.load() == {}
 
 
 def test_tree_writes_only_changed_files_and_removes_dropped_ones(tmp_path: Path) -> None:
