@@ -46,6 +46,7 @@ from render import (
     ledger,
     lint,
     notices,
+    page_pool,
     provenance,
     sanitize,
     sitedir,
@@ -301,14 +302,32 @@ def render_pages(
     partial = notices.partial_ids(evidence.docs)
     ids_digest = hashlib.sha256("\n".join(sorted(evidence.docs)).encode()).digest()
     declared = json.dumps(declarations, sort_keys=True, default=repr).encode()
-    for page in Progress("pages", log, total=len(src.pages), lines=False).each(src.pages, lambda p: p.rel):
+    outputs: list[incremental.PageOutput | None] = []
+    aliased = []
+    for page in src.pages:
         aliases = sourcesmod.resolve_evidence(page, store.resolve)
         key = _page_key(page, src, aliases, ids_digest, declared) if cache is not None else ""
-        out = cache.get(key) if cache is not None else None
-        if out is None:
-            out = _render_one(page, src, evidence, library, env, aliases, partial, declarations)
-            if cache is not None:
-                cache.put(key, out)
+        outputs.append(cache.get(key) if cache is not None else None)
+        aliased.append((page, aliases, key))
+    todo = [i for i, out in enumerate(outputs) if out is None]
+
+    def render(n: int) -> tuple[incremental.PageOutput, dict[tuple, Any]]:
+        """Page ``todo[n]`` and the derivations its rendering computed (a worker hands them back)."""
+        page, aliases, _key = aliased[todo[n]]
+        before = set(library.computed)
+        out = _render_one(page, src, evidence, library, env, aliases, partial, declarations)
+        return out, {k: v for k, v in library.derived().items() if k in library.computed - before}
+
+    jobs = page_pool.workers(len(todo))
+    rendered = page_pool.run(render, len(todo), jobs) if jobs else (render(n) for n in range(len(todo)))
+    progress = Progress("pages", log, total=len(todo), lines=False)
+    for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
+        library.adopt(computed)
+        if cache is not None:
+            cache.put(aliased[index][2], out)
+        outputs[index] = out
+    for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
+        assert out is not None
         tree.files.update(out.files)
         tree.ledger += out.ledger
         if out.headlines is not None:

@@ -97,6 +97,12 @@ class Library:
                 self.computed.add(key)
         return self._memo[key]
 
+    def adopt(self, computed: dict[tuple, Any]) -> None:
+        """Take derivations another process computed for this build (``render.page_pool``) as this one's own."""
+        for key, value in computed.items():
+            self._memo.setdefault(key, value)
+            self.computed.add(key)
+
     def derived(self) -> dict[tuple, Any]:
         """Every derivation known to this build: those it kept and those it computed."""
         return {**self._kept, **self._memo}

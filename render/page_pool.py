@@ -1,0 +1,85 @@
+"""Pages rendered on every core: a pool of forked workers for a build with many pages to render (ARCHITECTURE.md §6.7).
+
+A page's output is a function of its inputs (``render.incremental``), so pages can be rendered in any
+order and in any process; the build assembles them in page order, and the first error in page order
+stops it, exactly as a serial build would. Most of a cold build's render time is drawing charts
+(vl-convert) and fitting (scipy), one core each; a machine with two cores renders the pages of a
+large site in about half the time.
+
+Workers are forked, so they start with the evidence already parsed and share it with the build
+(no copy, no pickling of the archive). Forking is safe only from a process with one thread and
+without vl-convert's JavaScript runtime started (its threads do not survive a fork), so the pool is
+used only then: in a fresh ``probebook build``, not in ``serve``'s long-lived process or a test
+process that already drew a chart, which render serially. ``PROBEBOOK_JOBS`` sets the number of
+workers (``1``: serial); by default, one per core, for at least ``MIN_PAGES`` pages.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, Callable, Iterator
+
+from measure.errors import ProbebookError
+
+MIN_PAGES = 4
+"""Fewer pages to render than this are rendered serially: starting workers would cost more than it saves."""
+ENV = "PROBEBOOK_JOBS"
+
+_TASK: Callable[[int], Any] | None = None
+"""What a worker does with a task's index: set before the workers are forked, so they inherit it."""
+
+
+def _run(index: int) -> Any:
+    assert _TASK is not None
+    return _TASK(index)
+
+
+def jobs_wanted() -> int | None:
+    """``PROBEBOOK_JOBS`` as a whole number of at least 1, or None when it is not set."""
+    raw = os.environ.get(ENV)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ProbebookError(f"{ENV}={raw!r}: give a whole number of workers, at least 1 (1 renders serially)")
+    return int(raw)
+
+
+def workers(pages: int) -> int:
+    """How many workers to render ``pages`` pages with; 0 means serially, in this process."""
+    wanted = jobs_wanted()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    count = min(wanted if wanted is not None else cores, pages)
+    if count < 2 or (wanted is None and pages < MIN_PAGES) or not fork_is_safe():
+        return 0
+    return count
+
+
+def fork_is_safe() -> bool:
+    """Whether this process may fork workers: fork exists, one thread runs, and vl-convert has not started."""
+    return (
+        "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+        and "vl_convert" not in sys.modules  # imported only to draw or bundle, which starts its runtime
+    )
+
+
+def run(task: Callable[[int], Any], count: int, workers: int) -> Iterator[Any]:
+    """``task(i)`` for i in 0..count-1 on ``workers`` forked processes; the results in order of ``i``.
+
+    An exception a task raised is raised here when its result's turn comes; the tasks after it are cancelled.
+    """
+    global _TASK
+    _TASK = task
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    try:
+        futures: list[Future[Any]] = [pool.submit(_run, i) for i in range(count)]
+        _TASK = None  # the workers have it; this process does not need it any more
+        for future in futures:
+            yield future.result()
+    finally:
+        _TASK = None
+        pool.shutdown(wait=True, cancel_futures=True)
