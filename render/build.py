@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 
 TREE_MARKER = ".probebook-tree"
 SITE_MARKER = ".probebook-site"
+EVIDENCE_CHUNK = 100
+"""Evidence pages made per task when workers make them (``render.page_pool``): enough to outweigh a task's cost."""
 ASSETS_CACHE = "cache/assets"
 """Where a build folder keeps the assets made at build time (``render.site_assets.cached_bundle``)."""
 
@@ -363,16 +365,29 @@ def generate_pages(
     assets made at build time are kept between builds (``render.site_assets``); None makes them afresh.
     """
     cited = tree.cited
+    todo: list[tuple[str, str]] = []
     for ident in sorted(evidence.docs):
         key = incremental.page_key([("evidence", ident.encode()), ("cited", json.dumps(cited.get(ident, [])).encode())])
         before = (previous or {}).get(ident)
         if before is not None and before[0] == key:
             tree.kept.update(before[1])
             tree.units[ident] = before
-            continue
-        files = evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident], cited.get(ident, []))
-        tree.files.update(files)
-        tree.units[ident] = [key, sorted(files)]
+        else:
+            todo.append((ident, key))
+    chunks = [todo[i : i + EVIDENCE_CHUNK] for i in range(0, len(todo), EVIDENCE_CHUNK)]
+
+    def make(n: int) -> list[dict[str, bytes]]:
+        return [
+            evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident], cited.get(ident, []))
+            for ident, _key in chunks[n]
+        ]
+
+    jobs = page_pool.workers(len(chunks))
+    made = page_pool.run(make, len(chunks), jobs) if jobs else (make(n) for n in range(len(chunks)))
+    for chunk, pages in zip(chunks, made, strict=True):
+        for (ident, key), files in zip(chunk, pages, strict=True):
+            tree.files.update(files)
+            tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
     tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")

@@ -48,6 +48,19 @@ def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, make: Cal
     return folder
 
 
+def bench_module(name: str) -> Any:
+    """``bench/<name>.py`` as a module (``bench_<name>``): its generators are what the benchmarks build, so a
+    test that needs a large synthetic archive uses the same one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[f"bench_{name}"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def fixture_site_paths(root: Path, docs: Path | None = None) -> Any:
     """The BuildPaths of the fixture site (tests/fixtures/site) built under ``root``; ``docs``: other sources
     (a test's edited copy of the fixture's docs) built against the same archive."""

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SITE_FIXTURE
+from conftest import REPO, SITE_FIXTURE, bench_module
 
 from measure.errors import ProbebookError
 from render import page_pool
@@ -40,25 +40,38 @@ _SCRIPT = """
 import json, os, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[4])
+from dataclasses import replace
 from conftest import fixture_site_paths
 from render import page_pool
 from render.build import build
 from measure.errors import ProbebookError
 docs, root = Path(sys.argv[1]), Path(sys.argv[2])
 out = {"workers": page_pool.workers(int(sys.argv[3]))}
+paths = fixture_site_paths(root, docs)
+if len(sys.argv) > 5:
+    paths = replace(paths, archive=Path(sys.argv[5]))
 try:
-    build(fixture_site_paths(root, docs), site=False, full=True)
+    build(paths, site=False, full=True)
 except ProbebookError as exc:
     out["error"] = str(exc)
 print(json.dumps(out))
 """
 
 
-def _build(docs: Path, root: Path, jobs: str) -> dict:
+def _build(docs: Path, root: Path, jobs: str, archive: Path | None = None) -> dict:
     env = {**os.environ, page_pool.ENV: jobs, "PYTHONPATH": str(REPO)}
     pages = str(sum(1 for _ in docs.rglob("*.md")))
     proc = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(docs), str(root), pages, str(REPO / "tests")],
+        [
+            sys.executable,
+            "-c",
+            _SCRIPT,
+            str(docs),
+            str(root),
+            pages,
+            str(REPO / "tests"),
+            *([str(archive)] if archive else []),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -91,3 +104,18 @@ def test_a_build_on_two_workers_equals_a_serial_one_and_stops_at_the_same_error(
     two, one = _build(docs, tmp_path / "two-bad", "2"), _build(docs, tmp_path / "one-bad", "1")
     assert two["error"] == one["error"]
     assert "a-first.md" in two["error"] and "\n" not in two["error"]
+
+
+def test_evidence_pages_made_by_workers_equal_those_made_serially(tmp_path: Path) -> None:
+    bench_render = bench_module("render")  # its synthetic archive, made through the real Store.put
+    from render import build as build_module
+
+    count = 2 * build_module.EVIDENCE_CHUNK + 10  # three chunks of evidence pages
+    ids = bench_render.make_archive(tmp_path / "archive", count)
+    bench_render.make_docs(tmp_path / "docs", ids, 3)
+    two = _build(tmp_path / "docs", tmp_path / "two", "2", tmp_path / "archive")
+    one = _build(tmp_path / "docs", tmp_path / "one", "1", tmp_path / "archive")
+    assert (two["workers"], one["workers"], "error" in two, "error" in one) == (2, 0, False, False)
+    tree = _tree(tmp_path / "two" / "build" / "docs")
+    assert sum(1 for p in tree if p.startswith("evidence/") and p.endswith(".md")) >= count
+    assert tree == _tree(tmp_path / "one" / "build" / "docs")

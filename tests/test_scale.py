@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from conftest import bench_module
 
 from render import evidence_index
 from render.build import BuildPaths, build
@@ -17,11 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def _bench() -> ModuleType:
     """bench/render.py, whose synthetic archive and records the benchmark builds (one generator for both)."""
-    spec = importlib.util.spec_from_file_location("bench_render", REPO / "bench" / "render.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_render"] = module
-    spec.loader.exec_module(module)
+    module: ModuleType = bench_module("render")
     return module
 
 
