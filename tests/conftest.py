@@ -7,6 +7,9 @@ ARCHITECTURE.md §10); ``fixture_site`` is the worked example.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import shutil
 import subprocess
@@ -16,6 +19,13 @@ from typing import Any, Callable
 
 import pytest
 from filelock import FileLock
+
+# One OpenMP thread per test process (and per ``probebook`` child, which inherits the environment), unless the
+# caller chose: ``-n auto`` already runs one worker per core, and torch's default of one thread per core on top
+# oversubscribes the cores. OpenMP threads then spin while they wait for each other, and a tiny CPU probe run
+# took 17 s instead of 4.6 s on a busy 2-core machine. Set before any test module imports torch (it reads the
+# variable when it starts its thread pool); what the tests check does not depend on the thread count.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -129,6 +139,40 @@ def run_cli(
 def cli():
     """The ``run_cli`` helper, as a fixture."""
     return run_cli
+
+
+def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``probebook ARGS`` in this process; return its exit code and output as ``run_cli`` does.
+
+    The same parser, dispatch and one-line error handling as the console script (``probebook.cli.main``),
+    without a new interpreter: a command that loads render's page functions spends about 2 s of CPU on
+    imports and vl-convert's start in every new process, once per test worker here. Keep at least one
+    ``run_cli`` test per command, so the real process's exit status and stderr stay tested too.
+    """
+    from measure.progress import PACKAGES, configure
+    from probebook.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    configure("probebook")  # the log handlers keep the stream they were made with: point them at err
+    handlers = [h for n in PACKAGES for h in logging.getLogger(n).handlers if getattr(h, "_probebook", False)]
+    before = [h.stream for h in handlers]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for handler in handlers:
+            handler.setStream(err)
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse's usage errors exit, as in the console script
+            code = stop.code if isinstance(stop.code, int) else 1
+        finally:
+            for handler, stream in zip(handlers, before, strict=True):
+                handler.setStream(stream)
+    return subprocess.CompletedProcess(["probebook", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli_here():
+    """The ``run_cli_here`` helper, as a fixture."""
+    return run_cli_here
 
 
 def synthetic_doc(probe: str, samples: list[dict[str, Any]], **data: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -96,17 +95,16 @@ def derive(cli, archive: Path, *words: str):
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
-    """Every case through the real CLI with --json, side by side to save time."""
-    from tests.conftest import run_cli
+    """Every case through the CLI's own entry point with --json, in this process (``conftest.run_cli_here``: no
+    new interpreter per case); the real ``probebook`` process is run by the text, claim and refusal tests below."""
+    from tests.conftest import run_cli_here
 
     out = tmp_path_factory.mktemp("derive-files")
-
-    def one(name: str):
-        archive, alias, words, _ = CASES[name]
-        return run_cli("--archive", str(archive), "derive", name, IDS[alias], *words, "--json", "--out", str(out))
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        done = dict(zip(CASES, pool.map(one, CASES), strict=True))
+    done = {}
+    for name, (archive, alias, words, _) in CASES.items():
+        done[name] = run_cli_here(
+            "--archive", str(archive), "derive", name, IDS[alias], *words, "--json", "--out", str(out)
+        )
     for name, proc in done.items():
         assert proc.returncode == 0, f"{name}: {proc.stderr}"
         assert proc.stderr == "", f"{name}: {proc.stderr}"
@@ -258,7 +256,8 @@ def test_text_output_names_the_number_its_derivation_and_evidence(cli):
         ),
     ],
 )
-def test_unknown_names_and_arguments_are_one_line(cli, words, message):
-    done = derive(cli, CORRECTNESS_ARCHIVE if words[0] == "hvp_speedup" else SITE_ARCHIVE, *words)
+def test_unknown_names_and_arguments_are_one_line(cli_here, words, message):
+    # in this process (the refusals are the page functions' own); test_a_false_claim_is_one_line runs the real one
+    done = derive(cli_here, CORRECTNESS_ARCHIVE if words[0] == "hvp_speedup" else SITE_ARCHIVE, *words)
     assert done.returncode == 2
     assert done.stdout == "" and done.stderr.splitlines() == [message]
