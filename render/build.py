@@ -320,14 +320,13 @@ def render_pages(
         out = _render_one(page, src, evidence, library, env, aliases, partial, declarations)
         return out, {k: v for k, v in library.derived().items() if k in library.computed - before}
 
-    jobs = page_pool.workers(len(todo))
-    rendered = page_pool.run(render, len(todo), jobs) if jobs else (render(n) for n in range(len(todo)))
-    progress = Progress("pages", log, total=len(todo), lines=False)
-    for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
-        library.adopt(computed)
-        if cache is not None:
-            cache.put(aliased[index][2], out)
-        outputs[index] = out
+    with page_pool.Batch(render, len(todo)) as rendered:
+        progress = Progress("pages", log, total=len(todo), lines=False)
+        for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
+            library.adopt(computed)
+            if cache is not None:
+                cache.put(aliased[index][2], out)
+            outputs[index] = out
     for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
         assert out is not None
         tree.files.update(out.files)
@@ -382,12 +381,13 @@ def generate_pages(
             for ident, _key in chunks[n]
         ]
 
-    jobs = page_pool.workers(len(chunks))
-    made = page_pool.run(make, len(chunks), jobs) if jobs else (make(n) for n in range(len(chunks)))
-    for chunk, pages in zip(chunks, made, strict=True):
-        for (ident, key), files in zip(chunk, pages, strict=True):
-            tree.files.update(files)
-            tree.units[ident] = [key, sorted(files)]
+    with page_pool.Batch(make, len(chunks)) as made:
+        # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
+        tree.files.update(site_files(assets_cache))
+        for chunk, pages in zip(chunks, made, strict=True):
+            for (ident, key), files in zip(chunk, pages, strict=True):
+                tree.files.update(files)
+                tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
     tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
@@ -404,7 +404,6 @@ def generate_pages(
         tree.diff, published is not None, existing, titles, moved, past, history.snapshot(src)
     ).encode("utf-8")
     tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
-    tree.files.update(site_files(assets_cache))
     tree.nav = layout.nav(src)
     if not any(p.kind == "home" for p in src.pages):
         tree.nav.insert(0, {"Home": "index.md"})

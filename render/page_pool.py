@@ -67,19 +67,40 @@ def fork_is_safe() -> bool:
     )
 
 
-def run(task: Callable[[int], Any], count: int, workers: int) -> Iterator[Any]:
-    """``task(i)`` for i in 0..count-1 on ``workers`` forked processes; the results in order of ``i``.
+class Batch:
+    """``task(i)`` for i in 0..count-1, on forked workers when ``workers(count)`` says so, else here, serially.
 
-    An exception a task raised is raised here when its result's turn comes; the tasks after it are cancelled.
+    The tasks are handed to the workers when the batch is made, so this process can do other work while
+    they run; iterating gives the results in order of ``i``, and an exception a task raised is raised when
+    its turn comes. Leaving the ``with`` block cancels what has not started and waits for the workers.
     """
-    global _TASK
-    _TASK = task
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    try:
-        futures: list[Future[Any]] = [pool.submit(_run, i) for i in range(count)]
-        _TASK = None  # the workers have it; this process does not need it any more
-        for future in futures:
-            yield future.result()
-    finally:
-        _TASK = None
-        pool.shutdown(wait=True, cancel_futures=True)
+
+    def __init__(self, task: Callable[[int], Any], count: int):
+        global _TASK
+        self.count = count
+        self.workers = workers(count)
+        self._task = task
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[Any]] = []
+        if self.workers:
+            _TASK = task
+            try:
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+                # the first submit forks every worker (the fork start method starts them all at once), so
+                # they inherit _TASK; this process no longer needs it once they have it
+                self._futures = [self._pool.submit(_run, i) for i in range(count)]
+            finally:
+                _TASK = None
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._pool is None:
+            return (self._task(i) for i in range(self.count))
+        return (future.result() for future in self._futures)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
