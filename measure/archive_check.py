@@ -1,28 +1,36 @@
 """One pass over an archive for ``probebook archive verify`` (ARCHITECTURE.md §4.2).
 
-Each stored file is read once: its bytes are hashed and compared with its name, and a file whose
-bytes match is parsed and validated from the same bytes (``measure.evidence.parse_archived``: orjson
-where writing its reading back gives the same bytes, the strict reader otherwise, so integers stay
-exact and a duplicate key is refused as before). Where there are enough files to pay for it, the
-files are split among processes forked from this one, one per CPU core this process may use.
+The archive's folders are listed once (``Store.tree``). Each stored file is read once: its bytes are
+hashed and compared with its name, and a file whose bytes match is parsed and validated from the same
+bytes (``measure.evidence.parse_archived``: orjson where writing its reading back gives the same bytes,
+the strict reader otherwise, so integers stay exact and a duplicate key is refused as before). The same
+pass names what is not evidence (``Store.stray_entry``) and counts the temp files of writes.
+
+Where there are enough files to pay for it, the shard folders are split among copies of this process
+made with ``os.fork``, one per CPU core this process may use; each copy sends back what it found as
+plain tuples (``marshal``) through a pipe. A bare fork is used rather than ``multiprocessing``: importing
+and starting a pool cost about 30 ms here, against about 2 ms for a fork and its pipe, in a command whose
+whole budget is a few hundred milliseconds (``bench/archive.py`` times it beside ``sha256sum``).
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import marshal
 import os
+import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from measure.errors import EvidenceError
 from measure.evidence import parse_archived
-from measure.store import Invalid, Mismatch, Store, read_hashed
+from measure.store import Invalid, Mismatch, Shard, Store, Stray, read_hashed, stored_entry
 
-# Below this many files per extra process, forking one costs more than it saves (about 20 ms to start a
-# worker against roughly 40 µs a file; bench/archive.py measures the command beside sha256sum).
-FILES_PER_WORKER = 2000
+# Below this many files per extra process, forking one costs more than it saves: a fork and its pipe take
+# about 2 ms against about 30 µs a file. Measured with 2 cores: 100 files took 4.1 ms in one process and
+# 4.7 ms in two, 200 files 12.6 ms and 9.8 ms (``check(store, workers=1)`` and ``workers=2``, fastest of 30).
+FILES_PER_WORKER = 100
 
 
 @dataclass
@@ -35,25 +43,50 @@ class Check:
     """Files whose bytes do not hash to their names."""
     invalid: list[Invalid] = field(default_factory=list)
     """Files whose bytes match but which are not valid current-schema evidence."""
+    strays: list[Stray] = field(default_factory=list)
+    """Everything under ``evidence/`` that is not evidence, as ``Store.strays`` names it, in its order."""
+    temps: list[Path] = field(default_factory=list)
+    """Temp files of writes in the shard folders, as ``Store.temp_files`` lists them."""
+    processes: int = 1
+    """How many processes shared the work (this one and its forked copies)."""
 
 
-def check_files(files: list[tuple[str, str]], limit: int) -> Check:
-    """Hash, then parse and validate, each (path, id its name claims) in ``files``."""
-    found = Check()
-    for path, expected in files:
-        read = read_hashed(path, limit)
-        if read is None:
-            continue  # a link or another non-regular entry: ``Store.strays`` names it
-        found.count += 1
-        raw, actual = read
-        if raw is None or actual != expected:
-            found.mismatches.append(Mismatch(Path(path), expected, actual))
-            continue
-        try:
-            parse_archived(raw, path)
-        except EvidenceError as exc:
-            found.invalid.append(Invalid(Path(path), str(exc)))
-    return found
+# What one shard folder holds, as plain tuples that ``marshal`` carries between processes: its position in
+# the tree, the count of stored files, then (path, expected, actual) mismatches, (path, message) invalid
+# files, (path, why) strays and temp file paths.
+ShardResult = tuple[int, int, list[tuple[str, str, str]], list[tuple[str, str]], list[tuple[str, str]], list[str]]
+
+
+def check_shards(store: Store, shards: list[tuple[int, Shard]]) -> list[ShardResult]:
+    """Hash, then parse and validate, every stored file of each (position, shard); name its strays and temps."""
+    out: list[ShardResult] = []
+    limit = store.limit
+    for position, shard in shards:
+        count = 0
+        mismatches: list[tuple[str, str, str]] = []
+        invalid: list[tuple[str, str]] = []
+        strays: list[tuple[str, str]] = []
+        for entry in shard.entries:
+            if stored_entry(entry):
+                read = read_hashed(entry.path, limit)
+                if read is None:
+                    continue  # no longer a regular file (replaced since it was listed): not evidence
+                count += 1
+                raw, actual = read
+                expected = "sha256:" + shard.name + entry.name[:-5]
+                if raw is None or actual != expected:
+                    mismatches.append((entry.path, expected, actual))
+                    continue
+                try:
+                    parse_archived(raw, entry.path)
+                except EvidenceError as exc:
+                    invalid.append((entry.path, str(exc)))
+            else:
+                stray = store.stray_entry(entry)
+                if stray is not None:
+                    strays.append((str(stray.path), stray.why))
+        out.append((position, count, mismatches, invalid, strays, shard.temp_files()))
+    return out
 
 
 def default_workers(files: int) -> int:
@@ -63,21 +96,70 @@ def default_workers(files: int) -> int:
 
 
 def check(store: Store, workers: int | None = None) -> Check:
-    """Every stored file of ``store`` hashed and, where it matches its name, parsed and validated.
+    """Every stored file of ``store`` hashed and, where it matches its name, parsed and validated; and every
+    stray and temp file named, in the order ``Store.strays`` and ``Store.temp_files`` give them.
 
-    ``workers`` processes share the files (default ``default_workers``); this process is one of them.
+    ``workers`` processes share the shard folders (default ``default_workers``); this process is one of them.
     Forking is used only where the platform has it and no other thread runs (a fork copies one thread).
     """
-    files = store.final_files()
-    n = default_workers(len(files)) if workers is None else max(1, workers)
-    if n == 1 or "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return check_files(files, store.limit)
-    with ProcessPoolExecutor(n - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-        # interleaved shares: neighbouring files are alike in size, so each process gets a fair part
-        others = [pool.submit(check_files, files[i::n], store.limit) for i in range(1, n)]
-        parts = [check_files(files[0::n], store.limit)] + [f.result() for f in others]
-    return Check(
-        count=sum(p.count for p in parts),
-        mismatches=sorted((m for p in parts for m in p.mismatches), key=lambda m: m.path),
-        invalid=sorted((i for p in parts for i in p.invalid), key=lambda i: i.path),
-    )
+    tree = store.tree()
+    shards = [(i, item) for i, item in enumerate(tree) if isinstance(item, Shard)]
+    n = default_workers(sum(len(s.entries) for _, s in shards)) if workers is None else max(1, workers)
+    if n == 1 or not hasattr(os, "fork") or threading.active_count() > 1:
+        n, results = 1, check_shards(store, shards)
+    else:
+        # interleaved shares: content-addressed names spread files evenly over the shard folders
+        others = [_forked(check_shards, store, shards[i::n]) for i in range(1, n)]
+        results = check_shards(store, shards[0::n])
+        for result in others:
+            results += result()
+    by_position = {r[0]: r for r in results}
+    found = Check(processes=n)
+    for i, item in enumerate(tree):
+        if isinstance(item, Stray):
+            found.strays.append(item)
+            continue
+        _, count, mismatches, invalid, strays, temps = by_position[i]
+        found.count += count
+        found.mismatches += [Mismatch(Path(p), expected, actual) for p, expected, actual in mismatches]
+        found.invalid += [Invalid(Path(p), message) for p, message in invalid]
+        found.strays += [Stray(Path(p), why) for p, why in strays]
+        found.temps += map(Path, temps)
+    return found
+
+
+def _forked(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """Start ``fn(*args)`` in a forked copy of this process; the function returned waits for its result.
+
+    The result must be plain data ``marshal`` writes (tuples, lists, strings, numbers). The copy leaves with
+    ``os._exit``, so it flushes no buffer and runs no exit handler of this process.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy
+        status = 1
+        try:
+            os.close(read_end)
+            with open(write_end, "wb") as pipe:
+                pipe.write(marshal.dumps(fn(*args)))
+            status = 0
+        except KeyboardInterrupt:
+            status = 130  # Ctrl-C reached both processes; the parent says so
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            os._exit(status)
+    os.close(write_end)
+
+    def result() -> Any:
+        with open(read_end, "rb") as pipe:
+            payload = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        if status:
+            sys.stderr.flush()
+            raise RuntimeError(f"archive check: the forked worker (pid {pid}) failed (wait status {status})")
+        return marshal.loads(payload)
+
+    return result

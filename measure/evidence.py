@@ -165,30 +165,38 @@ def _fail(where: str, what: str) -> EvidenceError:
     return EvidenceError(f"{where}: {what}")
 
 
+# ``is_time_field`` remembered per name: the same few column names recur in every document (bounded, as an
+# archive from elsewhere may hold any number of names)
+_time_field_cached = functools.lru_cache(maxsize=4096)(is_time_field)
+
+
 def _flat_good_rows(samples: list[Any]) -> bool:
     """True when every row is an object of plain scalars whose time fields are positive finite numbers or null.
 
     The fast form of ``_check_times`` for rows a JSON parser made: exact types, and every loop in C
-    (``map``, ``filter``, ``set``), one pass over all values and one per time column. False sends the
-    rows to ``_check_times``, which accepts what this cannot prove (subclasses of the scalar types)
+    (``map``, ``filter``, ``set``), one pass over all values and one over the time values. False sends
+    the rows to ``_check_times``, which accepts what this cannot prove (subclasses of the scalar types)
     and names the first problem.
     """
     try:
         values = itertools.chain.from_iterable(map(dict.values, samples))
         if not _SCALAR_TYPES.issuperset(map(type, values)):
             return False
-        keys = set(itertools.chain.from_iterable(samples))
+        timed = list(filter(_time_field_cached, set().union(*samples)))
     except TypeError:  # a row that is not an object
         return False
-    for key in keys:
-        if not is_time_field(key):
-            continue
-        times: list[Any] = list(filter(_NOT_NONE, map(dict.get, samples, itertools.repeat(key))))
-        if not times:
-            continue
-        if not _NUMBER_TYPES.issuperset(map(type, times)) or not all(map(math.isfinite, times)) or min(times) <= 0:
-            return False
-    return True
+    if not timed:
+        return True
+    if len(timed) == 1:  # a column read down the rows
+        found: Any = map(dict.get, samples, itertools.repeat(timed[0]))
+    elif len(samples) == 1:  # one row: its time fields
+        found = map(dict.get, itertools.repeat(samples[0]), timed)
+    else:
+        found = itertools.chain.from_iterable(map(dict.get, samples, itertools.repeat(key)) for key in timed)
+    times: list[Any] = list(filter(_NOT_NONE, found))
+    return not times or (
+        _NUMBER_TYPES.issuperset(map(type, times)) and all(map(math.isfinite, times)) and min(times) > 0
+    )
 
 
 def _check_times(where: str, samples: Any) -> None:
@@ -213,10 +221,28 @@ def _check_times(where: str, samples: Any) -> None:
                 raise _fail(where, f"data.samples[{i}].{key} must be a positive time, got {value!r}")
 
 
-def validate(doc: Any, where: str, depth_checked: bool = False) -> None:
+_REQUIRED: dict[str, type] = {
+    "probe": str,
+    "probe_version": int,
+    "created_at": str,
+    "machine": dict,
+    "code": dict,
+    "params": dict,
+    "data": dict,
+    "status": str,
+    "origin": dict,
+}
+"""The envelope's required fields and their JSON kinds."""
+_ALLOWED = frozenset(_REQUIRED) | {"schema", "error", "notes"}
+
+
+def validate(doc: Any, where: str, depth_checked: bool = False, containers: int | None = None) -> None:
     """Check a current-schema document's envelope; raise ``EvidenceError`` naming the field.
 
     ``depth_checked``: the caller already measured the nesting (``loads`` does), so it is not walked twice.
+    ``containers``: at most this many lists and objects are in ``doc`` (``parse_archived`` counts the ``{``
+    and ``[`` of the JSON text it was read from); no chain of nested ones is longer than that count, so a
+    document with few of them needs no walk to prove it shallow.
     """
     if not isinstance(doc, dict):
         raise _fail(where, "evidence must be a JSON object")
@@ -225,36 +251,27 @@ def validate(doc: Any, where: str, depth_checked: bool = False) -> None:
     # Rows that are flat with good times (nearly all) need neither the walk below nor _check_times.
     flat = isinstance(samples, list) and _flat_good_rows(samples)
     if not depth_checked:
-        if flat:  # the rows sit at depth 4 and nest no further: measure the rest
-            assert isinstance(data, dict)
-            rest = {k: v for k, v in data.items() if k != "samples"}
-            check_depth({**doc, "data": rest}, where)
-        else:
+        if flat:
+            assert isinstance(data, dict) and isinstance(samples, list)
+            # The rows sit at depth 4 and nest no further; a deeper chain runs through the other containers
+            # only, of which there are at most ``containers`` less one per row.
+            if containers is None or containers - len(samples) > MAX_DEPTH:
+                rest = {k: v for k, v in data.items() if k != "samples"}
+                check_depth({**doc, "data": rest}, where)
+        elif containers is None or containers > MAX_DEPTH:
             check_depth(doc, where)
     version = schema_version(doc, where)
     if version != SCHEMA_VERSION:
         raise _version_error(version, where)
-    required: dict[str, type] = {
-        "probe": str,
-        "probe_version": int,
-        "created_at": str,
-        "machine": dict,
-        "code": dict,
-        "params": dict,
-        "data": dict,
-        "status": str,
-        "origin": dict,
-    }
-    for name, kind in required.items():
+    for name, kind in _REQUIRED.items():
         if name not in doc:
             raise _fail(where, f"missing field '{name}'")
         value = doc[name]
         if isinstance(value, bool) or not isinstance(value, kind):
             raise _fail(where, f"field '{name}' must be {_json_kind(kind)}, got {_json_kind(type(value))}")
-    allowed = set(required) | {"schema", "error", "notes"}
-    extra = sorted(set(doc) - allowed)
-    if extra:
-        raise _fail(where, f"unknown field '{extra[0]}' (the envelope holds {', '.join(sorted(allowed))})")
+    if not _ALLOWED.issuperset(doc):
+        extra = sorted(set(doc) - _ALLOWED)
+        raise _fail(where, f"unknown field '{extra[0]}' (the envelope holds {', '.join(sorted(_ALLOWED))})")
     if not _PROBE_NAME.fullmatch(doc["probe"]):
         raise _fail(where, f"field 'probe' must be a lower-case name like 'step-scaling', got {doc['probe']!r}")
     if doc["probe_version"] < 1:
@@ -409,7 +426,8 @@ def parse_archived(raw: bytes, where: str) -> dict[str, Any]:
     if not isinstance(doc, dict) or not _written_back_alike(doc, raw):
         return parse(raw, where)
     try:
-        validate(doc, where)
+        # raw is the JSON text of doc: each list or object in it is one "[" or "{" (text may hold more)
+        validate(doc, where, containers=raw.count(b"{") + raw.count(b"["))
     except EvidenceError:
         return parse(raw, where)  # refused in the strict reader's own words
     return doc

@@ -120,10 +120,10 @@ def read_hashed(path: str, limit: int) -> tuple[bytes | None, str] | None:
             return None
         if st.st_size > limit:
             return None, f"not hashed ({st.st_size} bytes, over the {limit}-byte cap)"
-        chunks = [os.read(fd, st.st_size + 1)]  # one read call when the file is as large as fstat said
-        while len(chunks[-1]) and sum(map(len, chunks)) <= st.st_size:
-            chunks.append(os.read(fd, 1 << 20))  # a short read, or a file that grew meanwhile
-        raw = b"".join(chunks)
+        # One read call: asking one byte more than fstat said and getting fewer is the end of a regular file.
+        raw = os.read(fd, st.st_size + 1)
+        while len(raw) < st.st_size and (more := os.read(fd, 1 << 20)):  # a short read: read on to the end
+            raw += more
         if len(raw) > limit:
             return None, f"not hashed (over the {limit}-byte cap)"
         return raw, "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -163,6 +163,28 @@ class Stray:
     """What was found."""
     why: str
     """What is wrong with it, e.g. ``a symbolic link`` or ``a file outside any shard folder``."""
+
+
+def stored_entry(entry: os.DirEntry[str]) -> bool:
+    """Whether a shard folder's entry is a stored file: a final name, and a regular file by the folder listing's
+    file type (no stat call)."""
+    return _FINAL.fullmatch(entry.name) is not None and entry.is_file(follow_symlinks=False)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A real shard folder of the archive as listed once (``Store.tree``)."""
+
+    name: str
+    """Its two hex digits, the first two of the ids stored in it."""
+    path: str
+    """The folder."""
+    entries: list[os.DirEntry[str]]
+    """What it holds, sorted by name."""
+
+    def temp_files(self) -> list[str]:
+        """Paths of the temp files of writes in it (named ``.tmp-...``; interrupted ones are ``clean``'s to remove)."""
+        return [e.path for e in self.entries if e.name.startswith(TEMP_PREFIX)]
 
 
 def normalize_id(text: str) -> str:
@@ -307,12 +329,13 @@ class Store:
                 if _FINAL.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                     yield Path(entry.path)
 
-    def strays(self) -> list[Stray]:
-        """Everything under ``evidence/`` a reader skips: links, FIFOs, devices, stray and misplaced names.
+    def tree(self) -> list[Stray | Shard]:
+        """Everything under ``evidence/``, listed once, in name order: a ``Stray`` for each thing that is not a
+        real shard folder (or cannot be listed), and a ``Shard`` with its entries for each real one.
 
-        Readers never follow or open these; ``verify`` names each one so the archive can be mended.
+        Nothing is followed or opened: a linked ``evidence/``, ``sha256/`` or shard folder is named, never listed.
         """
-        found: list[Stray] = []
+        found: list[Stray | Shard] = []
         evidence = self.root / "evidence"
         if not evidence.is_dir() or evidence.is_symlink():
             if evidence.is_symlink():
@@ -340,31 +363,42 @@ class Store:
                 found.append(Stray(path, "a folder that is not a shard (two lower-case hex digits)"))
             else:
                 try:
-                    inner = sorted(os.scandir(sub.path), key=lambda e: e.name)
+                    found.append(Shard(sub.name, sub.path, sorted(os.scandir(sub.path), key=lambda e: e.name)))
                 except OSError as exc:
                     found.append(Stray(path, f"cannot list ({exc.strerror})"))
-                    continue
-                for entry in inner:
-                    found += self._stray_entry(entry)
         return found
 
-    def _stray_entry(self, entry: os.DirEntry[str]) -> list[Stray]:
-        if _FINAL.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
-            return []  # a stored file: known from the folder listing's file type, with no stat call
+    def strays(self) -> list[Stray]:
+        """Everything under ``evidence/`` a reader skips: links, FIFOs, devices, stray and misplaced names.
+
+        Readers never follow or open these; ``verify`` names each one so the archive can be mended.
+        """
+        found: list[Stray] = []
+        for item in self.tree():
+            if isinstance(item, Stray):
+                found.append(item)
+            else:
+                found += filter(None, map(self.stray_entry, item.entries))
+        return found
+
+    def stray_entry(self, entry: os.DirEntry[str]) -> Stray | None:
+        """What is wrong with one entry of a shard folder, or None for a stored file or a temp file of a write."""
+        if stored_entry(entry):
+            return None
         path = Path(entry.path)
         if entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
-            return []  # an interrupted write's leftover: `verify --clean` removes it
+            return None  # an interrupted write's leftover: `verify --clean` removes it
         if entry.is_symlink():
-            return [Stray(path, "a symbolic link; readers never follow links out of the archive")]
+            return Stray(path, "a symbolic link; readers never follow links out of the archive")
         try:
             mode = entry.stat(follow_symlinks=False).st_mode
         except OSError as exc:
-            return [Stray(path, f"cannot stat ({exc.strerror})")]
+            return Stray(path, f"cannot stat ({exc.strerror})")
         if not stat.S_ISREG(mode):
-            return [Stray(path, f"{_kind(mode)}, not a regular file")]
+            return Stray(path, f"{_kind(mode)}, not a regular file")
         if not _FINAL.fullmatch(entry.name):
-            return [Stray(path, f"not an evidence name (<62 hex>.json){self._misplaced(entry.name)}")]
-        return []
+            return Stray(path, f"not an evidence name (<62 hex>.json){self._misplaced(entry.name)}")
+        return None
 
     @staticmethod
     def _misplaced(name: str) -> str:
@@ -405,24 +439,17 @@ class Store:
     def final_files(self) -> list[tuple[str, str]]:
         """(path, the id its name claims) of every final-named entry of a real shard folder, in id order.
 
-        Nothing is opened: plain ``os.listdir`` strings rather than ``Path`` objects, since per-file overhead
-        dominates for small documents. Links and other non-regular entries are listed here and skipped by
-        ``read_hashed``; ``strays`` names them.
+        Nothing is opened: plain strings rather than ``Path`` objects, since per-file overhead dominates for
+        small documents. Links and other non-regular entries are listed here and skipped by ``read_hashed``;
+        ``strays`` names them.
         """
-        files: list[tuple[str, str]] = []
-        base = str(self.base)
-        if not os.path.isdir(base) or os.path.islink(base):
-            return files
-        for shard in sorted(os.listdir(base)):
-            folder = os.path.join(base, shard)
-            if not (len(shard) == 2 and _HEX.fullmatch(shard)) or os.path.islink(folder) or not os.path.isdir(folder):
-                continue
-            try:
-                names = sorted(os.listdir(folder))
-            except OSError:
-                continue  # named by ``strays``
-            files += [(os.path.join(folder, n), "sha256:" + shard + n[:-5]) for n in names if _FINAL.fullmatch(n)]
-        return files
+        return [
+            (e.path, "sha256:" + item.name + e.name[:-5])
+            for item in self.tree()
+            if isinstance(item, Shard)
+            for e in item.entries
+            if _FINAL.fullmatch(e.name)
+        ]
 
     def verify(self) -> list[Mismatch]:
         """Re-hash every stored file; return each whose bytes do not match its name.
@@ -454,10 +481,8 @@ class Store:
         return found
 
     def temp_files(self) -> list[Path]:
-        """Leftovers of interrupted writes."""
-        if not self.base.is_dir():
-            return []
-        return sorted(p for p in self.base.glob(f"??/{TEMP_PREFIX}*") if _HEX.fullmatch(p.parent.name))
+        """Leftovers of interrupted writes, in the real shard folders (never looked for through a link)."""
+        return [Path(p) for item in self.tree() if isinstance(item, Shard) for p in item.temp_files()]
 
     def clean(self) -> list[Path]:
         """Remove temp files left by interrupted writes (not those a live writer holds); return them."""

@@ -5,6 +5,7 @@ real temporary archives: the same documents and the same refusals as the strict 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from measure import archive_check
 from measure.errors import EvidenceError
 from measure.evidence import Evidence, canonical_bytes, digest, parse, parse_archived
-from measure.store import Store
+from measure.store import TEMP_PREFIX, Store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"
@@ -86,7 +87,8 @@ def test_integers_past_64_bits_stay_exact() -> None:
 
 
 def _archive(root: Path) -> tuple[Store, dict[str, str]]:
-    """A copy of the fixture archive plus a mismatch, a duplicate-key file, a big integer and a link."""
+    """A copy of the fixture archive plus a mismatch, a duplicate-key file, a big integer, a link, a FIFO, a stray
+    name and a temp file of a write."""
     shutil.copytree(FIXTURE_ARCHIVE, root)
     store = Store(root)
     planted = {}
@@ -100,6 +102,9 @@ def _archive(root: Path) -> tuple[Store, dict[str, str]]:
         planted[label] = name
     store.path_for("ab" * 32).parent.mkdir(parents=True, exist_ok=True)
     store.path_for("ab" * 32).symlink_to("/dev/zero")
+    os.mkfifo(store.path_for("ab" + "d" * 62))
+    (store.path_for("ab" * 32).parent / "notes.txt").write_text("stray\n")
+    (store.path_for("ab" * 32).parent / f"{TEMP_PREFIX}1-ab").write_bytes(b'{"half')
     return store, planted
 
 
@@ -107,7 +112,10 @@ def _archive(root: Path) -> tuple[Store, dict[str, str]]:
 def test_one_pass_finds_mismatches_and_invalid_files(tmp_path: Path, workers: int) -> None:
     store, planted = _archive(tmp_path / "archive")
     found = archive_check.check(store, workers=workers)
-    assert found.count == len(store.ids())  # the link is not counted (strays names it)
+    assert found.processes == workers  # two: this process and one forked copy, each with half the folders
+    assert found.count == len(store.ids())  # the link and the FIFO are not counted (strays names them)
+    assert found.strays == store.strays() and len(found.strays) == 3
+    assert found.temps == store.temp_files() and [p.name for p in found.temps] == [f"{TEMP_PREFIX}1-ab"]
     assert [m.expected for m in found.mismatches] == [planted["tampered"]]
     assert found.mismatches == store.verify()
     assert [str(i.path) for i in found.invalid] == [str(store.path_for(planted["dup"][7:]))]
@@ -131,3 +139,22 @@ def test_archive_verify_reports_them(tmp_path: Path, cli) -> None:
     clean, _ = Store(tmp_path / "clean"), shutil.copytree(FIXTURE_ARCHIVE, tmp_path / "clean")
     out = cli("--archive", str(clean.root), "archive", "verify", "--strict")
     assert out.returncode == 0 and out.stdout.strip() == f"ok: {len(clean.ids())} evidence file(s) match their names"
+
+
+def test_a_linked_shard_folder_is_named_and_nothing_in_it_is_read_or_removed(tmp_path: Path, cli) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / f"{TEMP_PREFIX}1-aa").write_bytes(b"not the archive's to remove")
+    (outside / f"{'a' * 62}.json").write_bytes(b"{}")
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURE_ARCHIVE, root)
+    store = Store(root)
+    (store.base / "fe").symlink_to(outside)
+    found = archive_check.check(store)
+    assert found.count == len(store.ids()) and found.mismatches == [] and found.temps == []
+    linked = "a symbolic link; shard folders must be real folders"
+    assert [(s.path.name, s.why) for s in found.strays] == [("fe", linked)]
+    out = cli("--archive", str(root), "archive", "verify", "--clean")
+    assert out.returncode == 1 and "temp file" not in out.stdout
+    assert out.stdout.splitlines() == [f"STRAY {store.base / 'fe'}: {linked}"]
+    assert sorted(p.name for p in outside.iterdir()) == [f"{TEMP_PREFIX}1-aa", f"{'a' * 62}.json"]

@@ -254,18 +254,18 @@ def _show(args: Any) -> int:
 
 def _verify(args: Any) -> int:
     store = _existing(args)
-    found = archive_check.check(store)  # each file read once: hashed, then parsed and validated
+    found = archive_check.check(store)  # listed once, each file read once: hashed, then parsed and validated
     bad = found.mismatches
     for m in bad:
         print(f"MISMATCH {m.path}: expected {m.expected}, actual {m.actual}")
-    strays = store.strays()
+    strays = found.strays
     for stray in strays:
         print(f"STRAY {printable(f'{stray.path}: {stray.why}')}")
     # Files that hash correctly but readers refuse (old schema, junk): named here, fatal with --strict.
     invalid = found.invalid
     for item in invalid:
         print(f"INVALID {item.message}")
-    temps = store.clean() if args.clean else store.temp_files()
+    temps = store.clean() if args.clean else found.temps
     verb = "removed" if args.clean else "left by interrupted writes (run with --clean to remove)"
     if temps:
         print(f"{len(temps)} temp file(s) {verb}")
