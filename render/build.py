@@ -22,13 +22,12 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from measure.errors import EvidenceError, ProbebookError, StoreError, printable
+from measure.errors import EvidenceError, StoreError, printable
 from measure.evidence import for_reading, parse_archived
 from measure.progress import Progress
 from measure.store import Store, read_regular
@@ -47,15 +46,15 @@ from render import (
     lint,
     notices,
     page_pool,
+    page_render,
     provenance,
     sanitize,
     sitedir,
 )
 from render import sources as sourcesmod
-from render.functions import Library, PageFunctions
-from render.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
-from render.pages import PageState, check_links, evaluate_summary, inert_prose, make_environment, render_body
-from render.quantity import Quantity
+from render.build_types import BuildError, BuildPaths, BuildResult, Evidence, Tree
+from render.functions import Library
+from render.pages import check_links, make_environment
 from render.site_assets import add_to_config, site_files
 from render.sources import Sources
 
@@ -67,85 +66,6 @@ EVIDENCE_CHUNK = 100
 """Evidence pages made per task when workers make them (``render.page_pool``): enough to outweigh a task's cost."""
 ASSETS_CACHE = "cache/assets"
 """Where a build folder keeps the assets made at build time (``render.site_assets.cached_bundle``)."""
-
-
-class BuildError(ProbebookError):
-    """The archive, the sources or the site engine refused the build."""
-
-
-@dataclass(frozen=True)
-class BuildPaths:
-    """Where a build reads and writes."""
-
-    docs: Path
-    """Hand-written sources (index.md, playbook/, records/)."""
-    archive: Path
-    """The evidence archive (holding evidence/ and published/)."""
-    build: Path
-    """Render's output folder: the Markdown tree goes to ``build/docs``, the config to ``build/mkdocs.yml``."""
-    site: Path
-    """Where mkdocs writes the site."""
-    config: Path
-    """The base ``mkdocs.yml`` (theme, palette, extensions); render adds only ``nav`` and paths."""
-    published: Path | None = None
-    """The published ledger the Changes page compares with; default ``<archive>/published/ledger.json``."""
-    declarations: provenance.Declarations | None = field(default=None, compare=False)
-    """The probes' options (``measure.cli.declarations()``, handed in by the CLI), for the records' reproduce
-    blocks; render never imports a probe. None: the blocks say the commands are not shown."""
-
-    @property
-    def tree(self) -> Path:
-        return self.build / "docs"
-
-    @property
-    def published_ledger(self) -> Path:
-        return self.published if self.published is not None else self.archive / "published" / "ledger.json"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """The archive as render sees it: documents and their exact bytes, by full id."""
-
-    docs: dict[str, dict[str, Any]]
-    raw: dict[str, bytes]
-
-
-@dataclass
-class Tree:
-    """The rendered Markdown tree, before it is written."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-    """Tree path -> bytes."""
-    ledger: list[dict[str, Any]] = field(default_factory=list)
-    """One row per published number."""
-    nav: list[Any] = field(default_factory=list)
-    """The mkdocs ``nav``."""
-    cited: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
-    """Evidence id -> (tree path, title) of each page that cites it."""
-    diff: Diff | None = None
-    """This ledger against the published one."""
-    kept: set[str] = field(default_factory=set)
-    """Tree paths left as the last build wrote them (evidence pages whose inputs did not change)."""
-    rewritten: list[str] | None = None
-    """Tree paths this build wrote (bytes new or changed); None before the tree is written."""
-    units: dict[str, list[Any]] = field(default_factory=dict)
-    """Evidence id -> [key, tree paths] of its page, for the next build's ``previous``."""
-    headlines: dict[str, list[tuple[str, Quantity]]] = field(default_factory=dict)
-    """Record page -> its headline results (label, Quantity), for the records index and the home page."""
-    machines: dict[str, str] = field(default_factory=dict)
-    """Record page -> the GPU(s) its evidence ran on, in words."""
-
-
-@dataclass(frozen=True)
-class BuildResult:
-    """What a build produced."""
-
-    tree: Path
-    site: Path | None
-    ledger: list[dict[str, Any]]
-    diff: Diff
-    pages: int
-    evidence: int
 
 
 # -- stage 1: evidence -------------------------------------------------------------------
@@ -218,70 +138,6 @@ def check_prose(src: Sources) -> None:
 # -- stage 4: pages ----------------------------------------------------------------------
 
 
-def _page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
-    """The cache key of one page's output: every input it is rendered from (``render.incremental``)."""
-    siblings = [
-        (p.rel, p.version, p.date, p.title, p.supersedes)
-        for r in src.records
-        if page.kind == "record" and r.slug == page.slug
-        for p in r.versions
-    ]
-    return incremental.page_key(
-        [
-            ("rel", page.rel.encode()),
-            ("source", page.path.read_bytes()),
-            ("aliases", json.dumps(sorted(aliases.items())).encode()),
-            ("ids", ids_digest),
-            ("record", json.dumps(siblings).encode()),
-            ("declarations", declared if page.kind == "record" else b""),
-        ]
-    )
-
-
-def _render_one(
-    page: Any,
-    src: Sources,
-    evidence: Evidence,
-    library: Library,
-    env: Any,
-    aliases: dict[str, str],
-    partial: frozenset[str],
-    declarations: provenance.Declarations | None,
-) -> incremental.PageOutput:
-    functions = PageFunctions(library, aliases)
-    refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)
-    if refused:
-        raise BuildError(refused)
-    try:
-        context = functions.context()
-    except ProbebookError as exc:
-        raise BuildError(f"{page.where('evidence')}: {exc}") from None
-    state = PageState(page.rel, partial=partial)
-    headlines = evaluate_summary(env, page, context, state)
-    body = render_body(env, page, context, state)
-    blocks, machine = "", None
-    if page.kind == "record":
-        machine = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
-        blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
-            page.rel, aliases, evidence.docs, declarations
-        )
-    text = (
-        layout.header(page, src)
-        + layout.results_box(page.rel, headlines)
-        + notices.markdown(aliases, evidence.docs)
-        + body.strip("\n")
-        + "\n"
-        + blocks
-        + layout.footer(page, src, aliases, evidence.docs)
-    )
-    text = inert_prose(text)
-    check_links(text, f"{page.path} (rendered)")
-    files = {page.rel: text.encode("utf-8"), **state.files}
-    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
-    cited = sorted(state.cited | set(aliases.values()))
-    return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine)
-
-
 def render_pages(
     src: Sources,
     evidence: Evidence,
@@ -308,7 +164,7 @@ def render_pages(
     aliased = []
     for page in src.pages:
         aliases = sourcesmod.resolve_evidence(page, store.resolve)
-        key = _page_key(page, src, aliases, ids_digest, declared) if cache is not None else ""
+        key = page_render.page_key(page, src, aliases, ids_digest, declared) if cache is not None else ""
         outputs.append(cache.get(key) if cache is not None else None)
         aliased.append((page, aliases, key))
     todo = [i for i, out in enumerate(outputs) if out is None]
@@ -317,7 +173,7 @@ def render_pages(
         """Page ``todo[n]`` and the derivations its rendering computed (a worker hands them back)."""
         page, aliases, _key = aliased[todo[n]]
         before = set(library.computed)
-        out = _render_one(page, src, evidence, library, env, aliases, partial, declarations)
+        out = page_render.render_one(page, src, evidence, library, env, aliases, partial, declarations)
         return out, {k: v for k, v in library.derived().items() if k in library.computed - before}
 
     with page_pool.Batch(render, len(todo)) as rendered:
