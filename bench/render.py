@@ -149,10 +149,11 @@ MAKERS = {
 }
 
 
-def make_archive(root: Path, n: int) -> dict[str, list[str]]:
-    """``n`` synthetic documents through the real store; returns ids by probe."""
-    store, rng, ids = Store(root), random.Random(20261129), {p: [] for p in PROBES}
-    for i in range(n):
+def make_archive(root: Path, n: int, first: int = 0) -> dict[str, list[str]]:
+    """``n`` synthetic documents through the real store, numbered from ``first`` (a later call adds new ones);
+    returns ids by probe."""
+    store, rng, ids = Store(root), random.Random(20261129 + first), {p: [] for p in PROBES}
+    for i in range(first, first + n):
         probe = PROBES[i % len(PROBES)]
         ev = Evidence(
             probe=probe,
@@ -425,7 +426,8 @@ def sweep(args: argparse.Namespace) -> int:
             work = root / str(n)
             if work.exists():
                 sys.exit(f"{work} exists; give --keep an empty or new folder")
-            results.append(render_scale.one_size(work, n, args.records, _env(), make, plain, first=i == 0))
+            add = lambda work, n=n: make_archive(work / "archive", 1, first=n)  # noqa: E731  (one new document)
+            results.append(render_scale.one_size(work, n, args.records, _env(), make, plain, add, first=i == 0))
             print(f"{n} documents: {json.dumps(results[-1])}", flush=True)
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)
