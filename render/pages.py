@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import re
 import signal
@@ -392,7 +393,15 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
     filename = str(page.path)
     token = _STATE.set(state)
     try:
-        with time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"):
+        with (
+            _page_errors(
+                lambda exc: f"{filename} line {exc.lineno}" if isinstance(exc, jinja2.TemplateSyntaxError) else None,
+                filename,
+                f"{filename}: the template recurses too deeply (a macro that calls itself?)",
+                list(context),
+            ),
+            time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"),
+        ):
             template = env.get_template(page.rel)
             parts, size = [], 0
             for part in template.generate(context):
@@ -401,18 +410,33 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
                     raise TemplateLimitError(f"the page's text passes {MAX_PAGE_CHARS} characters")
                 parts.append(part)
             return "".join(parts)
-    except RecursionError:
-        raise PageError(f"{filename}: the template recurses too deeply (a macro that calls itself?)") from None
-    except jinja2.TemplateSyntaxError as exc:
-        raise PageError(f"{filename} line {exc.lineno}: {_explain(exc, list(context))}") from None
-    except (jinja2.TemplateError, ProbebookError) as exc:
-        raise PageError(f"{_where(exc, filename)}: {_explain(exc, list(context))}") from None
-    except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
-        if not _raised_by_template(exc.__traceback__, filename):
-            raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
-        raise PageError(f"{_where(exc, filename)}: {_explain(exc, list(context))}") from None
     finally:
         _STATE.reset(token)
+
+
+def _always(where: str, _exc: BaseException) -> str:
+    return where
+
+
+@contextlib.contextmanager
+def _page_errors(
+    locate: Callable[[BaseException], str | None], template: str, recursion: str, names: list[str]
+) -> Iterator[None]:
+    """Turn what a page's template or expression raised into one ``PageError`` line; let probebook's bugs through.
+
+    ``locate(exc)`` says where (file, line, entry), or None for the line in ``template`` the traceback
+    names; ``recursion`` is the whole message for a template that recursed too deeply.
+    """
+    try:
+        yield
+    except RecursionError:
+        raise PageError(recursion) from None
+    except (jinja2.TemplateError, ProbebookError) as exc:
+        raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
+    except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
+        if not _raised_by_template(exc.__traceback__, template):
+            raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
+        raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
 
 
 def evaluate_summary(
@@ -427,19 +451,16 @@ def evaluate_summary(
     out = []
     for i, headline in enumerate(page.summary):
         where = f"{page.where('summary')} (summary[{i}])"
-        try:
-            with time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"):
-                value = env.compile_expression(headline.expr, undefined_to_none=False)(**context)
-        except RecursionError:
-            raise PageError(f"{where}: the expression recurses too deeply") from None
-        except jinja2.TemplateSyntaxError as exc:
-            raise PageError(f"{where}: template syntax: {exc.message}") from None
-        except (jinja2.TemplateError, ProbebookError) as exc:
-            raise PageError(f"{where}: {_explain(exc, list(context))}") from None
-        except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
-            if not _raised_by_template(exc.__traceback__, "<template>"):
-                raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
-            raise PageError(f"{where}: {_explain(exc, list(context))}") from None
+        with (
+            _page_errors(
+                functools.partial(_always, where),
+                "<template>",
+                f"{where}: the expression recurses too deeply",
+                list(context),
+            ),
+            time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"),
+        ):
+            value = env.compile_expression(headline.expr, undefined_to_none=False)(**context)
         if not isinstance(value, Quantity):
             raise PageError(
                 f"{where}: a headline must be a number from evidence (a Quantity), got {type(value).__name__}"
