@@ -86,6 +86,28 @@ def test_the_time_limit_leaves_no_alarm_behind(tmp_path: Path) -> None:
     assert signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0)
 
 
+def _burn_cpu(seconds: float) -> None:
+    import time
+
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
+def test_untimed_work_is_off_the_clock_and_the_page_keeps_what_it_had_left() -> None:
+    # what a page's first derivation spends loading libraries (pages.untimed) does not count against it ...
+    with pages.time_limit(0.3, "page"):
+        with pages.untimed():
+            _burn_cpu(0.6)
+        _burn_cpu(0.1)
+    # ... but the clock runs again afterwards, with the time the page had left
+    with pytest.raises(pages.TemplateLimitError, match="page used more than 0.3 s of CPU time"):
+        with pages.time_limit(0.3, "page"):
+            with pages.untimed():
+                _burn_cpu(0.1)
+            _burn_cpu(1.0)
+
+
 # -- front matter ---------------------------------------------------------------------------------------
 
 FRONT_MATTER = [
