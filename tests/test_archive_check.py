@@ -1,6 +1,7 @@
 """`archive verify`'s one pass (measure.archive_check) and the archive's fast reader (evidence.parse_archived) on
 real temporary archives: the same documents and the same refusals as the strict reader (duplicate keys, integers past
-64 bits, deep nesting, non-finite numbers, bad times), one process or two alike, and the command's report."""
+64 bits, deep nesting, non-finite numbers, bad times; and on any document hypothesis makes), one process or two alike,
+strays and temp files as the store names them, nothing read through a linked folder, and the command's report."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from measure import archive_check
 from measure.errors import EvidenceError
-from measure.evidence import Evidence, canonical_bytes, digest, parse, parse_archived
+from measure.evidence import Evidence, _check_times, _flat_good_rows, canonical_bytes, digest, parse, parse_archived
 from measure.store import TEMP_PREFIX, Store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -77,6 +80,63 @@ def test_the_fast_reader_refuses_what_the_strict_one_refuses_in_its_words(name, 
     strict, fast = _both(raw)
     assert isinstance(strict, str) and refusal in strict
     assert fast == strict
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)  # some past 64 bits
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet='ab[]{}"\\\u00e9', max_size=4)  # brackets in text inflate the bracket count
+)
+_VALUES = st.recursive(
+    _SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+)
+
+
+# what a sample row may hold: the edge cases of a time (zero, negative zero, tiny, true, text, empty containers)
+# drawn as often as any value at all
+_ROW_VALUES = st.sampled_from([0, 0.0, -0.0, -1, 1, 2.5, 5e-324, None, True, False, "1", [], {}]) | _SCALARS | _VALUES
+_ROWS = st.lists(st.dictionaries(st.sampled_from(["step_s", "t_ms", "n", "x_us"]), _ROW_VALUES, max_size=4), max_size=5)
+
+
+def _nested(value: object, levels: int) -> object:
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.none() | _ROWS,
+    params=st.dictionaries(st.text(max_size=3), _VALUES, max_size=3),
+    levels=st.integers(min_value=0, max_value=40),
+)
+def test_the_fast_reader_agrees_with_the_strict_one_on_any_document(rows, params, levels) -> None:
+    """Rows of any values (nested, null, negative or non-numeric times) or none at all, any params nested up to
+    40 deep around the 32-level limit, brackets in text: the same document or the same refusal, word for word."""
+    doc = _doc()
+    if rows is None:
+        del doc["data"]["samples"]
+    else:
+        doc["data"]["samples"] = rows
+    doc["params"] = {"deep": _nested(params, levels)}
+    strict, fast = _both(canonical_bytes(doc))
+    assert fast == strict
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=_ROWS)
+def test_the_fast_row_check_accepts_exactly_what_the_row_by_row_one_accepts(rows) -> None:
+    """``_flat_good_rows`` (every loop in C) against ``_check_times`` (row by row, naming the problem) on rows a
+    JSON parser makes: True exactly where the row-by-row check raises nothing."""
+    rows = json.loads(json.dumps(rows))
+    try:
+        _check_times("f.json", rows)
+        accepted = True
+    except EvidenceError:
+        accepted = False
+    assert _flat_good_rows(rows) == accepted
 
 
 def test_integers_past_64_bits_stay_exact() -> None:
