@@ -145,6 +145,8 @@ def _forked(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
             status = 0
         except KeyboardInterrupt:
             status = 130  # Ctrl-C reached both processes; the parent says so
+        except BrokenPipeError:
+            pass  # the parent left before reading (interrupted on its own): nothing to tell
         except BaseException:
             import traceback
 
