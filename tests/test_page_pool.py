@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SITE_FIXTURE, bench_module
+from conftest import REPO, bench_module
 
 from measure.errors import ProbebookError
 from render import page_pool
@@ -85,37 +84,32 @@ def _tree(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def test_a_build_on_two_workers_equals_a_serial_one_and_stops_at_the_same_error(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(SITE_FIXTURE / "docs", docs)
-    two, one = _build(docs, tmp_path / "two", "2"), _build(docs, tmp_path / "one", "1")
-    assert (two["workers"], one["workers"]) == (2, 0)
-    assert "error" not in two and "error" not in one
-    assert _tree(tmp_path / "two" / "build" / "docs") == _tree(tmp_path / "one" / "build" / "docs")
-    # the derivations the workers computed came back and were kept, as a serial build keeps them
-    from render import incremental
-
-    kept_two = incremental.DerivedCache(tmp_path / "two" / "build").load()
-    assert set(kept_two) == set(incremental.DerivedCache(tmp_path / "one" / "build").load()) and kept_two
-
-    # two pages that fail: both builds name the first in page order, with the same one line
-    for name, call in (("a-first.md", "fit(nosuch)"), ("z-later.md", 'chart("no-kind", sweep)')):
-        (docs / "playbook" / name).write_text(f"# Broken {name}\n\n{{{{ {call} }}}}\n", encoding="utf-8")
-    two, one = _build(docs, tmp_path / "two-bad", "2"), _build(docs, tmp_path / "one-bad", "1")
-    assert two["error"] == one["error"]
-    assert "a-first.md" in two["error"] and "\n" not in two["error"]
-
-
-def test_evidence_pages_made_by_workers_equal_those_made_serially(tmp_path: Path) -> None:
+def test_a_build_on_two_workers_equals_a_serial_one(tmp_path: Path) -> None:
     bench_render = bench_module("render")  # its synthetic archive, made through the real Store.put
     from render import build as build_module
+    from render import incremental
 
-    count = 2 * build_module.EVIDENCE_CHUNK + 10  # three chunks of evidence pages
+    count = 2 * build_module.EVIDENCE_CHUNK + 10  # three tasks of evidence pages
     ids = bench_render.make_archive(tmp_path / "archive", count)
-    bench_render.make_docs(tmp_path / "docs", ids, 3)
+    bench_render.make_docs(tmp_path / "docs", ids, 1)  # a home page and a record with two charts
     two = _build(tmp_path / "docs", tmp_path / "two", "2", tmp_path / "archive")
     one = _build(tmp_path / "docs", tmp_path / "one", "1", tmp_path / "archive")
     assert (two["workers"], one["workers"], "error" in two, "error" in one) == (2, 0, False, False)
     tree = _tree(tmp_path / "two" / "build" / "docs")
     assert sum(1 for p in tree if p.startswith("evidence/") and p.endswith(".md")) >= count
+    assert any(p.endswith(".dark.svg") for p in tree)
     assert tree == _tree(tmp_path / "one" / "build" / "docs")
+    # the derivations the workers computed came back and were kept, as a serial build keeps them
+    kept = incremental.DerivedCache(tmp_path / "two" / "build").load()
+    assert kept and set(kept) == set(incremental.DerivedCache(tmp_path / "one" / "build").load())
+
+
+def test_both_stop_at_the_first_error_in_page_order(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "playbook").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    for name, call in (("a-first.md", "fit(nosuch)"), ("b-fine.md", "'fine'"), ("z-later.md", 'chart("no-kind")')):
+        (docs / "playbook" / name).write_text(f"# Page {name}\n\n{{{{ {call} }}}}\n", encoding="utf-8")
+    two, one = _build(docs, tmp_path / "two", "2"), _build(docs, tmp_path / "one", "1")
+    assert two["workers"] == 2 and two["error"] == one["error"]
+    assert "a-first.md" in two["error"] and "\n" not in two["error"]
