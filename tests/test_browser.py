@@ -175,7 +175,11 @@ async () => {
 """
 
 
-@pytest.fixture(scope="module", params=sorted(SITES))
+# Each build's tests run on one xdist worker (``--dist loadgroup``, pyproject.toml), so its tour runs once, not
+# once on each worker that happens to get one of its tests.
+@pytest.fixture(
+    scope="module", params=[pytest.param(n, marks=pytest.mark.xdist_group(f"browser-{n}")) for n in sorted(SITES)]
+)
 def site(request: pytest.FixtureRequest) -> tuple[str, Path]:
     """(name, folder) of a build of the fixture site, built once per session (``conftest.fixture_site*``)."""
     built: BuildPaths = request.getfixturevalue(SITES[request.param])
@@ -233,8 +237,8 @@ def _context(browser: Any, width: int, scheme: str, script: bool, view: list[Vie
     return context, page
 
 
-def _visit(page: Any, url: str, view: View, shot: Path) -> None:
-    page.goto(url, wait_until="networkidle")
+def _look(page: Any, view: View, shot: Path) -> None:
+    """What ``page``, already loaded and idle on the network, shows: read into ``view``, screenshotted to ``shot``."""
     if view.script and page.locator("article a[href$='.vl.json']").count():
         # charts.js draws each chart after fetching its spec: wait until every one is drawn (or failed back)
         page.wait_for_function(
@@ -250,27 +254,52 @@ def _visit(page: Any, url: str, view: View, shot: Path) -> None:
     page.screenshot(path=str(shot), full_page=True)
 
 
+@dataclass
+class _Plan:
+    """One width and scheme, scripts on or off: its own browser context and tab, and the pages it visits."""
+
+    width: int
+    scheme: str
+    script: bool
+    pages: list[str]
+    current: list[View]
+    context: Any = None
+    tab: Any = None
+
+
 @pytest.fixture(scope="module")
 def tour(browser: Any, server: str, site: tuple[str, Path]) -> list[View]:
-    """Every tour page at each width and scheme with scripts on, and the pages with charts at 390 px without."""
+    """Every tour page at each width and scheme with scripts on, and the pages with charts at 390 px without.
+
+    Each plan has its own tab. A page is opened in every tab at once and then each tab waits for the
+    network to go idle (no request for 500 ms, Playwright's ``networkidle``): the tabs' quiet periods run
+    side by side instead of one after the other, and each visit still waits for its own idle network.
+    """
     name, folder = site
     pages = tour_pages(folder)
     views: list[View] = []
-    plans = [(w, s, True, pages) for w in WIDTHS for s in SCHEMES]
     with_charts = [p for p in pages if ".vl.json" in (folder / p).read_text(encoding="utf-8")]
-    plans += [(390, s, False, with_charts) for s in SCHEMES]
-    for width, scheme, script, chosen in plans:
-        current: list[View] = [View("", width, scheme, script)]
-        context, page = _context(browser, width, scheme, script, current)
-        try:
-            for rel in chosen:
-                current[0] = View(rel, width, scheme, script)
-                views.append(current[0])
-                slug = rel.removesuffix(".html").replace("/", "-")
-                shot = ARTIFACTS / name / f"{slug}-{width}-{scheme}{'' if script else '-nojs'}.png"
-                _visit(page, server + rel, current[0], shot)
-        finally:
-            context.close()
+    plans = [_Plan(w, s, True, pages, [View("", w, s, True)]) for w in WIDTHS for s in SCHEMES]
+    plans += [_Plan(390, s, False, with_charts, [View("", 390, s, False)]) for s in SCHEMES]
+    try:
+        for plan in plans:
+            plan.context, plan.tab = _context(browser, plan.width, plan.scheme, plan.script, plan.current)
+        for i in range(len(pages)):
+            going = [plan for plan in plans if i < len(plan.pages)]
+            for plan in going:
+                plan.current[0] = View(plan.pages[i], plan.width, plan.scheme, plan.script)
+                views.append(plan.current[0])
+                plan.tab.goto(server + plan.pages[i], wait_until="commit")
+            for plan in going:
+                plan.tab.wait_for_load_state("networkidle")
+                view = plan.current[0]
+                slug = view.page.removesuffix(".html").replace("/", "-")
+                shot = ARTIFACTS / name / f"{slug}-{view.width}-{view.scheme}{'' if view.script else '-nojs'}.png"
+                _look(plan.tab, view, shot)
+    finally:
+        for plan in plans:
+            if plan.context is not None:
+                plan.context.close()
     return views
 
 
