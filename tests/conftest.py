@@ -141,13 +141,16 @@ def cli():
     return run_cli
 
 
-def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli_here(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``probebook ARGS`` in this process; return its exit code and output as ``run_cli`` does.
 
     The same parser, dispatch and one-line error handling as the console script (``probebook.cli.main``),
     without a new interpreter: a command that loads render's page functions spends about 2 s of CPU on
-    imports and vl-convert's start in every new process, once per test worker here. Keep at least one
-    ``run_cli`` test per command, so the real process's exit status and stderr stay tested too.
+    imports and vl-convert's start in every new process, once per test worker here. ``cwd`` and ``env``
+    hold only while the command runs. Keep at least one ``run_cli`` test per command, so the real
+    process's exit status and stderr stay tested too.
     """
     from measure.progress import PACKAGES, configure
     from probebook.cli import main
@@ -156,14 +159,24 @@ def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
     configure("probebook")  # the log handlers keep the stream they were made with: point them at err
     handlers = [h for n in PACKAGES for h in logging.getLogger(n).handlers if getattr(h, "_probebook", False)]
     before = [h.stream for h in handlers]
+    saved_env = {name: os.environ.get(name) for name in env or {}}
+    saved_cwd = os.getcwd()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         for handler in handlers:
             handler.setStream(err)
+        os.environ.update(env or {})
+        os.chdir(cwd or REPO)
         try:
             code = main(list(args))
         except SystemExit as stop:  # argparse's usage errors exit, as in the console script
             code = stop.code if isinstance(stop.code, int) else 1
         finally:
+            os.chdir(saved_cwd)
+            for name, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
             for handler, stream in zip(handlers, before, strict=True):
                 handler.setStream(stream)
     return subprocess.CompletedProcess(["probebook", *args], code, out.getvalue(), err.getvalue())

@@ -1,6 +1,6 @@
-"""The site commands as a new user runs them (real subprocesses): the README walk-through from import to the
-Changes page, a new project with no evidence, this repository's own site, publish, diff, lint, serve, one-line errors.
-"""
+"""The site commands as a new user runs them: the README walk-through from import to the Changes page (in the test
+process), a new project with no evidence, this repository's own site, publish, diff, lint, serve, one-line errors
+(real subprocesses)."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ def test_fresh_checkout_builds_with_an_empty_archive(checkout: Path, cli) -> Non
     assert (checkout / "site" / "index.html").exists() and (checkout / "site" / "playbook" / "index.html").exists()
 
 
+@pytest.mark.slow  # the whole repository site, every chart drawn: the longest test of the default run
 def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> None:
     """The README's first command on this repository: every record and playbook page renders from archive/."""
     for name in ("docs", "archive"):
@@ -98,7 +99,10 @@ def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> Non
         assert (tmp_path / "site" / "evidence" / f"{ident}.html").exists()
 
 
-def test_readme_walkthrough_import_record_build_supersede_correct_changes(checkout: Path, cli) -> None:
+def test_readme_walkthrough_import_record_build_supersede_correct_changes(checkout: Path, cli_here) -> None:
+    # the commands run in this process (conftest.run_cli_here: ten new interpreters cost more than the walk
+    # itself); the other tests here run build, publish, diff and lint as real processes
+    cli = cli_here
     env = {"PROBEBOOK_ARCHIVE": "archive"}
     # 1. archive the measurements
     sweep1 = _ok(
