@@ -124,7 +124,8 @@ def test_changes_page_lists_each_publish_newest_first_with_records_errata_and_mo
     assert "0 added, 0 removed, 1 changed, 0 unchanged." in text
 
 
-def test_publish_appends_a_dated_entry_and_the_built_changes_page_shows_it(tmp_path: Path, cli) -> None:
+def test_publish_appends_a_dated_entry_and_the_built_changes_page_shows_it(tmp_path: Path, cli_here) -> None:
+    cli = cli_here  # build and publish in this process; test_site_atomic and test_site_cli run them as real processes
     docs = tmp_path / "docs"
     shutil.copytree(SITE_FIXTURE / "docs", docs)
     archive = tmp_path / "archive"

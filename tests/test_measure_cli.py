@@ -91,8 +91,9 @@ def test_help_does_not_import_torch():
 
 
 @pytest.mark.parametrize("probe", PROBES)
-def test_every_probe_help_ends_with_an_example(cli, probe):
-    out = cli("measure", probe, "--help")
+def test_every_probe_help_ends_with_an_example(cli_here, probe):
+    # in this process, as test_cli_help prints every command's help; the real process prints its help there
+    out = cli_here("measure", probe, "--help")
     assert out.returncode == 0
     for f in dataclasses.fields(importlib.import_module(REGISTRY[probe]).Config):
         assert f"--{f.name.replace('_', '-')}" in out.stdout
@@ -136,8 +137,9 @@ def test_python_dash_m_measure_shares_the_parser(archive):
         (["gemm", "--device", "cpu", "--workload", "no_such_module_q:make"], "cannot import 'no_such_module_q'"),
     ],
 )
-def test_bad_options_are_one_line_errors_and_archive_nothing(cli, archive, args, message):
-    out = cli("--archive", str(archive), "measure", *args)
+def test_bad_options_are_one_line_errors_and_archive_nothing(cli_here, archive, args, message):
+    # in this process (each probe's own checks); the real process refuses below (CUDA, argparse, python -m measure)
+    out = cli_here("--archive", str(archive), "measure", *args)
     assert out.returncode == 2, out.stderr
     lines = [line for line in out.stderr.splitlines() if not line.startswith("USDT:")]
     assert len(lines) == 1 and "Traceback" not in out.stderr

@@ -394,8 +394,9 @@ def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
         (["loss-memory", "--device", "cpu", "--workload", "toy_harness:factory"], "--workload is not supported"),
     ],
 )
-def test_bad_options_are_one_line_and_archive_nothing(cli, archive, args, message):
-    out = cli("--archive", str(archive), "measure", *args)
+def test_bad_options_are_one_line_and_archive_nothing(cli_here, archive, args, message):
+    # in this process (the probes' own checks); test_measure_cli runs the real process's one-line refusals
+    out = cli_here("--archive", str(archive), "measure", *args)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], out.stderr

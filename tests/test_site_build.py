@@ -219,7 +219,8 @@ def test_changes_page_without_a_published_ledger_lists_every_number_as_added(bui
     assert "16 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
 
 
-def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli) -> None:
+def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_here) -> None:
+    cli = cli_here  # build and diff in this process; test_site_cli runs both as real processes
     docs = _copy_docs(tmp_path)
     v2 = docs / "records" / "step-time" / "v2.md"
     v2.write_text(v2.read_text().replace('tokens="512:"', 'tokens="1024:"'))
@@ -418,8 +419,8 @@ def _midnight(day: str) -> int:
     return calendar.timegm(datetime.date.fromisoformat(day).timetuple())
 
 
-def test_source_date_epoch_is_honoured(tmp_path: Path, cli) -> None:
-    out = cli(
+def test_source_date_epoch_is_honoured(tmp_path: Path, cli_here) -> None:
+    out = cli_here(  # in this process, with the variable set while it runs (conftest.run_cli_here)
         "build",
         "--docs",
         str(SITE_FIXTURE / "docs"),
