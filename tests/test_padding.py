@@ -24,16 +24,18 @@ SMALL = ["--width", "8", "--microbatch", "2", "--accumulation", "1", "--bucket-s
 
 
 def measure(cli, archive, *args):
+    """``probebook measure padding ARGS`` through ``cli``: the real process (``run_cli``) for the refusals below,
+    this process (``run_cli_here``) for the sweeps, whose subject is what the probe stores."""
     out = cli("--archive", str(archive), "measure", "padding", *args)
     ident = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
     return out, (parse(Store(archive).read_bytes(ident), ident) if ident.startswith("sha256:") else None)
 
 
-def test_hand_checkable_lengths(cli, archive):
+def test_hand_checkable_lengths(cli_here, archive):
     # lengths 8 6 2 4 4 3 1 = 28 tokens. Bucket 1 pairs 6+1, 4+2, 4+3 and leaves 8 alone: 4 rows, 32 slots.
     # Bucket 4: bounds 8,8 stay alone, five sequences of bound 4 pair twice, one left: 5 rows, 40 slots.
     # Bucket 8: every bound is the width, nothing pairs: 7 rows, as naive at the width.
-    out, doc = measure(cli, archive, "--corpus", str(FIXTURES / "lengths.csv"), *SMALL)
+    out, doc = measure(cli_here, archive, "--corpus", str(FIXTURES / "lengths.csv"), *SMALL)
     assert out.returncode == 0, out.stderr
     assert doc["status"] == "complete"
     rows = {(r["batching"], r["bucket_size"]): r for r in doc["data"]["samples"]}
@@ -85,9 +87,9 @@ def doc_id(archive: Path) -> str:
     return ident
 
 
-def test_folder_corpus_is_named_and_hashed(cli, archive):
+def test_folder_corpus_is_named_and_hashed(cli_here, archive):
     folder = FIXTURES / "corpus"
-    out, doc = measure(cli, archive, "--corpus", str(folder), "--roots", "folder", "--name", "fixture", *SMALL)
+    out, doc = measure(cli_here, archive, "--corpus", str(folder), "--roots", "folder", "--name", "fixture", *SMALL)
     assert out.returncode == 0, out.stderr
     manifest = "".join(
         f"{rel}\t{hashlib.sha256((folder / rel).read_bytes()).hexdigest()}\n"
@@ -101,20 +103,20 @@ def test_folder_corpus_is_named_and_hashed(cli, archive):
     assert doc["params"]["roots"] == "folder"
 
 
-def test_jsonl_corpus_with_root_field(cli, archive):
-    out, doc = measure(cli, archive, "--corpus", str(FIXTURES / "docs.jsonl"), "--roots", "repo", *SMALL)
+def test_jsonl_corpus_with_root_field(cli_here, archive):
+    out, doc = measure(cli_here, archive, "--corpus", str(FIXTURES / "docs.jsonl"), "--roots", "repo", *SMALL)
     assert out.returncode == 0, out.stderr
     corpus = doc["data"]["corpus"]
     # byte-level over UTF-8: "héllo wörld" is 13 bytes (two 2-byte letters); the blank line is no document
     assert (corpus["documents"], corpus["tokens"], corpus["roots"], corpus["format"]) == (3, 21, 2, "jsonl")
     assert corpus["sha256"] == hashlib.sha256((FIXTURES / "docs.jsonl").read_bytes()).hexdigest()
-    out, _ = measure(cli, archive, "--corpus", str(FIXTURES / "broken.jsonl"), "--quiet")
+    out, _ = measure(cli_here, archive, "--corpus", str(FIXTURES / "broken.jsonl"), "--quiet")
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [f"probebook: error: {FIXTURES / 'broken.jsonl'} line 2: not valid JSON"]
 
 
-def test_a_sweep_that_varies_nothing_is_stored_failed(cli, archive):
-    out, doc = measure(cli, archive, "--corpus", str(FIXTURES / "all_full.csv"), *SMALL)
+def test_a_sweep_that_varies_nothing_is_stored_failed(cli_here, archive):
+    out, doc = measure(cli_here, archive, "--corpus", str(FIXTURES / "all_full.csv"), *SMALL)
     assert out.returncode == 1
     assert doc["status"] == "failed"
     assert doc["error"].startswith("the bucket sweep varied nothing: all 3 bucket sizes produced identical batches")
