@@ -271,9 +271,10 @@ class _Plan:
 def tour(browser: Any, server: str, site: tuple[str, Path]) -> list[View]:
     """Every tour page at each width and scheme with scripts on, and the pages with charts at 390 px without.
 
-    Each plan has its own tab. A page is opened in every tab at once and then each tab waits for the
-    network to go idle (no request for 500 ms, Playwright's ``networkidle``): the tabs' quiet periods run
-    side by side instead of one after the other, and each visit still waits for its own idle network.
+    Each plan has its own tab, and the tabs load side by side: a tab goes to its next page as soon as
+    its current one has been read, so it loads while the other tabs are read. Each visit still waits
+    for its own tab's network to go idle (no request for 500 ms, Playwright's ``networkidle``) before
+    it is read; only the waiting overlaps.
     """
     name, folder = site
     pages = tour_pages(folder)
@@ -281,21 +282,25 @@ def tour(browser: Any, server: str, site: tuple[str, Path]) -> list[View]:
     with_charts = [p for p in pages if ".vl.json" in (folder / p).read_text(encoding="utf-8")]
     plans = [_Plan(w, s, True, pages, [View("", w, s, True)]) for w in WIDTHS for s in SCHEMES]
     plans += [_Plan(390, s, False, with_charts, [View("", 390, s, False)]) for s in SCHEMES]
+
+    def go(plan: _Plan, i: int) -> None:
+        plan.current[0] = View(plan.pages[i], plan.width, plan.scheme, plan.script)  # its requests land here
+        views.append(plan.current[0])
+        plan.tab.goto(server + plan.pages[i], wait_until="commit")
+
     try:
         for plan in plans:
             plan.context, plan.tab = _context(browser, plan.width, plan.scheme, plan.script, plan.current)
+            go(plan, 0)
         for i in range(len(pages)):
-            going = [plan for plan in plans if i < len(plan.pages)]
-            for plan in going:
-                plan.current[0] = View(plan.pages[i], plan.width, plan.scheme, plan.script)
-                views.append(plan.current[0])
-                plan.tab.goto(server + plan.pages[i], wait_until="commit")
-            for plan in going:
+            for plan in (p for p in plans if i < len(p.pages)):
                 plan.tab.wait_for_load_state("networkidle")
                 view = plan.current[0]
                 slug = view.page.removesuffix(".html").replace("/", "-")
                 shot = ARTIFACTS / name / f"{slug}-{view.width}-{view.scheme}{'' if view.script else '-nojs'}.png"
                 _look(plan.tab, view, shot)
+                if i + 1 < len(plan.pages):
+                    go(plan, i + 1)
     finally:
         for plan in plans:
             if plan.context is not None:
