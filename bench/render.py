@@ -426,8 +426,13 @@ def sweep(args: argparse.Namespace) -> int:
             work = root / str(n)
             if work.exists():
                 sys.exit(f"{work} exists; give --keep an empty or new folder")
-            add = lambda work, n=n: make_archive(work / "archive", 1, first=n)  # noqa: E731  (one new document)
-            results.append(render_scale.one_size(work, n, args.records, _env(), make, plain, add, first=i == 0))
+            added = [0]
+
+            def add(work: Path, n: int = n, added: list[int] = added) -> None:
+                make_archive(work / "archive", 1, first=n + added[0])  # one new document each time
+                added[0] += 1
+
+            results.append(render_scale.one_size(work, n, args.records, _env(), make, plain, add, i == 0, args.repeat))
             print(f"{n} documents: {json.dumps(results[-1])}", flush=True)
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)

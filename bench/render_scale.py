@@ -18,8 +18,10 @@ documents of ``bench/render.py`` (made through the real store, in a temporary fo
 5. at the first size, **serve**: ``probebook serve`` running, one record's prose edited, the seconds
    until the server returns the page with the new sentence (median of three; goal: 2 s).
 
-Growth between sizes is reported as (time ratio) / (size ratio): at most 1 is at most linear. The
-result is printed as a table and written as JSON (``--json``).
+With ``--repeat N`` each build and the engine alone run N times each, alternated ABBA (the machine's speed
+drifts by tenths over minutes), and the ratios are of the fastest runs. Growth between sizes is reported as
+(time ratio) / (size ratio): at most 1 is at most linear. The result is printed as a table and written as
+JSON (``--json``).
 """
 
 from __future__ import annotations
@@ -161,6 +163,24 @@ def serve_latency(work: Path, env: dict[str, str], rounds: int = 3, timeout: flo
             proc.wait()
 
 
+def _alternate(
+    build: Callable[[], float], engine: Callable[[], float], repeat: int, before: Callable[[], object] = lambda: None
+) -> tuple[list[float], list[float]]:
+    """``repeat`` timed runs of ``build`` and of ``engine``, alternated ABBA (B A A B ...), ``before`` untimed
+    ahead of each build: the machine's speed drifts by tenths over minutes, and alternating lets neither arm
+    have the fast moments. The first run is always a build (the engine builds the tree a build wrote)."""
+    builds: list[float] = []
+    engines: list[float] = []
+    for i in range(repeat):
+        for arm in ("build", "engine") if i % 2 == 0 else ("engine", "build"):
+            if arm == "build":
+                before()
+                builds.append(build())
+            else:
+                engines.append(engine())
+    return builds, engines
+
+
 def one_size(
     work: Path,
     docs: int,
@@ -170,26 +190,36 @@ def one_size(
     plain: Callable[[Path], float],
     add: Callable[[Path], object],
     first: bool,
+    repeat: int = 1,
 ) -> dict[str, Any]:
-    """Every measurement at one archive size (see the module docstring)."""
+    """Every measurement at one archive size (see the module docstring); ratios are of the fastest runs."""
     t = time.perf_counter()
     make(work, docs, records)
     result: dict[str, Any] = {"documents": docs, "records": records, "setup_s": time.perf_counter() - t}
     site = work / "site"
-    result["full_build_s"] = _timed(_cmd(work, "build", "--full", "--out", str(site)), env, "probebook build --full")
-    result["engine_alone_s"] = plain(work)
+    cold, engine = _alternate(
+        lambda: _timed(_cmd(work, "build", "--full", "--out", str(site)), env, "probebook build --full"),
+        lambda: plain(work),
+        repeat,
+    )
+    result.update(
+        full_build_runs_s=cold, engine_alone_runs_s=engine, full_build_s=min(cold), engine_alone_s=min(engine)
+    )
     result["build_over_engine"] = result["full_build_s"] / result["engine_alone_s"]
     result["pages"] = sum(1 for _ in (work / "build" / "docs").rglob("*.md"))
     result.update(site_size(site))
     edit_record(work / "docs", 0)
     result["incremental_build_s"] = _timed(_cmd(work, "build", "--out", str(site)), env, "incremental probebook build")
-    # one new document: the engine builds every page again (the file list changed) and render renders every
-    # page again (the id set is in each page's key), from the fits, charts and tables it kept
-    add(work)
-    result["rebuild_after_new_evidence_s"] = _timed(
-        _cmd(work, "build", "--out", str(site)), env, "probebook build after one new document"
+    # one new document before each rebuild: the engine builds every page again (the file list changed) and render
+    # renders every page again (the id set is in each page's key), from the fits, charts and tables it kept
+    rebuilt, engine = _alternate(
+        lambda: _timed(_cmd(work, "build", "--out", str(site)), env, "probebook build after one new document"),
+        lambda: plain(work),
+        repeat,
+        before=lambda: add(work),
     )
-    result["rebuild_over_engine"] = result["rebuild_after_new_evidence_s"] / result["engine_alone_s"]
+    result.update(rebuild_runs_s=rebuilt, rebuild_engine_runs_s=engine, rebuild_after_new_evidence_s=min(rebuilt))
+    result["rebuild_over_engine"] = min(rebuilt) / min(engine)
     if first:
         # the same edited sources built in full in other folders: the incremental site must equal it byte for byte
         other = work / "check"

@@ -211,13 +211,15 @@ def generate_pages(
     previous: dict[str, list[Any]] | None = None,
     past: list[dict[str, Any]] | None = None,
     assets_cache: Path | None = None,
+    full: bool = False,
 ) -> Tree:
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
 
     ``previous`` maps each evidence id to the key and files of its page as the tree already holds them
     (``render.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
     ``past``: the published history's entries (``render.history``), for the Changes page. ``assets_cache``: where
-    assets made at build time are kept between builds (``render.site_assets``); None makes them afresh.
+    assets made at build time are kept between builds (``render.site_assets``); None makes them afresh;
+    ``full`` makes them afresh and keeps them.
     """
     cited = tree.cited
     todo: list[tuple[str, str]] = []
@@ -239,7 +241,7 @@ def generate_pages(
 
     with page_pool.Batch(make, len(chunks)) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
-        tree.files.update(site_files(assets_cache))
+        tree.files.update(site_files(assets_cache, read=not full))
         for chunk, pages in zip(chunks, made, strict=True):
             for (ident, key), files in zip(chunk, pages, strict=True):
                 tree.files.update(files)
@@ -425,13 +427,12 @@ def render_tree(paths: BuildPaths, full: bool = False, reuse: bool = False) -> t
     published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
     previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
     past = history.read(history.path_beside(paths.published_ledger))
-    assets = None if full else paths.build / ASSETS_CACHE
-    tree = generate_pages(tree, src, evidence, published, previous, past, assets)
+    tree = generate_pages(tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full)
     published_bytes = (
         read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
     )
-    tree.files[evidence_pages.TARBALL] = evidence_pages.archive_tarball(
-        evidence.raw, published_bytes, source_date_epoch(evidence, src)
+    tree.files[evidence_pages.TARBALL] = evidence_pages.cached_tarball(
+        paths.build / ASSETS_CACHE, evidence.raw, published_bytes, source_date_epoch(evidence, src), read=not full
     )
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)

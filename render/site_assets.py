@@ -53,16 +53,18 @@ def bundle_name() -> str:
     return f"vega-embed-{version}-{hashlib.sha256(_BUNDLE_EXPORT.encode()).hexdigest()[:12]}.js"
 
 
-def cached_bundle(cache: Path | None) -> bytes:
+def cached_bundle(cache: Path | None, read: bool = True) -> bytes:
     """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
-    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §6.7)."""
+    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §6.7).
+    ``read=False`` (a full build) makes it afresh and keeps that for the next build."""
     if cache is None:
         return vega_embed_bundle()
     path = cache / bundle_name()
-    try:
-        return path.read_bytes()
-    except OSError:
-        pass
+    if read:
+        try:
+            return path.read_bytes()
+        except OSError:
+            pass
     data = vega_embed_bundle()
     cache.mkdir(parents=True, exist_ok=True)
     tmp = cache / f".{path.name}.{os.getpid()}.tmp"
@@ -71,14 +73,15 @@ def cached_bundle(cache: Path | None) -> bytes:
     return data
 
 
-MADE: dict[str, Callable[[Path | None], bytes]] = {"vega-embed.js": cached_bundle}
+MADE: dict[str, Callable[[Path | None, bool], bytes]] = {"vega-embed.js": cached_bundle}
 """Assets made at build time rather than kept in ``render/assets/``, each given the build's asset cache."""
 
 
-def site_files(cache: Path | None = None) -> dict[str, bytes]:
-    """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh)."""
+def site_files(cache: Path | None = None, read: bool = True) -> dict[str, bytes]:
+    """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh
+    and not kept); ``read=False``: made afresh and kept."""
     return {
-        f"{FOLDER}/{name}": MADE[name](cache) if name in MADE else (HERE / name).read_bytes()
+        f"{FOLDER}/{name}": MADE[name](cache, read) if name in MADE else (HERE / name).read_bytes()
         for name in STYLESHEETS + SCRIPTS + POLYFILLS
     }
 

@@ -591,4 +591,7 @@ def test_the_bundle_is_kept_in_the_build_cache_and_read_back(tmp_path):
     # a later build reads the kept file: what is there is what it ships
     kept.write_bytes(b"/* kept */")
     assert site_assets.site_files(cache)["assets/probebook/vega-embed.js"] == b"/* kept */"
+    # a full build reads nothing kept: it makes the bundle afresh, and keeps that for the next build
+    assert site_assets.site_files(cache, read=False) == made
+    assert kept.read_bytes() == made["assets/probebook/vega-embed.js"]
     assert site_assets.bundle_name().startswith("vega-embed-") and site_assets.bundle_name().endswith(".js")

@@ -102,6 +102,24 @@ def test_field_anchors_point_at_rows_that_exist() -> None:
     assert 'id="params-a' not in ep.page_markdown(ID, weird, [])
 
 
+def test_the_tarball_is_kept_under_its_inputs_and_only_the_newest(tmp_path: Path) -> None:
+    raw = {ID: b'{"a":1}'}
+    made = ep.cached_tarball(tmp_path, raw, b"[]", 1700000000)
+    assert made == ep.archive_tarball(raw, b"[]", 1700000000)
+    (kept,) = tmp_path.glob("archive-*.tar.gz")
+    kept.write_bytes(b"kept")  # a later build with the same inputs reads what is kept ...
+    assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000) == b"kept"
+    assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000, read=False) == made  # ... a full build does not
+    for other in (
+        (raw, b"[1]", 1700000000),
+        (raw, None, 1700000000),
+        (raw, b"[]", 0),
+        ({**raw, "sha256:" + "cd" * 32: b"{}"}, b"[]", 1700000000),
+    ):
+        assert ep.cached_tarball(tmp_path, *other) == ep.archive_tarball(*other)  # other inputs, another key
+        assert len(list(tmp_path.glob("archive-*.tar.gz"))) == 1
+
+
 def test_archive_tarball_is_reproducible() -> None:
     raw = {ID: b'{"a":1}', "sha256:" + "cd" * 32: b'{"b":2}'}
     one = ep.archive_tarball(raw, b"[]", 1700000000)
