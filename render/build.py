@@ -172,9 +172,9 @@ def render_pages(
     def render(n: int) -> tuple[incremental.PageOutput, dict[tuple, Any]]:
         """Page ``todo[n]`` and the derivations its rendering computed (a worker hands them back)."""
         page, aliases, _key = aliased[todo[n]]
-        before = set(library.computed)
+        before = len(library.computed)
         out = page_render.render_one(page, src, evidence, library, env, aliases, partial, declarations)
-        return out, {k: v for k, v in library.derived().items() if k in library.computed - before}
+        return out, library.computed_since(before)
 
     with page_pool.Batch(render, len(todo)) as rendered:
         progress = Progress("pages", log, total=len(todo), lines=False)

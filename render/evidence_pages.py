@@ -17,14 +17,13 @@ import gzip
 import hashlib
 import io
 import json
-import os
 import re
 import statistics
 import tarfile
 from pathlib import Path
 from typing import Any
 
-from render import numbers, tables
+from render import incremental, numbers, tables
 from render.quantity import escape_text, evidence_page, relative_link, short_id
 
 MAX_ROWS = 500
@@ -342,16 +341,4 @@ def cached_tarball(cache: Path, raw: dict[str, bytes], published: bytes | None, 
     h.update(hashlib.sha256(published).digest() if published is not None else b"none")
     h.update("\n".join(sorted(raw)).encode())
     path = cache / f"archive-{h.hexdigest()[:32]}.tar.gz"
-    if read:
-        try:
-            return path.read_bytes()
-        except OSError:
-            pass
-    data = archive_tarball(raw, published, epoch)
-    cache.mkdir(parents=True, exist_ok=True)
-    for old in cache.glob("archive-*.tar.gz"):
-        old.unlink(missing_ok=True)
-    tmp = cache / f".{path.name}.{os.getpid()}.tmp"
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return data
+    return incremental.kept_file(path, lambda: archive_tarball(raw, published, epoch), read, "archive-*.tar.gz")

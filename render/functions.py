@@ -37,6 +37,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 
 from __future__ import annotations
 
+import functools
 import json
 import statistics
 import warnings
@@ -84,8 +85,8 @@ class Library:
         self.docs = docs
         self._memo: dict[tuple, Any] = {}
         self._kept = kept or {}
-        self.computed: set[tuple] = set()
-        """Keys computed by this build (not taken from ``kept``)."""
+        self.computed: dict[tuple, Any] = {}
+        """The derivations this build computed (not taken from ``kept``), in the order it computed them."""
 
     def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
         if key not in self._memo:
@@ -93,15 +94,18 @@ class Library:
                 self._memo[key] = self._kept[key]
             else:
                 load_libraries()
-                self._memo[key] = compute()
-                self.computed.add(key)
+                self._memo[key] = self.computed[key] = compute()
         return self._memo[key]
+
+    def computed_since(self, count: int) -> dict[tuple, Any]:
+        """The derivations computed after the first ``count`` (``len(computed)`` before a page was rendered)."""
+        return dict(list(self.computed.items())[count:])
 
     def adopt(self, computed: dict[tuple, Any]) -> None:
         """Take derivations another process computed for this build (``render.page_pool``) as this one's own."""
         for key, value in computed.items():
             self._memo.setdefault(key, value)
-            self.computed.add(key)
+            self.computed.setdefault(key, value)
 
     def derived(self) -> dict[tuple, Any]:
         """Every derivation known to this build: those it kept and those it computed."""
@@ -114,6 +118,7 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
+@functools.lru_cache(maxsize=1)
 def load_libraries() -> None:
     """Import what the derivations load lazily (altair, pandas, vl-convert, scipy) and start vl-convert's
     runtime, once per process, off the clock of the page that first needs them.
@@ -123,17 +128,11 @@ def load_libraries() -> None:
     derivation is computed rather than reused (``Library``); a page's template runs under a time limit
     (pages.time_limit), which must never count a library's import time (``pages.untimed``).
     """
-    if _LOADED:
-        return
     with untimed():
         from render import chart_svg, charts  # noqa: F401
 
         chart_svg.warm()
         fit_numerics.load_scipy()
-    _LOADED.append(True)
-
-
-_LOADED: list[bool] = []
 
 
 class PageFunctions(

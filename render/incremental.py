@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 CACHE_FOLDER = "cache/pages"
 DERIVED = "cache/derived.pickle"
@@ -114,10 +114,7 @@ class PageCache:
         return out
 
     def put(self, key: str, out: PageOutput) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        tmp = self.folder / f".{key}.{os.getpid()}.tmp"
-        tmp.write_bytes(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, self.folder / f"{key}.pickle")
+        write_atomic(self.folder / f"{key}.pickle", pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
 
     def prune(self) -> None:
         """Remove entries this build did not use (a page's older outputs), so the cache does not grow."""
@@ -158,17 +155,51 @@ class DerivedCache:
         kept = {k: v for k, v in entries.items() if all(i in ids for i in _ids_in(k))}
         if not changed and len(kept) == len(entries) and self.read and self.path.exists():
             return
-        good: dict[tuple, Any] = {}
-        for key, value in kept.items():
-            try:
-                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # noqa: BLE001 - whatever a value holds that pickle refuses, it is only not kept
-                continue
-            good[key] = value
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(pickle.dumps({"code": code_digest(), "entries": good}, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, self.path)
+        try:
+            data = _pickled(kept)
+        except Exception:  # noqa: BLE001 - some value pickle refuses: find it, and keep the rest
+            data = _pickled({k: v for k, v in kept.items() if _pickles(v)})
+        write_atomic(self.path, data)
+
+
+def _pickled(entries: dict[tuple, Any]) -> bytes:
+    return pickle.dumps({"code": code_digest(), "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _pickles(value: Any) -> bool:
+    try:
+        pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - whatever a value holds that pickle refuses, it is only not kept
+        return False
+    return True
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` whole or not at all: a temp file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def kept_file(path: Path, make: Callable[[], bytes], read: bool = True, replaces: str | None = None) -> bytes:
+    """The bytes kept at ``path`` by an earlier build, else ``make()``, kept there for the next build.
+
+    For what a build makes that is a function of the inputs ``path``'s name stands for (the chart bundle,
+    the archive's tarball). ``read=False`` (a full build) makes it afresh and keeps that; ``replaces``, a
+    glob of the same folder, names older versions removed when a new one is kept.
+    """
+    if read:
+        try:
+            return path.read_bytes()
+        except OSError:
+            pass
+    data = make()
+    if replaces is not None:
+        for old in path.parent.glob(replaces):
+            old.unlink(missing_ok=True)
+    write_atomic(path, data)
+    return data
 
 
 def _ids_in(key: Any) -> list[str]:
@@ -222,9 +253,7 @@ def write_tree(
     for rel in sorted(set(known) - set(files) - set(kept)):
         (out / rel).unlink(missing_ok=True)
     _remove_empty_folders(out)
-    tmp = manifest.with_name(f".{manifest.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(digests, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, manifest)
+    write_atomic(manifest, json.dumps(digests, sort_keys=True).encode("utf-8"))
     return written
 
 
@@ -245,9 +274,7 @@ def read_units(build_dir: Path, tree: Path, marker: str) -> dict[str, list[Any]]
 
 
 def save_units(build_dir: Path, units: dict[str, list[Any]]) -> None:
-    tmp = build_dir / f".{EVIDENCE_PAGES}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(units, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, build_dir / EVIDENCE_PAGES)
+    write_atomic(build_dir / EVIDENCE_PAGES, json.dumps(units, sort_keys=True).encode("utf-8"))
 
 
 def forget_units(build_dir: Path) -> None:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
+
+from render import incremental
 
 FOLDER = "assets/probebook"
 """Where the assets sit in the site (reserved: ``render.sources.RESERVED``)."""
@@ -59,18 +60,7 @@ def cached_bundle(cache: Path | None, read: bool = True) -> bytes:
     ``read=False`` (a full build) makes it afresh and keeps that for the next build."""
     if cache is None:
         return vega_embed_bundle()
-    path = cache / bundle_name()
-    if read:
-        try:
-            return path.read_bytes()
-        except OSError:
-            pass
-    data = vega_embed_bundle()
-    cache.mkdir(parents=True, exist_ok=True)
-    tmp = cache / f".{path.name}.{os.getpid()}.tmp"
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-    return data
+    return incremental.kept_file(cache / bundle_name(), vega_embed_bundle, read)
 
 
 MADE: dict[str, Callable[[Path | None, bool], bytes]] = {"vega-embed.js": cached_bundle}
