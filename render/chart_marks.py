@@ -3,18 +3,22 @@ crosses, a fit's stroke, one legend per meaning, and the axis formats (ARCHITECT
 
 An unstable point (its windows' CV over 5%, ``render.derive.lossmem.unstable``) is drawn the same way in
 every chart that plots timed points, with its own legend entry, as the tables mark it (issue 7).
+
+altair is imported inside the functions that make channels and marks: the labels, ``Series`` and the axis
+helpers are also what a chart's alt text is made from (``render.charts.describe``), which must not load it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
-import altair as alt
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from render.chart_theme import Theme
+
+if TYPE_CHECKING:
+    import altair as alt
+    import pandas as pd
 
 UNSTABLE = "unstable (CV over 5%)"
 """Legend label of a point whose windows' CV was over 5% (``render.derive.lossmem.unstable``)."""
@@ -56,6 +60,8 @@ class Series:
 
 def series_channels(entries: list[Series], field: str = "series") -> dict[str, Any]:
     """Colour, fill and shape of ``field`` over one domain, so Vega-Lite merges them into one legend."""
+    import altair as alt
+
     domain = [e.label for e in entries]
 
     def scale(values: list[str]) -> alt.Scale:
@@ -74,6 +80,8 @@ def timing_marks(theme: Theme, oom: bool = False, unstable: bool = True) -> tupl
     """The shape channel of a chart whose colour is its series: a filled circle per stable point, a hollow
     triangle per unstable one, a cross per first OOM batch; its legend draws the symbols in the text colour
     and names only the marks the chart holds (``oom``, ``unstable``)."""
+    import altair as alt
+
     marks = [(STABLE, "circle")] + ([(UNSTABLE, "triangle-up")] if unstable else []) + ([(OOM, "cross")] if oom else [])
     legend = alt.Legend(title=None, symbolStrokeColor=theme.text, symbolFillColor="transparent", symbolStrokeWidth=1.5)
     scale = alt.Scale(domain=[m[0] for m in marks], range=[m[1] for m in marks])
@@ -94,6 +102,8 @@ def points(
     oom: bool = False,
 ) -> Any:
     """Timed points coloured by ``color`` (field, legend title, order): stable filled, unstable hollow triangles."""
+    import altair as alt
+
     shape, _ = timing_marks(theme, oom, unstable=bool((frame.timing == UNSTABLE).any()))
     field, title, order = color
     sort: Any = order if order is not None else "ascending"

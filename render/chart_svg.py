@@ -5,6 +5,10 @@ gradients with a process-wide counter (``clip1``, ``clip2`` ... on successive ca
 ``id`` is renamed to a prefix taken from the spec's hash, which also keeps ids apart when several
 charts sit in one page. Text from evidence (arm names, models) is escaped by vl-convert's SVG
 writer; an SVG that still holds a script is refused.
+
+vl-convert is imported inside the two functions that call it (``raw_svg``, ``warm``), not at the top:
+describing a chart (``render.charts.describe``) imports this module and must not load it, and
+``render.page_pool.fork_is_safe`` reads "vl_convert is imported" as "its runtime has started".
 """
 
 from __future__ import annotations
@@ -13,8 +17,6 @@ import functools
 import hashlib
 import re
 from typing import Any
-
-import vl_convert as vlc
 
 from measure.errors import ProbebookError
 
@@ -33,6 +35,8 @@ def without_tooltips(spec: Any) -> Any:
 def raw_svg(spec_text: str) -> str:
     """Vega-Lite JSON -> SVG as vl-convert draws it, ids not yet renamed (cached: a chart on two pages, or the
     same chart in a second theme, is drawn once)."""
+    import vl_convert as vlc  # here, not at the top: see the module's docstring
+
     # allowed_base_urls=[]: never fetch data from anywhere, even if a spec named a URL (offline build)
     svg: str = vlc.vegalite_to_svg(spec_text, allowed_base_urls=[])
     return svg
@@ -113,7 +117,11 @@ def script_safe(text: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def warm() -> None:
-    """Draw one trivial chart, once per process: vl-convert starts its JavaScript runtime on the first drawing
-    (about 1.6 s), which must not count against a page's time limit (``render.functions.load_libraries``)."""
+    """Ready this process to draw charts, once: import altair (``render.charts`` imports it only to draw) and
+    draw one trivial chart, since vl-convert starts its JavaScript runtime on the first drawing (about 1.6 s);
+    neither must count against a page's time limit (``render.functions.load_libraries``)."""
+    import altair  # noqa: F401
+    import vl_convert as vlc  # here, not at the top: see the module's docstring
+
     spec = {"data": {"values": [{"x": 1}]}, "mark": "point", "encoding": {"x": {"field": "x", "type": "quantitative"}}}
     vlc.vegalite_to_svg(spec, allowed_base_urls=[])

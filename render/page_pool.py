@@ -64,7 +64,9 @@ def fork_is_safe() -> bool:
     return (
         "fork" in multiprocessing.get_all_start_methods()
         and threading.active_count() == 1
-        and "vl_convert" not in sys.modules  # imported only to draw or bundle, which starts its runtime
+        # imported only inside the calls that draw or bundle (chart_svg.raw_svg and warm, site_assets), which start
+        # its runtime: importing render.charts, or describing a chart (charts.describe), leaves it unimported
+        and "vl_convert" not in sys.modules
     )
 
 

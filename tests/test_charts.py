@@ -151,12 +151,6 @@ def test_step_scaling_without_fit_draws_points_only():
     assert "no fit drawn" in out.alt
 
 
-def test_step_scaling_with_too_few_points_says_how_many_it_needs():
-    d = doc("step-scaling", [{"tokens": 512, "step_s": 0.02}, {"tokens": 1024, "step_s": 0.03}])
-    with pytest.raises(ProbebookError, match="needs at least 4 distinct token counts"):
-        charts.render("step-scaling", [d], terms="c+a+b")
-
-
 def test_batch_sweep_marks_the_first_oom_batch_of_each_context():
     out = charts.render("batch-sweep", [sweep_doc()])
     oom = next(rows for rows in datasets(out) if rows and rows[0].get("label") == "OOM")
@@ -171,8 +165,6 @@ def test_batch_sweep_without_oom_says_so_and_filters_by_model():
     rows = [r for r in sweep_doc()["data"]["samples"] if r["status"] == "ok"]
     out = charts.render("batch-sweep", [doc("batch-sweep", rows), sweep_doc("250m")], model="90m")
     assert "no batch ran out of memory" in out.alt and "250m" not in out.alt
-    with pytest.raises(ProbebookError, match="no rows for model '1b'"):
-        charts.render("batch-sweep", [sweep_doc()], model="1b")
 
 
 def test_loss_memory_plots_gib_per_arm():
@@ -193,9 +185,6 @@ def test_kernel_shares_from_rows_and_from_data_shares():
         ("shares", "gemm", 0.75),
         ("shares", "attention", 0.25),
     }
-    bad = doc("kernels", [], shares={"gemm": 1.5})
-    with pytest.raises(ProbebookError, match=r"data.shares.gemm must be a fraction"):
-        charts.render("kernel-shares", [bad])
 
 
 # --- properties every SVG must have ------------------------------------------------------
@@ -282,33 +271,136 @@ def test_text_from_evidence_is_escaped_in_the_svg_and_the_spec():
 # --- input errors ---------------------------------------------------------------------
 
 
-def test_unknown_kind_lists_the_kinds():
-    with pytest.raises(
-        ProbebookError,
-        match="unknown chart kind 'pie'; the kinds are batch-sweep, kernel-shares, loss-memory, step-scaling",
-    ):
-        charts.render("pie", [sweep_doc()])
-
-
-def test_unknown_option_lists_the_accepted_ones():
-    with pytest.raises(ProbebookError, match="chart 'loss-memory' has no option 'colour'; it accepts title"):
-        charts.render("loss-memory", [memory_doc()], colour="red")
-
-
-def test_wrong_probe_missing_field_and_empty_input_are_one_line_errors():
-    with pytest.raises(
-        ProbebookError,
-        match="chart 'batch-sweep' needs batch-sweep evidence; sha256:[0-9a-f]{12} is 'loss-memory' evidence",
-    ):
-        charts.render("batch-sweep", [memory_doc()])
+def missing_peak() -> dict:
     broken = memory_doc()
     del broken["data"]["samples"][2]["peak_bytes"]
-    with pytest.raises(ProbebookError, match=r"data.samples\[2\].peak_bytes must be int or float, got None"):
-        charts.render("loss-memory", [broken])
-    with pytest.raises(ProbebookError, match="needs a non-empty list"):
-        charts.render("loss-memory", [])
-    with pytest.raises(ProbebookError, match="draws one evidence document"):
-        charts.render("step-scaling", [quadratic_doc(), quadratic_doc()])
+    return broken
+
+
+def untimed_steps() -> dict:
+    d = quadratic_doc()
+    for row in d["data"]["samples"]:
+        row["step_s"] = None
+    return d
+
+
+REFUSALS = [
+    # (what, kind, documents, options, the message's pattern)
+    (
+        "unknown kind",
+        "pie",
+        lambda: [sweep_doc()],
+        {},
+        "unknown chart kind 'pie'; the kinds are batch-sweep, kernel-shares, loss-memory, step-scaling",
+    ),
+    (
+        "unknown option",
+        "loss-memory",
+        lambda: [memory_doc()],
+        {"colour": "red"},
+        "chart 'loss-memory' has no option 'colour'; it accepts title",
+    ),
+    (
+        "wrong probe",
+        "batch-sweep",
+        lambda: [memory_doc()],
+        {},
+        "chart 'batch-sweep' needs batch-sweep evidence; sha256:[0-9a-f]{12} is 'loss-memory' evidence",
+    ),
+    (
+        "missing field",
+        "loss-memory",
+        lambda: [missing_peak()],
+        {},
+        r"data.samples\[2\].peak_bytes must be int or float, got None",
+    ),
+    ("empty input", "loss-memory", lambda: [], {}, "needs a non-empty list"),
+    ("one document", "step-scaling", lambda: [quadratic_doc(), quadratic_doc()], {}, "draws one evidence document"),
+    (
+        "too few points",
+        "step-scaling",
+        lambda: [doc("step-scaling", [{"tokens": 512, "step_s": 0.02}, {"tokens": 1024, "step_s": 0.03}])],
+        {"terms": "c+a+b"},
+        "needs at least 4 distinct token counts",
+    ),
+    ("no timed sample", "step-scaling", lambda: [untimed_steps()], {}, "has no timed samples"),
+    ("no such model", "batch-sweep", lambda: [sweep_doc()], {"model": "1b"}, "no rows for model '1b'"),
+    ("bad y", "batch-sweep", lambda: [sweep_doc()], {"y": "loss"}, "y must be one of tok_s, peak_bytes, got 'loss'"),
+    (
+        "share over 1",
+        "kernel-shares",
+        lambda: [doc("kernels", [], shares={"gemm": 1.5})],
+        {},
+        r"data.shares.gemm must be a fraction",
+    ),
+    ("labels", "kernel-shares", lambda: [kernels_doc()], {"labels": ["a", "b"]}, "2 labels for 1 evidence documents"),
+]
+
+
+@pytest.mark.parametrize("kind,make,options,message", [r[1:] for r in REFUSALS], ids=[r[0] for r in REFUSALS])
+def test_render_and_describe_refuse_bad_input_with_one_line_and_the_same_message(kind, make, options, message):
+    with pytest.raises(ProbebookError, match=message) as drawing:
+        charts.render(kind, make(), **options)
+    with pytest.raises(ProbebookError, match=message) as describing:
+        charts.describe(kind, make(), **options)
+    assert str(describing.value) == str(drawing.value) and "\n" not in str(drawing.value)
+
+
+# --- alt text without drawing ----------------------------------------------------------------
+
+
+def unstable_steps() -> dict:
+    d = quadratic_doc()
+    d["data"]["points"] = [{"mode": "fixed_batch", "tokens": 1024, "batch": 8, "unstable": True}]
+    return d
+
+
+def unstable_memory() -> dict:
+    d = memory_doc()
+    d["data"]["samples"][2]["cv"] = 0.09
+    return d
+
+
+def no_oom_sweep() -> dict:
+    return doc("batch-sweep", [r for r in sweep_doc()["data"]["samples"] if r["status"] == "ok"])
+
+
+DESCRIBED = [
+    ("step-scaling", lambda: [quadratic_doc()], {"terms": "c+a+b"}),
+    ("step-scaling", lambda: [quadratic_doc()], {"tokens": "512:2048", "terms": "a+b"}),
+    ("step-scaling", lambda: [quadratic_doc()], {"tokens": "1024:", "terms": "a+b"}),
+    ("step-scaling", lambda: [quadratic_doc()], {"fit": False}),
+    ("step-scaling", lambda: [unstable_steps()], {"terms": "c+a+b", "title": "Mine"}),
+    ("batch-sweep", lambda: [sweep_doc()], {}),
+    ("batch-sweep", lambda: [sweep_doc()], {"y": "peak_bytes"}),
+    ("batch-sweep", lambda: [no_oom_sweep(), sweep_doc("250m")], {"model": "90m"}),
+    ("batch-sweep", lambda: [sweep_doc("90m"), sweep_doc("250m")], {}),
+    ("loss-memory", lambda: [memory_doc()], {}),
+    ("loss-memory", lambda: [unstable_memory()], {"title": "Mine"}),
+    ("kernel-shares", lambda: [kernels_doc()], {}),
+    ("kernel-shares", lambda: [kernels_doc(), doc("kernels", [], shares={"gemm": 0.75})], {"labels": ["a", "b"]}),
+]
+
+
+@pytest.mark.parametrize("kind,make,options", DESCRIBED, ids=[f"{d[0]}-{i}" for i, d in enumerate(DESCRIBED)])
+def test_describe_gives_the_alt_text_render_gives(kind, make, options):
+    assert charts.describe(kind, make(), **options) == charts.render(kind, make(), **options).alt
+
+
+def test_describe_imports_neither_altair_nor_vl_convert():
+    # a fresh process: describing every kind loads pandas and the fit, never the drawing libraries
+    cases = [(kind, make(), options) for kind, make, options in DESCRIBED]
+    code = (
+        "import json, sys; from render import charts; "
+        "texts = [charts.describe(k, d, **o) for k, d, o in json.load(sys.stdin)]; "
+        "json.dump({'texts': texts, 'loaded': sorted({'altair', 'vl_convert'} & set(sys.modules))}, sys.stdout)"
+    )
+    fresh = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, input=json.dumps(cases), capture_output=True, text=True, check=True
+    )
+    got = json.loads(fresh.stdout)
+    assert got["loaded"] == []
+    assert got["texts"] == [charts.render(kind, docs, **options).alt for kind, docs, options in cases]
 
 
 def test_charts_from_the_fixture_archive():
@@ -346,7 +438,8 @@ def test_step_scaling_greys_out_samples_outside_the_fitted_range():
 def test_every_kind_builds_a_schema_valid_vega_lite_spec(kind, make, options):
     # render() skips altair's validation for speed; here it runs, so a malformed spec fails a test instead
     builder, _ = charts.KINDS[kind]
-    chart, _ = builder([make()], **options)
+    _text, draw = builder([make()], **options)
+    chart = draw()
     assert chart.to_dict(validate=True) == chart.to_dict(validate=False)
 
 
@@ -519,8 +612,8 @@ def test_every_theme_recoloured_is_the_chart_drawn_in_that_theme(kind, make, opt
         (chart_theme.LIGHT, out.svg, out.spec_json),
         (chart_theme.DARK, out.dark_svg, out.dark_spec_json),
     ):
-        chart, _text = builder([make()], theme=theme, **options)
-        spec = chart.to_dict(validate=False)
+        _text, draw = builder([make()], theme=theme, **options)
+        spec = draw().to_dict(validate=False)
         spec.pop("$schema", None)
         spec["config"] = {**spec.get("config", {}), **chart_theme.config(theme)}
         assert json.loads(spec_json) == spec
