@@ -9,7 +9,7 @@ site's interactive charts draw (``render.chart_assets``).
 ``render(kind, docs, **options)`` draws a chart; ``describe(kind, docs, **options)`` gives only its alt text
 (the same text, refusing the same inputs with the same messages) without building an altair chart or
 importing altair or vl-convert, so a build can write a page's Markdown before the page's charts are
-drawn (1-2 ms a chart against about 100 ms to draw one, ``bench/chart_describe.py``). ``KINDS`` lists the kinds.
+drawn (1-2% of the time drawing takes, ``bench/chart_describe.py``). ``KINDS`` lists the kinds.
 
 Speed (measured in ``bench/render.py``): every encoding is an explicit channel object
 (``alt.X("a:Q")``, ``alt.Tooltip(...)``), because altair resolves a bare shorthand string
