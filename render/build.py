@@ -54,6 +54,8 @@ from render import (
 from render import sources as sourcesmod
 from render.build_types import BuildError, BuildPaths, BuildResult, Evidence, Tree
 from render.functions import Library
+from render.later import ENGINES as LATER_ENGINES
+from render.later import LATER_MIN, Later, write_made
 from render.pages import check_links, make_environment
 from render.site_assets import add_to_config, site_files
 from render.sources import Sources
@@ -145,6 +147,7 @@ def render_pages(
     declarations: provenance.Declarations | None = None,
     cache: incremental.PageCache | None = None,
     derived: incremental.DerivedCache | None = None,
+    later: Later | None = None,
 ) -> Tree:
     """Template every page; collect ledger rows, charts/tables and who cites which evidence.
 
@@ -152,9 +155,12 @@ def render_pages(
     (``render.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
     A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered;
     ``derived`` keeps the fits, charts and tables between builds (``render.incremental.DerivedCache``).
+    ``later``: charts are described, not drawn, and drawn by it (``render.later``); pages and derivations
+    holding its placeholders are cached once it has settled them.
     """
     tree = Tree()
     library = Library(evidence.docs, derived.load() if derived is not None else None)
+    library.later = later is not None
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     cited = tree.cited
     partial = notices.partial_ids(evidence.docs)
@@ -180,7 +186,7 @@ def render_pages(
         progress = Progress("pages", log, total=len(todo), lines=False)
         for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
             library.adopt(computed)
-            if cache is not None:
+            if cache is not None and not (later is not None and later.hold(aliased[index][2], out)):
                 cache.put(aliased[index][2], out)
             outputs[index] = out
     for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
@@ -195,8 +201,18 @@ def render_pages(
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
         tree.files[rel] = source.read_bytes()
-    if derived is not None:
-        derived.save(library.derived(), frozenset(evidence.docs), changed=bool(library.computed))
+
+    def keep_derived() -> None:
+        if later is not None:
+            library.settle(later.drawn)
+        if derived is not None:
+            derived.save(library.derived(), frozenset(evidence.docs), changed=bool(library.computed))
+
+    if later is None:
+        keep_derived()
+    else:
+        later.add_charts(library.computed)
+        later.after(keep_derived)
     return tree
 
 
@@ -212,6 +228,7 @@ def generate_pages(
     past: list[dict[str, Any]] | None = None,
     assets_cache: Path | None = None,
     full: bool = False,
+    later: Later | None = None,
 ) -> Tree:
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
 
@@ -219,7 +236,7 @@ def generate_pages(
     (``render.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
     ``past``: the published history's entries (``render.history``), for the Changes page. ``assets_cache``: where
     assets made at build time are kept between builds (``render.site_assets``); None makes them afresh;
-    ``full`` makes them afresh and keeps them.
+    ``full`` makes them afresh and keeps them; ``later``: those not kept are made while the engine runs.
     """
     cited = tree.cited
     todo: list[tuple[str, str]] = []
@@ -241,7 +258,7 @@ def generate_pages(
 
     with page_pool.Batch(make, len(chunks)) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
-        tree.files.update(site_files(assets_cache, read=not full))
+        tree.files.update(site_files(assets_cache, read=not full, later=later.file if later is not None else None))
         for chunk, pages in zip(chunks, made, strict=True):
             for (ident, key), files in zip(chunk, pages, strict=True):
                 tree.files.update(files)
@@ -352,6 +369,7 @@ def make_site(
     rewritten: list[str] | None = None,
     engine: str = engines.DEFAULT,
     saved: dirty.SiteState | None = None,
+    tree: Tree | None = None,
 ) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
 
@@ -359,15 +377,18 @@ def make_site(
     finds that exact against ``saved``, the last build's state (``dirty.take``); returns whether it did.
     ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
     (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.engines``),
-    cleared by ``full``.
+    cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.later``) are made while the
+    engine runs, on the whole site.
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
     chosen = engines.get(engine)
     config = paths.build / "mkdocs.yml"
     tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
     now = dirty.state_for(chosen.name, config, list(tree_files), epoch, clean, inputs)
+    later = tree.later if tree is not None else None
     reuse = (
-        rewritten is not None
+        later is None
+        and rewritten is not None
         and chosen.dirty_builds
         and clean
         and not full
@@ -388,7 +409,13 @@ def make_site(
                 shutil.rmtree(out)
                 out.mkdir()
         if not reuse:
+            if later is not None:
+                later.start()
             _run_engine(chosen, config, out, epoch, incremental=not full)
+            if later is not None and tree is not None:
+                later.finish()
+                made = later.settle(tree.files)
+                write_made(made, paths.tree, paths.build / incremental.TREE_MANIFEST, out)
             if clean:
                 sanitize.clean_site(out, theme=chosen.theme)
         sitedir.relative_404(out)
@@ -397,6 +424,8 @@ def make_site(
         sitedir.swap_in(out, paths.site)
         dirty.save(paths.build, now)
     finally:
+        if later is not None:
+            later.cancel()  # the engine failed: stop drawing
         if out.exists():
             shutil.rmtree(out, ignore_errors=True)
     return reuse
@@ -412,27 +441,45 @@ def _run_engine(chosen: engines.Engine, config: Path, out: Path, epoch: int, inc
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def render_tree(paths: BuildPaths, full: bool = False, reuse: bool = False) -> tuple[Tree, Evidence, Sources]:
+def render_tree(
+    paths: BuildPaths, full: bool = False, reuse: bool = False, later: bool | None = None
+) -> tuple[Tree, Evidence, Sources]:
     """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh.
 
-    ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``).
+    ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``). ``later``: the
+    engine that follows may take placeholders (``render.later``): True when it builds the whole site anyway,
+    False when it could rebuild only what changed, None (or no engine follows) when it may not. The tree
+    then holds them, and ``tree.later`` makes their bytes; else everything is made before the tree is written.
     """
     evidence = load_evidence(paths.archive, reuse and not full)
     src = load_sources(paths.docs)
     check_prose(src)
     cache = incremental.PageCache(paths.build, read=not full)
     derived = incremental.DerivedCache(paths.build, read=not full)
-    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived)
+    waiting = Later(evidence.docs, cache)
+    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived, waiting)
     cache.prune()
+    if later is None or (later is False and len(waiting.charts) < LATER_MIN):
+        waiting.now()  # an author's edit that added a chart: drawn first, so the engine may rebuild only that page
+        waiting.settle(tree.files)
+    else:
+        tree.later = waiting
     published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
     previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
     past = history.read(history.path_beside(paths.published_ledger))
-    tree = generate_pages(tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full)
+    tree = generate_pages(
+        tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full, tree.later
+    )
     published_bytes = (
         read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
     )
     tree.files[evidence_pages.TARBALL] = evidence_pages.cached_tarball(
-        paths.build / ASSETS_CACHE, evidence.raw, published_bytes, source_date_epoch(evidence, src), read=not full
+        paths.build / ASSETS_CACHE,
+        evidence.raw,
+        published_bytes,
+        source_date_epoch(evidence, src),
+        read=not full,
+        later=tree.later.file if tree.later is not None else None,
     )
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)
@@ -463,9 +510,13 @@ def build(
     with sitedir.build_lock(paths.build):
         inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
         saved = dirty.take(paths.build)  # saved again only once a site is swapped in
-        tree, evidence, src = render_tree(paths, full, reuse)
+        later = None
+        if site and engine in LATER_ENGINES:
+            later = full or not paths.site.is_dir() or saved is None  # True: the engine builds everything anyway
+        tree, evidence, src = render_tree(paths, full, reuse, later)
         if site:
-            make_site(paths, source_date_epoch(evidence, src), inputs, clean, full, tree.rewritten, engine, saved)
+            epoch = source_date_epoch(evidence, src)
+            make_site(paths, epoch, inputs, clean, full, tree.rewritten, engine, saved, tree)
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,
@@ -474,4 +525,5 @@ def build(
         diff=tree.diff,
         pages=sum(1 for p in tree.files if p.endswith(".md")),
         evidence=len(evidence.docs),
+        made_later=tree.later.settled if tree.later is not None else 0,
     )

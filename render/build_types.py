@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from render import provenance
 from render.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.quantity import Quantity
+
+if TYPE_CHECKING:
+    from render.later import Later  # render.later imports BuildError from here
 
 
 class BuildError(ProbebookError):
@@ -77,6 +80,8 @@ class Tree:
     """Record page -> its headline results (label, Quantity), for the records index and the home page."""
     machines: dict[str, str] = field(default_factory=dict)
     """Record page -> the GPU(s) its evidence ran on, in words."""
+    later: Later | None = None
+    """What makes the files that hold placeholders while the site engine runs (``render.later``); None: none do."""
 
 
 @dataclass(frozen=True)
@@ -89,3 +94,5 @@ class BuildResult:
     diff: Diff
     pages: int
     evidence: int
+    made_later: int = 0
+    """Tree files made while the site engine ran (charts, the bundle, the tarball: ``render.later``)."""

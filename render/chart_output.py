@@ -7,6 +7,7 @@ Its own module, without altair or vl-convert, because a build keeps drawn charts
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -23,3 +24,60 @@ class ChartOutput:
     """The same chart in the dark theme (transparent background, light text)."""
     dark_spec_json: str = ""
     """The dark theme's spec, escaped like ``spec_json``."""
+
+
+PENDING = "probebook: made while the site engine runs: "
+"""How every placeholder begins (``render.later``); no file the build writes for good begins so."""
+
+
+@dataclass(frozen=True)
+class PendingChart:
+    """A chart described but not yet drawn (``render.later``): its alt text now, its files once drawn.
+
+    Its four texts are placeholders, one per file, named after the chart's derivation key, so the build
+    finds and replaces them wherever a page wrote them; ``kind``, ``ids`` and ``options`` are the call that
+    draws it (``render.charts.render``).
+    """
+
+    token: str
+    """SHA-256 (hex) of the chart's derivation key (``render.functions.Library``)."""
+    alt: str
+    """The alt text (``render.charts.describe``): what the chart will show, known before it is drawn."""
+    kind: str
+    """The chart kind."""
+    ids: tuple[str, ...]
+    """The evidence ids it draws, in order."""
+    options: dict[str, Any]
+    """The chart's options, plain JSON data."""
+
+    def placeholder(self, what: str) -> str:
+        return f"{PENDING}chart {self.token} {what}\n"
+
+    @property
+    def svg(self) -> str:
+        return self.placeholder("svg")
+
+    @property
+    def dark_svg(self) -> str:
+        return self.placeholder("dark.svg")
+
+    @property
+    def spec_json(self) -> str:
+        return self.placeholder("vl.json")
+
+    @property
+    def dark_spec_json(self) -> str:
+        return self.placeholder("dark.vl.json")
+
+    def files(self, drawn: ChartOutput) -> dict[bytes, bytes]:
+        """Placeholder -> the bytes ``drawn`` puts in its place, for each of the chart's files."""
+        return dict(zip(chart_files(self).values(), chart_files(drawn).values(), strict=True))
+
+
+FILES = {"svg": "svg", "dark.svg": "dark_svg", "vl.json": "spec_json", "dark.vl.json": "dark_spec_json"}
+"""A chart's files beside its page: suffix -> the field that holds it."""
+
+
+def chart_files(chart: ChartOutput | PendingChart) -> dict[str, bytes]:
+    """Suffix -> bytes of each of a chart's files (placeholders, for a chart not yet drawn)."""
+    return {suffix: getattr(chart, name).encode("utf-8") for suffix, name in FILES.items()}

@@ -38,6 +38,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import statistics
 import warnings
@@ -46,6 +47,7 @@ from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render import chart_theme, claims, evidence_pages, methodology, numbers, peaks, tables
+from render.chart_output import PendingChart, chart_files
 from render.derive import fit as fitmod
 from render.derive import fit_numerics
 from render.derive import mfu as mfumod
@@ -87,15 +89,28 @@ class Library:
         self._kept = kept or {}
         self.computed: dict[tuple, Any] = {}
         """The derivations this build computed (not taken from ``kept``), in the order it computed them."""
+        self.later = False
+        """Set by a build that draws charts while the site engine runs (``render.later``): a derivation that
+        can wait is computed as what stands in for it (a chart's alt text and placeholders) until then."""
 
-    def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
+    def memo(self, key: tuple, compute: Callable[[], Any], later: Callable[[str], Any] | None = None) -> Any:
+        """The derivation ``key``: kept, else computed (``later(token)`` instead, when it can wait and this
+        build makes such derivations later; ``token`` names the key)."""
         if key not in self._memo:
             if key in self._kept:
                 self._memo[key] = self._kept[key]
+            elif later is not None and self.later:
+                load_libraries(draw=False)
+                self._memo[key] = self.computed[key] = later(hashlib.sha256(repr(key).encode()).hexdigest())
             else:
                 load_libraries()
                 self._memo[key] = self.computed[key] = compute()
         return self._memo[key]
+
+    def settle(self, made: dict[tuple, Any]) -> None:
+        """Put what was made later in place of what stood in for it (``render.later``)."""
+        for key, value in made.items():
+            self._memo[key] = self.computed[key] = value
 
     def computed_since(self, count: int) -> dict[tuple, Any]:
         """The derivations computed after the first ``count`` (``len(computed)`` before a page was rendered)."""
@@ -118,8 +133,8 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
-@functools.lru_cache(maxsize=1)
-def load_libraries() -> None:
+@functools.lru_cache(maxsize=2)
+def load_libraries(draw: bool = True) -> None:
     """Import what the derivations load lazily (altair, pandas, vl-convert, scipy) and start vl-convert's
     runtime, once per process, off the clock of the page that first needs them.
 
@@ -127,11 +142,13 @@ def load_libraries() -> None:
     they are used, not at the top (about 1.6 s of CPU per ``probebook`` process), and only when a
     derivation is computed rather than reused (``Library``); a page's template runs under a time limit
     (pages.time_limit), which must never count a library's import time (``pages.untimed``).
+    ``draw=False``: only what describing a chart needs (``render.charts.describe``), not vl-convert.
     """
     with untimed():
         from render import chart_svg, charts  # noqa: F401
 
-        chart_svg.warm()
+        if draw:
+            chart_svg.warm()
         fit_numerics.load_scipy()
 
 
@@ -369,21 +386,22 @@ class PageFunctions(
     def chart(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
         picked = [self._ref(r, None, f"chart({kind!r})") for r in refs]
+        docs = [self._doc(r) for r in picked]
 
         def draw() -> Any:
             from render import charts  # here, not at the top: see load_libraries
 
-            return charts.render(kind, [self._doc(r) for r in picked], **options)
+            return charts.render(kind, docs, **options)
 
-        out = self._derived("chart", kind, picked, options, draw)
+        def describe(token: str) -> PendingChart:
+            from render import charts
+
+            ids = tuple(r.id for r in picked)
+            return PendingChart(token, charts.describe(kind, docs, **options), kind, ids, options)
+
+        out = self._derived("chart", kind, picked, options, draw, describe)
         alt = title_text(out.alt).replace("[", "(").replace("]", ")")
-        files = {
-            "svg": out.svg.encode("utf-8"),
-            "dark.svg": out.dark_svg.encode("utf-8"),
-            "vl.json": out.spec_json.encode("utf-8"),
-            "dark.vl.json": out.dark_spec_json.encode("utf-8"),
-        }
-        return Asset(kind, files, lambda name: chart_theme.markdown(name, alt), tuple(r.id for r in picked))
+        return Asset(kind, chart_files(out), lambda name: chart_theme.markdown(name, alt), tuple(r.id for r in picked))
 
     def table(self, kind: str, *refs: Any, **options: Any) -> Asset:
         """A table of the evidence with CSV and JSON downloads saved beside the page."""
@@ -398,13 +416,22 @@ class PageFunctions(
             tuple(r.id for r in picked),
         )
 
-    def _derived(self, what: str, kind: str, picked: list[EvidenceRef], options: dict[str, Any], make: Any) -> Any:
-        """``make()``, kept in the library under (what, kind, ids, options) when the options are plain JSON."""
+    def _derived(
+        self,
+        what: str,
+        kind: str,
+        picked: list[EvidenceRef],
+        options: dict[str, Any],
+        make: Any,
+        later: Callable[[str], Any] | None = None,
+    ) -> Any:
+        """``make()``, kept in the library under (what, kind, ids, options) when the options are plain JSON;
+        ``later``: what stands in for it until it is made, in a build that makes it later (``Library.memo``)."""
         try:
             opts = json.dumps(options, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError):
             return make()  # an option that is not plain data: computed, never kept under a lossy key
-        return self.library.memo((what, kind, tuple(r.id for r in picked), opts), make)
+        return self.library.memo((what, kind, tuple(r.id for r in picked), opts), make, later)
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:

@@ -182,18 +182,31 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def kept_file(path: Path, make: Callable[[], bytes], read: bool = True, replaces: str | None = None) -> bytes:
+MakeLater = Callable[[Callable[[], bytes]], bytes]
+"""What takes a file's maker and gives a placeholder for its bytes, made later (``render.later.Later.file``)."""
+
+
+def kept_file(
+    path: Path,
+    make: Callable[[], bytes],
+    read: bool = True,
+    replaces: str | None = None,
+    later: MakeLater | None = None,
+) -> bytes:
     """The bytes kept at ``path`` by an earlier build, else ``make()``, kept there for the next build.
 
     For what a build makes that is a function of the inputs ``path``'s name stands for (the chart bundle,
     the archive's tarball). ``read=False`` (a full build) makes it afresh and keeps that; ``replaces``, a
-    glob of the same folder, names older versions removed when a new one is kept.
+    glob of the same folder, names older versions removed when a new one is kept. ``later`` (``Later.file``):
+    what stands in for bytes not kept, made (and kept) later.
     """
     if read:
         try:
             return path.read_bytes()
         except OSError:
             pass
+    if later is not None:  # made while the site engine runs: a placeholder now (render.later)
+        return later(lambda: kept_file(path, make, False, replaces))
     data = make()
     if replaces is not None:
         for old in path.parent.glob(replaces):
@@ -255,6 +268,15 @@ def write_tree(
     _remove_empty_folders(out)
     write_atomic(manifest, json.dumps(digests, sort_keys=True).encode("utf-8"))
     return written
+
+
+def replace_in_tree(out: Path, manifest: Path, files: dict[str, bytes]) -> None:
+    """Rewrite ``files`` (tree path -> bytes) in a tree ``write_tree`` wrote, and their digests in its ``manifest``."""
+    digests = json.loads(manifest.read_bytes())
+    for rel, data in sorted(files.items()):
+        (out / rel).write_bytes(data)
+        digests[rel] = _digest(data)
+    write_atomic(manifest, json.dumps(digests, sort_keys=True).encode("utf-8"))
 
 
 def read_units(build_dir: Path, tree: Path, marker: str) -> dict[str, list[Any]]:

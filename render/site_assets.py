@@ -54,24 +54,25 @@ def bundle_name() -> str:
     return f"vega-embed-{version}-{hashlib.sha256(_BUNDLE_EXPORT.encode()).hexdigest()[:12]}.js"
 
 
-def cached_bundle(cache: Path | None, read: bool = True) -> bytes:
+def cached_bundle(cache: Path | None, read: bool = True, later: incremental.MakeLater | None = None) -> bytes:
     """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
     should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §6.7).
-    ``read=False`` (a full build) makes it afresh and keeps that for the next build."""
+    ``read=False`` (a full build) makes it afresh and keeps that for the next build; ``later``: made later
+    (``render.later``) unless kept."""
     if cache is None:
         return vega_embed_bundle()
-    return incremental.kept_file(cache / bundle_name(), vega_embed_bundle, read)
+    return incremental.kept_file(cache / bundle_name(), vega_embed_bundle, read, later=later)
 
 
-MADE: dict[str, Callable[[Path | None, bool], bytes]] = {"vega-embed.js": cached_bundle}
+MADE: dict[str, Callable[[Path | None, bool, incremental.MakeLater | None], bytes]] = {"vega-embed.js": cached_bundle}
 """Assets made at build time rather than kept in ``render/assets/``, each given the build's asset cache."""
 
 
-def site_files(cache: Path | None = None, read: bool = True) -> dict[str, bytes]:
+def site_files(cache: Path | None = None, read: bool = True, later: incremental.MakeLater | None = None) -> dict[str, bytes]:
     """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh
-    and not kept); ``read=False``: made afresh and kept."""
+    and not kept); ``read=False``: made afresh and kept; ``later``: those not kept are made later."""
     return {
-        f"{FOLDER}/{name}": MADE[name](cache, read) if name in MADE else (HERE / name).read_bytes()
+        f"{FOLDER}/{name}": MADE[name](cache, read, later) if name in MADE else (HERE / name).read_bytes()
         for name in STYLESHEETS + SCRIPTS + POLYFILLS
     }
 

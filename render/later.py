@@ -1,0 +1,185 @@
+"""Files made while the site engine runs: a cold build's charts and its large made assets (ARCHITECTURE.md §6.7).
+
+The site engine (mkdocs) builds on one core, in a subprocess. Most of the rest of a cold build is
+drawing charts (altair and vl-convert, about 0.1 s of CPU each) and making the vega-embed bundle and the
+archive's tarball. None of that is Markdown: the engine needs those files' names, to check links and copy
+them, not their bytes. So a build with many charts to draw writes each such file with a placeholder
+(``chart_output.PENDING``), starts the engine, and meanwhile draws and makes them in a thread of this
+process, which has a core to itself while it only waits on the engine. When the engine is done, each
+placeholder is replaced in the tree and in the built site, before the sanitizer, the stamp and the swap.
+mkdocs copies a file that is not a page as it is, to the same path, so the site is byte-identical to one
+built with every file made first (``tests/test_later.py``).
+
+A page's Markdown needs each chart's alt text, which ``render.charts.describe`` gives without drawing.
+Placeholders go only to the engines in ``ENGINES``, and the engine then builds the whole site: a dirty
+build (``render.dirty``) trusts the files' modification times. So a build draws later only when the
+engine builds everything anyway or there are at least ``LATER_MIN`` charts to draw; an author's edit that
+adds a chart draws it first and keeps the dirty build. Otherwise (and for ``--no-site``) everything is
+made first, on every core (``Later.now``). No placeholder is ever cached: a page whose files hold one is
+kept back from ``render.incremental.PageCache`` until it is settled, and so is the chart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from render import incremental, page_pool
+from render.build_types import BuildError
+from render.chart_output import PENDING, ChartOutput, PendingChart
+
+LATER_MIN = 16
+"""Charts to draw, at least, for a build to draw them while the engine runs even if it could have rebuilt only
+the pages that changed: 16 charts take about 1.6 s of CPU, a dirty build about as long at 1,000 documents."""
+ENGINES = ("mkdocs",)
+"""Engines that copy a file that is not a page unchanged to the same path (so a placeholder can be replaced)."""
+
+_MARK = PENDING.encode()
+
+
+def is_placeholder(data: bytes) -> bool:
+    return data.startswith(_MARK)
+
+
+class Later:
+    """What a build makes later: charts described but not drawn, and files whose makers wait."""
+
+    def __init__(self, docs: dict[str, dict[str, Any]], cache: incremental.PageCache | None = None):
+        self.docs = docs
+        self.cache = cache
+        """Where the held pages go once settled."""
+        self.charts: dict[tuple, PendingChart] = {}
+        """Derivation key -> the chart standing in for the one to draw (``render.functions.Library``)."""
+        self.makers: dict[bytes, Callable[[], bytes]] = {}
+        """Placeholder -> what makes the file's bytes."""
+        self.held: list[tuple[str, incremental.PageOutput]] = []
+        """(cache key, output) of each page whose files hold placeholders: cached once settled."""
+        self.drawn: dict[tuple, ChartOutput] = {}
+        self.made: dict[bytes, bytes] = {}
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._stop = threading.Event()
+        self._after: list[Callable[[], None]] = []
+        self.settled = 0
+        """Files ``settle`` replaced a placeholder in."""
+
+    def file(self, make: Callable[[], bytes]) -> bytes:
+        """A placeholder for a file whose bytes ``make()`` gives later."""
+        token = f"{PENDING}file {len(self.makers)}\n".encode()
+        self.makers[token] = make
+        return token
+
+    def add_charts(self, computed: dict[tuple, Any]) -> None:
+        """Take the charts a build described but did not draw, from its derivations."""
+        self.charts.update({k: v for k, v in computed.items() if isinstance(v, PendingChart)})
+
+    def hold(self, key: str, out: incremental.PageOutput) -> bool:
+        """Keep ``out`` here until settled if its files hold a placeholder (True); else False."""
+        if any(is_placeholder(data) for data in out.files.values()):
+            self.held.append((key, out))
+            return True
+        return False
+
+    def now(self) -> None:
+        """Draw the charts and make the files here and now: on forked workers when there are many
+        (``render.page_pool``), else in this process."""
+        keys = list(self.charts)
+        with page_pool.Batch(lambda i: self._draw(keys[i]), len(keys)) as drawn:
+            self.drawn = dict(zip(keys, drawn, strict=True))
+        self.made = {token: make() for token, make in self.makers.items()}
+
+    def start(self) -> None:
+        """Draw and make in a thread of this process, while it waits on the engine."""
+        self._thread = threading.Thread(target=self._run, name="probebook-later", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for key in self.charts:
+                if self._stop.is_set():
+                    return
+                self.drawn[key] = self._draw(key)
+            for token, make in self.makers.items():
+                if self._stop.is_set():
+                    return
+                self.made[token] = make()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the build's own thread, by finish()
+            self._error = exc
+
+    def finish(self) -> None:
+        """Wait for the thread; raise what it raised."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        """Stop the thread after what it is drawing (the build failed), and wait for it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def _draw(self, key: tuple) -> ChartOutput:
+        from render import charts  # here: the build imports this module before it may fork (render.page_pool)
+
+        p = self.charts[key]
+        try:
+            return charts.render(p.kind, [self.docs[i] for i in p.ids], **p.options)
+        except BuildError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every input error was raised when the chart was described
+            raise BuildError(f"chart {p.kind!r} of {', '.join(p.ids)}: {exc}") from None
+
+    def replacements(self) -> dict[bytes, bytes]:
+        """Placeholder -> final bytes, for everything drawn and made."""
+        out = dict(self.made)
+        for key, pending in self.charts.items():
+            out.update(pending.files(self.drawn[key]))
+        return out
+
+    def settle(self, files: dict[str, bytes]) -> dict[str, tuple[bytes, bytes]]:
+        """Replace every placeholder in ``files`` (tree path -> bytes), cache the held pages settled, then run
+        what waited for this (``after``). Returns tree path -> (placeholder, final bytes) of each file replaced.
+        """
+        final = self.replacements()
+        replaced = {rel: (data, final[data]) for rel, data in files.items() if is_placeholder(data)}
+        files.update({rel: new for rel, (_old, new) in replaced.items()})
+        self.settled += len(replaced)
+        for key, out in self.held:
+            settled = {rel: final.get(data, data) for rel, data in out.files.items()}
+            if self.cache is not None:
+                self.cache.put(key, dataclasses.replace(out, files=settled))
+        self.held = []
+        for then in self._after:
+            then()
+        return replaced
+
+    def after(self, then: Callable[[], None]) -> None:
+        """Run ``then()`` once settled (the build keeps its derivations then, charts drawn)."""
+        self._after.append(then)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether anything is to be drawn or made."""
+        return bool(self.charts or self.makers)
+
+
+def write_made(replaced: dict[str, tuple[bytes, bytes]], tree: Path, manifest: Path, site: Path) -> None:
+    """Put the files made while the engine ran in the written tree (and its manifest), then in the built ``site``.
+
+    The engine copied each placeholder to the same path in the site; a file it did not copy (the config
+    excluded it) is not published, and a copy that is not the placeholder means the engine changed it.
+    The site's copy is written last, so it is newer than the tree's, as a copy the engine made would be
+    (a dirty build copies a file again only when the tree's is newer: ``render.dirty``).
+    """
+    built = {rel: site / rel for rel in replaced if (site / rel).is_file()}
+    for rel, path in built.items():
+        if path.read_bytes() != replaced[rel][0]:
+            raise BuildError(f"{path}: the site engine changed {rel} while copying it, so it cannot be made later")
+    incremental.replace_in_tree(tree, manifest, {rel: data for rel, (_placeholder, data) in replaced.items()})
+    for rel, path in sorted(built.items()):
+        path.write_bytes(replaced[rel][1])
