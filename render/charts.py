@@ -524,7 +524,3 @@ def _n(value: float) -> str:
     """An integer-valued float as a plain integer string, for alt text."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
-
-def describe(kind: str, docs: list[dict[str, Any]], **options: Any) -> str:
-    """The alt text ``render`` would give (interim: draws the chart)."""
-    return render(kind, docs, **options).alt
