@@ -523,4 +523,3 @@ def _json(spec: dict[str, Any]) -> str:
 def _n(value: float) -> str:
     """An integer-valued float as a plain integer string, for alt text."""
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
-

@@ -334,7 +334,12 @@ def archive_tarball(raw: dict[str, bytes], published: bytes | None, epoch: int) 
 
 
 def cached_tarball(
-    cache: Path, raw: dict[str, bytes], published: bytes | None, epoch: int, read: bool = True, later: incremental.MakeLater | None = None
+    cache: Path,
+    raw: dict[str, bytes],
+    published: bytes | None,
+    epoch: int,
+    read: bool = True,
+    later: incremental.MakeLater | None = None,
 ) -> bytes:
     """``archive_tarball``, kept in ``cache`` (a build folder's) under a key of its inputs: the evidence ids (each
     names its bytes), the published ledger's digest and ``epoch``; compressing the archive is a second at 10,000

@@ -99,12 +99,12 @@ class Library:
         if key not in self._memo:
             if key in self._kept:
                 self._memo[key] = self._kept[key]
-            elif later is not None and self.later:
-                load_libraries(draw=False)
-                self._memo[key] = self.computed[key] = later(hashlib.sha256(repr(key).encode()).hexdigest())
             else:
-                load_libraries()
-                self._memo[key] = self.computed[key] = compute()
+                load_libraries(draw=False)  # a chart drawn now loads vl-convert itself (PageFunctions.chart)
+                if later is not None and self.later:
+                    self._memo[key] = self.computed[key] = later(hashlib.sha256(repr(key).encode()).hexdigest())
+                else:
+                    self._memo[key] = self.computed[key] = compute()
         return self._memo[key]
 
     def settle(self, made: dict[tuple, Any]) -> None:
@@ -391,6 +391,7 @@ class PageFunctions(
         def draw() -> Any:
             from render import charts  # here, not at the top: see load_libraries
 
+            load_libraries()
             return charts.render(kind, docs, **options)
 
         def describe(token: str) -> PendingChart:

@@ -68,7 +68,9 @@ MADE: dict[str, Callable[[Path | None, bool, incremental.MakeLater | None], byte
 """Assets made at build time rather than kept in ``render/assets/``, each given the build's asset cache."""
 
 
-def site_files(cache: Path | None = None, read: bool = True, later: incremental.MakeLater | None = None) -> dict[str, bytes]:
+def site_files(
+    cache: Path | None = None, read: bool = True, later: incremental.MakeLater | None = None
+) -> dict[str, bytes]:
     """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh
     and not kept); ``read=False``: made afresh and kept; ``later``: those not kept are made later."""
     return {
