@@ -1,5 +1,6 @@
 """Marks and legends every chart shares: timed points (stable filled, unstable a hollow triangle), out-of-memory
-crosses, a fit's stroke, one legend per meaning, and the axis formats (ARCHITECTURE.md §6.5).
+crosses, a fit's stroke, one legend per meaning, and the axis formats (ARCHITECTURE.md §6.5); and what every
+kind's builder shares (``Draw``, ``sample_rows``, ``plain_number``), wherever the builder lives.
 
 An unstable point (its windows' CV over 5%, ``render.derive.lossmem.unstable``) is drawn the same way in
 every chart that plots timed points, with its own legend entry, as the tables mark it (issue 7).
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from render.chart_theme import Theme
+from render.tables import evidence_rows
 
 if TYPE_CHECKING:
     import altair as alt
@@ -30,6 +32,24 @@ OUTSIDE = "outside the fitted range"
 """Legend label of a sample the fit was told to leave out."""
 CURVE_POINTS = 96
 """Points on a fitted curve: enough that the quadratic looks smooth at chart width."""
+
+Draw = Callable[[], "alt.TopLevelMixin"]
+"""What a builder returns beside its alt text: makes the altair chart (altair is imported only there)."""
+
+NUM = (int, float)
+"""The types a numeric evidence field may have (``bool`` is refused by ``render.tables.evidence_rows``)."""
+
+
+def sample_rows(
+    kind: str, doc: Any, need: dict[str, tuple[type, ...]], probe: str | None, nullable: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """``data.samples`` of ``doc``, each row checked for the fields ``need`` (name -> types)."""
+    return evidence_rows(f"chart {kind!r}", doc, need, probe, nullable)
+
+
+def plain_number(value: float) -> str:
+    """An integer-valued float as a plain integer string, for alt text."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def curve_tokens(lo: float, hi: float, n: int = CURVE_POINTS) -> list[float]:
