@@ -51,7 +51,7 @@ from render import (
 )
 from render import sources as sourcesmod
 from render.build_types import BuildError, BuildPaths, BuildResult, Evidence, Tree
-from render.engine_config import write_config
+from render.engine_config import write_config, writes_pages_once
 from render.functions import Library
 from render.later import ENGINES as LATER_ENGINES
 from render.later import LATER_MIN, Later, write_made
@@ -347,6 +347,7 @@ def make_site(
     tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
     now = dirty.state_for(chosen.name, config, list(tree_files), epoch, clean, inputs)
     later = tree.later if tree is not None else None
+    sweep = None
     reuse = (
         later is None
         and rewritten is not None
@@ -370,15 +371,16 @@ def make_site(
                 shutil.rmtree(out)
                 out.mkdir()
         if not reuse:
-            if later is not None:
-                later.start()
+            if later is not None:  # while the engine runs: draw, make, then clean what it has written
+                sweep = sanitize.Sweep(out, chosen.theme) if clean and writes_pages_once(config) else None
+                later.start(sweep)
             _run_engine(chosen, config, out, epoch, incremental=not full)
             if later is not None and tree is not None:
                 later.finish()
                 made = later.settle(tree.files)
                 write_made(made, paths.tree, paths.build / incremental.TREE_MANIFEST, out)
             if clean:
-                sanitize.clean_site(out, theme=chosen.theme)
+                sanitize.clean_site(out, theme=chosen.theme, swept=sweep)
         sitedir.relative_404(out)
         (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
         sitedir.stamp(out, inputs, chosen.name)

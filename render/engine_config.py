@@ -53,3 +53,22 @@ def write_config(base: Path, nav: list[Any], build_dir: Path, footer: str | None
         encoding="utf-8",
     )
     return path
+
+
+ONCE_PLUGINS = frozenset({"search", "offline", "material/search", "material/offline"})
+"""mkdocs plugins known to leave each page as the engine first wrote it (no rewriting after the build)."""
+
+
+def writes_pages_once(config: Path) -> bool:
+    """Whether an engine run with the generated ``config`` writes each page once and never again: no hooks, and
+    only ``ONCE_PLUGINS`` (what ``render.sanitize.Sweep`` needs to clean pages while the engine runs)."""
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("hooks"):
+        return False
+    plugins = data.get("plugins", ["search"])  # mkdocs' default is the search plugin alone
+    if isinstance(plugins, dict):
+        plugins = list(plugins)
+    if not isinstance(plugins, list):
+        return False
+    names = [next(iter(p)) if isinstance(p, dict) and len(p) == 1 else p for p in plugins]
+    return all(isinstance(n, str) and n in ONCE_PLUGINS for n in names)

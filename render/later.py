@@ -1,4 +1,4 @@
-"""Files made while the site engine runs: a cold build's charts and its large made assets (ARCHITECTURE.md §6.7).
+"""Work done while the site engine runs: a cold build's charts, its large made files, the sanitizer (ARCHITECTURE.md §6.8).
 
 The site engine (mkdocs) builds on one core, in a subprocess. Most of the rest of a cold build is
 drawing charts (altair and vl-convert, about 0.1 s of CPU each) and making the vega-embed bundle and the
@@ -8,7 +8,9 @@ them, not their bytes. So a build with many charts to draw writes each such file
 process, which has a core to itself while it only waits on the engine. When the engine is done, each
 placeholder is replaced in the tree and in the built site, before the sanitizer, the stamp and the swap.
 mkdocs copies a file that is not a page as it is, to the same path, so the site is byte-identical to one
-built with every file made first (``tests/test_later.py``).
+built with every file made first (``tests/test_later.py``). Once it has drawn and made everything, the
+thread sanitizes the pages the engine has finished writing (``render.sanitize.Sweep``), so that after the
+engine only the last pages written are left to clean.
 
 A page's Markdown needs each chart's alt text, which ``render.charts.describe`` gives without drawing.
 Placeholders go only to the engines in ``ENGINES``, and the engine then builds the whole site: a dirty
@@ -29,6 +31,7 @@ from typing import Any, Callable
 from render import incremental, page_pool
 from render.build_types import BuildError
 from render.chart_output import PENDING, ChartOutput, PendingChart
+from render.sanitize import Sweep
 
 LATER_MIN = 16
 """Charts to draw, at least, for a build to draw them while the engine runs even if it could have rebuilt only
@@ -61,6 +64,8 @@ class Later:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
+        self._swept = threading.Event()
+        """Set once the engine is done: no page is cleaned while the engine runs after that."""
         self._after: list[Callable[[], None]] = []
         self.settled = 0
         """Files ``settle`` replaced a placeholder in."""
@@ -90,12 +95,13 @@ class Later:
             self.drawn = dict(zip(keys, drawn, strict=True))
         self.made = {token: make() for token, make in self.makers.items()}
 
-    def start(self) -> None:
-        """Draw and make in a thread of this process, while it waits on the engine."""
-        self._thread = threading.Thread(target=self._run, name="probebook-later", daemon=True)
+    def start(self, sweep: Sweep | None = None) -> None:
+        """Draw and make in a thread of this process, while it waits on the engine; then, until ``finish``,
+        clean the pages the engine has written (``sweep``: ``render.sanitize.Sweep``)."""
+        self._thread = threading.Thread(target=self._run, args=(sweep,), name="probebook-later", daemon=True)
         self._thread.start()
 
-    def _run(self) -> None:
+    def _run(self, sweep: Sweep | None) -> None:
         try:
             for key in self.charts:
                 if self._stop.is_set():
@@ -105,12 +111,16 @@ class Later:
                 if self._stop.is_set():
                     return
                 self.made[token] = make()
+            while sweep is not None and not self._swept.is_set():
+                self._swept.wait(0.05 if sweep.once(self._swept.is_set) else 0.25)  # look again soon while pages keep coming
         except BaseException as exc:  # noqa: BLE001 - raised again in the build's own thread, by finish()
             self._error = exc
 
     def finish(self) -> None:
-        """Wait for the thread; raise what it raised."""
+        """The engine is done: wait for what the thread must still draw or make (it stops cleaning pages);
+        raise what it raised."""
         if self._thread is not None:
+            self._swept.set()
             self._thread.join()
             self._thread = None
         if self._error is not None:
@@ -119,6 +129,7 @@ class Later:
     def cancel(self) -> None:
         """Stop the thread after what it is drawing (the build failed), and wait for it."""
         self._stop.set()
+        self._swept.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None

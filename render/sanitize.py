@@ -19,7 +19,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import nh3
 
@@ -174,13 +174,18 @@ def clean_search_index(path: Path, theme: Theme = MATERIAL) -> bool:
     return changed
 
 
-def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERIAL) -> int:
+def clean_site(
+    site: Path, only: list[Path] | None = None, theme: Theme = MATERIAL, swept: Sweep | None = None
+) -> int:
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
-    ``render.dirty`` merged the index from entries that did).
+    ``render.dirty`` merged the index from entries that did); ``swept``: pages a ``Sweep`` cleaned while the
+    engine ran are skipped if they are still as it left them.
     """
     pages = sorted(site.rglob("*.html")) if only is None else [p for p in only if p.suffix == ".html"]
+    if swept is not None:
+        pages = [p for p in pages if not swept.left_as_cleaned(p)]
 
     def one(path: Path) -> None:
         raw = path.read_bytes()
@@ -210,3 +215,62 @@ def inline_search_index(index: Path) -> bool:
         return False
     inline.write_text("var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8")
     return True
+
+
+_FINISHED = re.compile(rb"</html>\s*\Z")
+"""How a written page ends: an engine writes a page whole, once, so a page that ends so is complete."""
+
+
+class Sweep:
+    """Cleans the pages a site engine has finished writing, while it still writes others (``render.later``).
+
+    mkdocs writes every page once, whole, into a folder of its own; a page read whole (it ends with
+    ``</html>`` and is as long as its file) is cleaned exactly as ``clean_site`` would, and put in place by
+    a rename, so nothing ever reads half a page. ``clean_site(swept=...)`` then cleans every page this did
+    not, or that changed since. Only for engines and configs that write no page twice (``render.later``).
+    """
+
+    def __init__(self, site: Path, theme: Theme = MATERIAL):
+        self.site = site
+        self.theme = theme
+        self.done: dict[Path, tuple[int, int, int]] = {}
+        """Page -> (inode, size, mtime) as this left it, cleaned."""
+
+    def once(self, stop: Callable[[], bool] = lambda: False) -> int:
+        """One pass over the pages written so far, until ``stop()``; returns how many it cleaned."""
+        cleaned = 0
+        for path in sorted(self.site.rglob("*.html")):
+            if path in self.done:
+                continue
+            if stop():
+                break
+            try:
+                before = _signature(path)
+                raw = path.read_bytes()
+                if len(raw) != before[1] or not _FINISHED.search(raw, max(0, len(raw) - 64)):
+                    continue  # still being written
+                clean = clean_page(raw, str(path), self.theme)
+                if _signature(path) != before:
+                    continue  # written again while it was read: the final pass cleans it
+                if clean is not raw:
+                    temp = path.with_name(f".{path.name}.clean")
+                    temp.write_bytes(clean)
+                    os.replace(temp, path)
+                self.done[path] = _signature(path)
+            except (OSError, SanitizeError):
+                continue  # the final pass cleans it, or refuses it with its own line
+            cleaned += 1
+        return cleaned
+
+    def left_as_cleaned(self, page: Path) -> bool:
+        """Whether ``page`` is as this pass left it once cleaned."""
+        done = self.done.get(page)
+        try:
+            return done is not None and _signature(page) == done
+        except OSError:
+            return False
+
+
+def _signature(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns

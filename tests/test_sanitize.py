@@ -314,3 +314,65 @@ def test_a_symlink_out_of_the_docs_tree_is_refused(tmp_path: Path) -> None:
     (docs / "inside.txt").symlink_to(docs / "index.md")  # a link that stays inside the tree is fine
     build(paths, site=False)
     assert (paths.tree / "inside.txt").read_bytes() == (docs / "index.md").read_bytes()
+
+
+def _page(body: str) -> bytes:
+    return (
+        '<html><body><div class="md-content"><article class="md-content__inner md-typeset">'
+        f"{body}</article></div><script>theme()</script></body></html>\n"
+    ).encode()
+
+
+def test_a_sweep_cleans_finished_pages_and_the_final_pass_the_rest(tmp_path: Path) -> None:
+    done, writing = tmp_path / "done.html", tmp_path / "sub" / "writing.html"
+    writing.parent.mkdir()
+    done.write_bytes(_page('<p onclick="pwn()">kept <script>pwn()</script></p>'))
+    writing.write_bytes(_page("<p>half")[:60])  # an engine still writing it: no closing </html> yet
+    sweep = sanitize.Sweep(tmp_path)
+    assert sweep.once() == 1
+    assert done.read_bytes() == _page("<p>kept </p>") and sweep.left_as_cleaned(done)
+    assert not sweep.left_as_cleaned(writing) and sweep.once() == 0  # nothing new is finished
+
+    writing.write_bytes(_page('<img src="x" onerror="pwn()">'))  # the engine finished it after the last pass
+    assert sanitize.clean_site(tmp_path, swept=sweep) == 1  # only the page the sweep did not clean
+    assert writing.read_bytes() == _page('<img src="x">')
+    assert done.read_bytes() == _page("<p>kept </p>")
+    assert [p.name for p in tmp_path.rglob("*") if p.name.endswith(".clean")] == []
+
+
+def test_a_page_written_again_after_a_sweep_is_cleaned_by_the_final_pass(tmp_path: Path) -> None:
+    page = tmp_path / "page.html"
+    page.write_bytes(_page("<p>first</p>"))
+    sweep = sanitize.Sweep(tmp_path)
+    assert sweep.once() == 1
+    page.write_bytes(_page("<p>second <script>pwn()</script></p>"))  # a plugin that writes pages again
+    assert not sweep.left_as_cleaned(page)
+    assert sanitize.clean_site(tmp_path, swept=sweep) == 1
+    assert page.read_bytes() == _page("<p>second </p>")
+
+
+def test_a_sweep_leaves_a_page_without_content_area_to_the_final_pass(tmp_path: Path) -> None:
+    (tmp_path / "bare.html").write_bytes(b"<html><body><p>no article</p></body></html>\n")
+    sweep = sanitize.Sweep(tmp_path)
+    assert sweep.once() == 0
+    with pytest.raises(sanitize.SanitizeError, match="bare.html: no content area"):
+        sanitize.clean_site(tmp_path, swept=sweep)
+
+
+@pytest.mark.parametrize(
+    ("config", "once"),
+    [
+        ("site_name: x\n", True),  # mkdocs' default plugins: search alone
+        ("site_name: x\nplugins:\n  - search:\n      separator: x\n  - offline\n", True),
+        ("site_name: x\nplugins: [material/search]\n", True),
+        ("site_name: x\nplugins: [search, privacy]\n", False),  # rewrites pages after the build
+        ("site_name: x\nhooks: [hooks.py]\n", False),
+        ("site_name: x\nplugins: search\n", False),
+    ],
+)
+def test_pages_are_swept_only_for_configs_that_write_each_page_once(tmp_path: Path, config: str, once: bool) -> None:
+    from render.engine_config import writes_pages_once
+
+    path = tmp_path / "mkdocs.yml"
+    path.write_text(config, encoding="utf-8")
+    assert writes_pages_once(path) is once
