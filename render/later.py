@@ -1,4 +1,4 @@
-"""Work done while the site engine runs: a cold build's charts, its large made files, the sanitizer (ARCHITECTURE.md §6.8).
+"""Work done while the site engine runs: a cold build's charts, made files and sanitizing (ARCHITECTURE.md §6.8).
 
 The site engine (mkdocs) builds on one core, in a subprocess. Most of the rest of a cold build is
 drawing charts (altair and vl-convert, about 0.1 s of CPU each) and making the vega-embed bundle and the
@@ -111,8 +111,8 @@ class Later:
                 if self._stop.is_set():
                     return
                 self.made[token] = make()
-            while sweep is not None and not self._swept.is_set():
-                self._swept.wait(0.05 if sweep.once(self._swept.is_set) else 0.25)  # look again soon while pages keep coming
+            while sweep is not None and not self._swept.is_set():  # look again soon while pages keep coming
+                self._swept.wait(0.05 if sweep.once(self._swept.is_set) else 0.25)
         except BaseException as exc:  # noqa: BLE001 - raised again in the build's own thread, by finish()
             self._error = exc
 
