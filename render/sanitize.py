@@ -174,9 +174,7 @@ def clean_search_index(path: Path, theme: Theme = MATERIAL) -> bool:
     return changed
 
 
-def clean_site(
-    site: Path, only: list[Path] | None = None, theme: Theme = MATERIAL, swept: Sweep | None = None
-) -> int:
+def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERIAL, swept: Sweep | None = None) -> int:
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
