@@ -371,14 +371,13 @@ def make_site(
                 shutil.rmtree(out)
                 out.mkdir()
         if not reuse:
-            if later is not None:  # while the engine runs: draw, make, then clean what it has written
+            if later is not None and tree is not None:  # while the engine runs: draw, make, clean what it wrote
                 sweep = sanitize.Sweep(out, chosen.theme) if clean and writes_pages_once(config) else None
-                later.start(sweep)
+                later.start(tree.files, paths.tree, paths.build / incremental.TREE_MANIFEST, sweep)
             _run_engine(chosen, config, out, epoch, incremental=not full)
-            if later is not None and tree is not None:
+            if later is not None:
                 later.finish()
-                made = later.settle(tree.files)
-                write_made(made, paths.tree, paths.build / incremental.TREE_MANIFEST, out)
+                write_made(later.replaced, out)
             if clean:
                 sanitize.clean_site(out, theme=chosen.theme, swept=sweep)
         sitedir.relative_404(out)

@@ -174,10 +174,10 @@ def _pickles(value: Any) -> bool:
     return True
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` at ``path`` whole or not at all: a temp file beside it, then a rename."""
+def write_atomic(path: Path, data: bytes, temp: Path | None = None) -> None:
+    """``data`` at ``path`` whole or not at all: a temp file beside it (or in the folder ``temp``), then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = (temp or path.parent) / f".{path.name}.{os.getpid()}.tmp"
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
@@ -270,11 +270,12 @@ def write_tree(
     return written
 
 
-def replace_in_tree(out: Path, manifest: Path, files: dict[str, bytes]) -> None:
-    """Rewrite ``files`` (tree path -> bytes) in a tree ``write_tree`` wrote, and their digests in its ``manifest``."""
+def replace_in_tree(out: Path, manifest: Path, files: dict[str, bytes], temp: Path) -> None:
+    """Replace ``files`` (tree path -> bytes) in a tree ``write_tree`` wrote, each whole (written in the folder
+    ``temp``, on the same file system but outside the tree, then renamed), and their digests in its ``manifest``."""
     digests = json.loads(manifest.read_bytes())
     for rel, data in sorted(files.items()):
-        (out / rel).write_bytes(data)
+        write_atomic(out / rel, data, temp)
         digests[rel] = _digest(data)
     write_atomic(manifest, json.dumps(digests, sort_keys=True).encode("utf-8"))
 

@@ -24,6 +24,7 @@ kept back from ``render.incremental.PageCache`` until it is settled, and so is t
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -61,6 +62,8 @@ class Later:
         """(cache key, output) of each page whose files hold placeholders: cached once settled."""
         self.drawn: dict[tuple, ChartOutput] = {}
         self.made: dict[bytes, bytes] = {}
+        self.replaced: dict[str, tuple[bytes, bytes]] = {}
+        """Tree path -> (placeholder, bytes) of each tree file the thread replaced (``start``)."""
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
@@ -95,13 +98,17 @@ class Later:
             self.drawn = dict(zip(keys, drawn, strict=True))
         self.made = {token: make() for token, make in self.makers.items()}
 
-    def start(self, sweep: Sweep | None = None) -> None:
-        """Draw and make in a thread of this process, while it waits on the engine; then, until ``finish``,
-        clean the pages the engine has written (``sweep``: ``render.sanitize.Sweep``)."""
-        self._thread = threading.Thread(target=self._run, args=(sweep,), name="probebook-later", daemon=True)
+    def start(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None = None) -> None:
+        """In a thread of this process, while it waits on the engine: draw and make, settle ``files`` (the
+        tree's, as ``write_tree`` wrote them to ``tree`` with ``manifest``) and write what was made into the
+        tree, then, until ``finish``, clean the pages the engine has written (``render.sanitize.Sweep``)."""
+        self._thread = threading.Thread(
+            target=self._run, args=(files, tree, manifest, sweep), name="probebook-later", daemon=True
+        )
         self._thread.start()
 
-    def _run(self, sweep: Sweep | None) -> None:
+    def _run(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None) -> None:
+        _yield_to_the_engine()
         try:
             for key in self.charts:
                 if self._stop.is_set():
@@ -111,6 +118,10 @@ class Later:
                 if self._stop.is_set():
                     return
                 self.made[token] = make()
+            self.replaced = self.settle(files)
+            # each file replaced whole (a rename), so the engine copies the placeholder or the bytes, never half
+            made = {rel: data for rel, (_placeholder, data) in self.replaced.items()}
+            incremental.replace_in_tree(tree, manifest, made, temp=manifest.parent)
             while sweep is not None and not self._swept.is_set():  # look again soon while pages keep coming
                 self._swept.wait(0.05 if sweep.once(self._swept.is_set) else 0.25)
         except BaseException as exc:  # noqa: BLE001 - raised again in the build's own thread, by finish()
@@ -179,18 +190,34 @@ class Later:
         return bool(self.charts or self.makers)
 
 
-def write_made(replaced: dict[str, tuple[bytes, bytes]], tree: Path, manifest: Path, site: Path) -> None:
-    """Put the files made while the engine ran in the written tree (and its manifest), then in the built ``site``.
+BACKGROUND_NICE = 10
+"""The thread's niceness: where more threads are ready to run than there are cores (vl-convert's runtime runs
+helper threads), the engine, which every build waits for, runs first."""
 
-    The engine copied each placeholder to the same path in the site; a file it did not copy (the config
-    excluded it) is not published, and a copy that is not the placeholder means the engine changed it.
-    The site's copy is written last, so it is newer than the tree's, as a copy the engine made would be
-    (a dirty build copies a file again only when the tree's is newer: ``render.dirty``).
+
+def _yield_to_the_engine() -> None:
+    """Lower this thread's priority (Linux: per thread; threads it starts, such as vl-convert's, inherit it)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    except (AttributeError, OSError):  # no per-thread priority here: the work is the same, only less polite
+        pass
+
+
+def write_made(replaced: dict[str, tuple[bytes, bytes]], site: Path) -> None:
+    """Put the files made while the engine ran in the built ``site`` (the thread put them in the tree).
+
+    The engine copied each file to the same path in the site: the placeholder, replaced here, or the file
+    as made, if the thread had replaced it in the tree first. A file it did not copy (the config excluded
+    it) is not published; a copy that is neither means the engine changed it. The site's copy is written
+    after the tree's, so it is the newer, as a copy the engine made would be (a dirty build copies a file
+    again only when the tree's is newer: ``render.dirty``).
     """
-    built = {rel: site / rel for rel in replaced if (site / rel).is_file()}
-    for rel, path in built.items():
-        if path.read_bytes() != replaced[rel][0]:
-            raise BuildError(f"{path}: the site engine changed {rel} while copying it, so it cannot be made later")
-    incremental.replace_in_tree(tree, manifest, {rel: data for rel, (_placeholder, data) in replaced.items()})
-    for rel, path in sorted(built.items()):
-        path.write_bytes(replaced[rel][1])
+    for rel, (placeholder, data) in sorted(replaced.items()):
+        built = site / rel
+        if not built.is_file():
+            continue
+        copied = built.read_bytes()
+        if copied == placeholder:
+            built.write_bytes(data)
+        elif copied != data:
+            raise BuildError(f"{built}: the site engine changed {rel} while copying it, so it cannot be made later")

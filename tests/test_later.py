@@ -74,7 +74,14 @@ def test_an_engine_that_fails_stops_the_drawing_and_leaves_the_site(tmp_path: Pa
     assert _holding_placeholders(paths.build / incremental.CACHE_FOLDER) == []
 
 
-def test_settle_replaces_each_placeholder_and_caches_held_pages_only_then(tmp_path: Path) -> None:
+def _written_tree(root: Path, files: dict[str, bytes]) -> tuple[Path, Path]:
+    """A tree as write_tree leaves it, and its manifest."""
+    tree, manifest = root / "docs", root / incremental.TREE_MANIFEST
+    incremental.write_tree(files, tree, manifest, ".marker")
+    return tree, manifest
+
+
+def test_the_thread_settles_and_writes_the_tree_and_caches_held_pages_only_then(tmp_path: Path) -> None:
     cache = incremental.PageCache(tmp_path)
     waiting = later.Later({}, cache)
     first, second = waiting.file(lambda: b"first file\n"), waiting.file(lambda: b"second file\n")
@@ -84,13 +91,18 @@ def test_settle_replaces_each_placeholder_and_caches_held_pages_only_then(tmp_pa
     assert waiting.hold("key-a", held) is True
     assert waiting.hold("key-b", plain) is False
     assert not (cache.folder / "key-a.pickle").exists()  # never cached with a placeholder in it
-    waiting.start()
-    waiting.finish()
     files = {"a.md": b"# A\n", "a.bin": first, "x.bin": second}
-    replaced = waiting.settle(files)
+    tree, manifest = _written_tree(tmp_path, files)
+    waiting.start(files, tree, manifest)
+    waiting.finish()
     assert files == {"a.md": b"# A\n", "a.bin": b"first file\n", "x.bin": b"second file\n"}
-    assert replaced == {"a.bin": (first, b"first file\n"), "x.bin": (second, b"second file\n")}
+    assert waiting.replaced == {"a.bin": (first, b"first file\n"), "x.bin": (second, b"second file\n")}
     assert waiting.settled == 2
+    assert {rel: (tree / rel).read_bytes() for rel in files} == files
+    assert json.loads(manifest.read_text(encoding="utf-8")) == {
+        rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()
+    }
+    assert sorted(p.name for p in tree.rglob("*") if p.name.endswith(".tmp")) == []
     cached = cache.get("key-a")
     assert cached is not None and cached.files == {"a.md": b"# A\n", "a.bin": b"first file\n"}
 
@@ -101,28 +113,22 @@ def test_what_a_thread_raises_is_raised_by_finish(tmp_path: Path) -> None:
     def broken() -> bytes:
         raise ProbebookError("the maker failed")
 
-    waiting.file(broken)
-    waiting.start()
+    files = {"a.bin": waiting.file(broken)}
+    tree, manifest = _written_tree(tmp_path, files)
+    waiting.start(files, tree, manifest)
     with pytest.raises(ProbebookError, match="the maker failed"):
         waiting.finish()
 
 
-def test_write_made_refuses_a_copy_the_engine_changed(tmp_path: Path) -> None:
-    tree, site = tmp_path / "tree", tmp_path / "site"
-    tree.mkdir()
-    site.mkdir()
+def test_write_made_replaces_the_engine_copies_of_placeholders_and_refuses_changed_ones(tmp_path: Path) -> None:
     placeholder = PENDING.encode() + b"file 0\n"
-    manifest = tmp_path / "tree.json"
-    for folder in (tree, site):
-        (folder / "a.bin").write_bytes(placeholder)
-    manifest.write_text('{"a.bin": "stale"}', encoding="utf-8")
-    later.write_made({"a.bin": (placeholder, b"made\n")}, tree, manifest, site)
-    assert (tree / "a.bin").read_bytes() == (site / "a.bin").read_bytes() == b"made\n"
-    assert json.loads(manifest.read_text(encoding="utf-8")) == {"a.bin": hashlib.sha256(b"made\n").hexdigest()}
-    assert (site / "a.bin").stat().st_mtime_ns >= (tree / "a.bin").stat().st_mtime_ns
+    (tmp_path / "a.bin").write_bytes(placeholder)  # copied before the thread replaced it in the tree
+    (tmp_path / "b.bin").write_bytes(b"made b\n")  # copied after
+    made = {"a.bin": (placeholder, b"made a\n"), "b.bin": (placeholder, b"made b\n"), "c.bin": (placeholder, b"c\n")}
+    later.write_made(made, tmp_path)  # c.bin: not copied (excluded by the config), so not published
+    assert _files(tmp_path) == {"a.bin": b"made a\n", "b.bin": b"made b\n"}
 
-    (site / "a.bin").write_bytes(b"something the engine wrote\n")
-    (tree / "a.bin").write_bytes(placeholder)
+    (tmp_path / "a.bin").write_bytes(b"something the engine wrote\n")
     with pytest.raises(ProbebookError, match="a.bin: the site engine changed a.bin"):
-        later.write_made({"a.bin": (placeholder, b"made\n")}, tree, manifest, site)
-    assert (site / "a.bin").read_bytes() == b"something the engine wrote\n"
+        later.write_made(made, tmp_path)
+    assert (tmp_path / "a.bin").read_bytes() == b"something the engine wrote\n"
