@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from measure.errors import ProbebookError
 from render import incremental, page_pool
 from render.build_types import BuildError
 from render.chart_output import PENDING, ChartOutput, PendingChart
@@ -134,8 +135,10 @@ class Later:
             self._swept.set()
             self._thread.join()
             self._thread = None
-        if self._error is not None:
+        if isinstance(self._error, ProbebookError):
             raise self._error
+        if self._error is not None:  # e.g. the disk filled while the tarball was written: one line, not a trace
+            raise BuildError(f"while the site engine ran: {type(self._error).__name__}: {self._error}") from None
 
     def cancel(self) -> None:
         """Stop the thread after what it is drawing (the build failed), and wait for it."""

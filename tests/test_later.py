@@ -119,6 +119,13 @@ def test_what_a_thread_raises_is_raised_by_finish(tmp_path: Path) -> None:
     with pytest.raises(ProbebookError, match="the maker failed"):
         waiting.finish()
 
+    other = later.Later({})
+    files = {"b.bin": other.file(lambda: (tmp_path / "no-such-file").read_bytes())}
+    tree, manifest = _written_tree(tmp_path / "other", files)
+    other.start(files, tree, manifest)
+    with pytest.raises(ProbebookError, match=r"^while the site engine ran: FileNotFoundError: .*no-such-file"):
+        other.finish()
+
 
 def test_write_made_replaces_the_engine_copies_of_placeholders_and_refuses_changed_ones(tmp_path: Path) -> None:
     placeholder = PENDING.encode() + b"file 0\n"
