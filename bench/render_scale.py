@@ -10,16 +10,17 @@ documents of ``bench/render.py`` (made through the real store, in a temporary fo
 3. **site size**: bytes and files of the site, the largest page, and the largest page less its own
    content (the theme's article) -- what every page carries whatever it says (goal: under 100 KB);
 4. **incremental build**: one record's prose edited, then ``probebook build`` (goal: at most 2 s at
-   1,000 documents), then **one new document** imported and ``probebook build`` again: the engine builds
-   every page (the file list changed) and render renders every page (the id set is in each page's key)
-   from the derivations it kept, the build as a lab's next campaign meets it (its ratio to the engine
-   alone is reported beside step 2's); at the first size, a full build of the edited sources into other
-   folders, compared byte for byte with the incremental one;
+   1,000 documents), ``--repeat`` times, a new sentence each time; then **one new document** imported and
+   ``probebook build`` again: the engine builds every page (the file list changed) and render renders
+   every page (the id set is in each page's key) from the derivations it kept, the build as a lab's next
+   campaign meets it (its ratio to the engine alone is reported beside step 2's); at the first size, a
+   full build of the edited sources into other folders, compared byte for byte with the incremental one;
 5. at the first size, **serve**: ``probebook serve`` running, one record's prose edited, the seconds
    until the server returns the page with the new sentence (median of three; goal: 2 s).
 
 With ``--repeat N`` each build and the engine alone run N times each, alternated ABBA (the machine's speed
-drifts by tenths over minutes), and the ratios are of the fastest runs. Growth between sizes is reported as
+drifts by tenths over minutes), and the ratios are of the fastest runs (the ratios of the medians are
+reported beside them). Growth between sizes is reported as
 (time ratio) / (size ratio): at most 1 is at most linear. The result is printed as a table and written as
 JSON (``--json``).
 """
@@ -206,10 +207,15 @@ def one_size(
         full_build_runs_s=cold, engine_alone_runs_s=engine, full_build_s=min(cold), engine_alone_s=min(engine)
     )
     result["build_over_engine"] = result["full_build_s"] / result["engine_alone_s"]
+    result["build_over_engine_medians"] = statistics.median(cold) / statistics.median(engine)
     result["pages"] = sum(1 for _ in (work / "build" / "docs").rglob("*.md"))
     result.update(site_size(site))
-    edit_record(work / "docs", 0)
-    result["incremental_build_s"] = _timed(_cmd(work, "build", "--out", str(site)), env, "incremental probebook build")
+    # an author's edit to one record's prose, ``repeat`` times (a new sentence each time), each build timed
+    edits = []
+    for n in range(repeat):
+        edit_record(work / "docs", n)
+        edits.append(_timed(_cmd(work, "build", "--out", str(site)), env, "incremental probebook build"))
+    result.update(incremental_runs_s=edits, incremental_build_s=min(edits))
     # one new document before each rebuild: the engine builds every page again (the file list changed) and render
     # renders every page again (the id set is in each page's key), from the fits, charts and tables it kept
     rebuilt, engine = _alternate(
@@ -220,6 +226,7 @@ def one_size(
     )
     result.update(rebuild_runs_s=rebuilt, rebuild_engine_runs_s=engine, rebuild_after_new_evidence_s=min(rebuilt))
     result["rebuild_over_engine"] = min(rebuilt) / min(engine)
+    result["rebuild_over_engine_medians"] = statistics.median(rebuilt) / statistics.median(engine)
     if first:
         # the same edited sources built in full in other folders: the incremental site must equal it byte for byte
         other = work / "check"
@@ -235,17 +242,19 @@ def one_size(
 def report(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Goals and growth from the per-size results (printed as a table)."""
     print(
-        "\n| documents | full build (s) | engine alone (s) | build / engine | rebuild, one new document (s) "
-        "| rebuild / engine | incremental (s) | site (MB) | files |"
+        "\n| documents | full build (s) | engine alone (s) | build / engine (medians) | rebuild, one new document (s) "
+        "| rebuild / engine (medians) | incremental (s) | site (MB) | files |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(
             f"| {r['documents']} | {r['full_build_s']:.1f} | {r['engine_alone_s']:.1f} | "
-            f"{r['build_over_engine']:.2f} | {r['rebuild_after_new_evidence_s']:.1f} | "
-            f"{r['rebuild_over_engine']:.2f} | "
+            f"{r['build_over_engine']:.2f} ({r['build_over_engine_medians']:.2f}) | "
+            f"{r['rebuild_after_new_evidence_s']:.1f} | "
+            f"{r['rebuild_over_engine']:.2f} ({r['rebuild_over_engine_medians']:.2f}) | "
             f"{r['incremental_build_s']:.2f} | {r['site_bytes'] / 1e6:.1f} | {r['site_files']} |"
         )
+    print("\n(times are each arm's fastest run, ratios of the fastest runs; medians of the runs in brackets)")
     growth = []
     for a, b in zip(results, results[1:], strict=False):
         size = b["documents"] / a["documents"]
@@ -279,7 +288,8 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
         )
     print(
         f"\nlargest page less its own content: {chrome} bytes; at {first['documents']} documents: incremental build "
-        f"{first['incremental_build_s']:.2f} s against a full build of {first['full_build_after_edit_s']:.1f} s "
+        f"{first['incremental_build_s']:.2f} s (runs: {', '.join(f'{x:.2f}' for x in first['incremental_runs_s'])}) "
+        f"against a full build of {first['full_build_after_edit_s']:.1f} s "
         f"(byte-identical: {first['incremental_identical_to_full']}); serve, save to page: "
         + ", ".join(f"{x:.2f}" for x in first["serve_edit_to_page_s"])
         + " s"
