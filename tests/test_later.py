@@ -59,21 +59,6 @@ def test_a_rebuild_after_a_build_that_made_files_later_reuses_them(tmp_path: Pat
     assert _holding_placeholders(paths.site) == []
 
 
-def test_an_engine_that_fails_stops_the_drawing_and_leaves_the_site(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(SITE / "docs", docs)
-    paths = fixture_site_paths(tmp_path, docs)
-    build(paths)
-    before = _files(paths.site)
-    page = next(docs.glob("records/*/v*.md"))
-    page.write_text(page.read_text(encoding="utf-8") + "\nSee [a page](no-such-page.md).\n", encoding="utf-8")
-    with pytest.raises(ProbebookError, match="no-such-page.md"):
-        build(paths, full=True)  # a full build: its charts are drawn while the engine runs, and it fails
-    assert not any(t.name == "probebook-later" for t in threading.enumerate())
-    assert _files(paths.site) == before
-    assert _holding_placeholders(paths.build / incremental.CACHE_FOLDER) == []
-
-
 def _written_tree(root: Path, files: dict[str, bytes]) -> tuple[Path, Path]:
     """A tree as write_tree leaves it, and its manifest."""
     tree, manifest = root / "docs", root / incremental.TREE_MANIFEST
