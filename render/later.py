@@ -24,7 +24,6 @@ kept back from ``render.incremental.PageCache`` until it is settled, and so is t
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -109,7 +108,6 @@ class Later:
         self._thread.start()
 
     def _run(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None) -> None:
-        _yield_to_the_engine()
         try:
             for key in self.charts:
                 if self._stop.is_set():
@@ -191,19 +189,6 @@ class Later:
     def waiting(self) -> bool:
         """Whether anything is to be drawn or made."""
         return bool(self.charts or self.makers)
-
-
-BACKGROUND_NICE = 10
-"""The thread's niceness: where more threads are ready to run than there are cores (vl-convert's runtime runs
-helper threads), the engine, which every build waits for, runs first."""
-
-
-def _yield_to_the_engine() -> None:
-    """Lower this thread's priority (Linux: per thread; threads it starts, such as vl-convert's, inherit it)."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
-    except (AttributeError, OSError):  # no per-thread priority here: the work is the same, only less polite
-        pass
 
 
 def write_made(replaced: dict[str, tuple[bytes, bytes]], site: Path) -> None:
