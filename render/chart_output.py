@@ -50,24 +50,9 @@ class PendingChart:
     options: dict[str, Any]
     """The chart's options, plain JSON data."""
 
-    def placeholder(self, what: str) -> str:
-        return f"{PENDING}chart {self.token} {what}\n"
-
-    @property
-    def svg(self) -> str:
-        return self.placeholder("svg")
-
-    @property
-    def dark_svg(self) -> str:
-        return self.placeholder("dark.svg")
-
-    @property
-    def spec_json(self) -> str:
-        return self.placeholder("vl.json")
-
-    @property
-    def dark_spec_json(self) -> str:
-        return self.placeholder("dark.vl.json")
+    def placeholder(self, suffix: str) -> str:
+        """What stands in for the chart's file ``suffix`` (``FILES``) until it is drawn."""
+        return f"{PENDING}chart {self.token} {suffix}\n"
 
     def files(self, drawn: ChartOutput) -> dict[bytes, bytes]:
         """Placeholder -> the bytes ``drawn`` puts in its place, for each of the chart's files."""
@@ -80,4 +65,6 @@ FILES = {"svg": "svg", "dark.svg": "dark_svg", "vl.json": "spec_json", "dark.vl.
 
 def chart_files(chart: ChartOutput | PendingChart) -> dict[str, bytes]:
     """Suffix -> bytes of each of a chart's files (placeholders, for a chart not yet drawn)."""
+    if isinstance(chart, PendingChart):
+        return {suffix: chart.placeholder(suffix).encode("utf-8") for suffix in FILES}
     return {suffix: getattr(chart, name).encode("utf-8") for suffix, name in FILES.items()}

@@ -185,11 +185,6 @@ class Later:
         """Run ``then()`` once settled (the build keeps its derivations then, charts drawn)."""
         self._after.append(then)
 
-    @property
-    def waiting(self) -> bool:
-        """Whether anything is to be drawn or made."""
-        return bool(self.charts or self.makers)
-
 
 def write_made(replaced: dict[str, tuple[bytes, bytes]], site: Path) -> None:
     """Put the files made while the engine ran in the built ``site`` (the thread put them in the tree).
