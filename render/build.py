@@ -331,6 +331,7 @@ def make_site(
     engine: str = engines.DEFAULT,
     saved: dirty.SiteState | None = None,
     tree: Tree | None = None,
+    started: engines.Started | None = None,
 ) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.sitedir``).
 
@@ -339,7 +340,7 @@ def make_site(
     ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
     (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.engines``),
     cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.later``) are made while the
-    engine runs, on the whole site.
+    engine runs, on the whole site. ``started``: the engine's process, started ahead (``engines.Started``).
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
     chosen = engines.get(engine)
@@ -361,7 +362,8 @@ def make_site(
     try:
         if reuse:
             seen = dirty.copy_site(paths.site, out, rewritten or [])
-            _run_engine(chosen, config, out, epoch, incremental=True)
+            _run_engine(chosen, config, out, epoch, True, started)
+            started = None  # used: a second run starts its own
             changed = dirty.changed_since(out, seen)
             index = dirty.SEARCH_INDEX
             reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index)
@@ -374,7 +376,7 @@ def make_site(
             if later is not None and tree is not None:  # while the engine runs: draw, make, clean what it wrote
                 sweep = sanitize.Sweep(out, chosen.theme) if clean and writes_pages_once(config) else None
                 later.start(tree.files, paths.tree, paths.build / incremental.TREE_MANIFEST, sweep)
-            _run_engine(chosen, config, out, epoch, incremental=not full)
+            _run_engine(chosen, config, out, epoch, not full, started)
             if later is not None:
                 later.finish()
                 write_made(later.replaced, out)
@@ -393,9 +395,11 @@ def make_site(
     return reuse
 
 
-def _run_engine(chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool) -> None:
+def _run_engine(
+    chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool, started: engines.Started | None
+) -> None:
     try:
-        chosen.run(config, out, epoch, incremental)
+        chosen.run(config, out, epoch, incremental, started)
     except engines.EngineError as exc:
         raise BuildError(str(exc)) from None
 
@@ -451,6 +455,22 @@ def render_tree(
     return tree, evidence, src
 
 
+def _stages(
+    paths: BuildPaths, site: bool, clean: bool, full: bool, reuse: bool, engine: str, started: engines.Started | None
+) -> tuple[Tree, Evidence, Sources]:
+    """``build``'s stages, under its lock."""
+    inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
+    saved = dirty.take(paths.build)  # saved again only once a site is swapped in
+    later = None
+    if site and engine in LATER_ENGINES:
+        later = full or not paths.site.is_dir() or saved is None  # True: the engine builds everything anyway
+    tree, evidence, src = render_tree(paths, full, reuse, later)
+    if site:
+        epoch = source_date_epoch(evidence, src)
+        make_site(paths, epoch, inputs, clean, full, tree.rewritten, engine, saved, tree, started)
+    return tree, evidence, src
+
+
 def build(
     paths: BuildPaths,
     site: bool = True,
@@ -468,15 +488,14 @@ def build(
     One build of a project at a time: a second waits for the build folder's lock.
     """
     with sitedir.build_lock(paths.build):
-        inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
-        saved = dirty.take(paths.build)  # saved again only once a site is swapped in
-        later = None
-        if site and engine in LATER_ENGINES:
-            later = full or not paths.site.is_dir() or saved is None  # True: the engine builds everything anyway
-        tree, evidence, src = render_tree(paths, full, reuse, later)
-        if site:
-            epoch = source_date_epoch(evidence, src)
-            make_site(paths, epoch, inputs, clean, full, tree.rewritten, engine, saved, tree)
+        chosen = engines.get(engine)
+        # started now, so its start overlaps render's work; ended below if the build stops before the engine
+        started = chosen.start() if site and chosen.start is not None else None
+        try:
+            tree, evidence, src = _stages(paths, site, clean, full, reuse, chosen.name, started)
+        finally:
+            if started is not None:
+                started.close()
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

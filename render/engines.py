@@ -17,6 +17,7 @@ hash order enters the site; a failure is one line with the engine's first warnin
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -49,33 +50,38 @@ class Engine:
 
     name: str
     """The name ``--engine`` takes."""
-    run: Callable[[Path, Path, int, bool], None]
-    """``run(config, out, epoch, incremental)``: build the site of ``config`` (``build/mkdocs.yml``) into ``out``."""
+    run: Callable[[Path, Path, int, bool, Started | None], None]
+    """``run(config, out, epoch, incremental, started)``: build the site of ``config`` (``build/mkdocs.yml``) into
+    ``out``, in the process ``start`` made ahead of time, if given."""
     theme: sanitize.Theme
     """Where its pages' content area and its search index are, for the sanitizer."""
     dirty_builds: bool
     """Whether ``incremental`` means a dirty build over a copy of the last site (``render.dirty``, mkdocs)."""
+    start: Callable[[], Started] | None = None
+    """Start the engine's process ahead of its work (``Started``), if it can wait for it."""
 
 
-def _env(epoch: int) -> dict[str, str]:
+def _env(epoch: int | None) -> dict[str, str]:
     # NO_COLOR: Zensical colours its diagnostics; the log and the error line are read as plain text.
-    return {
-        **os.environ,
-        "SOURCE_DATE_EPOCH": str(epoch),
-        "NO_MKDOCS_2_WARNING": "1",
-        "PYTHONHASHSEED": "0",
-        "NO_COLOR": "1",
-    }
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONHASHSEED": "0", "NO_COLOR": "1"}
+    if epoch is not None:
+        env["SOURCE_DATE_EPOCH"] = str(epoch)
+    return env
 
 
 def _run(name: str, cmd: list[str], build_dir: Path, epoch: int, first: Callable[[list[str]], str | None]) -> None:
     """Run one engine command in the build folder (absolute paths in ``cmd``); its output goes to <build>/<name>.log."""
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_env(epoch), cwd=build_dir)
+    _check(name, proc.returncode, proc.stdout + proc.stderr, build_dir, first)
+
+
+def _check(name: str, status: int, output: str, build_dir: Path, first: Callable[[list[str]], str | None]) -> None:
+    """Keep the engine's output in <build>/<name>.log; a failed run is one line: its first warning or error."""
     log = build_dir / f"{name}.log"
-    output = _ANSI.sub("", proc.stdout + proc.stderr)
+    output = _ANSI.sub("", output)
     log.write_text(output, encoding="utf-8")
-    if proc.returncode != 0:
-        line = first(output.splitlines()) or f"exit status {proc.returncode}"
+    if status != 0:
+        line = first(output.splitlines()) or f"exit status {status}"
         raise EngineError(f"{name} build --strict failed: {line} (full log: {log})")
 
 
@@ -98,33 +104,87 @@ def _first_zensical(lines: list[str]) -> str | None:
 _ZENSICAL_WHERE = re.compile(r"\[ (\S+:\d+:\d+) \]")
 
 
-# ``mkdocs build --dirty`` logs this warning on every dirty build, and --strict would fail on it: render.dirty
-# decides when a dirty build is exact, so this one warning is dropped and every other still fails the build.
-_DIRTY_DRIVER = (
-    "import logging, sys; from mkdocs.__main__ import cli; "
-    "logging.getLogger('mkdocs.commands.build').addFilter("
-    "lambda r: \"A 'dirty' build is being performed\" not in r.getMessage()); "
-    "sys.argv = ['mkdocs', *sys.argv[1:]]; cli()"
-)
+# The mkdocs process is started before render has written the tree (``start_mkdocs``), so that Python's start
+# and mkdocs' imports, about 0.4 s of one core, overlap render's work; it then waits for its command line, one
+# line of JSON on stdin: {"argv": mkdocs' arguments, "epoch": SOURCE_DATE_EPOCH, "cwd": the build folder}. An
+# empty stdin (the build stopped before its engine) ends it. ``mkdocs build --dirty`` logs a warning on every
+# dirty build, and --strict would fail on it: render.dirty decides when a dirty build is exact, so that one
+# warning is dropped and every other still fails the build.
+_MKDOCS_DRIVER = """
+import json, logging, os, sys
+if sys.path[0] == "":  # python -c puts the current folder first: the caller's, which must not shadow a library
+    del sys.path[0]
+import markdown, jinja2, mkdocs.commands.build, mkdocs.config.defaults, mkdocs.structure.pages
+from mkdocs.__main__ import cli
+import material.plugins.search.plugin, material.plugins.offline.plugin, pymdownx.superfences
+line = sys.stdin.readline()
+if not line:
+    sys.exit(0)
+go = json.loads(line)
+os.environ["SOURCE_DATE_EPOCH"] = str(go["epoch"])
+os.chdir(go["cwd"])
+if "--dirty" in go["argv"]:
+    logging.getLogger("mkdocs.commands.build").addFilter(
+        lambda r: "A 'dirty' build is being performed" not in r.getMessage())
+sys.argv = ["mkdocs", *go["argv"]]
+cli()
+"""
 
 
-def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False) -> None:
-    """``python -m mkdocs build --strict`` into ``out``.
+class Started:
+    """An engine's process, started ahead of its work and waiting for its command line (``go``)."""
+
+    def __init__(self, driver: str):
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", driver],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(None),
+        )
+
+    def go(self, argv: list[str], epoch: int, cwd: Path) -> tuple[int, str]:
+        """Run the engine with ``argv`` in ``cwd``; wait for it; (exit status, its output)."""
+        line = json.dumps({"argv": argv, "epoch": epoch, "cwd": str(cwd)}) + "\n"
+        out, err = self._proc.communicate(line)
+        return self._proc.returncode, out + err
+
+    @property
+    def ended(self) -> bool:
+        """Whether the process has ended (it ran, or ``close`` ended it)."""
+        return self._proc.poll() is not None
+
+    def close(self) -> None:
+        """End the process if its work never came (the build stopped first); nothing if it already ran."""
+        if self._proc.returncode is None:
+            self._proc.kill()
+            self._proc.communicate()
+
+
+def start_mkdocs() -> Started:
+    """Python with mkdocs and the Material theme imported, waiting for its command line."""
+    return Started(_MKDOCS_DRIVER)
+
+
+def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False, started: Started | None = None) -> None:
+    """``mkdocs build --strict`` into ``out``, in ``started`` (``start_mkdocs``), else in a process started now.
 
     ``incremental`` adds ``--dirty``: only pages whose Markdown is newer than their HTML in ``out`` (a copy of
     the last site, made by ``render.dirty`` when it found that exact) are built.
     """
     args = ["build", "--strict", "-f", str(config.resolve()), "-d", str(out.resolve())]
-    cmd = (
-        [sys.executable, "-c", _DIRTY_DRIVER, *args, "--dirty"]
-        if incremental
-        else [sys.executable, "-m", "mkdocs", *args]
-    )
-    _run("mkdocs", cmd, config.parent, epoch, _first_mkdocs)
+    proc = started if started is not None else start_mkdocs()
+    try:
+        status, output = proc.go([*args, "--dirty"] if incremental else args, epoch, config.parent.resolve())
+    finally:
+        proc.close()
+    _check("mkdocs", status, output, config.parent, _first_mkdocs)
 
 
-def run_zensical(config: Path, out: Path, epoch: int, incremental: bool = True) -> None:
-    """``python -m zensical build --strict`` into the build folder, then moved into ``out``.
+def run_zensical(config: Path, out: Path, epoch: int, incremental: bool = True, started: Started | None = None) -> None:
+    """``python -m zensical build --strict`` into the build folder, then moved into ``out`` (``started`` is always
+    None: Zensical's process is not started ahead of its work).
 
     Zensical keeps its cache in the build folder and rebuilds only what changed; without ``incremental``
     (``probebook build --full``) it clears the cache first (``--clean``) and builds everything afresh.
@@ -161,7 +221,7 @@ def _move_into(src: Path, out: Path) -> None:
 
 
 ENGINES: dict[str, Engine] = {
-    "mkdocs": Engine("mkdocs", run_mkdocs, sanitize.MATERIAL, dirty_builds=True),
+    "mkdocs": Engine("mkdocs", run_mkdocs, sanitize.MATERIAL, dirty_builds=True, start=start_mkdocs),
     "zensical": Engine("zensical", run_zensical, sanitize.ZENSICAL, dirty_builds=False),
 }
 

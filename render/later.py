@@ -4,12 +4,14 @@ The site engine (mkdocs) builds on one core, in a subprocess. Most of the rest o
 drawing charts (altair and vl-convert, about 0.1 s of CPU each) and making the vega-embed bundle and the
 archive's tarball. None of that is Markdown: the engine needs those files' names, to check links and copy
 them, not their bytes. So a build with many charts to draw writes each such file with a placeholder
-(``chart_output.PENDING``), starts the engine, and meanwhile draws and makes them in a thread of this
-process, which has a core to itself while it only waits on the engine. When the engine is done, each
-placeholder is replaced in the tree and in the built site, before the sanitizer, the stamp and the swap.
+(``chart_output.PENDING``), starts the engine, and meanwhile draws and makes them on the other core: in a
+forked process at a lower priority (``NICE``), so the engine keeps its own core, or, where this process may
+not fork (``page_pool.fork_is_safe``: ``serve``, a process that has drawn), in a thread of this process.
+When the engine is done, each placeholder is replaced in the tree and in the built site, before the
+sanitizer, the stamp and the swap.
 mkdocs copies a file that is not a page as it is, to the same path, so the site is byte-identical to one
-built with every file made first (``tests/test_later.py``). Once it has drawn and made everything, the
-thread sanitizes the pages the engine has finished writing (``render.sanitize.Sweep``), so that after the
+built with every file made first (``tests/test_later.py``). Once everything is drawn and made, a thread of
+this process sanitizes the pages the engine has finished writing (``render.sanitize.Sweep``), so that after the
 engine only the last pages written are left to clean.
 
 A page's Markdown needs each chart's alt text, which ``render.charts.describe`` gives without drawing.
@@ -37,6 +39,10 @@ from render.sanitize import Sweep
 LATER_MIN = 16
 """Charts to draw, at least, for a build to draw them while the engine runs even if it could have rebuilt only
 the pages that changed: 16 charts take about 1.6 s of CPU, a dirty build about as long at 1,000 documents."""
+NICE = 10
+"""How much lower the drawing process's priority is than the build's (``os.nice``). Drawing keeps about 1.1
+cores busy (vl-convert's runtime has helper threads besides the one that draws), so at the same priority it
+takes a share of the engine's core; at a lower one it yields it, and still has the other core to itself."""
 ENGINES = ("mkdocs",)
 """Engines that copy a file that is not a page unchanged to the same path (so a placeholder can be replaced)."""
 
@@ -65,6 +71,7 @@ class Later:
         self.replaced: dict[str, tuple[bytes, bytes]] = {}
         """Tree path -> (placeholder, bytes) of each tree file the thread replaced (``start``)."""
         self._thread: threading.Thread | None = None
+        self._apart: page_pool.Apart | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._swept = threading.Event()
@@ -98,25 +105,48 @@ class Later:
             self.drawn = dict(zip(keys, drawn, strict=True))
         self.made = {token: make() for token, make in self.makers.items()}
 
-    def start(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None = None) -> None:
-        """In a thread of this process, while it waits on the engine: draw and make, settle ``files`` (the
-        tree's, as ``write_tree`` wrote them to ``tree`` with ``manifest``) and write what was made into the
-        tree, then, until ``finish``, clean the pages the engine has written (``render.sanitize.Sweep``)."""
+    def start(
+        self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None = None, apart: bool | None = None
+    ) -> None:
+        """While this process waits on the engine: draw and make, settle ``files`` (the tree's, as ``write_tree``
+        wrote them to ``tree`` with ``manifest``) and write what was made into the tree, then, until ``finish``,
+        clean the pages the engine has written (``render.sanitize.Sweep``).
+
+        The drawing and making run ``apart`` (default: where ``page_pool.fork_is_safe``), in a forked process at
+        ``NICE`` lower priority, the rest in a thread of this process; else all of it in that thread.
+        """
+        if apart is None:
+            apart = page_pool.fork_is_safe()
+        # forked before the thread starts: a process with one thread forks safely
+        self._apart = page_pool.Apart(self._make_all, NICE, "while the site engine ran") if apart else None
         self._thread = threading.Thread(
             target=self._run, args=(files, tree, manifest, sweep), name="probebook-later", daemon=True
         )
         self._thread.start()
 
+    def _make_all(self) -> tuple[dict[tuple, ChartOutput], dict[bytes, bytes]] | None:
+        """Every chart drawn and every file made (None if the build stopped first)."""
+        drawn, made = {}, {}
+        for key in self.charts:
+            if self._stop.is_set():
+                return None
+            drawn[key] = self._draw(key)
+        for token, make in self.makers.items():
+            if self._stop.is_set():
+                return None
+            made[token] = make()
+        return drawn, made
+
     def _run(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None) -> None:
         try:
-            for key in self.charts:
-                if self._stop.is_set():
-                    return
-                self.drawn[key] = self._draw(key)
-            for token, make in self.makers.items():
-                if self._stop.is_set():
-                    return
-                self.made[token] = make()
+            if self._apart is not None:
+                finished, got = self._apart.result(self._stop)
+            else:
+                got = self._make_all()
+                finished = got is not None
+            if not finished or got is None:
+                return
+            self.drawn, self.made = got
             self.replaced = self.settle(files)
             # each file replaced whole (a rename), so the engine copies the placeholder or the bytes, never half
             made = {rel: data for rel, (_placeholder, data) in self.replaced.items()}

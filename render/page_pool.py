@@ -12,6 +12,9 @@ without vl-convert's JavaScript runtime started (its threads do not survive a fo
 used only then: in a fresh ``probebook build``, not in ``serve``'s long-lived process or a test
 process that already drew a chart, which render serially. ``PROBEBOOK_JOBS`` sets the number of
 workers (``1``: serial); by default, one per core, for at least ``MIN_PAGES`` pages.
+
+``Apart`` runs one task in one forked process at a lower priority, for work done beside the site engine
+(``render.later``): the engine keeps its core, and the priority ends with the process.
 """
 
 from __future__ import annotations
@@ -107,3 +110,70 @@ class Batch:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class Apart:
+    """``task()`` in one forked process whose priority is ``nice`` lower than this one's; ``result`` reads back
+    what it returned (pickled), or raises what it raised as one line.
+
+    Made only where ``fork_is_safe()``. A priority lowered in a thread of this process would be inherited by
+    every thread that thread starts (vl-convert's runtime keeps its threads for the life of the process), so
+    the work runs in a process of its own, whose priority ends with it.
+    """
+
+    def __init__(self, task: Callable[[], Any], nice: int, name: str):
+        context = multiprocessing.get_context("fork")
+        self.name = name
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=_apart, args=(task, send, nice), name=name, daemon=True)
+        self._process.start()
+        send.close()  # the child holds the other end: if it dies without sending, ``recv`` sees the end of the pipe
+
+    def result(self, stop: threading.Event) -> tuple[bool, Any]:
+        """(True, what the task returned) once it has; (False, None) if ``stop`` is set first (the process is
+        then ended). What the task raised is raised here: a ``ProbebookError`` as its own line, anything else
+        as one line naming its type."""
+        while not self._receive.poll(0.05):
+            if stop.is_set():
+                self.end()
+                return False, None
+        try:
+            outcome, value = self._receive.recv()
+        except EOFError:
+            self._process.join()
+            raise ProbebookError(
+                f"{self.name}: the process ended without a result (exit status {self._process.exitcode})"
+            ) from None
+        self._process.join()
+        if outcome == "refused":
+            raise ProbebookError(value)
+        if outcome == "failed":
+            raise ProbebookError(f"{self.name}: {value}")
+        return True, value
+
+    def alive(self) -> bool:
+        """Whether the process still runs."""
+        return self._process.is_alive()
+
+    def end(self) -> None:
+        """Stop the process now, if it still runs, and wait for it."""
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
+        self._receive.close()
+
+
+def _apart(task: Callable[[], Any], send: Any, nice: int) -> None:
+    """The forked process's whole life: lower its priority, run ``task``, send the outcome."""
+    try:
+        os.nice(nice)
+    except OSError:  # a platform without priorities: the work is the same, only its share of the CPU differs
+        pass
+    try:
+        message: tuple[str, Any] = ("done", task())
+    except ProbebookError as exc:
+        message = ("refused", str(exc))
+    except BaseException as exc:  # noqa: BLE001 - sent to the build, which raises it as one line
+        message = ("failed", f"{type(exc).__name__}: {exc}")
+    send.send(message)
+    send.close()

@@ -1,18 +1,21 @@
 """Both site engines (mkdocs-material and Zensical) on the fixture site: the same pages and downloads, the same
 linked numbers on every page (parsed with html.parser), the engine in the build stamp, a Zensical build from its
-cache byte-identical to a cold one, an engine's refusal in one line, and the engine names the CLI offers."""
+cache byte-identical to a cold one, an engine's refusal in one line, the engine names the CLI offers, and mkdocs'
+process started ahead of its work: ended when the build stops first, never shadowed by the caller's folder."""
 
 from __future__ import annotations
 
 import dataclasses
 import html.parser
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from measure.cli import declarations
+from measure.errors import ProbebookError
 from probebook.cli import site as site_cli
 from render import engines, sanitize
 from render.build import BuildError, BuildPaths, build
@@ -158,3 +161,48 @@ def test_engine_names_are_refused_or_offered_alike() -> None:
     with pytest.raises(engines.EngineError, match="^--engine 'hugo': not a site engine"):
         engines.get("hugo")
     assert engines.get("zensical").theme is sanitize.ZENSICAL
+
+
+def _engine_processes() -> list[int]:
+    """Children of this process running the mkdocs driver (``engines.start_mkdocs``), from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue  # ended while read
+        if parent == os.getpid() and b"from mkdocs.__main__ import cli" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_an_engine_started_ahead_ends_when_the_build_stops_before_it(tmp_path: Path) -> None:
+    started = engines.start_mkdocs()
+    assert not started.ended and _engine_processes()
+    started.close()
+    assert started.ended and _engine_processes() == []
+
+    docs = tmp_path / "docs"
+    shutil.copytree(SITE_FIXTURE / "docs", docs)
+    page = next(docs.glob("records/*/v*.md"))
+    page.write_text(page.read_text(encoding="utf-8") + "\n{{ fit(no_such_alias) }}\n", encoding="utf-8")
+    paths = BuildPaths(docs, SITE_FIXTURE / "archive", tmp_path / "build", tmp_path / "site", REPO / "mkdocs.yml")
+    with pytest.raises(ProbebookError, match="unknown name 'no_such_alias'"):
+        build(paths)  # refused while rendering, after the engine's process was started
+    assert _engine_processes() == []
+
+
+def test_the_engine_imports_nothing_from_the_folder_it_was_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "markdown.py").write_text("raise SystemExit('the caller folder shadowed a library')\n")
+    monkeypatch.chdir(tmp_path)
+    config, site = tmp_path / "build" / "mkdocs.yml", tmp_path / "site"
+    (config.parent / "docs").mkdir(parents=True)
+    (config.parent / "docs" / "index.md").write_text("# Home\n", encoding="utf-8")
+    config.write_text("site_name: t\ndocs_dir: docs\ntheme:\n  name: material\n", encoding="utf-8")
+    site.mkdir()
+    engines.run_mkdocs(config, site, 0)
+    assert (site / "index.html").is_file()

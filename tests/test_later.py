@@ -1,15 +1,19 @@
-"""Files made while the site engine runs (render/later.py): the same site as made first, no placeholder kept."""
+"""Files made while the site engine runs (render/later.py): the same site as made first, whether drawn in a forked
+process (a fresh build) or a thread (this test process), and no placeholder kept."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
-from conftest import fixture_site_paths
+from conftest import REPO, fixture_site_paths
 
 from measure.errors import ProbebookError
 from render import build as build_module
@@ -43,6 +47,51 @@ def test_a_site_made_while_the_engine_runs_is_the_site_made_first(tmp_path: Path
     assert build(drawn_first, full=True).made_later == 0
     assert _files(drawn_later.site) == _files(drawn_first.site)
     assert _files(drawn_later.tree) == _files(drawn_first.tree)
+
+
+# A fresh interpreter, as `probebook build` starts: one thread and no vl-convert, so the charts are drawn in a
+# forked process (page_pool.Apart), each Apart made recorded and then made as it would be.
+_FRESH = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from conftest import REPO, fixture_site_paths
+from render import page_pool
+from render.build import build
+
+made = []
+
+
+class Recorded(page_pool.Apart):
+    def __init__(self, *args, **kwargs):
+        made.append(args[1])
+        super().__init__(*args, **kwargs)
+
+
+page_pool.Apart = Recorded
+result = build(fixture_site_paths(Path(sys.argv[1])), full=True)
+print(json.dumps({"made_later": result.made_later, "apart": made}))
+"""
+
+
+def test_a_fresh_build_draws_in_a_process_apart_and_makes_the_same_site(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "apart"
+    proc = subprocess.run(
+        [sys.executable, "-c", _FRESH, str(root), str(Path(__file__).resolve().parent)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"made_later": 2 * 4 + 2, "apart": [later.NICE]}
+    apart = fixture_site_paths(root)
+    assert _holding_placeholders(apart.site) == [] and _holding_placeholders(apart.build) == []
+
+    monkeypatch.setattr(build_module, "LATER_ENGINES", ())
+    first = fixture_site_paths(tmp_path / "first")
+    build(first, full=True)
+    assert _files(apart.site) == _files(first.site)
+    assert _files(apart.tree) == _files(first.tree)
 
 
 def test_a_rebuild_after_a_build_that_made_files_later_reuses_them(tmp_path: Path) -> None:

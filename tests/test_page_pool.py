@@ -1,4 +1,5 @@
-"""Pages rendered by forked workers (render.page_pool): when the pool is used, and that it changes nothing."""
+"""Pages rendered by forked workers (render.page_pool): when the pool is used, and that it changes nothing; one task
+run apart (page_pool.Apart): its result, its priority, its errors as one line, and its end when stopped."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,69 @@ def test_both_stop_at_the_first_error_in_page_order(tmp_path: Path) -> None:
     two, one = _build(docs, tmp_path / "two", "2"), _build(docs, tmp_path / "one", "1")
     assert two["workers"] == 2 and two["error"] == one["error"]
     assert "a-first.md" in two["error"] and "\n" not in two["error"]
+
+
+# Each in a fresh interpreter: one thread, the state a `probebook build` forks from.
+_APART = """
+import json, os, sys, threading, time
+from measure.errors import ProbebookError
+from render.page_pool import Apart
+
+def report(task, stop_after=None):
+    stop = threading.Event()
+    if stop_after is not None:
+        threading.Timer(stop_after, stop.set).start()
+    apart = Apart(task, 5, "drawing")
+    try:
+        done, value = apart.result(stop)
+        out = {"done": done, "value": value}
+    except ProbebookError as exc:
+        out = {"error": str(exc)}
+    out["alive"] = apart.alive()
+    print(json.dumps(out))
+
+def fail(exc):
+    raise exc
+
+TASKS = {
+    "value": lambda: {"pid": os.getpid(), "priority": os.getpriority(os.PRIO_PROCESS, 0)},
+    "refused": lambda: fail(ProbebookError("chart 'x': no samples")),
+    "failed": lambda: fail(ValueError("bad value")),
+    "died": lambda: os._exit(3),
+    "slow": lambda: time.sleep(60),
+}
+print(json.dumps({"pid": os.getpid(), "priority": os.getpriority(os.PRIO_PROCESS, 0)}))
+report(TASKS[sys.argv[1]], 0.3 if sys.argv[1] == "slow" else None)
+"""
+
+
+def _apart(task: str) -> tuple[dict, dict]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _APART, task],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+        timeout=30,
+    )
+    here, out = (json.loads(line) for line in proc.stdout.strip().splitlines())
+    return here, out
+
+
+def test_a_task_apart_runs_in_another_process_at_a_lower_priority() -> None:
+    here, out = _apart("value")
+    assert out["done"] is True and out["alive"] is False
+    assert out["value"]["pid"] != here["pid"]
+    assert out["value"]["priority"] == min(here["priority"] + 5, 19)
+
+
+def test_what_a_task_apart_raises_or_how_it_dies_is_one_line() -> None:
+    assert _apart("refused")[1] == {"error": "chart 'x': no samples", "alive": False}
+    assert _apart("failed")[1] == {"error": "drawing: ValueError: bad value", "alive": False}
+    assert _apart("died")[1] == {"error": "drawing: the process ended without a result (exit status 3)", "alive": False}
+
+
+def test_a_task_apart_is_ended_when_the_build_stops() -> None:
+    started = time.perf_counter()
+    assert _apart("slow")[1] == {"done": False, "value": None, "alive": False}
+    assert time.perf_counter() - started < 20  # not the task's 60 s
