@@ -25,8 +25,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from measure.errors import EvidenceError, StoreError, printable
-from measure.evidence import for_reading, parse_archived
 from measure.progress import Progress
 from measure.store import Store, read_regular
 from render import (
@@ -52,7 +50,8 @@ from render import (
 from render import sources as sourcesmod
 from render.build_types import BuildError, BuildPaths, BuildResult, Evidence, Tree
 from render.engine_config import write_config, writes_pages_once
-from render.functions import Library
+from render.evidence_load import load_evidence
+from render.functions import Library, load_libraries
 from render.later import ENGINES as LATER_ENGINES
 from render.later import LATER_MIN, Later, write_made
 from render.pages import check_links, make_environment
@@ -67,60 +66,6 @@ EVIDENCE_CHUNK = 100
 """Evidence pages made per task when workers make them (``render.page_pool``): enough to outweigh a task's cost."""
 ASSETS_CACHE = "cache/assets"
 """Where a build folder keeps the assets made at build time (``render.site_assets.cached_bundle``)."""
-
-
-# -- stage 1: evidence -------------------------------------------------------------------
-
-
-_LOADED: dict[str, tuple[tuple[Any, ...], Evidence]] = {}
-
-
-def _fingerprint(store: Store) -> tuple[Any, ...]:
-    """(name, size, mtime, inode) of every stored file: what ``serve``'s watcher also compares."""
-    out = []
-    for path in store.iter_paths():
-        st = path.stat()
-        out.append((path.as_posix(), st.st_size, st.st_mtime_ns, st.st_ino))
-    return tuple(out)
-
-
-def load_evidence(archive: Path, reuse: bool = False) -> Evidence:
-    """Verify every stored file's hash, then parse it; any problem stops the build with one line.
-
-    Links, FIFOs and stray names under ``evidence/`` are never opened; each is named in one warning line.
-    ``reuse`` (``serve``, which builds many times in one process) returns the archive as this process last
-    read it while no stored file was added, removed, replaced or touched.
-    """
-    store = Store(archive)
-    if reuse:
-        seen = _fingerprint(store)
-        last = _LOADED.get(str(archive.resolve()))
-        if last is not None and last[0] == seen:
-            return last[1]
-    for stray in store.strays():
-        where = printable(f"{stray.path}: {stray.why}")  # a file name may hold terminal escape codes
-        log.warning("warning: %s (skipped; `probebook archive verify` lists it)", where)
-    bad = store.verify()
-    if bad:
-        m = bad[0]
-        raise BuildError(
-            f"{m.path}: bytes do not match the file's name (expected {m.expected}, actual {m.actual})"
-            + (f"; {len(bad) - 1} more" if len(bad) > 1 else "")
-            + "; run `probebook archive verify`"
-        )
-    docs, raw = {}, {}
-    for path in store.iter_paths():
-        ident = "sha256:" + path.parent.name + path.name[:-5]
-        try:
-            data = read_regular(path, store.limit)
-            docs[ident] = for_reading(parse_archived(data, str(path)))  # older probe versions read as current
-        except (EvidenceError, StoreError) as exc:
-            raise BuildError(str(exc)) from None
-        raw[ident] = data
-    loaded = Evidence(docs, raw)
-    if reuse:
-        _LOADED[str(archive.resolve())] = (seen, loaded)
-    return loaded
 
 
 # -- stage 2 and 3: sources and lint ---------------------------------------------------------
@@ -228,6 +173,7 @@ def generate_pages(
     assets_cache: Path | None = None,
     full: bool = False,
     later: Later | None = None,
+    prepared: dict[str, evidence_pages.Prepared] | None = None,
 ) -> Tree:
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
 
@@ -236,6 +182,7 @@ def generate_pages(
     ``past``: the published history's entries (``render.history``), for the Changes page. ``assets_cache``: where
     assets made at build time are kept between builds (``render.site_assets``); None makes them afresh;
     ``full`` makes them afresh and keeps them; ``later``: those not kept are made while the engine runs.
+    ``prepared``: evidence pages made while the records rendered (``prepare_evidence_pages``), less their lists.
     """
     cited = tree.cited
     todo: list[tuple[str, str]] = []
@@ -249,13 +196,16 @@ def generate_pages(
             todo.append((ident, key))
     chunks = [todo[i : i + EVIDENCE_CHUNK] for i in range(0, len(todo), EVIDENCE_CHUNK)]
 
+    ready = prepared or {}
+
     def make(n: int) -> list[dict[str, bytes]]:
+        docs, raw = evidence.docs, evidence.raw
         return [
-            evidence_pages.page_files(ident, evidence.docs[ident], evidence.raw[ident], cited.get(ident, []))
+            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), ready.get(ident))
             for ident, _key in chunks[n]
         ]
 
-    with page_pool.Batch(make, len(chunks)) as made:
+    with page_pool.Batch(make, len(chunks), serial=prepared is not None) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
         tree.files.update(site_files(assets_cache, read=not full, later=later.file if later is not None else None))
         for chunk, pages in zip(chunks, made, strict=True):
@@ -407,6 +357,16 @@ def _run_engine(
 # -- the pipeline ------------------------------------------------------------------------------
 
 
+def prepare_evidence_pages(evidence: Evidence) -> page_pool.Apart | None:
+    """Every evidence page but its "Cited by" list (``evidence_pages.prepare``), made in a process apart while
+    this one renders the records; None where the build makes pages serially (``page_pool.workers``: it may not
+    fork, ``PROBEBOOK_JOBS=1``, or there are too few)."""
+    if not page_pool.workers(len(evidence.docs)):
+        return None
+    docs = evidence.docs
+    return page_pool.Apart(lambda: {i: evidence_pages.prepare(i, d) for i, d in docs.items()}, 0, "evidence pages")
+
+
 def render_tree(
     paths: BuildPaths, full: bool = False, reuse: bool = False, later: bool | None = None
 ) -> tuple[Tree, Evidence, Sources]:
@@ -420,20 +380,30 @@ def render_tree(
     evidence = load_evidence(paths.archive, reuse and not full)
     src = load_sources(paths.docs)
     check_prose(src)
-    cache = incremental.PageCache(paths.build, read=not full)
-    derived = incremental.DerivedCache(paths.build, read=not full)
-    waiting = Later(evidence.docs, cache)
-    tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived, waiting)
-    cache.prune()
-    if later is None or (later is False and len(waiting.charts) < LATER_MIN):
-        waiting.now()  # an author's edit that added a chart: drawn first, so the engine may rebuild only that page
-        waiting.settle(tree.files)
-    else:
-        tree.later = waiting
-    published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
     previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
-    past = history.read(history.path_beside(paths.published_ledger))
-    tree = generate_pages(tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full, tree.later)
+    apart = prepare_evidence_pages(evidence) if previous is None else None  # every evidence page is made
+    try:
+        if apart is not None:  # imported once, here, while the evidence pages are made: not in each render worker
+            load_libraries(draw=False)
+        cache = incremental.PageCache(paths.build, read=not full)
+        derived = incremental.DerivedCache(paths.build, read=not full)
+        waiting = Later(evidence.docs, cache)
+        tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived, waiting)
+        cache.prune()
+        if later is None or (later is False and len(waiting.charts) < LATER_MIN):
+            waiting.now()  # an author's edit that added a chart: drawn first, so the engine may rebuild only that page
+            waiting.settle(tree.files)
+        else:
+            tree.later = waiting
+        published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
+        past = history.read(history.path_beside(paths.published_ledger))
+        prepared = apart.wait() if apart is not None else None
+        tree = generate_pages(
+            tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full, tree.later, prepared
+        )
+    finally:
+        if apart is not None:
+            apart.end()  # nothing once it has returned; stopped if the build stopped first
     published_bytes = (
         read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
     )
@@ -478,24 +448,25 @@ def build(
     full: bool = False,
     reuse: bool = False,
     engine: str = engines.DEFAULT,
+    started: engines.Started | None = None,
 ) -> BuildResult:
     """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
 
     Pages and site files whose inputs did not change are reused (``render.incremental``, ``render.dirty``);
     ``full`` renders and builds everything afresh, with the same result. ``reuse`` keeps the parsed archive
-    in this process between builds while it is unchanged (``serve``).
+    in this process between builds while it is unchanged (``serve``). ``started``: the engine's process,
+    started by the caller (``engines.start``; the CLI, before importing this module), else started here.
 
     One build of a project at a time: a second waits for the build folder's lock.
     """
-    with sitedir.build_lock(paths.build):
-        chosen = engines.get(engine)
-        # started now, so its start overlaps render's work; ended below if the build stops before the engine
-        started = chosen.start() if site and chosen.start is not None else None
-        try:
-            tree, evidence, src = _stages(paths, site, clean, full, reuse, chosen.name, started)
-        finally:
-            if started is not None:
-                started.close()
+    try:
+        if started is None and site:  # started now, so its start overlaps render's work
+            started = engines.start(engine)
+        with sitedir.build_lock(paths.build):
+            tree, evidence, src = _stages(paths, site, clean, full, reuse, engine, started)
+    finally:
+        if started is not None:  # ended if the build stopped before the engine
+            started.close()
     assert tree.diff is not None
     return BuildResult(
         tree=paths.tree,

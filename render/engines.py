@@ -226,6 +226,12 @@ ENGINES: dict[str, Engine] = {
 }
 
 
+def start(name: str) -> Started | None:
+    """The process of engine ``name`` started ahead of its work, if it has one (``Engine.start``)."""
+    chosen = get(name)
+    return chosen.start() if chosen.start is not None else None
+
+
 def get(name: str) -> Engine:
     """The engine called ``name``; refuse any other in one line."""
     try:

@@ -20,6 +20,7 @@ import json
 import re
 import statistics
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -244,10 +245,21 @@ def _other_table(other: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]]) -> str:
-    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it."""
-    rel = evidence_page(ident)
-    hexpart = ident.split(":", 1)[1]
+@dataclass(frozen=True)
+class Prepared:
+    """An evidence page made before the pages that cite it are rendered: everything but its "Cited by" list."""
+
+    head: str
+    """The page's Markdown up to the list (its heading included)."""
+    tail: str
+    """The page's Markdown after the list."""
+    csv: bytes
+    """The samples as CSV (``tables.samples_csv``)."""
+
+
+def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
+    """The evidence page and its CSV download, less the list of pages that cite it (``page_files`` adds it)."""
+    rel, hexpart = evidence_page(ident), ident.split(":", 1)[1]
     origin = doc.get("origin") or {}
     code = doc.get("code") or {}
     envelope = {
@@ -266,42 +278,51 @@ def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str
     if doc.get("notes") is not None:
         envelope["notes"] = doc["notes"]
     table, n, columns = _samples_table(doc)
-    out = [f"# {escape_text(title_text(doc))}", ""]
+    head = [f"# {escape_text(title_text(doc))}", ""]
     # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
-    out.append(f"`{ident}` (short: `{short_id(ident)}`)")
-    out += ["", escape_text(summary_text(doc, n, columns)), ""]
-    out.append(
+    head.append(f"`{ident}` (short: `{short_id(ident)}`)")
+    head += ["", escape_text(summary_text(doc, n, columns)), ""]
+    head.append(
         f"Downloads: [JSON, as archived]({hexpart}.json) · [samples as CSV]({hexpart}.csv) · "
         f"[the whole archive (tar.gz)]({relative_link(rel, TARBALL)}) · "
         f"[the ledger of published numbers]({relative_link(rel, LEDGER)})"
     )
-    out.append("")
-    out += ["## Envelope", "", _fields_table(envelope, "envelope")]
-    out += ["## Cited by", ""]
-    if cited_by:
-        out += [f"- [{escape_text(title)}]({relative_link(rel, path)})" for path, title in cited_by]
-    else:
-        out.append("*No page cites this evidence yet.*")
-    out.append("")
-    out += ["## Code", "", _fields_table(code, "code")]
-    out += ["## Machine", "", _machine_table(doc)]
-    out += ["## Params", "", _fields_table(doc.get("params") or {}, "params")]
-    out += [f"## Raw samples ({n})", ""]
+    head.append("")
+    head += ["## Envelope", "", _fields_table(envelope, "envelope")]
+    head += ["## Cited by", ""]
+    tail = ["", "## Code", "", _fields_table(code, "code")]
+    tail += ["## Machine", "", _machine_table(doc)]
+    tail += ["## Params", "", _fields_table(doc.get("params") or {}, "params")]
+    tail += [f"## Raw samples ({n})", ""]
     note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
-    out += [_with_anchor(SAMPLES, note), "", table]
+    tail += [_with_anchor(SAMPLES, note), "", table]
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
     if other:
-        out += ["## Other data", "", _other_table(other)]
-    return "\n".join(out)
+        tail += ["## Other data", "", _other_table(other)]
+    return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"))
 
 
-def page_files(ident: str, doc: dict[str, Any], raw: bytes, cited_by: list[tuple[str, str]]) -> dict[str, bytes]:
-    """The page and its two downloads, by tree path."""
+def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]]) -> str:
+    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it."""
+    return _page(ident, prepare(ident, doc), cited_by)
+
+
+def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]]) -> str:
+    rel = evidence_page(ident)
+    cited = [f"- [{escape_text(title)}]({relative_link(rel, path)})" for path, title in cited_by]
+    return "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
+
+
+def page_files(
+    ident: str, doc: dict[str, Any], raw: bytes, cited_by: list[tuple[str, str]], prepared: Prepared | None = None
+) -> dict[str, bytes]:
+    """The page and its two downloads, by tree path; ``prepared``: the page as ``prepare`` made it earlier."""
     hexpart = ident.split(":", 1)[1]
+    made = prepared if prepared is not None else prepare(ident, doc)
     return {
-        evidence_page(ident): page_markdown(ident, doc, cited_by).encode("utf-8"),
+        evidence_page(ident): _page(ident, made, cited_by).encode("utf-8"),
         f"evidence/{hexpart}.json": raw,
-        f"evidence/{hexpart}.csv": tables.samples_csv(doc).encode("utf-8"),
+        f"evidence/{hexpart}.csv": made.csv,
     }
 
 

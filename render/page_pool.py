@@ -74,17 +74,18 @@ def fork_is_safe() -> bool:
 
 
 class Batch:
-    """``task(i)`` for i in 0..count-1, on forked workers when ``workers(count)`` says so, else here, serially.
+    """``task(i)`` for i in 0..count-1, on forked workers when ``workers(count)`` says so, else (or when ``serial``)
+    here, serially.
 
     The tasks are handed to the workers when the batch is made, so this process can do other work while
     they run; iterating gives the results in order of ``i``, and an exception a task raised is raised when
     its turn comes. Leaving the ``with`` block cancels what has not started and waits for the workers.
     """
 
-    def __init__(self, task: Callable[[int], Any], count: int):
+    def __init__(self, task: Callable[[int], Any], count: int, serial: bool = False):
         global _TASK
         self.count = count
-        self.workers = workers(count)
+        self.workers = 0 if serial else workers(count)
         self._task = task
         self._pool: ProcessPoolExecutor | None = None
         self._futures: list[Future[Any]] = []
@@ -150,6 +151,10 @@ class Apart:
         if outcome == "failed":
             raise ProbebookError(f"{self.name}: {value}")
         return True, value
+
+    def wait(self) -> Any:
+        """What the task returned, once it has (``result`` without a way to stop)."""
+        return self.result(threading.Event())[1]
 
     def alive(self) -> bool:
         """Whether the process still runs."""

@@ -92,6 +92,9 @@ def serve(
 ) -> None:
     """Build, then serve ``paths.site`` and rebuild on change until ``stop`` is set (or Ctrl-C)."""
     stop = stop or threading.Event()
+    evidence = [paths.archive / "evidence"]
+    # taken before each build reads the files: a save made while it runs differs, and builds again
+    seen = (fingerprint(_authored(paths)), fingerprint(evidence))
     rebuild(paths, log, engine)
     paths.site.mkdir(parents=True, exist_ok=True)
     handler = functools.partial(_Quiet, directory=str(paths.site.resolve()))
@@ -102,9 +105,7 @@ def serve(
         f"serving {paths.site} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops); "
         f"watching {', '.join(str(p) for p in watched(paths))}"
     )
-    evidence = [paths.archive / "evidence"]
     every = max(1, round(EVIDENCE_EVERY_S / interval))
-    seen = (fingerprint(_authored(paths)), fingerprint(evidence))
     tick = 0
     try:
         while not stop.wait(interval):
@@ -112,8 +113,8 @@ def serve(
             now = (fingerprint(_authored(paths)), fingerprint(evidence) if tick % every == 0 else seen[1])
             if now != seen:
                 log("change detected: rebuilding")
+                seen = (fingerprint(_authored(paths)), fingerprint(evidence))
                 rebuild(paths, log, engine)
-                seen = (fingerprint(_authored(paths)), fingerprint(evidence))  # as the build saw them, or later
     except KeyboardInterrupt:
         pass
     finally:

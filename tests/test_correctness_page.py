@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from conftest import render_page
 
-from render.build import load_evidence
 from render.derive import correctness
+from render.evidence_load import load_evidence
 from render.functions import Library
 from render.pages import PageError, PageState
 

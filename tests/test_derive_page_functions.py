@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from render import sources
-from render.build import load_evidence
+from render.evidence_load import load_evidence
 from render.functions import FUNCTIONS, Library, PageFunctions
 from render.pages import PageState, make_environment, render_body
 

@@ -1,5 +1,6 @@
 """Evidence pages: titles, the first line, labelled clocks, readable raw values, row anchors, the id in the search
-index, and the whole archive as a reproducible tarball (literal inputs, then the real fixture build)."""
+index, its "Cited by" list added to a page prepared before the records rendered, and the whole archive as a
+reproducible tarball (literal inputs, then the real fixture build)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,18 @@ def test_page_has_title_id_anchors_and_downloads() -> None:
     assert "[the whole archive (tar.gz)](probebook-archive.tar.gz)" in page
     assert "[the ledger of published numbers](../ledger.json)" in page
     assert not re.search(r"\d[eE][+-]?\d", page.replace(ID, "").replace("ab" * 32, ""))
+
+
+def test_the_cited_by_list_sits_between_the_envelope_and_the_code() -> None:
+    cited = [("records/a/v1.md", "A *record*"), ("playbook/index.md", "Playbook")]
+    page = ep.page_markdown(ID, DOC, cited)
+    listed = "- [A \\*record\\*](../records/a/v1.md)\n- [Playbook](../playbook/index.md)"
+    assert f"## Cited by\n\n{listed}\n\n## Code" in page
+    assert "## Cited by\n\n*No page cites this evidence yet.*\n\n## Code" in ep.page_markdown(ID, DOC, [])
+    prepared = ep.prepare(ID, DOC)  # made before the records rendered, then given its list
+    for listed in (cited, []):
+        assert ep.page_files(ID, DOC, b"{}", listed, prepared) == ep.page_files(ID, DOC, b"{}", listed)
+    assert ep.page_files(ID, DOC, b"{}", cited)["evidence/" + "ab" * 32 + ".md"].decode() == page
 
 
 def test_field_anchors_point_at_rows_that_exist() -> None:

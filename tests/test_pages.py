@@ -10,8 +10,8 @@ import pytest
 
 from measure.store import Store
 from render import sources
-from render.build import load_evidence
 from render.derive import fit as fitmod
+from render.evidence_load import load_evidence
 from render.functions import Library, PageFunctions, field_unit
 from render.pages import PageError, PageState, check_links, inert_prose, make_environment, render_body
 

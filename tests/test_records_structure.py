@@ -172,7 +172,7 @@ def test_reproduce_commands_parse_with_the_probes_real_options(fixture_site: Bui
 
 
 def test_every_archived_run_gives_a_command_the_real_parser_accepts() -> None:
-    from render.build import load_evidence
+    from render.evidence_load import load_evidence
 
     decl = declarations()
     parser = _measure_parser()

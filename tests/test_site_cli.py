@@ -1,6 +1,6 @@
 """The site commands as a new user runs them: the README walk-through from import to the Changes page (in the test
-process), a new project with no evidence, this repository's own site, publish, diff, lint, serve, one-line errors
-(real subprocesses)."""
+process), a new project with no evidence, this repository's own site, publish, diff, lint, serve (and a save made
+while serve builds), one-line errors (real subprocesses)."""
 
 from __future__ import annotations
 
@@ -327,3 +327,31 @@ def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
         proc.wait(timeout=30)
         assert proc.stderr is not None
         proc.stderr.close()
+
+
+def test_serve_builds_again_after_a_save_made_while_it_built(tmp_path: Path) -> None:
+    from conftest import fixture_site_paths
+
+    from render.serve import serve
+
+    docs = tmp_path / "docs"
+    shutil.copytree(FIXTURE_DOCS, docs)
+    paths = fixture_site_paths(tmp_path, docs)
+    page, stop, lines = docs / "playbook" / "index.md", threading.Event(), []
+
+    def log(line: str) -> None:
+        lines.append(line)
+        built = sum(1 for seen in lines if seen.startswith("built "))
+        if line.startswith("built ") and built == 1:  # saved as the first build ends, before serve looks again
+            page.write_text("---\ntitle: Playbook\n---\nSaved as the first build ended.\n", encoding="utf-8")
+        if built == 2 or line.startswith("probebook: error"):
+            stop.set()
+
+    worker = threading.Thread(
+        target=serve, args=(paths,), kwargs={"port": 0, "interval": 0.05, "log": log, "stop": stop}
+    )
+    worker.start()
+    worker.join(timeout=120)
+    stop.set()
+    assert [line.split(" ", 1)[0] for line in lines] == ["built", "serving", "change", "built"]
+    assert "Saved as the first build ended." in (paths.site / "playbook" / "index.html").read_text(encoding="utf-8")
