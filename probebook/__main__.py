@@ -1,5 +1,3 @@
-import sys
+from probebook.cli import run
 
-from probebook.cli import main
-
-sys.exit(main())
+run()
