@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from measure.errors import ProbebookError
 from render.chart_marks import NUM, Draw, sample_rows
 from render.chart_theme import LIGHT, PLOT_WIDTH_PX, Theme, wrap_title
@@ -74,6 +72,7 @@ def kernel_shares(
 
     def draw() -> alt.TopLevelMixin:
         import altair as alt
+        import pandas as pd
 
         frame = pd.DataFrame(records, columns=["run", "category", "share"])
         # the default title names the runs on a line of its own, so a break never splits a run's name

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from measure import contracts
 from measure.errors import ProbebookError
 from render.chart_marks import NUM, OOM, UNSTABLE, Draw, plain_number, points, sample_rows, timing, timing_marks
@@ -55,19 +53,18 @@ def batch_sweep(
         rows = [r for r in rows if r["model"] == model]
         if not rows:
             raise ProbebookError(f"chart 'batch-sweep': no rows for model {model!r}")
-    frame = pd.DataFrame(
-        {
-            "model": [r["model"] for r in rows],
-            "context": [int(r["context"]) for r in rows],
-            "batch": [int(r["batch"]) for r in rows],
-            "status": [r["status"] for r in rows],
-            "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows],
-            "timing": timing([lossmem.unstable(r) for r in rows]),
-            "peak_bytes": [r.get("peak_bytes") if r["status"] == "ok" else None for r in rows],
-        }
-    )
+    # columns as lists: the text needs no DataFrame, so describing the chart does not import pandas
+    columns: dict[str, list[Any]] = {
+        "model": [r["model"] for r in rows],
+        "context": [int(r["context"]) for r in rows],
+        "batch": [int(r["batch"]) for r in rows],
+        "status": [r["status"] for r in rows],
+        "tok_s": [r["tok_s"] if r["status"] == "ok" else None for r in rows],
+        "timing": timing([lossmem.unstable(r) for r in rows]),
+        "peak_bytes": [r.get("peak_bytes") if r["status"] == "ok" else None for r in rows],
+    }
     # the OOM boundary is derive's (the same first_oom_batch the tables and prose quote)
-    models = sorted(frame.model.unique())
+    models = sorted(set(columns["model"]))
     bounds = [
         {
             "model": g.model,
@@ -79,14 +76,12 @@ def batch_sweep(
         for g in batchsweep.summarize(rows)
         if g.first_oom_batch is not None
     ]
-    oom = pd.DataFrame(bounds, columns=["model", "context", "batch", "label", "timing"])
-    ok = frame[frame.status == "ok"]
-    shaky = int((ok.timing == UNSTABLE).sum())
+    shaky = sum(1 for st, t in zip(columns["status"], columns["timing"], strict=True) if st == "ok" and t == UNSTABLE)
     heading = title or ("Throughput against batch" if y_field == "tok_s" else "Peak memory against batch")
-    contexts = ", ".join(plain_number(c) for c in sorted(frame.context.unique()))
+    contexts = ", ".join(plain_number(c) for c in sorted(set(columns["context"])))
     oom_text = (
         "; the first out-of-memory batch of each context is marked with a dashed line and a cross"
-        if len(oom)
+        if bounds
         else "; no batch ran out of memory"
     )
     unstable_text = f"; {shaky} unstable points (CV over 5%) are hollow triangles" if shaky else ""
@@ -98,7 +93,11 @@ def batch_sweep(
 
     def draw() -> alt.TopLevelMixin:
         import altair as alt
+        import pandas as pd
 
+        frame = pd.DataFrame(columns)
+        oom = pd.DataFrame(bounds, columns=["model", "context", "batch", "label", "timing"])
+        ok = frame[frame.status == "ok"]
         x = alt.X("batch:Q", title="batch (sequences)", scale=alt.Scale(type="log", base=2))
         color = alt.Color("context:O", title="context (tokens)")
         # several models: one dash pattern each; the points are a layer of their own so the legend
@@ -151,17 +150,15 @@ def loss_memory(docs: list[dict[str, Any]], *, theme: Theme = LIGHT, title: str 
     rows = []
     for doc in docs:
         rows += sample_rows("loss-memory", doc, {"arm": (str,), "microbatch": NUM, "peak_bytes": NUM}, "loss-memory")
-    frame = pd.DataFrame(
-        {
-            "arm": [r["arm"] for r in rows],
-            "microbatch": [r["microbatch"] for r in rows],
-            "peak_gib": [bytes_to_gib(r["peak_bytes"]) for r in rows],
-            "timing": timing([lossmem.unstable(r) for r in rows]),
-        }
-    )
-    arms = list(dict.fromkeys(frame.arm))
+    columns: dict[str, list[Any]] = {  # lists: the text needs no DataFrame (see batch_sweep)
+        "arm": [r["arm"] for r in rows],
+        "microbatch": [r["microbatch"] for r in rows],
+        "peak_gib": [bytes_to_gib(r["peak_bytes"]) for r in rows],
+        "timing": timing([lossmem.unstable(r) for r in rows]),
+    }
+    arms = list(dict.fromkeys(columns["arm"]))
     heading = title or "Peak memory against microbatch, per loss arm"
-    shaky = int((frame.timing == UNSTABLE).sum())
+    shaky = sum(1 for t in columns["timing"] if t == UNSTABLE)
     text = (
         f"{heading}: peak device memory in GiB against microbatch size, one line per arm "
         f"({len(arms)} arms: {', '.join(arms)})"
@@ -171,7 +168,9 @@ def loss_memory(docs: list[dict[str, Any]], *, theme: Theme = LIGHT, title: str 
 
     def draw() -> alt.TopLevelMixin:
         import altair as alt
+        import pandas as pd
 
+        frame = pd.DataFrame(columns)
         x = alt.X("microbatch:Q", title="microbatch (sequences)", axis=alt.Axis(tickMinStep=1, format="d"))
         y = alt.Y("peak_gib:Q", title="peak memory (GiB)")
         color = alt.Color("arm:N", title="arm", sort=arms)

@@ -23,8 +23,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Callable
 
-import pandas as pd
-
 from measure.errors import ProbebookError
 from render.chart_kinds_kernels import kernel_shares
 from render.chart_kinds_sweeps import batch_sweep, loss_memory
@@ -105,29 +103,33 @@ def _step_scaling(
     if not timed:
         raise ProbebookError(f"chart 'step-scaling': {doc_label(doc)} has no timed samples (every step_s is null)")
     shaky = fitmod.unstable_tokens(doc, mode)
-    frame = pd.DataFrame({"tokens": [p[0] for p in timed], "step_ms": [seconds_to_ms(p[1]) for p in timed]})
+    # columns as lists: the text needs no DataFrame, so describing the chart does not import pandas
+    columns: dict[str, list[Any]] = {
+        "tokens": [p[0] for p in timed],
+        "step_ms": [seconds_to_ms(p[1]) for p in timed],
+    }
     heading = title or "Step time against sequence length"
-    first, last = plain_number(frame.tokens.min()), plain_number(frame.tokens.max())
-    seen = f"{len(frame)} measured step times from {first} to {last} tokens"
+    first, last = plain_number(min(columns["tokens"])), plain_number(max(columns["tokens"]))
+    seen = f"{len(timed)} measured step times from {first} to {last} tokens"
     result = None
-    lo, hi = frame.tokens.min(), frame.tokens.max()
+    lo, hi = min(columns["tokens"]), max(columns["tokens"])
     if fit:
         # bootstrap=0: the chart needs the coefficients and residuals, not their intervals
         result = fitmod.fit_evidence(
             doc, terms=terms, tokens=tokens, mode=mode, bootstrap=0, source=f"evidence {doc_label(doc)}"
         )
         lo, hi = min(result.tokens), max(result.tokens)
-    frame["series"] = [
-        OUTSIDE if not lo <= t <= hi else UNSTABLE if t in shaky else "measured sample" for t in frame.tokens
+    columns["series"] = [
+        OUTSIDE if not lo <= t <= hi else UNSTABLE if t in shaky else "measured sample" for t in columns["tokens"]
     ]
     fitted_terms = "+".join(result.terms) if result else ""
-    flagged = len(shaky & set(frame.tokens))
+    flagged = len(shaky & set(columns["tokens"]))
     unstable_text = f"; {flagged} sequence lengths flagged unstable (CV over 5%) are hollow triangles"
     unstable_text = unstable_text if flagged else ""
     if result is None:
         text = f"{heading}: {seen}{unstable_text}; no fit drawn."
     else:
-        outside = int((frame.series == OUTSIDE).sum())
+        outside = sum(1 for series in columns["series"] if series == OUTSIDE)
         text = (
             f"{heading}: {seen}, the fitted curve ({fitted_terms}) over {plain_number(lo)} to {plain_number(hi)} tokens"
             + (f" ({outside} samples outside it drawn in grey)" if outside else "")
@@ -137,7 +139,9 @@ def _step_scaling(
 
     def draw() -> alt.TopLevelMixin:
         import altair as alt
+        import pandas as pd
 
+        frame = pd.DataFrame(columns)
         present = set(frame.series)
         fit_label = f"fit ({fitted_terms})"
         entries = [
