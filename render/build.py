@@ -64,6 +64,9 @@ TREE_MARKER = ".probebook-tree"
 SITE_MARKER = ".probebook-site"
 EVIDENCE_CHUNK = 100
 """Evidence pages made per task when workers make them (``render.page_pool``): enough to outweigh a task's cost."""
+APART_PAGES = 1000
+"""Evidence pages made apart while the records render, at most (``prepare_evidence_pages``): about 0.8 s of one
+core, as long as the build's own imports and 50 records take; more would leave the build waiting on one core."""
 ASSETS_CACHE = "cache/assets"
 """Where a build folder keeps the assets made at build time (``render.site_assets.cached_bundle``)."""
 
@@ -194,18 +197,22 @@ def generate_pages(
             tree.units[ident] = before
         else:
             todo.append((ident, key))
+    ready = prepared or {}
+    docs, raw = evidence.docs, evidence.raw
+    for ident, key in todo:
+        if ident in ready:  # made apart while the records rendered: only the "Cited by" list is added here
+            files = evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), ready[ident])
+            tree.files.update(files)
+            tree.units[ident] = [key, sorted(files)]
+    todo = [(ident, key) for ident, key in todo if ident not in ready]
     chunks = [todo[i : i + EVIDENCE_CHUNK] for i in range(0, len(todo), EVIDENCE_CHUNK)]
 
-    ready = prepared or {}
-
     def make(n: int) -> list[dict[str, bytes]]:
-        docs, raw = evidence.docs, evidence.raw
         return [
-            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), ready.get(ident))
-            for ident, _key in chunks[n]
+            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, [])) for ident, _key in chunks[n]
         ]
 
-    with page_pool.Batch(make, len(chunks), serial=prepared is not None) as made:
+    with page_pool.Batch(make, len(chunks)) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
         tree.files.update(site_files(assets_cache, read=not full, later=later.file if later is not None else None))
         for chunk, pages in zip(chunks, made, strict=True):
@@ -358,12 +365,12 @@ def _run_engine(
 
 
 def prepare_evidence_pages(evidence: Evidence) -> page_pool.Apart | None:
-    """Every evidence page but its "Cited by" list (``evidence_pages.prepare``), made in a process apart while
-    this one renders the records; None where the build makes pages serially (``page_pool.workers``: it may not
-    fork, ``PROBEBOOK_JOBS=1``, or there are too few)."""
+    """The first ``APART_PAGES`` evidence pages but their "Cited by" lists (``evidence_pages.prepare``), made in a
+    process apart while this one renders the records (the rest are made by every core after); None where the
+    build makes pages serially (``page_pool.workers``: it may not fork, ``PROBEBOOK_JOBS=1``, or too few pages)."""
     if not page_pool.workers(len(evidence.docs)):
         return None
-    docs = evidence.docs
+    docs = {i: evidence.docs[i] for i in sorted(evidence.docs)[:APART_PAGES]}
     return page_pool.Apart(lambda: {i: evidence_pages.prepare(i, d) for i, d in docs.items()}, 0, "evidence pages")
 
 

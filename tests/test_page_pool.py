@@ -49,6 +49,7 @@ from render import build as build_module
 from render.build import build
 from measure.errors import ProbebookError
 build_module.EVIDENCE_CHUNK = 5  # small tasks, so a few documents make several
+build_module.APART_PAGES = 7  # a cold build: some evidence pages made apart, the rest by the workers
 docs, root = Path(sys.argv[1]), Path(sys.argv[2])
 out = {"workers": page_pool.workers(int(sys.argv[3]))}
 paths = fixture_site_paths(root, docs)
