@@ -7,8 +7,8 @@ update count against its steps; the parameter count against
 the preset; an OOM is an allocation failure, not some other error. Per curve: the OOM boundary is
 contiguous (points form a prefix of the planned walk, nothing fits above an OOM). Per campaign:
 job time limits, at most one measured attempt per point, no job named by two attempts
-(``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock) no two
-points holding the device at once.
+(``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock, local
+executor only: Slurm gives each job its own allocation) no two points holding the device at once.
 """
 
 from __future__ import annotations
@@ -238,7 +238,9 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
         findings += found
         if row is not None:
             rows.append(row)
-            if row.get("device_acquired_unix") and row.get("device_released_unix"):
+            # the GPU lock is the local executor's (one machine's device); Slurm gives each job its own
+            local = got[key]["attempts"] and got[key]["attempts"][-1].get("executor") == "local"
+            if local and row.get("device_acquired_unix") and row.get("device_released_unix"):
                 device.append((row["device_acquired_unix"], row["device_released_unix"]))
         jobs += [(key, a) for a in got[key]["attempts"]]
     for curve in manifest["data"]["curves"]:
