@@ -295,3 +295,16 @@ def test_a_request_the_cluster_cannot_meet_is_refused_in_one_line(tmp_path, requ
     assert "# sbatch --test-only: accepted" in ok(
         run_cli("campaign", "run", str(fine), "--executor", "slurm", "--dry-run")
     )
+
+
+def test_an_edit_of_the_frozen_source_after_plan_is_caught_by_the_audit(tmp_path):
+    folder = planned(tmp_path, [32], 32)
+    edited = folder / "source" / "measure" / "probes" / "batch_sweep.py"
+    edited.chmod(0o644)
+    edited.write_text(edited.read_text() + "\n# an edit after plan\n")
+    ok(run_cli("campaign", "run", str(folder), "--executor", "slurm"))
+    lines = audit(folder, tmp_path)
+    # the job ran the snapshot (its evidence hashes the edited measure package), not the working tree
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"campaign: {folder / 'source'} hashes to ") and "changed after plan" in lines[0]
+    assert lines[1].startswith("point tiny-s32-b1: measured by measure source ") and "(edited?)" in lines[1]

@@ -18,7 +18,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from probebook.campaign import executors, receipts, slurm
-from probebook.campaign.plan import load_manifest
+from probebook.campaign.plan import SOURCE, load_manifest
 from probebook.campaign.spec import Executor, Slurm
 
 POLL_S = 0.2  # how often the loop looks for result files (a stat each); Slurm is asked every poll_s
@@ -35,13 +35,20 @@ def _settings(manifest: dict[str, Any], max_concurrent: int | None) -> Executor:
     return Executor(**raw)
 
 
-def _setup(point: dict[str, Any]) -> list[str]:
-    """Shell lines run before the job's process starts: the CPU allocator settings a CPU memory limit needs."""
+def _setup(point: dict[str, Any], source: Path | None) -> list[str]:
+    """Shell lines run before the job's process starts: the frozen source first on the import path, and
+    the CPU allocator settings a CPU memory limit needs."""
+    import shlex
+
     from measure import peakmem
 
+    # `python -m` puts the working directory first on the import path: a job started in the working tree
+    # would import it, not the snapshot, so it starts in the snapshot
+    quoted = shlex.quote(str(source)) if source else ""
+    lines = [f"cd {quoted}", f"export PYTHONPATH={quoted}${{PYTHONPATH:+:$PYTHONPATH}}"] if source else []
     if point["config"]["device"] != "cpu" or point["config"].get("cpu_memory_limit_bytes") is None:
-        return []
-    return [f"export {k}={v}" for k, v in sorted(peakmem.cpu_env(limited=True).items())]
+        return lines
+    return lines + [f"export {k}={v}" for k, v in sorted(peakmem.cpu_env(limited=True).items())]
 
 
 class Runner:
@@ -56,6 +63,11 @@ class Runner:
         self.name = manifest["params"]["name"]
         self.settings = _settings(manifest, max_concurrent)
         self.points = {p["key"]: p for p in manifest["data"]["points"]}
+        # a manifest that froze a snapshot: every job imports it (one planned before snapshots runs the tree)
+        frozen = "measure_source_sha256" in manifest["data"]
+        self.source = self.folder / SOURCE if frozen else None
+        if self.source is not None and not (self.source / "measure").is_dir():
+            raise ProbebookError(f"{self.source}: the campaign's frozen source is missing; plan the campaign again")
         self.curves = {c["curve"]: c["points"] for c in manifest["data"]["curves"]}
         self.receipts = receipts.load_all(self.folder)
         self.budget_s = budget_s
@@ -77,7 +89,9 @@ class Runner:
     def _params(self, key: str, n: int) -> dict[str, Any]:
         name = executors.job_name(self.name, self.manifest_id, key, n)
         point = self.points[key]
-        return executors.parameters(self.kind, self.settings, name, _setup(point), point["config"]["device"])
+        return executors.parameters(
+            self.kind, self.settings, name, _setup(point, self.source), point["config"]["device"]
+        )
 
     def _submit(self, key: str) -> None:
         from probebook.campaign.job import run_point
