@@ -132,6 +132,19 @@ def test_a_default_campaign_runs_and_audits_clean_with_batched_polling(tmp_path)
     assert 1 <= n <= wall / 2 + 2, f"{n} sacct calls in {wall:.1f} s"
     status = ok(run_cli("campaign", "status", str(folder)))
     assert "2/2 curves done, 3 points measured" in status
+    # the planner: the same recipes are estimated from this run; a context it never measured is refused
+    lines = ok(run_cli("campaign", "plan", str(tmp_path / "spec.yaml"), "--estimate", "--from", str(folder)))
+    walls = {k: r["attempts"][0]["wall_s"] for k, r in got.items()}
+    assert f"tiny-s32-b2: {walls['tiny-s32-b2']:.1f} s (measured)" in lines.splitlines()
+    assert "executor.slurm.time_min: 5 (longest job" in lines  # tiny jobs: the spec's 3 min watchdog, rounded to 5
+    wider = write_spec(tmp_path / "wider.yaml", [32, 128], 128)
+    refused = run_cli("campaign", "plan", str(wider), "--estimate", "--from", str(folder))
+    assert refused.returncode == 2 and "no measurement of tiny at context 128" in refused.stderr
+    assert "give --time-min explicitly" in refused.stderr
+    given = ok(run_cli("campaign", "plan", str(wider), "--estimate", "--from", str(folder), "--time-min", "6"))
+    assert (
+        "tiny-s128-b1: 240.0 s (--time-min)" in given and "tiny-s32-b4: " in given and "(scaled from batch 2)" in given
+    )
 
 
 def test_time_waiting_in_the_queue_is_not_run_time(tmp_path):

@@ -134,7 +134,10 @@ class Runner:
         with tempfile.TemporaryDirectory() as tmp:
             script = Path(tmp) / "submission.sh"
             script.write_text(executors.submission_text("slurm", folder, params), encoding="utf-8")
-            refused = slurm.test_only(script)
+            try:
+                refused = slurm.test_only(script)
+            except FileNotFoundError:
+                refused = "no sbatch on PATH: run the Slurm executor where Slurm's commands are"
         if refused:
             self._unsubmitted(key, self.receipts[key]["attempts"][-1])
             raise ProbebookError(
@@ -353,15 +356,20 @@ class Runner:
             out.append(f"# point {key}, attempt {n}, executor {self.kind}, folder {folder}")
             text = executors.submission_text(self.kind, folder, self._params(key, n))
             if self.kind == "slurm":  # Slurm judges the request as it would the real one
-                with tempfile.TemporaryDirectory() as tmp:
-                    (Path(tmp) / "submission.sh").write_text(text, encoding="utf-8")
-                    refused = slurm.test_only(Path(tmp) / "submission.sh")
+                try:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        (Path(tmp) / "submission.sh").write_text(text, encoding="utf-8")
+                        refused = slurm.test_only(Path(tmp) / "submission.sh")
+                except FileNotFoundError:  # no Slurm here: the scripts are still worth reading
+                    out.append("# sbatch --test-only: not run (no sbatch on PATH)")
+                    refused = None
                 if refused:
                     raise ProbebookError(
                         f"{self.folder}: point {key}: sbatch --test-only refused the job ({refused}); "
                         "fix executor.slurm in the spec (partition, gpus, cpus, mem_gb, time_min) and plan again"
                     )
-                out.append("# sbatch --test-only: accepted")
+                if out[-1].startswith("# point"):
+                    out.append("# sbatch --test-only: accepted")
             out.append(text)
         return "\n".join(out) if out else "# nothing to submit: every curve is done, blocked or running"
 

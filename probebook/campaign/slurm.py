@@ -115,6 +115,8 @@ def by_name(name: str, since_unix: float) -> list[str]:
 def test_only(script: Path) -> str | None:
     """``sbatch --test-only SCRIPT``: None when Slurm would take the job, else its one-line refusal.
 
+    Raises ``FileNotFoundError`` where there is no ``sbatch`` (a dry run on a laptop still prints).
+
     It catches what a submission would not: a request no node can satisfy (more memory or CPUs
     than any node has) is queued and pends forever; GPUs a partition lacks are refused outright.
     """
@@ -122,6 +124,8 @@ def test_only(script: Path) -> str | None:
         out = subprocess.run(
             ["sbatch", "--test-only", str(script)], capture_output=True, text=True, timeout=CALL_TIMEOUT_S
         )
+    except FileNotFoundError:
+        raise
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"sbatch --test-only could not run ({exc})"
     if out.returncode == 0:
