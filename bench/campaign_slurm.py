@@ -56,9 +56,14 @@ def one(source: Path, executor: str, max_concurrent: int, work: Path) -> dict:
     path = work / f"spec-{executor}-{max_concurrent}.yaml"
     path.write_text(json.dumps(spec(max_concurrent)))
     cli = [sys.executable, "-m", "probebook", "campaign"]
-    subprocess.run([*cli, "plan", str(path), "--output", str(folder)], env=env, check=True, capture_output=True)
+    # run in the checkout: `python -m` puts the working directory first on the import path
+    subprocess.run(
+        [*cli, "plan", str(path), "--output", str(folder)], env=env, cwd=source, check=True, capture_output=True
+    )
     started = time.perf_counter()
-    done = subprocess.run([*cli, "run", str(folder), "--executor", executor], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [*cli, "run", str(folder), "--executor", executor], env=env, cwd=source, capture_output=True, text=True
+    )
     wall = time.perf_counter() - started
     n = len(calls.read_text().splitlines()) if calls.exists() else 0
     points = len(list((folder / "receipts").glob("*.json")))

@@ -39,11 +39,18 @@ def cluster():
         pytest.skip("no Slurm cluster with accounting here (sudo .ci/slurm up starts one)")
 
 
-def write_spec(path: Path, contexts: list[int], max_tokens: int, slurm_settings: dict | None = None, **executor):
+def write_spec(
+    path: Path,
+    contexts: list[int],
+    max_tokens: int,
+    slurm_settings: dict | None = None,
+    config: dict | None = None,
+    **executor,
+):
     doc = {
         "campaign": "tiny-slurm",
         "probe": "batch-sweep",
-        "config": {"device": "cpu", "warmup": 1, "windows": 2, "iters": 1},
+        "config": {"device": "cpu", "warmup": 1, "windows": 2, "iters": 1, **(config or {})},
         "grid": {"preset": ["tiny"], "context": contexts},
         "walk": {"start_batch": 1, "max_tokens": max_tokens},
         "executor": {
@@ -321,3 +328,21 @@ def test_an_edit_of_the_frozen_source_after_plan_is_caught_by_the_audit(tmp_path
     assert len(lines) == 2, lines
     assert lines[0].startswith(f"campaign: {folder / 'source'} hashes to ") and "changed after plan" in lines[0]
     assert lines[1].startswith("point tiny-s32-b1: measured by measure source ") and "(edited?)" in lines[1]
+
+
+def test_a_job_slurm_killed_at_its_time_limit_is_recorded_with_the_cause(tmp_path):
+    # a point far longer than its one-minute Slurm limit, and no runner to cancel it first (killed)
+    folder = planned(tmp_path, [32], 32, {**FITS, "time_min": 1}, {"warmup": 100000}, point_timeout_s=40, grace_s=20)
+    first = runner(folder)
+    job = wait_for(
+        "a job id", lambda: (receipts.load_all(folder).get("tiny-s32-b1", {}).get("attempts") or [{}])[0].get("job_id")
+    )
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    ended = wait_for("Slurm's kill", lambda: (j := sacct_jobs([job]).get(job)) and j.ended and j, limit_s=240)
+    assert ended.state == "TIMEOUT", ended
+    out = run_cli("campaign", "run", str(folder), "--executor", "slurm", "--resume")
+    assert out.returncode == 1 and "blocked by a failed point (tiny-s32)" in out.stderr, out.stderr
+    (a,) = receipts.load_all(folder)["tiny-s32-b1"]["attempts"]
+    assert a["state"] == "failed" and a["slurm_state"] == "TIMEOUT" and a["error"].startswith("Slurm: TIMEOUT")
+    assert 55 <= a["wall_s"] <= 120, a  # Slurm's own start to end: its one-minute limit and the kill
