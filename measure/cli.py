@@ -95,8 +95,8 @@ def build_config(name: str, args: argparse.Namespace) -> Any:
 
 def run_probe(args: argparse.Namespace) -> int:
     """Run one probe, store its evidence, print the id; non-zero when it is not complete."""
-    from measure.runner import journal_path
-    from measure.store import Store
+    from measure.evidence.store import Store
+    from measure.run.runner import journal_path
 
     module, config = probe_module(args.probe_name), build_config(args.probe_name, args)
     archive = Path(args.out or args.archive)
@@ -125,8 +125,8 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 
 def run_recover(args: argparse.Namespace) -> int:
-    from measure.runner import recover
-    from measure.store import Store
+    from measure.evidence.store import Store
+    from measure.run.runner import recover
 
     evidence = recover(args.journal)
     print(Store(Path(args.out or args.archive)).put(evidence))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from measure.evidence import canonical_bytes, digest
-from measure.store import Store
+from measure.evidence.envelope import canonical_bytes, digest
+from measure.evidence.store import Store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = FIXTURES / "import"

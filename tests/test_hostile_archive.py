@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from measure.errors import StoreError
-from measure.store import Store, read_regular
+from measure.evidence.store import Store, read_regular
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"

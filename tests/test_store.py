@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from measure.errors import EvidenceError, StoreError
-from measure.evidence import Evidence, canonical_bytes, digest
-from measure.store import TEMP_PREFIX, Store, normalize_id
+from measure.evidence.envelope import Evidence, canonical_bytes, digest
+from measure.evidence.store import TEMP_PREFIX, Store, normalize_id
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from measure import archive_check, contracts
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
-from measure.evidence import Evidence, canonical_bytes, migrate, parse
-from measure.store import TEMP_PREFIX, Store, read_regular
+from measure.evidence import archive_check, contracts
+from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
+from measure.evidence.store import TEMP_PREFIX, Store, read_regular
 from probebook.cli import command
 from probebook.cli.output import json_text
 
@@ -99,7 +99,7 @@ def register(sub: Any) -> None:
 
 
 def _import(args: Any) -> int:
-    from measure import importer  # here: csv, decimal and the machine fingerprint only where they are used
+    from measure.evidence import importer  # here: csv, decimal and the machine fingerprint only where they are used
     from measure.machine import code_fingerprint
 
     request = importer.ImportRequest(

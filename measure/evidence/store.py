@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from measure.errors import EvidenceError, StoreError
-from measure.evidence import Evidence, canonical_bytes, digest, parse, parse_archived
+from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse, parse_archived
 
 _HEX = re.compile(r"[0-9a-f]+")
 _FINAL = re.compile(r"[0-9a-f]{62}\.json")
@@ -152,7 +152,7 @@ class Invalid:
     path: Path
     """The stored file."""
     message: str
-    """The one-line reason, from ``measure.evidence.parse``."""
+    """The one-line reason, from ``measure.evidence.envelope.parse``."""
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,7 @@ class Store:
         doc = parse_archived(raw, "evidence to store")
         if canonical_bytes(doc) != raw:
             raise StoreError(
-                "evidence to store is not in canonical form; store measure.evidence.canonical_bytes(doc) instead"
+                "evidence to store is not in canonical form; store canonical_bytes(doc) (measure.evidence.envelope)"
             )
         return self._write(raw)
 
