@@ -27,8 +27,11 @@ from typing import Iterator
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse, parse_archived
 
+# The archive's file-name rules, in one place: a stored file is <2 hex>/<62 hex>.json; a loose file (one to
+# add, or one left in the wrong folder) may be named <64 hex>.json, with an optional sha256:/sha256_/sha256- prefix.
 _HEX = re.compile(r"[0-9a-f]+")
 _FINAL = re.compile(r"[0-9a-f]{62}\.json")
+_LOOSE = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
 # an archived file's path, from which the id it was given can be read back
 _STORED_PATH = re.compile(r"([0-9a-f]{2})[/\\]([0-9a-f]{62})\.json")
 MIN_PREFIX = 12
@@ -185,6 +188,23 @@ class Shard:
     def temp_files(self) -> list[str]:
         """Paths of the temp files of writes in it (named ``.tmp-...``; interrupted ones are ``clean``'s to remove)."""
         return [e.path for e in self.entries if e.name.startswith(TEMP_PREFIX)]
+
+
+def stored_id(shard: str, name: str) -> str:
+    """The id a stored file's shard folder and final name give it (callers pass final names only)."""
+    return "sha256:" + shard + name[: -len(".json")]
+
+
+def claimed_id(path: Path) -> str | None:
+    """The id a file's name claims, if it is named by a digest (the archive's layout or ``<64 hex>.json``)."""
+    name = path.name.lower()
+    loose = _LOOSE.fullmatch(name)
+    if loose:
+        return "sha256:" + loose[1]
+    shard = path.parent.name.lower()
+    if _FINAL.fullmatch(name) and len(shard) == 2 and _HEX.fullmatch(shard):
+        return stored_id(shard, name)
+    return None
 
 
 def normalize_id(text: str) -> str:
@@ -402,11 +422,11 @@ class Store:
 
     @staticmethod
     def _misplaced(name: str) -> str:
-        m = re.fullmatch(r"(?:sha256[:_-])?([0-9a-f]{64})\.json", name)
+        m = _LOOSE.fullmatch(name)
         return f"; it belongs at {m[1][:2]}/{m[1][2:]}.json (`probebook archive add` puts it there)" if m else ""
 
     def ids(self) -> list[str]:
-        return ["sha256:" + p.parent.name + p.name[:-5] for p in self.iter_paths()]
+        return [stored_id(p.parent.name, p.name) for p in self.iter_paths()]
 
     def resolve(self, text: str) -> str:
         """An id or unique prefix (>= 12 hex) -> the full ``sha256:<hex>`` id."""
@@ -444,7 +464,7 @@ class Store:
         ``strays`` names them.
         """
         return [
-            (e.path, "sha256:" + item.name + e.name[:-5])
+            (e.path, stored_id(item.name, e.name))
             for item in self.tree()
             if isinstance(item, Shard)
             for e in item.entries

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import stat
 import sys
 from pathlib import Path
@@ -13,13 +12,9 @@ from typing import Any
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import archive_check, contracts
 from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
-from measure.evidence.store import TEMP_PREFIX, Store, read_regular
+from measure.evidence.store import TEMP_PREFIX, Store, claimed_id, read_regular, stored_id
 from probebook.cli import command
 from probebook.cli.output import json_text
-
-_HEX64_NAME = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
-_HEX62_NAME = re.compile(r"[0-9a-f]{62}\.json")
-_HEX2 = re.compile(r"[0-9a-f]{2}")
 
 
 def register(sub: Any) -> None:
@@ -110,17 +105,6 @@ def _import(args: Any) -> int:
     return 0
 
 
-def _claimed_id(path: Path) -> str | None:
-    """The id a file's name claims, if it is named by a digest (archive layout or ``<64 hex>.json``)."""
-    name = path.name.lower()
-    whole = _HEX64_NAME.fullmatch(name)
-    if whole:
-        return "sha256:" + whole[1]
-    if _HEX62_NAME.fullmatch(name) and _HEX2.fullmatch(path.parent.name.lower()):
-        return "sha256:" + path.parent.name.lower() + name[:-5]
-    return None
-
-
 def _evidence_files(path: Path) -> tuple[list[Path], list[str]]:
     """The evidence files a PATH argument of ``archive add`` names, and one line per thing it cannot take.
 
@@ -174,7 +158,7 @@ def _add(args: Any) -> int:
     ready: list[tuple[Path, bytes]] = []
     for path in files:
         raw = read_regular(path)
-        claimed = _claimed_id(path)
+        claimed = claimed_id(path)
         if claimed is not None:
             actual = "sha256:" + hashlib.sha256(raw).hexdigest()
             if actual != claimed:
@@ -224,7 +208,7 @@ def _ls(args: Any) -> int:
     for stray in store.strays():
         print(f"probebook: warning: skipped {printable(f'{stray.path}: {stray.why}')}", file=sys.stderr)
     for path in store.iter_paths():
-        ident = "sha256:" + path.parent.name + path.name[:-5]
+        ident = stored_id(path.parent.name, path.name)
         try:
             doc = parse(read_regular(path, store.limit), str(path))
         except (EvidenceError, StoreError) as exc:  # a warning, not fatal: `verify --strict` fails on these
