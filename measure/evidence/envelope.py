@@ -236,8 +236,8 @@ _REQUIRED: dict[str, type] = {
 _ALLOWED = frozenset(_REQUIRED) | {"schema", "error", "notes"}
 
 
-def validate(doc: Any, where: str, depth_checked: bool = False, containers: int | None = None) -> None:
-    """Check a current-schema document's envelope; raise ``EvidenceError`` naming the field.
+def validate(doc: Any, where: str, depth_checked: bool = False, containers: int | None = None) -> dict[str, Any]:
+    """Check a current-schema document's envelope and return it, typed; raise ``EvidenceError`` naming the field.
 
     ``depth_checked``: the caller already measured the nesting (``loads`` does), so it is not walked twice.
     ``containers``: at most this many lists and objects are in ``doc`` (``parse_archived`` counts the ``{``
@@ -296,6 +296,7 @@ def validate(doc: Any, where: str, depth_checked: bool = False, containers: int 
         raise _fail(where, "field 'origin.source' must be non-blank text saying where the numbers came from")
     if "samples" in doc["data"] and not flat:
         _check_times(where, doc["data"]["samples"])
+    return doc
 
 
 def schema_version(doc: dict[str, Any], where: str) -> int:
@@ -402,8 +403,7 @@ def parse(raw: bytes, where: str) -> dict[str, Any]:
         raise _fail(where, f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
         raise _fail(where, str(exc)) from None
-    validate(doc, where, depth_checked=True)  # loads measured the nesting
-    return doc
+    return validate(doc, where, depth_checked=True)  # loads measured the nesting
 
 
 def parse_archived(raw: bytes, where: str) -> dict[str, Any]:
@@ -558,5 +558,4 @@ def migrate(raw: bytes, where: str) -> dict[str, Any]:
         except EvidenceError as exc:
             raise _fail(where, str(exc)) from None
         version += 1
-    validate(doc, where)
-    return doc
+    return validate(doc, where)

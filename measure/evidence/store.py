@@ -22,7 +22,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse, parse_archived
@@ -450,7 +450,7 @@ class Store:
         """The stored bytes for an id or unique prefix (not validated; only a regular file, within the cap)."""
         return read_regular(self.path_for(self.resolve(ident)[7:]), self.limit)
 
-    def get(self, ident: str) -> dict:
+    def get(self, ident: str) -> dict[str, Any]:
         """The validated document for an id or unique prefix."""
         full = self.resolve(ident)
         return parse(self.read_bytes(full), str(self.path_for(full[7:])))
