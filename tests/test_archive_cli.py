@@ -199,7 +199,7 @@ def test_verify_reports_invalid_files_and_fails_only_when_strict(tmp_path, cli):
     assert sum(line.startswith("INVALID ") for line in plain.stdout.splitlines()) == 2
     strict = cli("--archive", str(root), "archive", "verify", "--strict")
     assert strict.returncode == 1
-    assert strict.stderr.strip() == "2 of 7 evidence file(s) are not valid current-schema evidence"
+    assert strict.stderr.strip() == "probebook: 2 of 7 evidence file(s) are not valid current-schema evidence"
 
 
 def test_verify_names_mismatches_with_expected_and_actual(tmp_path, cli):
@@ -217,7 +217,7 @@ def test_verify_names_mismatches_with_expected_and_actual(tmp_path, cli):
         f"MISMATCH {victim}: expected sha256:c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b"
         f"87597b709, actual {digest(bytes(raw))}"
     ]
-    assert out.stderr.splitlines()[0] == "1 of 7 evidence file(s) do not match their names"
+    assert out.stderr.splitlines()[0] == "probebook: 1 of 7 evidence file(s) do not match their names"
 
 
 def test_migrate_archives_an_upgraded_copy_of_an_old_schema_file(tmp_path, cli):
@@ -251,13 +251,13 @@ def test_add_copies_another_archive_and_loose_files_idempotently(tmp_path, cli):
     out = cli("--archive", str(dest), "archive", "add", str(src))
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split()) == Store(src).ids() == Store(dest).ids()
-    assert out.stderr.strip() == f"{VALID_IDS} added, 0 already present"
+    assert out.stderr.strip() == f"probebook: {VALID_IDS} added, 0 already present"
     # a loose copy under any name, and the same archive again: nothing new
     loose = tmp_path / "from-gpu-box" / "run.json"
     loose.parent.mkdir()
     loose.write_bytes(next(Store(src).iter_paths()).read_bytes())
     again = cli("--archive", str(dest), "archive", "add", str(loose.parent), str(src))
-    assert again.returncode == 0 and again.stderr.strip() == f"0 added, {VALID_IDS + 1} already present"
+    assert again.returncode == 0 and again.stderr.strip() == f"probebook: 0 added, {VALID_IDS + 1} already present"
     assert Store(dest).verify() == [] and Store(dest).temp_files() == []
 
 

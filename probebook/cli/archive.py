@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,8 @@ from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
 from measure.evidence.store import TEMP_PREFIX, Store, claimed_id, read_regular, stored_id
 from probebook.cli import command
 from probebook.cli.output import json_text
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -152,7 +154,7 @@ def _add(args: Any) -> int:
                 files.append(f)
     if problems:
         for line in problems:
-            print(f"probebook: {printable(line)}", file=sys.stderr)
+            log.error("%s", printable(line))
         raise ProbebookError(f"{len(problems)} file(s) above cannot be added; nothing was added")
     # Validate every file before storing any, so a bad one leaves nothing half-added.
     ready: list[tuple[Path, bytes]] = []
@@ -179,7 +181,7 @@ def _add(args: Any) -> int:
         added += ident not in before
         before.add(ident)
         print(ident)
-    print(f"{added} added, {len(ready) - added} already present", file=sys.stderr)
+    log.info("%d added, %d already present", added, len(ready) - added)
     return 0
 
 
@@ -206,13 +208,13 @@ def _ls(args: Any) -> int:
     store = _existing(args)
     rows = []
     for stray in store.strays():
-        print(f"probebook: warning: skipped {printable(f'{stray.path}: {stray.why}')}", file=sys.stderr)
+        log.warning("warning: skipped %s", printable(f"{stray.path}: {stray.why}"))
     for path in store.iter_paths():
         ident = stored_id(path.parent.name, path.name)
         try:
             doc = parse(read_regular(path, store.limit), str(path))
         except (EvidenceError, StoreError) as exc:  # a warning, not fatal: `verify --strict` fails on these
-            print(f"probebook: warning: skipped {printable(str(exc))}", file=sys.stderr)
+            log.warning("warning: skipped %s", printable(str(exc)))
             continue
         if args.probe and doc["probe"] != args.probe:
             continue
@@ -256,17 +258,14 @@ def _verify(args: Any) -> int:
     total = found.count
     failed = False
     if bad:
-        print(f"{len(bad)} of {total} evidence file(s) do not match their names", file=sys.stderr)
+        log.error("%d of %d evidence file(s) do not match their names", len(bad), total)
         failed = True
     if strays:
-        print(
-            f"{len(strays)} thing(s) under evidence/ are not evidence files (links, FIFOs, stray names)",
-            file=sys.stderr,
-        )
+        log.error("%d thing(s) under evidence/ are not evidence files (links, FIFOs, stray names)", len(strays))
         failed = True
     if invalid:
         how = "" if args.strict else " (not fatal without --strict)"
-        print(f"{len(invalid)} of {total} evidence file(s) are not valid current-schema evidence{how}", file=sys.stderr)
+        log.error("%d of %d evidence file(s) are not valid current-schema evidence%s", len(invalid), total, how)
         failed = failed or args.strict
     if failed:
         return 1
