@@ -35,6 +35,7 @@ _LOOSE = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
 # an archived file's path, from which the id it was given can be read back
 _STORED_PATH = re.compile(r"([0-9a-f]{2})[/\\]([0-9a-f]{62})\.json")
 MIN_PREFIX = 12
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows has no symbolic-link opens to guard against
 TEMP_PREFIX = ".tmp-"
 # The largest evidence file any reader opens. The biggest document in this repository's archive is
 # about 30 KB; a cap keeps a hostile or broken file (a sparse 1 TB file, a link to /dev/zero) from
@@ -187,7 +188,7 @@ class Shard:
 
     def temp_files(self) -> list[str]:
         """Paths of the temp files of writes in it (named ``.tmp-...``; interrupted ones are ``clean``'s to remove)."""
-        return [e.path for e in self.entries if e.name.startswith(TEMP_PREFIX)]
+        return [e.path for e in self.entries if e.name.startswith(TEMP_PREFIX) and e.is_file(follow_symlinks=False)]
 
 
 def stored_id(shard: str, name: str) -> str:
@@ -262,12 +263,14 @@ class Store:
         ident = digest(raw)
         final = self.path_for(ident[7:])
         folder = final.parent
+        made: Path | None = None
         try:
             if final.exists():
                 self._same_bytes(final, raw)
                 return ident
             if not folder.is_dir():
                 folder.mkdir(parents=True, exist_ok=True)
+                made = folder
                 _fsync_dir(folder.parent)  # make the new shard folder's own entry durable
             # A concurrent `verify --clean` may delete our temp file before it is linked;
             # then the link finds no source and we write it again.
@@ -278,6 +281,8 @@ class Store:
                 raise StoreError(f"could not store {ident} in {folder}: its temp file kept being removed")
             _fsync_dir(folder)
         except OSError as exc:  # read-only archive, disk full, permissions: the user's to fix
+            if made is not None:
+                _remove_if_empty(made)  # a failed write leaves the archive as it found it
             raise StoreError(f"cannot write evidence into {folder}: {exc.strerror or exc}") from None
         return ident
 
@@ -509,10 +514,16 @@ class Store:
         removed = []
         for path in self.temp_files():
             try:
-                fd = os.open(path, os.O_RDONLY)
+                # non-blocking and not through a link: a FIFO or link planted under a temp name after the
+                # listing must neither hang the open nor lead outside the archive (strays names both)
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
             except FileNotFoundError:
                 continue  # its writer finished meanwhile
+            except OSError:
+                continue  # a link (ELOOP) or unreadable: not a temp file of ours
             try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
                 if fcntl is not None:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -525,6 +536,13 @@ class Store:
             finally:
                 os.close(fd)
         return removed
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # fails, as it should, when another writer has stored a file in it meanwhile
+    except OSError:
+        pass
 
 
 def _fsync_dir(folder: Path) -> None:
