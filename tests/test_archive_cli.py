@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -317,6 +318,25 @@ def test_add_refuses_text_that_cannot_be_stored_as_utf8(tmp_path, cli):
     loose.write_text(json.dumps({**doc, "notes": "SURROGATE"}).replace('"SURROGATE"', '"\\ud800"'))
     _assert_one_line_error(
         cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose)),
-        f"{loose}: evidence holds text that is not valid Unicode",
+        "holds a lone surrogate escape, which has no UTF-8 form",
     )
     assert not (tmp_path / "a").exists()
+
+
+def test_verify_refuses_archived_text_that_has_no_utf8_form(tmp_path, cli):
+    """A lone surrogate escape in a file named by its own hash: verify names it invalid (the build used to
+    read it and then fail writing the page with a traceback)."""
+    doc = json.loads(
+        Store(FIXTURES / "archive")
+        .path_for("c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709")
+        .read_bytes()
+    )
+    raw = json.dumps({**doc, "notes": "SURROGATE"}, sort_keys=True).replace('"SURROGATE"', '"\\ud800"').encode()
+    root = tmp_path / "a"
+    hexdigest = hashlib.sha256(raw).hexdigest()
+    shard = root / "evidence" / "sha256" / hexdigest[:2]
+    shard.mkdir(parents=True)
+    (shard / f"{hexdigest[2:]}.json").write_bytes(raw)
+    out = cli("--archive", str(root), "archive", "verify", "--strict")
+    assert out.returncode == 1
+    assert "lone surrogate escape" in out.stdout and "Traceback" not in out.stderr

@@ -386,7 +386,30 @@ def loads(text: str) -> Any:
         ) from None
     if nesting_depth(doc) > MAX_DEPTH:
         raise ValueError(f"JSON is nested more than {MAX_DEPTH} levels deep; probebook reads at most {MAX_DEPTH}")
+    if _SURROGATE_ESCAPE.search(text):  # UTF-8 text holds no surrogates: only an escape can make a lone one
+        _refuse_lone_surrogates(doc)
     return doc
+
+
+# A \uD800-\uDFFF escape. A valid pair is joined into one character by the reader; one left alone has no UTF-8
+# form, so the document could be read but never written, archived or published.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"text {item[:40]!r} holds a lone surrogate escape, which has no UTF-8 form") from None
 
 
 def parse(raw: bytes, where: str) -> dict[str, Any]:
