@@ -12,7 +12,7 @@ the same files, so the ratio compares like with like (same disk, same page cache
   (its output is checked against the names once, untimed, so it is known to do the same job);
 - the command: ``probebook archive verify`` as a user runs it, a new process that starts Python,
   lists the archive, hashes every file and parses and validates every document
-  (``measure.archive_check``: one listing, one read per file, orjson where exact, both cores where
+  (``measure.evidence.archive_check``: one listing, one read per file, orjson where exact, both cores where
   it pays), with its bytecode cached as after an install, timed beside ``sha256sum`` run as a
   process the same way and beside a Python process that only starts, alternated ABBA.
 
@@ -39,9 +39,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure import archive_check  # noqa: E402
-from measure.evidence import Evidence  # noqa: E402
-from measure.store import Store  # noqa: E402
+from measure.evidence import archive_check  # noqa: E402
+from measure.evidence.envelope import Evidence  # noqa: E402
+from measure.evidence.store import Store  # noqa: E402
 
 
 def make_evidence(i: int) -> Evidence:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from measure.store import Store
+from measure.evidence.store import Store
 from probebook.campaign import receipts
 from render.derive.campaign import per_point, wall_time
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from measure.store import Store
+from measure.evidence.store import Store
 from measure.timing import calls_per_window
 from probebook.campaign import receipts
 from probebook.campaign.plan import load_manifest

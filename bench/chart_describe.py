@@ -24,8 +24,8 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure.evidence import parse  # noqa: E402
-from measure.store import Store  # noqa: E402
+from measure.evidence.envelope import parse  # noqa: E402
+from measure.evidence.store import Store  # noqa: E402
 from render import chart_svg, charts  # noqa: E402
 from render.functions import load_libraries  # noqa: E402
 

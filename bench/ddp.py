@@ -3,14 +3,14 @@
 Usage (from the repository root): ``PYTHONPATH=. python3 bench/ddp.py --nproc 2 --preset 250m
 --seq-len 2048 --batch 4 --out bench-ddp.json`` (``--device cpu --preset tiny`` on a CPU).
 
-Run without torchrun, it starts itself under torchrun (``measure.distributed``: the same child
+Run without torchrun, it starts itself under torchrun (``measure.run.distributed``: the same child
 environment as the probe, NVLink multicast off). Every rank then builds two copies of the model:
 
 * ``bare``: ``measure.workload.model.Decoder`` on the device, fused AdamW, bf16 autocast,
   cross-entropy, wrapped in ``DistributedDataParallel`` when there is more than one rank, timed by
   two CUDA events around ``--iters`` steps on rank 0 (``perf_counter`` on CPU). No probebook
   timing, workload or routing code is involved.
-* ``probe``: the probe's own path (``measure.ddp_worker.build`` and ``time_steps``: the reference
+* ``probe``: the probe's own path (``measure.run.ddp_worker.build`` and ``time_steps``: the reference
   workload, its step routed through DDP, ``measure.timing.time_windows`` with the slowest rank's time).
 
 Rounds alternate bare and probe windows of the same number of steps (ABBA: the first arm alternates),
@@ -98,8 +98,8 @@ def bare_loop(args: argparse.Namespace, world: int):
 
 
 def worker(args: argparse.Namespace) -> int:
-    from measure import ddp_worker
     from measure.probes.ddp import Config
+    from measure.run import ddp_worker
     from measure.timing import WindowPlan, sync_for
 
     spec = {**asdict(Config(preset=args.preset, device=args.device)), "batch": args.batch, "seq_len": args.seq_len}
@@ -171,7 +171,7 @@ def main() -> int:
     args = parse()
     import subprocess
 
-    from measure.distributed import child_env
+    from measure.run.distributed import child_env
 
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1"]
     cmd += ["--nproc-per-node", str(args.nproc), str(Path(__file__).resolve())]

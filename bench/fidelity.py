@@ -85,7 +85,7 @@ def timed(name: str, walls: dict[str, float], fn: Callable[[], Any]) -> Any:
 
 
 def store(archive: Path | None, evidence: Any) -> str | None:
-    from measure.store import Store
+    from measure.evidence.store import Store
 
     ident = Store(archive).put(evidence) if archive else None
     log(f"{evidence.probe}: {evidence.status} {ident or ''}")

@@ -113,8 +113,8 @@ for j in "$ARCHIVE"/journal/*.jsonl; do
 done
 "$PY" - "$ARCHIVE" <<'PY' >> "$LOG" 2>&1
 import sys
-from measure.store import Store
-from measure.evidence import parse
+from measure.evidence.store import Store
+from measure.evidence.envelope import parse
 s = Store(sys.argv[1])
 bad = s.verify()
 print(f"verify: {len(s.ids())} evidence, {len(bad)} mismatched")

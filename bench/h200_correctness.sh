@@ -40,8 +40,8 @@ import json
 import sys
 from pathlib import Path
 
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 
 bench = Path(sys.argv[2])
 if bench.exists():

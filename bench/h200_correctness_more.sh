@@ -42,8 +42,8 @@ probe hvp-20m-compiled "$LIMIT_HVP" hvp $HVP
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/correctness-more-summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 
 store = Store(sys.argv[1])
 print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")

@@ -45,8 +45,8 @@ probe stream-500m "$LIMIT_STREAM" stream $STREAM_LARGE
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/correctness-summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 
 store = Store(sys.argv[1])
 print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")

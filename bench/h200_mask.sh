@@ -27,8 +27,8 @@ probe mask-$B-global2 60 mask --preset $B $W --global-every 2 --kinds causal,sli
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' | tee -a "$LOG"
 import sys
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 store = Store(sys.argv[1])
 for path in store.iter_paths():
     d = parse(path.read_bytes(), str(path))

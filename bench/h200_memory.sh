@@ -82,8 +82,8 @@ fi
 # what landed, and what render will derive from it (render.derive is pure Python: no pandas, no torch)
 python - "$ARCHIVE" <<'PY' 2>&1 | tee -a "$LOG"
 import sys
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 from render.derive import batchsweep, lossmem
 store = Store(sys.argv[1])
 

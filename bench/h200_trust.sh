@@ -26,8 +26,8 @@ probe optimizer "$LIMIT" optimizer ${COMMON/--windows 5/--windows 7} --rounds 7
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 
 store = Store(sys.argv[1])
 print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")

@@ -49,9 +49,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from measure.evidence import Evidence  # noqa: E402
+from measure.evidence.envelope import Evidence  # noqa: E402
+from measure.evidence.store import Store  # noqa: E402
 from measure.probes.kernel_names import CATEGORIES  # noqa: E402
-from measure.store import Store  # noqa: E402
 
 SOURCE = "synthetic benchmark data made by bench/render.py; not a measurement; never published"
 PROBES = ("step-scaling", "batch-sweep", "loss-memory", "kernels", "gemm")
@@ -377,7 +377,7 @@ class _PerCall:
 
 def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float]:
     """In-process seconds of each render stage (no mkdocs), to say where the overhead goes."""
-    from measure.store import Store as _Store
+    from measure.evidence.store import Store as _Store
     from render import build as b
 
     out: dict[str, float] = {}

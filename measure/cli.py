@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import signal
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -21,6 +21,8 @@ from typing import Any, Callable
 from measure.errors import run_action
 from measure.options import add_options, config_from_args, declared
 from measure.probes import PROBES
+
+log = logging.getLogger(__name__)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -95,8 +97,8 @@ def build_config(name: str, args: argparse.Namespace) -> Any:
 
 def run_probe(args: argparse.Namespace) -> int:
     """Run one probe, store its evidence, print the id; non-zero when it is not complete."""
-    from measure.runner import journal_path
-    from measure.store import Store
+    from measure.evidence.store import Store
+    from measure.run.runner import journal_path
 
     module, config = probe_module(args.probe_name), build_config(args.probe_name, args)
     archive = Path(args.out or args.archive)
@@ -112,10 +114,7 @@ def run_probe(args: argparse.Namespace) -> int:
     journal.unlink(missing_ok=True)
     print(ident)
     if evidence.status != "complete":
-        print(
-            f"probebook: warning: {args.probe_name} evidence stored as {evidence.status}: {evidence.error}",
-            file=sys.stderr,
-        )
+        log.warning("warning: %s evidence stored as %s: %s", args.probe_name, evidence.status, evidence.error)
         return 1
     return 0
 
@@ -125,8 +124,8 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 
 def run_recover(args: argparse.Namespace) -> int:
-    from measure.runner import recover
-    from measure.store import Store
+    from measure.evidence.store import Store
+    from measure.run.runner import recover
 
     evidence = recover(args.journal)
     print(Store(Path(args.out or args.archive)).put(evidence))

@@ -25,8 +25,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from measure.evidence.store import Store, read_regular
 from measure.progress import Progress
-from measure.store import Store, read_regular
 from render import (
     changes,
     claims,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from measure import contracts
 from measure.errors import ProbebookError
+from measure.evidence import contracts
 from render.chart_marks import NUM, OOM, UNSTABLE, Draw, plain_number, points, sample_rows, timing, timing_marks
 from render.chart_theme import LIGHT, PLOT_WIDTH_PX, TEXT_PX, Theme, wrap_title
 from render.derive import batchsweep, lossmem

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError, StoreError, printable
-from measure.evidence import for_reading, parse_archived
-from measure.store import Store, read_regular
+from measure.evidence.envelope import for_reading, parse_archived
+from measure.evidence.store import Store, read_regular
 from render.build_types import BuildError, Evidence
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import loads
+from measure.evidence.envelope import loads
 from render import ledger
 from render.sources import Sources
 

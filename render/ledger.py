@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import loads
+from measure.evidence.envelope import loads
 from render.quantity import percent
 
 SCHEMA = "probebook.ledger/1"

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import filelock
 
 from measure.errors import ProbebookError
-from measure.store import Store
+from measure.evidence.store import Store
 from render import ledger
 
 LOCK_NAME = ".probebook.lock"

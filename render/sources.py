@@ -18,7 +18,7 @@ from typing import Any, Callable
 import yaml
 
 from measure.errors import ProbebookError
-from measure.evidence import MAX_DEPTH, nesting_depth
+from measure.evidence.envelope import MAX_DEPTH, nesting_depth
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]{0,3})\.md$")

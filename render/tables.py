@@ -18,9 +18,9 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from measure import contracts
 from measure.errors import ProbebookError
-from measure.evidence import canonical_bytes, digest
+from measure.evidence import contracts
+from measure.evidence.envelope import canonical_bytes, digest
 from render import numbers
 from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes

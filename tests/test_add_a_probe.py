@@ -10,8 +10,8 @@ import pytest
 from conftest import REPO
 
 from measure import cli as measure_cli
+from measure.evidence.store import Store
 from measure.probes import PROBES
-from measure.store import Store
 
 
 def _blocks() -> list[str]:

@@ -1,4 +1,4 @@
-"""`archive verify`'s one pass (measure.archive_check) and the archive's fast reader (evidence.parse_archived) on
+"""`archive verify`'s one pass (measure.evidence.archive_check) and the archive's fast reader (parse_archived) on
 real temporary archives: the same documents and the same refusals as the strict reader (duplicate keys, integers past
 64 bits, deep nesting, non-finite numbers, bad times; and on any document hypothesis makes), one process or two alike,
 strays and temp files as the store names them, nothing read through a linked folder, and the command's report."""
@@ -14,10 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from measure import archive_check
 from measure.errors import EvidenceError
-from measure.evidence import Evidence, _check_times, _flat_good_rows, canonical_bytes, digest, parse, parse_archived
-from measure.store import TEMP_PREFIX, Store
+from measure.evidence import archive_check
+from measure.evidence.envelope import (
+    Evidence,
+    _check_times,
+    _flat_good_rows,
+    canonical_bytes,
+    digest,
+    parse,
+    parse_archived,
+)
+from measure.evidence.store import TEMP_PREFIX, Store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from measure.store import Store
+from measure.evidence.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 PROCESSES = 8
@@ -21,8 +21,8 @@ DOCUMENTS = 1000
 # written by two processes, one walking forward and one backward, to make them collide.
 WRITER = r"""
 import json, sys
-from measure.evidence import Evidence
-from measure.store import Store
+from measure.evidence.envelope import Evidence
+from measure.evidence.store import Store
 root, me, n, procs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 mine = [i for i in range(n) if i % procs in (me, (me + 1) % procs)]
 if me % 2:

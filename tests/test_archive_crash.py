@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from measure.evidence import Evidence, digest
-from measure.store import Store
+from measure.evidence.envelope import Evidence, digest
+from measure.evidence.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 KILLS = 200
@@ -24,8 +24,8 @@ KILLS = 200
 # ~6 kB so a kill often lands inside the write/fsync/link sequence rather than between puts.
 WRITER = r"""
 import sys
-from measure.evidence import Evidence
-from measure.store import Store
+from measure.evidence.envelope import Evidence
+from measure.evidence.store import Store
 store, worker = Store(sys.argv[1]), int(sys.argv[2])
 print("ready", flush=True)
 i = 0
@@ -113,4 +113,4 @@ def test_tamper_verify_names_exactly_the_50_flipped_files(archive, cli):
             exp, act = rest.split(", actual ")
             reported[where] = (exp, act)
     assert reported == expected
-    assert out.stderr.splitlines()[0] == "50 of 120 evidence file(s) do not match their names"
+    assert out.stderr.splitlines()[0] == "probebook: 50 of 120 evidence file(s) do not match their names"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from measure.store import Store
+from measure.evidence.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 

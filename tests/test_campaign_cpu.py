@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 from probebook.campaign import receipts
 
 PLUGINS = str(Path(__file__).resolve().parent / "fixtures" / "measure_plugins")

@@ -15,7 +15,7 @@ import pytest
 from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
-from measure.store import Store
+from measure.evidence.store import Store
 from render import chart_svg, chart_theme, charts, site_assets
 from render.derive import fit as fitmod
 
@@ -405,7 +405,7 @@ def test_describe_imports_neither_altair_nor_vl_convert():
 
 def test_charts_from_the_fixture_archive():
     store = Store(FIXTURE_ARCHIVE)
-    from measure.evidence import parse
+    from measure.evidence.envelope import parse
 
     docs = {}
     for path in store.iter_paths():

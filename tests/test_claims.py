@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from measure.evidence import Evidence
-from measure.store import Store
+from measure.evidence.envelope import Evidence
+from measure.evidence.store import Store
 from render import claims
 from render.build import BuildPaths, build
 from render.ledger import read, write

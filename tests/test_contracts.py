@@ -1,10 +1,10 @@
-"""Column contracts (measure/contracts.py): the ok/oom rule, stored-row checks, page order, importable probes."""
+"""Column contracts (measure.evidence.contracts): the ok/oom rule, stored-row checks, page order, importable probes."""
 
 from __future__ import annotations
 
 import pytest
 
-from measure import contracts
+from measure.evidence import contracts
 
 OK = {"model": "90m", "params": 90_000_000, "context": 1024, "batch": 4, "tok_s": 1.5e5, "peak_bytes": 2**30}
 

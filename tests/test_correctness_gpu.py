@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from measure.store import Store
+from measure.evidence.store import Store
 
 torch = pytest.importorskip("torch")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 
 torch = pytest.importorskip("torch")
 

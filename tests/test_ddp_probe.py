@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from measure.ddp_worker import union_s
-from measure.distributed import MULTICAST_OFF, child_env, nccl_observed, torchrun_command, worker_error
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
+from measure.run.ddp_worker import union_s
+from measure.run.distributed import MULTICAST_OFF, child_env, nccl_observed, torchrun_command, worker_error
 
 PLUGINS = str(Path(__file__).resolve().parent / "fixtures" / "measure_plugins")
 FAST = ["--device", "cpu", "--warmup", "1", "--windows", "2", "--iters", "1", "--comm-steps", "2", "--quiet"]
@@ -26,10 +26,10 @@ def test_launcher_turns_multicast_off_even_when_the_caller_turned_it_on():
 
 
 def test_torchrun_command_one_process_per_rank():
-    cmd = torchrun_command("measure.ddp_worker", 2, Path("/s.json"), Path("/r.json"))
+    cmd = torchrun_command("measure.run.ddp_worker", 2, Path("/s.json"), Path("/r.json"))
     assert cmd[1:4] == ["-m", "torch.distributed.run", "--standalone"]
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
-    assert cmd[-4:] == ["-m", "measure.ddp_worker", "/s.json", "/r.json"]
+    assert cmd[-4:] == ["-m", "measure.run.ddp_worker", "/s.json", "/r.json"]
 
 
 def test_nccl_log_gives_version_and_transports():

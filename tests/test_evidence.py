@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from measure.errors import EvidenceError
-from measure.evidence import (
+from measure.evidence.envelope import (
     SCHEMA,
     Evidence,
     canonical_bytes,
@@ -269,7 +269,7 @@ def test_fixtures_regenerate_byte_for_byte(tmp_path):
 
 
 def test_older_kernels_evidence_reads_with_its_observations_in_data():
-    from measure.evidence import for_reading
+    from measure.evidence.envelope import for_reading
 
     old = {
         "probe": "kernels",
@@ -286,7 +286,7 @@ def test_older_kernels_evidence_reads_with_its_observations_in_data():
 
 
 def test_ddp_evidence_before_version_3_reads_with_named_comm_buckets():
-    from measure.evidence import for_reading
+    from measure.evidence.envelope import for_reading
 
     path = FIXTURES / "ddp" / "archive" / "evidence" / "sha256" / "70"
     raw = (path / "258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a.json").read_bytes()
@@ -304,7 +304,7 @@ def test_ddp_evidence_before_version_3_reads_with_named_comm_buckets():
 
 
 def test_current_versions_and_other_probes_read_unchanged():
-    from measure.evidence import for_reading
+    from measure.evidence.envelope import for_reading
 
     current = {"probe": "kernels", "probe_version": 3, "params": {"sdpa_backend": "x"}, "data": {}}
     other = {"probe": "gemm", "probe_version": 1, "params": {"sdpa_backend": "x"}, "data": {}}

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from measure.store import Store
+from measure.evidence.store import Store
 from probebook.cli import main
 from render import sources
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from measure.errors import ProbebookError
-from measure.importer import read_rows
-from measure.store import Store
+from measure.evidence.importer import read_rows
+from measure.evidence.store import Store
 from probebook.cli import main
 from render import pages, sources
 from render.ledger import to_bytes as ledger_bytes

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from measure import importer
 from measure.errors import EvidenceError
-from measure.evidence import parse
+from measure.evidence import importer
+from measure.evidence.envelope import parse
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GOOD = FIXTURES / "import"

@@ -7,9 +7,9 @@ import statistics
 import pytest
 
 from measure.errors import ProbebookError
-from measure.evidence import parse
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
-from measure.store import Store
 from render.functions import Library, PageFunctions
 from render.tables import render as render_table
 

@@ -19,13 +19,13 @@ from conftest import REPO
 from measure import peakmem
 from measure.compare import relative_error
 from measure.errors import ProbebookError
-from measure.evidence import parse
-from measure.isolate import MARKER, is_oom
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 from measure.probes import batch_sweep
 from measure.probes.batch_sweep import plan_batches, unchanged
 from measure.probes.common import tokens_per_second
 from measure.probes.loss_memory import loss_path
-from measure.store import Store
+from measure.run.isolate import MARKER, is_oom
 from measure.timing import calls_per_window
 from measure.workload.presets import PRESETS, param_count
 from render.derive import batchsweep, lossmem
@@ -119,7 +119,7 @@ def test_a_point_runs_in_its_own_process_and_prints_one_line():
 
 
 def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
-    from measure.isolate import PointProcess
+    from measure.run.isolate import PointProcess
 
     config = batch_sweep.Config(device="cpu", dtype="fp32", warmup=0, windows=1, iters=1)
     spec = {"config": asdict(config), "device": "cpu", "context": 16, "batch": 1}

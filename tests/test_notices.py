@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from measure.evidence import Evidence
-from measure.store import Store
+from measure.evidence.envelope import Evidence
+from measure.evidence.store import Store
 from render.build import BuildError, BuildPaths, build
 
 REPO = Path(__file__).resolve().parent.parent

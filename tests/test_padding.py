@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from measure.batching import chunk, histogram, pair_blocks, pair_rows, shuffle_microbatches
 from measure.errors import ProbebookError
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 from render.derive import padding as padmod
 from render.functions import Library, PageFunctions
 from render.tables import render as render_table

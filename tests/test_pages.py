@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from measure.store import Store
+from measure.evidence.store import Store
 from render import sources
 from render.derive import fit as fitmod
 from render.evidence_load import load_evidence

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # every test runs a real probe end to end
@@ -203,7 +203,7 @@ def test_a_crash_mid_sweep_keeps_what_was_measured_as_partial(cli, archive):
 
 
 def test_recover_archives_a_journal_left_by_a_dead_process(cli, archive, tmp_path):
-    from measure.runner import Recorder
+    from measure.run.runner import Recorder
 
     journal = tmp_path / "step-scaling-dead.jsonl"
     rec = Recorder("step-scaling", {"preset": "tiny"}, journal)

@@ -1,4 +1,4 @@
-"""The shipped JSON Schema (measure/schema/evidence-1.schema.json) agrees with ``validate`` on the fixtures."""
+"""The shipped JSON Schema (measure/evidence/schema/evidence-1.schema.json) agrees with ``validate`` on the fixtures."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 
 import measure
 from measure.errors import EvidenceError
-from measure.evidence import loads, parse, validate
+from measure.evidence.envelope import loads, parse, validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SCHEMA_FILE = Path(measure.__file__).resolve().parent / "schema" / "evidence-1.schema.json"
+SCHEMA_FILE = Path(measure.__file__).resolve().parent / "evidence" / "schema" / "evidence-1.schema.json"
 CORPUS = sorted((FIXTURES / "malformed" / "evidence").glob("*.json")) + sorted(
     (FIXTURES / "archive" / "evidence" / "sha256").glob("*/*.json")
 )

@@ -465,9 +465,9 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
     assert torch_loaded == "False"
     assert set(eval(measure_modules)) <= {
         "measure.errors",
-        "measure.evidence",
-        "measure.store",
-        "measure.contracts",
+        "measure.evidence.envelope",
+        "measure.evidence.store",
+        "measure.evidence.contracts",
         "measure.progress",
         "measure.constants",
     }

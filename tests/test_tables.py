@@ -12,8 +12,8 @@ import pytest
 from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
-from measure.evidence import parse
-from measure.store import Store
+from measure.evidence.envelope import parse
+from measure.evidence.store import Store
 from render import tables
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"

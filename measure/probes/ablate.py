@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import OneStepConfig, resolve_device, tree_map
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 PROBE = "ablate"
 VERSION = 2  # 2: what the step ran (backend, compilation, dtype) in data.observed, not params

@@ -21,10 +21,10 @@ from typing import Any
 
 from measure.compare import BF16_FLOOR, FP32_FLOOR, NOISE_FACTOR
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 from measure.workload.presets import PRESETS
 
 PROBE = "agreement"

@@ -1,6 +1,6 @@
 """``batch-sweep``: at each context, walk the batch up in powers of two until the first OOM or a cap.
 
-Every (context, batch) point runs in a fresh process (``measure.isolate``): a hard CUDA
+Every (context, batch) point runs in a fresh process (``measure.run.isolate``): a hard CUDA
 out-of-memory poisons the process that hits it (ARCHITECTURE.md §8). The child builds the workload,
 makes one synthetic batch, warms up, resets the peak, times windows of real training steps
 (``measure.timing``), reads the peak (``measure.peakmem``) and profiles one more step to observe
@@ -36,11 +36,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
     from measure import peakmem
     from measure.graphs import capture
     from measure.integrity import make_watch, utilisation_row
-    from measure.isolate import Phases, is_oom
+    from measure.run.isolate import Phases, is_oom
     from measure.timing import WindowPlan, calls_per_window, clock_for, sync_for, time_windows
     from measure.workload import load_workload
     from measure.workload.observe import profiled_step
@@ -266,7 +266,7 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
 
 def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
     """One batch-sweep sample from a child's result (ok or oom) and how its process ended."""
-    from measure.isolate import phase_times
+    from measure.run.isolate import phase_times
 
     ok = result["status"] == "ok"
     total, peak = result.get("device_total_bytes"), result.get("peak_bytes") if ok else None
@@ -401,7 +401,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
     """
     import contextlib
 
-    from measure.isolate import Outcome, attempt
+    from measure.run.isolate import Outcome, attempt
     from measure.workload.presets import PRESETS, param_count
 
     device = resolve_device(config.device)
@@ -440,7 +440,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Walk every context up to its first OOM or the cap, one process per point; return the evidence."""
     from measure import peakmem
-    from measure.isolate import CUDA_AHEAD, PointProcess
+    from measure.run.isolate import CUDA_AHEAD, PointProcess
     from measure.workload.presets import PRESETS, param_count
 
     device = resolve_device(config.device)
@@ -503,6 +503,6 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
 
 if __name__ == "__main__":
-    from measure.isolate import serve
+    from measure.run.isolate import serve
 
     serve(measure_point)

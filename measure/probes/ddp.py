@@ -1,6 +1,6 @@
 """``ddp``: what share of one GPU's training throughput each GPU keeps under data parallelism, and why.
 
-Two launches of ``measure.ddp_worker`` under torchrun (``measure.distributed``), both with the same
+Two launches of ``measure.run.ddp_worker`` under torchrun (``measure.run.distributed``), both with the same
 per-rank batch: one process without DDP (the 1-GPU baseline), then N processes with the workload
 wrapped in DistributedDataParallel (NCCL on CUDA, gloo on CPU). The N-process launch also pairs
 the DDP step with the same step under ``no_sync`` (no all-reduce) in interleaved rounds, times
@@ -19,21 +19,21 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 PROBE = "ddp"
 VERSION = 3  # 2: the DDP step paired with a no_sync step in interleaved rounds; comm steps back to back
 # 3: data.comm_buckets names each bucket's fields (ready_s, done_s, bytes) instead of [ready, done, bytes]
-# arrays; older versions are read that way by measure.evidence.for_reading
+# arrays; older versions are read that way by measure.evidence.envelope.for_reading
 HELP = (
     "Data-parallel scaling under torchrun: tokens/s per GPU at 1 and N GPUs, all-reduce time and "
     "overlap with backward, all-reduce bandwidth, interconnect as observed."
 )
 EXAMPLE = "probebook measure ddp --preset 250m --seq-len 2048 --batch 4 --gpus 2"
-WORKER = "measure.ddp_worker"
+WORKER = "measure.run.ddp_worker"
 GPU_ALLREDUCE_MIB = (8.0, 64.0, 256.0, 1024.0)  # the sizes of issue 13's bare all-reduce anchor
 CPU_ALLREDUCE_MIB = (0.25, 1.0)
 
@@ -91,7 +91,7 @@ def visible_gpus(device: str) -> int:
 
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the step at 1 and N processes, the bucket all-reduces and standalone all-reduces; return evidence."""
-    from measure.distributed import launch, nccl_observed
+    from measure.run.distributed import launch, nccl_observed
 
     device = resolve_device(config.device)
     visible = visible_gpus(device)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 PROBE = "gemm"
 VERSION = 1

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device, tokens_per_second
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 from measure.workload import DTYPES
 from measure.workload.presets import PRESETS
 

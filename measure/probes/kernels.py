@@ -28,10 +28,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.probes.common import OneStepConfig, positive, resolve_device
 from measure.probes.kernel_names import CATEGORIES, categorize
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"
 VERSION = 3  # 3: what the step ran (backend, compilation, dtype) in data.observed, not params

@@ -11,7 +11,7 @@ differ only in how the loss is computed:
   mean) runs under ``torch.utils.checkpoint``, which keeps only the chunk's inputs and recomputes
   its logits in backward. Full logits never exist; at most one chunk's do.
 
-Each (arm, microbatch) point runs in a fresh process (``measure.isolate``), so every peak starts
+Each (arm, microbatch) point runs in a fresh process (``measure.run.isolate``), so every peak starts
 from an empty allocator and an OOM cannot poison the next point. Arms alternate within each
 microbatch so slow drift lands on both. The child warms up, resets the peak, times windows of
 steps (``measure.timing``), reads the peak (``measure.peakmem``) and profiles one more step: the
@@ -39,10 +39,10 @@ from typing import Any
 
 from measure.compare import relative_error
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.options import config_from_dict, option
 from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 from measure.workload.losses import chunked_cross_entropy
 
 PROBE = "loss-memory"
@@ -167,7 +167,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     import torch
 
     from measure import peakmem
-    from measure.isolate import Phases
+    from measure.run.isolate import Phases
     from measure.timing import WindowPlan, clock_for, sync_for, time_windows
     from measure.workload import load_workload
 
@@ -229,7 +229,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
 
 def _row(arm: str, mb: int, s: int, chunk: int, result: dict[str, Any], outcome: Any) -> dict[str, Any]:
     """One loss-memory sample from a child's ok result and how its process ended."""
-    from measure.isolate import phase_times
+    from measure.run.isolate import phase_times
 
     step_tokens = mb * s
     return {
@@ -290,7 +290,7 @@ def _checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Measure every (microbatch, arm) point, arms alternating, one process per point; return the evidence."""
     from measure import peakmem
-    from measure.isolate import CUDA_AHEAD, PointProcess
+    from measure.run.isolate import CUDA_AHEAD, PointProcess
 
     device = resolve_device(config.device)
     context = config.context or (2048 if device == "cuda" else 256)
@@ -383,6 +383,6 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
 
 if __name__ == "__main__":
-    from measure.isolate import serve
+    from measure.run.isolate import serve
 
     serve(measure_point)

@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.probes.common import positive
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 PROBE = "padding"
 VERSION = 1

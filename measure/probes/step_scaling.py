@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
 from measure.probes.common import CommonConfig, free_device_memory, positive, resolve_device
-from measure.runner import Recorder, execute
+from measure.run.runner import Recorder, execute
 
 PROBE = "step-scaling"
 VERSION = 2  # 2: what the steps ran (backend, compilation, dtype) in data.observed, not params

@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
+from measure.evidence.store import Store
 from measure.machine import code_fingerprint, source_tree_sha256
-from measure.store import Store
 from probebook.campaign import receipts
 from probebook.campaign.plan import SOURCE, checked, load_manifest
 
 PROBE = "campaign-audit"
 VERSION = 1
 REL = 1e-9  # re-derived numbers must agree to rounding: both sides are the same float arithmetic
-# what an allocation failure says (measure.isolate classifies with the same fragments and types)
+# what an allocation failure says (measure.run.isolate classifies with the same fragments and types)
 OOM_MARKERS = ("OutOfMemoryError", "MemoryError", "out of memory", "Cannot allocate memory", "ALLOC_FAILED")
 
 

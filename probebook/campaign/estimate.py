@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.store import Store
+from measure.evidence.store import Store
 from probebook.campaign import receipts
 from probebook.campaign import spec as specmod
 

@@ -20,9 +20,9 @@ def run_point(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, A
     started = time.time()
     from filelock import FileLock
 
-    from measure.isolate import warm_imports
+    from measure.evidence.store import Store
     from measure.probes import batch_sweep
-    from measure.store import Store
+    from measure.run.isolate import warm_imports
     from probebook.campaign.spec import probe_config_class
 
     warm_imports()

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence, digest, parse
+from measure.evidence.envelope import Evidence, digest, parse
+from measure.evidence.store import Store
 from measure.machine import code_fingerprint
-from measure.store import Store
 from probebook.campaign import spec as specmod
 
 PROBE = "campaign-plan"

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from measure import contracts
 from measure.errors import ProbebookError
+from measure.evidence import contracts
 
 IN_FLIGHT = ("submitting", "submitted")
 """A job may exist for the latest attempt: resume asks the scheduler before anything is submitted."""

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence import Evidence
+from measure.evidence.envelope import Evidence
+from measure.evidence.store import Store
 from measure.machine import code_fingerprint
-from measure.store import Store
 from probebook.campaign import receipts
 from probebook.campaign.plan import checked, load_manifest
 

@@ -126,7 +126,7 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from measure.store import Store
+    from measure.evidence.store import Store
     from probebook.campaign.audit import audit, audit_evidence
 
     findings, counts = audit(args.dir)

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.store import Store
 from measure.probes.step_scaling import MODES
-from measure.store import Store
 from probebook.cli import command, command_group
 from probebook.cli.output import json_text
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from measure import contracts
 from measure.errors import ProbebookError
+from measure.evidence import contracts
 from render.derive.lossmem import COLLAPSE, row_device_bytes, spilled, stable_prefix, unstable
 
 
@@ -61,7 +61,7 @@ def _check(i: int, row: dict[str, Any]) -> None:
     for column in ("model", "params", "context", "batch", "status"):
         if row.get(column) is None:
             raise ProbebookError(f"batch-sweep row {i}: missing {column}")
-    why = contracts.status_problem(row)  # the rule's one home: measure/contracts.py
+    why = contracts.status_problem(row)  # the rule's one home: measure/evidence/contracts.py
     if why is not None:
         raise ProbebookError(f"batch-sweep row {i}: {why}")
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 MULTICAST_OFF = {
     "NCCL_NVLS_ENABLE": "0",

@@ -36,7 +36,7 @@ from measure.errors import ProbebookError, one_line
 
 MARKER = "probebook-point: "
 CUDA_AHEAD = 3  # children kept started on CUDA: ~7 s of imports (preload_s on a 2-core host) over 2-3 s points
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # what an allocation failure says, besides torch.OutOfMemoryError: a CPU allocator refusal, a
 # cuBLAS/cuDNN workspace that could not be allocated, a CUDA runtime "out of memory"
 _OOM_TEXT = (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from measure.errors import ProbebookError, one_line
-from measure.evidence import Evidence, utc_now
+from measure.evidence.envelope import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
 from measure.progress import Progress
 

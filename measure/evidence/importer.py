@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from measure.contracts import CONTRACTS, STATUSES, Contract, importable
 from measure.errors import EvidenceError, StoreError
-from measure.evidence import Evidence, is_time_field, loads
-from measure.store import read_regular
+from measure.evidence.contracts import CONTRACTS, STATUSES, Contract, importable
+from measure.evidence.envelope import Evidence, is_time_field, loads
+from measure.evidence.store import read_regular
 
-# the column contracts and their kinds live in measure/contracts.py, shared with render
+# the column contracts and their kinds live in measure/evidence/contracts.py, shared with render
 
 
 @dataclass(frozen=True)

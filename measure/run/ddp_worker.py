@@ -1,6 +1,6 @@
-"""One rank of the ``ddp`` probe, started by ``measure.distributed.launch`` under torchrun.
+"""One rank of the ``ddp`` probe, started by ``measure.run.distributed.launch`` under torchrun.
 
-``python -m measure.ddp_worker SPEC.json RESULT.json``: every rank builds the workload on its own
+``python -m measure.run.ddp_worker SPEC.json RESULT.json``: every rank builds the workload on its own
 device (``LOCAL_RANK``); with more than one rank the model's calls are routed through
 DistributedDataParallel (NCCL on CUDA, gloo on CPU). Rank 0 writes the result. What is measured:
 
@@ -30,7 +30,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
-from measure.distributed import MULTICAST_OFF
+from measure.run.distributed import MULTICAST_OFF
 from measure.timing import Clock, WindowPlan, clock_for, sync_for, time_interleaved, time_windows
 from measure.workload import WorkloadFields, WorkloadOptions, load_workload
 
