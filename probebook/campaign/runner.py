@@ -10,6 +10,7 @@ curve until ``--retry-failed``, which submits that point alone as a new attempt.
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import time
@@ -22,6 +23,7 @@ from probebook.campaign.plan import SOURCE, load_manifest
 from probebook.campaign.spec import Executor, Slurm
 
 POLL_S = 0.2  # how often the loop looks for result files (a stat each); Slurm is asked every poll_s
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*:")
 RESULT_GRACE_S = 15.0  # a job Slurm calls COMPLETED may show its result file this much later (a network file system)
 
 
@@ -49,6 +51,14 @@ def _setup(point: dict[str, Any], source: Path | None) -> list[str]:
     if point["config"]["device"] != "cpu" or point["config"].get("cpu_memory_limit_bytes") is None:
         return lines
     return lines + [f"export {k}={v}" for k, v in sorted(peakmem.cpu_env(limited=True).items())]
+
+
+def _cause(text: str) -> str | None:
+    """The line of a job's error that says why: the last exception line of its trace, not submitit's log paths."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    causes = [ln for ln in lines if EXCEPTION_LINE.match(ln)]
+    picked = causes or lines
+    return picked[-1][:500] if picked else None
 
 
 class Runner:
@@ -176,8 +186,7 @@ class Runner:
             try:
                 result = handle.result()
             except Exception as exc:  # the job raised or died: its error, last line first
-                lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-                error = lines[-1][:500] if lines else type(exc).__name__
+                error = _cause(str(exc)) or type(exc).__name__
             if result is None:
                 state = "failed"
             else:
