@@ -391,7 +391,6 @@ def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
         (["batch-sweep", "--device", "cpu", "--window-s", "-1"], "--window-s must be > 0"),
         (["loss-memory", "--device", "cpu", "--microbatches", "4,4"], "--microbatches needs at least 2 distinct"),
         (["loss-memory", "--device", "cpu", "--arms", "materialized,fused"], "--arms must be a comma list"),
-        (["loss-memory", "--device", "cpu", "--workload", "toy_harness:factory"], "--workload is not supported"),
     ],
 )
 def test_bad_options_are_one_line_and_archive_nothing(cli_here, archive, args, message):

@@ -24,7 +24,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import OneStepConfig, resolve_device, tree_map
+from measure.probes.common import OneStepConfig, record_workload, resolve_device, tree_map
 from measure.run.runner import Recorder, execute
 
 PROBE = "ablate"
@@ -77,7 +77,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload import Arm, load_workload
 
         workload = load_workload(config.workload_options(device), config.workload)
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        record_workload(rec, workload)
         on_device = workload.make_batch(batch, seq_len)
         if device == "cuda":
             host = tree_map(lambda t: t.cpu().pin_memory(), on_device)

@@ -39,7 +39,14 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
-from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
+from measure.probes.common import (
+    CommonConfig,
+    positive,
+    record_facts,
+    resolve_device,
+    tokens_per_second,
+    workload_facts,
+)
 from measure.run.runner import Recorder, execute
 
 log = logging.getLogger(__name__)
@@ -196,7 +203,7 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
     try:
         with torch.device(device):  # weights are made where they live: no host init, no copy
             workload = load_workload(config.workload_options(device), config.workload)
-        facts.update({"n_params": workload.n_params, "workload_name": workload.name})
+        facts.update(workload_facts(workload))
         batch = workload.make_batch(b, s)
         facts["batch_elements"] = _elements(batch)
         if config.cpu_memory_limit_bytes:
@@ -331,6 +338,8 @@ def _take(
             log.warning("%s: %s failed: %s", PROBE, where, how)
         return None
     assert n_params is not None  # a missing count became a failure above
+    if "workload_name" not in rec.params and "workload_source" in result:
+        record_facts(rec, result)
     row = _row(model, n_params, s, b, result, outcome)
     if row["status"] == "ok":
         checks = result.get("window_checks") or [{}] * len(result["times_s"])

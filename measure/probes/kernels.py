@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence.envelope import Evidence
-from measure.probes.common import OneStepConfig, positive, resolve_device
+from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
 from measure.probes.kernel_names import CATEGORIES, categorize
 from measure.run.runner import Recorder, execute
 
@@ -113,7 +113,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload.observe import observe
 
         workload = load_workload(config.workload_options(device), config.workload)
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        record_workload(rec, workload)
         data = workload.make_batch(batch, seq_len)
         sync = sync_for(device)
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}

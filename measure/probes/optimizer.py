@@ -19,7 +19,7 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
-from measure.probes.common import OneStepConfig, resolve_device
+from measure.probes.common import OneStepConfig, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "optimizer"
@@ -60,9 +60,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 f"workload {workload.name} does not expose its optimizer; return it as the "
                 "4th item of the factory's tuple (or Workload.optimizer)"
             )
-        rec.params.update(
-            {"workload_name": workload.name, "n_params": workload.n_params, "optimizer_class": type(opt).__name__}
-        )
+        record_workload(rec, workload)
+        rec.params["optimizer_class"] = type(opt).__name__
         data = workload.make_batch(batch, seq_len)
         pairs: list[tuple[Any, Any]] = []  # one (start, end) per instrumented optimizer.step call
         open_: list[Any] = []
