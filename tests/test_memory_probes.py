@@ -87,11 +87,38 @@ def test_status_bytes_reads_proc_fields():
 
 
 def test_is_oom_reads_the_allocator_message():
-    assert is_oom(MemoryError())
-    assert is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8388608 bytes"))
-    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"))
-    assert not is_oom(RuntimeError("simulated device fault"))
-    assert not is_oom(ValueError("out of memory"))  # only runtime/allocator errors count
+    assert is_oom(MemoryError(), "cpu")
+    assert is_oom(
+        RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8388608 bytes"), "cpu"
+    )
+    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), "cpu")
+    assert not is_oom(RuntimeError("simulated device fault"), "cpu")
+    assert not is_oom(ValueError("out of memory"), "cpu")  # only runtime/allocator errors count
+
+
+def test_on_cuda_only_a_cuda_allocation_failure_is_an_oom():
+    import torch
+
+    assert is_oom(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "cuda")
+    assert is_oom(RuntimeError("CUDA error: out of memory"), "cuda")
+    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), "cuda")
+    # the host ran short: an error of the point, never its OOM boundary
+    assert not is_oom(MemoryError(), "cuda")
+    assert not is_oom(OSError(12, "Cannot allocate memory"), "cuda")
+    assert not is_oom(RuntimeError("[Errno 12] Cannot allocate memory"), "cuda")
+    assert not is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes"), "cuda")
+    assert not is_oom(torch.OutOfMemoryError("DefaultCPUAllocator: can't allocate memory"), "cuda")
+    assert not is_oom(RuntimeError("simulated device fault"), "cuda")
+
+
+def test_a_host_memory_error_on_cuda_is_an_error_point():
+    from measure.run.isolate import attempt
+
+    def host_short(spec, facts):
+        raise MemoryError("host ran out")
+
+    assert attempt(host_short, {"device": "cuda"}, {})["status"] == "error"
+    assert attempt(host_short, {"device": "cpu"}, {})["status"] == "oom"
 
 
 # --- the point process -----------------------------------------------------------------------

@@ -242,13 +242,13 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
             first = timed.failures[0]
             return {"status": "error", "error": f"window {first['window']}: {first['failure']}"}
     except Exception as exc:
-        if device == "cuda" and is_oom(exc):
+        if device == "cuda" and is_oom(exc, device):
             facts["peak_before_oom_bytes"] = int(torch.cuda.max_memory_allocated())
         raise
     try:
         trace.append(profiled_step(workload, batch, device))
     except Exception as exc:  # the point is measured; one more step under the profiler must not undo it
-        if not is_oom(exc):
+        if not is_oom(exc, device):
             raise
         facts["observe_error"] = f"the profiled step ran out of memory: {exc}"[:300]
     phases.mark("observe_s")
