@@ -24,7 +24,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import OneStepConfig, record_workload, resolve_device, tree_map
+from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device, tree_map
 from measure.run.runner import Recorder, execute
 
 PROBE = "ablate"
@@ -165,5 +165,6 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
         seen = observe(workload, on_device, device)  # what the timed step ran (one extra, untimed step)
         rec.data["observed"] = seen
+        mark_engagement(rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype)
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -26,6 +26,7 @@ from measure.options import option
 from measure.probes.common import (
     CommonConfig,
     free_device_memory,
+    mark_engagement,
     positive,
     record_workload,
     refuse_unused,
@@ -240,6 +241,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 rec.point([], arm_info, f"{name}: {arm_info['error']}")
                 continue
             assert result is not None  # an arm that did not run went on to the next above
+            seen = observe(workload, batch, device)
+            mark_engagement(rec, seen, compile_requested=spec.compile, device=device, dtype=spec.dtype, where=name)
             compared = compare_outputs(first, result)
             judged = judge(compared, noise, arm_info["floor"], config.noise_factor)
             arm_info.update(
@@ -249,7 +252,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "passed": judged["passed"],
                     "tolerance": judged["tolerance"],
                     "grad_worst": compared["grad_worst"],
-                    "observed": observe(workload, batch, device),
+                    "observed": seen,
                 }
             )
             summaries.append(arm_info)

@@ -41,6 +41,7 @@ from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
 from measure.probes.common import (
     CommonConfig,
+    mark_engagement,
     positive,
     record_facts,
     resolve_device,
@@ -317,7 +318,7 @@ def point_spec(config: Config, device: str, context: int, batch: int) -> dict[st
 
 
 def _take(
-    rec: Recorder, model: str, n_params: int | None, s: int, b: int, outcome: Any, progress: bool
+    rec: Recorder, model: str, n_params: int | None, s: int, b: int, outcome: Any, progress: bool, config: Config
 ) -> dict[str, Any] | None:
     """Record one point's outcome: its row (ok or oom, returned) or a failure in ``data.failures`` (None)."""
     result = outcome.result
@@ -341,6 +342,10 @@ def _take(
     if "workload_name" not in rec.params and "workload_source" in result:
         record_facts(rec, result)
     row = _row(model, n_params, s, b, result, outcome)
+    if row["status"] == "ok" and row["sdpa_backend"] is not None:  # observed (a point measured by a job may not be)
+        mark_engagement(
+            rec, row, compile_requested=config.compile, device=rec.params["device"], dtype=config.dtype, where=where
+        )
     if row["status"] == "ok":
         checks = result.get("window_checks") or [{}] * len(result["times_s"])
         rec.data["windows"] += [
@@ -438,7 +443,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
             result.update(read_observation(trace))
         trace.clear()
         outcome = Outcome(result, 0, "", time.perf_counter() - start, False, time.time())
-        row = _take(rec, model, expected, context, batch, outcome, progress)
+        row = _take(rec, model, expected, context, batch, outcome, progress, config)
         if row is None:
             raise PointDied(f"context {context} batch {batch}: {rec.data['failures'][0]['error']}")
         row.update({k: result.get(k) for k in ("device_wait_s", "device_acquired_unix", "device_released_unix")})
@@ -487,7 +492,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         )
                     spec = point_spec(config, device, s, b)
                     outcome = points.run(spec)
-                    row = _take(rec, model, n_params, s, b, outcome, progress)
+                    row = _take(rec, model, n_params, s, b, outcome, progress, config)
                     if row is None:
                         break
                     n_params = row["params"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -12,6 +13,7 @@ from measure.workload import WorkloadFields, WorkloadOptions, check_window
 from measure.workload.presets import PRESETS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,24 @@ def refuse_unused(config: Any, names: tuple[str, ...], why: str) -> None:
     for f in fields(config):
         if f.name in names and getattr(config, f.name) != f.default:
             raise ProbebookError(f"--{f.name.replace('_', '-')}: {why}; drop it")
+
+
+def mark_engagement(
+    rec: Any, observed: dict[str, Any], *, compile_requested: bool, device: str, dtype: str, where: str = ""
+) -> list[dict[str, Any]]:
+    """Warn on the terminal and mark ``data.engagement_warnings`` for what was requested but did not run.
+
+    The marks are ``measure.workload.observe.engagement_marks``: a ``--compile`` that did not engage, an SDPA
+    backend other than expected. The run is kept (what it measured is true of what ran); the mark says so.
+    """
+    from measure.workload.observe import engagement_marks
+
+    marks = engagement_marks(observed, compile_requested=compile_requested, device=device, dtype=dtype, where=where)
+    for mark in marks:
+        log.warning("%s", mark["message"])
+    if marks:
+        rec.data.setdefault("engagement_warnings", []).extend(marks)
+    return marks
 
 
 def tokens_per_second(step_tokens: int, step_s: float) -> float:

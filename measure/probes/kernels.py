@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence.envelope import Evidence
-from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
+from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.probes.kernel_names import CATEGORIES, categorize
 from measure.run.runner import Recorder, execute
 
@@ -128,6 +128,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             rec.data["window_failures"] = timed.failures
             rec.fail(f"event-timed step: window {timed.failures[0]['window']}: {timed.failures[0]['failure']}")
         rec.data["observed"] = observe(workload, data, device)
+        mark_engagement(rec, rec.data["observed"], compile_requested=config.compile, device=device, dtype=config.dtype)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         sync()
         with profile(activities=activities) as prof:

@@ -19,7 +19,7 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
-from measure.probes.common import OneStepConfig, record_workload, resolve_device
+from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "optimizer"
@@ -141,6 +141,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload.observe import observe
 
         seen = observe(workload, data, device)  # what the timed step ran (one extra, untimed step)
+        mark_engagement(rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype)
         rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
         rec.data["summary"] = {
             "instrumented_median_s": instr.median_s,

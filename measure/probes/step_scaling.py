@@ -22,6 +22,7 @@ from measure.options import option
 from measure.probes.common import (
     CommonConfig,
     free_device_memory,
+    mark_engagement,
     model_flops_per_token,
     positive,
     record_workload,
@@ -137,6 +138,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 result = time_windows(integrity.wrap(step), clock, plan, sync, watch)
                 del step
                 seen = observe(workload, batch_, device)
+                mark_engagement(
+                    rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype, where=label
+                )
             except torch.OutOfMemoryError as exc:
                 del exc
                 batch_ = None
