@@ -102,6 +102,10 @@ def execute(
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
     rec.code = code
+    from measure import device_check
+
+    # before the body: an idle, exclusive card is the premise of every timing (issue 27)
+    rec.data["device_check"] = device_check.check(params.get("device"))
     try:
         with rec.progress:
             body(rec)
