@@ -145,6 +145,21 @@ def test_a_point_runs_in_its_own_process_and_prints_one_line():
     assert result["peak_method"] == "linux-vmhwm" and result["peak_bytes"] > 0
 
 
+def test_phase_peaks_keep_a_setup_peak_the_measurement_never_sees():
+    from measure import peakmem
+
+    peaks = peakmem.PhasePeaks("cpu")
+    peaks.end("setup")  # the process so far
+    big = bytearray(256 * 2**20)  # a setup-only allocation, touched so the pages are resident
+    big[::4096] = b"\1" * len(big[::4096])
+    del big
+    peaks.end("warmup")
+    after = peakmem.read("cpu")["peak_bytes"]  # the measurement's peak, after the reset
+    assert peaks.peaks["warmup_peak_bytes"] >= after + 200 * 2**20
+    with pytest.raises(ValueError, match="unknown phase 'timed'"):
+        peaks.end("timed")
+
+
 def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
     from measure.run.isolate import PointProcess
 
@@ -182,6 +197,8 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
         assert isinstance(r["peak_bytes"], int) and r["peak_bytes"] > 0 and r["peak_method"] == "linux-vmhwm"
         assert r["batch_elements"] == 2 * r["batch"] * r["context"]
         assert r["sdpa_backend"] not in (None, "none") and r["compile_engaged"] is False
+        # the phases before the measurement keep their own peaks (issue 27); no graph capture on CPU
+        assert r["setup_peak_bytes"] > 0 and r["warmup_peak_bytes"] > 0 and r["capture_peak_bytes"] is None
     windows = doc["data"]["windows"]
     assert len(windows) == sum(r["windows"] for r in rows)
     assert all(math.isfinite(w["step_s"]) and w["step_s"] > 0 for w in windows)

@@ -39,6 +39,7 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
+from measure.peakmem import PHASES as PEAK_PHASES
 from measure.probes.common import (
     CommonConfig,
     mark_engagement,
@@ -211,13 +212,16 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
             facts["address_space_cap_bytes"] = peakmem.limit_address_space(config.cpu_memory_limit_bytes)
         sync = sync_for(device)
         phases.mark("setup_s")
+        peaks = peakmem.PhasePeaks(device)  # setup, warm-up and capture peaks, apart from the timed one
+        peaks.end("setup")
         step: Any = lambda: workload.step(batch)  # noqa: E731
         for i in range(config.warmup):
             if config.window_s is not None and i == config.warmup - 1 and not config.cuda_graph:
                 facts["calibration_step_s"] = _timed_step(step, sync)  # sizes the windows (version 2)
             else:
                 step()
-        peakmem.reset(device)
+        peaks.end("warmup")
+        facts.update(peaks.peaks)
         phases.mark("warmup_s")
         if config.cuda_graph:  # the whole update captured once; its replays are timed
             step, facts["cuda_graph"] = capture(step, workload.optimizer, device, warmup=config.warmup)
@@ -225,7 +229,8 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
                 return {"status": "error", "error": f"CUDA graph not captured: {facts['cuda_graph']['reason']}"}
             if config.window_s is not None:  # a replay, not an eager step, is what the windows time
                 facts["calibration_step_s"] = _timed_step(step, sync)
-            peakmem.reset(device)
+            peaks.end("capture")
+            facts.update(peaks.peaks)
         iters = config.iters
         if config.window_s is not None:
             iters = calls_per_window(config.window_s, facts["calibration_step_s"], config.iters)
@@ -291,6 +296,8 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
         "windows": len(result["times_s"]) if ok else 0,
         "unstable": result.get("unstable"),
         "peak_bytes": peak,
+        # the phases before the measurement, each its own peak (a point that died in one has those before it)
+        **{f"{phase}_peak_bytes": result.get(f"{phase}_peak_bytes") for phase in PEAK_PHASES},
         "reserved_bytes": result.get("reserved_bytes") if ok else None,
         "peak_before_oom_bytes": result.get("peak_before_oom_bytes"),
         "peak_method": result.get("peak_method"),

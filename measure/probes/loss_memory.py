@@ -213,9 +213,12 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         facts["vocab"] = _vocab(workload, batch)
     sync = sync_for(device)
     phases.mark("setup_s")
+    peaks = peakmem.PhasePeaks(device)  # setup and warm-up peaks, apart from the timed one
+    peaks.end("setup")
     for _ in range(config.warmup):
         step(batch)
-    peakmem.reset(device)
+    peaks.end("warmup")
+    facts.update(peaks.peaks)
     phases.mark("warmup_s")
     from measure.integrity import Integrity, WindowWatch
 
@@ -256,6 +259,8 @@ def _row(arm: str, mb: int, s: int, chunk: int, result: dict[str, Any], outcome:
         "step_tokens": step_tokens,
         "chunk_tokens": chunk if arm == "chunked" else None,
         "peak_bytes": result["peak_bytes"],
+        "setup_peak_bytes": result.get("setup_peak_bytes"),
+        "warmup_peak_bytes": result.get("warmup_peak_bytes"),
         "reserved_bytes": result.get("reserved_bytes"),
         "peak_method": result["peak_method"],
         "tok_s": tokens_per_second(step_tokens, result["median_s"]),
