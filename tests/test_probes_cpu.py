@@ -50,6 +50,15 @@ def test_gemm(cli, archive):
     assert ceiling["flop_weighted_tflop_s"] > 0 and ceiling["square_8192_tflop_s"] is None
     assert doc["params"]["gemm_dtype"] == "fp32"
     assert set(doc["data"]["clocks"]) == {"sm_mhz_before", "sm_mhz_after"}
+    # version 2: every window has its clock columns (None on CPU, where NVML samples nothing) and says why
+    assert doc["probe_version"] == 2 and rows[0]["sm_clock_mhz_median"] is None and rows[0]["nvml_readings"] is None
+    assert doc["data"]["clock_sampling"] == {
+        "sampling": False,
+        "why_not": "no NVML on a CPU run",
+        "interval_s": None,
+        "nvml_device": None,
+    }
+    assert ceiling["sm_clock_mhz_median"] is None
 
 
 def test_copy(cli, archive):
@@ -268,3 +277,11 @@ def test_sigterm_mid_sweep_stores_partial_evidence(archive):
     doc = Store(archive).get(out.strip())
     assert doc["status"] == "partial" and doc["error"] == "KeyboardInterrupt: stopped by signal 15"
     assert 2 <= len(doc["data"]["points"]) < 399
+
+
+def test_window_clock_is_the_median_of_sampled_windows():
+    from measure.probes.gemm import window_clock_mhz
+
+    rows = [{"sm_clock_mhz_median": 1980}, {"sm_clock_mhz_median": None}, {"sm_clock_mhz_median": 1755.0}, {}]
+    assert window_clock_mhz(rows) == 1867.5
+    assert window_clock_mhz([{"sm_clock_mhz_median": None}]) is None

@@ -36,6 +36,10 @@ def test_gemm_on_cuda_is_bf16_and_records_clocks(archive):
     assert doc["data"]["ceiling"]["square_tflop_s"] > 1.0
     clocks = doc["data"]["clocks"]
     assert set(clocks) == {"sm_mhz_before", "sm_mhz_after"}
+    # every timed window sampled the SM clock (issue 27: the ceiling says the clock it ran at)
+    assert doc["data"]["clock_sampling"]["sampling"] is True, doc["data"]["clock_sampling"]["why_not"]
+    assert all(r["sm_clock_mhz_median"] > 0 for r in doc["data"]["samples"])
+    assert doc["data"]["ceiling"]["sm_clock_mhz_median"] > 0
 
 
 def test_copy_on_cuda_covers_every_direction(archive):
