@@ -154,10 +154,17 @@ def test_update_findings_count_each_windows_optimizer_steps():
 def test_concurrency_and_allocation_failures():
     assert audit.concurrency([(0, 2), (1, 3), (2, 4)]) == 2
     assert audit.concurrency([(0, 1), (1, 2)]) == 1
-    assert audit.is_allocation_failure("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
-    assert audit.is_allocation_failure("MemoryError: ")
-    assert not audit.is_allocation_failure("RuntimeError: the harness lost its data shard at batch 2")
-    assert not audit.is_allocation_failure(None)
+    cuda_oom = "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert audit.is_allocation_failure(cuda_oom, "cuda") and audit.is_allocation_failure(cuda_oom, "cpu")
+    assert audit.is_allocation_failure("RuntimeError: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate", "cuda")
+    # the host running short is a boundary of a CPU run, an error of a CUDA run (the probe's own rule)
+    assert audit.is_allocation_failure("MemoryError: ", "cpu")
+    assert not audit.is_allocation_failure("MemoryError: ", "cuda")
+    host = "RuntimeError: [enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: can't allocate memory"
+    assert audit.is_allocation_failure(host, "cpu") and not audit.is_allocation_failure(host, "cuda")
+    assert not audit.is_allocation_failure("OSError: [Errno 12] Cannot allocate memory", "cuda")
+    assert not audit.is_allocation_failure("RuntimeError: the harness lost its data shard at batch 2", "cuda")
+    assert not audit.is_allocation_failure(None, "cuda")
 
 
 def attempt(job_id: str, start: float, end: float | None, executor: str = "local", **where) -> dict:

@@ -77,10 +77,20 @@ def is_oom(exc: BaseException, device: str) -> bool:
             return False
         if torch_oom is not None and isinstance(exc, torch_oom):
             return True
-        return isinstance(exc, RuntimeError) and any(fragment in text for fragment in _CUDA_OOM_TEXT)
+        return isinstance(exc, RuntimeError) and is_oom_text(text, device)
     if isinstance(exc, MemoryError) or (torch_oom is not None and isinstance(exc, torch_oom)):
         return True
-    return isinstance(exc, RuntimeError) and any(fragment in text for fragment in _OOM_TEXT)
+    return isinstance(exc, RuntimeError) and is_oom_text(text, device)
+
+
+def is_oom_text(text: str, device: str) -> bool:
+    """Whether an error's text (a stored error line: ``Type: message``) reports an allocation failure of
+    ``device``, by the rule of ``is_oom``; the campaign audit reads receipts with it."""
+    if device == "cuda":
+        if text.startswith("MemoryError") or any(fragment in text for fragment in _HOST_TEXT):
+            return False
+        return "OutOfMemoryError" in text or any(fragment in text for fragment in _CUDA_OOM_TEXT)
+    return any(m in text for m in ("OutOfMemoryError", "MemoryError")) or any(f in text for f in _OOM_TEXT)
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,13 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
 from measure.machine import code_fingerprint, source_tree_sha256
+from measure.run.isolate import is_oom_text
 from probebook.campaign import receipts
 from probebook.campaign.plan import SOURCE, checked, load_manifest
 
 PROBE = "campaign-audit"
 VERSION = 1
 REL = 1e-9  # re-derived numbers must agree to rounding: both sides are the same float arithmetic
-# what an allocation failure says (measure.run.isolate classifies with the same fragments and types)
-OOM_MARKERS = ("OutOfMemoryError", "MemoryError", "out of memory", "Cannot allocate memory", "ALLOC_FAILED")
 
 
 def close(a: Any, b: Any) -> bool:
@@ -40,9 +39,10 @@ def close(a: Any, b: Any) -> bool:
     return math.isclose(float(a), float(b), rel_tol=REL, abs_tol=0.0)
 
 
-def is_allocation_failure(error: str | None) -> bool:
-    """Whether an error line reports an allocation failure."""
-    return bool(error) and any(m in str(error) for m in OOM_MARKERS)
+def is_allocation_failure(error: str | None, device: str) -> bool:
+    """Whether an error line reports an allocation failure of ``device`` (the probe's own rule: on CUDA only
+    the device's allocator sets a boundary, ``measure.run.isolate.is_oom_text``)."""
+    return bool(error) and is_oom_text(str(error), device)
 
 
 def boundary_findings(curve: str, planned: list[int], states: dict[int, str]) -> list[str]:
@@ -160,7 +160,7 @@ def _point(
         if row.get("params") != expected:
             out.append(f"{where}: {row.get('params')} parameters, the {point['preset']} preset has {expected}")
     if row["status"] == "oom":
-        if not is_allocation_failure(row.get("error")):
+        if not is_allocation_failure(row.get("error"), str(doc["params"].get("device", "cuda"))):
             out.append(f"{where}: recorded as OOM but its error is not an allocation failure: {row.get('error')!r}")
     else:
         windows = doc["data"].get("windows", [])
