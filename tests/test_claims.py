@@ -11,11 +11,11 @@ import pytest
 
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
-from render import claims
-from render.build import BuildPaths, build
-from render.ledger import read, write
-from render.pages import PageError
-from render.quantity import Quantity
+from render.build.stages import BuildPaths, build
+from render.numbers import claims
+from render.numbers.ledger import read, write
+from render.numbers.quantity import Quantity
+from render.pages.sandbox import PageError
 
 REPO = Path(__file__).resolve().parent.parent
 

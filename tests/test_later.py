@@ -1,5 +1,5 @@
-"""Files made while the site engine runs (render/later.py): the same site as made first, whether drawn in a forked
-process (a fresh build) or a thread (this test process), and no placeholder kept."""
+"""Files made while the site engine runs (render/build/deferred.py): the same site as made first, whether drawn in a
+forked process (a fresh build) or a thread (this test process), and no placeholder kept."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ import pytest
 from conftest import REPO, fixture_site_paths
 
 from measure.errors import ProbebookError
-from render import build as build_module
-from render import incremental, later
-from render.build import build
-from render.chart_output import PENDING
+from render.build import deferred as later
+from render.build import incremental
+from render.build import stages as build_module
+from render.build.stages import build
+from render.charts.output import PENDING
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 MARK = PENDING.encode()
@@ -56,8 +57,8 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from conftest import REPO, fixture_site_paths
-from render import page_pool
-from render.build import build
+from render.build import parallel as page_pool
+from render.build.stages import build
 
 made = []
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from render import ledger
-from render.quantity import (
+from render.numbers import ledger
+from render.numbers.quantity import (
     Quantity,
     UnitError,
     conversion_factor,

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from measure.errors import ProbebookError
-from render import engines, sanitize, site_assets
-from render.build import BuildPaths, build
-from render.ledger import to_bytes as ledger_bytes
+from render.build.stages import BuildPaths, build
+from render.numbers.ledger import to_bytes as ledger_bytes
+from render.site import assets as site_assets
+from render.site import engines, sanitize
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
@@ -236,7 +237,7 @@ def test_the_theme_keeps_its_own_scripts(corpus_site: tuple[BuildPaths, dict[str
         page = Page()
         page.feed((paths.site / name).read_text(encoding="utf-8"))
         outside = [body for body, in_content in page.scripts if not in_content]
-        # the theme's five, then the site's own (render.site_assets: the vega-embed bundle, charts.js, and the
+        # the theme's five, then the site's own (render.site.assets: the vega-embed bundle, charts.js, and the
         # iframe-worker shim the theme loads as a polyfill)
         assert len(outside) == 5 + len(site_assets.SCRIPTS) + len(site_assets.POLYFILLS), name
         assert not [body for body, in_content in page.scripts if in_content], name
@@ -371,7 +372,7 @@ def test_a_sweep_leaves_a_page_without_content_area_to_the_final_pass(tmp_path: 
     ],
 )
 def test_pages_are_swept_only_for_configs_that_write_each_page_once(tmp_path: Path, config: str, once: bool) -> None:
-    from render.engine_config import writes_pages_once
+    from render.site.config import writes_pages_once
 
     path = tmp_path / "mkdocs.yml"
     path.write_text(config, encoding="utf-8")

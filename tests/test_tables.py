@@ -1,4 +1,4 @@
-"""render.tables: unit conversions, each table kind's Markdown/CSV/JSON, escaping, raw samples, input errors."""
+"""render.tables.columns: unit conversions, each table kind's Markdown/CSV/JSON, escaping, raw samples, input errors."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from conftest import synthetic_doc as doc
 from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
-from render import tables
+from render.tables import columns as tables
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 

@@ -41,10 +41,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from measure.errors import ProbebookError
-from render import numbers
 from render.derive import fit_numerics as num
 from render.derive.fit_numerics import TERMS
 from render.derive.lossmem import unstable
+from render.numbers import reading as numbers
 
 ALPHA_LACK_OF_FIT = 0.01
 """Level of the lack-of-fit test that warns of residuals above the sample noise; strict on purpose."""
