@@ -71,7 +71,7 @@ def test_tiny_campaign_end_to_end(finished):
         assert Store(archive).get(point["evidence"])["data"]["samples"][0]["status"] == "ok"
     from render.charts import draw as charts
     from render.derive import batchsweep
-    from render.tables import columns as tables
+    from render.tables import kinds as tables
 
     # render reads the campaign document as batch-sweep evidence: summaries, table, both charts
     assert {g.context for g in batchsweep.summarize(doc["data"]["samples"])} == {32, 64}

@@ -11,7 +11,7 @@ from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
 from render.functions.library import Library, PageFunctions
-from render.tables.columns import render as render_table
+from render.tables.kinds import render as render_table
 
 torch = pytest.importorskip("torch")
 

@@ -19,7 +19,8 @@ import pytest
 
 from measure.cli import declarations
 from measure.errors import ProbebookError
-from render.build.stages import BuildError, BuildPaths, build
+from render.build.stages import BuildPaths, build
+from render.errors import BuildError
 from render.numbers.ledger import read as read_ledger
 
 REPO = Path(__file__).resolve().parent.parent

@@ -33,7 +33,7 @@ from typing import Any, Callable
 from measure.errors import ProbebookError
 from render.build import incremental
 from render.build import parallel as page_pool
-from render.build.types import BuildError
+from render.errors import BuildError
 from render.charts.output import PENDING, ChartOutput, PendingChart
 from render.site.sanitize import Sweep
 

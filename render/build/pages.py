@@ -14,7 +14,8 @@ from render.build import incremental
 from render.pages import layout
 from render.pages import notices
 from render.pages import provenance
-from render.build.types import BuildError, Evidence
+from render.errors import BuildError
+from render.build.types import Evidence
 from render.functions.library import Library, PageFunctions
 from render.pages.sandbox import PageState, check_links, evaluate_summary, inert_prose, render_body
 from render.pages.sources import Sources

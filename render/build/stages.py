@@ -46,7 +46,8 @@ from render.pages import provenance
 from render.site import sanitize
 from render.site import folder as sitedir
 from render.pages import sources as sourcesmod
-from render.build.types import BuildError, BuildPaths, BuildResult, Evidence, Tree
+from render.errors import BuildError
+from render.build.types import BuildPaths, BuildResult, Evidence, Tree
 from render.site.config import write_config, writes_pages_once
 from render.evidence.archive import load_evidence
 from render.functions.library import Library, load_libraries

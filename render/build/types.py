@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from measure.errors import ProbebookError
 from render.pages import provenance
+from render.build.deferred import Later
 from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.numbers.quantity import Quantity
 
-if TYPE_CHECKING:
-    from render.build.deferred import Later  # render.build.deferred imports BuildError from here
-
-
-class BuildError(ProbebookError):
-    """The archive, the sources or the site engine refused the build."""
 
 
 @dataclass(frozen=True)

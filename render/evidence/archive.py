@@ -9,7 +9,8 @@ from typing import Any
 from measure.errors import EvidenceError, StoreError, printable
 from measure.evidence.envelope import for_reading, parse_archived
 from measure.evidence.store import Store, read_regular
-from render.build.types import BuildError, Evidence
+from render.build.types import Evidence
+from render.errors import BuildError
 
 log = logging.getLogger(__name__)
 

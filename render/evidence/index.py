@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from render.numbers.quantity import escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 
 PAGE_SIZE = 200
 """Documents per listing page: about 40 KB of Markdown, well under a 100 KB page (issue 15)."""

@@ -26,7 +26,7 @@ from typing import Any
 
 from render.build import incremental
 from render.numbers import reading as numbers
-from render.numbers.quantity import escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.tables import columns as tables
 
 MAX_ROWS = 500

@@ -31,7 +31,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``utilisation(ref, S)`` NVML over the timed windows: ``.sm_clock_min .clock_sag .power_max .sm_util``
 ``claim(a < b, "s")``   sentence ``s``, shown only while the comparison holds (``render.numbers.claims``)
 ``chart(kind, ref)``    an SVG chart (``render.charts.draw``), written beside the page
-``table(kind, ref)``    a table (``render.tables.columns``) with CSV and JSON downloads
+``table(kind, ref)``    a table (``render.tables.kinds``) with CSV and JSON downloads
 ======================  ==========================================================================
 """
 
@@ -72,10 +72,11 @@ from render.functions.views import (
 )
 from render.numbers import claims
 from render.numbers import reading as numbers
-from render.numbers.quantity import Quantity, conversion_factor, title_text
+from render.numbers.links import title_text
+from render.numbers.quantity import Quantity, conversion_factor
 from render.pages import methodology
 from render.pages.sandbox import Asset, untimed
-from render.tables import columns as tables
+from render.tables import kinds as tables
 from render.tables.columns import probe_of
 
 

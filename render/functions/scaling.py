@@ -15,7 +15,8 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.derive import scaling
 from render.functions.views import EvidenceRef, FunctionsMixin, _View, number, quantity
-from render.numbers.quantity import Quantity, escape_text
+from render.numbers.links import escape_text
+from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row with terminal escapes

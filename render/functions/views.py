@@ -14,7 +14,8 @@ import jinja2
 from measure.errors import ProbebookError
 from render.derive import fit as fitmod
 from render.derive import project as projmod
-from render.numbers.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
 
 if TYPE_CHECKING:

@@ -12,13 +12,14 @@ Text that reaches a page from data (front matter, evidence notes, column names) 
 from __future__ import annotations
 
 import math
-import posixpath
+import operator
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from render.numbers import reading as numbers
+from render.numbers.links import evidence_page, relative_link, short_id, title_text
 
 # SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
 _PREFIXES: dict[str, float] = {
@@ -74,75 +75,12 @@ def conversion_factor(from_unit: str, to_unit: str) -> float:
     return a[0] / b[0]
 
 
-_UNSAFE_TITLE = re.compile(r"[\\<>`]")
-
-
-def title_text(text: str) -> str:
-    """Text safe inside a Markdown link title: one line, ``"`` as ``'``, no backslashes, angle brackets or backticks."""
-    return " ".join(_UNSAFE_TITLE.sub("", text.replace('"', "'")).split())
-
-
-# What Markdown (with the extensions mkdocs.yml enables) or HTML could act on anywhere in a line: HTML's
-# three specials become entities, Markdown's inline specials a backslash escape (Python-Markdown's
-# ESCAPED_CHARS), so the generated source still reads as text ("step's", "0.00814").
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_BACKSLASHED = set("\\`*[]|{}#")
-# What acts only at the start of a line: a list item ("- ", "+ ", "12. "), a rule or setext underline ("---",
-# "==="), a fence ("~~~") or an admonition ("!!!"); "+20%" or "2.11.0" are left as they read.
-_LINE_START = re.compile(r"[-+](?=[\s-]|$)|[0-9]+[.)](?=\s|$)|=+\s*$|~~~|!!!")
-
-
-def escape_text(text: Any) -> str:
-    """Any data text -> inert Markdown that reads as the text: only what Markdown or HTML could act on is escaped.
-
-    ``&``, ``<``, ``>`` become entities; ``\\ ` * [ ] | { } #`` and an ``_`` not inside a word get a backslash;
-    a leading list, quote or ordered-list marker is escaped. Newlines become spaces, so the text stays inside
-    the paragraph or table cell it was put in. The sanitizer after the engine is the boundary (ARCHITECTURE.md
-    §3.8); this keeps data from becoming markup in the first place.
-    """
-    s = " ".join(str(text).split())
-    out = []
-    for i, c in enumerate(s):
-        if c in _ENTITIES:
-            out.append(_ENTITIES[c])
-        elif c in _BACKSLASHED or (c == "(" and i > 0 and s[i - 1] == "]"):
-            out.append(
-                "\\" + c
-            )  # "](" would open a link target (and render.pages.sandbox.check_links refuses it early)
-        elif c == "_" and not (0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()):
-            out.append("\\_")  # an underscore inside a word (created_at) never emphasises
-        else:
-            out.append(c)
-    escaped = "".join(out)
-    m = _LINE_START.match(escaped)
-    if m:
-        end = m.end() - 1
-        escaped = escaped[:end] + f"&#{ord(escaped[end])};" + escaped[end + 1 :]
-    return escaped
-
-
-def evidence_page(ident: str) -> str:
-    """The tree path of an evidence id's generated page, e.g. ``evidence/4be1c0ff....md``."""
-    return f"evidence/{ident.split(':', 1)[-1]}.md"
-
-
-def relative_link(page: str, target: str) -> str:
-    """A relative link from the tree page ``page`` to the tree file ``target`` (both POSIX paths)."""
-    return posixpath.relpath(target, posixpath.dirname(page) or ".")
-
-
 def percent(fraction: float | None, spec: str = ".1f") -> str:
     """A fraction of 1 as percent text: ``percent(0.1234)`` is ``12.3%``, ``percent(0.042, "+.3g")`` is ``+4.2%``;
     ``n/a`` when undefined."""
     if fraction is None:
         return "n/a"
     return f"{fraction * 100:{spec}}%"
-
-
-def short_id(ident: str) -> str:
-    """``sha256:`` and the first 12 hex digits: enough to name an id in prose and titles."""
-    hexpart = ident.split(":", 1)[-1]
-    return f"sha256:{hexpart[:12]}"
 
 
 @dataclass(frozen=True)
@@ -346,9 +284,7 @@ class Quantity:
 
     # -- arithmetic and comparisons for claims (render.numbers.claims decides what the units allow) --
     def _combine(self, op: str, a: Any, b: Any) -> "Quantity":
-        from render.numbers import claims
-
-        return claims.combine(op, a, b)
+        return combine(op, a, b)
 
     def __mul__(self, other: Any) -> "Quantity":
         return self._combine("*", self, other)
@@ -366,9 +302,7 @@ class Quantity:
         return self._combine("-", self, other)
 
     def _compare(self, op: str, other: Any) -> Any:
-        from render.numbers import claims
-
-        return claims.Comparison.of(op, self, other)
+        return Comparison.of(op, self, other)
 
     def __lt__(self, other: Any) -> Any:
         return self._compare("<", other)
@@ -381,3 +315,182 @@ class Quantity:
 
     def __ge__(self, other: Any) -> Any:
         return self._compare(">=", other)
+
+
+# -- the algebra the operators above need: what units allow, and the expression a composite keeps --
+
+_ARITH: dict[str, Callable[[float, float], float]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+}
+
+
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
+
+
+class ClaimError(ProbebookError):
+    """A claim that is false, or a comparison or combination the units do not allow."""
+
+
+def tree(q: Quantity) -> tuple[Any, tuple[dict[str, Any], ...]]:
+    """A quantity's expression and its leaves: ``("leaf", 0)`` and itself for a page-function number."""
+    if q.expr is not None:
+        return q.expr, q.leaves
+    leaf = {"key": q.key, "evidence": list(q.evidence), "value": q.value, "unit": q.unit}
+    return ("leaf", 0), (leaf,)
+
+
+def shift_leaves(expr: Any, by: int) -> Any:
+    """The same expression with its leaf indices moved by ``by`` (to sit after another's leaves)."""
+    if expr[0] == "leaf":
+        return ("leaf", expr[1] + by)
+    if expr[0] == "num":
+        return expr
+    return (expr[0], shift_leaves(expr[1], by), shift_leaves(expr[2], by), expr[3])
+
+
+def evaluate(expr: Any, values: list[float | None]) -> float | None:
+    """The value of an expression given each leaf's value (None when a leaf or a divisor is missing)."""
+    kind = expr[0]
+    if kind == "leaf":
+        return values[expr[1]]
+    if kind == "num":
+        return expr[1]
+    left, right = evaluate(expr[1], values), evaluate(expr[2], values)
+    if left is None or right is None or (kind == "/" and right == 0):
+        return None
+    return _ARITH[kind](left, right * expr[3])
+
+
+def _plain(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x)
+
+
+def combine(op: str, a: Any, b: Any) -> Quantity:
+    """``a op b`` where at least one side is a Quantity; the units decide what is allowed."""
+    qa, qb = (a if isinstance(a, Quantity) else None), (b if isinstance(b, Quantity) else None)
+    na, nb = _plain(a), _plain(b)
+    if (qa is None and na is None) or (qb is None and nb is None):
+        raise ClaimError(
+            f"cannot combine {type(a).__name__} {op} {type(b).__name__}: quantities and plain numbers only"
+        )
+    if qa is None:  # a plain number on the left: only 2 * q makes sense
+        if op != "*":
+            raise ClaimError(f"a plain number {op} a quantity is not defined; write the quantity first")
+        return combine("*", b, a)
+    ta, la = tree(qa)
+    lb: tuple[dict[str, Any], ...]
+    unit, factor, fmt, display = qa.unit, 1.0, qa.fmt, qa.display
+    if qb is None:
+        if op not in ("*", "/"):
+            raise ClaimError(f"{qa.key} {op} a plain number: add or subtract quantities of one unit, not numbers")
+        tb, lb, b_text = ("num", nb), (), f"{nb:g}"
+    else:
+        tb, lb = tree(qb)
+        tb, b_text = shift_leaves(tb, len(la)), qb.key
+        if op in ("+", "-"):
+            factor = _factor(qb.unit, qa.unit, f"{qa.key} {op} {qb.key}")
+        elif op == "/" and not qb.unit:  # divided by a count: the unit stays
+            pass
+        elif op == "/":
+            try:
+                factor, unit, fmt, display = conversion_factor(qb.unit, qa.unit), "", ".3g", None
+            except UnitError:
+                unit, display = f"{qa.unit}/{qb.unit}" if qa.unit else f"1/{qb.unit}", None
+        elif qa.unit and qb.unit:
+            raise ClaimError(f"{qa.key} * {qb.key}: multiplying {qa.unit} by {qb.unit} gives no unit probebook shows")
+        else:
+            unit, display = qa.unit or qb.unit, qa.display or qb.display
+    expr = (op, ta, tb, factor)
+    leaves = la + lb
+    value = evaluate(expr, [leaf["value"] for leaf in leaves])
+    evidence = tuple(dict.fromkeys(qa.evidence + (qb.evidence if qb is not None else ())))
+    key = f"({qa.key} {op} {b_text})"
+    return Quantity(
+        value=value,
+        unit=unit,
+        fmt=fmt,
+        display=display,
+        evidence=evidence,
+        derivation=key[1:-1],
+        key=key[1:-1],
+        note=None if value is not None else "a missing operand or a zero divisor",
+        expr=expr,
+        leaves=leaves,
+    )
+
+
+def _factor(from_unit: str, to_unit: str, what: str) -> float:
+    try:
+        return conversion_factor(from_unit, to_unit)
+    except UnitError:
+        raise ClaimError(f"{what}: units {from_unit or 'none'!r} and {to_unit or 'none'!r} do not agree") from None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``left op right``, both Quantities of one unit family; true or false once built."""
+
+    op: str
+    left: Quantity
+    right: Quantity
+    factor: float
+    """Multiplies the right value into the left's unit."""
+
+    @classmethod
+    def of(cls, op: str, a: Quantity, b: Any) -> Comparison:
+        if not isinstance(b, Quantity):
+            number = _plain(b)
+            if number is None:
+                raise ClaimError(f"{a.key} {op} {b!r}: compare a quantity with a quantity or a plain number")
+            if a.unit:
+                raise ClaimError(f"{a.key} {op} {number:g}: a number in {a.unit} must come from evidence, not the page")
+            b = Quantity(
+                value=number,
+                unit="",
+                fmt="g",
+                key=f"{number:g}",
+                derivation="a number in the page",
+                expr=("num", number),
+            )
+        return cls(op, a, b, _factor(b.unit, a.unit, f"{a.key} {op} {b.key}"))
+
+    @property
+    def holds(self) -> bool | None:
+        """Whether the comparison is true; None when a side has no value."""
+        if self.left.value is None or self.right.value is None:
+            return None
+        return COMPARE[self.op](self.left.value, self.right.value * self.factor)
+
+    @property
+    def text(self) -> str:
+        """``key (value) op key (value)``, for messages."""
+        return f"{self.left.key} = {self.left.text} {self.op} {self.right.key} = {self.right.text}"
+
+    def __bool__(self) -> bool:
+        raise ClaimError(
+            f"{self.left.key} {self.op} {self.right.key} is checked by claim(CONDITION, 'sentence'), not used as a test"
+        )
+
+
+def check(conditions: tuple[Any, ...], sentence: Any) -> list[Comparison]:
+    """The comparisons of a claim, every one of them true; otherwise one line saying which is false and why."""
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise ClaimError('claim() takes one or more comparisons and then the sentence, e.g. claim(a < b, "a is less")')
+    if not conditions or not all(isinstance(c, Comparison) for c in conditions):
+        raise ClaimError(f"claim({sentence!r}): each condition must compare quantities, like a < b")
+    for c in conditions:
+        if c.holds is None:
+            raise ClaimError(f"claim {sentence!r} cannot be checked: {c.text} has a side with no value")
+        if not c.holds:
+            raise ClaimError(f"claim {sentence!r} is false: {c.text}")
+    return list(conditions)

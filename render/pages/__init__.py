@@ -1,1 +1,1 @@
-"""Hand-written pages: sources, lint, the template sandbox, layout, notices, provenance, methodology, changes, history."""
+"""Hand-written pages: sources, lint, the template sandbox, layout, notices, provenance, methodology, history."""

@@ -16,7 +16,7 @@ from typing import Any
 from render.numbers import reading as numbers
 from render.numbers.claims import TruthChange
 from render.numbers.ledger import Diff, change_percent
-from render.numbers.quantity import escape_text, relative_link
+from render.numbers.links import escape_text, relative_link
 
 PAGE = "changes.md"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from render.numbers.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
 from render.pages.sources import Record, SourcePage, Sources
 
 BANNER = "Archived reference."

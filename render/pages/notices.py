@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from render.derive import kernels
-from render.numbers.quantity import escape_text, short_id
+from render.numbers.links import escape_text, short_id
 
 
 def failed_evidence(where: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str | None:

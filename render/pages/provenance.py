@@ -25,7 +25,8 @@ import shlex
 from typing import Any
 
 from measure.errors import printable
-from render.numbers.quantity import Quantity, escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
 
 Declarations = dict[str, dict[str, Any]]
 """Probe name -> ``{"version": N, "options": {param: {"flag", "kind", "default"}}}`` (``measure.cli.declarations``)."""

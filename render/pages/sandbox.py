@@ -31,7 +31,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
 from render.numbers import claims
-from render.numbers.quantity import Quantity, escape_text
+from render.numbers.links import escape_text
+from render.numbers.quantity import Quantity
 from render.pages import lint
 from render.pages.sources import SourcePage
 

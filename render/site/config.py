@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from render.pages import layout
-from render.build.types import BuildError
+from render.errors import BuildError
 from render.site.assets import add_to_config
 
 
