@@ -28,7 +28,7 @@ from measure.evidence.envelope import parse  # noqa: E402
 from measure.evidence.store import Store  # noqa: E402
 from render.charts import draw as charts  # noqa: E402
 from render.charts import svg as chart_svg  # noqa: E402
-from render.functions.library import load_libraries  # noqa: E402
+from render.functions.derivations import load_libraries  # noqa: E402
 
 OPTIONS = {"step-scaling": {"terms": "c+a+b"}, "batch-sweep": {}}
 

@@ -9,7 +9,7 @@ from conftest import render_page
 
 from render.derive import correctness
 from render.evidence.archive import load_evidence
-from render.functions.library import Library
+from render.functions.derivations import Library
 from render.pages.sandbox import PageError, PageState
 
 ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "correctness" / "archive"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from render.evidence.archive import load_evidence
-from render.functions.library import FUNCTIONS, Library, PageFunctions
+from render.functions.derivations import Library
+from render.functions.library import FUNCTIONS, PageFunctions
 from render.pages import sources
 from render.pages.sandbox import PageState, make_environment, render_body
 

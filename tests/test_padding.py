@@ -15,7 +15,8 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from render.derive import padding as padmod
-from render.functions.library import Library, PageFunctions
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
 from render.tables.kinds import render as render_table
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "padding"

@@ -11,7 +11,8 @@ import pytest
 from measure.evidence.store import Store
 from render.derive import fit as fitmod
 from render.evidence.archive import load_evidence
-from render.functions.library import Library, PageFunctions, field_unit
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions, field_unit
 from render.pages import sources
 from render.pages.sandbox import PageError, PageState, check_links, inert_prose, make_environment, render_body
 

@@ -16,7 +16,8 @@ from render.pages import notices
 from render.pages import provenance
 from render.errors import BuildError
 from render.build.types import Evidence
-from render.functions.library import Library, PageFunctions
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
 from render.pages.sandbox import PageState, check_links, evaluate_summary, inert_prose, render_body
 from render.pages.sources import Sources
 

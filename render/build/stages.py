@@ -50,7 +50,7 @@ from render.errors import BuildError
 from render.build.types import BuildPaths, BuildResult, Evidence, Tree
 from render.site.config import write_config, writes_pages_once
 from render.evidence.archive import load_evidence
-from render.functions.library import Library, load_libraries
+from render.functions.derivations import Library, load_libraries
 from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, Later, write_made
 from render.pages.sandbox import check_links, make_environment

@@ -12,10 +12,11 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.derive import batchsweep, lossmem
 from render.derive import campaign as campaignmod
-from render.functions.views import BatchView, CampaignTimeView, FunctionsMixin, call_text, number
+from render.functions.base import FunctionsBase
+from render.functions.views import BatchView, CampaignTimeView, call_text, number
 
 
-class BatchFunctions(FunctionsMixin):
+class BatchFunctions(FunctionsBase):
     """``batch_summary``, ``batch_models`` and ``campaign_time``; the helpers they use are PageFunctions' own."""
 
     def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:

@@ -22,7 +22,8 @@ from typing import Any
 import jinja2
 
 from measure.errors import ProbebookError
-from render.functions.library import Library, PageFunctions
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
 from render.functions.names import FUNCTIONS
 from render.numbers.claims import Claim
 from render.numbers.quantity import Quantity

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from render.derive import correctness, utilisation
-from render.functions.views import EvidenceRef, FunctionsMixin, _View, call_text, number, quantity
+from render.functions.base import FunctionsBase
+from render.functions.views import EvidenceRef, _View, call_text, number, quantity
 
 if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
@@ -95,7 +96,7 @@ class StreamView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class CorrectnessFunctions(FunctionsMixin):
+class CorrectnessFunctions(FunctionsBase):
     """``agreement``, ``hvp``, ``hvp_speedup``, ``stream``, ``utilisation``; helpers are PageFunctions' own."""
 
     def _data(self, ref: EvidenceRef) -> dict[str, Any]:

@@ -10,12 +10,13 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import gemm, kernels
-from render.functions.views import EvidenceRef, FunctionsMixin, call_text, quantity
+from render.functions.base import FunctionsBase
+from render.functions.views import EvidenceRef, call_text, quantity
 from render.numbers.quantity import Quantity
 from render.tables import columns as tables
 
 
-class KernelFunctions(FunctionsMixin):
+class KernelFunctions(FunctionsBase):
     """``gemm_ceiling``, ``kernel_share``, ``kernel_time``; helpers are PageFunctions' own."""
 
     def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:

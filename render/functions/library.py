@@ -37,8 +37,6 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 import statistics
 import warnings
@@ -49,13 +47,14 @@ from measure.errors import ProbebookError
 from render.charts import theme as chart_theme
 from render.charts.output import PendingChart, chart_files
 from render.derive import fit as fitmod
-from render.derive import fit_numerics, peaks
 from render.derive import mfu as mfumod
+from render.derive import peaks
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.evidence import pages as evidence_pages
 from render.functions.batch import BatchFunctions
 from render.functions.correctness import CorrectnessFunctions
+from render.functions.derivations import load_libraries
 from render.functions.kernels import KernelFunctions
 from render.functions.memory import MemoryFunctions
 from render.functions.names import FUNCTIONS
@@ -75,62 +74,8 @@ from render.numbers import reading as numbers
 from render.numbers.links import title_text
 from render.numbers.quantity import Quantity, conversion_factor
 from render.pages import methodology
-from render.pages.sandbox import Asset, untimed
+from render.pages.sandbox import Asset
 from render.tables import kinds as tables
-from render.tables.columns import probe_of
-
-
-class Library:
-    """Evidence documents by id, and derivations computed so far (shared by every page of a build).
-
-    A derivation is keyed by what it is computed from: its kind, evidence ids (each names its document's
-    bytes) and options, never a page or an alias. So ``kept``, the derivations an earlier build computed
-    with the same render code and libraries (``render.build.incremental.DerivedCache``), are reused as they are:
-    an author's edit to one page's prose renders that page without fitting or drawing anything again.
-    """
-
-    def __init__(self, docs: dict[str, dict[str, Any]], kept: dict[tuple, Any] | None = None):
-        self.docs = docs
-        self._memo: dict[tuple, Any] = {}
-        self._kept = kept or {}
-        self.computed: dict[tuple, Any] = {}
-        """The derivations this build computed (not taken from ``kept``), in the order it computed them."""
-        self.later = False
-        """Set by a build that draws charts while the site engine runs (``render.build.deferred``): a derivation that
-        can wait is computed as what stands in for it (a chart's alt text and placeholders) until then."""
-
-    def memo(self, key: tuple, compute: Callable[[], Any], later: Callable[[str], Any] | None = None) -> Any:
-        """The derivation ``key``: kept, else computed (``later(token)`` instead, when it can wait and this
-        build makes such derivations later; ``token`` names the key)."""
-        if key not in self._memo:
-            if key in self._kept:
-                self._memo[key] = self._kept[key]
-            else:
-                load_libraries(draw=False)  # a chart drawn now loads vl-convert itself (PageFunctions.chart)
-                if later is not None and self.later:
-                    self._memo[key] = self.computed[key] = later(hashlib.sha256(repr(key).encode()).hexdigest())
-                else:
-                    self._memo[key] = self.computed[key] = compute()
-        return self._memo[key]
-
-    def settle(self, made: dict[tuple, Any]) -> None:
-        """Put what was made later in place of what stood in for it (``render.build.deferred``)."""
-        for key, value in made.items():
-            self._memo[key] = self.computed[key] = value
-
-    def computed_since(self, count: int) -> dict[tuple, Any]:
-        """The derivations computed after the first ``count`` (``len(computed)`` before a page was rendered)."""
-        return dict(list(self.computed.items())[count:])
-
-    def adopt(self, computed: dict[tuple, Any]) -> None:
-        """Take derivations another process computed for this build (``render.build.parallel``) as this one's own."""
-        for key, value in computed.items():
-            self._memo.setdefault(key, value)
-            self.computed.setdefault(key, value)
-
-    def derived(self) -> dict[tuple, Any]:
-        """Every derivation known to this build: those it kept and those it computed."""
-        return {**self._kept, **self._memo}
 
 
 def _suppressed_peak(gpu: str | None) -> peaks.Peak:
@@ -139,34 +84,10 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
         return peaks.lookup(gpu)
 
 
-@functools.lru_cache(maxsize=2)
-def load_libraries(draw: bool = True) -> None:
-    """Import what the derivations load lazily (altair, pandas, vl-convert, scipy) and start vl-convert's
-    runtime, once per process, off the clock of the page that first needs them.
-
-    The CLI imports this module to list the functions in its help, so the heavy libraries load where
-    they are used, not at the top (about 1.6 s of CPU per ``probebook`` process), and only when a
-    derivation is computed rather than reused (``Library``); a page's template runs under a time limit
-    (pages.time_limit), which must never count a library's import time (``pages.untimed``).
-    ``draw=False``: only what describing a chart needs (``render.charts.draw.describe``), not vl-convert.
-    """
-    with untimed():
-        import render.charts.draw  # noqa: F401  (loads altair)
-        from render.charts import svg as chart_svg
-
-        if draw:
-            chart_svg.warm()
-        fit_numerics.load_scipy()
-
-
 class PageFunctions(
     MemoryFunctions, KernelFunctions, BatchFunctions, PipelineFunctions, ScalingFunctions, CorrectnessFunctions
 ):
     """The functions one page may call, bound to its evidence aliases."""
-
-    def __init__(self, library: Library, aliases: dict[str, str]):
-        self.library = library
-        self.refs = {alias: EvidenceRef(alias, ident, library.docs[ident]["probe"]) for alias, ident in aliases.items()}
 
     def context(self) -> dict[str, Any]:
         """Names a template sees: the functions and the page's evidence aliases."""
@@ -176,29 +97,6 @@ class PageFunctions(
             raise ProbebookError(f"evidence alias {clash[0]!r} has the name of a page function; rename the alias")
         names.update(self.refs)
         return names
-
-    # -- helpers --------------------------------------------------------------------------
-    def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef:
-        defined(ref)
-        if isinstance(ref, str):
-            if ref not in self.refs:
-                known = ", ".join(sorted(self.refs)) or "none"
-                raise ProbebookError(f"{what}: no evidence alias {ref!r} on this page (its aliases: {known})")
-            ref = self.refs[ref]
-        if not isinstance(ref, EvidenceRef):
-            raise ProbebookError(f"{what} takes an evidence alias from the front matter, got {type(ref).__name__}")
-        if probe is not None and probe_of(self.library.docs[ref.id]) != probe:
-            raise ProbebookError(f"{what} needs {probe} evidence; {ref.alias} ({ref.short}) is {ref.probe} evidence")
-        return ref
-
-    def _doc(self, ref: EvidenceRef) -> dict[str, Any]:
-        return self.library.docs[ref.id]
-
-    def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]:
-        rows = (self._doc(ref).get("data") or {}).get("samples")
-        if not isinstance(rows, list) or not rows:
-            raise ProbebookError(f"{ref.alias} ({ref.short}) has no data.samples")
-        return rows
 
     def _fit(self, ref: EvidenceRef, options: dict[str, Any], at: tuple[float, ...]) -> fitmod.StepFit:
         key = ("fit", ref.id, tuple(sorted((k, str(v)) for k, v in options.items())), at)

@@ -10,11 +10,12 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import lossmem
-from render.functions.views import FunctionsMixin, LossMemoryView, number, quantity
+from render.functions.base import FunctionsBase
+from render.functions.views import LossMemoryView, number, quantity
 from render.numbers.quantity import Quantity
 
 
-class MemoryFunctions(FunctionsMixin):
+class MemoryFunctions(FunctionsBase):
     """``loss_memory``, ``logit_bytes``; helpers are PageFunctions' own."""
 
     def loss_memory(self, ref: Any, arm: str) -> LossMemoryView:

@@ -13,10 +13,11 @@ from measure.errors import ProbebookError
 from render.derive import fit as fitmod
 from render.derive import kernels
 from render.derive import padding as padmod
-from render.functions.views import EvidenceRef, FunctionsMixin, MaskView, PaddingView, call_text, number
+from render.functions.base import FunctionsBase
+from render.functions.views import EvidenceRef, MaskView, PaddingView, call_text, number
 
 
-class PipelineFunctions(FunctionsMixin):
+class PipelineFunctions(FunctionsBase):
     """``padding`` and ``mask_cost``; the helpers they use are PageFunctions' own."""
 
     if TYPE_CHECKING:

@@ -14,7 +14,8 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import scaling
-from render.functions.views import EvidenceRef, FunctionsMixin, _View, number, quantity
+from render.functions.base import FunctionsBase
+from render.functions.views import EvidenceRef, _View, number, quantity
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -123,7 +124,7 @@ class ScalingView(_View):
         return Block("\n".join(lines))
 
 
-class ScalingFunctions(FunctionsMixin):
+class ScalingFunctions(FunctionsBase):
     """``ddp``; the helpers it uses are PageFunctions' own."""
 
     def ddp(self, ref: Any) -> ScalingView:

@@ -7,7 +7,7 @@ enforces it), so a page can show a derived number but never reach the raw value 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
 import jinja2
 
@@ -17,9 +17,6 @@ from render.derive import project as projmod
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
-
-if TYPE_CHECKING:
-    from render.functions.library import Library
 
 
 @dataclass(frozen=True)
@@ -310,19 +307,3 @@ def number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ProbebookError(f"{what} must be a number, got {value!r}")
     return value
-
-
-class FunctionsMixin:
-    """Base of the page-function mixins (``render/functions/*.py``): what they use of ``PageFunctions``.
-
-    ``render.functions.library.PageFunctions`` combines the mixins and defines these helpers; declaring
-    them once here lets each mixin be type-checked on its own.
-    """
-
-    library: Library
-
-    if TYPE_CHECKING:
-
-        def _ref(self, ref: Any, probe: str | None, what: str) -> EvidenceRef: ...
-        def _doc(self, ref: EvidenceRef) -> dict[str, Any]: ...
-        def _rows(self, ref: EvidenceRef) -> list[dict[str, Any]]: ...
