@@ -1,5 +1,5 @@
 """Pages rendered by forked workers (render.build.parallel): when the pool is used, and that it changes nothing;
-one task run apart (page_pool.Apart): its result, its priority, its errors as one line, and its end when stopped."""
+one task run apart (page_pool.ForkedTask): its result, its priority, its errors as one line, its end when stopped."""
 
 from __future__ import annotations
 
@@ -134,13 +134,13 @@ def test_both_stop_at_the_first_error_in_page_order(tmp_path: Path) -> None:
 _APART = """
 import json, os, sys, threading, time
 from measure.errors import ProbebookError
-from render.build.parallel import Apart
+from render.build.parallel import ForkedTask
 
 def report(task, stop_after=None):
     stop = threading.Event()
     if stop_after is not None:
         threading.Timer(stop_after, stop.set).start()
-    apart = Apart(task, 5, "drawing")
+    apart = ForkedTask(task, 5, "drawing")
     try:
         done, value = apart.result(stop)
         out = {"done": done, "value": value}

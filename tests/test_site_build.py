@@ -466,6 +466,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
     assert torch_loaded == "False"
     assert set(eval(measure_modules)) <= {
         "measure.errors",
+        "measure.evidence",
         "measure.evidence.envelope",
         "measure.evidence.store",
         "measure.evidence.contracts",

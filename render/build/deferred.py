@@ -11,7 +11,7 @@ When the engine is done, each placeholder is replaced in the tree and in the bui
 sanitizer, the stamp and the swap.
 mkdocs copies a file that is not a page as it is, to the same path, so the site is byte-identical to one
 built with every file made first (``tests/test_later.py``). Once everything is drawn and made, a thread of
-this process sanitizes the pages the engine has finished writing (``render.site.sanitize.Sweep``), so that after the
+this process sanitizes the pages the engine has finished writing (``render.site.sanitize.BackgroundSanitizer``), so that after the
 engine only the last pages written are left to clean.
 
 A page's Markdown needs each chart's alt text, which ``render.charts.draw.describe`` gives without drawing.
@@ -19,7 +19,7 @@ Placeholders go only to the engines in ``ENGINES``, and the engine then builds t
 build (``render.build.dirty``) trusts the files' modification times. So a build draws later only when the
 engine builds everything anyway or there are at least ``LATER_MIN`` charts to draw; an author's edit that
 adds a chart draws it first and keeps the dirty build. Otherwise (and for ``--no-site``) everything is
-made first, on every core (``Later.now``). No placeholder is ever cached: a page whose files hold one is
+made first, on every core (``DeferredWork.now``). No placeholder is ever cached: a page whose files hold one is
 kept back from ``render.build.incremental.PageCache`` until it is settled, and so is the chart.
 """
 
@@ -35,7 +35,7 @@ from render.build import incremental
 from render.build import parallel as page_pool
 from render.errors import BuildError
 from render.charts.output import PENDING, ChartOutput, PendingChart
-from render.site.sanitize import Sweep
+from render.site.sanitize import BackgroundSanitizer
 
 LATER_MIN = 16
 """Charts to draw, at least, for a build to draw them while the engine runs even if it could have rebuilt only
@@ -54,7 +54,7 @@ def is_placeholder(data: bytes) -> bool:
     return data.startswith(_MARK)
 
 
-class Later:
+class DeferredWork:
     """What a build makes later: charts described but not drawn, and files whose makers wait."""
 
     def __init__(self, docs: dict[str, dict[str, Any]], cache: incremental.PageCache | None = None):
@@ -72,7 +72,7 @@ class Later:
         self.replaced: dict[str, tuple[bytes, bytes]] = {}
         """Tree path -> (placeholder, bytes) of each tree file the thread replaced (``start``)."""
         self._thread: threading.Thread | None = None
-        self._apart: page_pool.Apart | None = None
+        self._apart: page_pool.ForkedTask | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._swept = threading.Event()
@@ -102,16 +102,16 @@ class Later:
         """Draw the charts and make the files here and now: on forked workers when there are many
         (``render.build.parallel``), else in this process."""
         keys = list(self.charts)
-        with page_pool.Batch(lambda i: self._draw(keys[i]), len(keys)) as drawn:
+        with page_pool.WorkerPool(lambda i: self._draw(keys[i]), len(keys)) as drawn:
             self.drawn = dict(zip(keys, drawn, strict=True))
         self.made = {token: make() for token, make in self.makers.items()}
 
     def start(
-        self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None = None, apart: bool | None = None
+        self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: BackgroundSanitizer | None = None, apart: bool | None = None
     ) -> None:
         """While this process waits on the engine: draw and make, settle ``files`` (the tree's, as ``write_tree``
         wrote them to ``tree`` with ``manifest``) and write what was made into the tree, then, until ``finish``,
-        clean the pages the engine has written (``render.site.sanitize.Sweep``).
+        clean the pages the engine has written (``render.site.sanitize.BackgroundSanitizer``).
 
         The drawing and making run ``apart`` (default: where ``page_pool.fork_is_safe``), in a forked process at
         ``NICE`` lower priority, the rest in a thread of this process; else all of it in that thread.
@@ -119,7 +119,7 @@ class Later:
         if apart is None:
             apart = page_pool.fork_is_safe()
         # forked before the thread starts: a process with one thread forks safely
-        self._apart = page_pool.Apart(self._make_all, NICE, "while the site engine ran") if apart else None
+        self._apart = page_pool.ForkedTask(self._make_all, NICE, "while the site engine ran") if apart else None
         self._thread = threading.Thread(
             target=self._run, args=(files, tree, manifest, sweep), name="probebook-later", daemon=True
         )
@@ -138,7 +138,7 @@ class Later:
             made[token] = make()
         return drawn, made
 
-    def _run(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: Sweep | None) -> None:
+    def _run(self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: BackgroundSanitizer | None) -> None:
         try:
             if self._apart is not None:
                 finished, got = self._apart.result(self._stop)

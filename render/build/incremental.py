@@ -183,7 +183,7 @@ def write_atomic(path: Path, data: bytes, temp: Path | None = None) -> None:
 
 
 MakeLater = Callable[[Callable[[], bytes]], bytes]
-"""What takes a file's maker and gives a placeholder for its bytes, made later (``render.build.deferred.Later.file``)."""
+"""What takes a file's maker and gives a placeholder for its bytes, made later (``render.build.deferred.DeferredWork.file``)."""
 
 
 def kept_file(
@@ -197,7 +197,7 @@ def kept_file(
 
     For what a build makes that is a function of the inputs ``path``'s name stands for (the chart bundle,
     the archive's tarball). ``read=False`` (a full build) makes it afresh and keeps that; ``replaces``, a
-    glob of the same folder, names older versions removed when a new one is kept. ``later`` (``Later.file``):
+    glob of the same folder, names older versions removed when a new one is kept. ``later`` (``DeferredWork.file``):
     what stands in for bytes not kept, made (and kept) later.
     """
     if read:

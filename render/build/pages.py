@@ -15,7 +15,7 @@ from render.pages import layout
 from render.pages import notices
 from render.pages import provenance
 from render.errors import BuildError
-from render.build.types import Evidence
+from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.library import PageFunctions
 from render.pages.sandbox import PageState, check_links, evaluate_summary, inert_prose, render_body
@@ -45,7 +45,7 @@ def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes
 def render_one(
     page: Any,
     src: Sources,
-    evidence: Evidence,
+    evidence: Archive,
     library: Library,
     env: Any,
     aliases: dict[str, str],

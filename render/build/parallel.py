@@ -13,7 +13,7 @@ used only then: in a fresh ``probebook build``, not in ``serve``'s long-lived pr
 process that already drew a chart, which render serially. ``PROBEBOOK_JOBS`` sets the number of
 workers (``1``: serial); by default, one per core, for at least ``MIN_PAGES`` pages.
 
-``Apart`` runs one task in one forked process at a lower priority, for work done beside the site engine
+``ForkedTask`` runs one task in one forked process at a lower priority, for work done beside the site engine
 (``render.build.deferred``): the engine keeps its core, and the priority ends with the process.
 """
 
@@ -73,7 +73,7 @@ def fork_is_safe() -> bool:
     )
 
 
-class Batch:
+class WorkerPool:
     """``task(i)`` for i in 0..count-1, on forked workers when ``workers(count)`` says so, else (or when ``serial``)
     here, serially.
 
@@ -99,7 +99,7 @@ class Batch:
             finally:
                 _TASK = None
 
-    def __enter__(self) -> Batch:
+    def __enter__(self) -> WorkerPool:
         return self
 
     def __iter__(self) -> Iterator[Any]:
@@ -113,7 +113,7 @@ class Batch:
             self._pool = None
 
 
-class Apart:
+class ForkedTask:
     """``task()`` in one forked process whose priority is ``nice`` lower than this one's; ``result`` reads back
     what it returned (pickled), or raises what it raised as one line.
 

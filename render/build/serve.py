@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 import http.server
+import logging
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -86,7 +86,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     interval: float = 0.25,
-    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+    log: Callable[[str], None] = logging.getLogger(__name__).info,
     stop: threading.Event | None = None,
     engine: str = DEFAULT,
 ) -> None:

@@ -47,12 +47,13 @@ from render.site import sanitize
 from render.site import folder as sitedir
 from render.pages import sources as sourcesmod
 from render.errors import BuildError
-from render.build.types import BuildPaths, BuildResult, Evidence, Tree
+from render.build.types import BuildPaths, BuildResult, Tree
+from render.evidence.archive import Archive
 from render.site.config import write_config, writes_pages_once
 from render.evidence.archive import load_evidence
 from render.functions.derivations import Library, load_libraries
 from render.build.deferred import ENGINES as LATER_ENGINES
-from render.build.deferred import LATER_MIN, Later, write_made
+from render.build.deferred import LATER_MIN, DeferredWork, write_made
 from render.pages.sandbox import check_links, make_environment
 from render.site.assets import site_files
 from render.pages.sources import Sources
@@ -88,12 +89,12 @@ def check_prose(src: Sources) -> None:
 
 def render_pages(
     src: Sources,
-    evidence: Evidence,
+    evidence: Archive,
     store: Store,
     declarations: provenance.Declarations | None = None,
     cache: incremental.PageCache | None = None,
     derived: incremental.DerivedCache | None = None,
-    later: Later | None = None,
+    later: DeferredWork | None = None,
 ) -> Tree:
     """Template every page; collect ledger rows, charts/tables and who cites which evidence.
 
@@ -128,7 +129,7 @@ def render_pages(
         out = page_render.render_one(page, src, evidence, library, env, aliases, partial, declarations)
         return out, library.computed_since(before)
 
-    with page_pool.Batch(render, len(todo)) as rendered:
+    with page_pool.WorkerPool(render, len(todo)) as rendered:
         progress = Progress("pages", log, total=len(todo), lines=False)
         for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
             library.adopt(computed)
@@ -168,13 +169,13 @@ def render_pages(
 def generate_pages(
     tree: Tree,
     src: Sources,
-    evidence: Evidence,
+    evidence: Archive,
     published: list[dict[str, Any]] | None,
     previous: dict[str, list[Any]] | None = None,
     past: list[dict[str, Any]] | None = None,
     assets_cache: Path | None = None,
     full: bool = False,
-    later: Later | None = None,
+    later: DeferredWork | None = None,
     prepared: dict[str, evidence_pages.Prepared] | None = None,
 ) -> Tree:
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
@@ -211,7 +212,7 @@ def generate_pages(
             evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, [])) for ident, _key in chunks[n]
         ]
 
-    with page_pool.Batch(make, len(chunks)) as made:
+    with page_pool.WorkerPool(make, len(chunks)) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
         tree.files.update(site_files(assets_cache, read=not full, later=later.file if later is not None else None))
         for chunk, pages in zip(chunks, made, strict=True):
@@ -262,7 +263,7 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
 # -- stage 8: the site engine ---------------------------------------------------------------
 
 
-def source_date_epoch(evidence: Evidence, src: Sources) -> int:
+def source_date_epoch(evidence: Archive, src: Sources) -> int:
     """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none)."""
     given = os.environ.get("SOURCE_DATE_EPOCH")
     if given is not None:
@@ -287,7 +288,7 @@ def make_site(
     engine: str = engines.DEFAULT,
     saved: dirty.SiteState | None = None,
     tree: Tree | None = None,
-    started: engines.Started | None = None,
+    started: engines.RunningEngine | None = None,
 ) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.site.folder``).
 
@@ -296,7 +297,7 @@ def make_site(
     ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
     (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.site.engines``),
     cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.build.deferred``) are made while the
-    engine runs, on the whole site. ``started``: the engine's process, started ahead (``engines.Started``).
+    engine runs, on the whole site. ``started``: the engine's process, started ahead (``engines.RunningEngine``).
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
     chosen = engines.get(engine)
@@ -330,7 +331,7 @@ def make_site(
                 out.mkdir()
         if not reuse:
             if later is not None and tree is not None:  # while the engine runs: draw, make, clean what it wrote
-                sweep = sanitize.Sweep(out, chosen.theme) if clean and writes_pages_once(config) else None
+                sweep = sanitize.BackgroundSanitizer(out, chosen.theme) if clean and writes_pages_once(config) else None
                 later.start(tree.files, paths.tree, paths.build / incremental.TREE_MANIFEST, sweep)
             _run_engine(chosen, config, out, epoch, not full, started)
             if later is not None:
@@ -352,7 +353,7 @@ def make_site(
 
 
 def _run_engine(
-    chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool, started: engines.Started | None
+    chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool, started: engines.RunningEngine | None
 ) -> None:
     try:
         chosen.run(config, out, epoch, incremental, started)
@@ -363,19 +364,19 @@ def _run_engine(
 # -- the pipeline ------------------------------------------------------------------------------
 
 
-def prepare_evidence_pages(evidence: Evidence) -> page_pool.Apart | None:
+def prepare_evidence_pages(evidence: Archive) -> page_pool.ForkedTask | None:
     """The first ``APART_PAGES`` evidence pages but their "Cited by" lists (``evidence_pages.prepare``), made in a
     process apart while this one renders the records (the rest are made by every core after); None where the
     build makes pages serially (``page_pool.workers``: it may not fork, ``PROBEBOOK_JOBS=1``, or too few pages)."""
     if not page_pool.workers(len(evidence.docs)):
         return None
     docs = {i: evidence.docs[i] for i in sorted(evidence.docs)[:APART_PAGES]}
-    return page_pool.Apart(lambda: {i: evidence_pages.prepare(i, d) for i, d in docs.items()}, 0, "evidence pages")
+    return page_pool.ForkedTask(lambda: {i: evidence_pages.prepare(i, d) for i, d in docs.items()}, 0, "evidence pages")
 
 
 def render_tree(
     paths: BuildPaths, full: bool = False, reuse: bool = False, later: bool | None = None
-) -> tuple[Tree, Evidence, Sources]:
+) -> tuple[Tree, Archive, Sources]:
     """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh.
 
     ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``). ``later``: the
@@ -393,7 +394,7 @@ def render_tree(
             load_libraries(draw=False)
         cache = incremental.PageCache(paths.build, read=not full)
         derived = incremental.DerivedCache(paths.build, read=not full)
-        waiting = Later(evidence.docs, cache)
+        waiting = DeferredWork(evidence.docs, cache)
         tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived, waiting)
         cache.prune()
         if later is None or (later is False and len(waiting.charts) < LATER_MIN):
@@ -432,8 +433,8 @@ def render_tree(
 
 
 def _stages(
-    paths: BuildPaths, site: bool, clean: bool, full: bool, reuse: bool, engine: str, started: engines.Started | None
-) -> tuple[Tree, Evidence, Sources]:
+    paths: BuildPaths, site: bool, clean: bool, full: bool, reuse: bool, engine: str, started: engines.RunningEngine | None
+) -> tuple[Tree, Archive, Sources]:
     """``build``'s stages, under its lock."""
     inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
     saved = dirty.take(paths.build)  # saved again only once a site is swapped in
@@ -454,7 +455,7 @@ def build(
     full: bool = False,
     reuse: bool = False,
     engine: str = engines.DEFAULT,
-    started: engines.Started | None = None,
+    started: engines.RunningEngine | None = None,
 ) -> BuildResult:
     """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
 

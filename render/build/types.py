@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from render.pages import provenance
-from render.build.deferred import Later
+from render.build.deferred import DeferredWork
 from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.numbers.quantity import Quantity
 
@@ -42,14 +42,6 @@ class BuildPaths:
         return self.published if self.published is not None else self.archive / "published" / "ledger.json"
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """The archive as render sees it: documents and their exact bytes, by full id."""
-
-    docs: dict[str, dict[str, Any]]
-    raw: dict[str, bytes]
-
-
 @dataclass
 class Tree:
     """The rendered Markdown tree, before it is written."""
@@ -74,7 +66,7 @@ class Tree:
     """Record page -> its headline results (label, Quantity), for the records index and the home page."""
     machines: dict[str, str] = field(default_factory=dict)
     """Record page -> the GPU(s) its evidence ran on, in words."""
-    later: Later | None = None
+    later: DeferredWork | None = None
     """What makes the files that hold placeholders while the site engine runs (``render.build.deferred``); None: none do."""
 
 

@@ -52,7 +52,7 @@ from render.charts.svg import (
     without_tooltips,
 )
 from render.charts.sweeps import batch_sweep, loss_memory
-from render.charts.theme import LIGHT, PLOT_WIDTH_PX, THEMES, Theme, colour_map, config, wrap_title
+from render.charts.theme import LIGHT, PLOT_WIDTH_PX, THEMES, ChartTheme, colour_map, config, wrap_title
 from render.derive import fit as fitmod
 from render.tables.columns import doc_label, seconds_to_ms
 
@@ -82,7 +82,7 @@ __all__ = [  # the marks' names are re-exported: pages and tests read them here
 def _step_scaling(
     docs: list[dict[str, Any]],
     *,
-    theme: Theme = LIGHT,
+    theme: ChartTheme = LIGHT,
     tokens: str | None = None,
     terms: str = "auto",
     mode: str | None = None,

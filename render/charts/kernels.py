@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from render.charts.marks import NUM, Draw, sample_rows
-from render.charts.theme import LIGHT, PLOT_WIDTH_PX, Theme, wrap_title
+from render.charts.theme import LIGHT, PLOT_WIDTH_PX, ChartTheme, wrap_title
 from render.derive.kernels import category_shares
 from render.tables.columns import doc_label
 
@@ -30,7 +30,7 @@ def run_name(doc: dict[str, Any], index: int) -> str:
 
 
 def kernel_shares(
-    docs: list[dict[str, Any]], *, theme: Theme = LIGHT, labels: list[str] | None = None, title: str | None = None
+    docs: list[dict[str, Any]], *, theme: ChartTheme = LIGHT, labels: list[str] | None = None, title: str | None = None
 ) -> tuple[str, Draw]:
     """Share of device kernel time per category, one bar per run in each category."""
     if labels is not None and len(labels) != len(docs):

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from render.charts.theme import Theme
+from render.charts.theme import ChartTheme
 from render.tables.columns import evidence_rows
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def series_channels(entries: list[Series], field: str = "series") -> dict[str, A
     }
 
 
-def timing_marks(theme: Theme, oom: bool = False, unstable: bool = True) -> tuple[alt.Shape, alt.Legend]:
+def timing_marks(theme: ChartTheme, oom: bool = False, unstable: bool = True) -> tuple[alt.Shape, alt.Legend]:
     """The shape channel of a chart whose colour is its series: a filled circle per stable point, a hollow
     triangle per unstable one, a cross per first OOM batch; its legend draws the symbols in the text colour
     and names only the marks the chart holds (``oom``, ``unstable``)."""
@@ -117,7 +117,7 @@ def points(
     x: Any,
     y: Any,
     color: tuple[str, str, list[Any] | None],
-    theme: Theme,
+    theme: ChartTheme,
     tooltip: list[Any],
     oom: bool = False,
 ) -> Any:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from measure.errors import ProbebookError
 from measure.evidence import contracts
 from render.charts.marks import NUM, OOM, UNSTABLE, Draw, plain_number, points, sample_rows, timing, timing_marks
-from render.charts.theme import LIGHT, PLOT_WIDTH_PX, TEXT_PX, Theme, wrap_title
+from render.charts.theme import LIGHT, PLOT_WIDTH_PX, TEXT_PX, ChartTheme, wrap_title
 from render.derive import batchsweep, lossmem
 from render.tables.columns import bytes_to_gib, doc_label
 
@@ -27,7 +27,7 @@ BATCH_SWEEP_Y = {"tok_s": ("throughput (tokens/s)", "tokens/s"), "peak_bytes": (
 def batch_sweep(
     docs: list[dict[str, Any]],
     *,
-    theme: Theme = LIGHT,
+    theme: ChartTheme = LIGHT,
     model: str | None = None,
     title: str | None = None,
     y: str = "tok_s",
@@ -145,7 +145,7 @@ def batch_sweep(
     return text, draw
 
 
-def loss_memory(docs: list[dict[str, Any]], *, theme: Theme = LIGHT, title: str | None = None) -> tuple[str, Draw]:
+def loss_memory(docs: list[dict[str, Any]], *, theme: ChartTheme = LIGHT, title: str | None = None) -> tuple[str, Draw]:
     """Peak memory (GiB) against microbatch, one line per arm; an unstable point (CV over 5%) a hollow triangle."""
     rows = []
     for doc in docs:

@@ -46,7 +46,7 @@ TITLE_CHARS = 40
 
 
 @dataclass(frozen=True)
-class Theme:
+class ChartTheme:
     """One colour scheme for charts."""
 
     name: str
@@ -71,7 +71,7 @@ class Theme:
     """Samples left out of a fit."""
 
 
-LIGHT = Theme(
+LIGHT = ChartTheme(
     name="light",
     suffix="",
     fragment="#only-light",
@@ -83,7 +83,7 @@ LIGHT = Theme(
     fit=OKABE_ITO["vermillion"],
     excluded="#9a9a9a",
 )
-DARK = Theme(
+DARK = ChartTheme(
     name="dark",
     suffix=".dark",
     fragment="#only-dark",
@@ -100,7 +100,7 @@ THEMES = (LIGHT, DARK)
 """Every chart is drawn in each, light first."""
 
 
-def colour_map(source: Theme, target: Theme) -> dict[str, str]:
+def colour_map(source: ChartTheme, target: ChartTheme) -> dict[str, str]:
     """Each colour ``source`` uses -> the colour ``target`` uses in the same role (background, text, series i ...).
 
     The builders take colours only from their theme, so a chart in ``target`` is the chart in ``source``
@@ -124,7 +124,7 @@ def colour_map(source: Theme, target: Theme) -> dict[str, str]:
     return out
 
 
-def config(theme: Theme) -> dict[str, Any]:
+def config(theme: ChartTheme) -> dict[str, Any]:
     """The Vega-Lite ``config`` block of ``theme``: colours, and every text at ``TEXT_PX`` or more."""
     text = {"labelFontSize": TEXT_PX, "titleFontSize": TEXT_PX, "labelColor": theme.text, "titleColor": theme.text}
     return {

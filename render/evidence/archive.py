@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError, StoreError, printable
 from measure.evidence.envelope import for_reading, parse_archived
 from measure.evidence.store import Store, read_regular
-from render.build.types import Evidence
 from render.errors import BuildError
 
 log = logging.getLogger(__name__)
 
-_LOADED: dict[str, tuple[tuple[Any, ...], Evidence]] = {}
+
+@dataclass(frozen=True)
+class Archive:
+    """The archive as render sees it: documents and their exact bytes, by full id."""
+
+    docs: dict[str, dict[str, Any]]
+    raw: dict[str, bytes]
+
+
+_LOADED: dict[str, tuple[tuple[Any, ...], Archive]] = {}
 
 
 def _fingerprint(store: Store) -> tuple[Any, ...]:
@@ -26,7 +35,7 @@ def _fingerprint(store: Store) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def load_evidence(archive: Path, reuse: bool = False) -> Evidence:
+def load_evidence(archive: Path, reuse: bool = False) -> Archive:
     """Verify every stored file's hash, then parse it; any problem stops the build with one line.
 
     Links, FIFOs and stray names under ``evidence/`` are never opened; each is named in one warning line.
@@ -59,7 +68,7 @@ def load_evidence(archive: Path, reuse: bool = False) -> Evidence:
         except (EvidenceError, StoreError) as exc:
             raise BuildError(str(exc)) from None
         raw[ident] = data
-    loaded = Evidence(docs, raw)
+    loaded = Archive(docs, raw)
     if reuse:
         _LOADED[str(archive.resolve())] = (seen, loaded)
     return loaded

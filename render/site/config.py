@@ -61,7 +61,7 @@ ONCE_PLUGINS = frozenset({"search", "offline", "material/search", "material/offl
 
 def writes_pages_once(config: Path) -> bool:
     """Whether an engine run with the generated ``config`` writes each page once and never again: no hooks, and
-    only ``ONCE_PLUGINS`` (what ``render.site.sanitize.Sweep`` needs to clean pages while the engine runs)."""
+    only ``ONCE_PLUGINS`` (what ``render.site.sanitize.BackgroundSanitizer`` needs to clean pages while the engine runs)."""
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("hooks"):
         return False

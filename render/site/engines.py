@@ -50,15 +50,15 @@ class Engine:
 
     name: str
     """The name ``--engine`` takes."""
-    run: Callable[[Path, Path, int, bool, Started | None], None]
+    run: Callable[[Path, Path, int, bool, RunningEngine | None], None]
     """``run(config, out, epoch, incremental, started)``: build the site of ``config`` (``build/mkdocs.yml``) into
     ``out``, in the process ``start`` made ahead of time, if given."""
-    theme: sanitize.Theme
+    theme: sanitize.EngineTheme
     """Where its pages' content area and its search index are, for the sanitizer."""
     dirty_builds: bool
     """Whether ``incremental`` means a dirty build over a copy of the last site (``render.build.dirty``, mkdocs)."""
-    start: Callable[[], Started] | None = None
-    """Start the engine's process ahead of its work (``Started``), if it can wait for it."""
+    start: Callable[[], RunningEngine] | None = None
+    """Start the engine's process ahead of its work (``RunningEngine``), if it can wait for it."""
 
 
 def _env(epoch: int | None) -> dict[str, str]:
@@ -131,7 +131,7 @@ cli()
 """
 
 
-class Started:
+class RunningEngine:
     """An engine's process, started ahead of its work and waiting for its command line (``go``)."""
 
     def __init__(self, driver: str):
@@ -162,12 +162,12 @@ class Started:
             self._proc.communicate()
 
 
-def start_mkdocs() -> Started:
+def start_mkdocs() -> RunningEngine:
     """Python with mkdocs and the Material theme imported, waiting for its command line."""
-    return Started(_MKDOCS_DRIVER)
+    return RunningEngine(_MKDOCS_DRIVER)
 
 
-def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False, started: Started | None = None) -> None:
+def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False, started: RunningEngine | None = None) -> None:
     """``mkdocs build --strict`` into ``out``, in ``started`` (``start_mkdocs``), else in a process started now.
 
     ``incremental`` adds ``--dirty``: only pages whose Markdown is newer than their HTML in ``out`` (a copy of
@@ -182,7 +182,7 @@ def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False, s
     _check("mkdocs", status, output, config.parent, _first_mkdocs)
 
 
-def run_zensical(config: Path, out: Path, epoch: int, incremental: bool = True, started: Started | None = None) -> None:
+def run_zensical(config: Path, out: Path, epoch: int, incremental: bool = True, started: RunningEngine | None = None) -> None:
     """``python -m zensical build --strict`` into the build folder, then moved into ``out`` (``started`` is always
     None: Zensical's process is not started ahead of its work).
 
@@ -226,7 +226,7 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-def start(name: str) -> Started | None:
+def start(name: str) -> RunningEngine | None:
     """The process of engine ``name`` started ahead of its work, if it has one (``Engine.start``)."""
     chosen = get(name)
     return chosen.start() if chosen.start is not None else None

@@ -59,7 +59,7 @@ _ARTICLE_CLOSE = b"</article>"
 
 
 @dataclass(frozen=True)
-class Theme:
+class EngineTheme:
     """Where one site engine's theme puts a page's content and the search index (``render.site.engines`` picks one)."""
 
     name: str
@@ -74,7 +74,7 @@ class Theme:
     """The key of the index's list of entries."""
 
 
-MATERIAL = Theme(
+MATERIAL = EngineTheme(
     "mkdocs-material",
     re.compile(re.escape(_ARTICLE_OPEN)),
     _ARTICLE_OPEN.decode(),
@@ -84,7 +84,7 @@ MATERIAL = Theme(
 # Zensical's ``base.html`` (0.0.x) opens the same article with the theme's skip-link target,
 # ``<a id="__skip" tabindex="-1"></a>``: the theme's, so it stays outside the area (the allowlist would drop both
 # attributes). A page without it is not a page of this theme, and is refused like any other.
-ZENSICAL = Theme(
+ZENSICAL = EngineTheme(
     "zensical",
     re.compile(re.escape(_ARTICLE_OPEN) + rb'\s*<a id="__skip" tabindex="-1"></a>'),
     _ARTICLE_OPEN.decode() + " then the skip-link target",
@@ -125,7 +125,7 @@ def clean_fragment(html: str) -> str:
     return _CLEANER.clean(html)
 
 
-def clean_page(html: bytes, where: str, theme: Theme = MATERIAL) -> bytes:
+def clean_page(html: bytes, where: str, theme: EngineTheme = MATERIAL) -> bytes:
     """A whole page with its content area sanitized and everything outside it (the theme) byte for byte.
 
     The area runs from the end of the theme's opening markup to the page's *last* ``</article>``, so a
@@ -161,7 +161,7 @@ def write_search_index(path: Path, index: dict) -> None:
     path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
 
 
-def clean_search_index(path: Path, theme: Theme = MATERIAL) -> bool:
+def clean_search_index(path: Path, theme: EngineTheme = MATERIAL) -> bool:
     """Sanitize each entry's ``title`` and ``text`` in the theme's search index; True when it changed."""
     index = json.loads(path.read_text(encoding="utf-8"))
     entries = index.get(theme.entries) if isinstance(index, dict) else None
@@ -174,11 +174,11 @@ def clean_search_index(path: Path, theme: Theme = MATERIAL) -> bool:
     return changed
 
 
-def clean_site(site: Path, only: list[Path] | None = None, theme: Theme = MATERIAL, swept: Sweep | None = None) -> int:
+def clean_site(site: Path, only: list[Path] | None = None, theme: EngineTheme = MATERIAL, swept: BackgroundSanitizer | None = None) -> int:
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
-    ``render.build.dirty`` merged the index from entries that did); ``swept``: pages a ``Sweep`` cleaned while the
+    ``render.build.dirty`` merged the index from entries that did); ``swept``: pages a ``BackgroundSanitizer`` cleaned while the
     engine ran are skipped if they are still as it left them.
     """
     pages = sorted(site.rglob("*.html")) if only is None else [p for p in only if p.suffix == ".html"]
@@ -219,7 +219,7 @@ _FINISHED = re.compile(rb"</html>\s*\Z")
 """How a written page ends: an engine writes a page whole, once, so a page that ends so is complete."""
 
 
-class Sweep:
+class BackgroundSanitizer:
     """Cleans the pages a site engine has finished writing, while it still writes others (``render.build.deferred``).
 
     mkdocs writes every page once, whole, into a folder of its own; a page read whole (it ends with
@@ -228,7 +228,7 @@ class Sweep:
     not, or that changed since. Only for engines and configs that write no page twice (``render.build.deferred``).
     """
 
-    def __init__(self, site: Path, theme: Theme = MATERIAL):
+    def __init__(self, site: Path, theme: EngineTheme = MATERIAL):
         self.site = site
         self.theme = theme
         self.done: dict[Path, tuple[int, int, int]] = {}
