@@ -64,7 +64,8 @@ def fit_nnls(s: np.ndarray, y: np.ndarray, terms: Sequence[str]) -> tuple[dict[s
 
 def predict(coef: dict[str, float], s: np.ndarray) -> np.ndarray:
     """The model ``c + a·S + b·S²`` at ``s``."""
-    return coef["c"] + coef["a"] * s + coef["b"] * s * s
+    out: np.ndarray = coef["c"] + coef["a"] * s + coef["b"] * s * s
+    return out
 
 
 def support(coef: dict[str, float], allowed: Sequence[str]) -> tuple[str, ...]:

@@ -28,6 +28,8 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``agreement(ref, arm)`` relative L2 of an arm's loss, logits, gradients; noise floor, limit (``.grads``, ...)
 ``hvp(ref, ...)``       an H·v candidate's ``.warm .first_call .first_peak .error``; ``hvp_speedup(ref, slow, fast)``
 ``stream(ref, arm)``    layer streaming: ``.step .tok_s .stall .stall_share .layer_copy``
+``padding(ref, ...)``   padding probe: ``.before .after .diversity .knee``; with ``fit=``: ``.step .epoch .saving``
+``mask_cost(ref, k)``   mask kind ``k`` against ``is_causal``: ``.step .causal_step .slowdown .attention``
 ``utilisation(ref, S)`` NVML over the timed windows: ``.sm_clock_min .clock_sag .power_max .sm_util``
 ``claim(a < b, "s")``   sentence ``s``, shown only while the comparison holds (``render.numbers.claims``)
 ``chart(kind, ref)``    an SVG chart (``render.charts.draw``), written beside the page

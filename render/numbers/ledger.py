@@ -116,11 +116,11 @@ class Change:
 
     @property
     def page(self) -> str:
-        return self.new["page"]
+        return str(self.new["page"])
 
     @property
     def key(self) -> str:
-        return self.new["key"]
+        return str(self.new["key"])
 
     @property
     def relative(self) -> float | None:

@@ -360,9 +360,11 @@ def evaluate(expr: Any, values: list[float | None]) -> float | None:
     """The value of an expression given each leaf's value (None when a leaf or a divisor is missing)."""
     kind = expr[0]
     if kind == "leaf":
-        return values[expr[1]]
+        index: int = expr[1]
+        return values[index]
     if kind == "num":
-        return expr[1]
+        number: float | None = expr[1]
+        return number
     left, right = evaluate(expr[1], values), evaluate(expr[2], values)
     if left is None or right is None or (kind == "/" and right == 0):
         return None
