@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import signal
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -21,6 +21,8 @@ from typing import Any, Callable
 from measure.errors import run_action
 from measure.options import add_options, config_from_args, declared
 from measure.probes import PROBES
+
+log = logging.getLogger(__name__)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -112,10 +114,7 @@ def run_probe(args: argparse.Namespace) -> int:
     journal.unlink(missing_ok=True)
     print(ident)
     if evidence.status != "complete":
-        print(
-            f"probebook: warning: {args.probe_name} evidence stored as {evidence.status}: {evidence.error}",
-            file=sys.stderr,
-        )
+        log.warning("warning: %s evidence stored as %s: %s", args.probe_name, evidence.status, evidence.error)
         return 1
     return 0
 

@@ -123,17 +123,30 @@ def _git(*args: str, repo: Path = REPO) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def source_tree_sha256(root: Path) -> str:
+def source_files(root: Path, suffixes: tuple[str, ...] | None = None) -> list[Path]:
+    """Every file under ``root`` (``__pycache__`` and ``.pyc`` left out; only ``suffixes`` if given), sorted."""
+    return sorted(
+        (
+            p
+            for p in Path(root).rglob("*")
+            if p.is_file()
+            and "__pycache__" not in p.parts
+            and p.suffix != ".pyc"
+            and (suffixes is None or p.suffix in suffixes)
+        ),
+        key=lambda p: p.relative_to(root).as_posix(),
+    )
+
+
+def source_tree_sha256(root: Path, suffixes: tuple[str, ...] | None = None) -> str:
     """SHA-256 over every file under ``root`` (``__pycache__`` and ``.pyc`` left out), in sorted path order.
 
     Each file contributes its path relative to ``root`` (POSIX form), a NUL byte, its size in
     decimal, a NUL byte and its bytes, so a renamed, moved or edited file changes the hash.
+    ``suffixes`` keeps only files ending so (a plug-in's package: its Python source, not data beside it).
     """
     h = hashlib.sha256()
-    files = sorted(
-        (p for p in Path(root).rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"),
-        key=lambda p: p.relative_to(root).as_posix(),
-    )
+    files = source_files(root, suffixes)
     for path in files:
         data = path.read_bytes()
         h.update(f"{path.relative_to(root).as_posix()}\0{len(data)}\0".encode())

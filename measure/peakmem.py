@@ -126,3 +126,27 @@ def cpu_env(limited: bool = False) -> dict[str, str]:
     """``CPU_ENV`` (and ``LIMIT_ENV`` when an address-space limit applies), except variables the user already set."""
     wanted = {**CPU_ENV, **(LIMIT_ENV if limited else {})}
     return {k: v for k, v in wanted.items() if k not in os.environ}
+
+
+PHASES = ("setup", "warmup", "capture")
+"""The phases before a measurement whose peaks are kept apart from it: setup (model and batch built),
+warm-up (compilation, autotuning and the allocator's first blocks land here), CUDA-graph capture."""
+
+
+class PhasePeaks:
+    """The peak of each phase before the measurement, read and reset at the phase's end (issue 27).
+
+    Without it the reset after warm-up drops every earlier peak, and a compile or capture that needs more
+    memory than the steady state would go unrecorded. ``peaks`` maps ``<phase>_peak_bytes`` to bytes.
+    """
+
+    def __init__(self, device: str):
+        self.device = device
+        self.peaks: dict[str, int] = {}
+
+    def end(self, phase: str) -> None:
+        """Record the peak since the last reset as ``phase``'s, then start a new peak."""
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}; one of {', '.join(PHASES)}")
+        self.peaks[f"{phase}_peak_bytes"] = read(self.device)["peak_bytes"]
+        reset(self.device)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -199,7 +200,7 @@ def test_verify_reports_invalid_files_and_fails_only_when_strict(tmp_path, cli):
     assert sum(line.startswith("INVALID ") for line in plain.stdout.splitlines()) == 2
     strict = cli("--archive", str(root), "archive", "verify", "--strict")
     assert strict.returncode == 1
-    assert strict.stderr.strip() == "2 of 7 evidence file(s) are not valid current-schema evidence"
+    assert strict.stderr.strip() == "probebook: 2 of 7 evidence file(s) are not valid current-schema evidence"
 
 
 def test_verify_names_mismatches_with_expected_and_actual(tmp_path, cli):
@@ -217,7 +218,7 @@ def test_verify_names_mismatches_with_expected_and_actual(tmp_path, cli):
         f"MISMATCH {victim}: expected sha256:c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b"
         f"87597b709, actual {digest(bytes(raw))}"
     ]
-    assert out.stderr.splitlines()[0] == "1 of 7 evidence file(s) do not match their names"
+    assert out.stderr.splitlines()[0] == "probebook: 1 of 7 evidence file(s) do not match their names"
 
 
 def test_migrate_archives_an_upgraded_copy_of_an_old_schema_file(tmp_path, cli):
@@ -251,13 +252,13 @@ def test_add_copies_another_archive_and_loose_files_idempotently(tmp_path, cli):
     out = cli("--archive", str(dest), "archive", "add", str(src))
     assert out.returncode == 0, out.stderr
     assert sorted(out.stdout.split()) == Store(src).ids() == Store(dest).ids()
-    assert out.stderr.strip() == f"{VALID_IDS} added, 0 already present"
+    assert out.stderr.strip() == f"probebook: {VALID_IDS} added, 0 already present"
     # a loose copy under any name, and the same archive again: nothing new
     loose = tmp_path / "from-gpu-box" / "run.json"
     loose.parent.mkdir()
     loose.write_bytes(next(Store(src).iter_paths()).read_bytes())
     again = cli("--archive", str(dest), "archive", "add", str(loose.parent), str(src))
-    assert again.returncode == 0 and again.stderr.strip() == f"0 added, {VALID_IDS + 1} already present"
+    assert again.returncode == 0 and again.stderr.strip() == f"probebook: 0 added, {VALID_IDS + 1} already present"
     assert Store(dest).verify() == [] and Store(dest).temp_files() == []
 
 
@@ -317,6 +318,25 @@ def test_add_refuses_text_that_cannot_be_stored_as_utf8(tmp_path, cli):
     loose.write_text(json.dumps({**doc, "notes": "SURROGATE"}).replace('"SURROGATE"', '"\\ud800"'))
     _assert_one_line_error(
         cli("--archive", str(tmp_path / "a"), "archive", "add", str(loose)),
-        f"{loose}: evidence holds text that is not valid Unicode",
+        "holds a lone surrogate escape, which has no UTF-8 form",
     )
     assert not (tmp_path / "a").exists()
+
+
+def test_verify_refuses_archived_text_that_has_no_utf8_form(tmp_path, cli):
+    """A lone surrogate escape in a file named by its own hash: verify names it invalid (the build used to
+    read it and then fail writing the page with a traceback)."""
+    doc = json.loads(
+        Store(FIXTURES / "archive")
+        .path_for("c48c8e21513e964366da3b98f51d8ebb8dec1c3001d96214cf11d4b87597b709")
+        .read_bytes()
+    )
+    raw = json.dumps({**doc, "notes": "SURROGATE"}, sort_keys=True).replace('"SURROGATE"', '"\\ud800"').encode()
+    root = tmp_path / "a"
+    hexdigest = hashlib.sha256(raw).hexdigest()
+    shard = root / "evidence" / "sha256" / hexdigest[:2]
+    shard.mkdir(parents=True)
+    (shard / f"{hexdigest[2:]}.json").write_bytes(raw)
+    out = cli("--archive", str(root), "archive", "verify", "--strict")
+    assert out.returncode == 1
+    assert "lone surrogate escape" in out.stdout and "Traceback" not in out.stderr

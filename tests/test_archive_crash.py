@@ -113,4 +113,4 @@ def test_tamper_verify_names_exactly_the_50_flipped_files(archive, cli):
             exp, act = rest.split(", actual ")
             reported[where] = (exp, act)
     assert reported == expected
-    assert out.stderr.splitlines()[0] == "50 of 120 evidence file(s) do not match their names"
+    assert out.stderr.splitlines()[0] == "probebook: 50 of 120 evidence file(s) do not match their names"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,12 +212,17 @@ def test_dry_run_prints_the_sbatch_scripts_and_touches_nothing(planned):
     from conftest import run_cli
 
     before = tree(planned)
-    out = run_cli("campaign", "run", str(planned), "--executor", "slurm", "--dry-run")
+    # a machine without Slurm (no sbatch on PATH): the scripts print, Slurm's own check is said not to have run
+    no_slurm = {"PATH": str(Path(sys.executable).parent)}
+    out = run_cli("campaign", "run", str(planned), "--executor", "slurm", "--dry-run", env=no_slurm)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("#!/bin/bash") == 2  # the first point of each curve (max_concurrent 2)
+    assert out.stdout.count("# sbatch --test-only: not run (no sbatch on PATH)") == 2
     assert "# point tiny-s32-b1, attempt 1, executor slurm" in out.stdout
-    for line in ("--account=lab", "--partition=gpu", "--constraint=h100", "--job-name=pb-t-tiny-s64-b1-a1"):
+    for line in ("--account=lab", "--partition=gpu", "--constraint=h100"):
         assert f"#SBATCH {line}\n" in out.stdout
+    manifest = (planned / "manifest.id").read_text().strip()[7:19]  # job names carry the manifest's id
+    assert f"#SBATCH --job-name=pb-t-{manifest}-tiny-s64-b1-a1\n" in out.stdout
     local = run_cli("campaign", "run", str(planned), "--dry-run")
     assert "gpus_per_node=0" in local.stdout and "timeout_min=11" in local.stdout
     assert tree(planned) == before

@@ -49,8 +49,10 @@ def test_agreement_refuses_bad_arms():
 
     with pytest.raises(ProbebookError, match="--arms"):
         Config(arms=("bf16", "fast"))
-    with pytest.raises(ProbebookError, match="chunked"):
-        Config(workload="pkg.mod:factory", arms=("chunked",))
+    with pytest.raises(ProbebookError, match="--compile: agreement's arms set it"):
+        Config(compile=True)  # inherited from CommonConfig, unused by agreement: refused, never silently recorded
+    with pytest.raises(ProbebookError, match="--dtype must be one of fp32"):
+        Config(dtype="bf16")
 
 
 # torch's forward-mode AD loads its decompositions through torch.jit.script on first use, which warns

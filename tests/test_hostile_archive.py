@@ -215,3 +215,52 @@ def test_an_unreadable_shard_is_named_not_a_traceback(tmp_path: Path) -> None:
         assert f"STRAY {shard}: cannot list (Permission denied)" in proc.stdout and "Traceback" not in proc.stderr
     finally:
         shard.chmod(0o755)
+
+
+def test_clean_leaves_planted_temp_names_alone_without_hanging(tmp_path: Path) -> None:
+    """A FIFO, a folder and a link under temp-file names: `verify --clean` returns, names them, removes none."""
+    root, _planted = _hostile(tmp_path)
+    shard = root / "evidence" / "sha256" / "ab"
+    os.mkfifo(shard / ".tmp-fifo")
+    (shard / ".tmp-folder").mkdir()
+    (shard / ".tmp-link").symlink_to(tmp_path / "host-secret.json")
+    (shard / ".tmp-left-by-a-killed-writer").write_bytes(b"{")
+    proc, _ = _cli("--archive", str(root), "archive", "verify", "--clean")
+    assert proc.returncode == 1, proc.stderr  # the planted strays still fail verify
+    assert "Traceback" not in proc.stderr
+    for name in (".tmp-fifo", ".tmp-link"):
+        assert sum(name in line for line in proc.stdout.splitlines()) == 1, proc.stdout
+    assert "1 temp file(s) removed" in proc.stdout
+    assert (shard / ".tmp-fifo").exists() and (shard / ".tmp-folder").is_dir() and (shard / ".tmp-link").is_symlink()
+    assert not (shard / ".tmp-left-by-a-killed-writer").exists()
+    assert (tmp_path / "host-secret.json").read_text() == '{"password": "hunter2"}'
+
+
+def test_a_write_that_fails_leaves_no_empty_shard_folder(tmp_path: Path) -> None:
+    """A put that runs out of room (a file-size limit stands in for a full disk) leaves the archive as it was."""
+    root = tmp_path / "archive"
+    shutil.copytree(FIXTURE_ARCHIVE, root)
+    before = _state(root)
+    script = (
+        "import resource, signal, sys\n"
+        "from measure.errors import StoreError\n"
+        "from measure.evidence.envelope import Evidence\n"
+        "from measure.evidence.store import Store\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))\n"
+        "ev = Evidence(probe='gemm', probe_version=1, params={'n': 1}, data={'samples': [{'n': 1}] * 50})\n"
+        "try:\n"
+        "    Store(sys.argv[1]).put(ev)\n"
+        "except StoreError as exc:\n"
+        "    print(exc)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("cannot write evidence into "), proc.stdout
+    assert _state(root) == before

@@ -87,11 +87,38 @@ def test_status_bytes_reads_proc_fields():
 
 
 def test_is_oom_reads_the_allocator_message():
-    assert is_oom(MemoryError())
-    assert is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8388608 bytes"))
-    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"))
-    assert not is_oom(RuntimeError("simulated device fault"))
-    assert not is_oom(ValueError("out of memory"))  # only runtime/allocator errors count
+    assert is_oom(MemoryError(), "cpu")
+    assert is_oom(
+        RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8388608 bytes"), "cpu"
+    )
+    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), "cpu")
+    assert not is_oom(RuntimeError("simulated device fault"), "cpu")
+    assert not is_oom(ValueError("out of memory"), "cpu")  # only runtime/allocator errors count
+
+
+def test_on_cuda_only_a_cuda_allocation_failure_is_an_oom():
+    import torch
+
+    assert is_oom(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "cuda")
+    assert is_oom(RuntimeError("CUDA error: out of memory"), "cuda")
+    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)"), "cuda")
+    # the host ran short: an error of the point, never its OOM boundary
+    assert not is_oom(MemoryError(), "cuda")
+    assert not is_oom(OSError(12, "Cannot allocate memory"), "cuda")
+    assert not is_oom(RuntimeError("[Errno 12] Cannot allocate memory"), "cuda")
+    assert not is_oom(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes"), "cuda")
+    assert not is_oom(torch.OutOfMemoryError("DefaultCPUAllocator: can't allocate memory"), "cuda")
+    assert not is_oom(RuntimeError("simulated device fault"), "cuda")
+
+
+def test_a_host_memory_error_on_cuda_is_an_error_point():
+    from measure.run.isolate import attempt
+
+    def host_short(spec, facts):
+        raise MemoryError("host ran out")
+
+    assert attempt(host_short, {"device": "cuda"}, {})["status"] == "error"
+    assert attempt(host_short, {"device": "cpu"}, {})["status"] == "oom"
 
 
 # --- the point process -----------------------------------------------------------------------
@@ -116,6 +143,21 @@ def test_a_point_runs_in_its_own_process_and_prints_one_line():
     assert result["n_params"] == param_count(TINY)
     assert result["batch_elements"] == 2 * 2 * 16  # inputs and targets, 2 x 16 tokens each
     assert result["peak_method"] == "linux-vmhwm" and result["peak_bytes"] > 0
+
+
+def test_phase_peaks_keep_a_setup_peak_the_measurement_never_sees():
+    from measure import peakmem
+
+    peaks = peakmem.PhasePeaks("cpu")
+    peaks.end("setup")  # the process so far
+    big = bytearray(256 * 2**20)  # a setup-only allocation, touched so the pages are resident
+    big[::4096] = b"\1" * len(big[::4096])
+    del big
+    peaks.end("warmup")
+    after = peakmem.read("cpu")["peak_bytes"]  # the measurement's peak, after the reset
+    assert peaks.peaks["warmup_peak_bytes"] >= after + 200 * 2**20
+    with pytest.raises(ValueError, match="unknown phase 'timed'"):
+        peaks.end("timed")
 
 
 def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
@@ -155,6 +197,8 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
         assert isinstance(r["peak_bytes"], int) and r["peak_bytes"] > 0 and r["peak_method"] == "linux-vmhwm"
         assert r["batch_elements"] == 2 * r["batch"] * r["context"]
         assert r["sdpa_backend"] not in (None, "none") and r["compile_engaged"] is False
+        # the phases before the measurement keep their own peaks (issue 27); no graph capture on CPU
+        assert r["setup_peak_bytes"] > 0 and r["warmup_peak_bytes"] > 0 and r["capture_peak_bytes"] is None
     windows = doc["data"]["windows"]
     assert len(windows) == sum(r["windows"] for r in rows)
     assert all(math.isfinite(w["step_s"]) and w["step_s"] > 0 for w in windows)
@@ -391,7 +435,6 @@ def test_loss_memory_arms_their_observed_paths_and_render_slopes(cli, archive):
         (["batch-sweep", "--device", "cpu", "--window-s", "-1"], "--window-s must be > 0"),
         (["loss-memory", "--device", "cpu", "--microbatches", "4,4"], "--microbatches needs at least 2 distinct"),
         (["loss-memory", "--device", "cpu", "--arms", "materialized,fused"], "--arms must be a comma list"),
-        (["loss-memory", "--device", "cpu", "--workload", "toy_harness:factory"], "--workload is not supported"),
     ],
 )
 def test_bad_options_are_one_line_and_archive_nothing(cli_here, archive, args, message):

@@ -36,6 +36,10 @@ def test_gemm_on_cuda_is_bf16_and_records_clocks(archive):
     assert doc["data"]["ceiling"]["square_tflop_s"] > 1.0
     clocks = doc["data"]["clocks"]
     assert set(clocks) == {"sm_mhz_before", "sm_mhz_after"}
+    # every timed window sampled the SM clock (issue 27: the ceiling says the clock it ran at)
+    assert doc["data"]["clock_sampling"]["sampling"] is True, doc["data"]["clock_sampling"]["why_not"]
+    assert all(r["sm_clock_mhz_median"] > 0 for r in doc["data"]["samples"])
+    assert doc["data"]["ceiling"]["sm_clock_mhz_median"] > 0
 
 
 def test_copy_on_cuda_covers_every_direction(archive):
@@ -103,3 +107,28 @@ def test_optimizer_on_cuda_uses_events(archive):
 
     doc = stored(archive, optimizer.run(optimizer.Config(**FAST, seq_len=256)))
     assert 0 < doc["data"]["summary"]["optimizer_share"] < 1
+
+
+def test_the_device_check_reads_nvml_before_timing(archive):
+    pytest.importorskip("pynvml")
+    from measure.probes import copy
+
+    doc = stored(archive, copy.run(copy.Config(**FAST)))
+    found = doc["data"]["device_check"]
+    assert found["checked"] is True, found["reason"]
+    assert found["samples"] == 5 and found["max_sm_util_pct"] is not None
+    assert isinstance(found["busy"], bool) and found["device"].startswith(("uuid", "pci"))
+    assert all(p["pid"] != __import__("os").getpid() for p in found["other_processes"])
+
+
+def test_a_plugin_harness_on_cuda_records_its_source_and_flops(archive, monkeypatch):
+    from pathlib import Path
+
+    from measure.probes import step_scaling
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent / "fixtures" / "plugin_harness"))
+    config = step_scaling.Config(**FAST, workload="tiny_lm.harness:lora", seq_lens=(16, 32, 64), modes=("fixed_batch",))
+    doc = stored(archive, step_scaling.run(config))
+    assert doc["params"]["n_params_total"] == 24320 and doc["params"]["n_params_trainable"] == 1024
+    assert doc["code"]["workload_source"]["package"] == "tiny_lm"
+    assert "engagement_warnings" not in doc["data"]  # no --compile asked; a fused backend in bf16

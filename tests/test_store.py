@@ -17,7 +17,7 @@ import pytest
 
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest
-from measure.evidence.store import TEMP_PREFIX, Store, normalize_id
+from measure.evidence.store import TEMP_PREFIX, Store, claimed_id, normalize_id, stored_id
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 
@@ -255,3 +255,15 @@ def test_archive_benchmark_runs_on_a_small_archive(tmp_path):
     assert table[8].startswith("verify time / sha256sum time: baseline ")
     assert table[-1].startswith("probebook archive verify / sha256sum: ")
     assert len(Store(keep).ids()) == 40 and Store(keep).verify() == []
+
+
+def test_the_names_that_claim_an_id():
+    """The archive's file-name rules live in the store: layout names, loose names with or without a prefix."""
+    hexdigest = "ab" + "c" * 62
+    assert claimed_id(Path("x/ab") / ("c" * 62 + ".json")) == f"sha256:{hexdigest}"
+    assert claimed_id(Path(f"{hexdigest}.json")) == f"sha256:{hexdigest}"
+    assert claimed_id(Path(f"sha256_{hexdigest}.JSON")) == f"sha256:{hexdigest}"
+    assert claimed_id(Path("x/abc") / ("c" * 62 + ".json")) is None  # a shard folder is two hex digits
+    assert claimed_id(Path("x/zz") / ("c" * 62 + ".json")) is None
+    assert claimed_id(Path("notes.json")) is None
+    assert stored_id("ab", "c" * 62 + ".json") == f"sha256:{hexdigest}"

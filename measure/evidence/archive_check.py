@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from measure.errors import EvidenceError
 from measure.evidence.envelope import parse_archived
-from measure.evidence.store import Invalid, Mismatch, Shard, Store, Stray, read_hashed, stored_entry
+from measure.evidence.store import Invalid, Mismatch, Shard, Store, Stray, read_hashed, stored_entry, stored_id
 
 # Below this many files per extra process, forking one costs more than it saves: a fork and its pipe take
 # about 2 ms against about 30 µs a file. Measured with 2 cores: 100 files took 4.1 ms in one process and
@@ -73,7 +73,7 @@ def check_shards(store: Store, shards: list[tuple[int, Shard]]) -> list[ShardRes
                     continue  # no longer a regular file (replaced since it was listed): not evidence
                 count += 1
                 raw, actual = read
-                expected = "sha256:" + shard.name + entry.name[:-5]
+                expected = stored_id(shard.name, entry.name)
                 if raw is None or actual != expected:
                     mismatches.append((entry.path, expected, actual))
                     continue

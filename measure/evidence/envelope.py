@@ -236,8 +236,8 @@ _REQUIRED: dict[str, type] = {
 _ALLOWED = frozenset(_REQUIRED) | {"schema", "error", "notes"}
 
 
-def validate(doc: Any, where: str, depth_checked: bool = False, containers: int | None = None) -> None:
-    """Check a current-schema document's envelope; raise ``EvidenceError`` naming the field.
+def validate(doc: Any, where: str, depth_checked: bool = False, containers: int | None = None) -> dict[str, Any]:
+    """Check a current-schema document's envelope and return it, typed; raise ``EvidenceError`` naming the field.
 
     ``depth_checked``: the caller already measured the nesting (``loads`` does), so it is not walked twice.
     ``containers``: at most this many lists and objects are in ``doc`` (``parse_archived`` counts the ``{``
@@ -296,6 +296,7 @@ def validate(doc: Any, where: str, depth_checked: bool = False, containers: int 
         raise _fail(where, "field 'origin.source' must be non-blank text saying where the numbers came from")
     if "samples" in doc["data"] and not flat:
         _check_times(where, doc["data"]["samples"])
+    return doc
 
 
 def schema_version(doc: dict[str, Any], where: str) -> int:
@@ -385,7 +386,30 @@ def loads(text: str) -> Any:
         ) from None
     if nesting_depth(doc) > MAX_DEPTH:
         raise ValueError(f"JSON is nested more than {MAX_DEPTH} levels deep; probebook reads at most {MAX_DEPTH}")
+    if _SURROGATE_ESCAPE.search(text):  # UTF-8 text holds no surrogates: only an escape can make a lone one
+        _refuse_lone_surrogates(doc)
     return doc
+
+
+# A \uD800-\uDFFF escape. A valid pair is joined into one character by the reader; one left alone has no UTF-8
+# form, so the document could be read but never written, archived or published.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(f"text {item[:40]!r} holds a lone surrogate escape, which has no UTF-8 form") from None
 
 
 def parse(raw: bytes, where: str) -> dict[str, Any]:
@@ -402,8 +426,7 @@ def parse(raw: bytes, where: str) -> dict[str, Any]:
         raise _fail(where, f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except ValueError as exc:
         raise _fail(where, str(exc)) from None
-    validate(doc, where, depth_checked=True)  # loads measured the nesting
-    return doc
+    return validate(doc, where, depth_checked=True)  # loads measured the nesting
 
 
 def parse_archived(raw: bytes, where: str) -> dict[str, Any]:
@@ -558,5 +581,4 @@ def migrate(raw: bytes, where: str) -> dict[str, Any]:
         except EvidenceError as exc:
             raise _fail(where, str(exc)) from None
         version += 1
-    validate(doc, where)
-    return doc
+    return validate(doc, where)

@@ -22,16 +22,20 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse, parse_archived
 
+# The archive's file-name rules, in one place: a stored file is <2 hex>/<62 hex>.json; a loose file (one to
+# add, or one left in the wrong folder) may be named <64 hex>.json, with an optional sha256:/sha256_/sha256- prefix.
 _HEX = re.compile(r"[0-9a-f]+")
 _FINAL = re.compile(r"[0-9a-f]{62}\.json")
+_LOOSE = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
 # an archived file's path, from which the id it was given can be read back
 _STORED_PATH = re.compile(r"([0-9a-f]{2})[/\\]([0-9a-f]{62})\.json")
 MIN_PREFIX = 12
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows has no symbolic-link opens to guard against
 TEMP_PREFIX = ".tmp-"
 # The largest evidence file any reader opens. The biggest document in this repository's archive is
 # about 30 KB; a cap keeps a hostile or broken file (a sparse 1 TB file, a link to /dev/zero) from
@@ -184,7 +188,24 @@ class Shard:
 
     def temp_files(self) -> list[str]:
         """Paths of the temp files of writes in it (named ``.tmp-...``; interrupted ones are ``clean``'s to remove)."""
-        return [e.path for e in self.entries if e.name.startswith(TEMP_PREFIX)]
+        return [e.path for e in self.entries if e.name.startswith(TEMP_PREFIX) and e.is_file(follow_symlinks=False)]
+
+
+def stored_id(shard: str, name: str) -> str:
+    """The id a stored file's shard folder and final name give it (callers pass final names only)."""
+    return "sha256:" + shard + name[: -len(".json")]
+
+
+def claimed_id(path: Path) -> str | None:
+    """The id a file's name claims, if it is named by a digest (the archive's layout or ``<64 hex>.json``)."""
+    name = path.name.lower()
+    loose = _LOOSE.fullmatch(name)
+    if loose:
+        return "sha256:" + loose[1]
+    shard = path.parent.name.lower()
+    if _FINAL.fullmatch(name) and len(shard) == 2 and _HEX.fullmatch(shard):
+        return stored_id(shard, name)
+    return None
 
 
 def normalize_id(text: str) -> str:
@@ -242,12 +263,14 @@ class Store:
         ident = digest(raw)
         final = self.path_for(ident[7:])
         folder = final.parent
+        made: Path | None = None
         try:
             if final.exists():
                 self._same_bytes(final, raw)
                 return ident
             if not folder.is_dir():
                 folder.mkdir(parents=True, exist_ok=True)
+                made = folder
                 _fsync_dir(folder.parent)  # make the new shard folder's own entry durable
             # A concurrent `verify --clean` may delete our temp file before it is linked;
             # then the link finds no source and we write it again.
@@ -258,6 +281,8 @@ class Store:
                 raise StoreError(f"could not store {ident} in {folder}: its temp file kept being removed")
             _fsync_dir(folder)
         except OSError as exc:  # read-only archive, disk full, permissions: the user's to fix
+            if made is not None:
+                _remove_if_empty(made)  # a failed write leaves the archive as it found it
             raise StoreError(f"cannot write evidence into {folder}: {exc.strerror or exc}") from None
         return ident
 
@@ -402,11 +427,11 @@ class Store:
 
     @staticmethod
     def _misplaced(name: str) -> str:
-        m = re.fullmatch(r"(?:sha256[:_-])?([0-9a-f]{64})\.json", name)
+        m = _LOOSE.fullmatch(name)
         return f"; it belongs at {m[1][:2]}/{m[1][2:]}.json (`probebook archive add` puts it there)" if m else ""
 
     def ids(self) -> list[str]:
-        return ["sha256:" + p.parent.name + p.name[:-5] for p in self.iter_paths()]
+        return [stored_id(p.parent.name, p.name) for p in self.iter_paths()]
 
     def resolve(self, text: str) -> str:
         """An id or unique prefix (>= 12 hex) -> the full ``sha256:<hex>`` id."""
@@ -430,7 +455,7 @@ class Store:
         """The stored bytes for an id or unique prefix (not validated; only a regular file, within the cap)."""
         return read_regular(self.path_for(self.resolve(ident)[7:]), self.limit)
 
-    def get(self, ident: str) -> dict:
+    def get(self, ident: str) -> dict[str, Any]:
         """The validated document for an id or unique prefix."""
         full = self.resolve(ident)
         return parse(self.read_bytes(full), str(self.path_for(full[7:])))
@@ -444,7 +469,7 @@ class Store:
         ``strays`` names them.
         """
         return [
-            (e.path, "sha256:" + item.name + e.name[:-5])
+            (e.path, stored_id(item.name, e.name))
             for item in self.tree()
             if isinstance(item, Shard)
             for e in item.entries
@@ -489,10 +514,16 @@ class Store:
         removed = []
         for path in self.temp_files():
             try:
-                fd = os.open(path, os.O_RDONLY)
+                # non-blocking and not through a link: a FIFO or link planted under a temp name after the
+                # listing must neither hang the open nor lead outside the archive (strays names both)
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
             except FileNotFoundError:
                 continue  # its writer finished meanwhile
+            except OSError:
+                continue  # a link (ELOOP) or unreadable: not a temp file of ours
             try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
                 if fcntl is not None:
                     try:
                         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -505,6 +536,13 @@ class Store:
             finally:
                 os.close(fd)
         return removed
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # fails, as it should, when another writer has stored a file in it meanwhile
+    except OSError:
+        pass
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import OneStepConfig, resolve_device, tree_map
+from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device, tree_map
 from measure.run.runner import Recorder, execute
 
 PROBE = "ablate"
@@ -77,7 +77,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload import Arm, load_workload
 
         workload = load_workload(config.workload_options(device), config.workload)
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        record_workload(rec, workload)
         on_device = workload.make_batch(batch, seq_len)
         if device == "cuda":
             host = tree_map(lambda t: t.cpu().pin_memory(), on_device)
@@ -165,5 +165,6 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
         seen = observe(workload, on_device, device)  # what the timed step ran (one extra, untimed step)
         rec.data["observed"] = seen
+        mark_engagement(rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype)
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

@@ -23,9 +23,16 @@ from measure.compare import BF16_FLOOR, FP32_FLOOR, NOISE_FACTOR
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device
+from measure.probes.common import (
+    CommonConfig,
+    free_device_memory,
+    mark_engagement,
+    positive,
+    record_workload,
+    refuse_unused,
+    resolve_device,
+)
 from measure.run.runner import Recorder, execute
-from measure.workload.presets import PRESETS
 
 PROBE = "agreement"
 VERSION = 1
@@ -58,17 +65,11 @@ DEFAULT_ARMS = ("identical", "bf16", "compiled", "bf16-compiled", "chunked", "ch
 
 
 @dataclass(frozen=True)
-class Config:
-    """Options of the agreement probe."""
+class Config(CommonConfig):
+    """Options of the agreement probe (shared ones from ``CommonConfig``; a plug-in must set ``Workload.forward``)."""
 
-    preset: str = option("tiny", choices=tuple(PRESETS))
-    """Reference preset (``--preset``); ignored by a plug-in that does not read it."""
-    device: str = option("auto", choices=DEVICE_CHOICES)
-    """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
-    """``package.module:factory`` of a user's harness exposing ``Workload.forward``; None for the reference."""
-    seed: int = 0
-    """Seed for weights and tokens."""
+    dtype: str = option("fp32", choices=("fp32",))
+    """The reference arm computes in fp32; the bf16 arms are variants (``--arms``)."""
     batch: int | None = None
     """Batch size (default 4 on CUDA, 2 on CPU)."""
     seq_len: int | None = None
@@ -87,18 +88,15 @@ class Config:
     """Relative weight change of the ``perturbed`` arm (when it is listed in ``arms``)."""
 
     def __post_init__(self) -> None:
-        if self.workload is None and self.preset not in PRESETS:
-            raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
-        if self.device not in DEVICE_CHOICES:
-            raise ProbebookError(f"--device must be one of {', '.join(DEVICE_CHOICES)}, got {self.device!r}")
+        super().__post_init__()
+        refuse_unused(self, ("compile", "checkpointing"), "agreement's arms set it (the compiled, checkpointing arms)")
+        refuse_unused(self, ("warmup", "windows", "iters"), "agreement compares one step's outputs and times nothing")
         positive("batch", self.batch)
         positive("seq_len", self.seq_len)
         positive("chunk_tokens", self.chunk_tokens)
         unknown = [a for a in self.arms if a not in ARMS]
         if not self.arms or unknown or len(set(self.arms)) != len(self.arms):
             raise ProbebookError(f"--arms must be a comma list of distinct {', '.join(ARMS)}, got {list(self.arms)}")
-        if self.workload is not None and any(ARMS[a].loss_kind == "chunked" for a in self.arms):
-            raise ProbebookError("--arms: the chunked-loss arms need the reference decoder's head; drop them")
         for name in ("noise_factor", "bf16_floor", "fp32_floor", "perturb"):
             value = getattr(self, name)
             if not value >= 0:
@@ -122,17 +120,17 @@ def _forward(workload: Any, spec: ArmSpec, device: str, chunk_tokens: int) -> An
 
     from measure.workload.losses import chunked_cross_entropy
 
-    model = workload.model
+    head = workload.head
+    if head is None:
+        raise ProbebookError(
+            f"--arms: the chunked-loss arms need head(batch) -> (hidden, head_weight, targets), which workload "
+            f"{workload.name} does not set (Workload.head); drop them"
+        )
 
     def chunked(batch: Any) -> tuple[Any, None]:
-        inputs, targets = batch
         with torch.autocast(device, dtype=torch.bfloat16, enabled=spec.dtype == "bf16"):
-            model.hidden = True  # the reference decoder's switch: final normed hidden state, no head
-            try:
-                hidden = model(inputs)
-            finally:
-                model.hidden = False
-            return chunked_cross_entropy(hidden, targets, model.head.weight, chunk_tokens), None
+            hidden, weight, targets = head(batch)
+            return chunked_cross_entropy(hidden, targets, weight, chunk_tokens), None
 
     return chunked
 
@@ -166,7 +164,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     seq_len = config.seq_len or (2048 if device == "cuda" else 64)
     chunk = config.chunk_tokens or (1024 if device == "cuda" else 32)
     params = {
-        **{k: getattr(config, k) for k in ("preset", "workload", "seed", "noise_factor", "bf16_floor", "fp32_floor")},
+        **{
+            k: getattr(config, k)
+            for k in (
+                *("preset", "workload", "seed", "noise_factor", "bf16_floor", "fp32_floor"),
+                *("sliding_window", "global_every"),
+            )
+        },
         "device": device,
         "device_requested": config.device,
         "batch": batch_size,
@@ -192,11 +196,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 checkpointing=spec.checkpointing,
                 dtype=spec.dtype,
                 seed=config.seed,
+                sliding_window=config.sliding_window,
+                global_every=config.global_every,
             )
             return load_workload(options, config.workload)
 
         reference = build(ArmSpec())
-        rec.params.update({"workload_name": reference.name, "n_params": reference.n_params})
+        record_workload(rec, reference)
         batch = reference.make_batch(batch_size, seq_len)
         weights = {k: v.detach().clone() for k, v in reference.model.state_dict().items()}
         forward = _forward(reference, ArmSpec(), device, chunk)
@@ -235,6 +241,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 rec.point([], arm_info, f"{name}: {arm_info['error']}")
                 continue
             assert result is not None  # an arm that did not run went on to the next above
+            seen = observe(workload, batch, device)
+            mark_engagement(rec, seen, compile_requested=spec.compile, device=device, dtype=spec.dtype, where=name)
             compared = compare_outputs(first, result)
             judged = judge(compared, noise, arm_info["floor"], config.noise_factor)
             arm_info.update(
@@ -244,7 +252,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "passed": judged["passed"],
                     "tolerance": judged["tolerance"],
                     "grad_worst": compared["grad_worst"],
-                    "observed": observe(workload, batch, device),
+                    "observed": seen,
                 }
             )
             summaries.append(arm_info)

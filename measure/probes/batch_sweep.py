@@ -39,7 +39,16 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
-from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
+from measure.peakmem import PHASES as PEAK_PHASES
+from measure.probes.common import (
+    CommonConfig,
+    mark_engagement,
+    positive,
+    record_facts,
+    resolve_device,
+    tokens_per_second,
+    workload_facts,
+)
 from measure.run.runner import Recorder, execute
 
 log = logging.getLogger(__name__)
@@ -196,20 +205,23 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
     try:
         with torch.device(device):  # weights are made where they live: no host init, no copy
             workload = load_workload(config.workload_options(device), config.workload)
-        facts.update({"n_params": workload.n_params, "workload_name": workload.name})
+        facts.update(workload_facts(workload))
         batch = workload.make_batch(b, s)
         facts["batch_elements"] = _elements(batch)
         if config.cpu_memory_limit_bytes:
             facts["address_space_cap_bytes"] = peakmem.limit_address_space(config.cpu_memory_limit_bytes)
         sync = sync_for(device)
         phases.mark("setup_s")
+        peaks = peakmem.PhasePeaks(device)  # setup, warm-up and capture peaks, apart from the timed one
+        peaks.end("setup")
         step: Any = lambda: workload.step(batch)  # noqa: E731
         for i in range(config.warmup):
             if config.window_s is not None and i == config.warmup - 1 and not config.cuda_graph:
                 facts["calibration_step_s"] = _timed_step(step, sync)  # sizes the windows (version 2)
             else:
                 step()
-        peakmem.reset(device)
+        peaks.end("warmup")
+        facts.update(peaks.peaks)
         phases.mark("warmup_s")
         if config.cuda_graph:  # the whole update captured once; its replays are timed
             step, facts["cuda_graph"] = capture(step, workload.optimizer, device, warmup=config.warmup)
@@ -217,7 +229,8 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
                 return {"status": "error", "error": f"CUDA graph not captured: {facts['cuda_graph']['reason']}"}
             if config.window_s is not None:  # a replay, not an eager step, is what the windows time
                 facts["calibration_step_s"] = _timed_step(step, sync)
-            peakmem.reset(device)
+            peaks.end("capture")
+            facts.update(peaks.peaks)
         iters = config.iters
         if config.window_s is not None:
             iters = calls_per_window(config.window_s, facts["calibration_step_s"], config.iters)
@@ -235,13 +248,13 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
             first = timed.failures[0]
             return {"status": "error", "error": f"window {first['window']}: {first['failure']}"}
     except Exception as exc:
-        if device == "cuda" and is_oom(exc):
+        if device == "cuda" and is_oom(exc, device):
             facts["peak_before_oom_bytes"] = int(torch.cuda.max_memory_allocated())
         raise
     try:
         trace.append(profiled_step(workload, batch, device))
     except Exception as exc:  # the point is measured; one more step under the profiler must not undo it
-        if not is_oom(exc):
+        if not is_oom(exc, device):
             raise
         facts["observe_error"] = f"the profiled step ran out of memory: {exc}"[:300]
     phases.mark("observe_s")
@@ -283,6 +296,8 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
         "windows": len(result["times_s"]) if ok else 0,
         "unstable": result.get("unstable"),
         "peak_bytes": peak,
+        # the phases before the measurement, each its own peak (a point that died in one has those before it)
+        **{f"{phase}_peak_bytes": result.get(f"{phase}_peak_bytes") for phase in PEAK_PHASES},
         "reserved_bytes": result.get("reserved_bytes") if ok else None,
         "peak_before_oom_bytes": result.get("peak_before_oom_bytes"),
         "peak_method": result.get("peak_method"),
@@ -310,7 +325,7 @@ def point_spec(config: Config, device: str, context: int, batch: int) -> dict[st
 
 
 def _take(
-    rec: Recorder, model: str, n_params: int | None, s: int, b: int, outcome: Any, progress: bool
+    rec: Recorder, model: str, n_params: int | None, s: int, b: int, outcome: Any, progress: bool, config: Config
 ) -> dict[str, Any] | None:
     """Record one point's outcome: its row (ok or oom, returned) or a failure in ``data.failures`` (None)."""
     result = outcome.result
@@ -331,7 +346,13 @@ def _take(
             log.warning("%s: %s failed: %s", PROBE, where, how)
         return None
     assert n_params is not None  # a missing count became a failure above
+    if "workload_name" not in rec.params and "workload_source" in result:
+        record_facts(rec, result)
     row = _row(model, n_params, s, b, result, outcome)
+    if row["status"] == "ok" and row["sdpa_backend"] is not None:  # observed (a point measured by a job may not be)
+        mark_engagement(
+            rec, row, compile_requested=config.compile, device=rec.params["device"], dtype=config.dtype, where=where
+        )
     if row["status"] == "ok":
         checks = result.get("window_checks") or [{}] * len(result["times_s"])
         rec.data["windows"] += [
@@ -429,7 +450,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
             result.update(read_observation(trace))
         trace.clear()
         outcome = Outcome(result, 0, "", time.perf_counter() - start, False, time.time())
-        row = _take(rec, model, expected, context, batch, outcome, progress)
+        row = _take(rec, model, expected, context, batch, outcome, progress, config)
         if row is None:
             raise PointDied(f"context {context} batch {batch}: {rec.data['failures'][0]['error']}")
         row.update({k: result.get(k) for k in ("device_wait_s", "device_acquired_unix", "device_released_unix")})
@@ -478,7 +499,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         )
                     spec = point_spec(config, device, s, b)
                     outcome = points.run(spec)
-                    row = _take(rec, model, n_params, s, b, outcome, progress)
+                    row = _take(rec, model, n_params, s, b, outcome, progress, config)
                     if row is None:
                         break
                     n_params = row["params"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -12,6 +13,7 @@ from measure.workload import WorkloadFields, WorkloadOptions, check_window
 from measure.workload.presets import PRESETS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,82 @@ class OneStepConfig(CommonConfig):
     def step_shape(self, device: str) -> tuple[int, int]:
         """(batch, seq_len) as given, or the defaults for the resolved device."""
         return (self.batch or (4 if device == "cuda" else 2), self.seq_len or (2048 if device == "cuda" else 128))
+
+
+def workload_facts(workload: Any) -> dict[str, Any]:
+    """What a probe records about the workload it loaded: its name and both parameter counts.
+
+    ``n_params`` stays the trainable count it always was; ``n_params_total`` adds frozen weights
+    (a LoRA base), which model FLOPs and ``T = 20·P/R`` projections need (issue 27).
+    """
+    return {
+        "workload_name": workload.name,
+        "n_params": workload.n_params,
+        "n_params_trainable": workload.n_params,
+        "n_params_total": workload.n_params_total,
+        "uses_preset": workload.uses_preset,
+        "workload_source": workload.source,
+    }
+
+
+PARAM_FACTS = ("workload_name", "n_params", "n_params_trainable", "n_params_total")
+
+
+def record_workload(rec: Any, workload: Any) -> None:
+    """Record the loaded workload on ``rec`` (``record_facts`` of its ``workload_facts``)."""
+    record_facts(rec, workload_facts(workload))
+
+
+def record_facts(rec: Any, facts: dict[str, Any]) -> None:
+    """Record ``workload_facts`` (made here or in a point's process) on ``rec``: counts in params, a plug-in's
+    source hash in ``code``. A plug-in whose factory never read ``options.preset`` loses ``params.preset``: a
+    default it ignored is not an input of the run."""
+    rec.params.update({k: facts[k] for k in PARAM_FACTS})
+    if not facts["uses_preset"]:
+        rec.params.pop("preset", None)
+    if facts["workload_source"] is not None:
+        rec.add_code("workload_source", facts["workload_source"])
+
+
+def model_flops_per_token(workload: Any, seq_len: int) -> int | None:
+    """Model FLOPs per token of the workload's step at ``seq_len`` (``measure.evidence.flops``), frozen weights
+    accounted for; None for a plug-in that does not give its attention shapes (layers, heads, head_dim)."""
+    from measure.evidence.flops import training_flops_per_token
+
+    if workload.layers is None or workload.heads is None or workload.head_dim is None:
+        return None
+    return training_flops_per_token(
+        workload.n_params_total, workload.n_params, workload.layers, workload.heads, workload.head_dim, seq_len
+    )
+
+
+def refuse_unused(config: Any, names: tuple[str, ...], why: str) -> None:
+    """Refuse a shared option the probe inherits but does not use, when it is set away from its default.
+
+    A probe that inherits ``CommonConfig`` (ARCHITECTURE.md §5.1) without using every field must not take
+    such a value silently: the run would record an input that never shaped it.
+    """
+    for f in fields(config):
+        if f.name in names and getattr(config, f.name) != f.default:
+            raise ProbebookError(f"--{f.name.replace('_', '-')}: {why}; drop it")
+
+
+def mark_engagement(
+    rec: Any, observed: dict[str, Any], *, compile_requested: bool, device: str, dtype: str, where: str = ""
+) -> list[dict[str, Any]]:
+    """Warn on the terminal and mark ``data.engagement_warnings`` for what was requested but did not run.
+
+    The marks are ``measure.workload.observe.engagement_marks``: a ``--compile`` that did not engage, an SDPA
+    backend other than expected. The run is kept (what it measured is true of what ran); the mark says so.
+    """
+    from measure.workload.observe import engagement_marks
+
+    marks = engagement_marks(observed, compile_requested=compile_requested, device=device, dtype=dtype, where=where)
+    for mark in marks:
+        log.warning("%s", mark["message"])
+    if marks:
+        rec.data.setdefault("engagement_warnings", []).extend(marks)
+    return marks
 
 
 def tokens_per_second(step_tokens: int, step_s: float) -> float:

@@ -20,7 +20,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import CommonConfig, resolve_device
+from measure.probes.common import CommonConfig, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "copy"
@@ -88,7 +88,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
         workload = load_workload(config.workload_options(device), config.workload)
         shapes = [(tuple(p.shape), p.dtype) for p in workload.model.parameters()]
-        rec.params["workload_name"] = workload.name
+        record_workload(rec, workload)
         del workload
         if device == "cuda":
             torch.cuda.empty_cache()

@@ -21,7 +21,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import CommonConfig, positive, resolve_device
+from measure.probes.common import CommonConfig, positive, record_facts, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "ddp"
@@ -117,7 +117,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         for n in sorted({1, gpus}):
             launched = launch(WORKER, n, spec, timeout_s=config.timeout_s)
             out = launched.result
-            rec.params.update({"workload_name": out["workload_name"], "n_params": out["n_params"]})
+            record_facts(rec, out)
             rec.data["grad_bytes"] = out["grad_bytes"]
             observed["phases"][str(n)] = {**out["observed"], **nccl_observed(launched.log), "wall_s": launched.wall_s}
             steps = out["steps"]

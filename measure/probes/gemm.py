@@ -5,8 +5,12 @@ gradient); each is timed with the operand layouts the step uses (W^T and dY^T ar
 views, not copies). The square reference is N x N x N (8192 on CUDA). Operands are random
 normal, never zeros (zeros let some hardware skip work and report a false peak). The
 FLOP-weighted ceiling is sum(count * flops) / sum(count * time): the rate the step's GEMMs
-would reach if each ran as fast as it does alone. The SM clock is read before and after.
-On CPU the default dtype is fp32 and the shapes are small (``--tokens``, ``--square``).
+would reach if each ran as fast as it does alone. The SM clock is read before and after, and on
+CUDA sampled by NVML on a thread during every timed window (``measure.utilisation``, version 2): each
+row carries its window's clock (``sm_clock_mhz_min/median/max``) and the ceiling the median over its
+windows (``ceiling.sm_clock_mhz_median``), so a same-session ceiling can say whether it ran at the
+step's clock (issue 27). On CPU the default dtype is fp32 and the shapes are small (``--tokens``,
+``--square``); no clock is sampled (``data.clock_sampling`` says why).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from measure.probes.common import CommonConfig, positive, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "gemm"
-VERSION = 1
+VERSION = 2  # 2: the SM clock sampled in every timed window
 HELP = "Matmul TFLOP/s on the workload's linear-layer shapes, a square reference, and the FLOP-weighted ceiling."
 EXAMPLE = "probebook measure gemm --preset 250m --device cuda"
 GEMM_DTYPES = ("auto", "bf16", "fp16", "fp32")
@@ -63,6 +67,14 @@ def flop_weighted_tflop_s(points: list[dict[str, Any]]) -> float:
     flops = sum(p["count"] * p["flops"] for p in points)
     seconds = sum(p["count"] * p["median_s"] for p in points)
     return tflop_s(flops, seconds)
+
+
+def window_clock_mhz(rows: list[dict[str, Any]]) -> float | None:
+    """Median SM clock (MHz) over the windows' own medians; None when no window was sampled."""
+    import statistics
+
+    values = [r["sm_clock_mhz_median"] for r in rows if r.get("sm_clock_mhz_median") is not None]
+    return float(statistics.median(values)) if values else None
 
 
 def shapes_from_model(model: Any, tokens: int) -> list[dict[str, Any]]:
@@ -111,7 +123,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     def body(rec: Recorder) -> None:
         import torch
 
-        from measure.timing import WindowPlan, clock_for, sm_clock, sync_for, time_windows
+        from measure.integrity import WindowWatch
+        from measure.timing import clock_for, sm_clock, sync_for
+        from measure.utilisation import INTERVAL_S, Sampler, nvml_reader
         from measure.workload.presets import PRESETS, linear_shapes
 
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype_name]
@@ -129,49 +143,95 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         clock, sync = clock_for(device), sync_for(device)
         gen = torch.Generator(device=device).manual_seed(config.seed)
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
-        for shape in shapes:
-            name, m, n, k = shape["name"], shape["m"], shape["n"], shape["k"]
-            a, b = _operands(torch, name, m, n, k, dtype, device, gen)
-            out = torch.empty(m, n, dtype=dtype, device=device)
-
-            # operands bound as defaults: the closure must not see a later shape's (or a deleted) name
-            def call(a: Any = a, b: Any = b, out: Any = out) -> None:
-                torch.mm(a, b, out=out)
-
-            for _ in range(max(1, config.warmup)):
-                call()
-            once = clock.time(call, 1)
-            iters = max(config.iters, min(10_000, int(config.window_s / max(once, 1e-9))))
-            plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=iters)
-            result = time_windows(call, clock, plan, sync)
-            flops = gemm_flops(m, n, k)
-            rows = [
-                {"shape": name, "m": m, "n": n, "k": k, "window": i, "time_s": t, "tflop_s": tflop_s(flops, t)}
-                for i, t in enumerate(result.times_s)
-            ]
-            point = {
-                "shape": name,
-                "m": m,
-                "n": n,
-                "k": k,
-                "count": shape["count"],
-                "flops": flops,
-                "median_s": result.median_s,
-                "tflop_s": tflop_s(flops, result.checked_median_s),
-                "cv": result.cv,
-                "unstable": result.unstable,
-                "iters_per_window": iters,
-            }
-            rec.point(rows, point, f"{name} {m}x{n}x{k}: {point['tflop_s']:.2f} TFLOP/s")
-            del a, b, out, call
+        read, why_not = nvml_reader() if device == "cuda" else (None, "no NVML on a CPU run")
+        sampler = Sampler(read).start() if read is not None else None
+        rec.data["clock_sampling"] = {
+            "sampling": sampler is not None,
+            "why_not": why_not,
+            "interval_s": INTERVAL_S if sampler is not None else None,
+            "nvml_device": getattr(read, "device", None),
+        }
+        watch = WindowWatch(None, sampler)
+        try:
+            _time_shapes(rec, shapes, config, torch, dtype, device, gen, clock, sync, watch)
+        finally:
+            if sampler is not None:
+                sampler.stop()
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         workload_points = [p for p in rec.points if p["count"] > 0]
         square_point = rec.points[-1]
+        workload_shapes = {p["shape"] for p in workload_points}
         rec.data["ceiling"] = {
             "flop_weighted_tflop_s": flop_weighted_tflop_s(workload_points),
             "square_tflop_s": square_point["tflop_s"],
             "square_n": square,
             "square_8192_tflop_s": square_point["tflop_s"] if square == 8192 else None,
+            "sm_clock_mhz_median": window_clock_mhz([r for r in rec.samples if r["shape"] in workload_shapes]),
+            "square_sm_clock_mhz_median": window_clock_mhz(
+                [r for r in rec.samples if r["shape"] == square_point["shape"]]
+            ),
         }
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+def _time_shapes(
+    rec: Recorder,
+    shapes: list[dict[str, Any]],
+    config: Config,
+    torch: Any,
+    dtype: Any,
+    device: str,
+    gen: Any,
+    clock: Any,
+    sync: Any,
+    watch: Any,
+) -> None:
+    """Time every shape's GEMM in windows, each window's clock sampled by ``watch``; one point per shape."""
+    from measure.integrity import utilisation_row
+    from measure.timing import WindowPlan, time_windows
+
+    for shape in shapes:
+        name, m, n, k = shape["name"], shape["m"], shape["n"], shape["k"]
+        a, b = _operands(torch, name, m, n, k, dtype, device, gen)
+        out = torch.empty(m, n, dtype=dtype, device=device)
+
+        # operands bound as defaults: the closure must not see a later shape's (or a deleted) name
+        def call(a: Any = a, b: Any = b, out: Any = out) -> None:
+            torch.mm(a, b, out=out)
+
+        for _ in range(max(1, config.warmup)):
+            call()
+        once = clock.time(call, 1)
+        iters = max(config.iters, min(10_000, int(config.window_s / max(once, 1e-9))))
+        plan = WindowPlan(warmup=config.warmup, windows=config.windows, iters=iters)
+        result = time_windows(call, clock, plan, sync, watch)
+        flops = gemm_flops(m, n, k)
+        rows = [
+            {
+                "shape": name,
+                "m": m,
+                "n": n,
+                "k": k,
+                "window": i,
+                "time_s": t,
+                "tflop_s": tflop_s(flops, t),
+                **utilisation_row((c or {}).get("utilisation")),
+            }
+            for i, (t, c) in enumerate(zip(result.times_s, result.checks, strict=True))
+        ]
+        point = {
+            "shape": name,
+            "m": m,
+            "n": n,
+            "k": k,
+            "count": shape["count"],
+            "flops": flops,
+            "median_s": result.median_s,
+            "tflop_s": tflop_s(flops, result.checked_median_s),
+            "cv": result.cv,
+            "unstable": result.unstable,
+            "iters_per_window": iters,
+        }
+        rec.point(rows, point, f"{name} {m}x{n}x{k}: {point['tflop_s']:.2f} TFLOP/s")
+        del a, b, out, call

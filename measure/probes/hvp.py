@@ -30,10 +30,16 @@ from typing import Any, Callable
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device, tokens_per_second
+from measure.probes.common import (
+    CommonConfig,
+    free_device_memory,
+    positive,
+    refuse_unused,
+    resolve_device,
+    tokens_per_second,
+)
 from measure.run.runner import Recorder, execute
 from measure.workload import DTYPES
-from measure.workload.presets import PRESETS
 
 PROBE = "hvp"
 VERSION = 1
@@ -46,17 +52,9 @@ MEMORY_LIMIT = 0.9  # issue 10: a candidate above 90% of device memory is not se
 
 
 @dataclass(frozen=True)
-class Config:
-    """Options of the hvp probe."""
+class Config(CommonConfig):
+    """Options of the hvp probe (shared ones from ``CommonConfig``; a plug-in must set ``Workload.forward``)."""
 
-    preset: str = option("tiny", choices=tuple(PRESETS))
-    """Reference preset (``--preset``); ignored by a plug-in that does not read it."""
-    device: str = option("auto", choices=DEVICE_CHOICES)
-    """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
-    """``package.module:factory`` of a user's harness exposing ``Workload.forward``; None for the reference."""
-    seed: int = 0
-    """Seed for weights, tokens and the direction v."""
     batches: tuple[int, ...] | None = None
     """Batch sizes (default 1,2,4 on CUDA; 1,2 on CPU)."""
     seq_len: int | None = None
@@ -81,10 +79,9 @@ class Config:
     """Stop (stored as partial) before a new candidate once this many seconds have passed."""
 
     def __post_init__(self) -> None:
-        if self.workload is None and self.preset not in PRESETS:
-            raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
-        if self.device not in DEVICE_CHOICES:
-            raise ProbebookError(f"--device must be one of {', '.join(DEVICE_CHOICES)}, got {self.device!r}")
+        super().__post_init__()
+        refuse_unused(self, ("compile", "dtype"), "hvp takes --modes and --dtypes instead")
+        refuse_unused(self, ("checkpointing", "sliding_window", "global_every"), "hvp does not pass it to the workload")
         if self.batches is not None and (not self.batches or min(self.batches) < 1):
             raise ProbebookError(f"--batches must be positive integers, got {list(self.batches)}")
         positive("seq_len", self.seq_len)
@@ -94,9 +91,6 @@ class Config:
                 raise ProbebookError(f"--{name} must be a comma list of {', '.join(allowed)}, got {list(chosen)}")
         if self.sdpa not in SDPA:
             raise ProbebookError(f"--sdpa must be one of {', '.join(SDPA)}, got {self.sdpa!r}")
-        for name, low in (("warmup", 0), ("windows", 1), ("iters", 1)):
-            if getattr(self, name) < low:
-                raise ProbebookError(f"--{name} must be >= {low}, got {getattr(self, name)}")
         if not 0 < self.memory_limit <= 1:
             raise ProbebookError(f"--memory-limit must be in (0, 1], got {self.memory_limit}")
         if self.budget_s is not None and not self.budget_s > 0:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence.envelope import Evidence
-from measure.probes.common import OneStepConfig, positive, resolve_device
+from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.probes.kernel_names import CATEGORIES, categorize
 from measure.run.runner import Recorder, execute
 
@@ -113,7 +113,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload.observe import observe
 
         workload = load_workload(config.workload_options(device), config.workload)
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
+        record_workload(rec, workload)
         data = workload.make_batch(batch, seq_len)
         sync = sync_for(device)
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
@@ -128,6 +128,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             rec.data["window_failures"] = timed.failures
             rec.fail(f"event-timed step: window {timed.failures[0]['window']}: {timed.failures[0]['failure']}")
         rec.data["observed"] = observe(workload, data, device)
+        mark_engagement(rec, rec.data["observed"], compile_requested=config.compile, device=device, dtype=config.dtype)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         sync()
         with profile(activities=activities) as prof:

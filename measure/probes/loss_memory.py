@@ -41,7 +41,14 @@ from measure.compare import relative_error
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import config_from_dict, option
-from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
+from measure.probes.common import (
+    CommonConfig,
+    positive,
+    record_facts,
+    resolve_device,
+    tokens_per_second,
+    workload_facts,
+)
 from measure.run.runner import Recorder, execute
 from measure.workload.losses import chunked_cross_entropy
 
@@ -74,11 +81,6 @@ class Config(CommonConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.workload is not None:
-            raise ProbebookError(
-                "loss-memory builds its arms from the reference decoder's head; --workload is not "
-                "supported (measure your harness's loss with batch-sweep or step-scaling)"
-            )
         positive("context", self.context)
         positive("chunk_tokens", self.chunk_tokens)
         if len(set(self.microbatches)) < 2 or min(self.microbatches) < 1:
@@ -120,26 +122,38 @@ def loss_path(forward_calls: int, backward_calls: int, rows_max: int, step_token
 
 
 def _arm_loss(workload: Any, arm: str, device: str, dtype: str, chunk_tokens: int) -> Any:
-    """``loss(batch)`` for an arm, the same autocast as the reference step."""
+    """``loss(batch)`` for an arm: the workload's own forward (materialized) or its hidden state and head
+    weight (``Workload.head``) through the chunked loss, under the step's autocast."""
     import torch
-    import torch.nn.functional as F
 
-    model = workload.model
+    if arm == "materialized":
+        forward = workload.forward
+        if forward is None:
+            raise ProbebookError(
+                f"workload {workload.name} has no forward(batch) -> (loss, logits); set Workload.forward"
+            )
+        return lambda batch: forward(batch)[0]
+    head = workload.head
+    if head is None:
+        raise ProbebookError(
+            f"--arms chunked: workload {workload.name} has no head(batch) -> (hidden, head_weight, targets); "
+            "set Workload.head or drop the arm"
+        )
 
     def loss(batch: Any) -> Any:
-        inputs, targets = batch
         with torch.autocast(device, dtype=torch.bfloat16, enabled=dtype == "bf16"):
-            if arm == "materialized":
-                logits = model(inputs)
-                return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
-            model.hidden = True  # the reference decoder's switch: final normed hidden state, no head
-            try:
-                hidden = model(inputs)
-            finally:
-                model.hidden = False
-            return chunked_cross_entropy(hidden, targets, model.head.weight, chunk_tokens)
+            hidden, weight, targets = head(batch)
+            return chunked_cross_entropy(hidden, targets, weight, chunk_tokens)
 
     return loss
+
+
+def _vocab(workload: Any, batch: Any) -> int | None:
+    """The output head's rows (its weight's, or the logits' last dimension); None if neither is exposed."""
+    if workload.head is not None:
+        return int(workload.head(batch)[1].shape[0])
+    logits = workload.forward(batch)[1] if workload.forward is not None else None
+    return None if logits is None else int(logits.shape[-1])
 
 
 def _observe_loss(step: Any, batch: Any, device: str) -> dict[str, int]:
@@ -178,8 +192,8 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     memory = peakmem.device_memory(device)
     facts.update({"free_bytes_at_start": memory["free_bytes"], "device_total_bytes": memory["total_bytes"]})
     with torch.device(device):  # weights are made where they live: no host init, no copy
-        workload = load_workload(options)
-    facts.update({"n_params": workload.n_params, "vocab": workload.model.preset.vocab})
+        workload = load_workload(options, config.workload)
+    facts.update(workload_facts(workload))
     loss = _arm_loss(workload, arm, device, options.dtype, spec["chunk_tokens"])
     if arm == "materialized":
         step = workload.step  # the reference workload's own training step, unchanged
@@ -196,11 +210,15 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     batch = workload.make_batch(mb, s)
     with torch.no_grad():
         facts["first_loss"] = float(loss(batch))
+        facts["vocab"] = _vocab(workload, batch)
     sync = sync_for(device)
     phases.mark("setup_s")
+    peaks = peakmem.PhasePeaks(device)  # setup and warm-up peaks, apart from the timed one
+    peaks.end("setup")
     for _ in range(config.warmup):
         step(batch)
-    peakmem.reset(device)
+    peaks.end("warmup")
+    facts.update(peaks.peaks)
     phases.mark("warmup_s")
     from measure.integrity import Integrity, WindowWatch
 
@@ -241,6 +259,8 @@ def _row(arm: str, mb: int, s: int, chunk: int, result: dict[str, Any], outcome:
         "step_tokens": step_tokens,
         "chunk_tokens": chunk if arm == "chunked" else None,
         "peak_bytes": result["peak_bytes"],
+        "setup_peak_bytes": result.get("setup_peak_bytes"),
+        "warmup_peak_bytes": result.get("warmup_peak_bytes"),
         "reserved_bytes": result.get("reserved_bytes"),
         "peak_method": result["peak_method"],
         "tok_s": tokens_per_second(step_tokens, result["median_s"]),
@@ -358,6 +378,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                             )
                         continue
                     row = _row(arm, mb, context, chunk, result, outcome)
+                    if "workload_name" not in rec.params:
+                        record_facts(rec, result)
                     rec.data["windows"] += [
                         {"arm": arm, "microbatch": mb, "window": w, "step_s": t}
                         for w, t in enumerate(result["times_s"])

@@ -1,6 +1,9 @@
 """``mask``: which SDPA backend and kernels each attention mask actually takes, and what it costs.
 
-Five mask kinds run on the reference decoder at one fixed shape (``--batch`` x ``--seq-len``):
+Six mask kinds run on the workload's own step at one fixed shape (``--batch`` x ``--seq-len``): the
+reference decoder honours them all; a plug-in (``--workload``) lists in ``Workload.mask_kinds`` the
+mask requests its step reads from a batch's third item (``lengths``, ``doc_ids``, ``explicit_mask``,
+``sliding_window``/``global_every``), and ``causal`` needs none:
 
 * ``causal``: ``is_causal=True``, no mask tensor (the fused fast path);
 * ``explicit``: the same causal pattern passed as a boolean 4D mask;
@@ -25,18 +28,21 @@ and with ``is_causal`` gives two losses over the real tokens; their difference i
 
 Band check: the masks the model passes to SDPA in a ``sliding`` forward are captured by hooks and
 checked on the CPU (``band_check``): no query row allows more than W keys, none looks ahead, none
-reaches further back than W-1. A failed check stores the evidence as ``failed``.
+reaches further back than W-1. A failed check stores the evidence as ``failed``. The hooks read the
+reference decoder's attention, so a plug-in gets no band check; its padded equivalence comes from its
+own ``Workload.forward`` under its dtype.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import OneStepConfig, positive, resolve_device
+from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "mask"
@@ -63,8 +69,6 @@ class Config(OneStepConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.workload is not None:
-            raise ProbebookError("--workload: the mask probe builds the reference decoder's masks; drop --workload")
         unknown = [k for k in self.kinds if k not in KINDS]
         if unknown or not self.kinds:
             raise ProbebookError(f"--kinds must list some of {', '.join(KINDS)}, got {','.join(self.kinds)!r}")
@@ -150,10 +154,18 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         options = config.workload_options(device)
         from dataclasses import replace
 
-        workload = load_workload(replace(options, sliding_window=None, global_every=None))
+        workload = load_workload(replace(options, sliding_window=None, global_every=None), config.workload)
         model = workload.model
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
-        inputs, targets = workload.make_batch(batch, seq_len)
+        record_workload(rec, workload)
+        offered = ("causal", *workload.mask_kinds)
+        refused = [k for k in config.kinds if k not in offered]
+        if refused:
+            raise ProbebookError(
+                f"--kinds: {', '.join(refused)} not honoured by {workload.name} (it offers {', '.join(offered)}; "
+                "a plug-in lists the mask requests its step reads from a batch's third item in Workload.mask_kinds)"
+            )
+        reference = workload.name.startswith("reference:")
+        inputs, targets = workload.make_batch(batch, seq_len)[:2]
         length_t = torch.tensor(lengths, device=device)
         padded_targets = targets.masked_fill(torch.arange(seq_len, device=device)[None] >= length_t[:, None], -100)
         doc_t = torch.tensor(docs, device=device)[None].expand(batch, seq_len).contiguous()
@@ -162,25 +174,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "explicit": (inputs, targets, {"explicit_mask": True}),
             "padded": (inputs, padded_targets, {"lengths": length_t}),
             "padded-causal": (inputs, padded_targets),
-            "sliding": (inputs, targets),
+            "sliding": (inputs, targets, {"sliding_window": window, "global_every": config.global_every}),
             "document": (inputs, targets, {"doc_ids": doc_t}),
         }
-
-        def stepper(kind: str) -> Any:
-            data = batches[kind]
-            if kind != "sliding":
-                return lambda: workload.step(data)
-
-            def sliding_step() -> Any:
-                model.sliding_window, model.global_every = window, config.global_every
-                try:
-                    return workload.step(data)
-                finally:
-                    model.sliding_window, model.global_every = None, None
-
-            return sliding_step
-
-        steps = {kind: stepper(kind) for kind in config.kinds}
+        steps: dict[str, Any] = {kind: functools.partial(workload.step, batches[kind]) for kind in config.kinds}
         sync = sync_for(device)
         on_device = device == "cuda"
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_device else [])
@@ -215,9 +212,14 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "document": {"documents": config.documents, "width": seq_len},
             "sliding": {"window": window, "global_every": config.global_every},
         }
-        if "padded" in steps or "padded-causal" in steps:
+        if ("padded" in steps or "padded-causal" in steps) and reference:
             rec.data["padded_equivalence"] = _padded_equivalence(model, inputs, padded_targets, length_t)
-        if "sliding" in steps:
+        elif "padded" in steps and workload.forward is not None:
+            rec.data["padded_equivalence"] = _padded_equivalence_forward(
+                workload.forward, batches["padded"], batches["padded-causal"], config.dtype
+            )
+        if "sliding" in steps and reference:
+            # the hooks read the reference decoder's attention inputs; a plug-in's masks are its own
             rec.data["band_check"] = _band_check_model(model, batches["sliding"][0], window, config.global_every)
         timed = time_interleaved(
             steps,
@@ -258,6 +260,20 @@ def _padded_equivalence(model: Any, inputs: Any, targets: Any, lengths: Any) -> 
         "loss_mask": losses["mask"],
         "loss_is_causal": losses["is_causal"],
         "abs_diff": abs(losses["mask"] - losses["is_causal"]),
+    }
+
+
+def _padded_equivalence_forward(forward: Any, masked: Any, causal: Any, dtype: str) -> dict[str, Any]:
+    """A plug-in's loss on the padded batch with the padding mask and with ``is_causal``, from its own forward."""
+    import torch
+
+    with torch.no_grad():
+        loss_mask, loss_causal = float(forward(masked)[0]), float(forward(causal)[0])
+    return {
+        "dtype": {"bf16": "bfloat16 autocast", "fp32": "float32"}[dtype],
+        "loss_mask": loss_mask,
+        "loss_is_causal": loss_causal,
+        "abs_diff": abs(loss_mask - loss_causal),
     }
 
 

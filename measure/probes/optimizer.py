@@ -19,7 +19,7 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
-from measure.probes.common import OneStepConfig, resolve_device
+from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "optimizer"
@@ -60,9 +60,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 f"workload {workload.name} does not expose its optimizer; return it as the "
                 "4th item of the factory's tuple (or Workload.optimizer)"
             )
-        rec.params.update(
-            {"workload_name": workload.name, "n_params": workload.n_params, "optimizer_class": type(opt).__name__}
-        )
+        record_workload(rec, workload)
+        rec.params["optimizer_class"] = type(opt).__name__
         data = workload.make_batch(batch, seq_len)
         pairs: list[tuple[Any, Any]] = []  # one (start, end) per instrumented optimizer.step call
         open_: list[Any] = []
@@ -142,6 +141,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload.observe import observe
 
         seen = observe(workload, data, device)  # what the timed step ran (one extra, untimed step)
+        mark_engagement(rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype)
         rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
         rec.data["summary"] = {
             "instrumented_median_s": instr.median_s,

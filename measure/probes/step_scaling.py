@@ -19,7 +19,15 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
-from measure.probes.common import CommonConfig, free_device_memory, positive, resolve_device
+from measure.probes.common import (
+    CommonConfig,
+    free_device_memory,
+    mark_engagement,
+    model_flops_per_token,
+    positive,
+    record_workload,
+    resolve_device,
+)
 from measure.run.runner import Recorder, execute
 
 PROBE = "step-scaling"
@@ -96,14 +104,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.timing import clock_for, sm_clock, sync_for, time_windows
         from measure.workload import load_workload
         from measure.workload.observe import observe
-        from measure.workload.presets import model_flops_per_token
 
         workload = load_workload(config.workload_options(device), config.workload)
-        rec.params.update({"workload_name": workload.name, "n_params": workload.n_params})
-        if workload.layers and workload.heads and workload.head_dim:
+        record_workload(rec, workload)
+        if workload.layers is not None and workload.heads and workload.head_dim:
+            # frozen weights accounted for: 4·P_all + 2·P_trainable + 12·L·H·Q·T (measure/evidence/flops.py)
             rec.params["model_flops_per_token"] = {
-                str(s): model_flops_per_token(workload.n_params, workload.layers, workload.heads, workload.head_dim, s)
-                for s in sorted(set(seq_lens))
+                str(s): model_flops_per_token(workload, s) for s in sorted(set(seq_lens))
             }
         else:
             rec.params["model_flops_per_token"] = None  # a plug-in without layer shapes: attention term unknown
@@ -131,6 +138,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 result = time_windows(integrity.wrap(step), clock, plan, sync, watch)
                 del step
                 seen = observe(workload, batch_, device)
+                mark_engagement(
+                    rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype, where=label
+                )
             except torch.OutOfMemoryError as exc:
                 del exc
                 batch_ = None

@@ -32,11 +32,15 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
-from measure.options import option
-from measure.probes.common import DEVICE_CHOICES, positive, resolve_device
+from measure.probes.common import (
+    CommonConfig,
+    model_flops_per_token,
+    positive,
+    record_workload,
+    refuse_unused,
+    resolve_device,
+)
 from measure.run.runner import Recorder, execute
-from measure.workload import DTYPES
-from measure.workload.presets import PRESETS
 
 PROBE = "stream"
 VERSION = 1
@@ -46,17 +50,9 @@ CONTROL_ARMS = ("resident", "no-copy", "no-compute")
 
 
 @dataclass(frozen=True)
-class Config:
-    """Options of the stream probe."""
+class Config(CommonConfig):
+    """Options of the stream probe (shared ones from ``CommonConfig``; a plug-in must set ``Workload.stream``)."""
 
-    preset: str = option("tiny", choices=tuple(PRESETS))
-    """Reference preset (the streamed blocks are the reference decoder's)."""
-    device: str = option("auto", choices=DEVICE_CHOICES)
-    """``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one)."""
-    dtype: str = option("bf16", choices=DTYPES)
-    """Compute dtype: ``bf16`` autocast or ``fp32`` (weights stream as fp32 either way)."""
-    seed: int = 0
-    """Seed for weights and tokens."""
     batch: int | None = None
     """Batch size (default 4 on CUDA, 2 on CPU)."""
     seq_len: int | None = None
@@ -73,19 +69,17 @@ class Config:
     """Steps per streamed arm whose per-layer copy and stall events are kept."""
 
     def __post_init__(self) -> None:
-        if self.preset not in PRESETS:
-            raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
-        if self.device not in DEVICE_CHOICES:
-            raise ProbebookError(f"--device must be one of {', '.join(DEVICE_CHOICES)}, got {self.device!r}")
-        if self.dtype not in DTYPES:
-            raise ProbebookError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        super().__post_init__()
+        refuse_unused(
+            self,
+            ("compile", "checkpointing", "sliding_window", "global_every"),
+            "stream runs its own block schedule (blocks recomputed in backward, eager)",
+        )
         positive("batch", self.batch)
         positive("seq_len", self.seq_len)
         if not self.depths or any(d not in (1, 2) for d in self.depths) or len(set(self.depths)) != len(self.depths):
             raise ProbebookError(f"--depths must be a comma list of 1 and/or 2, got {list(self.depths)}")
-        for name, low in (("warmup", 0), ("windows", 1), ("iters", 1), ("observe_steps", 1)):
-            if getattr(self, name) < low:
-                raise ProbebookError(f"--{name.replace('_', '-')} must be >= {low}, got {getattr(self, name)}")
+        positive("observe_steps", self.observe_steps)
 
 
 def stall_share(stall_s: float, step_s: float) -> float:
@@ -118,7 +112,9 @@ class Stamps:
 
 
 class Streamer:
-    """Runs the reference decoder's forward and backward with its blocks' weights streamed from host memory.
+    """Runs a workload's forward and backward with its blocks' weights streamed from host memory.
+
+    The blocks, embedding and loss come from ``Workload.stream`` (the reference decoder's, or a plug-in's).
 
     ``mode``: ``streamed`` (copies on a side stream, ``depth`` visits ahead), ``no-copy`` (the same
     schedule on device-resident buffers) or ``no-compute`` (the copies and waits, no block computed).
@@ -129,9 +125,13 @@ class Streamer:
 
         self.torch, self.device, self.depth, self.mode = torch, device, depth, mode
         self.model, self.autocast = workload.model, dtype == "bf16"
-        self.blocks = list(self.model.blocks)
+        self.parts = workload.stream
+        self.blocks = list(self.parts.blocks)
         first = self.blocks[0]
         self.names = [n for n, _ in first.named_parameters()]
+        # each block parameter's name in the model, so its gradient compares with the resident step's
+        where = {id(p): n for n, p in self.model.named_parameters()}
+        self.full_names = [[where[id(p)] for p in block.parameters()] for block in self.blocks]
         self.shapes = [p.shape for _, p in first.named_parameters()]
         self.numel = sum(p.numel() for p in first.parameters())
         pinned = device == "cuda"
@@ -178,12 +178,10 @@ class Streamer:
         torch = self.torch
         from torch.func import functional_call
 
-        from measure.workload.model import rope_tables
-
-        model, order, nslots, stamps = self.model, visits(len(self.blocks)), self.depth + 1, self.stamps
+        parts, order, nslots, stamps = self.parts, visits(len(self.blocks)), self.depth + 1, self.stamps
         inputs, targets = batch
         compute = self.mode != "no-compute"
-        model.zero_grad(set_to_none=True)
+        self.model.zero_grad(set_to_none=True)
         issued: dict[int, tuple[Any, Any, Any, Any]] = {}
         freed: list[Any] = [None] * nslots
         gfree: list[Any] = [None] * nslots
@@ -206,12 +204,12 @@ class Streamer:
             # slots and gradient buffers are free once the previous step's compute has used them
             self.copy_stream.wait_stream(torch.cuda.current_stream())
         start = stamps.now()
-        cos, sin = rope_tables(inputs.shape[1], model.preset.head_dim, inputs.device)
+        extra = parts.extra(inputs)
         amp = torch.autocast(self.device, dtype=torch.bfloat16, enabled=self.autocast)
         loss = x0 = None
         if compute:
             with amp:
-                x0 = model.embed(inputs)
+                x0 = parts.embed(inputs)
             h = x0.detach()
         saved: list[Any] = []
         grad_y = None
@@ -231,13 +229,12 @@ class Streamer:
                 if compute:
                     saved.append(h)
                     with torch.no_grad(), amp:
-                        h = functional_call(block, self._views(buf), (h, cos, sin))
+                        h = functional_call(block, self._views(buf), (h, *extra))
             else:
                 if compute and grad_y is None:  # first backward visit: the head and loss, with gradients
                     top = h.detach().requires_grad_(True)
                     with amp:
-                        logits = model.head(model.norm(top))
-                        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+                        loss = parts.loss(top, targets)
                     loss.backward()
                     grad_y = top.grad
                 gbuf = self.resident_grads[layer] if self.resident_grads is not None else self.gslots[slot]
@@ -245,7 +242,7 @@ class Streamer:
                     xi = saved[layer].detach().requires_grad_(True)
                     w = {n: t.detach().requires_grad_(True) for n, t in self._views(buf).items()}
                     with amp:
-                        y = functional_call(block, w, (xi, cos, sin))
+                        y = functional_call(block, w, (xi, *extra))
                     torch.autograd.backward(y, grad_y)
                     grad_y = xi.grad
                     torch.cat([w[n].grad.reshape(-1) for n in self.names], out=gbuf)
@@ -299,13 +296,15 @@ class Streamer:
         if self.copy_stream is not None:
             torch.cuda.synchronize()  # the gradients' copies to the host have landed
         grads = {}
+        streamed = {n for names in self.full_names for n in names}
         for name, p in self.model.named_parameters():
-            if not name.startswith("blocks."):
+            if name not in streamed:
                 grads[name] = p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
         source = self.resident_grads if self.resident_grads is not None else self.grad_host
         for i in range(len(self.blocks)):
-            for n, t in self._views(source[i].to(self.device)).items():
-                grads[f"blocks.{i}.{n}"] = t.clone()
+            views = self._views(source[i].to(self.device))
+            for full, n in zip(self.full_names[i], self.names, strict=True):
+                grads[full] = views[n].clone()
         return {"loss": loss.detach().float().clone(), "logits": None, "grads": grads}
 
 
@@ -315,7 +314,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     batch_size = config.batch or (4 if device == "cuda" else 2)
     seq_len = config.seq_len or (2048 if device == "cuda" else 64)
     params = {
-        **{k: getattr(config, k) for k in ("preset", "dtype", "seed", "warmup", "windows", "iters", "observe_steps")},
+        **{
+            k: getattr(config, k)
+            for k in ("preset", "workload", "dtype", "seed", "warmup", "windows", "iters", "observe_steps")
+        },
         "device": device,
         "device_requested": config.device,
         "batch": batch_size,
@@ -328,33 +330,31 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     def body(rec: Recorder) -> None:
         from measure.compare import FP32_FLOOR, compare_outputs, judge, step_outputs
         from measure.timing import WindowPlan, clock_for, sm_clock, sync_for, time_interleaved
-        from measure.workload import WorkloadOptions, load_workload
-        from measure.workload.presets import get_preset, model_flops_per_token
+        from measure.workload import load_workload
 
-        workload = load_workload(
-            WorkloadOptions(preset=config.preset, device=device, dtype=config.dtype, seed=config.seed)
-        )
-        preset = get_preset(config.preset)
+        workload = load_workload(config.workload_options(device), config.workload)
+        if workload.stream is None or workload.forward is None:
+            raise ProbebookError(
+                f"workload {workload.name} sets no Workload.stream (blocks, embed, extra, loss) and "
+                "Workload.forward: the stream probe visits the model block by block and compares with its forward"
+            )
         batch = workload.make_batch(batch_size, seq_len)
         model = workload.model
         streamers = {f"streamed-d{d}": Streamer(workload, device, config.dtype, d, "streamed") for d in config.depths}
         streamers["no-copy"] = Streamer(workload, device, config.dtype, 1, "no-copy")
         streamers["no-compute"] = Streamer(workload, device, config.dtype, max(config.depths), "no-compute")
         block_bytes = streamers["no-copy"].numel * 4
+        record_workload(rec, workload)
         rec.params.update(
             {
-                "workload_name": workload.name,
-                "n_params": workload.n_params,
-                "layers": preset.layers,
+                "layers": len(workload.stream.blocks),
                 "block_weight_bytes": block_bytes,
-                "model_flops_per_token": model_flops_per_token(
-                    workload.n_params, preset.layers, preset.heads, preset.head_dim, seq_len
-                ),
+                # frozen weights accounted for (measure/evidence/flops.py); None without attention shapes
+                "model_flops_per_token": model_flops_per_token(workload, seq_len),
             }
         )
 
         forward = workload.forward
-        assert forward is not None  # the reference decoder always exposes its forward
 
         def resident() -> Any:
             loss = forward(batch)[0]

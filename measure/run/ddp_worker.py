@@ -30,6 +30,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Callable
 
+from measure.probes.common import workload_facts
 from measure.run.distributed import MULTICAST_OFF
 from measure.timing import Clock, WindowPlan, clock_for, sync_for, time_interleaved, time_windows
 from measure.workload import WorkloadFields, WorkloadOptions, load_workload
@@ -279,8 +280,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "rank": rank,
         "world": world,
-        "workload_name": workload.name,
-        "n_params": workload.n_params,
+        **workload_facts(workload),
         "grad_bytes": grad_bytes,
         "steps": {"times_s": steps.times_s, "cv": steps.cv, "unstable": steps.unstable, "extended": steps.extended},
         "observed": {

@@ -46,20 +46,40 @@ _OOM_TEXT = (
     "CUDNN_STATUS_ALLOC_FAILED",
     "Cannot allocate memory",
 )
+# on CUDA only the device's allocator sets a boundary: the caching allocator's "CUDA out of memory",
+# the runtime's "CUDA error: out of memory", a cuBLAS/cuDNN workspace refused on the device
+_CUDA_OOM_TEXT = (
+    "CUDA out of memory",
+    "CUDA error: out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+)
+_HOST_TEXT = ("DefaultCPUAllocator", "Cannot allocate memory", "can't allocate memory")
 
 
-def is_oom(exc: BaseException) -> bool:
-    """Whether an exception is an allocation failure (observed from its type or the allocator's message)."""
-    if isinstance(exc, MemoryError):
-        return True
+def is_oom(exc: BaseException, device: str) -> bool:
+    """Whether an exception is an allocation failure of ``device`` (observed from its type or the allocator's text).
+
+    On ``cuda`` only a CUDA allocation failure counts (issue 27): a host ``MemoryError``, a CPU allocator's
+    refusal or an ``ENOMEM`` ("Cannot allocate memory", a host mmap or fork) says the host ran short, not that
+    the batch does not fit the card, so it is an error of the point, never its OOM boundary. On ``cpu`` the
+    host is the device: those are its allocation failures (the CPU tests cap the address space to reach them).
+    """
     try:
         import torch
 
-        if isinstance(exc, torch.OutOfMemoryError):
-            return True
+        torch_oom: type[BaseException] | None = torch.OutOfMemoryError
     except ImportError:
-        pass
+        torch_oom = None
     text = str(exc)
+    if device == "cuda":
+        if isinstance(exc, MemoryError) or any(fragment in text for fragment in _HOST_TEXT):
+            return False
+        if torch_oom is not None and isinstance(exc, torch_oom):
+            return True
+        return isinstance(exc, RuntimeError) and any(fragment in text for fragment in _CUDA_OOM_TEXT)
+    if isinstance(exc, MemoryError) or (torch_oom is not None and isinstance(exc, torch_oom)):
+        return True
     return isinstance(exc, RuntimeError) and any(fragment in text for fragment in _OOM_TEXT)
 
 
@@ -222,7 +242,8 @@ def attempt(
     except ProbebookError as exc:
         return {**facts, "status": "error", "input_error": True, "error": str(exc)}
     except Exception as exc:  # reported to the caller, which decides what the point means
-        return {**facts, "status": "oom" if is_oom(exc) else "error", "error": one_line(exc)}
+        oom = is_oom(exc, spec.get("device", "cpu"))
+        return {**facts, "status": "oom" if oom else "error", "error": one_line(exc)}
 
 
 def serve(

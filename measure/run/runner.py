@@ -37,6 +37,7 @@ class Recorder:
         self.samples: list[dict[str, Any]] = []
         self.points: list[dict[str, Any]] = []
         self.data: dict[str, Any] = {}
+        self.code: dict[str, Any] = {}
         self.status = "complete"
         self.error: str | None = None
         self.journal = journal
@@ -63,6 +64,11 @@ class Recorder:
                 }
             }
         )
+
+    def add_code(self, key: str, value: Any) -> None:
+        """Add a code fingerprint known only once the body runs (a plug-in's source); journalled too."""
+        self.code[key] = value
+        self._append({"code": {key: value}})
 
     def point(self, rows: list[dict[str, Any]], summary: dict[str, Any] | None = None, label: str = "") -> None:
         """Record one measured point: its raw rows (samples) and an optional aggregate."""
@@ -95,6 +101,11 @@ def execute(
     machine = fingerprint()
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
+    rec.code = code
+    from measure import device_check
+
+    # before the body: an idle, exclusive card is the premise of every timing (issue 27)
+    rec.data["device_check"] = device_check.check(params.get("device"))
     try:
         with rec.progress:
             body(rec)
@@ -147,6 +158,9 @@ def recover(path: Path) -> Evidence:
     head = records[0]["header"]
     samples = [row for r in records[1:] for row in r.get("rows", [])]
     points = [r["point"] for r in records[1:] if r.get("point") is not None]
+    code = dict(head["code"])
+    for r in records[1:]:
+        code.update(r.get("code") or {})
     status = "partial" if samples else "failed"
     return Evidence(
         probe=head["probe"],
@@ -154,7 +168,7 @@ def recover(path: Path) -> Evidence:
         params=head["params"],
         data={"samples": samples, "points": points},
         machine=head["machine"],
-        code=head["code"],
+        code=code,
         status=status,
         error="recovered from a journal: the probe process stopped before storing its result",
         created_at=head["created_at"],

@@ -101,11 +101,43 @@ class Workload:
     """Head width, for model FLOPs."""
     n_params: int = 0
     """Unique trainable parameters, counted from the model (filled in by ``load_workload``)."""
+    n_params_total: int = 0
+    """Unique parameters, frozen ones included (filled in by ``load_workload``; a LoRA base counts here)."""
+    head: Callable[[Any], tuple[Any, Any, Any]] | None = None
+    """``head(batch) -> (hidden, head_weight, targets)``: the final hidden state before the output head, the head's
+    weight (vocab x width) and the targets, for the chunked-loss arms of ``agreement`` and ``loss-memory``."""
+    stream: StreamParts | None = None
+    """How the ``stream`` probe may visit the model block by block (None: the probe refuses this workload)."""
+    mask_kinds: tuple[str, ...] = ()
+    """Mask requests the step honours as a batch's third item (``mask``'s kinds beyond ``causal``)."""
+    uses_preset: bool = False
+    """Whether ``--preset`` shaped this workload (a plug-in's factory read ``options.preset``)."""
+    source: dict[str, Any] | None = None
+    """A plug-in's source fingerprint (``plugin.source_fingerprint``); None for the reference decoder."""
+
+
+@dataclass
+class StreamParts:
+    """The parts of a model the ``stream`` probe visits: embedding, blocks, head and loss (a plug-in fills them)."""
+
+    blocks: list[Any]
+    """The blocks, in forward order; each is called ``block(h, *extra)`` and has the same parameter names."""
+    embed: Callable[[Any], Any]
+    """``embed(inputs) -> h``: the hidden state entering the first block."""
+    extra: Callable[[Any], tuple[Any, ...]]
+    """``extra(inputs) -> tuple``: the further arguments every block takes (the reference's RoPE tables)."""
+    loss: Callable[[Any, Any], Any]
+    """``loss(h, targets) -> loss``: the final norm, head and loss on the last block's output."""
 
 
 def n_params(model: Any) -> int:
     """Unique trainable parameters of a module (a tied weight is counted once)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def n_params_total(model: Any) -> int:
+    """Unique parameters of a module, frozen ones included (a tied weight is counted once)."""
+    return sum(p.numel() for p in model.parameters())
 
 
 def load_workload(options: WorkloadOptions, spec: str | None = None) -> Workload:
@@ -120,5 +152,7 @@ def load_workload(options: WorkloadOptions, spec: str | None = None) -> Workload
         from measure.workload.reference import build_reference
 
         workload = build_reference(options)
+        workload.uses_preset = True
     workload.n_params = n_params(workload.model)
+    workload.n_params_total = n_params_total(workload.model)
     return workload

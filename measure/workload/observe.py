@@ -91,3 +91,52 @@ def observe(workload: Any, batch: Any, device: str) -> dict[str, Any]:
     Returns ``{sdpa_backend, compile_engaged, compiled_regions, dtype, loss_ops}``.
     """
     return read_trace(profiled_step(workload, batch, device))
+
+
+# SDPA backends a step is expected to take, by device and compute dtype: on CUDA the fused kernels
+# (flash and cuDNN take bf16, not fp32; memory-efficient takes both), on the CPU its flash kernel or
+# math. A step outside these ran a slower path than the one its numbers will be read as (issue 27).
+EXPECTED_SDPA: dict[tuple[str, str], tuple[str, ...]] = {
+    ("cuda", "bf16"): ("cudnn", "flash", "efficient"),
+    ("cuda", "fp32"): ("efficient", "math"),
+    ("cpu", "bf16"): ("flash-cpu", "math"),
+    ("cpu", "fp32"): ("flash-cpu", "math"),
+}
+
+
+def engagement_marks(
+    observed: dict[str, Any], *, compile_requested: bool, device: str, dtype: str, where: str = ""
+) -> list[dict[str, Any]]:
+    """What was requested or expected but did not run, as evidence marks (pure; ``observed`` from ``read_trace``).
+
+    A mark is ``{"kind", "where", "requested" or "expected", "observed", "message"}``: ``compile-not-engaged``
+    when ``--compile`` was given and no compiled region ran; ``unexpected-sdpa-backend`` when attention ran on a
+    backend outside ``EXPECTED_SDPA`` for the device and dtype. No attention op (a plug-in without attention):
+    no backend mark.
+    """
+    marks: list[dict[str, Any]] = []
+    at = f" ({where})" if where else ""
+    if compile_requested and not observed.get("compile_engaged"):
+        marks.append(
+            {
+                "kind": "compile-not-engaged",
+                "where": where,
+                "requested": True,
+                "observed": False,
+                "message": f"--compile was requested but no compiled region ran{at}: the step ran eager",
+            }
+        )
+    backend = observed.get("sdpa_backend")
+    expected = EXPECTED_SDPA.get((device, dtype))
+    if backend is not None and expected is not None and backend not in expected:
+        marks.append(
+            {
+                "kind": "unexpected-sdpa-backend",
+                "where": where,
+                "expected": list(expected),
+                "observed": backend,
+                "message": f"attention ran on SDPA's {backend} backend{at}; expected {' or '.join(expected)} "
+                f"on {device} in {dtype}",
+            }
+        )
+    return marks

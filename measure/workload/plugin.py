@@ -3,17 +3,84 @@
 The factory is called as ``factory(options)`` with a ``WorkloadOptions``. It returns a
 ``Workload`` or a tuple ``(model, make_batch, step[, optimizer])``. Every way this can go
 wrong (bad spec, missing module, factory raising, wrong return shape) is one clear line.
+
+Two facts are recorded about the harness itself (issue 27): its source, hashed (the module
+file, and every Python file of its top-level package, recursively), so two harnesses under one
+name are told apart; and whether the factory read ``options.preset``, so a preset the
+plug-in ignored is not recorded as if it had shaped the run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import re
+from dataclasses import fields
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from measure.errors import ProbebookError
 from measure.workload import Workload, WorkloadOptions
 
 _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+SOURCE_SUFFIXES = (".py",)  # a package's code; data files or checkpoints beside it are not hashed
+
+
+class _WatchedOptions(WorkloadOptions):
+    """The options handed to a factory, noting whether it read ``preset``."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "preset":
+            object.__setattr__(self, "_preset_read", True)
+        return super().__getattribute__(name)
+
+
+def watched(options: WorkloadOptions) -> _WatchedOptions:
+    """A copy of ``options`` that records a read of ``preset`` (construction's own checks reset)."""
+    copy = _WatchedOptions(**{f.name: getattr(options, f.name) for f in fields(WorkloadOptions)})
+    object.__setattr__(copy, "_preset_read", False)
+    return copy
+
+
+def preset_read(options: WorkloadOptions) -> bool:
+    """Whether ``options`` (made by ``watched``) had its ``preset`` read since."""
+    return bool(object.__getattribute__(options, "__dict__").get("_preset_read", True))
+
+
+def source_fingerprint(spec: str, module: ModuleType) -> dict[str, Any]:
+    """SHA-256 of the plug-in's module file and of its top-level package's Python files (recursively).
+
+    ``package_sha256`` is ``measure.machine.source_tree_sha256`` over the package folder(s) with
+    ``SOURCE_SUFFIXES`` only; ``None`` when the module is not inside a package (a lone file).
+    """
+    from measure.machine import source_files, source_tree_sha256
+
+    module_file = getattr(module, "__file__", None)
+    out: dict[str, Any] = {
+        "spec": spec,
+        "module": module.__name__,
+        "module_file": Path(module_file).name if module_file else None,
+        "module_sha256": hashlib.sha256(Path(module_file).read_bytes()).hexdigest() if module_file else None,
+        "package": None,
+        "package_sha256": None,
+        "package_files": None,
+    }
+    top = module.__name__.split(".")[0]
+    package = importlib.import_module(top)
+    roots = sorted(str(p) for p in getattr(package, "__path__", []))
+    if roots:
+        digests = [source_tree_sha256(Path(r), SOURCE_SUFFIXES) for r in roots]
+        joined = digests[0] if len(digests) == 1 else hashlib.sha256("".join(digests).encode()).hexdigest()
+        # a namespace package may span folders: one digest of their digests, in path order
+        out.update(
+            {
+                "package": top,
+                "package_sha256": joined,
+                "package_files": sum(len(source_files(Path(r), SOURCE_SUFFIXES)) for r in roots),
+            }
+        )
+    return out
 
 
 def load_plugin(spec: str, options: WorkloadOptions) -> Workload:
@@ -30,12 +97,20 @@ def load_plugin(spec: str, options: WorkloadOptions) -> Workload:
     factory = getattr(module, attr, None)
     if not callable(factory):
         raise ProbebookError(f"--workload {spec!r}: {module_name} has no callable {attr!r}")
+    seen = watched(options)
     try:
-        result = factory(options)
+        result = factory(seen)
     except ProbebookError:
         raise
     except Exception as exc:  # the user's code failed: say where, keep it to one line
         raise ProbebookError(f"--workload {spec!r}: the factory raised {type(exc).__name__}: {exc}") from None
+    workload = _as_workload(spec, result)
+    workload.uses_preset = preset_read(seen)
+    workload.source = source_fingerprint(spec, module)
+    return workload
+
+
+def _as_workload(spec: str, result: Any) -> Workload:
     if isinstance(result, Workload):
         result.name = spec
         return result

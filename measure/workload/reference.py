@@ -12,8 +12,8 @@ from typing import Any, cast
 import torch
 import torch.nn.functional as F
 
-from measure.workload import Arm, Workload, WorkloadOptions
-from measure.workload.model import Attention, Decoder
+from measure.workload import Arm, StreamParts, Workload, WorkloadOptions
+from measure.workload.model import Attention, Decoder, rope_tables
 from measure.workload.presets import get_preset
 
 LEARNING_RATE = 3e-4  # any finite rate: the probes time the update, they do not train to a target
@@ -40,15 +40,34 @@ def build_reference(options: WorkloadOptions) -> Workload:
 
     def forward_loss(batch: Any) -> torch.Tensor:
         # (inputs, targets) or (inputs, targets, mask request): the mask probe's batches carry
-        # ``lengths`` / ``doc_ids`` / ``explicit_mask`` for Decoder.forward; padded targets are -100
+        # ``lengths`` / ``doc_ids`` / ``explicit_mask`` for Decoder.forward, or ``sliding_window`` /
+        # ``global_every`` for its windowed layers; padded targets are -100
         inputs, targets = batch[0], batch[1]
-        mask_request = batch[2] if len(batch) > 2 else {}
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
-            if model.hidden:
-                # ablate "no-loss-head": a cheap surrogate loss on the hidden state (timing-only)
-                return model(inputs, **mask_request).float().pow(2).mean()
-            logits = model(inputs, **mask_request)
-            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        mask_request = dict(batch[2]) if len(batch) > 2 else {}
+        window = mask_request.pop("sliding_window", None), mask_request.pop("global_every", None)
+        before = model.sliding_window, model.global_every
+        if window[0] is not None:
+            model.sliding_window, model.global_every = window
+        try:
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
+                if model.hidden:
+                    # ablate "no-loss-head": a cheap surrogate loss on the hidden state (timing-only)
+                    return model(inputs, **mask_request).float().pow(2).mean()
+                logits = model(inputs, **mask_request)
+                return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+        finally:
+            model.sliding_window, model.global_every = before
+
+    def hidden_and_head(batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        model.hidden = True  # the decoder's switch: final normed hidden state, no head
+        try:
+            return model(batch[0]), model.head.weight, batch[1]
+        finally:
+            model.hidden = False
+
+    def stream_loss(h: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        logits = model.head(model.norm(h))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
     def loss_and_logits(batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
         inputs, targets = batch[0], batch[1]
@@ -115,6 +134,14 @@ def build_reference(options: WorkloadOptions) -> Workload:
         optimizer=optimizer,
         forward=loss_and_logits,
         arms=arms,
+        head=hidden_and_head,
+        stream=StreamParts(
+            blocks=list(model.blocks),
+            embed=model.embed,
+            extra=lambda inputs: rope_tables(inputs.shape[1], preset.head_dim, inputs.device),
+            loss=stream_loss,
+        ),
+        mask_kinds=("explicit", "padded", "padded-causal", "sliding", "document"),
         layers=preset.layers,
         heads=preset.heads,
         head_dim=preset.head_dim,

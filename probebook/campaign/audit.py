@@ -3,12 +3,13 @@
 Checks, per point: the evidence a receipt names exists and hashes to its id, is the point's own
 (context, batch, config) and says what the receipt says; the timing arithmetic re-derived from the
 raw windows (median step, tokens/s, CV, window count, tokens per step) and each window's optimizer
-update count against its steps; the parameter count against
-the preset; an OOM is an allocation failure, not some other error. Per curve: the OOM boundary is
-contiguous (points form a prefix of the planned walk, nothing fits above an OOM). Per campaign:
+update count against its steps; the parameter count against the preset; the code that measured it
+is the manifest's frozen source (``measure_source_sha256``); an OOM is an allocation failure, not
+some other error. Per curve: the OOM boundary is contiguous (points form a prefix of the planned
+walk, nothing fits above an OOM). Per campaign: the frozen source still hashes to the manifest's,
 job time limits, at most one measured attempt per point, no job named by two attempts
-(``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock) no two
-points holding the device at once.
+(``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock, local
+executor only: Slurm gives each job its own allocation) no two points holding the device at once.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
-from measure.machine import code_fingerprint
+from measure.machine import code_fingerprint, source_tree_sha256
 from probebook.campaign import receipts
-from probebook.campaign.plan import checked, load_manifest
+from probebook.campaign.plan import SOURCE, checked, load_manifest
 
 PROBE = "campaign-audit"
 VERSION = 1
@@ -142,6 +143,10 @@ def _point(
         stored = doc["params"].get("device_requested" if name == "device" else name, value)
         if name not in ("point_timeout_s", "budget_s") and stored != value:
             out.append(f"{where}: evidence params.{name} is {stored!r}, the manifest says {value!r}")
+    frozen = settings.get("_measure_source_sha256")
+    ran = (doc.get("code") or {}).get("measure_source_sha256")
+    if frozen and ran != frozen:
+        out.append(f"{where}: measured by measure source {str(ran)[:12]}, not the manifest's {frozen[:12]} (edited?)")
     if row["status"] != receipt["state"]:
         out.append(f"{where}: receipt says {receipt['state']} but its evidence says {row['status']}")
     result = receipt.get("result") or {}
@@ -223,9 +228,18 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     manifest_id, manifest = load_manifest(folder)
     settings = manifest["params"]["executor"]
     store = Store(folder / "archive")
+    findings: list[str] = []
+    frozen = manifest["data"].get("measure_source_sha256")
+    if frozen is not None:  # a manifest that froze a snapshot (plan version 2): it must be as planned
+        settings = {**settings, "_measure_source_sha256": frozen}
+        tree = source_tree_sha256(folder / SOURCE) if (folder / SOURCE).is_dir() else None
+        if tree != manifest["data"]["source_tree_sha256"]:
+            findings.append(
+                f"campaign: {folder / SOURCE} hashes to {str(tree)[:12]}, not the manifest's "
+                f"{manifest['data']['source_tree_sha256'][:12]}: the frozen source changed after plan"
+            )
     got = receipts.load_all(folder)
     points = {p["key"]: p for p in manifest["data"]["points"]}
-    findings: list[str] = []
     unknown = sorted(set(got) - set(points))
     findings += [f"receipt {k}: no such point in manifest {manifest_id[:19]}" for k in unknown]
     rows: list[dict[str, Any]] = []
@@ -238,7 +252,9 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
         findings += found
         if row is not None:
             rows.append(row)
-            if row.get("device_acquired_unix") and row.get("device_released_unix"):
+            # the GPU lock is the local executor's (one machine's device); Slurm gives each job its own
+            local = got[key]["attempts"] and got[key]["attempts"][-1].get("executor") == "local"
+            if local and row.get("device_acquired_unix") and row.get("device_released_unix"):
                 device.append((row["device_acquired_unix"], row["device_released_unix"]))
         jobs += [(key, a) for a in got[key]["attempts"]]
     for curve in manifest["data"]["curves"]:

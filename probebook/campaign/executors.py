@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,13 @@ from probebook.campaign.spec import Executor
 KINDS = ("local", "slurm")
 
 
-def job_name(campaign: str, key: str, attempt: int) -> str:
-    """The scheduler-visible name of one attempt: a resumed runner can look it up by name."""
-    return f"pb-{campaign}-{key}-a{attempt}"
+def job_name(campaign: str, manifest_id: str, key: str, attempt: int) -> str:
+    """The scheduler-visible name of one attempt: a resumed runner can look it up by name.
+
+    It carries the start of the manifest's id: two campaigns of one name (planned twice, by two
+    people) share a cluster's job names otherwise, and a look-up by name would adopt the other's job.
+    """
+    return f"pb-{campaign}-{manifest_id.removeprefix('sha256:')[:12]}-{key}-a{attempt}"
 
 
 def runner_machine() -> dict[str, str | None]:
@@ -116,15 +119,25 @@ def submitted_ids(folder: Path) -> list[str]:
     return sorted(found)
 
 
-def slurm_ids_by_name(name: str) -> list[str]:
-    """Jobs Slurm knows under ``name`` (``sacct``); an id submitit never wrote down is found this way."""
-    try:
-        out = subprocess.run(
-            ["sacct", "-n", "-X", "-P", "-o", "JobID", "--name", name], capture_output=True, text=True, timeout=60
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbebookError(f"cannot ask Slurm about job {name} ({exc}); resume where sacct works") from None
-    return sorted({line.strip() for line in out.stdout.splitlines() if line.strip()})
+def adopt_submission(folder: Path, job_id: str) -> list[str]:
+    """Give a job found by name the files submitit names after its id; the names it renamed, if any.
+
+    submitit writes the job's pickle as ``<uuid>.pkl`` and renames it ``<id>_submitted.pkl`` only
+    after ``sbatch`` returns; a runner killed inside ``sbatch`` leaves the job waiting (60 s) for a
+    file that never appears. The attempt folder holds one attempt's files only, so a lone
+    ``<uuid>.pkl`` is that job's.
+    """
+    target = folder / f"{job_id}_submitted.pkl"
+    pending = [p for p in folder.glob("*.pkl") if len(p.stem) == 32 and all(c in "0123456789abcdef" for c in p.stem)]
+    if target.exists() or len(pending) != 1:
+        return []
+    pending[0].rename(target)
+    renamed = [pending[0].name]
+    scripts = list(folder.glob(".submission_file_*.sh"))
+    if len(scripts) == 1 and not (folder / f"{job_id}_submission.sh").exists():
+        scripts[0].rename(folder / f"{job_id}_submission.sh")
+        renamed.append(scripts[0].name)
+    return renamed
 
 
 def _local_alive(job_id: str) -> bool:
@@ -144,15 +157,16 @@ def job(kind: str, folder: Path, job_id: str) -> Any:
     return cls(folder=folder, job_id=job_id)
 
 
-def finished(kind: str, handle: Any) -> bool | None:
-    """True when the job ended (result or not), False while it runs, None when it is gone without a trace."""
+def finished_local(handle: Any) -> bool | None:
+    """A local job: True when it ended (result or not), False while it runs, None when it is gone without a trace.
+
+    (A Slurm job's state comes from the runner's batched ``sacct`` query instead: ``slurm.query``.)
+    """
     if handle.paths.result_pickle.exists():
         return True
-    if kind == "local":
-        if getattr(handle, "_process", None) is not None:
-            return handle._process.poll() is not None
-        return False if _local_alive(handle.job_id) else None
-    return bool(handle.done(force_check=True))
+    if getattr(handle, "_process", None) is not None:
+        return handle._process.poll() is not None
+    return False if _local_alive(handle.job_id) else None
 
 
 def cancel(kind: str, handle: Any) -> None:

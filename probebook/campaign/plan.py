@@ -1,17 +1,17 @@
 """``campaign plan``: freeze a spec into a campaign folder whose manifest is archived evidence.
 
 The manifest (probe ``campaign-plan``) holds the points with their resolved configs, the curves,
-a hash of the source tree that will run them, the installed package versions and the executor
-settings. A folder is planned once: adding points means a new campaign, never an edited one.
+the hashes of the source snapshot that will run them (``source/``), the installed package
+versions, the machine (driver included) and the executor settings. A folder is planned once:
+adding points means a new campaign, never an edited one.
 
-Folder layout: ``manifest.id`` (the manifest's evidence id), ``archive/`` (a write-once store with
-the manifest and every point's evidence), ``receipts/<point>.json``, ``jobs/<point>/a<N>/``
-(submitit's folder for attempt N).
+Folder layout: ``manifest.id`` (the manifest's evidence id), ``source/`` (the packages every job
+imports), ``archive/`` (a write-once store with the manifest and every point's evidence),
+``receipts/<point>.json``, ``jobs/<point>/a<N>/`` (submitit's folder for attempt N).
 """
 
 from __future__ import annotations
 
-import hashlib
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,20 +23,27 @@ from measure.machine import code_fingerprint
 from probebook.campaign import spec as specmod
 
 PROBE = "campaign-plan"
-VERSION = 1
+VERSION = 2  # 2: the source is snapshotted into the folder, its hashes are measure.machine's
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_PACKAGES = ("measure", "probebook")  # what a point's job runs (render never runs in a job)
+SOURCE = "source"  # the campaign folder's frozen copy of them
 
 
-def source_tree_sha256(root: Path = REPO) -> tuple[str, int]:
-    """SHA-256 over the relative path and bytes of every ``.py``/``.json`` file of the packages a job runs."""
-    h, n = hashlib.sha256(), 0
+def snapshot(folder: Path, root: Path = REPO) -> Path:
+    """Copy the packages a job runs into ``<folder>/source`` (read-only files); every job imports them from there.
+
+    An edit to the working tree after ``plan`` then cannot reach a point of the campaign, and an
+    edit of the snapshot itself is what the audit catches (its hash against the manifest's).
+    """
+    import shutil
+
+    target = folder / SOURCE
     for package in SOURCE_PACKAGES:
-        for path in sorted((root / package).rglob("*")):
-            if path.suffix in (".py", ".json") and path.is_file() and "__pycache__" not in path.parts:
-                h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-                n += 1
-    return h.hexdigest(), n
+        shutil.copytree(root / package, target / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for path in target.rglob("*"):
+        if path.is_file():
+            path.chmod(0o444)
+    return target
 
 
 def lockfile() -> dict[str, str]:
@@ -49,15 +56,19 @@ def lockfile() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def manifest_evidence(spec: specmod.Spec) -> Evidence:
-    """The frozen manifest of a spec, as evidence."""
-    from measure.machine import fingerprint
+def manifest_evidence(spec: specmod.Spec, source: Path) -> Evidence:
+    """The frozen manifest of a spec whose jobs run the snapshot ``source``, as evidence.
+
+    ``source_tree_sha256`` covers the whole snapshot, ``measure_source_sha256`` its ``measure``
+    package: the hash every point's evidence records of the code that measured it (both are
+    ``measure.machine.source_tree_sha256``, the project's one definition).
+    """
+    from measure.machine import fingerprint, source_tree_sha256
 
     points = specmod.points(spec)
     curves: dict[str, list[str]] = {}
     for p in points:
         curves.setdefault(p["curve"], []).append(p["key"])
-    tree, n_files = source_tree_sha256()
     return Evidence(
         probe=PROBE,
         probe_version=VERSION,
@@ -65,8 +76,9 @@ def manifest_evidence(spec: specmod.Spec) -> Evidence:
         data={
             "points": points,
             "curves": [{"curve": c, "points": keys} for c, keys in curves.items()],
-            "source_tree_sha256": tree,
-            "source_files": n_files,
+            "source_tree_sha256": source_tree_sha256(source),
+            "measure_source_sha256": source_tree_sha256(source / "measure"),
+            "source_files": sum(1 for p in source.rglob("*") if p.is_file()),
             "lockfile": lockfile(),
         },
         machine=fingerprint(),
@@ -84,8 +96,8 @@ def plan(spec_path: Path, folder: Path) -> str:
         )
     if folder.exists() and any(folder.iterdir()):
         raise ProbebookError(f"{folder}: not empty; plan a campaign into a new folder")
-    evidence = manifest_evidence(spec)
     (folder / "receipts").mkdir(parents=True)
+    evidence = manifest_evidence(spec, snapshot(folder))
     ident = Store(folder / "archive").put(evidence)
     (folder / "manifest.id").write_text(ident + "\n", encoding="utf-8")
     return ident

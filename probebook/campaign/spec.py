@@ -53,7 +53,11 @@ class Executor:
     grace_s: float = 60.0
     """The job's own time limit is the point timeout plus this, so the watchdog records the timeout first."""
     gpu_lock: bool = True
-    """Local executor: points take a lock on the device, so two points never use one GPU at once."""
+    """Local executor: points take a lock on the device, so two points never use one GPU at once.
+
+    Slurm gives each job its own allocation, so there it is not taken (nor audited)."""
+    poll_s: float = 5.0
+    """Slurm: seconds between the runner's batched ``sacct`` queries (one call for every live job)."""
     slurm: Slurm = field(default_factory=Slurm)
     """Slurm settings (ignored by the local executor)."""
 
@@ -161,8 +165,8 @@ def parse(doc: Any, where: str) -> Spec:
     slurm = _build(Slurm, _section(raw, "slurm", where + " executor"), f"{where}: executor.slurm")
     raw.pop("slurm", None)
     executor = _build(Executor, {**raw, "slurm": slurm}, f"{where}: executor")
-    if executor.max_concurrent < 1 or executor.point_timeout_s <= 0 or executor.grace_s <= 0:
-        raise ProbebookError(f"{where}: executor.max_concurrent must be >= 1 and the time limits > 0")
+    if executor.max_concurrent < 1 or executor.point_timeout_s <= 0 or executor.grace_s <= 0 or executor.poll_s <= 0:
+        raise ProbebookError(f"{where}: executor.max_concurrent must be >= 1 and the time limits and poll_s > 0")
     if slurm.time_min * 60 < executor.point_timeout_s + executor.grace_s:
         raise ProbebookError(
             f"{where}: executor.slurm.time_min ({slurm.time_min} min) must cover point_timeout_s + grace_s "

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-import re
 import stat
-import sys
 from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import archive_check, contracts
 from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
-from measure.evidence.store import TEMP_PREFIX, Store, read_regular
+from measure.evidence.store import TEMP_PREFIX, Store, claimed_id, read_regular, stored_id
 from probebook.cli import command
 from probebook.cli.output import json_text
 
-_HEX64_NAME = re.compile(r"(?:sha256[:_-])?([0-9a-f]{64})\.json")
-_HEX62_NAME = re.compile(r"[0-9a-f]{62}\.json")
-_HEX2 = re.compile(r"[0-9a-f]{2}")
+log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -110,17 +107,6 @@ def _import(args: Any) -> int:
     return 0
 
 
-def _claimed_id(path: Path) -> str | None:
-    """The id a file's name claims, if it is named by a digest (archive layout or ``<64 hex>.json``)."""
-    name = path.name.lower()
-    whole = _HEX64_NAME.fullmatch(name)
-    if whole:
-        return "sha256:" + whole[1]
-    if _HEX62_NAME.fullmatch(name) and _HEX2.fullmatch(path.parent.name.lower()):
-        return "sha256:" + path.parent.name.lower() + name[:-5]
-    return None
-
-
 def _evidence_files(path: Path) -> tuple[list[Path], list[str]]:
     """The evidence files a PATH argument of ``archive add`` names, and one line per thing it cannot take.
 
@@ -168,13 +154,13 @@ def _add(args: Any) -> int:
                 files.append(f)
     if problems:
         for line in problems:
-            print(f"probebook: {printable(line)}", file=sys.stderr)
+            log.error("%s", printable(line))
         raise ProbebookError(f"{len(problems)} file(s) above cannot be added; nothing was added")
     # Validate every file before storing any, so a bad one leaves nothing half-added.
     ready: list[tuple[Path, bytes]] = []
     for path in files:
         raw = read_regular(path)
-        claimed = _claimed_id(path)
+        claimed = claimed_id(path)
         if claimed is not None:
             actual = "sha256:" + hashlib.sha256(raw).hexdigest()
             if actual != claimed:
@@ -195,7 +181,7 @@ def _add(args: Any) -> int:
         added += ident not in before
         before.add(ident)
         print(ident)
-    print(f"{added} added, {len(ready) - added} already present", file=sys.stderr)
+    log.info("%d added, %d already present", added, len(ready) - added)
     return 0
 
 
@@ -222,13 +208,13 @@ def _ls(args: Any) -> int:
     store = _existing(args)
     rows = []
     for stray in store.strays():
-        print(f"probebook: warning: skipped {printable(f'{stray.path}: {stray.why}')}", file=sys.stderr)
+        log.warning("warning: skipped %s", printable(f"{stray.path}: {stray.why}"))
     for path in store.iter_paths():
-        ident = "sha256:" + path.parent.name + path.name[:-5]
+        ident = stored_id(path.parent.name, path.name)
         try:
             doc = parse(read_regular(path, store.limit), str(path))
         except (EvidenceError, StoreError) as exc:  # a warning, not fatal: `verify --strict` fails on these
-            print(f"probebook: warning: skipped {printable(str(exc))}", file=sys.stderr)
+            log.warning("warning: skipped %s", printable(str(exc)))
             continue
         if args.probe and doc["probe"] != args.probe:
             continue
@@ -272,17 +258,14 @@ def _verify(args: Any) -> int:
     total = found.count
     failed = False
     if bad:
-        print(f"{len(bad)} of {total} evidence file(s) do not match their names", file=sys.stderr)
+        log.error("%d of %d evidence file(s) do not match their names", len(bad), total)
         failed = True
     if strays:
-        print(
-            f"{len(strays)} thing(s) under evidence/ are not evidence files (links, FIFOs, stray names)",
-            file=sys.stderr,
-        )
+        log.error("%d thing(s) under evidence/ are not evidence files (links, FIFOs, stray names)", len(strays))
         failed = True
     if invalid:
         how = "" if args.strict else " (not fatal without --strict)"
-        print(f"{len(invalid)} of {total} evidence file(s) are not valid current-schema evidence{how}", file=sys.stderr)
+        log.error("%d of %d evidence file(s) are not valid current-schema evidence%s", len(invalid), total, how)
         failed = failed or args.strict
     if failed:
         return 1

@@ -27,7 +27,25 @@ def register(sub: Any) -> None:
         _plan,
     )
     p.add_argument("spec", type=Path, help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)")
-    p.add_argument("--output", type=Path, required=True, metavar="DIR", help="a new, empty campaign folder")
+    p.add_argument("--output", type=Path, metavar="DIR", help="a new, empty campaign folder (not with --estimate)")
+    p.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print each job's and the campaign's wall time and the time_min to ask for; plan nothing",
+    )
+    p.add_argument(
+        "--from",
+        dest="estimate_from",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="with --estimate: a finished campaign folder measuring the same recipes (repeatable)",
+    )
+    p.add_argument("--gpu", metavar="NAME", help="with --estimate: the GPU the jobs get (default: this machine's)")
+    p.add_argument(
+        "--time-min", type=int, metavar="MIN", help="with --estimate: a job's time for recipes nothing measured"
+    )
     p = command(
         csub,
         "run",
@@ -71,6 +89,15 @@ def register(sub: Any) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from measure.errors import ProbebookError
+
+    if args.estimate:
+        from probebook.campaign.estimate import estimate, render
+
+        print(render(estimate(args.spec, args.estimate_from, args.gpu, args.time_min)))
+        return 0
+    if args.output is None:
+        raise ProbebookError("campaign plan: --output DIR is required (or --estimate, which plans nothing)")
     from probebook.campaign.plan import plan
 
     print(plan(args.spec, args.output))

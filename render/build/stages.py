@@ -257,7 +257,8 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
     Only files whose bytes changed are rewritten (``render.build.incremental.write_tree``); returns their paths.
     """
     _owned_or_empty(out, TREE_MARKER, "the build folder")
-    return incremental.write_tree(tree.files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
+    files = {rel: layout.sealed(rel, data) for rel, data in tree.files.items()}  # no page meta from prose
+    return incremental.write_tree(files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
 
 
 # -- stage 8: the site engine ---------------------------------------------------------------

@@ -27,6 +27,7 @@ from typing import Any
 from render.build import incremental
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.pages.layout import nav_title
 from render.tables import columns as tables
 
 MAX_ROWS = 500
@@ -280,7 +281,7 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     if doc.get("notes") is not None:
         envelope["notes"] = doc["notes"]
     table, n, columns = _samples_table(doc)
-    head = [f"# {escape_text(title_text(doc))}", ""]
+    head = [f"# {escape_text(nav_title(title_text(doc)))}", ""]  # the engine makes the page's <title> from it
     # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
     head.append(f"`{ident}` (short: `{short_id(ident)}`)")
     head += ["", escape_text(summary_text(doc, n, columns)), ""]

@@ -164,6 +164,19 @@ def nav_title(text: str) -> str:
     return " ".join(str(text).split()).translate(_NAV_SAFE)
 
 
+# mkdocs and Zensical read a YAML block, or MultiMarkdown ``key: value`` lines, at the top of a Markdown file as
+# the page's meta, and the theme prints ``title``, ``description``, ``author``, ``subtitle`` and ``status``
+# outside the content area, unescaped. Every page of the tree opens with this empty block, which both read as
+# no meta; whatever the prose or evidence put first is then body (only the first block is read), where the
+# sanitizer sees it. Titles reach the theme from the nav (``nav_title``) and the first heading alone.
+SEALED_META = b"---\n{}\n---\n"
+
+
+def sealed(rel: str, data: bytes) -> bytes:
+    """A tree file as the engine reads it: a Markdown page opens with ``SEALED_META``, anything else as it is."""
+    return SEALED_META + data if rel.endswith(".md") else data
+
+
 NOT_IN_NAV = "/evidence/"
 """mkdocs ``not_in_nav`` pattern: evidence pages and listings are built but reached from the Evidence index."""
 

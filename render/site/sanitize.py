@@ -97,10 +97,18 @@ class SanitizeError(ProbebookError):
     """A built page lacks the content area the sanitizer cleans (a theme it does not know)."""
 
 
+# With ``content.tooltips`` the theme puts a ``title`` into the page as HTML (its tooltip is made from the text):
+# a title that holds a tag would become one, on hover or focus. Angle brackets become look-alikes.
+_TOOLTIP_SAFE = str.maketrans({"<": "‹", ">": "›"})
+
+
 def _attribute(element: str, attribute: str, value: str) -> str | None:
-    """Drop ids the theme's own elements use (``__config``, ``__drawer`` ...): content must not clobber them."""
+    """Drop ids the theme's own elements use (``__config``, ``__drawer`` ...): content must not clobber them;
+    keep markup out of titles."""
     if attribute == "id" and value.startswith("__"):
         return None
+    if attribute == "title":
+        return value.translate(_TOOLTIP_SAFE)
     return value
 
 

@@ -1,0 +1,64 @@
+"""Model FLOPs per token of one training step, frozen weights accounted for (torch-free; render reads it too).
+
+For a weight matrix used once per token (a linear y = x·Wᵀ), a training step does three matmuls
+of ``2·(its elements)`` FLOPs per token each: the forward, the gradient of the input and the
+gradient of the weight (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1, the
+``C ≈ 6N`` rule and its 2N forward / 4N backward split; Narayanan et al. 2021, "Efficient
+Large-Scale Language Model Training on GPU Clusters", §5.1, the same three GEMMs per linear).
+A frozen weight still takes part in the forward and passes the gradient on to its input, but its
+own weight gradient is never formed. So the dense matmul part is
+
+    2·P_all (forward) + 2·P_all (input gradients) + 2·P_trainable (weight gradients)   FLOPs/token,
+
+which is PaLM's ``6N`` (Chowdhery et al. 2022, "PaLM", appendix B) when every weight trains, and
+``4·P_all + 2·P_lora`` for a frozen base with LoRA adapters (Hu et al. 2021, "LoRA", §4.2: the
+backward pass skips the frozen weights' gradients). The attention score and value matmuls have
+no weights and run forward and backward over activations alike: PaLM's ``12·L·H·Q·T`` (full T x T
+score matrix, no causal halving). Like PaLM, the count is of model FLOPs: recomputation
+(activation checkpointing) is not counted, and the input-gradient work below the lowest trainable
+weight, which an implementation may skip, is counted (it is what the model needs when anything
+below trains).
+"""
+
+from __future__ import annotations
+
+from measure.errors import ProbebookError
+
+
+def _count(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProbebookError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def dense_flops_per_token(params_all: int, params_trainable: int) -> int:
+    """FLOPs per token of the dense matmuls of a training step: ``4·P_all + 2·P_trainable`` (module docstring).
+
+    ``params_all`` counts every parameter used in a matmul (a tied embedding once: its lookup is
+    free, its use as the head is the matmul); ``params_trainable`` those of them that train.
+    """
+    total = _count("params_all", params_all)
+    trainable = _count("params_trainable", params_trainable)
+    if trainable > total:
+        raise ProbebookError(f"params_trainable ({trainable}) exceeds params_all ({total})")
+    return 2 * total + 2 * total + 2 * trainable
+
+
+def attention_flops_per_token(layers: int, heads: int, head_dim: int, seq_len: int) -> int:
+    """FLOPs per token of attention's score and value matmuls, forward and backward: PaLM's ``12·L·H·Q·T``."""
+    return (
+        12
+        * _count("layers", layers)
+        * _count("heads", heads)
+        * _count("head_dim", head_dim)
+        * _count("seq_len", seq_len)
+    )
+
+
+def training_flops_per_token(
+    params_all: int, params_trainable: int, layers: int, heads: int, head_dim: int, seq_len: int
+) -> int:
+    """Model FLOPs per token (FLOPs/token) of one training step: dense part plus attention (module docstring)."""
+    return dense_flops_per_token(params_all, params_trainable) + attention_flops_per_token(
+        layers, heads, head_dim, seq_len
+    )
