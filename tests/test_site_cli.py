@@ -308,13 +308,13 @@ def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
     )
     try:
         q = _lines(proc.stderr)
-        _wait_for(q, r"^built ")
+        _wait_for(q, r"^probebook: built ")
         url = _wait_for(q, r"serving .* at (http://127\.0\.0\.1:\d+/)").group(1)
         page = _get(url + "playbook/index.html")
         assert "Lessons backed by numbers from the records." in page
         (docs / "playbook" / "index.md").write_text("---\ntitle: Playbook\n---\nEdited while serving.\n")
-        _wait_for(q, r"^change detected: rebuilding")
-        _wait_for(q, r"^built ")
+        _wait_for(q, r"^probebook: change detected: rebuilding")
+        _wait_for(q, r"^probebook: built ")
         page = _get(url + "playbook/index.html")
         assert "Edited while serving." in page
         (docs / "playbook" / "index.md").write_text("A typed 1.5 ms number.\n")

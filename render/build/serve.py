@@ -67,7 +67,7 @@ def rebuild(paths: BuildPaths, log: Callable[[str], None], engine: str = DEFAULT
     try:
         result = build(paths, reuse=True, engine=engine)
     except ProbebookError as exc:
-        log(f"probebook: error: {exc}")
+        log(f"error: {exc}")  # the logger adds "probebook: ", as for every CLI error line
         return False
     log(
         f"built {paths.site} in {time.monotonic() - started:.1f} s: {len(result.ledger)} numbers, "
