@@ -18,8 +18,9 @@ from measure.errors import ProbebookError
 from measure.evidence.importer import read_rows
 from measure.evidence.store import Store
 from probebook.cli import main
-from render import pages, sources
-from render.ledger import to_bytes as ledger_bytes
+from render.numbers.ledger import to_bytes as ledger_bytes
+from render.pages import sandbox as pages
+from render.pages import sources
 
 REPO = Path(__file__).resolve().parent.parent
 

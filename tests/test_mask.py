@@ -10,8 +10,9 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
-from render.functions import Library, PageFunctions
-from render.tables import render as render_table
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
+from render.tables.kinds import render as render_table
 
 torch = pytest.importorskip("torch")
 

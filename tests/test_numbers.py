@@ -1,10 +1,10 @@
-"""Number text rules (render.numbers): significant figures, SI prefixes, intervals, minus signs, no exponents."""
+"""Number text (render.numbers.reading): significant figures, SI prefixes, intervals, minus signs, no exponents."""
 
 from __future__ import annotations
 
 import pytest
 
-from render.numbers import (
+from render.numbers.reading import (
     MINUS,
     NNBSP,
     choose_unit,
