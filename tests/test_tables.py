@@ -14,6 +14,7 @@ from conftest import synthetic_doc as doc
 from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
+from render.numbers.reading import significant
 from render.tables import columns as tables
 from render.tables import kinds
 
@@ -43,10 +44,12 @@ def test_unit_conversions():
         (90_000_000, 3, "90,000,000"),
         (0, 4, "0"),
         (-0.5, 2, "\u22120.50"),  # a true minus sign
+        (float("nan"), 4, "nan"),  # a table cell of a non-finite value says so
+        (float("inf"), 4, "inf"),
     ],
 )
 def test_significant_figures_without_exponents(value, digits, text):
-    assert tables.significant(value, digits) == text
+    assert significant(value, digits) == text
 
 
 # --- kinds ------------------------------------------------------------------------------

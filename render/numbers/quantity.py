@@ -137,8 +137,8 @@ class Quantity:
 
     def format(self, spec: str) -> "Quantity":
         """The same number with another format spec, e.g. ``.format(".2f")``."""
-        if any(int(n) > 200 for n in re.findall(r"[0-9]+", spec)):  # "999999999.2f" would build a gigabyte string
-            raise ProbebookError(f"format spec {spec[:40]!r} asks for more than 200 characters")
+        if numbers.wide_format(spec):
+            raise ProbebookError(f"format spec {spec[:40]!r} asks for more than {numbers.MAX_FORMAT_WIDTH} characters")
         try:
             format(1.5, spec)
         except ValueError:

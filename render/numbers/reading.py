@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 
 NNBSP = "\u202f"
 """Narrow no-break space: between a number and its unit (SI Brochure §5.4.3)."""
@@ -75,9 +76,12 @@ def fixed(value: float, decimals: int, group: bool = True) -> str:
 
 
 def significant(value: float, sig: int = SIG) -> str:
-    """``value`` to ``sig`` significant figures in fixed notation: ``0.00417``, ``46.5``, ``3,600``, ``−1.2``."""
+    """``value`` to ``sig`` significant figures in fixed notation: ``0.00417``, ``46.5``, ``3,600``, ``−1.2``;
+    a non-finite value as Python writes it (``nan``, ``inf``)."""
     if value == 0:
         return "0"
+    if not math.isfinite(value):
+        return str(value)
     rounded = float(f"{value:.{sig - 1}e}")  # round first: 999.95 is 1000 at 4 figures, not "999.9" or "1000.0"
     return fixed(rounded, max(decimals_for(rounded, sig), 0))
 
@@ -206,3 +210,16 @@ def readable_float(value: float) -> str:
     if value == 0 or not math.isfinite(value):
         return "0" if value == 0 else str(value)
     return _trim(significant(value, 6))  # a raw value states no precision: no padding zeros
+
+
+MAX_FORMAT_WIDTH = 200
+"""The widest field or precision a format spec may ask for: ``'999999999.2f'`` would build a gigabyte string."""
+
+
+def wide_format(spec: str) -> bool:
+    """Whether a format spec asks for a field or precision wider than ``MAX_FORMAT_WIDTH``, or a nested one.
+
+    ``\\d`` matches every Unicode decimal digit, as Python's format-spec parser accepts them (``'２０１'``)."""
+    if "{" in spec or "*" in spec:
+        return True
+    return any(int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", spec))

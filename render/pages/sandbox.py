@@ -33,6 +33,7 @@ from measure.errors import ProbebookError
 from render.numbers import claims
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
+from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
 from render.pages import lint
 from render.pages.sources import SourcePage
 
@@ -174,7 +175,6 @@ MAX_PAGE_CHARS = 8 << 20
 """The most text one page's template may produce (8 Mi characters; the largest page here is under 100 Ki)."""
 MAX_TEMPLATE_SECONDS = 10.0
 """The longest one page's template may run (a whole site renders in seconds)."""
-MAX_FORMAT_WIDTH = 200
 """The widest field or longest precision a format spec in a page may ask for."""
 _LOADING_TAGS = ("include", "import", "from", "extends")
 # Filters whose output is bounded by their input; the rest (center, indent, format, replace, ...) can ask for
@@ -211,16 +211,9 @@ class _OneFile(jinja2.ext.Extension):
             yield token
 
 
-def _wide_spec(spec: str) -> bool:
-    """Whether a format spec asks for a field or precision wider than ``MAX_FORMAT_WIDTH`` (or a nested one)."""
-    if "{" in spec or "*" in spec:
-        return True
-    return any(int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"[0-9]+", spec))
-
-
 def check_format_spec(spec: str) -> None:
     """Refuse a format spec that would make a giant string, e.g. ``'999999999.2f'``."""
-    if _wide_spec(spec):
+    if wide_format(spec):
         raise TemplateLimitError(f"format spec {spec[:40]!r} asks for more than {MAX_FORMAT_WIDTH} characters")
 
 

@@ -11,7 +11,6 @@ import csv
 import html
 import io
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -19,9 +18,9 @@ from measure.errors import ProbebookError
 from measure.evidence import contracts
 from measure.evidence.envelope import canonical_bytes, digest
 from render.derive import lossmem
-from render.numbers import reading as numbers
 from render.numbers.links import short_id
 from render.numbers.quantity import percent
+from render.numbers.reading import significant
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,11 +68,6 @@ def bytes_to_gib(n_bytes: float) -> float:
 def seconds_to_ms(seconds: float) -> float:
     """Seconds -> milliseconds."""
     return seconds * 1e3
-
-
-def significant(x: float, digits: int = 4) -> str:
-    """``x`` to ``digits`` significant figures in fixed notation (no exponent); large values as grouped integers."""
-    return numbers.significant(x, digits) if math.isfinite(x) else str(x)
 
 
 # --- evidence access with one-line errors ---------------------------------------------
@@ -192,7 +186,7 @@ def _flag(x: Any) -> str:
 
 
 def _ms(x: float) -> str:
-    return significant(seconds_to_ms(x))
+    return significant(seconds_to_ms(x), 4)
 
 
 def _gib(x: float) -> str:

@@ -17,6 +17,7 @@ from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes
 from render.derive.throughput import tokens_per_second
 from render.numbers import reading as numbers
+from render.numbers.reading import significant
 from render.tables.columns import (
     _NUM,
     Column,
@@ -31,7 +32,6 @@ from render.tables.columns import (
     evidence_rows,
     markdown_table,
     picked_rows,
-    significant,
 )
 from render.tables.pipeline import PIPELINE_TABLES
 
@@ -222,7 +222,7 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
     ]
     cols = columns(
         "kernel category share device_time_s calls",
-        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6)),
+        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6, 4)),
     )
     return cols, records
 

@@ -9,7 +9,8 @@ from measure.errors import ProbebookError
 from render.derive import kernels
 from render.derive import padding as padmod
 from render.numbers.quantity import percent
-from render.tables.columns import Column, _int, _ms, _text, columns, significant
+from render.numbers.reading import significant
+from render.tables.columns import Column, _int, _ms, _text, columns
 
 
 def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
