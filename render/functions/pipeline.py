@@ -6,7 +6,6 @@ derivations themselves are in ``render/derive/padding.py``.
 
 from __future__ import annotations
 
-import statistics
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
@@ -105,7 +104,8 @@ class PipelineFunctions(FunctionsBase):
         ref = self._ref(ref, "mask", "mask_cost()")
         doc, rows = self._doc(ref), self._rows(ref)
         what = f"mask_cost(): {ref.alias} ({ref.short})"
-        step, causal = (_median_step(rows, k, what) for k in (kind, "causal"))
+        medians = padmod.mask_step_medians(rows)
+        step, causal = (_median_step(medians, rows, k, what) for k in (kind, "causal"))
         observed = doc["data"].get("observed", {}).get("kinds", {})
         steps = doc["params"].get("steps")
 
@@ -139,10 +139,9 @@ class PipelineFunctions(FunctionsBase):
         )
 
 
-def _median_step(rows: list[dict[str, Any]], kind: str, what: str) -> float:
-    """Median ``step_s`` of one mask kind's interleaved rounds."""
-    values = [r["step_s"] for r in rows if r.get("kind") == kind and isinstance(r.get("step_s"), (int, float))]
-    if not values:
+def _median_step(medians: dict[str, float], rows: list[dict[str, Any]], kind: str, what: str) -> float:
+    """One mask kind's median ``step_s``, or the one-line refusal that names the kinds the rows hold."""
+    if kind not in medians:
         kinds = ", ".join(sorted({str(r.get("kind")) for r in rows}))
         raise ProbebookError(f"{what}: no step_s samples of kind {kind!r} (kinds: {kinds})")
-    return statistics.median(values)
+    return medians[kind]

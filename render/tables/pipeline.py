@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
@@ -63,15 +62,13 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
     records = []
     for doc in docs:
         _need("mask", "mask", doc)
-        steps: dict[str, list[float]] = {}
-        for r in doc["data"]["samples"]:
-            steps.setdefault(r["kind"], []).append(r["step_s"])
-        causal = statistics.median(steps["causal"]) if "causal" in steps else None
+        medians = padmod.mask_step_medians(doc["data"]["samples"])
+        causal = medians.get("causal")
         spread = {p["kind"]: p.get("cv") for p in doc["data"].get("points", []) if "kind" in p}
         for kind, seen in sorted(doc["data"]["observed"]["kinds"].items(), key=lambda kv: _ORDER.get(kv[0], 9)):
             rows = seen["attention_kernels"]
             top = max(rows, key=lambda r: r["device_time_s"])["kernel"] if rows else None
-            median = statistics.median(steps[kind]) if kind in steps else None
+            median = medians.get(kind)
             records.append(
                 {
                     "preset": doc["params"].get("preset"),
