@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
+from measure.evidence.contracts import tokens_per_second
 from render.derive import gemm, kernels
 from render.derive.ablation import saving_fraction
-from render.derive.throughput import tokens_per_second
 from render.numbers.quantity import percent
 
 

@@ -13,9 +13,9 @@ from typing import Any, Callable
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts
+from measure.evidence.contracts import tokens_per_second
 from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes
-from render.derive.throughput import tokens_per_second
 from render.numbers import reading as numbers
 from render.numbers.reading import significant
 from render.tables.columns import (
