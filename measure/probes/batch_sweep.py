@@ -39,7 +39,7 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
-from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
+from measure.probes.common import BudgetSpent, CommonConfig, positive, resolve_device, tokens_per_second
 from measure.run.runner import Recorder, execute
 
 log = logging.getLogger(__name__)
@@ -97,10 +97,6 @@ class Config(CommonConfig, WatchFields):
                 raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
         if self.max_batch is not None and self.max_batch < self.start_batch:
             raise ProbebookError(f"--max-batch {self.max_batch} is below --start-batch {self.start_batch}")
-
-
-class BudgetSpent(RuntimeError):
-    """The time budget ran out before every planned point was measured."""
 
 
 class PointDied(RuntimeError):

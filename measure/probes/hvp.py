@@ -30,7 +30,14 @@ from typing import Any, Callable
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import DEVICE_CHOICES, free_device_memory, positive, resolve_device, tokens_per_second
+from measure.probes.common import (
+    DEVICE_CHOICES,
+    BudgetSpent,
+    free_device_memory,
+    positive,
+    resolve_device,
+    tokens_per_second,
+)
 from measure.run.runner import Recorder, execute
 from measure.workload import DTYPES
 from measure.workload.presets import PRESETS
@@ -153,10 +160,6 @@ def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: flo
         if held is None or c["tok_s"] > held["tok_s"]:
             best[c["dtype"]] = {**key, "tok_s": c["tok_s"]}
     return {"best": best, "excluded": excluded, "memory_limit": limit, "device_total_bytes": total_bytes}
-
-
-class BudgetSpent(RuntimeError):
-    """The time budget ran out before every candidate was measured."""
 
 
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:

@@ -41,7 +41,7 @@ from measure.compare import relative_error
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import config_from_dict, option
-from measure.probes.common import CommonConfig, positive, resolve_device, tokens_per_second
+from measure.probes.common import BudgetSpent, CommonConfig, positive, resolve_device, tokens_per_second
 from measure.run.runner import Recorder, execute
 from measure.workload.losses import chunked_cross_entropy
 
@@ -91,10 +91,6 @@ class Config(CommonConfig):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
-
-
-class BudgetSpent(RuntimeError):
-    """The time budget ran out before every planned point was measured."""
 
 
 class PointDied(RuntimeError):
