@@ -108,8 +108,15 @@ def test_hvp_probe_on_tiny(archive):
         assert fp32["rel_l2_vs_float64"] < 1e-5  # fp32 against the float64 reference
         assert fp32["first_peak_bytes"] > 0 and fp32["warm_peak_bytes"] > 0 and fp32["first_call_s"] > 0
         assert fp32["tok_s"] == pytest.approx(16 / fp32["warm_median_s"])
-    bf16 = cands[("double-backward", "bf16")]
-    assert bf16["status"] == "ok" and 1e-5 < bf16["rel_l2_vs_float64"] < 0.1
+    for method in ("double-backward", "forward-over-reverse"):  # forward-over-reverse in bf16 raised before v2
+        bf16 = cands[(method, "bf16")]
+        assert bf16["status"] == "ok" and 1e-5 < bf16["rel_l2_vs_float64"] < 0.1, bf16
+        # the curvature statistics against fp32, and the verdict at the stated tolerance
+        assert bf16["vhv_sign"] == cands[(method, "fp32")]["vhv_sign"] and bf16["vhv_sign_agrees"]
+        assert bf16["verdict"] == "within tolerance" and bf16["tolerance"] == doc["params"]["tolerance"]
+        total = bf16["curvature_share_vs_fp32"] + bf16["direction_share_vs_fp32"]
+        assert total == pytest.approx(1.0)
+    assert len(doc["data"]["references"]) == 1 and doc["data"]["references"][0]["batch"] == 1
     selection = doc["data"]["selection"]
     ok = [c for c in doc["data"]["candidates"] if c["status"] == "ok"]
     fastest = max((c for c in ok if c["dtype"] == "fp32"), key=lambda c: c["tok_s"])

@@ -56,10 +56,6 @@ def test_every_step_probe_runs_the_plugin_harness(cli, archive, probe):
     assert doc["status"] == "complete", doc.get("error")
     params, code = doc["params"], doc["code"]
     assert params["workload_name"] == SPEC
-    if probe == "hvp":
-        # hvp.py's body belongs to the bf16-HVP work in flight; it records the harness through
-        # common.record_workload once that lands (the coordinator's merge note)
-        return
     assert "preset" not in params  # the factory never read options.preset: the default is not an input
     assert params["n_params_total"] == params["n_params_trainable"] == params["n_params"] == 23296
     source = code["workload_source"]

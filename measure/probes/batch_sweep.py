@@ -42,6 +42,7 @@ from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
 from measure.peakmem import PHASES as PEAK_PHASES
 from measure.probes.common import (
+    BudgetSpent,
     CommonConfig,
     mark_engagement,
     positive,
@@ -106,10 +107,6 @@ class Config(CommonConfig, WatchFields):
                 raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
         if self.max_batch is not None and self.max_batch < self.start_batch:
             raise ProbebookError(f"--max-batch {self.max_batch} is below --start-batch {self.start_batch}")
-
-
-class BudgetSpent(RuntimeError):
-    """The time budget ran out before every planned point was measured."""
 
 
 class PointDied(RuntimeError):

@@ -16,6 +16,14 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda")
 log = logging.getLogger(__name__)
 
 
+class BudgetSpent(RuntimeError):
+    """A probe's ``--budget-s`` ran out before every planned point was measured.
+
+    Raised between points, never inside a timed window; ``measure.run.runner.execute`` turns it into
+    ``partial`` evidence holding the points measured so far, with this message as its ``error``.
+    """
+
+
 @dataclass(frozen=True)
 class CommonConfig(TimingFields, WorkloadFields):
     """Options every workload probe takes: the workload's and the timing's fields, the device and a plug-in."""

@@ -6,12 +6,17 @@ Two ways to compute H·v for the loss L(θ) of one batch, v a fixed random direc
   (``torch.autograd.grad`` twice; Pearlmutter 1994, "Fast exact multiplication by the Hessian").
 * ``forward-over-reverse``: H·v = the JVP of θ -> ∇L(θ) in direction v
   (``torch.func.jvp(torch.func.grad(L), (θ,), (v,))``, the composition torch.func documents for HVPs).
+  Under bf16 autocast the whole composition runs inside the autocast region, not only the forward
+  (see ``hvp_forward_over_reverse``).
 
 Each candidate (method x eager or ``torch.compile`` x dtype x batch) is called once cold, which is
 timed by the host clock after a synchronize and holds compilation; its peak memory is the
 first-call peak. Then warm calls are timed in windows (``measure.timing``) with their own peak.
 Its result is compared (``measure.compare``) with a float64 double-backward H·v on the same
-weights, batch and v: the relative L2 error of bf16 autocast and of fp32. Selection of the best
+weights, batch and v: the relative L2 error of bf16 autocast and of fp32. Against an fp32 eager
+double-backward H·v (the setting a bf16 run replaces) each candidate also records the quadratic
+form vᵀHv and its sign, the split of its error into direction and curvature, and a verdict against
+``--tolerance`` (``measure.curvature``). Selection of the best
 setting per dtype (the most tokens per second of H·v) excludes failed candidates and any whose
 peak exceeds ``memory_limit`` of the device's memory.
 
@@ -27,14 +32,17 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from measure.curvature import TOLERANCE, error_split, quadratic_form, verdict
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import (
+    BudgetSpent,
     CommonConfig,
     free_device_memory,
     positive,
+    record_workload,
     refuse_unused,
     resolve_device,
 )
@@ -42,7 +50,7 @@ from measure.run.runner import Recorder, execute
 from measure.workload import DTYPES
 
 PROBE = "hvp"
-VERSION = 1
+VERSION = 2  # 2: vᵀHv, its sign, the direction/curvature split and verdict against fp32; bf16 forward-over-reverse
 HELP = "Hessian-vector products: double backward vs forward-over-reverse, eager and compiled, error vs float64."
 EXAMPLE = "probebook measure hvp --preset 90m --batches 1,2,4 --dtypes bf16,fp32"
 METHODS = ("double-backward", "forward-over-reverse")
@@ -77,6 +85,8 @@ class Config(CommonConfig):
     """Fraction of device memory above which a candidate is excluded from selection."""
     budget_s: float | None = None
     """Stop (stored as partial) before a new candidate once this many seconds have passed."""
+    tolerance: float = TOLERANCE
+    """Relative error of H·v and of vᵀHv against the fp32 reference above which a candidate fails its verdict."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -95,13 +105,21 @@ class Config(CommonConfig):
             raise ProbebookError(f"--memory-limit must be in (0, 1], got {self.memory_limit}")
         if self.budget_s is not None and not self.budget_s > 0:
             raise ProbebookError(f"--budget-s must be > 0, got {self.budget_s}")
+        if not 0 < self.tolerance < 1:
+            raise ProbebookError(f"--tolerance must be in (0, 1), got {self.tolerance}")
 
 
 # --- the two methods, on any loss of a dict of tensors --------------------------------------------
 
 
-def hvp_double_backward(loss_fn: Callable[[dict[str, Any]], Any], params: dict[str, Any], v: dict[str, Any]) -> Any:
-    """H·v by reverse-over-reverse: ∂/∂θ (∂L/∂θ · v), with ``torch.autograd.grad`` twice."""
+def hvp_double_backward(
+    loss_fn: Callable[[dict[str, Any]], Any], params: dict[str, Any], v: dict[str, Any], autocast: str | None = None
+) -> Any:
+    """H·v by reverse-over-reverse: ∂/∂θ (∂L/∂θ · v), with ``torch.autograd.grad`` twice.
+
+    ``autocast`` is accepted for a signature shared with forward-over-reverse and ignored: the loss
+    enters its own autocast region and autograd replays each op's recorded dtypes backward.
+    """
     import torch
 
     names = list(params)
@@ -114,12 +132,25 @@ def hvp_double_backward(loss_fn: Callable[[dict[str, Any]], Any], params: dict[s
 
 
 def hvp_forward_over_reverse(
-    loss_fn: Callable[[dict[str, Any]], Any], params: dict[str, Any], v: dict[str, Any]
+    loss_fn: Callable[[dict[str, Any]], Any], params: dict[str, Any], v: dict[str, Any], autocast: str | None = None
 ) -> Any:
-    """H·v by forward-over-reverse: the JVP of ∇L at θ in direction v (``torch.func.jvp`` of ``torch.func.grad``)."""
+    """H·v by forward-over-reverse: the JVP of ∇L at θ in direction v (``torch.func.jvp`` of ``torch.func.grad``).
+
+    ``autocast`` (a device type, for bf16) runs the whole jvp-of-grad inside ``torch.autocast``.
+    Why: the loss's own autocast region has closed when ``grad`` runs its backward, and under ``jvp``
+    that backward's ops carry fp32 tangents of v; SDPA's math kernel's backward then multiplies an
+    fp32 tangent with a bf16 saved tensor and stops with "expected m1 and m2 to have the same dtype,
+    but got: float != c10::BFloat16" (torch 2.13, CPU and CUDA; probebook issue 27). Inside one
+    enclosing region autocast casts those products too; the loss's nested region is unchanged.
+    """
     from torch.func import grad, jvp
 
-    return jvp(grad(loss_fn), (params,), (v,))[1]
+    if autocast is None:
+        return jvp(grad(loss_fn), (params,), (v,))[1]
+    import torch
+
+    with torch.autocast(autocast, dtype=torch.bfloat16):
+        return jvp(grad(loss_fn), (params,), (v,))[1]
 
 
 METHOD_FNS = {"double-backward": hvp_double_backward, "forward-over-reverse": hvp_forward_over_reverse}
@@ -149,10 +180,6 @@ def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: flo
     return {"best": best, "excluded": excluded, "memory_limit": limit, "device_total_bytes": total_bytes}
 
 
-class BudgetSpent(RuntimeError):
-    """The time budget ran out before every candidate was measured."""
-
-
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time and check every H·v candidate; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -170,6 +197,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         "memory_limit": config.memory_limit,
         "budget_s": config.budget_s,
         "reference": "float64 double-backward, eager, same weights, batch and v",
+        "curvature_reference": "fp32 double-backward, eager, same weights, batch and v",
+        "tolerance": config.tolerance,
     }
 
     def body(rec: Recorder) -> None:
@@ -179,7 +208,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from torch.func import functional_call
 
         from measure import peakmem
-        from measure.compare import compare_named, worst
+        from measure.compare import compare_named, sums_of, worst
         from measure.timing import WindowPlan, clock_for, sync_for, time_windows
         from measure.workload import WorkloadOptions, load_workload
 
@@ -224,7 +253,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             for dtype in config.dtypes
         }
         first = next(iter(workloads.values()))
-        rec.params.update({"workload_name": first.name, "n_params": first.n_params})
+        record_workload(rec, first)
         weights = {n: p.detach() for n, p in first.model.named_parameters()}
         for w in workloads.values():
             w.model.load_state_dict(first.model.state_dict())
@@ -237,13 +266,35 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         ref_workload.model.double()  # in place: the workload's forward runs this same module, now float64
         ref_params = {n: p.detach() for n, p in ref_workload.model.named_parameters()}
         ref_v = {n: t.double() for n, t in v.items()}
+        fp32_workload = workloads.get("fp32") or load_workload(
+            WorkloadOptions(preset=config.preset, device=device, dtype="fp32", seed=config.seed), config.workload
+        )
+        fp32_workload.model.load_state_dict(first.model.state_dict())
+        v_sq = sum(float((t.double() ** 2).sum()) for t in v.values())
 
-        def measure(method: str, mode: str, dtype: str, batch_size: int, batch: Any, reference: Any) -> None:
-            """Time one candidate, compare it with the float64 H·v, record it."""
+        def v_dot(hv: dict[str, Any]) -> float:
+            """Σ v·(Hv) over every parameter, in float64: vᵀHv."""
+            return sum(float((v[n].double() * hv[n].double()).sum()) for n in v)
+
+        def curvature_of(hv: dict[str, Any], fp32_hv: dict[str, Any]) -> dict[str, Any]:
+            """vᵀHv and its sign, and the error's direction/curvature split and verdict against fp32."""
+            sums = [sums_of(fp32_hv[n], hv[n]) for n in fp32_hv]
+            split = error_split(sum(x.sq_ref for x in sums), sum(x.sq_other for x in sums), sum(x.dot for x in sums))
+            vhv, vhv_fp32 = v_dot(hv), v_dot(fp32_hv)
+            return {
+                **quadratic_form(vhv, v_sq),
+                **{f"{k}_vs_fp32": value for k, value in split.items()},
+                **verdict(split, vhv_fp32, vhv, config.tolerance),
+            }
+
+        def measure(
+            method: str, mode: str, dtype: str, batch_size: int, batch: Any, reference: Any, fp32_hv: Any
+        ) -> None:
+            """Time one candidate, compare it with the float64 and fp32 H·v, record it."""
             loss_fn = loss_of(workloads[dtype], batch)
             label = f"{method} {mode} {dtype} batch {batch_size}"
             cand: dict[str, Any] = {"method": method, "mode": mode, "dtype": dtype, "batch": batch_size}
-            fn = METHOD_FNS[method]
+            fn: Callable[..., Any] = functools.partial(METHOD_FNS[method], autocast=device if dtype == "bf16" else None)
             if mode == "compiled":
                 torch.compiler.reset()  # this candidate's compile time is its own
                 fn = torch.compile(fn)
@@ -268,6 +319,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 cand.update(_failed("error", exc))
             else:
                 per, total_m = compare_named(reference, {n: t.double() for n, t in hv.items()})
+                cand.update(curvature_of(hv, fp32_hv))
                 del hv
                 cand.update(
                     {
@@ -294,17 +346,27 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             ]
             note = (
                 f"first {cand['first_call_s']:.2f} s, warm {cand['warm_median_s'] * 1e3:.2f} ms, "
-                f"rel err {cand['rel_l2_vs_float64']:.2e}"
+                f"rel err {cand['rel_l2_vs_float64']:.2e}, vᵀHv {cand['vhv_nats']:.3e}, {cand['verdict']}"
                 if cand["status"] == "ok"
                 else cand["error"]
             )
             rec.point(rows, {k: v_ for k, v_ in cand.items() if k != "warm_times_s"}, f"{label}: {note}")
 
         references = {}
-        for batch_size in batches:  # the float64 H·v of every batch first: one per batch, shared by candidates
+        rec.data["references"] = []
+        for batch_size in batches:  # the float64 and fp32 H·v of every batch first, shared by candidates
             batch = first.make_batch(batch_size, seq_len)
             with sdpa_context():
-                references[batch_size] = (batch, hvp_double_backward(loss_of(ref_workload, batch), ref_params, ref_v))
+                ref64 = hvp_double_backward(loss_of(ref_workload, batch), ref_params, ref_v)
+                ref32 = hvp_double_backward(loss_of(fp32_workload, batch), weights, v)
+            references[batch_size] = (batch, ref64, ref32)
+            rec.data["references"].append(
+                {
+                    "batch": batch_size,
+                    "float64": quadratic_form(v_dot(ref64), v_sq),
+                    "fp32": quadratic_form(v_dot(ref32), v_sq),
+                }
+            )
         try:  # eager candidates first, so a spent budget cuts compiled ones, never the baseline
             for mode in config.modes:
                 for batch_size in batches:

@@ -43,6 +43,7 @@ from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.options import config_from_dict, option
 from measure.probes.common import (
+    BudgetSpent,
     CommonConfig,
     positive,
     record_facts,
@@ -93,10 +94,6 @@ class Config(CommonConfig):
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise ProbebookError(f"--{name.replace('_', '-')} must be > 0, got {value}")
-
-
-class BudgetSpent(RuntimeError):
-    """The time budget ran out before every planned point was measured."""
 
 
 class PointDied(RuntimeError):
