@@ -171,6 +171,18 @@ def _point(
     return out, row
 
 
+def _point_times(key: str, receipt: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """Attempts measured more than once or run past the job limit (the checks every campaign's points share)."""
+    out = []
+    if sum(a.get("state") in receipts.MEASURED for a in receipt["attempts"]) > 1:
+        out.append(f"point {key}: measured by more than one attempt (a point runs once)")
+    limit = settings["point_timeout_s"] + settings["grace_s"]
+    for a in receipt["attempts"]:
+        if a.get("wall_s") is not None and a["wall_s"] > limit:
+            out.append(f"point {key}: attempt {a['n']} ran {a['wall_s']:.1f} s, past its {limit:g} s job limit")
+    return out
+
+
 def _same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two local attempts may have run on one machine's boot (an attempt that does not say may have)."""
     for key in ("host", "boot_id"):
@@ -248,7 +260,13 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     for key, point in points.items():
         if key not in got:
             continue
-        found, row = _point(key, point, got[key], store, settings)
+        if manifest["data"].get("kind") == "optimizer-timing":
+            from probebook.campaign.followup import point_findings
+
+            found, row = _point_times(key, got[key], settings), None
+            found += point_findings(key, point, got[key], store)
+        else:
+            found, row = _point(key, point, got[key], store, settings)
         findings += found
         if row is not None:
             rows.append(row)

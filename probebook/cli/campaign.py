@@ -26,7 +26,15 @@ def register(sub: Any) -> None:
         "probebook campaign plan sweep.yaml --output runs/sweep",
         _plan,
     )
-    p.add_argument("spec", type=Path, help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)")
+    p.add_argument(
+        "spec", type=Path, nargs="?", help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)"
+    )
+    p.add_argument(
+        "--optimizer-timing-from",
+        type=Path,
+        metavar="DIR",
+        help="plan an optimizer-timing follow-up of this finished batch-sweep campaign (no spec: it inherits its)",
+    )
     p.add_argument("--output", type=Path, metavar="DIR", help="a new, empty campaign folder (not with --estimate)")
     p.add_argument(
         "--estimate",
@@ -91,6 +99,17 @@ def register(sub: Any) -> None:
 def _plan(args: argparse.Namespace) -> int:
     from measure.errors import ProbebookError
 
+    if args.optimizer_timing_from is not None:
+        if args.spec is not None or args.estimate or args.output is None:
+            raise ProbebookError(
+                "campaign plan --optimizer-timing-from DIR: give --output DIR and no spec (it inherits the sweep's)"
+            )
+        from probebook.campaign.followup import plan_followup
+
+        print(plan_followup(args.optimizer_timing_from, args.output))
+        return 0
+    if args.spec is None:
+        raise ProbebookError("campaign plan: give a spec (or --optimizer-timing-from DIR)")
     if args.estimate:
         from probebook.campaign.estimate import estimate, render
 
