@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from probebook.campaign.plan import SOURCE, checked, load_manifest
 
 PROBE = "campaign-audit"
 VERSION = 1
+ACCOUNTING_WAITS = 20  # seconds the audit waits for accounting to record the end of jobs that ended
 REL = 1e-9  # re-derived numbers must agree to rounding: both sides are the same float arithmetic
 
 
@@ -252,7 +254,14 @@ def accounting_findings(
     asked = Slurm(**settings["slurm"])
     limit_min = executors.parameters("slurm", Executor(**{**settings, "slurm": asked}), "audit", [], "cpu")["time"]
     since = min(a.get("submitted_unix") or 0.0 for _, a in ran)
-    got = slurm.accounting([str(a["job_id"]) for _, a in ran], since)
+    ids = [str(a["job_id"]) for _, a in ran]
+    got = slurm.accounting(ids, since)
+    settled = {str(a["job_id"]) for _, a in ran if a.get("state") not in receipts.IN_FLIGHT}
+    for _ in range(ACCOUNTING_WAITS):  # slurmdbd records a job's end and limit seconds after the runner saw it end
+        if all(got.get(i) is not None and got[i].end_unix and got[i].time_limit_min for i in settled):
+            break
+        time.sleep(1.0)
+        got = slurm.accounting(ids, since)
     out, spans = [], []
     for key, a in ran:
         where = f"point {key} attempt {a['n']} (job {a['job_id']})"
