@@ -120,3 +120,55 @@ def test_an_unfinished_sweep_or_a_spec_with_the_flag_is_refused(followed, tmp_pa
     out = run_cli("campaign", "plan", "x.yaml", "--optimizer-timing-from", str(sweep), "--output", str(tmp_path / "p"))
     assert out.returncode != 0
     assert "give --output DIR and no spec (it inherits the sweep's)" in out.stderr
+
+
+def test_the_combined_report_joins_the_pair_and_records_its_inputs(followed, tmp_path):
+    sweep, follow, _log = followed
+    output = tmp_path / "report.json"
+    args = ["--archive", str(tmp_path / "a"), "campaign", "report", "--throughput", str(sweep)]
+    out = run_cli(*args, "--optimizer", str(follow), "--output", str(output))
+    assert out.returncode == 0, out.stderr
+    report = json.loads(output.read_text())
+    assert report["id"] == out.stdout.strip()
+    assert report["params"]["inputs"] == [
+        {"throughput": load_manifest(sweep)[0], "optimizer": load_manifest(follow)[0]}
+    ]
+    rows = report["data"]["samples"]
+    assert [(r["curve"], r["batch"]) for r in rows] == [
+        ("tiny-s32", 1),
+        ("tiny-s32", 2),
+        ("tiny-s32", 4),
+        ("tiny-s64", 1),
+        ("tiny-s64", 2),
+    ]
+    sweep_got, opt_got = receipts.load_all(sweep), receipts.load_all(follow)
+    assert rows[2]["throughput_evidence"] == sweep_got["tiny-s32-b4"]["evidence"]
+    assert rows[2]["optimizer_evidence"] == opt_got["tiny-s32-b4"]["result"]["instrumented_evidence"]
+    assert rows[2]["tok_s"] == sweep_got["tiny-s32-b4"]["result"]["tok_s"]
+    before = output.read_bytes()
+    again = run_cli(*args, "--optimizer", str(follow), "--output", str(output))
+    assert again.returncode != 0 and "Traceback" not in again.stderr
+    assert f"{output}: exists (an audited report is written once); write to a new file" in again.stderr
+    assert output.read_bytes() == before
+
+
+def test_the_combined_report_refuses_overlapping_contexts_and_incomplete_grids(followed, tmp_path):
+    import shutil
+
+    sweep, follow, _log = followed
+    base = ["--archive", str(tmp_path / "a"), "campaign", "report", "--output", str(tmp_path / "r.json")]
+    out = run_cli(*base, "--throughput", str(sweep), "--optimizer", str(follow), "--throughput", str(sweep))
+    assert out.returncode != 0
+    assert "2 --throughput and 1 --optimizer campaigns; they pair by order, one each" in out.stderr
+    pair = ["--throughput", str(sweep), "--optimizer", str(follow)]
+    out = run_cli(*base, *pair, *pair)
+    assert out.returncode != 0
+    assert f"{sweep}: curve tiny-s32 of pair 2 is also in pair 1: the contexts overlap" in out.stderr
+    # a follow-up with a point's receipt gone: its curve is not finished, so the grid is incomplete
+    partial = tmp_path / "opt"
+    shutil.copytree(follow, partial)
+    (partial / "receipts" / "tiny-s64-b2.json").unlink()
+    out = run_cli(*base, "--throughput", str(sweep), "--optimizer", str(partial))
+    assert out.returncode != 0
+    assert f"{partial}: curve tiny-s64 is ready: the grid is incomplete" in out.stderr
+    assert not (tmp_path / "r.json").exists()
