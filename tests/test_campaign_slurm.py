@@ -364,7 +364,7 @@ def test_a_job_slurm_killed_at_its_time_limit_is_recorded_with_the_cause(tmp_pat
     assert a["wall_s"] == ended.end_unix - ended.start_unix  # Slurm's own start to end
 
 
-def test_an_optimizer_followup_runs_through_slurm_and_the_audit_checks_its_accounting(tmp_path):
+def test_an_optimizer_followup_runs_through_slurm_audits_its_accounting_and_joins_a_report(tmp_path):
     sweep = planned(tmp_path, [32], 64)
     ok(run_cli("campaign", "run", str(sweep), "--executor", "slurm"))
     assert audit(sweep, tmp_path) == []
@@ -382,6 +382,11 @@ def test_an_optimizer_followup_runs_through_slurm_and_the_audit_checks_its_accou
     # both points of the curve ran at once under Slurm (it had fit both already), within max_concurrent 2
     verdict = Store(tmp_path / "a").read_bytes(out.stderr.strip().rsplit(" ", 1)[-1])
     assert json.loads(verdict)["data"]["peak_concurrent_slurm_jobs"] in (1, 2)
+    report = tmp_path / "report.json"
+    args = ["--throughput", str(sweep), "--optimizer", str(follow), "--output", str(report)]
+    ok(run_cli("--archive", str(tmp_path / "a"), "campaign", "report", *args))
+    rows = json.loads(report.read_text())["data"]["samples"]
+    assert [(r["curve"], r["batch"]) for r in rows] == [("tiny-s32", 1), ("tiny-s32", 2)]
 
 
 def test_the_audit_catches_a_job_whose_allocation_is_not_the_specs(tmp_path):
