@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
-# the theme's content area (render/sanitize.py): what a page says, as against what every page carries
+# the theme's content area (render/site/sanitize.py): what a page says, as against what every page carries
 _OPEN, _CLOSE = b'<article class="md-content__inner md-typeset">', b"</article>"
 
 

@@ -75,7 +75,7 @@ def fixture_site_paths(root: Path, docs: Path | None = None) -> Any:
     """The BuildPaths of the fixture site (tests/fixtures/site) built under ``root``; ``docs``: other sources
     (a test's edited copy of the fixture's docs) built against the same archive."""
     from measure.cli import declarations
-    from render.build import BuildPaths
+    from render.build.stages import BuildPaths
 
     return BuildPaths(
         docs=SITE_FIXTURE / "docs" if docs is None else docs,
@@ -95,7 +95,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     Shared by every test that only reads it (test_site_build, test_browser, ...); read it, never
     write to it. A test that changes sources or the archive builds its own.
     """
-    from render.build import build
+    from render.build.stages import build
 
     root = shared_folder(tmp_path_factory, "fixture-site", lambda folder: build(fixture_site_paths(folder)))
     return fixture_site_paths(root)
@@ -104,7 +104,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="session")
 def fixture_site_zensical(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The same fixture site built by Zensical, once per session (test_engines, test_browser); read it only."""
-    from render.build import build
+    from render.build.stages import build
 
     def make(folder: Path) -> None:
         build(fixture_site_paths(folder), engine="zensical")
@@ -210,9 +210,9 @@ def render_page(library: Any, aliases: dict[str, str], body: str, tmp_path: Path
     Returns the page's text and its ``PageState`` (the ledger rows it produced), through the real
     page functions and template environment.
     """
-    from render import sources
-    from render.functions import PageFunctions
-    from render.pages import PageState, make_environment, render_body
+    from render.functions.library import PageFunctions
+    from render.pages import sources
+    from render.pages.sandbox import PageState, make_environment, render_body
 
     rel = "records/x/v1.md"
     page = sources.parse_page(tmp_path / rel, rel, "page", body)

@@ -9,7 +9,7 @@ drawn by the site's own vega-embed, with the static SVG shown when JavaScript is
 landing on an element that exists.
 
 ``SITES`` names the builds the tour runs on: the fixture site built by each site engine
-(mkdocs-material and Zensical, ``render.engines``).
+(mkdocs-material and Zensical, ``render.site.engines``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from render.build import BuildPaths
+from render.build.stages import BuildPaths
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "browser"

@@ -69,8 +69,9 @@ def test_tiny_campaign_end_to_end(finished):
     assert sorted((r["context"], r["batch"]) for r in doc["data"]["samples"]) == [(32, 1), (32, 2), (64, 1)]
     for point in doc["data"]["points"]:  # each point's own evidence came along, hash-checked
         assert Store(archive).get(point["evidence"])["data"]["samples"][0]["status"] == "ok"
-    from render import charts, tables
+    from render.charts import draw as charts
     from render.derive import batchsweep
+    from render.tables import kinds as tables
 
     # render reads the campaign document as batch-sweep evidence: summaries, table, both charts
     assert {g.context for g in batchsweep.summarize(doc["data"]["samples"])} == {32, 64}

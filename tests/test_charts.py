@@ -1,5 +1,5 @@
-"""render.charts: every chart kind's SVG (content, determinism, offline, escaping, ids, legends, unstable marks,
-themes, phone-width text) and its input errors; render.site_assets: the chart Markdown and site assets."""
+"""render.charts.draw: every chart kind's SVG (content, determinism, offline, escaping, ids, legends, unstable marks,
+themes, phone-width text) and its input errors; render.site.assets: the chart Markdown and site assets."""
 
 from __future__ import annotations
 
@@ -16,8 +16,11 @@ from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
-from render import chart_svg, chart_theme, charts, site_assets
+from render.charts import draw as charts
+from render.charts import svg as chart_svg
+from render.charts import theme as chart_theme
 from render.derive import fit as fitmod
+from render.site import assets as site_assets
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "archive"
@@ -223,7 +226,7 @@ def test_svg_is_byte_identical_across_calls_and_processes(kind, make, options):
     assert again == first
     code = (
         f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
-        f"from render import charts; sys.stdout.write(charts.render({kind!r}, [t.{make.__name__}()], "
+        f"from render.charts import draw as charts; sys.stdout.write(charts.render({kind!r}, [t.{make.__name__}()], "
         f"**{options!r}).svg)"
     )
     fresh = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
@@ -391,7 +394,7 @@ def test_describe_imports_neither_altair_nor_vl_convert():
     # a fresh process: describing every kind loads pandas and the fit, never the drawing libraries
     cases = [(kind, make(), options) for kind, make, options in DESCRIBED]
     code = (
-        "import json, sys; from render import charts; "
+        "import json, sys; from render.charts import draw as charts; "
         "texts = [charts.describe(k, d, **o) for k, d, o in json.load(sys.stdin)]; "
         "json.dump({'texts': texts, 'loaded': sorted({'altair', 'vl_convert'} & set(sys.modules))}, sys.stdout)"
     )

@@ -8,9 +8,9 @@ import pytest
 from conftest import render_page
 
 from render.derive import correctness
-from render.evidence_load import load_evidence
-from render.functions import Library
-from render.pages import PageError, PageState
+from render.evidence.archive import load_evidence
+from render.functions.derivations import Library
+from render.pages.sandbox import PageError, PageState
 
 ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "correctness" / "archive"
 AGREE = "sha256:8470ea3a14dd877844c3923cec44e13db6d59e0bfe1578c9b0e2502b8e6f5059"

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from render import sources
-from render.evidence_load import load_evidence
-from render.functions import FUNCTIONS, Library, PageFunctions
-from render.pages import PageState, make_environment, render_body
+from render.evidence.archive import load_evidence
+from render.functions.derivations import Library
+from render.functions.library import FUNCTIONS, PageFunctions
+from render.pages import sources
+from render.pages.sandbox import PageState, make_environment, render_body
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"

@@ -17,8 +17,9 @@ import pytest
 from measure.cli import declarations
 from measure.errors import ProbebookError
 from probebook.cli import site as site_cli
-from render import engines, sanitize
-from render.build import BuildError, BuildPaths, build
+from render.build.stages import BuildPaths, build
+from render.errors import BuildError
+from render.site import engines, sanitize
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"

@@ -12,8 +12,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from render import evidence_pages as ep
-from render.build import BuildPaths
+from render.build.stages import BuildPaths
+from render.evidence import pages as ep
 
 ID = "sha256:" + "ab" * 32
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from measure.evidence.store import Store
 from probebook.cli import main
-from render import sources
+from render.pages import sources
 
 REPO = Path(__file__).resolve().parent.parent
 SEED_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"

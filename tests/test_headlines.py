@@ -10,7 +10,8 @@ import pytest
 
 from measure.errors import ProbebookError
 from render.derive.gemm import GemmShape, workload_ceiling_flop_s
-from render.functions import Library, PageFunctions
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
 
 REPO = Path(__file__).resolve().parent.parent
 H200_GEMM = "sha256:d6470145f6e2e759da5f2c87d6be7b09d2b02674632592ce7394cb6d5eb50918"

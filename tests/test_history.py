@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from render import changes, history, ledger
-from render.sources import load
+from render.numbers import ledger
+from render.pages import changes, history
+from render.pages.sources import load
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"

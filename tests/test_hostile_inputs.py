@@ -18,8 +18,9 @@ from measure.errors import ProbebookError
 from measure.evidence.importer import read_rows
 from measure.evidence.store import Store
 from probebook.cli import main
-from render import pages, sources
-from render.ledger import to_bytes as ledger_bytes
+from render.numbers.ledger import to_bytes as ledger_bytes
+from render.pages import sandbox as pages
+from render.pages import sources
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,6 +56,8 @@ TEMPLATES = [
     ("{{ '%.*f' % (999999999, 1.0) }}", "format spec '.*' asks for more than 200 characters"),
     ("{{ '{:999999999}'.format(1) }}", "format spec '999999999' asks for more than 200 characters"),
     ("{{ '{:{w}}'.format(1, w=999999999) }}", "format spec '{w}' asks for more than 200 characters"),
+    # Python's format accepts every Unicode decimal digit: full-width ones are a width too
+    ("{{ '{:２０１}'.format(1) }}", "format spec '２０１' asks for more than 200 characters"),
     ("{{ 'x'|center(999999999) }}", "No filter named 'center'"),
     ("{{ 'x'|indent(999999999) }}", "No filter named 'indent'"),
     ("{{ 'x'|replace('x', 'xx') }}", "No filter named 'replace'"),

@@ -12,9 +12,9 @@ import pytest
 from conftest import fixture_site_paths
 
 from measure.errors import ProbebookError
-from render import dirty, incremental
-from render.build import BuildPaths, build
-from render.chart_output import PENDING
+from render.build import dirty, incremental
+from render.build.stages import BuildPaths, build
+from render.charts.output import PENDING
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 
@@ -138,7 +138,7 @@ def test_a_failed_build_leaves_the_site_as_it_was(tmp_path: Path, full: bool) ->
     page = next(docs.glob("records/*/v*.md"))
     page.write_text(page.read_text(encoding="utf-8") + "\nSee [a page](no-such-page.md).\n", encoding="utf-8")
     # the engine refuses the link: in the dirty build, after the site was linked aside; in the full one, while
-    # the build's thread draws the charts (render.later), which the failure stops
+    # the build's thread draws the charts (render.build.deferred), which the failure stops
     with pytest.raises(ProbebookError, match="no-such-page.md"):
         build(paths, full=full)
     assert _files(paths.site) == before

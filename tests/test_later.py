@@ -1,5 +1,5 @@
-"""Files made while the site engine runs (render/later.py): the same site as made first, whether drawn in a forked
-process (a fresh build) or a thread (this test process), and no placeholder kept."""
+"""Files made while the site engine runs (render/build/deferred.py): the same site as made first, whether drawn in a
+forked process (a fresh build) or a thread (this test process), and no placeholder kept."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ import pytest
 from conftest import REPO, fixture_site_paths
 
 from measure.errors import ProbebookError
-from render import build as build_module
-from render import incremental, later
-from render.build import build
-from render.chart_output import PENDING
+from render.build import deferred as later
+from render.build import incremental
+from render.build import stages as build_module
+from render.build.stages import build
+from render.charts.output import PENDING
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 MARK = PENDING.encode()
@@ -50,25 +51,25 @@ def test_a_site_made_while_the_engine_runs_is_the_site_made_first(tmp_path: Path
 
 
 # A fresh interpreter, as `probebook build` starts: one thread and no vl-convert, so the charts are drawn in a
-# forked process (page_pool.Apart), each Apart made recorded and then made as it would be.
+# forked process (page_pool.ForkedTask), each ForkedTask made recorded and then made as it would be.
 _FRESH = """
 import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from conftest import REPO, fixture_site_paths
-from render import page_pool
-from render.build import build
+from render.build import parallel as page_pool
+from render.build.stages import build
 
 made = []
 
 
-class Recorded(page_pool.Apart):
+class Recorded(page_pool.ForkedTask):
     def __init__(self, *args, **kwargs):
         made.append(args[1])
         super().__init__(*args, **kwargs)
 
 
-page_pool.Apart = Recorded
+page_pool.ForkedTask = Recorded
 result = build(fixture_site_paths(Path(sys.argv[1])), full=True)
 print(json.dumps({"made_later": result.made_later, "apart": made}))
 """
@@ -117,7 +118,7 @@ def _written_tree(root: Path, files: dict[str, bytes]) -> tuple[Path, Path]:
 
 def test_the_thread_settles_and_writes_the_tree_and_caches_held_pages_only_then(tmp_path: Path) -> None:
     cache = incremental.PageCache(tmp_path)
-    waiting = later.Later({}, cache)
+    waiting = later.DeferredWork({}, cache)
     first, second = waiting.file(lambda: b"first file\n"), waiting.file(lambda: b"second file\n")
     assert first != second and later.is_placeholder(first) and later.is_placeholder(second)
     held = incremental.PageOutput({"a.md": b"# A\n", "a.bin": first}, [], [])
@@ -142,7 +143,7 @@ def test_the_thread_settles_and_writes_the_tree_and_caches_held_pages_only_then(
 
 
 def test_what_a_thread_raises_is_raised_by_finish(tmp_path: Path) -> None:
-    waiting = later.Later({})
+    waiting = later.DeferredWork({})
 
     def broken() -> bytes:
         raise ProbebookError("the maker failed")
@@ -153,7 +154,7 @@ def test_what_a_thread_raises_is_raised_by_finish(tmp_path: Path) -> None:
     with pytest.raises(ProbebookError, match="the maker failed"):
         waiting.finish()
 
-    other = later.Later({})
+    other = later.DeferredWork({})
     files = {"b.bin": other.file(lambda: (tmp_path / "no-such-file").read_bytes())}
     tree, manifest = _written_tree(tmp_path / "other", files)
     other.start(files, tree, manifest)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from render import lint
-from render.sources import parse_page
+from render.pages import lint
+from render.pages.sources import parse_page
 
 
 def _texts(text: str) -> list[tuple[int, int, str]]:

@@ -10,8 +10,9 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
-from render.functions import Library, PageFunctions
-from render.tables import render as render_table
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
+from render.tables.kinds import render as render_table
 
 torch = pytest.importorskip("torch")
 
@@ -146,3 +147,20 @@ def test_mask_probe_refuses_a_window_wider_than_the_sequence(cli, archive):
         "probebook: error: --sliding-window 64 exceeds --seq-len 32: the window would be no window"
     ]
     assert not (archive / "evidence").exists()
+
+
+def test_mask_medians_are_one_rule_for_the_table_and_mask_cost() -> None:
+    """Median step per kind over the rows that are rounds: a kind and a finite numeric step_s."""
+    from render.derive.padding import mask_step_medians
+
+    rows = [
+        {"kind": "causal", "step_s": 0.010},
+        {"kind": "causal", "step_s": 0.012},
+        {"kind": "causal", "step_s": 0.011},
+        {"kind": "padded", "step_s": 0.020},
+        {"kind": "padded", "step_s": 0.030},
+        {"kind": "padded", "step_s": None},  # a round that failed: not a sample
+        {"kind": "padded", "step_s": float("nan")},
+        {"step_s": 5.0},  # not a mask round
+    ]
+    assert mask_step_medians(rows) == {"causal": 0.011, "padded": 0.025}

@@ -19,11 +19,11 @@ from conftest import REPO
 from measure import peakmem
 from measure.compare import relative_error
 from measure.errors import ProbebookError
+from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from measure.probes import batch_sweep
 from measure.probes.batch_sweep import plan_batches, unchanged
-from measure.probes.common import tokens_per_second
 from measure.probes.loss_memory import loss_path
 from measure.run.isolate import MARKER, is_oom
 from measure.timing import calls_per_window

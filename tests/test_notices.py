@@ -10,7 +10,8 @@ import pytest
 
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
-from render.build import BuildError, BuildPaths, build
+from render.build.stages import BuildPaths, build
+from render.errors import BuildError
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINE = {"gpu": "NVIDIA H200", "gpu_count": 1, "compute_capability": "9.0", "gpu_memory_bytes": 150109880320}

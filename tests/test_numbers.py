@@ -1,10 +1,10 @@
-"""Number text rules (render.numbers): significant figures, SI prefixes, intervals, minus signs, no exponents."""
+"""Number text (render.numbers.reading): significant figures, SI prefixes, intervals, minus signs, no exponents."""
 
 from __future__ import annotations
 
 import pytest
 
-from render.numbers import (
+from render.numbers.reading import (
     MINUS,
     NNBSP,
     choose_unit,
@@ -20,6 +20,7 @@ from render.numbers import (
     small_ratio,
     split_base,
     unit_text,
+    wide_format,
     with_unit,
 )
 
@@ -145,3 +146,10 @@ def test_exact_numbers_in_keys() -> None:
     assert exact(20) == "20"
     assert exact(1.1) == "1.1"
     assert exact(1.5e-9) == "0.0000000015"
+
+
+def test_the_format_width_rule_reads_every_unicode_digit() -> None:
+    """One rule for templates and Quantity.format: widths past 200, in any script's digits, or nested, are wide."""
+    assert not wide_format(",.3f") and not wide_format("200.1f")
+    assert wide_format("201") and wide_format("２０１") and wide_format(".٩٩٩٩٩٩٩٩٩f")
+    assert wide_format("{w}") and wide_format(".*f")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from render import site_assets, sitedir
-from render.build import BuildPaths
+from render.build.stages import BuildPaths
+from render.site import assets as site_assets
+from render.site import folder as sitedir
 
 
 def test_relative_404_rewrites_root_absolute_links_only(tmp_path: Path) -> None:

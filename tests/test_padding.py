@@ -15,8 +15,9 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from render.derive import padding as padmod
-from render.functions import Library, PageFunctions
-from render.tables import render as render_table
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
+from render.tables.kinds import render as render_table
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "padding"
 # width 8, two rows per microbatch, one microbatch per window: every number below is checkable by hand

@@ -1,5 +1,5 @@
-"""Pages rendered by forked workers (render.page_pool): when the pool is used, and that it changes nothing; one task
-run apart (page_pool.Apart): its result, its priority, its errors as one line, and its end when stopped."""
+"""Pages rendered by forked workers (render.build.parallel): when the pool is used, and that it changes nothing;
+one task run apart (page_pool.ForkedTask): its result, its priority, its errors as one line, its end when stopped."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import pytest
 from conftest import REPO, bench_module
 
 from measure.errors import ProbebookError
-from render import build as build_module
-from render import incremental, page_pool, site_assets
+from render.build import incremental
+from render.build import parallel as page_pool
+from render.build import stages as build_module
+from render.site import assets as site_assets
 
 
 def test_the_jobs_setting_is_a_whole_number_of_at_least_one(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,9 +46,9 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from dataclasses import replace
 from conftest import fixture_site_paths
-from render import page_pool
-from render import build as build_module
-from render.build import build
+from render.build import parallel as page_pool
+from render.build import stages as build_module
+from render.build.stages import build
 from measure.errors import ProbebookError
 build_module.EVIDENCE_CHUNK = 5  # small tasks, so a few documents make several
 build_module.APART_PAGES = 7  # a cold build: some evidence pages made apart, the rest by the workers
@@ -132,13 +134,13 @@ def test_both_stop_at_the_first_error_in_page_order(tmp_path: Path) -> None:
 _APART = """
 import json, os, sys, threading, time
 from measure.errors import ProbebookError
-from render.page_pool import Apart
+from render.build.parallel import ForkedTask
 
 def report(task, stop_after=None):
     stop = threading.Event()
     if stop_after is not None:
         threading.Timer(stop_after, stop.set).start()
-    apart = Apart(task, 5, "drawing")
+    apart = ForkedTask(task, 5, "drawing")
     try:
         done, value = apart.result(stop)
         out = {"done": done, "value": value}

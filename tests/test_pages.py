@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from measure.evidence.store import Store
-from render import sources
 from render.derive import fit as fitmod
-from render.evidence_load import load_evidence
-from render.functions import Library, PageFunctions, field_unit
-from render.pages import PageError, PageState, check_links, inert_prose, make_environment, render_body
+from render.evidence.archive import load_evidence
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions, field_unit
+from render.pages import sources
+from render.pages.sandbox import PageError, PageState, check_links, inert_prose, make_environment, render_body
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 ARCHIVE = SITE / "archive"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
-from render import peaks
+from render.derive import peaks
 from render.derive.mfu import achieved_model_flop_s, mfu
 
 

@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from render import ledger
-from render.quantity import (
-    Quantity,
-    UnitError,
-    conversion_factor,
-    escape_text,
-    evidence_page,
-    relative_link,
-    title_text,
-)
+from render.numbers import ledger
+from render.numbers.links import escape_text, evidence_page, relative_link, title_text
+from render.numbers.quantity import Quantity, UnitError, conversion_factor
 
 ID = "sha256:" + "ab" * 32
 ID2 = "sha256:" + "cd" * 32

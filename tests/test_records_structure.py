@@ -14,9 +14,9 @@ from conftest import fixture_site_paths
 
 from measure.cli import add_probe_commands, declarations
 from measure.errors import ProbebookError
-from render import provenance
-from render.build import BuildPaths, build, render_tree
-from render.sources import load
+from render.build.stages import BuildPaths, build, render_tree
+from render.pages import provenance
+from render.pages.sources import load
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
@@ -172,7 +172,7 @@ def test_reproduce_commands_parse_with_the_probes_real_options(fixture_site: Bui
 
 
 def test_every_archived_run_gives_a_command_the_real_parser_accepts() -> None:
-    from render.evidence_load import load_evidence
+    from render.evidence.archive import load_evidence
 
     decl = declarations()
     parser = _measure_parser()
@@ -234,7 +234,7 @@ def test_a_build_without_the_probes_options_says_so(tmp_path: Path) -> None:
 def test_footer_names_build_date_source_commit_and_ledger_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
 
-    from render import colophon
+    from render.pages import colophon
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1764547200")  # 2025-12-01 00:00 UTC
     docs = _copy_docs(tmp_path)  # outside any git checkout
@@ -260,7 +260,7 @@ def test_footer_names_build_date_source_commit_and_ledger_hash(tmp_path: Path, m
 
 def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
     from measure import constants
-    from render.methodology import CONSTANTS, constant
+    from render.pages.methodology import CONSTANTS, constant
 
     assert constant("cv_threshold").text == "5%" and constant("cv_threshold").value == constants.CV_THRESHOLD
     assert constant("windows").text == "5" and constant("extra_windows").value == constants.EXTRA_WINDOWS

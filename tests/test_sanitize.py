@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from measure.errors import ProbebookError
-from render import engines, sanitize, site_assets
-from render.build import BuildPaths, build
-from render.ledger import to_bytes as ledger_bytes
+from render.build.stages import BuildPaths, build
+from render.numbers.ledger import to_bytes as ledger_bytes
+from render.site import assets as site_assets
+from render.site import engines, sanitize
 
 REPO = Path(__file__).resolve().parent.parent
 SITE_FIXTURE = REPO / "tests" / "fixtures" / "site"
@@ -62,7 +63,7 @@ _URL_JUNK = re.compile(r"[\x00-\x20]")  # browsers drop ASCII whitespace and con
 class Page(html.parser.HTMLParser):
     """Each element with its attributes and whether it sits in the content area; the text of every script."""
 
-    def __init__(self, theme: sanitize.Theme = sanitize.MATERIAL) -> None:
+    def __init__(self, theme: sanitize.EngineTheme = sanitize.MATERIAL) -> None:
         super().__init__(convert_charrefs=True)
         self.elements: list[tuple[str, dict[str, str | None], bool]] = []
         self.scripts: list[tuple[str, bool]] = []
@@ -99,7 +100,7 @@ class Page(html.parser.HTMLParser):
 _ZENSICAL_SKIP = ("a", [("id", "__skip"), ("tabindex", "-1")])
 
 
-def violations(text: str, theme: sanitize.Theme = sanitize.MATERIAL) -> list[str]:
+def violations(text: str, theme: sanitize.EngineTheme = sanitize.MATERIAL) -> list[str]:
     """What in one HTML document could run script: scripts in the content, ``on*`` attributes, bad URLs."""
     page = Page(theme)
     page.feed(text)
@@ -191,7 +192,7 @@ def _build_what_the_guard_lets_through(
             root.mkdir()
 
 
-def _site_violations(site: Path, theme: sanitize.Theme = sanitize.MATERIAL) -> dict[str, list[str]]:
+def _site_violations(site: Path, theme: sanitize.EngineTheme = sanitize.MATERIAL) -> dict[str, list[str]]:
     out = {}
     for path in sorted(site.rglob("*.html")):
         found = violations(path.read_text(encoding="utf-8"), theme)
@@ -210,7 +211,7 @@ def corpus_site(
     return paths, refused
 
 
-def _theme(paths: BuildPaths) -> sanitize.Theme:
+def _theme(paths: BuildPaths) -> sanitize.EngineTheme:
     return engines.get(json.loads((paths.site / "ledger.json").read_bytes())["build"]["engine"]).theme
 
 
@@ -236,7 +237,7 @@ def test_the_theme_keeps_its_own_scripts(corpus_site: tuple[BuildPaths, dict[str
         page = Page()
         page.feed((paths.site / name).read_text(encoding="utf-8"))
         outside = [body for body, in_content in page.scripts if not in_content]
-        # the theme's five, then the site's own (render.site_assets: the vega-embed bundle, charts.js, and the
+        # the theme's five, then the site's own (render.site.assets: the vega-embed bundle, charts.js, and the
         # iframe-worker shim the theme loads as a polyfill)
         assert len(outside) == 5 + len(site_assets.SCRIPTS) + len(site_assets.POLYFILLS), name
         assert not [body for body, in_content in page.scripts if in_content], name
@@ -328,7 +329,7 @@ def test_a_sweep_cleans_finished_pages_and_the_final_pass_the_rest(tmp_path: Pat
     writing.parent.mkdir()
     done.write_bytes(_page('<p onclick="pwn()">kept <script>pwn()</script></p>'))
     writing.write_bytes(_page("<p>half")[:60])  # an engine still writing it: no closing </html> yet
-    sweep = sanitize.Sweep(tmp_path)
+    sweep = sanitize.BackgroundSanitizer(tmp_path)
     assert sweep.once() == 1
     assert done.read_bytes() == _page("<p>kept </p>") and sweep.left_as_cleaned(done)
     assert not sweep.left_as_cleaned(writing) and sweep.once() == 0  # nothing new is finished
@@ -343,7 +344,7 @@ def test_a_sweep_cleans_finished_pages_and_the_final_pass_the_rest(tmp_path: Pat
 def test_a_page_written_again_after_a_sweep_is_cleaned_by_the_final_pass(tmp_path: Path) -> None:
     page = tmp_path / "page.html"
     page.write_bytes(_page("<p>first</p>"))
-    sweep = sanitize.Sweep(tmp_path)
+    sweep = sanitize.BackgroundSanitizer(tmp_path)
     assert sweep.once() == 1
     page.write_bytes(_page("<p>second <script>pwn()</script></p>"))  # a plugin that writes pages again
     assert not sweep.left_as_cleaned(page)
@@ -353,7 +354,7 @@ def test_a_page_written_again_after_a_sweep_is_cleaned_by_the_final_pass(tmp_pat
 
 def test_a_sweep_leaves_a_page_without_content_area_to_the_final_pass(tmp_path: Path) -> None:
     (tmp_path / "bare.html").write_bytes(b"<html><body><p>no article</p></body></html>\n")
-    sweep = sanitize.Sweep(tmp_path)
+    sweep = sanitize.BackgroundSanitizer(tmp_path)
     assert sweep.once() == 0
     with pytest.raises(sanitize.SanitizeError, match="bare.html: no content area"):
         sanitize.clean_site(tmp_path, swept=sweep)
@@ -371,7 +372,7 @@ def test_a_sweep_leaves_a_page_without_content_area_to_the_final_pass(tmp_path: 
     ],
 )
 def test_pages_are_swept_only_for_configs_that_write_each_page_once(tmp_path: Path, config: str, once: bool) -> None:
-    from render.engine_config import writes_pages_once
+    from render.site.config import writes_pages_once
 
     path = tmp_path / "mkdocs.yml"
     path.write_text(config, encoding="utf-8")

@@ -8,8 +8,8 @@ from types import ModuleType
 import pytest
 from conftest import bench_module
 
-from render import evidence_index
-from render.build import BuildPaths, build
+from render.build.stages import BuildPaths, build
+from render.evidence import index as evidence_index
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,9 +8,9 @@ import pytest
 from conftest import render_page
 
 from render.derive import scaling
-from render.evidence_load import load_evidence
-from render.functions import Library
-from render.pages import PageError, PageState
+from render.evidence.archive import load_evidence
+from render.functions.derivations import Library
+from render.pages.sandbox import PageError, PageState
 
 ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "ddp" / "archive"
 TWO = "sha256:70258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from render.ledger import read as read_ledger
+from render.numbers.ledger import read as read_ledger
 
 REPO = Path(__file__).resolve().parent.parent
 INPUTS = REPO / "tests" / "fixtures" / "site" / "inputs"  # synthetic values, see make_archive.py
@@ -308,13 +308,13 @@ def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
     )
     try:
         q = _lines(proc.stderr)
-        _wait_for(q, r"^built ")
+        _wait_for(q, r"^probebook: built ")
         url = _wait_for(q, r"serving .* at (http://127\.0\.0\.1:\d+/)").group(1)
         page = _get(url + "playbook/index.html")
         assert "Lessons backed by numbers from the records." in page
         (docs / "playbook" / "index.md").write_text("---\ntitle: Playbook\n---\nEdited while serving.\n")
-        _wait_for(q, r"^change detected: rebuilding")
-        _wait_for(q, r"^built ")
+        _wait_for(q, r"^probebook: change detected: rebuilding")
+        _wait_for(q, r"^probebook: built ")
         page = _get(url + "playbook/index.html")
         assert "Edited while serving." in page
         (docs / "playbook" / "index.md").write_text("A typed 1.5 ms number.\n")
@@ -332,7 +332,7 @@ def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
 def test_serve_builds_again_after_a_save_made_while_it_built(tmp_path: Path) -> None:
     from conftest import fixture_site_paths
 
-    from render.serve import serve
+    from render.build.serve import serve
 
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURE_DOCS, docs)

@@ -1,4 +1,4 @@
-"""render.tables: unit conversions, each table kind's Markdown/CSV/JSON, escaping, raw samples, input errors."""
+"""render.tables.columns: unit conversions, each table kind's Markdown/CSV/JSON, escaping, raw samples, input errors."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from conftest import synthetic_doc as doc
 from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
-from render import tables
+from render.numbers.reading import significant
+from render.tables import columns as tables
+from render.tables import kinds
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 
@@ -42,10 +44,12 @@ def test_unit_conversions():
         (90_000_000, 3, "90,000,000"),
         (0, 4, "0"),
         (-0.5, 2, "\u22120.50"),  # a true minus sign
+        (float("nan"), 4, "nan"),  # a table cell of a non-finite value says so
+        (float("inf"), 4, "inf"),
     ],
 )
 def test_significant_figures_without_exponents(value, digits, text):
-    assert tables.significant(value, digits) == text
+    assert significant(value, digits) == text
 
 
 # --- kinds ------------------------------------------------------------------------------
@@ -68,7 +72,7 @@ def test_step_scaling_table_groups_windows_per_length():
         {"tokens": 512, "batch": 4, "mode": "fixed_batch", "unstable": False},
         {"tokens": 1024, "batch": 4, "mode": "fixed_batch", "unstable": True},
     ]
-    out = tables.render("step-scaling", [doc("step-scaling", STEP["data"]["samples"], points=points)])
+    out = kinds.render("step-scaling", [doc("step-scaling", STEP["data"]["samples"], points=points)])
     assert out.markdown == (
         "| mode | batch | tokens | tokens/s | median step (ms) | fastest (ms) | slowest (ms) | tokens/step "
         "| windows | CV over 5% |\n"  # the result right after the columns naming the point
@@ -124,7 +128,7 @@ SWEEP_ROWS = [
 
 
 def test_batch_sweep_summary_uses_the_derive_summary():
-    out = tables.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)])
+    out = kinds.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)])
     assert json.loads(out.json) == [
         {
             "model": "90m",
@@ -149,11 +153,11 @@ def test_batch_sweep_summary_uses_the_derive_summary():
 
 
 def test_batch_sweep_rows_view_shows_oom_as_a_dash():
-    out = tables.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="rows")
+    out = kinds.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="rows")
     assert out.markdown.splitlines()[-1] == "| 90m | 2,048 | 32 | oom | — | — |  |"
     assert list(csv.reader(io.StringIO(out.csv)))[-1] == ["90m", "2048", "32", "oom", "", "", "false"]
     with pytest.raises(ProbebookError, match="view must be summary or rows, got 'all'"):
-        tables.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="all")
+        kinds.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="all")
 
 
 def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
@@ -162,7 +166,7 @@ def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
         {"arm": "fused", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 2**30, "tok_s": None},
         {"arm": "eager", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 3 * 2**30, "tok_s": 900.0},
     ]
-    out = tables.render("loss-memory", [doc("loss-memory", rows)])
+    out = kinds.render("loss-memory", [doc("loss-memory", rows)])
     assert out.markdown.splitlines()[2:] == [
         "| fused | 4 | 1.00 | — | 4,096 |  |",
         "| fused | 8 | 2.00 | 1,000 | 8,192 |  |",
@@ -175,7 +179,7 @@ def test_gemm_recomputes_tflop_s_from_the_shape_and_time():
         {"shape": "square", "m": 1024, "n": 1024, "k": 1024, "window": w, "time_s": t, "tflop_s": 0.1}
         for w, t in enumerate([2.0**-10, 2.0**-11, 2.0**-9])
     ]
-    rec = json.loads(tables.render("gemm", [doc("gemm", rows)]).json)[0]
+    rec = json.loads(kinds.render("gemm", [doc("gemm", rows)]).json)[0]
     assert rec == {
         "shape": "square",
         "m": 1024,
@@ -193,14 +197,14 @@ def test_kernels_top_n_with_share_and_per_call_time():
         {"kernel": f"k{i}", "category": "gemm", "calls": 2, "device_time_s": t}
         for i, t in enumerate([0.25, 0.5, 0.125, 0.125])
     ]
-    out = tables.render("kernels", [doc("kernels", rows)], top=2)
+    out = kinds.render("kernels", [doc("kernels", rows)], top=2)
     assert json.loads(out.json) == [
         {"kernel": "k1", "category": "gemm", "calls": 2, "device_time_s": 0.5, "per_call_s": 0.25, "share": 0.5},
         {"kernel": "k0", "category": "gemm", "calls": 2, "device_time_s": 0.25, "per_call_s": 0.125, "share": 0.25},
     ]
     assert out.markdown.splitlines()[2] == "| k1 | gemm | 50.0% | 500.0 | 2 | 250,000 |"
     with pytest.raises(ProbebookError, match="top must be a whole number >= 1, got 0"):
-        tables.render("kernels", [doc("kernels", rows)], top=0)
+        kinds.render("kernels", [doc("kernels", rows)], top=0)
 
 
 def test_kernel_shares_table_orders_by_time():
@@ -208,7 +212,7 @@ def test_kernel_shares_table_orders_by_time():
         {"kernel": "a", "category": "attention", "calls": 1, "device_time_s": 0.25},
         {"kernel": "b", "category": "gemm", "calls": 1, "device_time_s": 0.75},
     ]
-    out = tables.render("kernel-shares", [doc("kernels", rows)])
+    out = kinds.render("kernel-shares", [doc("kernels", rows)])
     assert out.markdown.splitlines()[2:] == ["| gemm | 750.0 | 75.0% |", "| attention | 250.0 | 25.0% |"]
 
 
@@ -218,7 +222,7 @@ def test_kernel_shares_table_orders_by_time():
 def test_cell_text_is_html_and_markdown_escaped():
     name = "<script>alert(1)</script>|void at::native::vectorized_elementwise_kernel<4, *x*>"
     rows = [{"kernel": name, "category": "other", "calls": 1, "device_time_s": 0.5}]
-    out = tables.render("kernels", [doc("kernels", rows)])
+    out = kinds.render("kernels", [doc("kernels", rows)])
     html = to_html(out.markdown)
     assert "<script" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;|void at::native::vectorized_elementwise_kernel&lt;4, *x*&gt;" in html
@@ -229,7 +233,7 @@ def test_cell_text_is_html_and_markdown_escaped():
 
 def test_long_names_are_shortened_in_markdown_only():
     name = "k" * 200
-    out = tables.render(
+    out = kinds.render(
         "kernels", [doc("kernels", [{"kernel": name, "category": "gemm", "calls": 1, "device_time_s": 0.5}])]
     )
     cell = out.markdown.splitlines()[2].split(" | ")[0][2:]
@@ -282,9 +286,9 @@ def test_unknown_kind_and_option():
         match="unknown table kind 'pie'; the kinds are batch-sweep, gemm, "
         "kernel-shares, kernels, loss-memory, mask, padding, padding-lengths, step-scaling",
     ):
-        tables.render("pie", [STEP])
+        kinds.render("pie", [STEP])
     with pytest.raises(ProbebookError, match="table 'step-scaling' has no option 'top'; it takes none"):
-        tables.render("step-scaling", [STEP], top=3)
+        kinds.render("step-scaling", [STEP], top=3)
 
 
 def test_bad_rows_name_the_evidence_row_and_field():
@@ -294,11 +298,11 @@ def test_bad_rows_name_the_evidence_row_and_field():
         match=r"table 'gemm': sha256:[0-9a-f]{12} data.samples\[0\].k must be int, "
         r"got '1'",
     ):
-        tables.render("gemm", [bad])
+        kinds.render("gemm", [bad])
     with pytest.raises(ProbebookError, match="table 'gemm' needs gemm evidence"):
-        tables.render("gemm", [STEP])
+        kinds.render("gemm", [STEP])
     with pytest.raises(ProbebookError, match="has no data.samples rows"):
-        tables.render("gemm", [doc("gemm", [])])
+        kinds.render("gemm", [doc("gemm", [])])
 
 
 def test_batch_sweep_row_with_a_bad_status_is_named():
@@ -307,7 +311,7 @@ def test_batch_sweep_row_with_a_bad_status_is_named():
         ProbebookError,
         match=r"data.samples\[1\]: status must be ok or oom, got 'crashed'",
     ):
-        tables.render("batch-sweep", [doc("batch-sweep", rows)])
+        kinds.render("batch-sweep", [doc("batch-sweep", rows)])
 
 
 def test_samples_csv_is_the_text_pandas_would_write():
@@ -324,7 +328,7 @@ def test_samples_csv_is_the_text_pandas_would_write():
 def test_unstable_points_are_marked_and_listed_and_never_the_fastest():
     rows = [dict(r) for r in SWEEP_ROWS]
     rows[-2]["unstable"] = True  # batch 16, the fastest, had a CV over 5%
-    summary = json.loads(tables.render("batch-sweep", [doc("batch-sweep", rows)]).json)[0]
+    summary = json.loads(kinds.render("batch-sweep", [doc("batch-sweep", rows)]).json)[0]
     assert (summary["fastest_stable_batch"], summary["unstable_batches"]) == (8, "16")
-    marked = tables.render("batch-sweep", [doc("batch-sweep", rows)], view="rows").markdown.splitlines()
+    marked = kinds.render("batch-sweep", [doc("batch-sweep", rows)], view="rows").markdown.splitlines()
     assert marked[-2] == "| 90m | 2,048 | 16 | ok | 162,000 | 54.02 | unstable |"

@@ -138,3 +138,9 @@ def row_problem(probe: str, row: Any) -> str | None:
         if why is not None:
             return f"status: {why}"
     return None
+
+
+def tokens_per_second(tokens_per_step: float, step_s: float) -> float:
+    """The ``tok_s`` column: throughput in tokens/s of a step that processes ``tokens_per_step`` tokens in
+    ``step_s`` seconds (the probes that store it and render's tables that recompute it read this one rule)."""
+    return tokens_per_step / step_s

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import config_from_dict, option
@@ -46,7 +47,6 @@ from measure.probes.common import (
     positive,
     record_facts,
     resolve_device,
-    tokens_per_second,
     workload_facts,
 )
 from measure.run.runner import Recorder, execute

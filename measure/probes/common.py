@@ -142,11 +142,6 @@ def mark_engagement(
     return marks
 
 
-def tokens_per_second(step_tokens: int, step_s: float) -> float:
-    """Training throughput in tokens/s: the step's tokens over its seconds."""
-    return step_tokens / step_s
-
-
 def positive(name: str, value: int | None) -> None:
     """Refuse a non-positive option with one line naming it."""
     if value is not None and value < 1:

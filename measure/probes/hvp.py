@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from measure.errors import ProbebookError
+from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import (
@@ -36,7 +37,6 @@ from measure.probes.common import (
     positive,
     refuse_unused,
     resolve_device,
-    tokens_per_second,
 )
 from measure.run.runner import Recorder, execute
 from measure.workload import DTYPES

@@ -39,6 +39,7 @@ from typing import Any
 
 from measure.compare import relative_error
 from measure.errors import ProbebookError
+from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.options import config_from_dict, option
 from measure.probes.common import (
@@ -46,7 +47,6 @@ from measure.probes.common import (
     positive,
     record_facts,
     resolve_device,
-    tokens_per_second,
     workload_facts,
 )
 from measure.run.runner import Recorder, execute

@@ -14,7 +14,7 @@ from measure.probes.step_scaling import MODES
 from probebook.cli import command, command_group
 from probebook.cli.output import json_text
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
-from render.names import FUNCTIONS
+from render.functions.names import FUNCTIONS
 
 # render's page machinery and numerics load in the commands that use them, not here: every probebook
 # process builds this module's parsers (ARCHITECTURE.md §10, fast processes)
@@ -214,10 +214,10 @@ def _archive_docs(store: Store) -> dict[str, dict[str, Any]]:
 
 
 def _derive(args: Any) -> int:
-    from render import calls
-    from render.claims import Claim
-    from render.pages import Asset, Block
-    from render.quantity import Quantity
+    from render.functions import calls
+    from render.numbers.claims import Claim
+    from render.numbers.quantity import Quantity
+    from render.pages.sandbox import Asset, Block
 
     words, options, as_json, out = _split(args.words)
     store = Store(args.archive)

@@ -12,11 +12,11 @@ from typing import Any
 from measure.errors import printable
 from probebook.cli import command
 from probebook.cli.output import json_text
-from render import ledger
+from render.numbers import ledger
 
-# render.build pulls in pandas and altair; it is imported inside the commands that need it so
+# render.build.stages pulls in pandas and altair; it is imported inside the commands that need it so
 # that `probebook --help` and every other command start quickly. The engine names are plain data, kept
-# here in step with render.engines.ENGINES (tests/test_engines.py checks they agree).
+# here in step with render.site.engines.ENGINES (tests/test_engines.py checks they agree).
 ENGINES = ("mkdocs", "zensical")
 DEFAULT_ENGINE = "mkdocs"
 
@@ -127,7 +127,7 @@ def register(sub: Any) -> None:
 
 def _paths(args: Any) -> Any:
     from measure.cli import declarations
-    from render.build import BuildPaths
+    from render.build.stages import BuildPaths
 
     return BuildPaths(
         docs=args.docs,
@@ -141,11 +141,11 @@ def _paths(args: Any) -> Any:
 
 
 def _build(args: Any) -> int:
-    from render import engines
+    from render.site import engines
 
-    # the engine's process first: its start overlaps render.build's imports (about a quarter of a second)
+    # the engine's process first: its start overlaps render.build.stages's imports (about a quarter of a second)
     started = None if args.no_site else engines.start(args.engine)
-    from render.build import build
+    from render.build.stages import build
 
     paths = _paths(args)
     result = build(paths, site=not args.no_site, full=args.full, engine=args.engine, started=started)
@@ -160,15 +160,15 @@ def _build(args: Any) -> int:
 
 
 def _serve(args: Any) -> int:
-    from render.serve import serve
+    from render.build.serve import serve
 
     serve(_paths(args), host=args.host, port=args.port, interval=args.interval, engine=args.engine)
     return 0
 
 
 def _publish(args: Any) -> int:
-    from render import history, sources
-    from render.sitedir import check_publishable
+    from render.pages import history, sources
+    from render.site.folder import check_publishable
 
     source = args.out / "ledger.json"
     rows = ledger.read(source)
@@ -211,7 +211,7 @@ def _diff(args: Any) -> int:
 
 
 def _lint(args: Any) -> int:
-    from render import lint, sources
+    from render.pages import lint, sources
 
     hits = [h for page in sources.load(args.docs).pages for h in lint.lint_page(page)]
     for h in hits:

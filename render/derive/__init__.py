@@ -3,7 +3,7 @@
 One module per kind of evidence: ``fit`` (step-time scaling), ``lossmem`` (loss-kernel
 memory), ``batchsweep`` (batch sweeps to OOM), ``gemm`` (GEMM FLOP/s and same-session
 ceilings), ``kernels`` (device kernel time by category), ``ablation`` (what an arm saves),
-``throughput`` (tokens/s), ``project`` (training-time projections) and ``mfu`` (model FLOPs
+``project`` (training-time projections) and ``mfu`` (model FLOPs
 utilisation); ``fit_numerics`` holds the fit's NNLS, term choice, outlier search and bootstrap.
 Nothing here reads files, imports torch, or prints.
 """

@@ -105,6 +105,7 @@ def stream_arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
     """A stream arm's summary (``median_step_s``, ``tok_s``, ``stall_s``, ``stall_share``, ``layer_copy_s``, ...)."""
     for a in data.get("arms") or []:
         if a.get("arm") == arm:
-            return a
+            found: dict[str, Any] = a
+            return found
     names = ", ".join(str(a.get("arm")) for a in data.get("arms") or [])
     raise ProbebookError(f"no arm {arm!r} in the stream evidence (arms: {names})")

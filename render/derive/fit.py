@@ -41,10 +41,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from measure.errors import ProbebookError
-from render import numbers
 from render.derive import fit_numerics as num
 from render.derive.fit_numerics import TERMS
 from render.derive.lossmem import unstable
+from render.numbers import reading as numbers
 
 ALPHA_LACK_OF_FIT = 0.01
 """Level of the lack-of-fit test that warns of residuals above the sample noise; strict on purpose."""
@@ -164,7 +164,7 @@ def width_key(width: float) -> str:
 # -- evidence ------------------------------------------------------------------------
 
 
-def _rows(doc: dict, mode: str | None) -> tuple[list[dict], float]:
+def _rows(doc: dict[str, Any], mode: str | None) -> tuple[list[dict[str, Any]], float]:
     samples = (doc.get("data") or {}).get("samples")
     if not isinstance(samples, list) or not samples:
         raise ProbebookError(f"{doc.get('probe', 'evidence')} evidence has no data.samples to fit")
@@ -181,7 +181,7 @@ def _rows(doc: dict, mode: str | None) -> tuple[list[dict], float]:
     return rows, batches[0]
 
 
-def step_samples(doc: dict, mode: str | None = None) -> list[tuple[float, float]]:
+def step_samples(doc: dict[str, Any], mode: str | None = None) -> list[tuple[float, float]]:
     """``(S, step_s)`` pairs of a step-scaling evidence document, one per sample.
 
     Where a ``mode`` column exists, rows of ``mode`` (default ``fixed_batch``) only; samples
@@ -195,12 +195,12 @@ def step_samples(doc: dict, mode: str | None = None) -> list[tuple[float, float]
     ]
 
 
-def step_batch(doc: dict, mode: str | None = None) -> float:
+def step_batch(doc: dict[str, Any], mode: str | None = None) -> float:
     """The single batch (sequences per step) of the rows ``step_samples`` returns."""
     return _rows(doc, mode)[1]
 
 
-def unstable_tokens(doc: dict, mode: str | None = None) -> set[float]:
+def unstable_tokens(doc: dict[str, Any], mode: str | None = None) -> set[float]:
     """Sequence lengths (tokens) of the rows ``step_samples`` returns whose point was flagged unstable.
 
     The probe flags a point (its windows' CV over 5%) in ``data.points``; an imported row may carry
@@ -222,7 +222,7 @@ def unstable_tokens(doc: dict, mode: str | None = None) -> set[float]:
 
 
 def fit_evidence(
-    doc: dict,
+    doc: dict[str, Any],
     *,
     terms: str | Sequence[str] = "auto",
     tokens: str | tuple[float | None, float | None] | None = None,

@@ -39,7 +39,7 @@ def columns(s: np.ndarray, terms: Sequence[str]) -> np.ndarray:
 
 def load_scipy() -> None:
     """Import the scipy routines this module uses; each routine imports its own where it runs, so that loading
-    this module (the CLI does, for its help) costs no scipy, and ``render.functions.load_libraries`` calls this
+    this module (the CLI does, for its help) costs no scipy, and ``render.functions.library.load_libraries`` calls this
     before a page's time limit starts."""
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
@@ -64,7 +64,8 @@ def fit_nnls(s: np.ndarray, y: np.ndarray, terms: Sequence[str]) -> tuple[dict[s
 
 def predict(coef: dict[str, float], s: np.ndarray) -> np.ndarray:
     """The model ``c + a·S + b·S²`` at ``s``."""
-    return coef["c"] + coef["a"] * s + coef["b"] * s * s
+    out: np.ndarray = coef["c"] + coef["a"] * s + coef["b"] * s * s
+    return out
 
 
 def support(coef: dict[str, float], allowed: Sequence[str]) -> tuple[str, ...]:

@@ -72,7 +72,7 @@ def kernel_seconds_per_step(rows: list[dict[str, Any]], steps: int) -> float:
     """Device seconds per profiled step: the counted rows' ``device_time_s`` summed, divided by ``steps``."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ProbebookError(f"kernel time per step needs the number of profiled steps >= 1, got {steps!r}")
-    return sum(r["device_time_s"] for r in counted_rows(rows)) / steps
+    return float(sum(r["device_time_s"] for r in counted_rows(rows)) / steps)
 
 
 def arch_tags(rows: list[dict[str, Any]]) -> dict[str, float]:

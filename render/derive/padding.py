@@ -6,7 +6,9 @@ roots over the full accumulation windows) and the ``mask`` probe's step times an
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+import statistics
+from typing import Any, Sequence
 
 from measure.errors import ProbebookError
 
@@ -59,6 +61,17 @@ def epoch_saving_s(rows_before: int, rows_after: int, rows_per_step: float, step
     if rows_per_step <= 0 or step_s < 0:
         raise ProbebookError(f"epoch saving needs rows per step > 0 and a step time >= 0, got {rows_per_step}")
     return (rows_before - rows_after) / rows_per_step * step_s
+
+
+def mask_step_medians(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Median ``step_s`` (s) per mask kind over its interleaved rounds; rows without a kind or a finite
+    numeric ``step_s`` are not rounds (the mask table and ``mask_cost`` both read them through this)."""
+    steps: dict[str, list[float]] = {}
+    for r in rows:
+        value = r.get("step_s")
+        if isinstance(r.get("kind"), str) and isinstance(value, (int, float)) and math.isfinite(value):
+            steps.setdefault(r["kind"], []).append(float(value))
+    return {kind: statistics.median(values) for kind, values in steps.items()}
 
 
 def slowdown(masked_s: float, causal_s: float) -> float:

@@ -1,0 +1,86 @@
+"""One hand-written page, rendered: its cache key, and its Markdown with header, results, notices and footer (§6.4).
+
+``render.build.stages.render_pages`` calls these for every page, in this process or in a worker
+(``render.build.parallel``); a page's output depends only on what its key names (``render.build.incremental``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from measure.errors import ProbebookError
+from render.build import incremental
+from render.pages import layout
+from render.pages import notices
+from render.pages import provenance
+from render.errors import BuildError
+from render.evidence.archive import Archive
+from render.functions.derivations import Library
+from render.functions.library import PageFunctions
+from render.pages.sandbox import PageState, check_links, evaluate_summary, inert_prose, render_body
+from render.pages.sources import Sources
+
+
+def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
+    """The cache key of one page's output: every input it is rendered from (``render.build.incremental``)."""
+    siblings = [
+        (p.rel, p.version, p.date, p.title, p.supersedes)
+        for r in src.records
+        if page.kind == "record" and r.slug == page.slug
+        for p in r.versions
+    ]
+    return incremental.page_key(
+        [
+            ("rel", page.rel.encode()),
+            ("source", page.path.read_bytes()),
+            ("aliases", json.dumps(sorted(aliases.items())).encode()),
+            ("ids", ids_digest),
+            ("record", json.dumps(siblings).encode()),
+            ("declarations", declared if page.kind == "record" else b""),
+        ]
+    )
+
+
+def render_one(
+    page: Any,
+    src: Sources,
+    evidence: Archive,
+    library: Library,
+    env: Any,
+    aliases: dict[str, str],
+    partial: frozenset[str],
+    declarations: provenance.Declarations | None,
+) -> incremental.PageOutput:
+    functions = PageFunctions(library, aliases)
+    refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)
+    if refused:
+        raise BuildError(refused)
+    try:
+        context = functions.context()
+    except ProbebookError as exc:
+        raise BuildError(f"{page.where('evidence')}: {exc}") from None
+    state = PageState(page.rel, partial=partial)
+    headlines = evaluate_summary(env, page, context, state)
+    body = render_body(env, page, context, state)
+    blocks, machine = "", None
+    if page.kind == "record":
+        machine = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
+        blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
+            page.rel, aliases, evidence.docs, declarations
+        )
+    text = (
+        layout.header(page, src)
+        + layout.results_box(page.rel, headlines)
+        + notices.markdown(aliases, evidence.docs)
+        + body.strip("\n")
+        + "\n"
+        + blocks
+        + layout.footer(page, src, aliases, evidence.docs)
+    )
+    text = inert_prose(text)
+    check_links(text, f"{page.path} (rendered)")
+    files = {page.rel: text.encode("utf-8"), **state.files}
+    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
+    cited = sorted(state.cited | set(aliases.values()))
+    return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine)

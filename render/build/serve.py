@@ -1,0 +1,122 @@
+"""Live preview: build, serve the site folder over HTTP, rebuild when sources or evidence change.
+
+A polling watcher (no extra dependency, works on every filesystem) compares a fingerprint of
+the watched files (path, size, mtime) every ``interval`` seconds (the archive's every
+``EVIDENCE_EVERY_S``). Builds are incremental (ARCHITECTURE.md §6.7) and the parsed archive is kept
+between them, so a save rebuilds the edited page only. A build that fails prints its
+one-line error and keeps the last good site in place until the next change.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from measure.errors import ProbebookError
+from render.build.stages import BuildPaths, build
+from render.site.engines import DEFAULT
+
+
+def fingerprint(roots: Iterable[Path]) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, mtime in ns) of every file under ``roots``, sorted; temp and hidden files skipped."""
+    out = []
+    for root in roots:
+        if root.is_file():
+            st = root.stat()
+            out.append((str(root), st.st_size, st.st_mtime_ns))
+            continue
+        if not root.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.startswith("."):
+                    continue
+                path = Path(dirpath) / name
+                try:
+                    st = path.stat()
+                except FileNotFoundError:
+                    continue  # removed while we walked
+                out.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+def watched(paths: BuildPaths) -> list[Path]:
+    """What a change to triggers a rebuild: sources, evidence, the published ledger, the config."""
+    return [*_authored(paths), paths.archive / "evidence"]
+
+
+def _authored(paths: BuildPaths) -> list[Path]:
+    # checked every interval: what an author saves; the archive (thousands of files) only every EVIDENCE_EVERY_S
+    return [paths.docs, paths.published_ledger, paths.config]
+
+
+EVIDENCE_EVERY_S = 2.0
+"""Seconds between looks at the archive's files (a walk of thousands of files is not done four times a second)."""
+
+
+def rebuild(paths: BuildPaths, log: Callable[[str], None], engine: str = DEFAULT) -> bool:
+    """One build; report its outcome in one line. True when it succeeded."""
+    started = time.monotonic()
+    try:
+        result = build(paths, reuse=True, engine=engine)
+    except ProbebookError as exc:
+        log(f"error: {exc}")  # the logger adds "probebook: ", as for every CLI error line
+        return False
+    log(
+        f"built {paths.site} in {time.monotonic() - started:.1f} s: {len(result.ledger)} numbers, "
+        f"{result.evidence} evidence file(s)"
+    )
+    return True
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def serve(
+    paths: BuildPaths,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    interval: float = 0.25,
+    log: Callable[[str], None] = logging.getLogger(__name__).info,
+    stop: threading.Event | None = None,
+    engine: str = DEFAULT,
+) -> None:
+    """Build, then serve ``paths.site`` and rebuild on change until ``stop`` is set (or Ctrl-C)."""
+    stop = stop or threading.Event()
+    evidence = [paths.archive / "evidence"]
+    # taken before each build reads the files: a save made while it runs differs, and builds again
+    seen = (fingerprint(_authored(paths)), fingerprint(evidence))
+    rebuild(paths, log, engine)
+    paths.site.mkdir(parents=True, exist_ok=True)
+    handler = functools.partial(_Quiet, directory=str(paths.site.resolve()))
+    server = http.server.ThreadingHTTPServer((host, port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    log(
+        f"serving {paths.site} at http://{host}:{server.server_address[1]}/ (Ctrl-C stops); "
+        f"watching {', '.join(str(p) for p in watched(paths))}"
+    )
+    every = max(1, round(EVIDENCE_EVERY_S / interval))
+    tick = 0
+    try:
+        while not stop.wait(interval):
+            tick += 1
+            now = (fingerprint(_authored(paths)), fingerprint(evidence) if tick % every == 0 else seen[1])
+            if now != seen:
+                log("change detected: rebuilding")
+                seen = (fingerprint(_authored(paths)), fingerprint(evidence))
+                rebuild(paths, log, engine)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()

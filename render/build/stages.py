@@ -1,0 +1,487 @@
+"""The build: one linear pipeline of named stages, each taking and returning plain data (ARCHITECTURE.md §6.1).
+
+``load_evidence`` (verify + parse the archive) -> ``load_sources`` (front matter, records) ->
+``lint`` -> ``render_pages`` (templates call the derivations; every number becomes a ledger
+row; charts and tables are written beside their page) -> ``generate_pages`` (evidence pages,
+indexes, Changes) -> ``write_tree`` -> ``write_config`` -> ``make_site`` (the site engine,
+mkdocs-material or Zensical, in a subprocess: ``render.site.engines``; the sanitizer; the swap).
+Render's output is a plain Markdown tree plus a plain ``mkdocs.yml`` (the root one with a
+generated ``nav``), so the site engine stays swappable: nothing depends on mkdocs plugins or hooks.
+
+Two builds of the same archive and sources give byte-identical sites: every stage is ordered,
+and the engine runs with ``SOURCE_DATE_EPOCH`` (the caller's, else the newest date in the evidence
+and records, so no wall-clock time enters the site).
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from measure.evidence.store import Store, read_regular
+from measure.progress import Progress
+from render.pages import changes
+from render.numbers import claims
+from render.pages import colophon
+from render.build import dirty
+from render.site import engines
+from render.evidence import index as evidence_index
+from render.evidence import pages as evidence_pages
+from render.pages import history
+from render.build import incremental
+from render.pages import layout
+from render.numbers import ledger
+from render.pages import lint
+from render.pages import notices
+from render.build import parallel as page_pool
+from render.build import pages as page_render
+from render.pages import provenance
+from render.site import sanitize
+from render.site import folder as sitedir
+from render.pages import sources as sourcesmod
+from render.errors import BuildError
+from render.build.types import BuildPaths, BuildResult, Tree
+from render.evidence.archive import Archive
+from render.site.config import write_config, writes_pages_once
+from render.evidence.archive import load_evidence
+from render.functions.derivations import Library, load_libraries
+from render.build.deferred import ENGINES as LATER_ENGINES
+from render.build.deferred import LATER_MIN, DeferredWork, write_made
+from render.pages.sandbox import check_links, make_environment
+from render.site.assets import site_files
+from render.pages.sources import Sources
+
+log = logging.getLogger(__name__)
+
+TREE_MARKER = ".probebook-tree"
+SITE_MARKER = ".probebook-site"
+EVIDENCE_CHUNK = 100
+"""Evidence pages made per task when workers make them (``render.build.parallel``): enough to outweigh a task's cost."""
+APART_PAGES = 1000
+"""Evidence pages made apart while the records render, at most (``prepare_evidence_pages``): about 0.8 s of one
+core, as long as the build's own imports and 50 records take; more would leave the build waiting on one core."""
+ASSETS_CACHE = "cache/assets"
+"""Where a build folder keeps the assets made at build time (``render.site.assets.cached_bundle``)."""
+
+
+# -- stage 2 and 3: sources and lint ---------------------------------------------------------
+
+
+def load_sources(docs: Path) -> Sources:
+    return sourcesmod.load(docs)
+
+
+def check_prose(src: Sources) -> None:
+    lint.check(src.pages)
+    for page in src.pages:
+        check_links(page.body, str(page.path))
+
+
+# -- stage 4: pages ----------------------------------------------------------------------
+
+
+def render_pages(
+    src: Sources,
+    evidence: Archive,
+    store: Store,
+    declarations: provenance.Declarations | None = None,
+    cache: incremental.PageCache | None = None,
+    derived: incremental.DerivedCache | None = None,
+    later: DeferredWork | None = None,
+) -> Tree:
+    """Template every page; collect ledger rows, charts/tables and who cites which evidence.
+
+    A record gets its headline results above its body and its environment and reproduce blocks below
+    (``render.pages.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
+    A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered;
+    ``derived`` keeps the fits, charts and tables between builds (``render.build.incremental.DerivedCache``).
+    ``later``: charts are described, not drawn, and drawn by it (``render.build.deferred``); pages and derivations
+    holding its placeholders are cached once it has settled them.
+    """
+    tree = Tree()
+    library = Library(evidence.docs, derived.load() if derived is not None else None)
+    library.later = later is not None
+    env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
+    cited = tree.cited
+    partial = notices.partial_ids(evidence.docs)
+    ids_digest = hashlib.sha256("\n".join(sorted(evidence.docs)).encode()).digest()
+    declared = json.dumps(declarations, sort_keys=True, default=repr).encode()
+    outputs: list[incremental.PageOutput | None] = []
+    aliased = []
+    for page in src.pages:
+        aliases = sourcesmod.resolve_evidence(page, store.resolve)
+        key = page_render.page_key(page, src, aliases, ids_digest, declared) if cache is not None else ""
+        outputs.append(cache.get(key) if cache is not None else None)
+        aliased.append((page, aliases, key))
+    todo = [i for i, out in enumerate(outputs) if out is None]
+
+    def render(n: int) -> tuple[incremental.PageOutput, dict[tuple, Any]]:
+        """Page ``todo[n]`` and the derivations its rendering computed (a worker hands them back)."""
+        page, aliases, _key = aliased[todo[n]]
+        before = len(library.computed)
+        out = page_render.render_one(page, src, evidence, library, env, aliases, partial, declarations)
+        return out, library.computed_since(before)
+
+    with page_pool.WorkerPool(render, len(todo)) as rendered:
+        progress = Progress("pages", log, total=len(todo), lines=False)
+        for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
+            library.adopt(computed)
+            if cache is not None and not (later is not None and later.hold(aliased[index][2], out)):
+                cache.put(aliased[index][2], out)
+            outputs[index] = out
+    for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
+        assert out is not None
+        tree.files.update(out.files)
+        tree.ledger += out.ledger
+        if out.headlines is not None:
+            tree.headlines[page.rel] = out.headlines
+        if out.machine is not None:
+            tree.machines[page.rel] = out.machine
+        for ident in out.cited:
+            cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
+    for rel, source in src.files:
+        tree.files[rel] = source.read_bytes()
+
+    def keep_derived() -> None:
+        if later is not None:
+            library.settle(later.drawn)
+        if derived is not None:
+            derived.save(library.derived(), frozenset(evidence.docs), changed=bool(library.computed))
+
+    if later is None:
+        keep_derived()
+    else:
+        later.add_charts(library.computed)
+        later.after(keep_derived)
+    return tree
+
+
+# -- stage 5: generated pages ------------------------------------------------------------------
+
+
+def generate_pages(
+    tree: Tree,
+    src: Sources,
+    evidence: Archive,
+    published: list[dict[str, Any]] | None,
+    previous: dict[str, list[Any]] | None = None,
+    past: list[dict[str, Any]] | None = None,
+    assets_cache: Path | None = None,
+    full: bool = False,
+    later: DeferredWork | None = None,
+    prepared: dict[str, evidence_pages.Prepared] | None = None,
+) -> Tree:
+    """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
+
+    ``previous`` maps each evidence id to the key and files of its page as the tree already holds them
+    (``render.build.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
+    ``past``: the published history's entries (``render.pages.history``), for the Changes page. ``assets_cache``: where
+    assets made at build time are kept between builds (``render.site.assets``); None makes them afresh;
+    ``full`` makes them afresh and keeps them; ``later``: those not kept are made while the engine runs.
+    ``prepared``: evidence pages made while the records rendered (``prepare_evidence_pages``), less their lists.
+    """
+    cited = tree.cited
+    todo: list[tuple[str, str]] = []
+    for ident in sorted(evidence.docs):
+        key = incremental.page_key([("evidence", ident.encode()), ("cited", json.dumps(cited.get(ident, [])).encode())])
+        before = (previous or {}).get(ident)
+        if before is not None and before[0] == key:
+            tree.kept.update(before[1])
+            tree.units[ident] = before
+        else:
+            todo.append((ident, key))
+    ready = prepared or {}
+    docs, raw = evidence.docs, evidence.raw
+    for ident, key in todo:
+        if ident in ready:  # made apart while the records rendered: only the "Cited by" list is added here
+            files = evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), ready[ident])
+            tree.files.update(files)
+            tree.units[ident] = [key, sorted(files)]
+    todo = [(ident, key) for ident, key in todo if ident not in ready]
+    chunks = [todo[i : i + EVIDENCE_CHUNK] for i in range(0, len(todo), EVIDENCE_CHUNK)]
+
+    def make(n: int) -> list[dict[str, bytes]]:
+        return [
+            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, [])) for ident, _key in chunks[n]
+        ]
+
+    with page_pool.WorkerPool(make, len(chunks)) as made:
+        # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
+        tree.files.update(site_files(assets_cache, read=not full, later=later.file if later is not None else None))
+        for chunk, pages in zip(chunks, made, strict=True):
+            for (ident, key), files in zip(chunk, pages, strict=True):
+                tree.files.update(files)
+                tree.units[ident] = [key, sorted(files)]
+    tree.files.update(evidence_index.pages(evidence.docs, cited))
+    tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
+    tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
+    if "index.md" not in tree.files:
+        tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"
+    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines).encode("utf-8")
+    if "playbook/index.md" not in tree.files:
+        tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
+    tree.diff = ledger.diff(published or [], tree.ledger)
+    titles = {p.rel: layout.page_title(p) for p in src.pages}
+    existing = {p for p in (*tree.files, *tree.kept) if p.endswith(".md")}
+    moved = claims.truth_changes(published or [], tree.ledger)
+    tree.files[changes.PAGE] = changes.page_markdown(
+        tree.diff, published is not None, existing, titles, moved, past, history.snapshot(src)
+    ).encode("utf-8")
+    tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
+    tree.nav = layout.nav(src)
+    if not any(p.kind == "home" for p in src.pages):
+        tree.nav.insert(0, {"Home": "index.md"})
+    if not any(p.rel == "playbook/index.md" for p in src.pages):
+        tree.nav.insert(1, {"Playbook": [{"Playbook": "playbook/index.md"}]})
+    return tree
+
+
+# -- stage 6 and 7: write the tree and the config (``render.site.config``) ----------------------
+
+
+def _owned_or_empty(folder: Path, marker: str, what: str) -> None:
+    if folder.exists() and any(folder.iterdir()) and not (folder / marker).exists():
+        raise BuildError(f"{folder} holds files render did not write; give {what} an empty or new folder")
+
+
+def write_tree(tree: Tree, out: Path) -> list[str]:
+    """Make ``out`` hold the tree (only a folder render made, or an empty one, is ever changed).
+
+    Only files whose bytes changed are rewritten (``render.build.incremental.write_tree``); returns their paths.
+    """
+    _owned_or_empty(out, TREE_MARKER, "the build folder")
+    files = {rel: layout.sealed(rel, data) for rel, data in tree.files.items()}  # no page meta from prose
+    return incremental.write_tree(files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
+
+
+# -- stage 8: the site engine ---------------------------------------------------------------
+
+
+def source_date_epoch(evidence: Archive, src: Sources) -> int:
+    """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none)."""
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given is not None:
+        try:
+            return int(given)
+        except ValueError:
+            raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
+    dates = [d["created_at"][:10] for d in evidence.docs.values()] + [p.date for p in src.pages if p.date]
+    if not dates:
+        return 0
+    newest = _dt.date.fromisoformat(max(dates))
+    return calendar.timegm(newest.timetuple())
+
+
+def make_site(
+    paths: BuildPaths,
+    epoch: int,
+    inputs: str,
+    clean: bool = True,
+    full: bool = False,
+    rewritten: list[str] | None = None,
+    engine: str = engines.DEFAULT,
+    saved: dirty.SiteState | None = None,
+    tree: Tree | None = None,
+    started: engines.RunningEngine | None = None,
+) -> bool:
+    """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.site.folder``).
+
+    Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.build.dirty``
+    finds that exact against ``saved``, the last build's state (``dirty.take``); returns whether it did.
+    ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
+    (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.site.engines``),
+    cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.build.deferred``) are made while the
+    engine runs, on the whole site. ``started``: the engine's process, started ahead (``engines.RunningEngine``).
+    """
+    _owned_or_empty(paths.site, SITE_MARKER, "--out")
+    chosen = engines.get(engine)
+    config = paths.build / "mkdocs.yml"
+    tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
+    now = dirty.state_for(chosen.name, config, list(tree_files), epoch, clean, inputs)
+    later = tree.later if tree is not None else None
+    sweep = None
+    reuse = (
+        later is None
+        and rewritten is not None
+        and chosen.dirty_builds
+        and clean
+        and not full
+        and paths.site.is_dir()
+        and dirty.can_reuse(saved, paths.site, now)
+    )
+    out = sitedir.temp_folder(paths.site)
+    try:
+        if reuse:
+            seen = dirty.copy_site(paths.site, out, rewritten or [])
+            _run_engine(chosen, config, out, epoch, True, started)
+            started = None  # used: a second run starts its own
+            changed = dirty.changed_since(out, seen)
+            index = dirty.SEARCH_INDEX
+            reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index)
+            if reuse:
+                sanitize.clean_site(out, only=changed)
+            else:  # a page's search entries cannot be placed, or a linked file was written: build it all
+                shutil.rmtree(out)
+                out.mkdir()
+        if not reuse:
+            if later is not None and tree is not None:  # while the engine runs: draw, make, clean what it wrote
+                sweep = sanitize.BackgroundSanitizer(out, chosen.theme) if clean and writes_pages_once(config) else None
+                later.start(tree.files, paths.tree, paths.build / incremental.TREE_MANIFEST, sweep)
+            _run_engine(chosen, config, out, epoch, not full, started)
+            if later is not None:
+                later.finish()
+                write_made(later.replaced, out)
+            if clean:
+                sanitize.clean_site(out, theme=chosen.theme, swept=sweep)
+        sitedir.relative_404(out)
+        (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
+        sitedir.stamp(out, inputs, chosen.name)
+        sitedir.swap_in(out, paths.site)
+        dirty.save(paths.build, now)
+    finally:
+        if later is not None:
+            later.cancel()  # the engine failed: stop drawing
+        if out.exists():
+            shutil.rmtree(out, ignore_errors=True)
+    return reuse
+
+
+def _run_engine(
+    chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool, started: engines.RunningEngine | None
+) -> None:
+    try:
+        chosen.run(config, out, epoch, incremental, started)
+    except engines.EngineError as exc:
+        raise BuildError(str(exc)) from None
+
+
+# -- the pipeline ------------------------------------------------------------------------------
+
+
+def prepare_evidence_pages(evidence: Archive) -> page_pool.ForkedTask | None:
+    """The first ``APART_PAGES`` evidence pages but their "Cited by" lists (``evidence_pages.prepare``), made in a
+    process apart while this one renders the records (the rest are made by every core after); None where the
+    build makes pages serially (``page_pool.workers``: it may not fork, ``PROBEBOOK_JOBS=1``, or too few pages)."""
+    if not page_pool.workers(len(evidence.docs)):
+        return None
+    docs = {i: evidence.docs[i] for i in sorted(evidence.docs)[:APART_PAGES]}
+    return page_pool.ForkedTask(lambda: {i: evidence_pages.prepare(i, d) for i, d in docs.items()}, 0, "evidence pages")
+
+
+def render_tree(
+    paths: BuildPaths, full: bool = False, reuse: bool = False, later: bool | None = None
+) -> tuple[Tree, Archive, Sources]:
+    """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh.
+
+    ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``). ``later``: the
+    engine that follows may take placeholders (``render.build.deferred``): True when it builds the whole site anyway,
+    False when it could rebuild only what changed, None (or no engine follows) when it may not. The tree
+    then holds them, and ``tree.later`` makes their bytes; else everything is made before the tree is written.
+    """
+    evidence = load_evidence(paths.archive, reuse and not full)
+    src = load_sources(paths.docs)
+    check_prose(src)
+    previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
+    apart = prepare_evidence_pages(evidence) if previous is None else None  # every evidence page is made
+    try:
+        if apart is not None:  # imported once, here, while the evidence pages are made: not in each render worker
+            load_libraries(draw=False)
+        cache = incremental.PageCache(paths.build, read=not full)
+        derived = incremental.DerivedCache(paths.build, read=not full)
+        waiting = DeferredWork(evidence.docs, cache)
+        tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived, waiting)
+        cache.prune()
+        if later is None or (later is False and len(waiting.charts) < LATER_MIN):
+            waiting.now()  # an author's edit that added a chart: drawn first, so the engine may rebuild only that page
+            waiting.settle(tree.files)
+        else:
+            tree.later = waiting
+        published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
+        past = history.read(history.path_beside(paths.published_ledger))
+        prepared = apart.wait() if apart is not None else None
+        tree = generate_pages(
+            tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full, tree.later, prepared
+        )
+    finally:
+        if apart is not None:
+            apart.end()  # nothing once it has returned; stopped if the build stopped first
+    published_bytes = (
+        read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
+    )
+    tree.files[evidence_pages.TARBALL] = evidence_pages.cached_tarball(
+        paths.build / ASSETS_CACHE,
+        evidence.raw,
+        published_bytes,
+        source_date_epoch(evidence, src),
+        read=not full,
+        later=tree.later.file if tree.later is not None else None,
+    )
+    incremental.forget_units(paths.build)  # written again once the tree holds what it describes
+    tree.rewritten = write_tree(tree, paths.tree)
+    incremental.save_units(paths.build, tree.units)
+    footer = colophon.text(
+        source_date_epoch(evidence, src), colophon.source_commit(paths.docs), tree.files["ledger.json"]
+    )
+    write_config(paths.config, tree.nav, paths.build, footer)
+    return tree, evidence, src
+
+
+def _stages(
+    paths: BuildPaths, site: bool, clean: bool, full: bool, reuse: bool, engine: str, started: engines.RunningEngine | None
+) -> tuple[Tree, Archive, Sources]:
+    """``build``'s stages, under its lock."""
+    inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
+    saved = dirty.take(paths.build)  # saved again only once a site is swapped in
+    later = None
+    if site and engine in LATER_ENGINES:
+        later = full or not paths.site.is_dir() or saved is None  # True: the engine builds everything anyway
+    tree, evidence, src = render_tree(paths, full, reuse, later)
+    if site:
+        epoch = source_date_epoch(evidence, src)
+        make_site(paths, epoch, inputs, clean, full, tree.rewritten, engine, saved, tree, started)
+    return tree, evidence, src
+
+
+def build(
+    paths: BuildPaths,
+    site: bool = True,
+    clean: bool = True,
+    full: bool = False,
+    reuse: bool = False,
+    engine: str = engines.DEFAULT,
+    started: engines.RunningEngine | None = None,
+) -> BuildResult:
+    """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
+
+    Pages and site files whose inputs did not change are reused (``render.build.incremental``, ``render.build.dirty``);
+    ``full`` renders and builds everything afresh, with the same result. ``reuse`` keeps the parsed archive
+    in this process between builds while it is unchanged (``serve``). ``started``: the engine's process,
+    started by the caller (``engines.start``; the CLI, before importing this module), else started here.
+
+    One build of a project at a time: a second waits for the build folder's lock.
+    """
+    try:
+        if started is None and site:  # started now, so its start overlaps render's work
+            started = engines.start(engine)
+        with sitedir.build_lock(paths.build):
+            tree, evidence, src = _stages(paths, site, clean, full, reuse, engine, started)
+    finally:
+        if started is not None:  # ended if the build stopped before the engine
+            started.close()
+    assert tree.diff is not None
+    return BuildResult(
+        tree=paths.tree,
+        site=paths.site if site else None,
+        ledger=tree.ledger,
+        diff=tree.diff,
+        pages=sum(1 for p in tree.files if p.endswith(".md")),
+        evidence=len(evidence.docs),
+        made_later=tree.later.settled if tree.later is not None else 0,
+    )

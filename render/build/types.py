@@ -1,0 +1,84 @@
+"""The plain data the build's stages pass along (``render.build.stages``): where it reads and writes, evidence, tree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from render.pages import provenance
+from render.build.deferred import DeferredWork
+from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
+from render.numbers.quantity import Quantity
+
+
+
+@dataclass(frozen=True)
+class BuildPaths:
+    """Where a build reads and writes."""
+
+    docs: Path
+    """Hand-written sources (index.md, playbook/, records/)."""
+    archive: Path
+    """The evidence archive (holding evidence/ and published/)."""
+    build: Path
+    """Render's output folder: the Markdown tree goes to ``build/docs``, the config to ``build/mkdocs.yml``."""
+    site: Path
+    """Where mkdocs writes the site."""
+    config: Path
+    """The base ``mkdocs.yml`` (theme, palette, extensions); render adds only ``nav`` and paths."""
+    published: Path | None = None
+    """The published ledger the Changes page compares with; default ``<archive>/published/ledger.json``."""
+    declarations: provenance.Declarations | None = field(default=None, compare=False)
+    """The probes' options (``measure.cli.declarations()``, handed in by the CLI), for the records' reproduce
+    blocks; render never imports a probe. None: the blocks say the commands are not shown."""
+
+    @property
+    def tree(self) -> Path:
+        return self.build / "docs"
+
+    @property
+    def published_ledger(self) -> Path:
+        return self.published if self.published is not None else self.archive / "published" / "ledger.json"
+
+
+@dataclass
+class Tree:
+    """The rendered Markdown tree, before it is written."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Tree path -> bytes."""
+    ledger: list[dict[str, Any]] = field(default_factory=list)
+    """One row per published number."""
+    nav: list[Any] = field(default_factory=list)
+    """The mkdocs ``nav``."""
+    cited: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Evidence id -> (tree path, title) of each page that cites it."""
+    diff: Diff | None = None
+    """This ledger against the published one."""
+    kept: set[str] = field(default_factory=set)
+    """Tree paths left as the last build wrote them (evidence pages whose inputs did not change)."""
+    rewritten: list[str] | None = None
+    """Tree paths this build wrote (bytes new or changed); None before the tree is written."""
+    units: dict[str, list[Any]] = field(default_factory=dict)
+    """Evidence id -> [key, tree paths] of its page, for the next build's ``previous``."""
+    headlines: dict[str, list[tuple[str, Quantity]]] = field(default_factory=dict)
+    """Record page -> its headline results (label, Quantity), for the records index and the home page."""
+    machines: dict[str, str] = field(default_factory=dict)
+    """Record page -> the GPU(s) its evidence ran on, in words."""
+    later: DeferredWork | None = None
+    """What makes the files that hold placeholders while the site engine runs (``render.build.deferred``); None: none do."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a build produced."""
+
+    tree: Path
+    site: Path | None
+    ledger: list[dict[str, Any]]
+    diff: Diff
+    pages: int
+    evidence: int
+    made_later: int = 0
+    """Tree files made while the site engine ran (charts, the bundle, the tarball: ``render.build.deferred``)."""

@@ -1,0 +1,1 @@
+"""Charts: one module per family of kinds, their marks and theme, the SVG drawing and the output files."""

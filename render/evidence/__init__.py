@@ -1,0 +1,1 @@
+"""The archive as render loads it, the evidence pages and their index."""

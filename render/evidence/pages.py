@@ -1,0 +1,376 @@
+"""One generated page per evidence id (ARCHITECTURE.md §6.4); the index of them is ``render/evidence/index.py``.
+
+A page is titled by what was measured (probe, preset, shape, date) with the id beneath it, opens
+with one sentence saying what the document holds, and shows the envelope, the machine (its idle
+clock at fingerprint and the clocks the run itself recorded, each labelled), the params, the raw
+samples as a table whose rows carry anchors (``#row-12``) that number links land on, any other data
+as a field table, the pages that cite it, and downloads: the archived JSON bytes unchanged, the
+samples as CSV, the whole archive as one reproducible tarball and the site's ledger. Raw floats
+show six significant figures without exponents (``render.numbers.reading.readable_float``); the exact
+values stay in the JSON download. Every text taken from the evidence (notes, source, column names,
+values) is escaped, so evidence cannot inject markup into the site.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import re
+import statistics
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from render.build import incremental
+from render.numbers import reading as numbers
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.pages.layout import nav_title
+from render.tables import columns as tables
+
+MAX_ROWS = 500
+"""Raw rows shown on a page; the CSV download always holds all of them."""
+MAX_OTHER = 400
+"""Fields of "Other data" shown on a page; the JSON download always holds all of them."""
+MAX_LIST = 24
+"""Items of a list of plain values shown in one "Other data" cell."""
+TARBALL = "evidence/probebook-archive.tar.gz"
+"""Tree path of the whole archive as one download (``archive_tarball``)."""
+LEDGER = "ledger.json"
+"""Tree path of the build's ledger (every published number)."""
+
+# Machine fields a reader misreads without a label: the fingerprint is taken before the run, on an idle card.
+_MACHINE_LABELS = {
+    "sm_clock_mhz": "SM clock at fingerprint, idle (MHz)",
+    "sm_clock_max_mhz": "SM clock, maximum (MHz)",
+    "mem_clock_mhz": "memory clock at fingerprint (MHz)",
+    "power_limit_w": "power limit (W)",
+    "temperature_c": "temperature at fingerprint (°C)",
+    "gpu_memory_bytes": "GPU memory (bytes)",
+}
+# Clocks the run recorded itself (data.clocks), as the machine table labels them.
+_RUN_CLOCKS = {
+    "sm_mhz_before": "SM clock in the run, before the timed windows (MHz)",
+    "sm_mhz_after": "SM clock in the run, after the timed windows (MHz)",
+}
+# Shape params, in the order a title names them, each as (param, how it reads).
+_SHAPE = (
+    ("gpus", "{} GPUs"),
+    ("batch", "batch {}"),
+    ("batches", "batches {}"),
+    ("seq_len", "{} tokens"),
+    ("seq_lens", "{} tokens"),
+    ("contexts", "contexts {}"),
+    ("tokens", "{} tokens"),
+    ("microbatches", "microbatches {}"),
+)
+
+
+def readable(value: Any) -> str:
+    """A stored value as page text: floats to six figures without exponents, lists joined, text escaped."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return numbers.readable_float(value)
+    if isinstance(value, int):
+        return numbers.minus(str(value))
+    if isinstance(value, (dict, list)):
+        return escape_text(json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return escape_text(value)
+
+
+def _span(values: Any) -> str:
+    """``[512, 1024, 8192]`` -> ``512–8192``; one value as itself; a list of up to three names listed."""
+    if not isinstance(values, list):
+        return str(values)
+    if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        lo, hi = min(values), max(values)
+        return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"
+    return ", ".join(str(v) for v in values[:3]) + (" …" if len(values) > 3 else "")
+
+
+def shape_text(params: dict[str, Any]) -> str:
+    """What a run's shape params say, e.g. ``batch 4 × 512–8192 tokens`` (empty when it has none)."""
+    parts = [form.format(_span(params[key])) for key, form in _SHAPE if params.get(key) not in (None, [], "")]
+    return " × ".join(parts)
+
+
+def title_text(doc: dict[str, Any]) -> str:
+    """Probe, preset, shape and date: ``step-scaling · 250m · batch 4 × 512–8192 tokens · 2026-11-29``."""
+    params = doc.get("params") or {}
+    parts = [str(doc.get("probe") or "evidence")]
+    if params.get("preset"):
+        parts.append(str(params["preset"]))
+    shape = shape_text(params)
+    if shape:
+        parts.append(shape)
+    if doc.get("created_at"):
+        parts.append(str(doc["created_at"])[:10])
+    return " · ".join(parts)
+
+
+def summary_text(doc: dict[str, Any], n_rows: int, columns: list[str]) -> str:
+    """One sentence: what the document holds, where and when it was measured, and its status."""
+    machine = doc.get("machine") or {}
+    origin = doc.get("origin") or {}
+    gpu = machine.get("gpu")
+    where = f"on {machine.get('gpu_count') or 1} × {gpu}" if gpu else "on the CPU"
+    how = "Imported" if origin.get("kind") == "imported" else f"Measured {where}"
+    what = f"{n_rows} samples of {', '.join(columns[:6])}{' …' if len(columns) > 6 else ''}" if n_rows else "no samples"
+    when = f" on {str(doc.get('created_at'))[:10]}" if doc.get("created_at") else ""
+    version = f"{doc.get('probe')} probe version {doc.get('probe_version')}"
+    return f"{how}{when} by the {version}: {what}. Status: {doc.get('status')}."
+
+
+def _fields_table(mapping: dict[str, Any], prefix: str) -> str:
+    if not mapping:
+        return "*(none recorded)*\n"
+    lines = ["| field | value |", "|---|---|"]
+    lines += [
+        f"| {_with_anchor(_anchor(prefix, str(k)), escape_text(k))} | {readable(mapping[k])} |" for k in sorted(mapping)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def machine_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(label, value) rows of the machine table: the fingerprint, labelled, then the clocks the run recorded."""
+    return [(label, value) for label, value, _ in _machine_rows(doc)]
+
+
+def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+    """(label, value, anchor) rows of the machine table."""
+    machine = doc.get("machine") or {}
+    rows = [(_MACHINE_LABELS.get(k, k), machine[k], _anchor("machine", str(k))) for k in sorted(machine)]
+    clocks = (doc.get("data") or {}).get("clocks")
+    if isinstance(clocks, dict):
+        rows += [(_RUN_CLOCKS[k], clocks[k], None) for k in _RUN_CLOCKS if clocks.get(k) is not None]
+    sampled = [
+        r["sm_clock_mhz_median"]
+        for r in (doc.get("data") or {}).get("samples") or []
+        if isinstance(r, dict) and isinstance(r.get("sm_clock_mhz_median"), (int, float))
+    ]
+    if sampled:
+        label = "SM clock in the timed windows, median of the windows' NVML medians (MHz)"
+        rows.append((label, statistics.median(sampled), None))
+    return rows
+
+
+def _machine_table(doc: dict[str, Any]) -> str:
+    rows = _machine_rows(doc)
+    if not rows:
+        return "*(none recorded)*\n"
+    lines = ["| field | value |", "|---|---|"]
+    lines += [f"| {_with_anchor(a, escape_text(k))} | {readable(v)} |" for k, v, a in rows]
+    return "\n".join(lines) + "\n"
+
+
+SAMPLES = "samples"
+"""The anchor of the raw samples table: where a number derived from all of a document's rows lands."""
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,120}")
+
+
+def row_anchor(index: int) -> str:
+    """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``; the table's for a row not shown."""
+    return f"row-{index}" if 0 <= index < MAX_ROWS else SAMPLES
+
+
+def _anchor(prefix: str, key: str) -> str | None:
+    """``params-batch``: an element id for a field row, or None when the key holds more than id-safe characters."""
+    return f"{prefix}-{key}" if _SAFE_ID.fullmatch(key) else None
+
+
+def _with_anchor(anchor: str | None, text: str) -> str:
+    return f'<span id="{anchor}"></span>{text}' if anchor else text
+
+
+def field_anchor(doc: dict[str, Any], path: str) -> str:
+    """Where on its evidence page the value at a dotted ``path`` shows: a row, a field, or "" when nowhere."""
+    head, _, rest = path.partition(".")
+    if head == "data" and rest.startswith("samples."):
+        index = rest.split(".")[1]
+        return row_anchor(int(index)) if index.isdigit() else SAMPLES
+    if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
+        return _anchor(head, rest) or ""
+    if head == "data":
+        other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+        for shown, _value in flatten(other)[:MAX_OTHER]:
+            if rest == shown or rest.startswith(shown + "."):
+                return _anchor("data", shown) or ""
+    return ""
+
+
+def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
+    # plain rows, not samples_frame: a DataFrame per page and itertuples cost ~2 ms a page (bench/render.py)
+    columns, cells = tables.samples_columns(doc)
+    if not columns:
+        return "*(no samples)*\n", 0, []
+    lines = ["| # | " + " | ".join(escape_text(c) for c in columns) + " |", "|---:|" + "---|" * len(columns)]
+    for i, row in enumerate(cells[:MAX_ROWS]):
+        anchor = _with_anchor(row_anchor(i), str(i))  # data.samples index: the number links land here
+        lines.append(f"| {anchor} | " + " | ".join(readable(None if _missing(v) else v) for v in row) + " |")
+    if len(cells) > MAX_ROWS:
+        lines.append(f"\n*{len(cells) - MAX_ROWS} more rows in the CSV download.*")
+    return "\n".join(lines) + "\n", len(cells), columns
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def flatten(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Nested data as (dotted path, value) rows; a list of plain values stays one row."""
+    if isinstance(value, dict):
+        if not value:
+            return [(path, value)]
+        return [row for k in sorted(value) for row in flatten(value[k], f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return [row for i, v in enumerate(value) for row in flatten(v, f"{path}.{i}")]
+    return [(path, value)]
+
+
+def _list_cell(values: list[Any]) -> str:
+    shown = ", ".join(readable(v) for v in values[:MAX_LIST])
+    return f"[{shown}{f', … {len(values) - MAX_LIST} more' if len(values) > MAX_LIST else ''}]"
+
+
+def _other_table(other: dict[str, Any]) -> str:
+    rows = flatten(other)
+    lines = ["| field | value |", "|---|---|"]
+    for path, value in rows[:MAX_OTHER]:
+        cell = _list_cell(value) if isinstance(value, list) else readable(value)
+        lines.append(f"| {_with_anchor(_anchor('data', path), escape_text(path))} | {cell} |")
+    if len(rows) > MAX_OTHER:
+        lines.append(f"\n*{len(rows) - MAX_OTHER} more fields in the JSON download.*")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An evidence page made before the pages that cite it are rendered: everything but its "Cited by" list."""
+
+    head: str
+    """The page's Markdown up to the list (its heading included)."""
+    tail: str
+    """The page's Markdown after the list."""
+    csv: bytes
+    """The samples as CSV (``tables.samples_csv``)."""
+
+
+def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
+    """The evidence page and its CSV download, less the list of pages that cite it (``page_files`` adds it)."""
+    rel, hexpart = evidence_page(ident), ident.split(":", 1)[1]
+    origin = doc.get("origin") or {}
+    code = doc.get("code") or {}
+    envelope = {
+        "id": ident,
+        "schema": doc.get("schema"),
+        "probe": doc.get("probe"),
+        "probe_version": doc.get("probe_version"),
+        "created_at": doc.get("created_at"),
+        "status": doc.get("status"),
+        "origin": origin.get("kind"),
+    }
+    if origin.get("kind") == "imported":
+        envelope["source"] = origin.get("source")
+    if doc.get("error") is not None:
+        envelope["error"] = doc["error"]
+    if doc.get("notes") is not None:
+        envelope["notes"] = doc["notes"]
+    table, n, columns = _samples_table(doc)
+    head = [f"# {escape_text(nav_title(title_text(doc)))}", ""]  # the engine makes the page's <title> from it
+    # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
+    head.append(f"`{ident}` (short: `{short_id(ident)}`)")
+    head += ["", escape_text(summary_text(doc, n, columns)), ""]
+    head.append(
+        f"Downloads: [JSON, as archived]({hexpart}.json) · [samples as CSV]({hexpart}.csv) · "
+        f"[the whole archive (tar.gz)]({relative_link(rel, TARBALL)}) · "
+        f"[the ledger of published numbers]({relative_link(rel, LEDGER)})"
+    )
+    head.append("")
+    head += ["## Envelope", "", _fields_table(envelope, "envelope")]
+    head += ["## Cited by", ""]
+    tail = ["", "## Code", "", _fields_table(code, "code")]
+    tail += ["## Machine", "", _machine_table(doc)]
+    tail += ["## Params", "", _fields_table(doc.get("params") or {}, "params")]
+    tail += [f"## Raw samples ({n})", ""]
+    note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
+    tail += [_with_anchor(SAMPLES, note), "", table]
+    other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+    if other:
+        tail += ["## Other data", "", _other_table(other)]
+    return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"))
+
+
+def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]]) -> str:
+    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it."""
+    return _page(ident, prepare(ident, doc), cited_by)
+
+
+def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]]) -> str:
+    rel = evidence_page(ident)
+    cited = [f"- [{escape_text(title)}]({relative_link(rel, path)})" for path, title in cited_by]
+    return "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
+
+
+def page_files(
+    ident: str, doc: dict[str, Any], raw: bytes, cited_by: list[tuple[str, str]], prepared: Prepared | None = None
+) -> dict[str, bytes]:
+    """The page and its two downloads, by tree path; ``prepared``: the page as ``prepare`` made it earlier."""
+    hexpart = ident.split(":", 1)[1]
+    made = prepared if prepared is not None else prepare(ident, doc)
+    return {
+        evidence_page(ident): _page(ident, made, cited_by).encode("utf-8"),
+        f"evidence/{hexpart}.json": raw,
+        f"evidence/{hexpart}.csv": made.csv,
+    }
+
+
+def archive_tarball(raw: dict[str, bytes], published: bytes | None, epoch: int) -> bytes:
+    """The archive as one ``.tar.gz``, byte-identical for the same evidence and ``epoch``.
+
+    Members are ``evidence/sha256/<2>/<62>.json`` (and ``published/ledger.json``) in sorted order, each
+    with mtime ``epoch`` (the build's SOURCE_DATE_EPOCH), mode 0644, owner 0:0 and no owner names; the
+    gzip header carries no file name and the same mtime (reproducible-builds.org's archive advice).
+    """
+    members = {
+        f"evidence/sha256/{i.split(':', 1)[1][:2]}/{i.split(':', 1)[1][2:]}.json": data for i, data in raw.items()
+    }
+    if published is not None:
+        members["published/ledger.json"] = published
+    folders = sorted({"/".join(name.split("/")[:k]) for name in members for k in range(1, name.count("/") + 1)})
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=epoch, compresslevel=9) as gz:
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+            for name in sorted(folders + list(members)):
+                info = tarfile.TarInfo(name)
+                info.mtime, info.uid, info.gid, info.uname, info.gname = epoch, 0, 0, "", ""
+                if name in members:
+                    info.size, info.mode = len(members[name]), 0o644
+                    tar.addfile(info, io.BytesIO(members[name]))
+                else:
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tar.addfile(info)
+    return buf.getvalue()
+
+
+def cached_tarball(
+    cache: Path,
+    raw: dict[str, bytes],
+    published: bytes | None,
+    epoch: int,
+    read: bool = True,
+    later: incremental.MakeLater | None = None,
+) -> bytes:
+    """``archive_tarball``, kept in ``cache`` (a build folder's) under a key of its inputs: the evidence ids (each
+    names its bytes), the published ledger's digest and ``epoch``; compressing the archive is a second at 10,000
+    documents, every build. Only the newest is kept. ``read=False`` (a full build) makes it afresh and keeps it;
+    ``later``: made later (``render.build.deferred``) unless kept."""
+    h = hashlib.sha256(f"epoch {epoch}\0".encode())
+    h.update(hashlib.sha256(published).digest() if published is not None else b"none")
+    h.update("\n".join(sorted(raw)).encode())
+    path = cache / f"archive-{h.hexdigest()[:32]}.tar.gz"
+    return incremental.kept_file(path, lambda: archive_tarball(raw, published, epoch), read, "archive-*.tar.gz", later)

@@ -1,0 +1,135 @@
+"""Page function of the data-parallel records: ``ddp(run)`` (ARCHITECTURE.md §6.4).
+
+A mixin of ``render.functions.library.PageFunctions``, kept apart so that each module stays small; the
+derivations are in ``render/derive/scaling.py``. ``ddp(run)`` reads ``ddp`` evidence and returns a
+``ScalingView``: per-GPU throughput at 1 and N GPUs, scaling efficiency, the all-reduce time per
+step and how much of it backward hid, all-reduce bandwidths, ``.projected(n)`` (a projection,
+labelled so in every derivation text) and ``.interconnect`` (what NVIDIA's and NCCL's own tools said).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from measure.errors import ProbebookError
+from render.derive import scaling
+from render.functions.base import FunctionsBase
+from render.functions.views import EvidenceRef, _View, number, quantity
+from render.numbers.links import escape_text
+from render.numbers.quantity import Quantity
+from render.pages.sandbox import Block
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row with terminal escapes
+_N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
+
+
+class ScalingView(_View):
+    FIELDS = {
+        "gpus": ("gpus", "", {"fmt": "d"}),
+        "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g"}),
+        "tok_s_n": ("tok_s_n", "tok/s", {"fmt": ".3g"}),
+        "step_1": ("step_1_s", "s", {"display": "ms", "fmt": ".4g"}),
+        "step_n": ("step_n_s", "s", {"display": "ms", "fmt": ".4g"}),
+        "efficiency": ("efficiency", "", {"fmt": ".1%"}),
+        "paired_efficiency": ("paired_efficiency", "", {"fmt": ".1%"}),
+        "comm": ("comm_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "exposed": ("exposed_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "instrumented_step": ("instrumented_step_s", "s", {"display": "ms", "fmt": ".4g"}),
+        "comm_share": ("comm_share", "", {"fmt": ".1%"}),
+        "exposed_share": ("exposed_share", "", {"fmt": ".1%"}),
+        "overlap": ("overlap", "", {"fmt": ".0%"}),
+        "other": ("other_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "other_share": ("other_share", "", {"fmt": ".1%"}),
+        "grad_bytes": ("grad_bytes", "B", {"display": "MiB", "fmt": ".4g"}),
+        "grad_allreduce": ("grad_allreduce_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "algbw": ("grad_algbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
+        "busbw": ("grad_busbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS) | {"projected", "sweep_busbw", "interconnect", "unstable"}
+
+    def __init__(self, summary: scaling.ScalingSummary, doc: dict[str, Any], ref: EvidenceRef):
+        notes = {name: _N1 for name, (source, _, _) in self.FIELDS.items() if getattr(summary, source) is None}
+        if summary.paired_efficiency is None and summary.gpus > 1:
+            notes["paired_efficiency"] = "no paired rounds in this evidence (ddp probe version 1)"
+        if summary.comm_s == 0:
+            notes["overlap"] = "no all-reduce time was measured"
+        what = f"ddp evidence at {summary.gpus} GPU(s), {summary.tokens_per_rank} tokens per rank, medians"
+        super().__init__(vars(summary), (ref.id,), what, f"ddp({ref.alias})", notes)
+        self._summary, self._doc, self._ref = summary, doc, ref
+
+    def projected(self, gpus: Any) -> Quantity:
+        """PROJECTION: scaling efficiency at ``gpus`` GPUs from the measured compute and communication terms."""
+        n = int(number(gpus, "projected() gpus"))
+        if n < 1:
+            raise ProbebookError(f"projected(): gpus must be >= 1, got {n}")
+        s = self._summary
+        return quantity(
+            scaling.projected_efficiency(s, n),
+            "",
+            self._evidence,
+            f"PROJECTION, not a measurement: efficiency at {n} GPUs = step(1) / step({n}), "
+            f"step({n}) = step({s.gpus}) + a·(ring({n})/ring({s.gpus}) − 1), a = the standalone all-reduce of "
+            "the gradient, ring(n) = 2(n−1)/n at the measured bus bandwidth",
+            f"{self._key}.projected({n})",
+            fmt=".1%",
+            note=None if s.grad_allreduce_s is not None else _N1,
+        )
+
+    def sweep_busbw(self, mib: Any) -> Quantity:
+        """Bus bandwidth of the standalone all-reduce sweep at ``mib`` MiB (nccl-tests ``busbw``)."""
+        nbytes = int(float(number(mib, "sweep_busbw() MiB")) * 2**20)
+        swept = self._summary.sweep_busbw_b_s
+        if self._summary.gpus > 1 and nbytes not in swept:
+            shown = ", ".join(f"{b / 2**20:g}" for b in sorted(swept)) or "none"
+            raise ProbebookError(f"sweep_busbw(): {mib} MiB was not swept in {self._ref.alias} (MiB swept: {shown})")
+        return quantity(
+            swept.get(nbytes),
+            "B/s",
+            self._evidence,
+            f"{self._what}; all-reduce of {nbytes} bytes: busbw = bytes / median time · 2(n−1)/n (nccl-tests)",
+            f"{self._key}.sweep_busbw({mib:g})" if isinstance(mib, (int, float)) else f"{self._key}.sweep_busbw({mib})",
+            display="GB/s",
+            fmt=".3g",
+            note=None if nbytes in swept else _N1,
+        )
+
+    @property
+    def unstable(self) -> Block:
+        """A note naming the step measurements whose windows' CV stayed over 5% (nothing when none did)."""
+        points = (self._doc.get("data") or {}).get("points") or []
+        flagged = [p for p in points if p.get("phase") == "step" and p.get("unstable")]
+        if not flagged:
+            return Block("")
+        which = " and ".join(f"{int(p['gpus'])} GPU(s)" for p in flagged)
+        why = "the step windows' coefficient of variation stayed over 5% after the extra windows; flagged unstable"
+        return Block(f'!!! note "Unstable windows"\n\n    At {escape_text(which)}: {escape_text(why)}.\n')
+
+    @property
+    def interconnect(self) -> Block:
+        """``nvidia-smi topo -m`` and the transports NCCL's own log named, as recorded (code blocks)."""
+        observed = (self._doc.get("data") or {}).get("observed") or {}
+        phase = (observed.get("phases") or {}).get(str(self._summary.gpus)) or {}
+        topo = _ANSI.sub("", observed.get("topology") or "(nvidia-smi was not available)")
+        transports = ", ".join(phase.get("transports") or []) or "none named (gloo, or one GPU)"
+        version = phase.get("nccl_version") or "not printed"
+        lines = [
+            "```text",
+            *(line.replace("```", "'''") for line in str(topo).rstrip().splitlines()),
+            "```",
+            "",
+            f"NCCL transports as logged: {escape_text(transports)}; NCCL version as logged: {escape_text(version)}.",
+            "",
+        ]
+        return Block("\n".join(lines))
+
+
+class ScalingFunctions(FunctionsBase):
+    """``ddp``; the helpers it uses are PageFunctions' own."""
+
+    def ddp(self, ref: Any) -> ScalingView:
+        """Data-parallel scaling of ``ddp`` evidence: efficiency, communication, bandwidths, projection."""
+        ref = self._ref(ref, "ddp", "ddp()")
+        doc = self._doc(ref)
+        summary = self.library.memo(("ddp", ref.id), lambda: scaling.summarize(doc))
+        return ScalingView(summary, doc, ref)

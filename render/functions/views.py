@@ -1,0 +1,309 @@
+"""What page functions return: evidence references, and views whose attributes are Quantities.
+
+Templates may read only the attributes a view lists in ``TEMPLATE_ATTRS`` (the page sandbox
+enforces it), so a page can show a derived number but never reach the raw value behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import jinja2
+
+from measure.errors import ProbebookError
+from render.derive import fit as fitmod
+from render.derive import project as projmod
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
+from render.pages.sandbox import Block
+
+
+@dataclass(frozen=True)
+class EvidenceRef:
+    """An evidence alias as a template sees it; shows as a link to the evidence page."""
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset({"alias", "probe", "short"})
+    alias: str
+    id: str
+    probe: str
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """The id, as a Quantity names its evidence (for the page's list of cited evidence)."""
+        return (self.id,)
+
+    @property
+    def short(self) -> str:
+        return short_id(self.id)
+
+    def template_markdown(self, page: str) -> str:
+        return f'[`{self.short}`]({relative_link(page, evidence_page(self.id))} "{self.probe} evidence")'
+
+
+def quantity(
+    value: Any, unit: str, ref: EvidenceRef | tuple[str, ...], derivation: str, key: str, **kw: Any
+) -> Quantity:
+    ids = (ref.id,) if isinstance(ref, EvidenceRef) else tuple(ref)
+    return Quantity(
+        value=None if value is None else float(value) if not isinstance(value, int) else value,
+        unit=unit,
+        evidence=ids,
+        derivation=derivation,
+        key=key,
+        **kw,
+    )
+
+
+def call_text(*parts: Any, **named: Any) -> str:
+    shown = [str(p) for p in parts] + [f"{k}={v!r}" for k, v in named.items() if v is not None]
+    return ", ".join(shown)
+
+
+class FitView:
+    """A step-scaling fit; each attribute is a Quantity."""
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset(
+        {"c", "a", "b", "asymptote", "max_residual", "noise", "n_points", "share", "warnings"}
+    )
+
+    def __init__(
+        self,
+        fitter: Callable[[EvidenceRef, dict[str, Any], tuple[float, ...]], fitmod.StepFit],
+        ref: EvidenceRef,
+        options: dict[str, Any],
+    ):
+        self._fitter, self._ref, self._options = fitter, ref, options
+        self._fit = fitter(ref, options, ())
+        f = self._fit
+        tokens = options.get("tokens")
+        self._what = (
+            f"step-scaling fit step(S) = c + a·S + b·S² with terms {'+'.join(f.terms) or 'none'} "
+            f"(asked {options.get('terms', 'auto')}), tokens {tokens or 'all'}, "
+            f"{f.n_points} token counts, {f.n_samples} samples"
+        )
+        self._key = f"fit({ref.alias})"
+
+    def _make(self, name: str, value: float | None, unit: str, ci_name: str | None, **kw: Any) -> Quantity:
+        ci = self._fit.ci.get(ci_name) if ci_name else None
+        return quantity(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", uncertainty=ci, **kw)
+
+    @property
+    def c(self) -> Quantity:
+        """Fixed cost per step."""
+        return self._make("c", self._fit.c_s, "s", "c_s", display="ms")
+
+    @property
+    def a(self) -> Quantity:
+        """Cost per token."""
+        return self._make("a", self._fit.a_s_per_token, "s/token", "a_s_per_token", display="µs/token")
+
+    @property
+    def b(self) -> Quantity:
+        """Cost per token squared."""
+        return self._make("b", self._fit.b_s_per_token2, "s/token²", "b_s_per_token2", display="ns/token²")
+
+    @property
+    def asymptote(self) -> Quantity:
+        """Tokens/s as S grows (only without a quadratic term)."""
+        note = None if self._fit.asymptote_tok_s is not None else "no asymptote: the fit has a quadratic term"
+        return self._make("asymptote", self._fit.asymptote_tok_s, "tok/s", "asymptote_tok_s", fmt=".3g", note=note)
+
+    @property
+    def max_residual(self) -> Quantity:
+        """Largest distance of a point mean from the model."""
+        return self._make("max_residual", self._fit.max_abs_residual_s, "s", None, display="ms")
+
+    @property
+    def noise(self) -> Quantity:
+        """Pooled within-S standard deviation of the samples."""
+        note = None if self._fit.noise_floor_s is not None else "no repeated samples: no noise floor"
+        return self._make("noise", self._fit.noise_floor_s, "s", None, display="ms", note=note)
+
+    @property
+    def n_points(self) -> Quantity:
+        """Distinct token counts fitted."""
+        return self._make("n_points", self._fit.n_points, "", None, fmt="d")
+
+    def share(self, width: Any) -> Quantity:
+        """Quadratic share ``b·W / (a + b·W)`` of the per-token cost at width W tokens."""
+        w = number(width, "share() width")
+        f = self._fitter(self._ref, self._options, (w,))
+        k = fitmod.width_key(w)
+        value = f.quadratic_share.get(k)
+        note = None if value is not None else "a = b = 0: no per-token cost"
+        return quantity(
+            value,
+            "",
+            self._ref,
+            f"{self._what}; quadratic share b·W/(a+b·W) at W={k}",
+            f"{self._key}.share({k})",
+            fmt=".1%",
+            uncertainty=f.ci.get(f"quadratic_share:{k}"),
+            note=note,
+        )
+
+    @property
+    def warnings(self) -> Block:
+        """The fit's warnings as an admonition (nothing when there are none)."""
+        if not self._fit.warnings:
+            return Block("")
+        body = "\n".join(f"    - {escape_text(w)}" for w in self._fit.warnings)
+        return Block(f'!!! warning "Fit warnings"\n\n{body}\n', self._fit.warnings)
+
+
+class _View:
+    """Attributes named in ``FIELDS`` are Quantities made by ``_make``."""
+
+    FIELDS: ClassVar[dict[str, tuple[str, str, dict[str, Any]]]] = {}
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(
+        self,
+        values: dict[str, Any],
+        evidence: tuple[str, ...],
+        what: str,
+        key: str,
+        notes: dict[str, str] | None = None,
+    ):
+        self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
+
+    def __getattr__(self, name: str) -> Quantity:
+        if name.startswith("_") or name not in self.FIELDS:
+            raise AttributeError(name)
+        source, unit, kw = self.FIELDS[name]
+        value = self._values.get(source)
+        note = self._notes.get(name) if value is None else None
+        return quantity(value, unit, self._evidence, f"{self._what}; {source}", f"{self._key}.{name}", note=note, **kw)
+
+
+class BatchView(_View):
+    FIELDS = {
+        "fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
+        "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ".3g"}),
+        "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
+        "first_oom": ("first_oom_batch", "", {"fmt": "d"}),
+        "context": ("context", "", {"fmt": "d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
+
+    @property
+    def unstable(self) -> Block:
+        """The batches flagged unstable (CV over 5%), as a note; nothing when there are none."""
+        return _batch_note(
+            self._values.get("unstable_batches"),
+            "Unstable points",
+            "their windows' CV was over 5%, so none of them competes for the fastest stable batch",
+        )
+
+    @property
+    def spilled(self) -> Block:
+        """The batches whose peak was above the card's memory (a proven spill), as a note."""
+        return _batch_note(
+            self._values.get("spilled_batches"),
+            "Spilled points",
+            "their peak memory was above the card's total, so none of them counts as fitting",
+        )
+
+
+def _batch_note(batches: Any, heading: str, why: str) -> Block:
+    if not batches:
+        return Block("")
+    shown = ", ".join(str(int(b)) for b in batches)
+    return Block(f'!!! note "{heading}"\n\n    Batch {escape_text(shown)}: {escape_text(why)}.\n')
+
+
+class CampaignTimeView(_View):
+    """A campaign's wall time (``render.derive.campaign``): totals, and per measured point the phases."""
+
+    FIELDS = {
+        "wall": ("wall_s", "s", {"fmt": ",.0f"}),
+        "device_busy": ("device_busy_s", "s", {"fmt": ",.0f"}),
+        "points": ("points", "", {"fmt": "d"}),
+        "attempts": ("attempts", "", {"fmt": "d"}),
+        "runs": ("runs", "", {"fmt": "d"}),
+        "job_start": ("job_start_s", "s", {}),
+        "imports": ("imports_s", "s", {}),
+        "device_wait": ("device_wait_s", "s", {}),
+        "setup": ("setup_s", "s", {}),
+        "warmup": ("warmup_s", "s", {}),
+        "timed": ("timed_s", "s", {}),
+        "observe": ("observe_s", "s", {}),
+        "trace": ("trace_s", "s", {}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+class LossMemoryView(_View):
+    FIELDS = {
+        "per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),
+        "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
+        "max_residual": ("max_abs_residual_bytes", "B", {"display": "MiB", "fmt": ".3g"}),
+        "largest_microbatch": ("largest_usable_microbatch", "", {"fmt": "d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+class ProjectionView(_View):
+    FIELDS = {
+        "time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
+        "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
+        "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
+        "tokens": ("tokens", "tok", {"fmt": ".3g"}),
+        "updates": ("optimizer_updates", "", {"fmt": ",d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+class PaddingView(_View):
+    FIELDS = {
+        "documents": ("documents", "", {"fmt": ",d"}),
+        "tokens": ("tokens", "tok", {"fmt": ",d"}),
+        "sequences": ("sequences", "", {"fmt": ",d"}),
+        "before": ("naive_share", "", {"fmt": ".1%"}),
+        "before_longest": ("naive_longest_share", "", {"fmt": ".1%"}),
+        "after": ("bucket_share", "", {"fmt": ".1%"}),
+        "after_longest": ("bucket_longest_share", "", {"fmt": ".1%"}),
+        "rows_before": ("naive_rows", "", {"fmt": ",d"}),
+        "rows_after": ("bucket_rows", "", {"fmt": ",d"}),
+        "diversity": ("bucket_diversity", "", {"fmt": ".3g"}),
+        "naive_diversity": ("naive_diversity", "", {"fmt": ".3g"}),
+        "bucket": ("bucket_size", "tok", {"fmt": "d"}),
+        "knee": ("knee", "tok", {"fmt": "d"}),
+        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "epoch": ("epoch_s", "s", {"fmt": ",.0f"}),
+        "saving": ("saving_s", "s", {"fmt": ",.0f"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+class MaskView(_View):
+    FIELDS = {
+        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "causal_step": ("causal_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "slowdown": ("slowdown", "", {"fmt": ".1%"}),
+        "padding_share": ("padding_share", "", {"fmt": ".1%"}),
+        "window": ("window", "tok", {"fmt": "d"}),
+        "attention": ("attention_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "causal_attention": ("causal_attention_s", "s", {"display": "ms", "fmt": ".3g"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+def defined(value: Any) -> Any:
+    """An undefined name passed to a function fails here, naming itself (StrictUndefined raises on str())."""
+    if isinstance(value, jinja2.Undefined):
+        str(value)
+    return value
+
+
+def number(value: Any, what: str) -> float:
+    """A plain number given in a template (a width, a parameter count): int, float or text like 250M."""
+    defined(value)
+    if isinstance(value, Quantity):
+        raise ProbebookError(f"{what} takes a plain number, not a measured quantity")
+    if isinstance(value, str):
+        return projmod.parse_count(value, what)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProbebookError(f"{what} must be a number, got {value!r}")
+    return value

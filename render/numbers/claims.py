@@ -1,0 +1,117 @@
+"""Checked claims: a sentence a page shows only while the comparison behind it holds.
+
+``{{ claim(fit(sweep_compiled).c < fit(sweep).c, "the compiled step has the smaller fixed part") }}``
+renders the sentence when the condition is true and fails the build otherwise, naming the page's
+file and line, the sentence and both values.
+
+Quantities combine where their units allow: ``q * 2``, ``q / 2``, ``q + r`` and ``q - r`` (units
+equal up to a prefix), ``q / r`` (a ratio when the units agree up to a prefix, else the quotient
+unit), ``q * r`` when one side has no unit. ``<``, ``>``, ``<=`` and ``>=`` compare two
+quantities whose units agree up to a prefix, or a quantity without a unit with a plain number.
+
+Each composite keeps an expression over its *leaves*, the page-function numbers it is made of
+(ledger key, evidence, value, unit), so a claim can be re-evaluated with another ledger's values
+of the same leaves: the Changes page lists each claim whose truth differs under the published
+numbers (``truth_changes``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from render.numbers.quantity import COMPARE, Comparison, check, evaluate, shift_leaves, tree
+
+KIND = "claim"
+"""The ``unit`` of a claim's ledger row."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What ``claim()`` returns: true comparisons and the sentence they allow the page to show."""
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
+    comparisons: tuple[Comparison, ...]
+    sentence: str
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        ids = [e for c in self.comparisons for q in (c.left, c.right) for e in q.evidence]
+        return tuple(dict.fromkeys(ids))
+
+
+def make(conditions: tuple[Any, ...], sentence: Any) -> Claim:
+    """A checked claim: every condition true, else a ``ClaimError`` naming the sentence and both values."""
+    return Claim(tuple(check(conditions, sentence)), sentence)
+
+
+def ledger_row(page: str, comparisons: list[Comparison], sentence: str) -> dict[str, Any]:
+    """The claim as a ledger row (``unit`` ``claim``, value 1: true), with what re-evaluating it needs."""
+    parts: list[dict[str, Any]] = []
+    leaves: list[dict[str, Any]] = []
+    for c in comparisons:
+        tl, ll = tree(c.left)
+        tr, lr = tree(c.right)
+        base = len(leaves)
+        leaves += list(ll) + list(lr)
+        parts.append(
+            {"op": c.op, "left": shift_leaves(tl, base), "right": shift_leaves(tr, base + len(ll)), "factor": c.factor}
+        )
+    evidence = list(dict.fromkeys(e for leaf in leaves for e in leaf["evidence"]))
+    return {
+        "page": page,
+        "key": f"claim: {sentence}",
+        "value": 1,
+        "unit": KIND,
+        "text": "true",
+        "uncertainty": None,
+        "evidence": evidence,
+        "derivation": " and ".join(f"{c.left.key} {c.op} {c.right.key}" for c in comparisons),
+        "claim": {"sentence": sentence, "comparisons": parts, "leaves": leaves},
+    }
+
+
+@dataclass(frozen=True)
+class TruthChange:
+    """A claim of this build that the published numbers would have made false (or unknown)."""
+
+    row: dict[str, Any]
+    """The claim's row in this build's ledger."""
+    was: bool | None
+    """Its truth under the published values of its leaves (None: a leaf was not published)."""
+    old_values: list[float | None]
+    """The published value of each leaf, in leaf order."""
+
+
+def _published_value(leaf: dict[str, Any], page: str, rows: list[dict[str, Any]]) -> float | None:
+    """A leaf's value in the published ledger: the same key and evidence, on the same page first."""
+    matches = [r for r in rows if r["key"] == leaf["key"] and list(r["evidence"]) == list(leaf["evidence"])]
+    matches.sort(key=lambda r: r["page"] != page)
+    return matches[0]["value"] if matches else None
+
+
+def truth_changes(published: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[TruthChange]:
+    """Claims of ``rows`` whose truth differs under the published values of their leaves, in ledger order.
+
+    A claim whose leaves were all published is re-evaluated with those values; one whose leaves
+    were not (a new comparison of new numbers) is listed when it is not itself in the published ledger.
+    """
+    out = []
+    before = {(r["page"], r["key"]) for r in published}
+    for row in sorted(rows, key=lambda r: (r["page"], r["key"])):
+        spec = row.get("claim")
+        if row.get("unit") != KIND or not isinstance(spec, dict):
+            continue
+        old = [_published_value(leaf, row["page"], published) for leaf in spec["leaves"]]
+        if any(v is None for v in old):
+            if (row["page"], row["key"]) not in before:
+                out.append(TruthChange(row, None, old))
+            continue
+        truths = []
+        for c in spec["comparisons"]:
+            left, right = evaluate(c["left"], old), evaluate(c["right"], old)
+            truths.append(None if left is None or right is None else COMPARE[c["op"]](left, right * c["factor"]))
+        was = None if None in truths else all(truths)
+        if was is not True:
+            out.append(TruthChange(row, was, old))
+    return out

@@ -1,0 +1,204 @@
+"""The ledger: one row per published number, and the diff between two ledgers (ARCHITECTURE.md §6.3).
+
+A ledger file is ``{"schema": "probebook.ledger/1", "rows": [...]}``; each row holds ``page``,
+``key``, ``value`` (in ``unit``, the base unit), ``unit``, ``text`` (as shown), ``uncertainty``,
+``evidence`` and ``derivation``. Rows are sorted by (page, key) and written with sorted keys, so
+the same numbers always give the same bytes. A row is identified across builds by (page, key).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from measure.errors import ProbebookError
+from measure.evidence.envelope import loads
+from render.numbers.quantity import percent
+
+SCHEMA = "probebook.ledger/1"
+_ROW_FIELDS = ("page", "key", "value", "unit", "text", "uncertainty", "evidence", "derivation")
+
+
+class LedgerError(ProbebookError):
+    """A ledger file that is missing, malformed or of another schema."""
+
+
+def to_bytes(rows: list[dict[str, Any]], build: dict[str, Any] | None = None) -> bytes:
+    """Canonical ledger bytes: rows sorted by (page, key), keys sorted, one trailing newline.
+
+    ``build`` is the site's build stamp (``render.site.folder``): whether the build completed and its inputs' digest.
+    """
+    ordered = sorted(rows, key=lambda r: (r["page"], r["key"]))
+    doc: dict[str, Any] = {"schema": SCHEMA, "rows": ordered}
+    if build is not None:
+        doc["build"] = build
+    return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def write(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write a ledger atomically (temp file in the same folder, then rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(to_bytes(rows))
+    os.replace(tmp, path)
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """Read and check a ledger file; every problem is one line naming the file (and row)."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise LedgerError(f"{path}: no such ledger file (`probebook build` writes site/ledger.json)") from None
+    except OSError as exc:
+        raise LedgerError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        doc = loads(raw.decode("utf-8"))  # strict: no NaN/Infinity, no key twice, at most MAX_DEPTH deep
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise LedgerError(f"{path}: not a JSON ledger ({str(exc)[:120]})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise LedgerError(f"{path}: field 'schema' must be {SCHEMA!r}, got {got!r}")
+    rows = doc.get("rows")
+    if not isinstance(rows, list):
+        raise LedgerError(f"{path}: field 'rows' must be a list")
+    seen: set[tuple[str, str]] = set()
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise LedgerError(f"{path}: rows[{i}] must be an object")
+        missing = [f for f in _ROW_FIELDS if f not in row]
+        if missing:
+            raise LedgerError(f"{path}: rows[{i}] lacks field '{missing[0]}'")
+        if not (isinstance(row["page"], str) and isinstance(row["key"], str)):
+            raise LedgerError(f"{path}: rows[{i}] fields 'page' and 'key' must be text")
+        value = row["value"]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise LedgerError(f"{path}: rows[{i}].value must be a number or null, got {value!r}")
+        ident = (row["page"], row["key"])
+        if ident in seen:
+            raise LedgerError(f"{path}: rows[{i}] repeats page {row['page']!r} key {row['key']!r}")
+        seen.add(ident)
+    return rows
+
+
+def read_build(path: Path) -> dict[str, Any] | None:
+    """The build stamp of a ledger file (after the checks ``read`` makes), or None when it has none."""
+    read(path)
+    doc = loads(Path(path).read_bytes().decode("utf-8"))
+    build = doc.get("build")
+    if build is not None and not isinstance(build, dict):
+        raise LedgerError(f"{path}: field 'build' must be an object")
+    return build
+
+
+def relative_change(old: float | None, new: float | None) -> float | None:
+    """(new - old) / |old|, dimensionless; None when either is missing, old is zero, or it is not a finite double."""
+    if old is None or new is None or old == 0:
+        return None
+    try:
+        rel = (new - old) / abs(old)  # integers past a double's range overflow here
+    except OverflowError:
+        return None
+    return rel if math.isfinite(rel) else None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One number whose value, shown text or derivation differs between two ledgers."""
+
+    old: dict[str, Any]
+    """The row in the old ledger."""
+    new: dict[str, Any]
+    """The row in the new ledger."""
+
+    @property
+    def page(self) -> str:
+        return str(self.new["page"])
+
+    @property
+    def key(self) -> str:
+        return str(self.new["key"])
+
+    @property
+    def relative(self) -> float | None:
+        """Relative change of the value, dimensionless (0.1 = 10% up)."""
+        return relative_change(self.old["value"], self.new["value"])
+
+
+@dataclass(frozen=True)
+class Diff:
+    """What moved between two ledgers."""
+
+    added: list[dict[str, Any]]
+    """Rows only in the new ledger, sorted by (page, key)."""
+    removed: list[dict[str, Any]]
+    """Rows only in the old ledger, sorted by (page, key)."""
+    changed: list[Change]
+    """Rows in both whose value, text or derivation differs, sorted by (page, key)."""
+    unchanged: int
+    """How many rows are the same in both."""
+
+    @property
+    def any(self) -> bool:
+        return bool(self.added or self.removed or self.changed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "removed": self.removed,
+            "changed": [
+                {"page": c.page, "key": c.key, "old": c.old, "new": c.new, "relative_change": c.relative}
+                for c in self.changed
+            ],
+            "unchanged": self.unchanged,
+        }
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Rows are the same number when value (exactly, or both missing), text and derivation agree."""
+    va, vb = a["value"], b["value"]
+    same_value = (va is None and vb is None) or (
+        va is not None
+        and vb is not None
+        and (va == vb or (isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb)))
+    )
+    return same_value and a["text"] == b["text"] and a["derivation"] == b["derivation"]
+
+
+def diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Diff:
+    """Numbers added, removed and changed from ``old`` to ``new`` (rows matched by page and key)."""
+    before = {(r["page"], r["key"]): r for r in old}
+    after = {(r["page"], r["key"]): r for r in new}
+    added = [after[k] for k in sorted(after.keys() - before.keys())]
+    removed = [before[k] for k in sorted(before.keys() - after.keys())]
+    changed, unchanged = [], 0
+    for k in sorted(before.keys() & after.keys()):
+        if _same(before[k], after[k]):
+            unchanged += 1
+        else:
+            changed.append(Change(before[k], after[k]))
+    return Diff(added, removed, changed, unchanged)
+
+
+def change_percent(rel: float | None) -> str:
+    """A relative change as signed percent text with 3 significant figures, e.g. ``+4.2%``; ``n/a`` when undefined."""
+    return percent(rel, "+.3g")
+
+
+def format_diff(d: Diff) -> list[str]:
+    """The diff as text lines, for ``probebook diff``."""
+    lines = []
+    for row in d.added:
+        lines.append(f"added    {row['page']} {row['key']}: {row['text']}")
+    for row in d.removed:
+        lines.append(f"removed  {row['page']} {row['key']}: {row['text']}")
+    for c in d.changed:
+        what = f"{c.old['text']} -> {c.new['text']} ({change_percent(c.relative)})"
+        if c.old["derivation"] != c.new["derivation"]:
+            what += f"; derivation {c.old['derivation']!r} -> {c.new['derivation']!r}"
+        lines.append(f"changed  {c.page} {c.key}: {what}")
+    lines.append(f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, {d.unchanged} unchanged")
+    return lines

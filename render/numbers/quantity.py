@@ -1,0 +1,498 @@
+"""``Quantity``: every number a page shows, with its unit, format, uncertainty and provenance.
+
+A Quantity keeps its value in a *base* unit (seconds, bytes, tokens/s ...) and, separately, the
+unit it is displayed in, so the ledger compares values across builds even when a page changes
+how it shows them. It renders as the formatted number wrapped in a Markdown link to its
+evidence page, with the derivation (and the uncertainty) in the link's title.
+
+Text that reaches a page from data (front matter, evidence notes, column names) goes through
+``escape_text``, which escapes what Markdown or HTML could act on, so it can only ever show as text.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from render.numbers import reading as numbers
+from render.numbers.links import evidence_page, relative_link, short_id, title_text
+
+# SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
+_PREFIXES: dict[str, float] = {
+    "Ki": 1024.0,
+    "Mi": 1024.0**2,
+    "Gi": 1024.0**3,
+    "Ti": 1024.0**4,
+    "P": 1e15,
+    "T": 1e12,
+    "G": 1e9,
+    "M": 1e6,
+    "k": 1e3,
+    "m": 1e-3,
+    "µ": 1e-6,
+    "u": 1e-6,
+    "n": 1e-9,
+    "": 1.0,
+}
+# Base units a prefix may attach to; the unit's tail after the base ("/token", "/s") must match.
+_BASES = ("FLOP", "tok", "s", "B")
+_PREFIX_ORDER = sorted(_PREFIXES, key=len, reverse=True)
+# Larger units of time, as multiples of a second (a Quantity in s may be shown in h, say).
+_TIME = {"min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class UnitError(ProbebookError):
+    """A unit conversion between incompatible units."""
+
+
+def _split_unit(unit: str) -> tuple[float, str] | None:
+    """``"ms/token"`` -> ``(1e-3, "s/token")``: the prefix factor and the prefix-free unit."""
+    if unit in _TIME:
+        return _TIME[unit], "s"
+    for prefix in _PREFIX_ORDER:
+        if not unit.startswith(prefix):
+            continue
+        rest = unit[len(prefix) :]
+        for base in _BASES:
+            if rest == base or (rest.startswith(base) and rest[len(base)] in "/·²³ "):
+                if base == "s" and prefix in ("Ki", "Mi", "Gi", "Ti"):
+                    continue  # binary prefixes are for bytes only
+                return _PREFIXES[prefix], rest
+    return None
+
+
+def conversion_factor(from_unit: str, to_unit: str) -> float:
+    """Multiply a value in ``from_unit`` by this to express it in ``to_unit`` (same base, other prefix)."""
+    if from_unit == to_unit:
+        return 1.0
+    a, b = _split_unit(from_unit), _split_unit(to_unit)
+    if a is None or b is None or a[1] != b[1]:
+        raise UnitError(f"cannot show a value in {from_unit!r} as {to_unit!r}: the units differ by more than a prefix")
+    return a[0] / b[0]
+
+
+def percent(fraction: float | None, spec: str = ".1f") -> str:
+    """A fraction of 1 as percent text: ``percent(0.1234)`` is ``12.3%``, ``percent(0.042, "+.3g")`` is ``+4.2%``;
+    ``n/a`` when undefined."""
+    if fraction is None:
+        return "n/a"
+    return f"{fraction * 100:{spec}}%"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A published number with its provenance."""
+
+    value: float | None
+    """The number in ``unit`` (the base unit); None when it cannot be derived (``note`` says why)."""
+    unit: str
+    """Base unit of ``value``: ``s``, ``s/token``, ``tok/s``, ``B``, ``FLOP/s``; ``""`` for a ratio."""
+    fmt: str = ".3g"
+    """Python format spec for the displayed number (``.3g``, ``,.0f``, ``.1%``)."""
+    display: str | None = None
+    """Unit the number is shown in (same base, any prefix); None shows it in ``unit``."""
+    uncertainty: tuple[float, float] | None = None
+    """A 95% interval (low, high) in ``unit``, when the derivation gives one."""
+    evidence: tuple[str, ...] = ()
+    """Full evidence ids (``sha256:<64 hex>``) the number is derived from; the first is linked."""
+    derivation: str = ""
+    """How the number was derived, with its parameters; shown as the link's title and in the ledger."""
+    key: str = ""
+    """Stable name of the number within its page, e.g. ``fit(sweep).c``; the ledger's row key."""
+    note: str | None = None
+    """Why ``value`` is None, shown in place of the number's explanation."""
+    extra: tuple[tuple[str, Any], ...] = field(default=())
+    """Additional facts for the title, as (label, text) pairs."""
+    mark: str | None = None
+    """A word shown beside the number, e.g. ``partial`` for a number from partial evidence."""
+    anchor: str = ""
+    """Where on the first evidence's page the number's inputs are (``row-12``, ``params-batch``); "" for the
+    raw samples table (``render.evidence.pages.field_anchor``)."""
+    pinned: bool = False
+    """True when the template chose the display unit (``.to()``); otherwise the prefix is chosen to fit the value."""
+    expr: Any = field(default=None, compare=False)
+    """For a number combined from others (``a / b``, ``a * 2``): its expression over ``leaves``."""
+    leaves: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
+    """For a combined number: the page-function numbers it is made of (key, evidence, value, unit)."""
+
+    def __post_init__(self) -> None:
+        if self.value is not None:
+            if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
+                raise TypeError(f"Quantity value must be a number, got {type(self.value).__name__}")
+            if not math.isfinite(self.value):
+                object.__setattr__(self, "note", self.note or "the derivation gave a non-finite result")
+                object.__setattr__(self, "value", None)
+        if self.display is not None:
+            conversion_factor(self.unit, self.display)
+
+    # -- what templates may call -------------------------------------------------------
+    def to(self, unit: str) -> "Quantity":
+        """The same number shown in another prefix of its unit, e.g. ``.to("ms")``."""
+        conversion_factor(self.unit, unit)
+        return replace(self, display=unit, pinned=True)
+
+    def format(self, spec: str) -> "Quantity":
+        """The same number with another format spec, e.g. ``.format(".2f")``."""
+        if numbers.wide_format(spec):
+            raise ProbebookError(f"format spec {spec[:40]!r} asks for more than {numbers.MAX_FORMAT_WIDTH} characters")
+        try:
+            format(1.5, spec)
+        except ValueError:
+            raise ProbebookError(f"{spec!r} is not a Python number format (try '.3g' or ',.0f')") from None
+        return replace(self, fmt=spec)
+
+    # -- rendering (the rules are render.numbers.reading') ----------------------------------------
+    @property
+    def shown_unit(self) -> str:
+        """The unit the number is shown in: the template's ``.to()`` unit, else the prefix that fits the value."""
+        return self._shown()[1]
+
+    def _shown(self) -> tuple[float | None, str]:
+        """(the value in the shown unit, the shown unit)."""
+        unit = self.display if self.display is not None else self.unit
+        if self.value is None:
+            return None, unit
+        factor = conversion_factor(self.unit, unit)
+        value = self.value if factor == 1.0 else self.value * factor  # keeps an int an int, for "d" formats
+        if self.pinned or self._explicit or isinstance(self.value, int) or unit in _TIME:
+            return value, unit
+        binary = unit.endswith("iB") or "iB/" in unit
+        return numbers.choose_unit(float(value), unit, binary=binary)
+
+    @property
+    def _explicit(self) -> bool:
+        """A fixed-point, integer or percent format the page asked for is kept as written."""
+        return self.fmt.endswith(("%", "d", "f", "F"))
+
+    def _sig(self) -> int:
+        """Significant figures a ``g``/``e`` format asks for (``.4g``: 4, ``.2e``: 3); three otherwise."""
+        m = re.fullmatch(r"[^.]*\.([0-9]+)([gGeE])", self.fmt)
+        if not m:
+            return numbers.SIG
+        digits = int(m.group(1))
+        return max(digits + (1 if m.group(2) in "eE" else 0), 1)
+
+    def _decimals(self, scale: float) -> int | None:
+        """Decimal places the interval asks for in the shown unit (``scale``: shown per base); None without one."""
+        if self.uncertainty is None or self.value is None:
+            return None
+        lo, hi = self.uncertainty
+        return numbers.interval_decimals(self.value * scale, lo * scale, hi * scale)
+
+    def _format(self, value: float, scale: float) -> str:
+        """One number (a value or a bound, already in the shown unit) as text, without its unit."""
+        places = self._decimals(scale)
+        if self.fmt.endswith("%"):
+            if places is None:
+                return numbers.minus(self._python(value))
+            return numbers.fixed(value * 100, max(places - 2, 0)) + "%"
+        if self._explicit:
+            return numbers.minus(self._python(value))
+        if places is not None:
+            return numbers.fixed(value, places)
+        if isinstance(value, int):
+            return numbers.minus(f"{value:,}")  # a count stored as an integer is shown whole
+        if not self.unit:
+            special = numbers.count_words(value, self._sig(), " ") or numbers.small_ratio(value, self._sig(), " ")
+            if special:
+                return special
+        return numbers.significant(value, self._sig())
+
+    def _python(self, value: float) -> str:
+        try:
+            return format(value, self.fmt)
+        except ValueError:
+            raise ProbebookError(f"{self.fmt!r} is not a Python number format for {self.key or 'a quantity'}") from None
+
+    def _scale(self) -> float:
+        """Shown-unit units per base unit."""
+        return conversion_factor(self.unit, self._shown()[1])
+
+    @property
+    def text(self) -> str:
+        """The number as a reader sees it: ``12.3 ms``, ``23.0%``, ``4.23 TB/s``, ``n/a`` (``render.numbers.reading``).
+
+        A plain space here (the ledger's and messages' text); ``markdown`` joins number and unit with a narrow
+        no-break space."""
+        shown_value, unit = self._shown()
+        if shown_value is None:
+            return "n/a"
+        number = self._format(shown_value, self._scale())
+        if self.fmt.endswith("%"):
+            return number
+        return numbers.with_unit(number, unit, " ")
+
+    @property
+    def interval_text(self) -> str | None:
+        """The uncertainty in parentheses without the unit, ``(1.7–5.8)``, to follow ``text``; or None."""
+        if self.uncertainty is None or self.value is None:
+            return None
+        scale = self._scale()
+        lo, hi = (self._format(v * scale, scale) for v in self.uncertainty)
+        if self.fmt.endswith("%"):
+            return numbers.interval(lo.rstrip("%"), hi.rstrip("%"), "%")
+        return numbers.interval(lo, hi)
+
+    @property
+    def title(self) -> str:
+        """The link title: derivation, interval, notes and the evidence it stands on."""
+        parts = [self.derivation or "derived from evidence"]
+        if self.interval_text:
+            unit = "" if self.fmt.endswith("%") or not self.shown_unit else " " + numbers.unit_text(self.shown_unit)
+            parts.append(f"95% interval {self.interval_text[1:-1]}{unit}")
+        if self.note:
+            parts.append(self.note)
+        if self.mark:
+            parts.append(f"from {self.mark} evidence")
+        parts.extend(f"{label} {value}" for label, value in self.extra)
+        if self.evidence:
+            more = f" (+{len(self.evidence) - 1} more)" if len(self.evidence) > 1 else ""
+            parts.append(f"evidence {short_id(self.evidence[0])}{more}")
+        return title_text("; ".join(parts))
+
+    def markdown(self, page: str) -> str:
+        """The Markdown a page shows: the number and its interval, linked to its evidence, titled by its derivation."""
+        text = self.text.replace(" ", numbers.NNBSP)  # number and unit on one line, a narrow space apart (SI §5.4.3)
+        if self.interval_text:
+            text += "\u00a0" + self.interval_text.replace(" ", "\u00a0")
+        if self.mark:
+            text += f" *({self.mark})*"
+        if not self.evidence:
+            return text
+        link = relative_link(page, evidence_page(self.evidence[0])) + "#" + (self.anchor or "samples")
+        return f'[{text}]({link} "{self.title}")'
+
+    def ledger_row(self, page: str, key: str) -> dict[str, Any]:
+        """One ledger row for this number as published on ``page`` under ``key``."""
+        return {
+            "page": page,
+            "key": key,
+            "value": self.value,
+            "unit": self.unit,
+            "text": self.text,
+            "uncertainty": list(self.uncertainty) if self.uncertainty and self.value is not None else None,
+            "evidence": list(self.evidence),
+            "derivation": self.derivation,
+        }
+
+    def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
+        return self.text
+
+    # -- arithmetic and comparisons for claims (render.numbers.claims decides what the units allow) --
+    def _combine(self, op: str, a: Any, b: Any) -> "Quantity":
+        return combine(op, a, b)
+
+    def __mul__(self, other: Any) -> "Quantity":
+        return self._combine("*", self, other)
+
+    def __rmul__(self, other: Any) -> "Quantity":
+        return self._combine("*", other, self)
+
+    def __truediv__(self, other: Any) -> "Quantity":
+        return self._combine("/", self, other)
+
+    def __add__(self, other: Any) -> "Quantity":
+        return self._combine("+", self, other)
+
+    def __sub__(self, other: Any) -> "Quantity":
+        return self._combine("-", self, other)
+
+    def _compare(self, op: str, other: Any) -> Any:
+        return Comparison.of(op, self, other)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare("<", other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(">", other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare("<=", other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(">=", other)
+
+
+# -- the algebra the operators above need: what units allow, and the expression a composite keeps --
+
+_ARITH: dict[str, Callable[[float, float], float]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+}
+
+
+COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": operator.le,
+    ">=": operator.ge,
+}
+
+
+class ClaimError(ProbebookError):
+    """A claim that is false, or a comparison or combination the units do not allow."""
+
+
+def tree(q: Quantity) -> tuple[Any, tuple[dict[str, Any], ...]]:
+    """A quantity's expression and its leaves: ``("leaf", 0)`` and itself for a page-function number."""
+    if q.expr is not None:
+        return q.expr, q.leaves
+    leaf = {"key": q.key, "evidence": list(q.evidence), "value": q.value, "unit": q.unit}
+    return ("leaf", 0), (leaf,)
+
+
+def shift_leaves(expr: Any, by: int) -> Any:
+    """The same expression with its leaf indices moved by ``by`` (to sit after another's leaves)."""
+    if expr[0] == "leaf":
+        return ("leaf", expr[1] + by)
+    if expr[0] == "num":
+        return expr
+    return (expr[0], shift_leaves(expr[1], by), shift_leaves(expr[2], by), expr[3])
+
+
+def evaluate(expr: Any, values: list[float | None]) -> float | None:
+    """The value of an expression given each leaf's value (None when a leaf or a divisor is missing)."""
+    kind = expr[0]
+    if kind == "leaf":
+        index: int = expr[1]
+        return values[index]
+    if kind == "num":
+        number: float | None = expr[1]
+        return number
+    left, right = evaluate(expr[1], values), evaluate(expr[2], values)
+    if left is None or right is None or (kind == "/" and right == 0):
+        return None
+    return _ARITH[kind](left, right * expr[3])
+
+
+def _plain(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x)
+
+
+def combine(op: str, a: Any, b: Any) -> Quantity:
+    """``a op b`` where at least one side is a Quantity; the units decide what is allowed."""
+    qa, qb = (a if isinstance(a, Quantity) else None), (b if isinstance(b, Quantity) else None)
+    na, nb = _plain(a), _plain(b)
+    if (qa is None and na is None) or (qb is None and nb is None):
+        raise ClaimError(
+            f"cannot combine {type(a).__name__} {op} {type(b).__name__}: quantities and plain numbers only"
+        )
+    if qa is None:  # a plain number on the left: only 2 * q makes sense
+        if op != "*":
+            raise ClaimError(f"a plain number {op} a quantity is not defined; write the quantity first")
+        return combine("*", b, a)
+    ta, la = tree(qa)
+    lb: tuple[dict[str, Any], ...]
+    unit, factor, fmt, display = qa.unit, 1.0, qa.fmt, qa.display
+    if qb is None:
+        if op not in ("*", "/"):
+            raise ClaimError(f"{qa.key} {op} a plain number: add or subtract quantities of one unit, not numbers")
+        tb, lb, b_text = ("num", nb), (), f"{nb:g}"
+    else:
+        tb, lb = tree(qb)
+        tb, b_text = shift_leaves(tb, len(la)), qb.key
+        if op in ("+", "-"):
+            factor = _factor(qb.unit, qa.unit, f"{qa.key} {op} {qb.key}")
+        elif op == "/" and not qb.unit:  # divided by a count: the unit stays
+            pass
+        elif op == "/":
+            try:
+                factor, unit, fmt, display = conversion_factor(qb.unit, qa.unit), "", ".3g", None
+            except UnitError:
+                unit, display = f"{qa.unit}/{qb.unit}" if qa.unit else f"1/{qb.unit}", None
+        elif qa.unit and qb.unit:
+            raise ClaimError(f"{qa.key} * {qb.key}: multiplying {qa.unit} by {qb.unit} gives no unit probebook shows")
+        else:
+            unit, display = qa.unit or qb.unit, qa.display or qb.display
+    expr = (op, ta, tb, factor)
+    leaves = la + lb
+    value = evaluate(expr, [leaf["value"] for leaf in leaves])
+    evidence = tuple(dict.fromkeys(qa.evidence + (qb.evidence if qb is not None else ())))
+    key = f"({qa.key} {op} {b_text})"
+    return Quantity(
+        value=value,
+        unit=unit,
+        fmt=fmt,
+        display=display,
+        evidence=evidence,
+        derivation=key[1:-1],
+        key=key[1:-1],
+        note=None if value is not None else "a missing operand or a zero divisor",
+        expr=expr,
+        leaves=leaves,
+    )
+
+
+def _factor(from_unit: str, to_unit: str, what: str) -> float:
+    try:
+        return conversion_factor(from_unit, to_unit)
+    except UnitError:
+        raise ClaimError(f"{what}: units {from_unit or 'none'!r} and {to_unit or 'none'!r} do not agree") from None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``left op right``, both Quantities of one unit family; true or false once built."""
+
+    op: str
+    left: Quantity
+    right: Quantity
+    factor: float
+    """Multiplies the right value into the left's unit."""
+
+    @classmethod
+    def of(cls, op: str, a: Quantity, b: Any) -> Comparison:
+        if not isinstance(b, Quantity):
+            number = _plain(b)
+            if number is None:
+                raise ClaimError(f"{a.key} {op} {b!r}: compare a quantity with a quantity or a plain number")
+            if a.unit:
+                raise ClaimError(f"{a.key} {op} {number:g}: a number in {a.unit} must come from evidence, not the page")
+            b = Quantity(
+                value=number,
+                unit="",
+                fmt="g",
+                key=f"{number:g}",
+                derivation="a number in the page",
+                expr=("num", number),
+            )
+        return cls(op, a, b, _factor(b.unit, a.unit, f"{a.key} {op} {b.key}"))
+
+    @property
+    def holds(self) -> bool | None:
+        """Whether the comparison is true; None when a side has no value."""
+        if self.left.value is None or self.right.value is None:
+            return None
+        return COMPARE[self.op](self.left.value, self.right.value * self.factor)
+
+    @property
+    def text(self) -> str:
+        """``key (value) op key (value)``, for messages."""
+        return f"{self.left.key} = {self.left.text} {self.op} {self.right.key} = {self.right.text}"
+
+    def __bool__(self) -> bool:
+        raise ClaimError(
+            f"{self.left.key} {self.op} {self.right.key} is checked by claim(CONDITION, 'sentence'), not used as a test"
+        )
+
+
+def check(conditions: tuple[Any, ...], sentence: Any) -> list[Comparison]:
+    """The comparisons of a claim, every one of them true; otherwise one line saying which is false and why."""
+    if not isinstance(sentence, str) or not sentence.strip():
+        raise ClaimError('claim() takes one or more comparisons and then the sentence, e.g. claim(a < b, "a is less")')
+    if not conditions or not all(isinstance(c, Comparison) for c in conditions):
+        raise ClaimError(f"claim({sentence!r}): each condition must compare quantities, like a < b")
+    for c in conditions:
+        if c.holds is None:
+            raise ClaimError(f"claim {sentence!r} cannot be checked: {c.text} has a side with no value")
+        if not c.holds:
+            raise ClaimError(f"claim {sentence!r} is false: {c.text}")
+    return list(conditions)

@@ -1,0 +1,1 @@
+"""Hand-written pages: sources, lint, the template sandbox, layout, notices, provenance, methodology, history."""

@@ -1,0 +1,211 @@
+"""What render adds around hand-written pages: headings, the archived banner, errata, version
+lists, the Records and Archive indexes, and the navigation (ARCHITECTURE.md §6.4).
+
+A record version always lives at ``records/<slug>/v<N>.md``, so its address never changes; the
+newest version is listed under *Records*, older ones under *Archive* with a banner linking to
+the current one. All text from front matter is escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
+from render.pages.sources import Record, SourcePage, Sources
+
+BANNER = "Archived reference."
+BANNER_LINK = "Read the current results →"
+
+
+def page_title(page: SourcePage) -> str:
+    """The title a page goes by in navigation and links."""
+    if page.title:
+        return page.title
+    stem = page.rel.rsplit("/", 1)[-1][:-3]
+    if stem == "index":
+        parent = page.rel.rsplit("/", 2)[-2] if "/" in page.rel else "Home"
+        return parent.replace("-", " ").capitalize()
+    return stem.replace("-", " ").capitalize()
+
+
+def _record_of(page: SourcePage, sources: Sources) -> Record | None:
+    return next((r for r in sources.records if r.slug == page.slug), None) if page.kind == "record" else None
+
+
+def header(page: SourcePage, sources: Sources) -> str:
+    """Markdown above the page body: heading, archived banner, version line, errata."""
+    out = []
+    if page.title_in_front_matter:
+        out += [f"# {escape_text(page.title)}", ""]
+    record = _record_of(page, sources)
+    if record is None:
+        return "\n".join(out) + ("\n" if out else "")
+    current = record.current
+    if page is not current:
+        link = relative_link(page.rel, current.rel)
+        out += ['!!! warning ""', "", f"    {BANNER} [{BANNER_LINK}]({link})", ""]
+    line = f"*Version {page.version}, {escape_text(page.date)}"
+    if page.supersedes is not None:
+        older = next(p for p in record.versions if p.version == page.supersedes)
+        line += f"; supersedes [version {page.supersedes}]({relative_link(page.rel, older.rel)})"
+    out += [line + ".*", ""]
+    if page.errata:
+        out += ['!!! note "Errata"', ""]
+        out += [f"    - **{escape_text(e.date)}**: {escape_text(e.text)}" for e in page.errata]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def footer(page: SourcePage, sources: Sources, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
+    """Markdown below a record's body: its evidence and its other versions."""
+    out = []
+    if aliases:
+        out += ["", "## Evidence", ""]
+        for alias in sorted(aliases):
+            ident = aliases[alias]
+            link = relative_link(page.rel, evidence_page(ident))
+            out.append(f"- `{alias}`: [`{short_id(ident)}`]({link}), {escape_text(docs[ident]['probe'])}")
+    record = _record_of(page, sources)
+    if record is not None and len(record.versions) > 1:
+        out += ["", "## Versions", ""]
+        for p in reversed(record.versions):
+            label = f"Version {p.version}" + (" (current)" if p is record.current else "")
+            shown = f"**{label}**" if p is page else f"[{label}]({relative_link(page.rel, p.rel)})"
+            out.append(f"- {shown}, {escape_text(p.date)}: {escape_text(p.title)}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+Headlines = dict[str, list[tuple[str, Quantity]]]
+"""Record page -> its headline results (label, Quantity), as ``render.pages.sandbox.evaluate_summary`` gives them."""
+
+
+def results_box(rel: str, headlines: list[tuple[str, Quantity]]) -> str:
+    """The box of headline results at the top of a record (its front matter ``summary``)."""
+    if not headlines:
+        return ""
+    out = ['!!! abstract "Results"', ""]
+    out += [f"    - {escape_text(label)}: **{q.markdown(rel)}**" for label, q in headlines]
+    return "\n".join(out) + "\n\n"
+
+
+def _headline_cell(here: str, headlines: list[tuple[str, Quantity]]) -> str:
+    return "<br>".join(f"{escape_text(label)}: {q.markdown(here)}" for label, q in headlines) or "–"
+
+
+def records_index(sources: Sources, headlines: Headlines | None = None, machines: dict[str, str] | None = None) -> str:
+    """The *Records* page: one row per record, newest first, with its headline results, machine and date."""
+    headlines, machines = headlines or {}, machines or {}
+    out = ["# Records", ""]
+    if not sources.records:
+        out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
+        return "\n".join(out) + "\n"
+    out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
+    out += ["| record | headline results | machine | version | date |", "|---|---|---|---|---|"]
+    here = "records/index.md"
+    for r in sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True):
+        c = r.current
+        cell = _headline_cell(here, headlines.get(c.rel, []))
+        out.append(
+            f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {cell}"
+            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version} | {escape_text(c.date)} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+LATEST = 3
+"""How many of the newest records the home page shows the headline results of."""
+
+
+def latest_results(sources: Sources, headlines: Headlines, machines: dict[str, str]) -> str:
+    """The home page's *Latest results*: the newest records' headline results and the machine they ran on."""
+    newest = sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True)
+    shown = [r.current for r in newest if headlines.get(r.current.rel)][:LATEST]
+    if not shown:
+        return ""
+    out = ["", "## Latest results", ""]
+    for c in shown:
+        link = relative_link("index.md", c.rel)
+        out += [
+            f"**[{escape_text(c.title)}]({link})**, version {c.version}, {escape_text(c.date)}, on "
+            f"{escape_text(machines.get(c.rel, '–'))}:",
+            "",
+        ]
+        out += [f"- {escape_text(label)}: {q.markdown('index.md')}" for label, q in headlines[c.rel]]
+        out.append("")
+    return "\n".join(out)
+
+
+def archive_index(sources: Sources) -> str:
+    out = ["# Archive", ""]
+    archived = [(r, p) for r in sources.records for p in r.archived]
+    if not archived:
+        out.append("No record has been superseded yet.")
+        return "\n".join(out) + "\n"
+    out += ["Superseded record versions. Each is still rendered from its own evidence at every build.", ""]
+    out += ["| record | version | date | current version |", "|---|---|---|---|"]
+    for r, p in archived:
+        here = "archive/index.md"
+        out.append(
+            f"| [{escape_text(p.title)}]({relative_link(here, p.rel)}) | {p.version} | {escape_text(p.date)} | "
+            f"[version {r.current.version}]({relative_link(here, r.current.rel)}) |"
+        )
+    return "\n".join(out) + "\n"
+
+
+# Look-alikes for the characters HTML acts on. Themes print nav titles unescaped in some places
+# and through ``striptags`` (which un-escapes entities) in ``<title>``, so escaping is not enough:
+# a nav title must hold none of these characters at all.
+_NAV_SAFE = str.maketrans({"<": "‹", ">": "›", "&": "＆", '"': "”", "'": "’", "`": "‘"})
+
+
+def nav_title(text: str) -> str:
+    """A title safe wherever a theme prints it: one line, no ``<>&"'`` (look-alikes instead)."""
+    return " ".join(str(text).split()).translate(_NAV_SAFE)
+
+
+# mkdocs and Zensical read a YAML block, or MultiMarkdown ``key: value`` lines, at the top of a Markdown file as
+# the page's meta, and the theme prints ``title``, ``description``, ``author``, ``subtitle`` and ``status``
+# outside the content area, unescaped. Every page of the tree opens with this empty block, which both read as
+# no meta; whatever the prose or evidence put first is then body (only the first block is read), where the
+# sanitizer sees it. Titles reach the theme from the nav (``nav_title``) and the first heading alone.
+SEALED_META = b"---\n{}\n---\n"
+
+
+def sealed(rel: str, data: bytes) -> bytes:
+    """A tree file as the engine reads it: a Markdown page opens with ``SEALED_META``, anything else as it is."""
+    return SEALED_META + data if rel.endswith(".md") else data
+
+
+NOT_IN_NAV = "/evidence/"
+"""mkdocs ``not_in_nav`` pattern: evidence pages and listings are built but reached from the Evidence index."""
+
+
+def nav(sources: Sources) -> list[Any]:
+    """The mkdocs ``nav``: Home, Playbook, Records, Archive, Evidence, Changes (titles via ``nav_title``).
+
+    Its size depends on the records and playbook only: the Evidence entry is the index alone.
+    """
+
+    def item(title: str, path: str) -> dict[str, str]:
+        return {nav_title(title): path}
+
+    by_rel = {p.rel: p for p in sources.pages}
+    playbook = [item("Playbook", "playbook/index.md")] if "playbook/index.md" in by_rel else []
+    playbook += [
+        item(page_title(p), p.rel) for p in sources.pages if p.kind == "playbook" and p.rel != "playbook/index.md"
+    ]
+    records = [item("Records", "records/index.md")]
+    records += [item(page_title(r.current), r.current.rel) for r in sources.records]
+    archive = [item("Archive", "archive/index.md")]
+    archive += [item(f"{page_title(p)} (v{p.version})", p.rel) for r in sources.records for p in r.archived]
+    # one entry, whatever the archive holds: the nav is printed into every page (render/evidence/index.py)
+    evidence = item("Evidence", "evidence/index.md")
+    out: list[Any] = []
+    if "index.md" in by_rel:
+        out.append(item("Home", "index.md"))
+    if playbook:
+        out.append({"Playbook": playbook})
+    out += [{"Records": records}, {"Archive": archive}, evidence, item("Changes", "changes.md")]
+    out += [item(page_title(p), p.rel) for p in sources.pages if p.kind == "page"]
+    return out

@@ -1,0 +1,73 @@
+"""What a page must say about the evidence it cites, beyond its numbers.
+
+- Evidence whose status is ``failed`` is never published: a page naming it in its front matter
+  stops the build with one line naming the page, the alias and the evidence's ``error``.
+- Evidence whose status is ``partial`` (the run stopped early; what it holds is valid) may be
+  published, but every number from it carries a visible "partial" mark (``PageState.partial``)
+  and the page opens with a note naming it.
+- Kernels evidence whose kernel names carry an architecture tag other than the device's compute
+  capability (kernels built for another GPU, run through compatibility or JIT) gets a warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from render.derive import kernels
+from render.numbers.links import escape_text, short_id
+
+
+def failed_evidence(where: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str | None:
+    """The one-line refusal when an alias of the page names ``failed`` evidence (``where``: the page's file)."""
+    for alias in sorted(aliases):
+        doc = docs[aliases[alias]]
+        if doc.get("status") == "failed":
+            return (
+                f"{where}: evidence {alias} ({short_id(aliases[alias])}) has status failed "
+                f"({doc.get('error') or 'no error recorded'}); failed evidence is never published"
+            )
+    return None
+
+
+def partial_ids(docs: dict[str, dict[str, Any]]) -> frozenset[str]:
+    """The ids of every ``partial`` evidence document."""
+    return frozenset(ident for ident, doc in docs.items() if doc.get("status") == "partial")
+
+
+def foreign_tags(doc: dict[str, Any]) -> list[str]:
+    """Architecture tags in a kernels document's kernel names that differ from its device; [] otherwise."""
+    rows = (doc.get("data") or {}).get("samples")
+    if doc.get("probe") != "kernels" or not isinstance(rows, list):
+        return []
+    named = [r for r in rows if isinstance(r, dict) and isinstance(r.get("device_time_s"), (int, float))]
+    capability = (doc.get("machine") or {}).get("compute_capability")
+    return kernels.foreign_arch_tags(kernels.arch_tags(named), capability if isinstance(capability, str) else None)
+
+
+def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
+    """Admonitions for the top of a page: its partial evidence, its kernels built for another architecture."""
+    out = []
+    partial = [a for a in sorted(aliases) if docs[aliases[a]].get("status") == "partial"]
+    if partial:
+        out += ['!!! warning "Partial evidence"', ""]
+        for alias in partial:
+            error = docs[aliases[alias]].get("error") or "stopped early"
+            out.append(
+                f"    - `{alias}` ({short_id(aliases[alias])}) stopped before it finished: {escape_text(error)}. "
+                "What it holds is valid; numbers from it are marked *partial*."
+            )
+        out.append("")
+    for alias in sorted(aliases):
+        doc = docs[aliases[alias]]
+        tags = foreign_tags(doc)
+        if tags:
+            device = (doc.get("machine") or {}).get("compute_capability")
+            out += [
+                '!!! warning "Kernels built for another architecture"',
+                "",
+                f"    `{alias}` ({short_id(aliases[alias])}) ran on a device of compute capability "
+                f"{escape_text(device)}, but kernels tagged {escape_text(', '.join(tags))} ran on it: they were "
+                "built for another architecture, so their times may not be what a native build achieves.",
+                "",
+            ]
+    return "\n".join(out) + ("\n" if out else "")

@@ -1,0 +1,231 @@
+"""What a record says about where its numbers come from: the environment block, the reproduce block and a
+one-line machine label (ARCHITECTURE.md §6.4).
+
+Both blocks are generated from the evidence a record cites, never written by hand:
+
+- **Environment**: GPU, driver, CUDA, torch, power limit, probebook version and measuring-source hash
+  from each document's ``machine`` and ``code`` fields, and the SM clock each run recorded before and
+  after its timing (``data.clocks``; the fingerprint's ``sm_clock_mhz`` is read at start-up, often at
+  idle, and is labelled so). Where the cited documents disagree (two machines, two torch versions) the
+  block says so and names which alias holds which value.
+- **Reproduce**: the ``probebook measure ...`` command of each document, rebuilt from its recorded
+  probe and params with the options the probe declares today (``measure.options.declared``, handed in
+  by the CLI so render never imports a probe), and the source hash it ran at. Imported evidence says it
+  was imported; a document no probe writes (a campaign's) says what wrote it.
+
+Numbers from evidence are shown as Quantities linked to their evidence page. They are the documents'
+own fields, not derivations, so they are not ledger rows (the evidence pages show them the same way).
+All other text from evidence passes ``escape_text`` or sits in a fenced code block with its control
+characters escaped.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from measure.errors import printable
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
+
+Declarations = dict[str, dict[str, Any]]
+"""Probe name -> ``{"version": N, "options": {param: {"flag", "kind", "default"}}}`` (``measure.cli.declarations``)."""
+
+# (label, where in the envelope); each row of the environment table.
+_FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("GPU", ("machine", "gpu")),
+    ("GPUs in the machine", ("machine", "gpu_count")),
+    ("driver", ("machine", "driver")),
+    ("CUDA", ("machine", "cuda")),
+    ("torch", ("machine", "torch")),
+    ("host (hash of its name)", ("machine", "hostname_hash")),
+    ("probebook", ("code", "probebook")),
+    ("git commit", ("code", "git_commit")),
+    ("measuring source (SHA-256 of the measure package)", ("code", "measure_source_sha256")),
+)
+_NOT_RECORDED = "not recorded"
+
+
+def _get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
+    value: Any = doc
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _plain(value: Any) -> str:
+    return _NOT_RECORDED if value is None else str(value)
+
+
+def machine_label(ids: list[str], docs: dict[str, dict[str, Any]]) -> str:
+    """The GPU (or GPUs) the cited evidence ran on, as plain text: ``NVIDIA H200``, ``NVIDIA H200; CPU``."""
+    names = []
+    for ident in ids:
+        gpu = _get(docs[ident], ("machine", "gpu"))
+        name = "CPU" if gpu is None else str(gpu)
+        if name not in names:
+            names.append(name)
+    return "; ".join(names) if names else _NOT_RECORDED
+
+
+def _groups(ids: list[str], aliases: dict[str, str], docs: dict[str, dict[str, Any]], path: tuple[str, ...]) -> dict:
+    """Shown value -> aliases holding it, in the aliases' order."""
+    by_value: dict[str, list[str]] = {}
+    for alias in sorted(aliases):
+        by_value.setdefault(_plain(_get(docs[aliases[alias]], path)), []).append(alias)
+    return by_value
+
+
+def _power(rel: str, ident: str, doc: dict[str, Any]) -> str:
+    watts = _get(doc, ("machine", "power_limit_w"))
+    if not isinstance(watts, (int, float)) or isinstance(watts, bool):
+        return _NOT_RECORDED
+    q = Quantity(float(watts), "W", fmt=".0f", evidence=(ident,), derivation="machine.power_limit_w as recorded")
+    return q.markdown(rel)
+
+
+def _clock(rel: str, ident: str, value: Any, what: str) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "–"
+    q = Quantity(float(value), "MHz", fmt=".0f", evidence=(ident,), derivation=f"{what} as recorded")
+    return q.markdown(rel)
+
+
+def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
+    """The *Environment* section of a record: one table of machine and code facts, one of each run's clocks."""
+    if not aliases:
+        return ""
+    ids = [aliases[a] for a in sorted(aliases)]
+    out = ["", "## Environment", ""]
+    out += [
+        "Read from the cited evidence's machine and code fingerprints; each run's clocks are its own.",
+        "",
+        "| | |",
+        "|---|---|",
+    ]
+    disagree = []
+    for label, path in _FIELDS:
+        groups = _groups(ids, aliases, docs, path)
+        if len(groups) == 1:
+            shown = escape_text(next(iter(groups)))
+        else:
+            disagree.append(label)
+            shown = "; ".join(f"{escape_text(v)} ({', '.join(f'`{a}`' for a in who)})" for v, who in groups.items())
+        out.append(f"| {escape_text(label)} | {shown} |")
+    powers = _groups(ids, aliases, docs, ("machine", "power_limit_w"))
+    if len(powers) == 1:
+        power = _power(rel, ids[0], docs[ids[0]])
+    else:
+        disagree.append("power limit")
+        power = "; ".join(f"{escape_text(v)} W ({', '.join(f'`{a}`' for a in who)})" for v, who in powers.items())
+    out.append(f"| power limit | {power} |")
+    out.append("")
+    if disagree:
+        out += [
+            '!!! warning "The cited evidence disagrees"',
+            "",
+            "    Its documents differ in: "
+            + ", ".join(escape_text(d) for d in disagree)
+            + ". A comparison across them is across those differences.",
+            "",
+        ]
+    out += [
+        "| evidence | probe | measured | SM clock at start-up | SM clock before timing | after timing |",
+        "|---|---|---|---|---|---|",
+    ]
+    for alias in sorted(aliases):
+        ident = aliases[alias]
+        doc = docs[ident]
+        clocks = _get(doc, ("data", "clocks"))
+        clocks = clocks if isinstance(clocks, dict) else {}
+        link = relative_link(rel, evidence_page(ident))
+        out.append(
+            f"| `{alias}` [{short_id(ident)}]({link}) | {escape_text(doc.get('probe'))} | "
+            f"{escape_text(str(doc.get('created_at', ''))[:10])} | "
+            f"{_clock(rel, ident, _get(doc, ('machine', 'sm_clock_mhz')), 'machine.sm_clock_mhz, read at start-up')} | "
+            f"{_clock(rel, ident, clocks.get('sm_mhz_before'), 'data.clocks.sm_mhz_before')} | "
+            f"{_clock(rel, ident, clocks.get('sm_mhz_after'), 'data.clocks.sm_mhz_after')} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def _arg(flag: str, kind: str, value: Any, default: Any) -> str | None:
+    """One option as it is typed, or None when the recorded value is the absence of the option."""
+    if kind == "flag":
+        if value is True:
+            return flag
+        if value is False and default is True:
+            return "--no-" + flag[2:]
+        return None
+    if value is None:
+        return None
+    if kind == "list":
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+    else:
+        text = str(value)
+    return f"{flag} {shlex.quote(text)}"
+
+
+def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None, list[str]]:
+    """(the ``probebook measure`` command that repeats this run or None, notes as comment lines)."""
+    origin = doc.get("origin") or {}
+    probe = str(doc.get("probe"))
+    if origin.get("kind") == "imported":
+        return None, [f"imported from: {origin.get('source', _NOT_RECORDED)}; no probe run to repeat"]
+    declared = declarations.get(probe)
+    if declared is None:
+        return None, [
+            f"{probe} evidence is not written by one probe run (campaign documents come from `probebook campaign`)"
+        ]
+    params = doc.get("params") or {}
+    options = declared["options"]
+    args = [f"probebook measure {probe}"]
+    for name, spec in options.items():
+        if name not in params:
+            continue
+        value = params["device_requested"] if name == "device" and "device_requested" in params else params[name]
+        arg = _arg(spec["flag"], spec["kind"], value, spec["default"])
+        if arg is not None:
+            args.append(arg)
+    notes = []
+    if doc.get("probe_version") != declared["version"]:
+        notes.append(
+            f"recorded by {probe} version {doc.get('probe_version')}; today's probe is version "
+            f"{declared['version']} (options it lacked then take their defaults)"
+        )
+    return " ".join(args), notes
+
+
+def reproduce_block(
+    rel: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]], declarations: Declarations | None
+) -> str:
+    """The *Reproduce* section: per alias, its command and the source it ran at, in one shell block."""
+    if not aliases:
+        return ""
+    out = ["", "## Reproduce", ""]
+    if declarations is None:
+        out += ["This build was not given the probes' options, so their commands are not shown.", ""]
+        return "\n".join(out) + "\n"
+    out += [
+        "Each run's command, rebuilt from the probe and params its evidence recorded, with the source it ran at. "
+        "On a machine like the one above, it stores new evidence to compare with the cited one.",
+        "",
+        "```sh",
+    ]
+    for alias in sorted(aliases):
+        ident = aliases[alias]
+        doc = docs[ident]
+        cmd, notes = command(doc, declarations)
+        code = doc.get("code") or {}
+        source = code.get("measure_source_sha256")
+        at = f"measure source sha256:{source}" if source else "measure source hash not recorded (older evidence)"
+        if cmd is None:
+            lines = [f"# {alias} ({short_id(ident)}): {notes[0]}"]
+        else:
+            lines = [f"# {alias} ({short_id(ident)}): {at}, probebook {_plain(code.get('probebook'))}"]
+            lines += [f"# {n}" for n in notes]
+        if cmd is not None:
+            lines.append(cmd)
+        out += [printable(line) for line in lines]  # one line each: evidence text cannot end the code block
+    out += ["```", ""]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,536 @@
+"""Templating: Jinja-in-Markdown pages in a sandbox, with ``StrictUndefined`` (ARCHITECTURE.md §6.4).
+
+Every ``{{ }}`` must yield a Quantity (recorded in the ledger and rendered as a link to its
+evidence), a block made by a page function (chart, table, evidence link), or text; text is
+escaped so it shows as written, and text that looks like a measurement is refused like prose is.
+A bare number is refused: numbers reach a page only from evidence. Any failure names the source
+file and line: an unknown name, a missing alias, an unsafe attribute, a page function's error.
+
+Prose is made inert too: ``<`` outside code becomes ``&lt;`` (no raw HTML, so no ``<script>`` or
+``on*=`` attributes) and a link may only point to http(s), mailto or a relative path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+import re
+import signal
+import string
+import threading
+from dataclasses import dataclass, field, replace
+from types import FrameType, TracebackType
+from typing import Any, Callable, ClassVar, Iterable, Iterator
+
+import jinja2
+import jinja2.ext
+from jinja2.lexer import Token, TokenStream
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+from measure.errors import ProbebookError
+from render.numbers import claims
+from render.numbers.links import escape_text
+from render.numbers.quantity import Quantity
+from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
+from render.pages import lint
+from render.pages.sources import SourcePage
+
+
+class PageError(ProbebookError):
+    """A page failed to render; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """Markdown made by a page function (a fit's warnings, a link), inserted as is."""
+
+    markdown: str
+    lines: tuple[str, ...] = ()
+    """The same content as plain text lines, for the shell (``probebook derive``)."""
+
+
+@dataclass(frozen=True)
+class Asset:
+    """Files a page function made (a chart's SVG, a table's downloads) and the Markdown that shows them.
+
+    The page that shows it saves the files beside itself, as ``<page>-<kind>-<n>.<suffix>``
+    numbered in order of use, and gives ``markdown`` the name's last part without the suffix.
+    An Asset a page computes but never shows saves nothing.
+    """
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
+    kind: str
+    """Names the files: ``chart`` kind or ``table`` kind, e.g. ``step-scaling``."""
+    files: dict[str, bytes]
+    """File suffix (``svg``, ``vl.json``, ``csv``) -> contents."""
+    markdown: Callable[[str], str]
+    """The Markdown that shows the files, given their name stem (``v2-step-scaling-1``)."""
+    evidence: tuple[str, ...] = ()
+    """Ids of the evidence the files are made from."""
+
+
+@dataclass
+class PageState:
+    """What rendering one page produced besides its text."""
+
+    rel: str
+    """The page's tree path, e.g. ``records/step-time/v2.md``."""
+    rows: list[tuple[str, Quantity]] = field(default_factory=list)
+    """(ledger key, quantity) for every number shown, in order of first appearance."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Files the page's functions made (charts, downloads): tree path -> bytes."""
+    cited: set[str] = field(default_factory=set)
+    """Evidence ids the page shows numbers or blocks from."""
+    partial: frozenset[str] = frozenset()
+    """Ids of partial evidence: a number derived from one is shown with a "partial" mark."""
+    claims: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Ledger rows of the page's checked claims, by key (``render.numbers.claims``)."""
+    _keys: dict[str, Quantity] = field(default_factory=dict)
+
+    def record(self, q: Quantity) -> str:
+        """Add a quantity to the page's ledger rows; the same number twice is one row."""
+        base = q.key or "value"
+        key, n = base, 1
+        while key in self._keys:
+            seen = self._keys[key]
+            if (seen.value, seen.text, seen.derivation, seen.evidence) == (q.value, q.text, q.derivation, q.evidence):
+                return key
+            n += 1
+            key = f"{base}#{n}"
+        self._keys[key] = q
+        self.rows.append((key, q))
+        self.cited.update(q.evidence)
+        return key
+
+    def save(self, asset: Asset) -> str:
+        """Save an asset's files beside the page under the next free ``<page>-<kind>-<n>``; return that name."""
+        base = self.rel[:-3] if self.rel.endswith(".md") else self.rel
+        n = 1
+        while any(p.startswith(f"{base}-{asset.kind}-{n}.") for p in self.files):
+            n += 1
+        stem = f"{base}-{asset.kind}-{n}"
+        for suffix, data in asset.files.items():
+            self.files[f"{stem}.{suffix}"] = data
+        self.cited.update(asset.evidence)
+        return stem.rsplit("/", 1)[-1]
+
+
+# The page being rendered, for ``_finalize`` only: Jinja calls it with the template context,
+# not with the page, so the page that collects what its placeholders yield is kept here.
+_STATE: contextvars.ContextVar[PageState] = contextvars.ContextVar("probebook_page_state")
+
+
+class TemplateOutputError(ProbebookError):
+    """A placeholder yielded something a page may not show."""
+
+
+@jinja2.pass_context
+def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
+    """Turn what a ``{{ }}`` yields into Markdown, recording Quantities in the ledger."""
+    state = _STATE.get()
+    if isinstance(value, Quantity):
+        if state.partial.intersection(value.evidence):
+            value = replace(value, mark="partial")
+        state.record(value)
+        return value.markdown(state.rel)
+    if isinstance(value, Block):
+        return value.markdown
+    if isinstance(value, Asset):
+        return value.markdown(state.save(value))
+    if isinstance(value, claims.Claim):
+        if lint.is_measurement(value.sentence):
+            raise TemplateOutputError(
+                f"claim sentence {value.sentence!r} holds a hand-typed measurement; show numbers as quantities"
+            )
+        row = claims.ledger_row(state.rel, list(value.comparisons), value.sentence)
+        state.claims[row["key"]] = row
+        state.cited.update(value.evidence)
+        return escape_text(value.sentence)
+    markdown = getattr(value, "template_markdown", None)
+    if callable(markdown):
+        state.cited.update(getattr(value, "evidence", ()))
+        return markdown(state.rel)
+    if isinstance(value, str):
+        if lint.is_measurement(value):
+            raise TemplateOutputError(
+                f"placeholder yields the text {value!r}, a hand-typed measurement; "
+                "numbers must come from evidence through a page function"
+            )
+        return escape_text(value)
+    if isinstance(value, (bool, int, float)):
+        raise TemplateOutputError(
+            f"placeholder yields the bare number {value!r}; a page shows numbers only as "
+            "Quantities from evidence (e.g. {{ fit(sweep).c }})"
+        )
+    if value is None:
+        raise TemplateOutputError("placeholder yields nothing (None)")
+    raise TemplateOutputError(f"placeholder yields a {type(value).__name__}, which a page cannot show")
+
+
+# -- limits: a page is one file, rendered in bounded time, to bounded output ---------------------------
+
+MAX_PAGE_CHARS = 8 << 20
+"""The most text one page's template may produce (8 Mi characters; the largest page here is under 100 Ki)."""
+MAX_TEMPLATE_SECONDS = 10.0
+"""The longest one page's template may run (a whole site renders in seconds)."""
+"""The widest field or longest precision a format spec in a page may ask for."""
+_LOADING_TAGS = ("include", "import", "from", "extends")
+# Filters whose output is bounded by their input; the rest (center, indent, format, replace, ...) can ask for
+# gigabytes with one argument, and a page needs none of them.
+SAFE_FILTERS = (
+    "abs", "capitalize", "count", "d", "default", "e", "escape", "first", "float", "int", "join", "last",
+    "length", "list", "lower", "max", "min", "reverse", "round", "sort", "string", "striptags", "sum", "title",
+    "trim", "truncate", "unique", "upper", "wordcount",
+)  # fmt: skip
+
+
+class TemplateLimitError(ProbebookError):
+    """A template ran too long, produced too much, or asked for an operation too large."""
+
+
+class _OneFile(jinja2.ext.Extension):
+    """Refuse ``{% include %}``, ``{% import %}``, ``{% from %}`` and ``{% extends %}``: a page is the one file it is.
+
+    Loading another page would let a record render another's text (or itself, forever) under its own name.
+    """
+
+    def filter_stream(self, stream: TokenStream) -> Iterable[Token]:
+        opened = False
+        for token in stream:
+            if opened and token.type == "name" and token.value in _LOADING_TAGS:
+                raise jinja2.TemplateSyntaxError(
+                    f"{{% {token.value} %}} is not allowed: a page is one file "
+                    "(write the text here, or link to the page)",
+                    token.lineno,
+                    stream.name,
+                    stream.filename,
+                )
+            opened = token.type == "block_begin"
+            yield token
+
+
+def check_format_spec(spec: str) -> None:
+    """Refuse a format spec that would make a giant string, e.g. ``'999999999.2f'``."""
+    if wide_format(spec):
+        raise TemplateLimitError(f"format spec {spec[:40]!r} asks for more than {MAX_FORMAT_WIDTH} characters")
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Stop the block with ``TemplateLimitError`` after ``seconds`` of this process's CPU time.
+
+    The limit is CPU time (``ITIMER_PROF``: user and system time of every thread, the chart renderer's
+    included), not wall time, so a page that is slow only because the machine is shared is not
+    refused, while a runaway template, which burns CPU, still is. SIGPROF interrupts even a loop that
+    calls nothing; signals reach only the main thread, so elsewhere (a page rendered from a worker
+    thread) the block runs without a time limit.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum: int, _frame: FrameType | None) -> None:
+        raise TemplateLimitError(
+            f"{what} used more than {seconds:g} s of CPU time; a page renders in well under a second"
+        )
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+@contextlib.contextmanager
+def untimed() -> Iterator[None]:
+    """Stop ``time_limit``'s clock for the block, then give the page the CPU time it had left.
+
+    For importing a library and starting vl-convert's runtime when a page is the first to need them
+    (``render.functions.library.load_libraries``): a page is timed for its own work, not for that.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    left, interval = signal.getitimer(signal.ITIMER_PROF)
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    try:
+        yield
+    finally:
+        if left > 0:
+            signal.setitimer(signal.ITIMER_PROF, left, interval)
+
+
+class PageEnvironment(ImmutableSandboxedEnvironment):
+    """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``.
+
+    Operators that can build huge values (``*``, ``**``, ``+``, ``%``) and format strings are checked
+    before they run, so one expression cannot ask for gigabytes.
+    """
+
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        sized = (str, bytes, list, tuple)
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, sized) and isinstance(n, int) and len(seq) * n > MAX_PAGE_CHARS:
+                    raise TemplateLimitError(
+                        f"'*' would make {len(seq) * n} items; a page holds at most {MAX_PAGE_CHARS}"
+                    )
+        elif operator == "**":
+            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 64:
+                raise TemplateLimitError(f"'**' with exponent {right} is refused (at most 64 in a page)")
+        elif operator == "+":
+            if isinstance(left, sized) and isinstance(right, sized) and len(left) + len(right) > MAX_PAGE_CHARS:
+                raise TemplateLimitError(f"'+' would make more than {MAX_PAGE_CHARS} items")
+        elif operator == "%" and isinstance(left, str):
+            for spec in re.findall(r"%(?:\([^)]*\))?([-+ #0-9.*]*)[a-zA-Z%]", left):
+                check_format_spec(spec)
+        return super().call_binop(context, operator, left, right)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        return _checked_format(obj, attribute, super().getattr(obj, attribute))
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        return _checked_format(obj, argument, super().getitem(obj, argument))
+
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if isinstance(obj, jinja2.Undefined):
+            str(obj)  # an unknown name: StrictUndefined raises, naming it, before any attribute question
+        allowed = getattr(type(obj), "TEMPLATE_ATTRS", None)
+        if allowed is not None:
+            return attr in allowed
+        if isinstance(obj, Quantity):
+            return attr in ("to", "format")
+        return super().is_safe_attribute(obj, attr, value)
+
+
+def _checked_format(obj: Any, attribute: Any, value: Any) -> Any:
+    """``str.format``/``format_map`` that first refuses a field wider than ``MAX_FORMAT_WIDTH``."""
+    if not (isinstance(obj, str) and attribute in ("format", "format_map") and callable(value)):
+        return value
+
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for _text, name, spec, _conversion in string.Formatter().parse(obj):
+            if name is not None and spec:
+                check_format_spec(spec)
+        return value(*args, **kwargs)
+
+    return checked
+
+
+def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
+    """An environment loading page bodies by tree path; ``sources`` maps rel -> (body, filename)."""
+
+    def load(name: str) -> tuple[str, str, Callable[[], bool]] | None:
+        if name not in sources:
+            return None
+        body, filename = sources[name]
+        return body, filename, lambda: True
+
+    env = PageEnvironment(
+        loader=jinja2.FunctionLoader(load),
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        autoescape=False,
+        keep_trailing_newline=True,
+        extensions=[_OneFile],
+    )
+    # Only the globals a page needs; Jinja's defaults (range, lipsum, cycler, ...) are not numbers from evidence.
+    env.globals.clear()
+    env.filters = {name: env.filters[name] for name in SAFE_FILTERS}
+    return env
+
+
+def _template_line(tb: TracebackType | None, filename: str) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _where(exc: BaseException, filename: str) -> str:
+    line = _template_line(exc.__traceback__, filename)
+    return f"{filename} line {line}" if line else filename
+
+
+def _raised_by_template(tb: TracebackType | None, filename: str) -> bool:
+    """Whether an exception came from the page's own expression (``{{ [1][5] }}``, a page function called
+    with a wrong argument), not from code a page function runs: its innermost frame is the template's
+    or jinja's. Only ``ProbebookError`` and template errors are the author's otherwise (ARCHITECTURE.md §7)."""
+    last = None
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    return last is not None and (last == filename or f"{jinja2.__name__}{os.sep}" in last)
+
+
+def _explain(exc: BaseException, names: list[str]) -> str:
+    if isinstance(exc, jinja2.UndefinedError):
+        m = re.match(r"^'([^']+)' is undefined$", str(exc))
+        if m:
+            return f"unknown name '{m.group(1)}' (this page knows: {', '.join(sorted(names)) or 'nothing'})"
+        return str(exc)
+    if isinstance(exc, SecurityError):
+        return f"not allowed in a page: {exc}"
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        return f"template syntax: {exc.message}"
+    return str(exc)
+
+
+def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState) -> str:
+    """Render one page's template body; every failure becomes a ``PageError`` naming file and line."""
+    filename = str(page.path)
+    token = _STATE.set(state)
+    try:
+        with (
+            _page_errors(
+                lambda exc: f"{filename} line {exc.lineno}" if isinstance(exc, jinja2.TemplateSyntaxError) else None,
+                filename,
+                f"{filename}: the template recurses too deeply (a macro that calls itself?)",
+                list(context),
+            ),
+            time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"),
+        ):
+            template = env.get_template(page.rel)
+            parts, size = [], 0
+            for part in template.generate(context):
+                size += len(part)
+                if size > MAX_PAGE_CHARS:
+                    raise TemplateLimitError(f"the page's text passes {MAX_PAGE_CHARS} characters")
+                parts.append(part)
+            return "".join(parts)
+    finally:
+        _STATE.reset(token)
+
+
+def _always(where: str, _exc: BaseException) -> str:
+    return where
+
+
+@contextlib.contextmanager
+def _page_errors(
+    locate: Callable[[BaseException], str | None], template: str, recursion: str, names: list[str]
+) -> Iterator[None]:
+    """Turn what a page's template or expression raised into one ``PageError`` line; let probebook's bugs through.
+
+    ``locate(exc)`` says where (file, line, entry), or None for the line in ``template`` the traceback
+    names; ``recursion`` is the whole message for a template that recursed too deeply.
+    """
+    try:
+        yield
+    except RecursionError:
+        raise PageError(recursion) from None
+    except (jinja2.TemplateError, ProbebookError) as exc:
+        raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
+    except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
+        if not _raised_by_template(exc.__traceback__, template):
+            raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
+        raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
+
+
+def evaluate_summary(
+    env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState
+) -> list[tuple[str, Quantity]]:
+    """A record's headline results (front matter ``summary``): (label, Quantity) each, recorded in the page's ledger.
+
+    Each value is a page expression evaluated in the same sandbox and context as the page body, so a
+    headline is a number from evidence like any other; one that yields anything but a Quantity fails
+    the build naming the file, line and entry.
+    """
+    out = []
+    for i, headline in enumerate(page.summary):
+        where = f"{page.where('summary')} (summary[{i}])"
+        with (
+            _page_errors(
+                functools.partial(_always, where),
+                "<template>",
+                f"{where}: the expression recurses too deeply",
+                list(context),
+            ),
+            time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"),
+        ):
+            value = env.compile_expression(headline.expr, undefined_to_none=False)(**context)
+        if not isinstance(value, Quantity):
+            raise PageError(
+                f"{where}: a headline must be a number from evidence (a Quantity), got {type(value).__name__}"
+            )
+        if state.partial.intersection(value.evidence):
+            value = replace(value, mark="partial")
+        state.record(value)
+        out.append((headline.label, value))
+    return out
+
+
+# --- making prose inert ---------------------------------------------------------------
+
+_SAFE_URL = re.compile(r"^(https?://|mailto:|#|/|\.{0,2}/|[A-Za-z0-9_.~%-]+(?:[/?#]|$))", re.IGNORECASE)
+_LINK_DEST = re.compile(r"\]\(\s*<?([^)\s>]*)")
+_REF_DEST = re.compile(r"^[ \t]*\[[^\]\n]+\]:[ \t]*<?(\S*?)>?(?:\s|$)", re.MULTILINE)
+_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
+_INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+# Every '<' opens nothing, except a Markdown autolink to http(s) or mailto, which Markdown itself turns into a link.
+_TAG_OPEN = re.compile(r"<(?!(?:https?://|mailto:)[^\s<>\"'`]*>)", re.IGNORECASE)
+
+
+def check_links(text: str, where: str) -> None:
+    """Refuse link targets with a scheme other than http(s)/mailto (``javascript:``, ``data:`` ...)."""
+    for pattern in (_LINK_DEST, _REF_DEST):
+        for m in pattern.finditer(text):
+            target = m.group(1)
+            if target and not _SAFE_URL.match(target):
+                line = text.count("\n", 0, m.start(1)) + 1
+                raise PageError(
+                    f"{where} line {line}: link target {target[:60]!r} is not allowed; "
+                    "links go to http(s), mailto or a relative path"
+                )
+
+
+def inert_prose(text: str) -> str:
+    """Escape ``<`` outside fenced and inline code, so prose cannot carry raw HTML."""
+    return _escape_outside_code(text)
+
+
+def _escape_outside_code(text: str) -> str:
+    lines = text.split("\n")
+    fence = None
+    chunks: list[tuple[bool, str]] = []  # (is_code, text)
+    for line in lines:
+        m = _FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+            chunks.append((True, line))
+        elif fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
+                fence = None
+            chunks.append((True, line))
+        else:
+            chunks.append((False, line))
+    pieces = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            block = "\n".join(prose)
+            parts, last = [], 0
+            for m in _INLINE_CODE.finditer(block):
+                parts.append(_TAG_OPEN.sub("&lt;", block[last : m.start()]))
+                parts.append(m.group(0))
+                last = m.end()
+            parts.append(_TAG_OPEN.sub("&lt;", block[last:]))
+            pieces.append("".join(parts))
+            prose.clear()
+
+    for is_code, line in chunks:
+        if is_code:
+            flush()
+            pieces.append(line)
+        else:
+            prose.append(line)
+    flush()
+    return "\n".join(pieces)

@@ -1,0 +1,94 @@
+"""Files render adds to every site: stylesheets and scripts under ``assets/probebook/`` (ARCHITECTURE.md §6.5).
+
+Each is a file in ``render/assets/`` (or, for vega-embed, made at build time), copied into the tree
+and named in the engine config's ``extra_css`` or ``extra_javascript``, so every page loads it from
+the site itself; nothing is ever fetched from a CDN. Add a stylesheet or script by adding its name
+to ``STYLESHEETS`` or ``SCRIPTS``.
+
+Interactive charts: ``charts.js`` replaces each chart's static SVGs (``render.charts.theme.markdown``)
+with a vega-embed view of its Vega-Lite spec in the page's colour scheme. vega-embed, Vega-Lite and
+Vega come from vl-convert's own offline bundle (``vl_convert.javascript_bundle``), so the build needs
+no network, and the bundle's bytes depend only on the vl-convert version, so the site stays
+byte-identical for the same inputs.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+from render.build import incremental
+
+FOLDER = "assets/probebook"
+"""Where the assets sit in the site (reserved: ``render.pages.sources.RESERVED``)."""
+HERE = Path(__file__).resolve().parent.parent / "assets"
+"""Where the hand-written ones are kept in the package."""
+STYLESHEETS = ("charts.css", "tables.css", "numbers.css")
+"""Stylesheets in ``render/assets/``, added to ``extra_css`` in this order."""
+SCRIPTS = ("vega-embed.js", "charts.js")
+"""Scripts added to ``extra_javascript`` in this order: the bundle first (``charts.js`` calls ``vegaEmbed``)."""
+POLYFILLS = ("iframe-worker-shim.js",)
+"""Scripts the theme loads in the page head before its own (``extra.polyfills``): the iframe-worker shim that
+mkdocs-material's offline plugin needs for search on file:// pages (the plugin would fetch it from a CDN when
+none is named; one named here is used instead)."""
+
+
+_BUNDLE_EXPORT = "window.vegaEmbed = vegaEmbed;"
+
+
+@functools.lru_cache(maxsize=1)
+def vega_embed_bundle() -> bytes:
+    """vega-embed with Vega-Lite and Vega as one script that sets ``window.vegaEmbed`` (about 0.9 MB; made once
+    per process, 1.4 s on an idle core)."""
+    import vl_convert as vlc  # here, not at the top: a build imports this module before it needs the bundle
+
+    return vlc.javascript_bundle(_BUNDLE_EXPORT).encode("utf-8")
+
+
+def bundle_name() -> str:
+    """The cached bundle's file name: the bundle is a function of vl-convert's version and the export line alone."""
+    version = metadata.version("vl-convert-python")
+    return f"vega-embed-{version}-{hashlib.sha256(_BUNDLE_EXPORT.encode()).hexdigest()[:12]}.js"
+
+
+def cached_bundle(cache: Path | None, read: bool = True, later: incremental.MakeLater | None = None) -> bytes:
+    """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
+    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §6.7).
+    ``read=False`` (a full build) makes it afresh and keeps that for the next build; ``later``: made later
+    (``render.build.deferred``) unless kept."""
+    if cache is None:
+        return vega_embed_bundle()
+    return incremental.kept_file(cache / bundle_name(), vega_embed_bundle, read, later=later)
+
+
+MADE: dict[str, Callable[[Path | None, bool, incremental.MakeLater | None], bytes]] = {"vega-embed.js": cached_bundle}
+"""Assets made at build time rather than kept in ``render/assets/``, each given the build's asset cache."""
+
+
+def site_files(
+    cache: Path | None = None, read: bool = True, later: incremental.MakeLater | None = None
+) -> dict[str, bytes]:
+    """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh
+    and not kept); ``read=False``: made afresh and kept; ``later``: those not kept are made later."""
+    return {
+        f"{FOLDER}/{name}": MADE[name](cache, read, later) if name in MADE else (HERE / name).read_bytes()
+        for name in STYLESHEETS + SCRIPTS + POLYFILLS
+    }
+
+
+def add_to_config(config: dict[str, Any]) -> None:
+    """Append the stylesheets, scripts and polyfills to an engine config's ``extra_css``, ``extra_javascript`` and
+    ``extra.polyfills``."""
+    for key, names in (("extra_css", STYLESHEETS), ("extra_javascript", SCRIPTS)):
+        given = config.get(key)
+        listed = list(given) if isinstance(given, list) else []
+        config[key] = listed + [f"{FOLDER}/{n}" for n in names if f"{FOLDER}/{n}" not in listed]
+    given_extra = config.get("extra")
+    extra: dict[str, Any] = given_extra if isinstance(given_extra, dict) else {}
+    given = extra.get("polyfills")
+    listed = list(given) if isinstance(given, list) else []
+    extra["polyfills"] = listed + [f"{FOLDER}/{n}" for n in POLYFILLS if f"{FOLDER}/{n}" not in listed]
+    config["extra"] = extra

@@ -1,0 +1,1 @@
+"""Tables: columns and formatters, and the builders of each table kind."""

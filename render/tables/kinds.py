@@ -1,0 +1,274 @@
+"""Table kinds: a builder per kind turns evidence documents into columns and rows; ``render`` dispatches.
+
+``render(kind, docs, **options)`` returns one ``TableOutput``: the Markdown a page shows and the same
+rows unformatted as CSV and JSON downloads. The columns, formatters and writers are in
+``render.tables.columns``; the pipeline study's kinds in ``render.tables.pipeline``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from measure.evidence import contracts
+from measure.evidence.contracts import tokens_per_second
+from render.derive import batchsweep, kernels, lossmem
+from render.derive.gemm import gemm_shapes
+from render.numbers import reading as numbers
+from render.numbers.reading import significant
+from render.tables.columns import (
+    _NUM,
+    Column,
+    TableOutput,
+    _csv,
+    _gib,
+    _int,
+    _ms,
+    _text,
+    columns,
+    doc_label,
+    evidence_rows,
+    markdown_table,
+    picked_rows,
+)
+from render.tables.pipeline import PIPELINE_TABLES
+
+
+def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Step-time windows grouped by mode, batch and sequence length: median, fastest, slowest, tokens/s."""
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    shaky: dict[tuple[Any, ...], bool] = {}  # the probe's per-point flag: windows' CV over 5%
+    for doc in docs:
+        for point in (doc.get("data") or {}).get("points") or []:
+            if isinstance(point, dict) and "tokens" in point:
+                key = (str(point.get("mode") or ""), point.get("batch"), point["tokens"])
+                shaky[key] = shaky.get(key, False) or lossmem.unstable(point)
+        for r in evidence_rows(
+            "table 'step-scaling'",
+            doc,
+            {"tokens": _NUM, "step_s": _NUM, "batch": _NUM},
+            "step-scaling",
+            nullable=("batch", "step_s"),
+        ):
+            if r.get("step_s") is None:
+                continue  # a failed window: counted nowhere, shown on the evidence page's raw table
+            key = (str(r.get("mode") or ""), r.get("batch"), r["tokens"])
+            groups.setdefault(key, []).append(r["step_s"])
+    records = []
+    for (mode, batch, tokens), times in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
+        median = statistics.median(times)
+        per_step = tokens * (batch if batch is not None else 1)
+        records.append(
+            {
+                "mode": mode or None,
+                "batch": batch,
+                "tokens": tokens,
+                "windows": len(times),
+                "median_step_s": median,
+                "min_step_s": min(times),
+                "max_step_s": max(times),
+                "tokens_per_step": per_step,
+                "tok_s": tokens_per_second(per_step, median),
+                "unstable": shaky.get((mode, batch, tokens), False),
+            }
+        )
+    cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
+        "mode batch tokens tok_s",
+        Column("median_step_s", "median step (ms)", _ms),
+        Column("min_step_s", "fastest (ms)", _ms),
+        Column("max_step_s", "slowest (ms)", _ms),
+        "tokens_per_step windows unstable",
+    )
+    return cols, records
+
+
+def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[list[Column], list[dict[str, Any]]]:
+    """Per model and context: batches tried, the best throughput and its batch, the largest fit, the first OOM."""
+    rows: list[dict[str, Any]] = []
+    for doc in docs:
+        need = {
+            "model": (str,),
+            "params": _NUM,
+            "context": _NUM,
+            "batch": _NUM,
+            "status": (str,),
+            "tok_s": _NUM,
+            "peak_bytes": _NUM,
+        }
+        checked = evidence_rows("table 'batch-sweep'", doc, need, "batch-sweep", nullable=("tok_s", "peak_bytes"))
+        for i, r in enumerate(checked):
+            why = contracts.status_problem(r)
+            if why is not None:
+                raise ProbebookError(f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}]: {why}")
+            rows.append(r)
+    if view == "rows":
+        cols = columns("model context batch status tok_s peak_bytes unstable")
+        return cols, picked_rows(cols, sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"])))
+    if view != "summary":
+        raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
+    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (ARCHITECTURE.md §8)
+    peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
+    records = []
+    for g in batchsweep.summarize(rows, device_bytes=lossmem.machine_bytes(docs)):
+        group = [r for r in rows if r["model"] == g.model and int(r["context"]) == g.context]
+        records.append(
+            {
+                "model": g.model,
+                "params": g.params,
+                "context": g.context,
+                "batches_tried": len(group),
+                "fastest_stable_batch": g.fastest_stable_batch,
+                "fastest_tok_s": g.fastest_tok_s,
+                "peak_bytes_at_fastest": (
+                    peaks.get((g.model, g.context, g.fastest_stable_batch))
+                    if g.fastest_stable_batch is not None
+                    else None
+                ),
+                "largest_fitting_batch": g.largest_fitting_batch,
+                "first_oom_batch": g.first_oom_batch,
+                "unstable_batches": " ".join(str(b) for b in g.unstable_batches) or None,
+                "spilled_batches": " ".join(str(b) for b in g.spilled_batches) or None,
+            }
+        )
+    cols = columns(
+        "model",
+        "context",
+        Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3)),
+        Column("fastest_stable_batch", "fastest batch", _int),
+        Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
+        Column("largest_fitting_batch", "largest fitting batch", _int),
+        Column("first_oom_batch", "first OOM batch", _int),
+        Column("batches_tried", "batches tried", _int),
+        Column("params", "parameters", lambda x: numbers.general(x, 3)),
+        Column("unstable_batches", "unstable batches (CV over 5%)", _text, False),
+        Column("spilled_batches", "spilled batches", _text, False),
+    )
+    return cols, records
+
+
+def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Peak memory and throughput per arm and microbatch."""
+    rows = []
+    for doc in docs:
+        rows += evidence_rows(
+            "table 'loss-memory'",
+            doc,
+            {"arm": (str,), "microbatch": _NUM, "tokens_per_step": _NUM, "peak_bytes": _NUM, "tok_s": _NUM},
+            "loss-memory",
+            nullable=("tok_s",),
+        )
+    arms = list(dict.fromkeys(r["arm"] for r in rows))
+    ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
+    cols = columns("arm microbatch peak_bytes tok_s tokens_per_step unstable")
+    return cols, picked_rows(cols, ordered)
+
+
+def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Per GEMM shape: windows, median time, TFLOP/s at the median and at the fastest window."""
+    rows = [
+        r
+        for doc in docs
+        for r in evidence_rows(
+            "table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": _NUM}, "gemm"
+        )
+    ]
+    records = [
+        {
+            "shape": g.shape,
+            "m": g.m,
+            "n": g.n,
+            "k": g.k,
+            "windows": g.windows,
+            "median_time_s": g.median_time_s,
+            "median_tflop_s": g.median_tflop_s,
+            "best_tflop_s": g.best_tflop_s,
+        }
+        for g in gemm_shapes(rows)
+    ]
+    tf = lambda x: significant(x, 3)  # noqa: E731 - a one-line formatter
+    cols = columns(
+        "shape",
+        Column("median_tflop_s", "TFLOP/s at median", tf),
+        Column("best_tflop_s", "best TFLOP/s", tf),
+        Column("median_time_s", "median time (ms)", _ms),
+        "m n k windows",
+    )
+    return cols, records
+
+
+def _kernel_rows(what: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return evidence_rows(what, doc, {"kernel": (str,), "category": (str,), "calls": (int,), "device_time_s": _NUM})
+
+
+def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], list[dict[str, Any]]]:
+    """The ``top`` kernels by summed device time, with calls, time per call and share of all kernel time."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ProbebookError(f"table 'kernels': top must be a whole number >= 1, got {top!r}")
+    rows = kernels.counted_rows([r for doc in docs for r in _kernel_rows("table 'kernels'", doc)])
+    shares = kernels.kernel_shares(rows)
+    ranked = sorted(zip(rows, shares, strict=True), key=lambda rs: (-rs[0]["device_time_s"], rs[0]["kernel"]))[:top]
+    records = [
+        {
+            "kernel": r["kernel"],
+            "category": r["category"],
+            "calls": r["calls"],
+            "device_time_s": r["device_time_s"],
+            "per_call_s": kernels.per_call_s(r["device_time_s"], r["calls"]),
+            "share": share,
+        }
+        for r, share in ranked
+    ]
+    cols = columns(
+        "kernel category share device_time_s calls",
+        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6, 4)),
+    )
+    return cols, records
+
+
+def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Device kernel time and its share per category, summed over the documents' kernel rows."""
+    rows = [r for doc in docs for r in _kernel_rows("table 'kernel-shares'", doc)]
+    shares = kernels.category_shares(rows)
+    times = kernels.category_time_s(rows)
+    records = [
+        {"category": cat, "device_time_s": times[cat], "share": shares.get(cat)}
+        for cat in sorted(times, key=lambda c: (-times[c], c))
+    ]
+    cols = columns("category device_time_s share")
+    return cols, records
+
+
+KINDS: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]], tuple[str, ...]]] = {
+    "step-scaling": (_step_scaling, ()),
+    "batch-sweep": (_batch_sweep, ("view",)),
+    "loss-memory": (_loss_memory, ()),
+    "gemm": (_gemm, ()),
+    "kernels": (_kernels, ("top",)),
+    "kernel-shares": (_kernel_shares, ()),
+}
+"""Table kind -> (builder, the options it accepts)."""
+
+KINDS.update(PIPELINE_TABLES)
+
+
+def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput:
+    """Build table ``kind`` from evidence documents ``docs``; every input error is a ProbebookError."""
+    if kind not in KINDS:
+        raise ProbebookError(f"unknown table kind {kind!r}; the kinds are {', '.join(sorted(KINDS))}")
+    builder, accepted = KINDS[kind]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ProbebookError(
+            f"table {kind!r} has no option {unknown[0]!r}"
+            + (f"; it accepts {', '.join(accepted)}" if accepted else "; it takes none")
+        )
+    if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
+        raise ProbebookError(f"table {kind!r} needs a non-empty list of evidence documents")
+    columns, records = builder(list(docs), **options)
+    return TableOutput(
+        markdown=markdown_table(columns, records),
+        csv=_csv(columns, records),
+        json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+    )

@@ -1,0 +1,109 @@
+"""Tables of the input-pipeline probes, ``table("padding", pad)`` and ``table("mask", m)``, merged into tables.KINDS."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from measure.errors import ProbebookError
+from render.derive import kernels
+from render.derive import padding as padmod
+from render.numbers.quantity import percent
+from render.numbers.reading import significant
+from render.tables.columns import Column, _int, _ms, _text, columns
+
+
+def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Naive batching, then bucket-to-pair at each swept bucket size: rows, padding shares, diversity."""
+    records = []
+    for doc in docs:
+        _need("padding", "padding", doc)
+        for r in doc["data"]["samples"]:
+            records.append(
+                {
+                    "batching": r["batching"],
+                    "bucket_size": r["bucket_size"],
+                    "rows": r["rows"],
+                    "padding_share": padmod.padding_share(r["tokens"], r["slots_width"]),
+                    "padding_share_longest": padmod.padding_share(r["tokens"], r["slots_longest"]),
+                    "roots_per_window": padmod.diversity(r["distinct_roots"], r["full_windows"]),
+                }
+            )
+    cols = columns(
+        "batching",
+        Column("bucket_size", "bucket (tokens)", _int),
+        "rows",
+        Column("padding_share", "padding, rows at width", percent),
+        Column("padding_share_longest", "padding, microbatch at longest", percent),
+        Column("roots_per_window", "roots per window", lambda x: significant(x, 3)),
+    )
+    return cols, records
+
+
+def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """The corpus's document-length histogram: documents per power-of-two length bin, and their share."""
+    records = []
+    for doc in docs:
+        _need("padding-lengths", "padding", doc)
+        hist = doc["data"]["length_histogram"]
+        total = sum(hist["counts"])
+        for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
+            records.append({"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total})
+    cols = columns(
+        Column("from_tokens", "from (tokens)", _int),
+        Column("below_tokens", "below (tokens)", _int),
+        "documents",
+        "share",
+    )
+    return cols, records
+
+
+def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Per mask kind: the SDPA backend the trace shows, its attention kernel and tags, median step, vs is_causal."""
+    records = []
+    for doc in docs:
+        _need("mask", "mask", doc)
+        medians = padmod.mask_step_medians(doc["data"]["samples"])
+        causal = medians.get("causal")
+        spread = {p["kind"]: p.get("cv") for p in doc["data"].get("points", []) if "kind" in p}
+        for kind, seen in sorted(doc["data"]["observed"]["kinds"].items(), key=lambda kv: _ORDER.get(kv[0], 9)):
+            rows = seen["attention_kernels"]
+            top = max(rows, key=lambda r: r["device_time_s"])["kernel"] if rows else None
+            median = medians.get(kind)
+            records.append(
+                {
+                    "preset": doc["params"].get("preset"),
+                    "kind": kind,
+                    "sdpa_backend": "+".join(seen["sdpa_backends"]) or None,
+                    "top_attention_kernel": None if top is None else top[:80],
+                    "arch_tags": " ".join(sorted(kernels.arch_tags(rows))) or None,
+                    "median_step_s": median,
+                    "vs_causal": None if causal is None or median is None else padmod.slowdown(median, causal),
+                    "rounds_cv": spread.get(kind),
+                }
+            )
+    cols = [
+        Column("preset", "model", _text, False),
+        Column("kind", "mask", _text, False),
+        Column("sdpa_backend", "SDPA backend (traced)", _text, False),
+        Column("top_attention_kernel", "top attention kernel", _text, False),
+        Column("arch_tags", "arch", _text, False),
+        Column("median_step_s", "step (ms)", _ms),
+        Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}"),
+        Column("rounds_cv", "CV of rounds", percent),
+    ]
+    return cols, records
+
+
+def _need(table: str, probe: str, doc: dict[str, Any]) -> None:
+    """Refuse evidence of another probe, naming the table and both probes."""
+    if doc.get("probe") != probe:
+        raise ProbebookError(f"table {table!r} needs {probe} evidence, got {doc.get('probe')} evidence")
+
+
+_ORDER = {"causal": 0, "explicit": 1, "padded": 2, "padded-causal": 3, "sliding": 4, "document": 5}
+PIPELINE_TABLES: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]], tuple[str, ...]]] = {
+    "padding": (_padding, ()),
+    "padding-lengths": (_lengths, ()),
+    "mask": (_mask, ()),
+}
+"""Table kind -> (builder, options), merged into ``render.tables.columns.KINDS``."""

@@ -1,0 +1,110 @@
+"""The import layout: no cycle among the project's modules, and render/ holds only sub-packages at its top.
+
+Every import is counted, wherever it sits (at the top, inside a function, under ``TYPE_CHECKING``), so
+a cycle cannot hide behind a deferred import. The one exception is ``measure/workload``'s lazy-torch
+façade, whose package ``__init__`` reaches its modules by name only when an attribute is asked for.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("measure", "render", "probebook")
+ALLOWED_CYCLE_PACKAGES = ("measure.workload",)
+"""The deliberate lazy-torch façade: its ``__init__`` and its modules import each other on purpose."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules ``name`` imports: ``from a.b import c`` counts ``a.b.c`` when that is a module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, base] if base else up)
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _allowed(component: list[str]) -> bool:
+    return all(m == p or m.startswith(p + ".") for m in component for p in ALLOWED_CYCLE_PACKAGES)
+
+
+def test_finds_a_cycle_when_there_is_one() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_among_the_project_modules() -> None:
+    graph = _graph()
+    assert len(graph) > 100 and graph["render.build.stages"], "the graph must see the project's modules and imports"
+    cycles = [c for c in _cycles(graph) if not _allowed(c)]
+    assert cycles == []
+
+
+def test_render_top_level_holds_only_errors_and_init() -> None:
+    top = sorted(p.name for p in (ROOT / "render").glob("*.py"))
+    assert top == ["__init__.py", "errors.py"]
+    packages = sorted(p.name for p in (ROOT / "render").iterdir() if (p / "__init__.py").is_file())
+    assert packages == ["build", "charts", "derive", "evidence", "functions", "numbers", "pages", "site", "tables"]
