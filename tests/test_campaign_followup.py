@@ -172,3 +172,34 @@ def test_the_combined_report_refuses_overlapping_contexts_and_incomplete_grids(f
     assert out.returncode != 0
     assert f"{partial}: curve tiny-s64 is ready: the grid is incomplete" in out.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_an_unexpected_oom_in_the_followup_blocks_only_its_curve(tmp_path):
+    from conftest import REPO
+
+    plugins = str(Path(__file__).resolve().parent / "fixtures" / "measure_plugins")
+    oom = tmp_path / "oom-now"
+    env = {"PYTHONPATH": f"{plugins}:{REPO}", "TOY_HARNESS_OOM": str(oom)}
+    spec = json.loads(sweep_spec(tmp_path / "spec.yaml").read_text())
+    spec["config"]["workload"] = "toy_harness:ooms_at_batch_2"
+    (tmp_path / "spec.yaml").write_text(json.dumps(spec))
+    sweep, follow = tmp_path / "sweep", tmp_path / "opt"
+    assert run_cli("campaign", "plan", str(tmp_path / "spec.yaml"), "--output", str(sweep), env=env).returncode == 0
+    out = run_cli("campaign", "run", str(sweep), env=env)
+    assert out.returncode == 0, out.stderr  # the sweep fits batch 2 and 4
+    out = run_cli("campaign", "plan", "--optimizer-timing-from", str(sweep), "--output", str(follow), env=env)
+    assert out.returncode == 0, out.stderr
+    oom.touch()
+    out = run_cli("campaign", "run", str(follow), "--max-concurrent", "1", env=env)
+    assert out.returncode == 1
+    got = receipts.load_all(follow)
+    assert {k: r["state"] for k, r in got.items()} == {
+        "tiny-s32-b1": "ok",
+        "tiny-s32-b2": "failed",
+        "tiny-s64-b1": "ok",
+        "tiny-s64-b2": "failed",
+    }
+    assert got["tiny-s32-b2"]["attempts"][0]["error"].startswith(
+        "unexpected OOM at batch 2 (the sweep fit it): MemoryError: simulated: out of memory at batch 2"
+    )
+    assert "2 curve(s) blocked by a failed point (tiny-s32, tiny-s64)" in out.stderr

@@ -279,7 +279,8 @@ class Runner:
         out = []
         for keys in self.curves.values():
             state, key = receipts.curve_state(keys, self.receipts)
-            if self.parallel and state in ("ready", "running"):  # every point not yet run, until one fails
+            failed = any(self.receipts.get(k, {}).get("state") in receipts.FAILED for k in keys)
+            if self.parallel and state in ("ready", "running") and not failed:  # every point not yet run
                 out += [
                     k for k in keys if k not in self.live and (k not in self.receipts or self.receipts[k].get("retry"))
                 ]
