@@ -394,7 +394,7 @@ def test_the_audit_catches_a_job_whose_allocation_is_not_the_specs(tmp_path):
     ok(run_cli("campaign", "run", str(folder), "--executor", "slurm"))
     # a job the spec did not ask for (1 GB, a 1 min limit) named by the point's receipt
     sub = subprocess.run(
-        ["sbatch", "--parsable", "--mem=1G", "--time=1", "-c", "1", "--wrap", "true"],
+        ["sbatch", "--parsable", "--mem=1G", "--time=1", "-c", "1", "-o", str(tmp_path / "wrap.out"), "--wrap", "true"],
         capture_output=True,
         text=True,
         check=True,
