@@ -1,6 +1,7 @@
 """Campaigns through a real single-node Slurm (`.ci/slurm up`): a default run audited clean, queue time, run
 time after a resume, a job found by name across midnight and with accounting down, a job adopted after a kill
-inside sbatch, scancel and --retry-failed, sacct polling, and requests the cluster cannot meet."""
+inside sbatch, scancel and --retry-failed, sacct polling, requests the cluster cannot meet, an optimizer-timing
+follow-up, and the audit of each job's accounting (time limit, memory) against the spec."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, run_cli
 
+from measure.evidence.store import Store
 from probebook.campaign import receipts, slurm
 
 pytestmark = pytest.mark.slurm
@@ -360,3 +362,50 @@ def test_a_job_slurm_killed_at_its_time_limit_is_recorded_with_the_cause(tmp_pat
     assert a["state"] == "failed" and a["slurm_state"] == ended.state, a
     assert "timed-out too many times" in a["error"] or a["error"].startswith("Slurm: TIMEOUT"), a["error"]
     assert a["wall_s"] == ended.end_unix - ended.start_unix  # Slurm's own start to end
+
+
+def test_an_optimizer_followup_runs_through_slurm_audits_its_accounting_and_joins_a_report(tmp_path):
+    sweep = planned(tmp_path, [32], 64)
+    ok(run_cli("campaign", "run", str(sweep), "--executor", "slurm"))
+    assert audit(sweep, tmp_path) == []
+    follow = tmp_path / "opt"
+    ok(run_cli("campaign", "plan", "--optimizer-timing-from", str(sweep), "--output", str(follow)))
+    started = time.time()
+    ok(run_cli("campaign", "run", str(follow), "--executor", "slurm"))
+    print(f"optimizer follow-up of 2 points through Slurm: {time.time() - started:.1f} s")
+    got = receipts.load_all(follow)
+    assert {k: r["state"] for k, r in got.items()} == {"tiny-s32-b1": "ok", "tiny-s32-b2": "ok"}
+    assert all(r["result"]["instrumented_evidence"] for r in got.values())
+    out = run_cli("--archive", str(tmp_path / "a"), "campaign", "audit", str(follow))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout == ""
+    # both points of the curve ran at once under Slurm (it had fit both already), within max_concurrent 2
+    verdict = Store(tmp_path / "a").read_bytes(out.stderr.strip().rsplit(" ", 1)[-1])
+    assert json.loads(verdict)["data"]["peak_concurrent_slurm_jobs"] in (1, 2)
+    report = tmp_path / "report.json"
+    args = ["--throughput", str(sweep), "--optimizer", str(follow), "--output", str(report)]
+    ok(run_cli("--archive", str(tmp_path / "a"), "campaign", "report", *args))
+    rows = json.loads(report.read_text())["data"]["samples"]
+    assert [(r["curve"], r["batch"]) for r in rows] == [("tiny-s32", 1), ("tiny-s32", 2)]
+
+
+def test_the_audit_catches_a_job_whose_allocation_is_not_the_specs(tmp_path):
+    folder = planned(tmp_path, [32], 32)
+    ok(run_cli("campaign", "run", str(folder), "--executor", "slurm"))
+    # a job the spec did not ask for (1 GB, a 1 min limit) named by the point's receipt
+    sub = subprocess.run(
+        ["sbatch", "--parsable", "--mem=1G", "--time=1", "-c", "1", "-o", str(tmp_path / "wrap.out"), "--wrap", "true"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    job = sub.stdout.strip().split(";")[0]
+    wait_for("the job to end", lambda: sacct_jobs([job]).get(job) and sacct_jobs([job])[job].ended)
+    path = receipts.path(folder, "tiny-s32-b1")
+    receipt = json.loads(path.read_text())
+    receipt["attempts"][-1]["job_id"] = job
+    path.write_text(json.dumps(receipt))
+    assert audit(folder, tmp_path) == [
+        f"point tiny-s32-b1 attempt 1 (job {job}): time limit 1 min, the spec asked for 5",
+        f"point tiny-s32-b1 attempt 1 (job {job}): allocated 1G of memory, the spec asked for 2 GB",
+    ]

@@ -7,7 +7,8 @@ update count against its steps; the parameter count against the preset; the code
 is the manifest's frozen source (``measure_source_sha256``); an OOM is an allocation failure, not
 some other error. Per curve: the OOM boundary is contiguous (points form a prefix of the planned
 walk, nothing fits above an OOM). Per campaign: the frozen source still hashes to the manifest's,
-job time limits, at most one measured attempt per point, no job named by two attempts
+job time limits, at most one measured attempt per point, Slurm's accounting of every job (time limit
+and elapsed, GPUs, CPUs and memory against the spec, its peak of jobs at once), no job named by two attempts
 (``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock, local
 executor only: Slurm gives each job its own allocation) no two points holding the device at once.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from probebook.campaign.plan import SOURCE, checked, load_manifest
 
 PROBE = "campaign-audit"
 VERSION = 1
+ACCOUNTING_WAITS = 20  # seconds the audit waits for accounting to record the end of jobs that ended
 REL = 1e-9  # re-derived numbers must agree to rounding: both sides are the same float arithmetic
 
 
@@ -171,6 +174,18 @@ def _point(
     return out, row
 
 
+def _point_times(key: str, receipt: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """Attempts measured more than once or run past the job limit (the checks every campaign's points share)."""
+    out = []
+    if sum(a.get("state") in receipts.MEASURED for a in receipt["attempts"]) > 1:
+        out.append(f"point {key}: measured by more than one attempt (a point runs once)")
+    limit = settings["point_timeout_s"] + settings["grace_s"]
+    for a in receipt["attempts"]:
+        if a.get("wall_s") is not None and a["wall_s"] > limit:
+            out.append(f"point {key}: attempt {a['n']} ran {a['wall_s']:.1f} s, past its {limit:g} s job limit")
+    return out
+
+
 def _same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Whether two local attempts may have run on one machine's boot (an attempt that does not say may have)."""
     for key in ("host", "boot_id"):
@@ -222,6 +237,60 @@ def concurrency(intervals: list[tuple[float, float]]) -> int:
     return peak
 
 
+def accounting_findings(
+    jobs: list[tuple[str, dict[str, Any]]], settings: dict[str, Any]
+) -> tuple[list[str], int | None]:
+    """Slurm's accounting of every Slurm attempt against the spec: time limit and elapsed time, GPUs, CPUs and
+    memory allocated, and the peak of jobs running at once (by Slurm's start and end, not the runner's view).
+
+    One batched ``sacct`` call; a campaign with no Slurm job returns no findings and no peak.
+    """
+    from probebook.campaign import executors, slurm
+    from probebook.campaign.spec import Executor, Slurm
+
+    ran = [(k, a) for k, a in jobs if a.get("executor") == "slurm" and a.get("job_id")]
+    if not ran:
+        return [], None
+    asked = Slurm(**settings["slurm"])
+    limit_min = executors.parameters("slurm", Executor(**{**settings, "slurm": asked}), "audit", [], "cpu")["time"]
+    since = min(a.get("submitted_unix") or 0.0 for _, a in ran)
+    ids = [str(a["job_id"]) for _, a in ran]
+    got = slurm.accounting(ids, since)
+    settled = {str(a["job_id"]) for _, a in ran if a.get("state") not in receipts.IN_FLIGHT}
+    for _ in range(ACCOUNTING_WAITS):  # slurmdbd records a job's end and limit seconds after the runner saw it end
+        if all(got.get(i) is not None and got[i].end_unix and got[i].time_limit_min for i in settled):
+            break
+        time.sleep(1.0)
+        got = slurm.accounting(ids, since)
+    out, spans = [], []
+    for key, a in ran:
+        where = f"point {key} attempt {a['n']} (job {a['job_id']})"
+        acct = got.get(str(a["job_id"]))
+        if acct is None:
+            out.append(f"{where}: Slurm's accounting has no such job")
+            continue
+        if acct.start_unix and acct.end_unix:
+            spans.append((acct.start_unix, acct.end_unix))
+        if acct.time_limit_min is not None and acct.time_limit_min != limit_min:
+            out.append(f"{where}: time limit {acct.time_limit_min} min, the spec asked for {limit_min}")
+        if acct.elapsed_s > limit_min * 60:
+            out.append(f"{where}: ran {acct.elapsed_s} s, past its {limit_min} min limit")
+        if not acct.tres:  # a job that never started has no allocation to judge
+            continue
+        gpus = int(acct.tres.get("gres/gpu", 0))
+        if gpus != asked.gpus:
+            out.append(f"{where}: allocated {gpus} GPU(s), the spec asked for {asked.gpus}")
+        if int(acct.tres.get("cpu", 0)) < asked.cpus:
+            out.append(f"{where}: allocated {acct.tres.get('cpu')} CPU(s), the spec asked for {asked.cpus}")
+        mem = acct.mem_mb()
+        if mem is not None and abs(mem - asked.mem_gb * 1024) > 1:
+            out.append(f"{where}: allocated {acct.tres['mem']} of memory, the spec asked for {asked.mem_gb} GB")
+    peak = concurrency(spans)
+    if peak > settings["max_concurrent"]:
+        out.append(f"campaign: Slurm ran {peak} of its jobs at once, above max_concurrent {settings['max_concurrent']}")
+    return out, peak
+
+
 def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     """Every finding of a campaign folder, and counts of what was checked."""
     folder = Path(folder)
@@ -248,7 +317,13 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     for key, point in points.items():
         if key not in got:
             continue
-        found, row = _point(key, point, got[key], store, settings)
+        if manifest["data"].get("kind") == "optimizer-timing":
+            from probebook.campaign.followup import point_findings
+
+            found, row = _point_times(key, got[key], settings), None
+            found += point_findings(key, point, got[key], store)
+        else:
+            found, row = _point(key, point, got[key], store, settings)
         findings += found
         if row is not None:
             rows.append(row)
@@ -273,8 +348,11 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     on_device = concurrency(device)
     if settings["gpu_lock"] and on_device > 1:
         findings.append(f"campaign: {on_device} points held the device at once (the GPU lock was not respected)")
+    slurm_found, slurm_peak = accounting_findings(jobs, manifest["params"]["executor"])
+    findings += slurm_found
     counts = {
         "points_checked": len(got),
+        "peak_concurrent_slurm_jobs": slurm_peak,
         "rows_checked": len(rows),
         "curves": len(manifest["data"]["curves"]),
         "peak_concurrent_jobs": peak,

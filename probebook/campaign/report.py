@@ -137,3 +137,94 @@ def collect(folder: Path, archive: Path) -> str:
     if not listed:
         raise ProbebookError(f"{folder}: no point has run yet; nothing to collect")
     return target.put(evidence)
+
+
+COMBINED = "campaign-report"
+
+
+def _finished(folder: Path, what: str) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
+    """A campaign's manifest id and document and its receipts, refused unless every curve is finished and its
+    audit is clean (a report stands on audited inputs only)."""
+    from probebook.campaign.audit import audit
+
+    ident, manifest = load_manifest(folder)
+    kind = manifest["data"].get("kind") or "throughput"
+    if kind != what:
+        raise ProbebookError(f"{folder}: a {kind} campaign given where a {what} campaign goes")
+    got = receipts.load_all(folder)
+    for c in curves(folder):
+        if c["state"] not in ("oom", "cap"):
+            raise ProbebookError(f"{folder}: curve {c['curve']} is {c['state']}: the grid is incomplete")
+    findings, _counts = audit(folder)
+    if findings:
+        raise ProbebookError(f"{folder}: its audit has {len(findings)} finding(s) ({findings[0]}); fix them first")
+    return ident, manifest, got
+
+
+def combined(throughput: list[Path], optimizer: list[Path]) -> Evidence:
+    """Join throughput campaigns with their optimizer-timing follow-ups, paired by order, into one report.
+
+    Every pair's optimizer campaign must cover its throughput campaign's grid (the same curves, each up to
+    its largest fitting batch), and no curve (preset, context) may come from two pairs. The report records
+    the manifest id of every input and the evidence ids of every row.
+    """
+    if not throughput or len(throughput) != len(optimizer):
+        raise ProbebookError(
+            f"campaign report: {len(throughput)} --throughput and {len(optimizer)} --optimizer campaigns; "
+            "they pair by order, one each"
+        )
+    rows: list[dict[str, Any]] = []
+    inputs: list[dict[str, str]] = []
+    seen: dict[str, int] = {}  # curve -> the pair it came from
+    for n, (tp_dir, opt_dir) in enumerate(zip(throughput, optimizer, strict=True), 1):
+        tp_id, tp, tp_got = _finished(tp_dir, "throughput")
+        opt_id, opt, opt_got = _finished(opt_dir, "optimizer-timing")
+        tp_points = {p["key"]: p for p in tp["data"]["points"]}
+        fit = {k for k, r in tp_got.items() if r["state"] == "ok"}
+        timed = {p["key"] for p in opt["data"]["points"]}
+        if fit != timed:
+            missing = sorted(fit - timed) or sorted(timed - fit)
+            raise ProbebookError(f"{opt_dir}: does not cover {tp_dir}'s grid (point {missing[0]}): incomplete grid")
+        for key in sorted(fit, key=lambda k: (tp_points[k]["curve"], tp_points[k]["batch"])):
+            point = tp_points[key]
+            curve = point["curve"]
+            if seen.setdefault(curve, n) != n:
+                raise ProbebookError(
+                    f"{tp_dir}: curve {curve} of pair {n} is also in pair {seen[curve]}: the contexts overlap"
+                )
+            result = opt_got[key]["result"]
+            rows.append(
+                {
+                    "curve": curve,
+                    "preset": point["preset"],
+                    "context": point["context"],
+                    "batch": point["batch"],
+                    "tok_s": tp_got[key]["result"]["tok_s"],
+                    "optimizer_share": result["optimizer_share"],
+                    "throughput_evidence": tp_got[key]["evidence"],
+                    "optimizer_evidence": result["instrumented_evidence"],
+                    "baseline_evidence": result["baseline_evidence"],
+                }
+            )
+        inputs.append({"throughput": tp_id, "optimizer": opt_id})
+    return Evidence(
+        probe=COMBINED,
+        probe_version=1,
+        params={"inputs": inputs},
+        data={"samples": rows},
+        machine=load_manifest(throughput[0])[1]["machine"],
+        code=code_fingerprint(__file__),
+    )
+
+
+def write_combined(throughput: list[Path], optimizer: list[Path], output: Path, archive: Path) -> str:
+    """Store the combined report in ``archive`` and write it to ``output``; an existing output is never replaced."""
+    import json
+
+    output = Path(output)
+    if output.exists():
+        raise ProbebookError(f"{output}: exists (an audited report is written once); write to a new file")
+    evidence = combined(throughput, optimizer)
+    ident = Store(archive).put(evidence)
+    output.write_text(json.dumps({"id": ident, **evidence.to_dict()}, indent=1, sort_keys=True) + "\n")
+    return ident

@@ -79,6 +79,9 @@ class Runner:
         if self.source is not None and not (self.source / "measure").is_dir():
             raise ProbebookError(f"{self.source}: the campaign's frozen source is missing; plan the campaign again")
         self.curves = {c["curve"]: c["points"] for c in manifest["data"]["curves"]}
+        # a follow-up's points all fit once already: a curve's points need not wait for one another
+        self.parallel = bool(manifest["data"].get("parallel"))
+        self.followup = manifest["data"].get("kind") == "optimizer-timing"
         self.receipts = receipts.load_all(self.folder)
         self.budget_s = budget_s
         self.live: dict[str, Any] = {}  # point key -> submitit job handle
@@ -104,6 +107,7 @@ class Runner:
         )
 
     def _submit(self, key: str) -> None:
+        from probebook.campaign.followup import run_pair
         from probebook.campaign.job import run_point
 
         point = self.points[key]
@@ -128,7 +132,7 @@ class Runner:
         executor = executors.make(self.kind, folder, params)
         lock = self.settings.gpu_lock and self.kind == "local"
         try:
-            handle = executor.submit(run_point, point, str(self.folder), lock)
+            handle = executor.submit(run_pair if self.followup else run_point, point, str(self.folder), lock)
         except Exception as exc:  # sbatch refused the job (its message is the last line) or could not run
             self._unsubmitted(key, attempt)
             lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("Command ")]
@@ -275,7 +279,12 @@ class Runner:
         out = []
         for keys in self.curves.values():
             state, key = receipts.curve_state(keys, self.receipts)
-            if state == "ready" and key is not None and key not in self.live:
+            failed = any(self.receipts.get(k, {}).get("state") in receipts.FAILED for k in keys)
+            if self.parallel and state in ("ready", "running") and not failed:  # every point not yet run
+                out += [
+                    k for k in keys if k not in self.live and (k not in self.receipts or self.receipts[k].get("retry"))
+                ]
+            elif state == "ready" and key is not None and key not in self.live:
                 out.append(key)
         return out
 

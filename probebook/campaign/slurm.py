@@ -132,3 +132,60 @@ def test_only(script: Path) -> str | None:
         return None
     lines = [ln.strip() for ln in out.stderr.splitlines() if ln.strip()]
     return lines[-1] if lines else f"sbatch --test-only exited {out.returncode}"
+
+
+ACCOUNTING = ("JobID", "State", "ElapsedRaw", "TimelimitRaw", "AllocTRES", "Start", "End")
+
+
+@dataclass(frozen=True)
+class Accounting:
+    """What Slurm's accounting says a job was given and used (``sacct -X``)."""
+
+    job_id: str
+    state: str
+    elapsed_s: int
+    time_limit_min: int | None
+    tres: dict[str, str]
+    """``AllocTRES`` as a mapping: ``cpu``, ``mem``, ``gres/gpu``..."""
+    start_unix: float | None
+    end_unix: float | None
+
+    def mem_mb(self) -> float | None:
+        """Allocated memory in MB (``mem=2G``, ``2048M``, ``1T``)."""
+        text = self.tres.get("mem")
+        if not text:
+            return None
+        scale = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2}
+        return float(text[:-1]) * scale[text[-1]] if text[-1] in scale else float(text)
+
+
+def accounting(ids: list[str], since_unix: float) -> dict[str, Accounting]:
+    """Accounting of the jobs ``ids`` in one ``sacct`` call (the audit's; refuses when sacct fails)."""
+    if not ids:
+        return {}
+    command = ["sacct", "-n", "-X", "-P", "-o", ",".join(ACCOUNTING), "-j", ",".join(sorted(ids))]
+    command += ["-S", stamp(since_unix - SLACK_S), "-E", "now"]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProbebookError(f"cannot ask Slurm's accounting about the campaign's jobs ({exc})") from None
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        raise ProbebookError(f"sacct failed ({why}); the audit needs Slurm's accounting of the jobs")
+    found = {}
+    for line in out.stdout.splitlines():
+        cells = line.split("|")
+        if len(cells) != len(ACCOUNTING):
+            continue
+        job_id, state, elapsed, limit, tres, start, end = cells
+        pairs = dict(p.split("=", 1) for p in tres.split(",") if "=" in p)
+        found[job_id] = Accounting(
+            job_id,
+            state,
+            int(elapsed or 0),
+            int(limit) if limit.isdigit() else None,
+            pairs,
+            _unix(start),
+            _unix(end),
+        )
+    return found

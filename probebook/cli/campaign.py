@@ -26,7 +26,15 @@ def register(sub: Any) -> None:
         "probebook campaign plan sweep.yaml --output runs/sweep",
         _plan,
     )
-    p.add_argument("spec", type=Path, help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)")
+    p.add_argument(
+        "spec", type=Path, nargs="?", help="the campaign spec (YAML; README.md 'Campaigns' has a complete example)"
+    )
+    p.add_argument(
+        "--optimizer-timing-from",
+        type=Path,
+        metavar="DIR",
+        help="plan an optimizer-timing follow-up of this finished batch-sweep campaign (no spec: it inherits its)",
+    )
     p.add_argument("--output", type=Path, metavar="DIR", help="a new, empty campaign folder (not with --estimate)")
     p.add_argument(
         "--estimate",
@@ -65,6 +73,18 @@ def register(sub: Any) -> None:
         "--budget-s", type=float, metavar="SECONDS", help="submit nothing new after this long; exit 3 to be resumed"
     )
     p = command(
+        csub,
+        "report",
+        "Join throughput campaigns with their optimizer-timing follow-ups (paired by order) into one report.",
+        "probebook --archive archive campaign report --throughput runs/sweep --optimizer runs/opt --output r.json",
+        _report,
+    )
+    p.add_argument("--throughput", type=Path, action="append", default=[], metavar="DIR", help="a batch-sweep campaign")
+    p.add_argument(
+        "--optimizer", type=Path, action="append", default=[], metavar="DIR", help="its optimizer-timing follow-up"
+    )
+    p.add_argument("--output", type=Path, required=True, metavar="FILE", help="a new file for the report (JSON)")
+    p = command(
         csub, "status", "A table per curve and a progress bar.", "probebook campaign status runs/sweep --watch", _status
     )
     p.add_argument("dir", type=Path, help="the campaign folder")
@@ -91,6 +111,17 @@ def register(sub: Any) -> None:
 def _plan(args: argparse.Namespace) -> int:
     from measure.errors import ProbebookError
 
+    if args.optimizer_timing_from is not None:
+        if args.spec is not None or args.estimate or args.output is None:
+            raise ProbebookError(
+                "campaign plan --optimizer-timing-from DIR: give --output DIR and no spec (it inherits the sweep's)"
+            )
+        from probebook.campaign.followup import plan_followup
+
+        print(plan_followup(args.optimizer_timing_from, args.output))
+        return 0
+    if args.spec is None:
+        raise ProbebookError("campaign plan: give a spec (or --optimizer-timing-from DIR)")
     if args.estimate:
         from probebook.campaign.estimate import estimate, render
 
@@ -110,6 +141,13 @@ def _run(args: argparse.Namespace) -> int:
     return run(
         args.dir, args.executor, args.max_concurrent, args.dry_run, args.resume, args.retry_failed, args.budget_s
     )
+
+
+def _report(args: argparse.Namespace) -> int:
+    from probebook.campaign.report import write_combined
+
+    print(write_combined(args.throughput, args.optimizer, args.output, Path(args.archive)))
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
