@@ -23,9 +23,9 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
-from measure.machine import code_fingerprint, fingerprint, source_tree_sha256
+from measure.machine import code_fingerprint, fingerprint
 from probebook.campaign import receipts
-from probebook.campaign.plan import PROBE, VERSION, load_manifest, lockfile, snapshot
+from probebook.campaign.plan import PROBE, VERSION, frozen, load_manifest, snapshot
 
 KIND = "optimizer-timing"
 SHARED = (  # the sweep's options the optimizer probe shares: the same recipe, timed with hooks
@@ -102,10 +102,7 @@ def plan_followup(sweep: Path, folder: Path, name: str | None = None) -> str:
             "parallel": True,
             "points": points,
             "curves": [{"curve": c, "points": keys} for c, keys in curves.items()],
-            "source_tree_sha256": source_tree_sha256(source),
-            "measure_source_sha256": source_tree_sha256(source / "measure"),
-            "source_files": sum(1 for p in source.rglob("*") if p.is_file()),
-            "lockfile": lockfile(),
+            **frozen(source),
         },
         machine=fingerprint(),
         code=code_fingerprint(None),

@@ -56,14 +56,26 @@ def lockfile() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def manifest_evidence(spec: specmod.Spec, source: Path) -> Evidence:
-    """The frozen manifest of a spec whose jobs run the snapshot ``source``, as evidence.
+def frozen(source: Path) -> dict[str, Any]:
+    """What a manifest records of the snapshot its jobs run: the hashes the audit checks, its size, the lock file.
 
     ``source_tree_sha256`` covers the whole snapshot, ``measure_source_sha256`` its ``measure``
     package: the hash every point's evidence records of the code that measured it (both are
     ``measure.machine.source_tree_sha256``, the project's one definition).
     """
-    from measure.machine import fingerprint, source_tree_sha256
+    from measure.machine import source_tree_sha256
+
+    return {
+        "source_tree_sha256": source_tree_sha256(source),
+        "measure_source_sha256": source_tree_sha256(source / "measure"),
+        "source_files": sum(1 for p in source.rglob("*") if p.is_file()),
+        "lockfile": lockfile(),
+    }
+
+
+def manifest_evidence(spec: specmod.Spec, source: Path) -> Evidence:
+    """The frozen manifest of a spec whose jobs run the snapshot ``source`` (``frozen``), as evidence."""
+    from measure.machine import fingerprint
 
     points = specmod.points(spec)
     curves: dict[str, list[str]] = {}
@@ -76,10 +88,7 @@ def manifest_evidence(spec: specmod.Spec, source: Path) -> Evidence:
         data={
             "points": points,
             "curves": [{"curve": c, "points": keys} for c, keys in curves.items()],
-            "source_tree_sha256": source_tree_sha256(source),
-            "measure_source_sha256": source_tree_sha256(source / "measure"),
-            "source_files": sum(1 for p in source.rglob("*") if p.is_file()),
-            "lockfile": lockfile(),
+            **frozen(source),
         },
         machine=fingerprint(),
         code=code_fingerprint(None),
