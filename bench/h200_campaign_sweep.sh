@@ -10,6 +10,10 @@
 # campaign.tar.gz (the campaign folder). A call stopped at the budget is resumed by running this
 # script again: on the same warm machine it finds build/campaign-h200; on a fresh one put the
 # campaign.tar.gz that came back at build/campaign.tar.gz and carry it (carry: ["build/campaign.tar.gz"]).
+# FOLLOW_FROM=DIR (a finished sweep's folder) plans an optimizer-timing follow-up of it instead of the spec,
+# FOLLOW_PRESETS=20m,90m only those presets' curves (campaign plan --optimizer-timing-from DIR --presets ...):
+#   tar -xzf bench/results/campaign-h200-v2-state.tar.gz && FOLLOW_FROM=build/campaign-h200 FOLLOW_PRESETS=20m \
+#     CAMPAIGN_DIR=build/followup-h200 OUT=/tmp/out bash bench/h200_campaign_sweep.sh
 # Needs submitit (carried as .whl/submitit-*.whl) plus cloudpickle, yaml and filelock (on the device).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +39,10 @@ fi
 if [ ! -f "$DIR/manifest.id" ] && [ -f build/campaign.tar.gz ]; then tar -xzf build/campaign.tar.gz; fi
 pb() { python3 -m probebook "$@"; }
 start=$(date +%s)
-if [ ! -f "$DIR/manifest.id" ]; then
+if [ ! -f "$DIR/manifest.id" ] && [ -n "${FOLLOW_FROM:-}" ]; then
+  pb campaign plan --optimizer-timing-from "$FOLLOW_FROM" ${FOLLOW_PRESETS:+--presets "$FOLLOW_PRESETS"} --output "$DIR"
+  resume=()
+elif [ ! -f "$DIR/manifest.id" ]; then
   pb campaign plan "$SPEC" --output "$DIR"
   resume=()
 else
@@ -55,7 +62,7 @@ pb campaign status "$DIR" > "$OUT/status.txt" 2>&1 || true
 pb --archive "$OUT/archive" campaign collect "$DIR" 2>&1 | tee -a "$OUT/campaign.log"
 pb --archive "$OUT/archive" campaign audit "$DIR" > "$OUT/audit.txt" 2>&1 || true
 cat "$OUT/audit.txt"
-python3 bench/campaign_breakdown.py "$DIR" | tee "$OUT/breakdown.txt"
+python3 bench/campaign_breakdown.py "$DIR" 2>&1 | tee "$OUT/breakdown.txt" || true
 tar -czf "$OUT/campaign.tar.gz" "$DIR"
 tar -czf "$OUT/archive.tgz" -C "$OUT/archive" . && rm -rf "$OUT/archive"
 echo "total: $(( $(date +%s) - start )) s" | tee -a "$OUT/campaign.log"

@@ -203,3 +203,21 @@ def test_an_unexpected_oom_in_the_followup_blocks_only_its_curve(tmp_path):
         "unexpected OOM at batch 2 (the sweep fit it): MemoryError: simulated: out of memory at batch 2"
     )
     assert "2 curve(s) blocked by a failed point (tiny-s32, tiny-s64)" in out.stderr
+
+
+def test_presets_selects_curves_records_the_selection_and_refuses_an_unmeasured_preset(followed, tmp_path):
+    sweep, _follow, _log = followed
+    part = tmp_path / "part"
+    out = run_cli("campaign", "plan", "--optimizer-timing-from", str(sweep), "--presets", "tiny", "--output", str(part))
+    assert out.returncode == 0, out.stderr
+    _ident, doc = load_manifest(part)
+    assert doc["data"]["presets"] == ["tiny"]
+    assert [c["curve"] for c in doc["data"]["curves"]] == ["tiny-s32", "tiny-s64"]
+    out = run_cli(
+        "campaign", "plan", "--optimizer-timing-from", str(sweep), "--presets", "20m", "--output", str(tmp_path / "x")
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].endswith("--presets 20m: the sweep measured only tiny")
+    assert not (tmp_path / "x").exists()
+    out = run_cli("campaign", "plan", str(tmp_path / "spec.yaml"), "--presets", "tiny", "--output", str(tmp_path / "y"))
+    assert out.returncode == 2 and "only with --optimizer-timing-from" in out.stderr

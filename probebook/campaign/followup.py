@@ -46,8 +46,14 @@ SHARED = (  # the sweep's options the optimizer probe shares: the same recipe, t
 )
 
 
-def points_from(sweep: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
-    """The sweep's manifest id and document, and the follow-up's points (each curve's ``ok`` points)."""
+def points_from(
+    sweep: Path, presets: tuple[str, ...] | None = None
+) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
+    """The sweep's manifest id and document, and the follow-up's points (each curve's ``ok`` points).
+
+    ``presets`` keeps only those presets' curves (every context of each), for a follow-up of part of a
+    sweep when device time is short; a preset the sweep did not measure is refused.
+    """
     from measure.probes import optimizer
 
     ident, manifest = load_manifest(sweep)
@@ -55,8 +61,17 @@ def points_from(sweep: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]
         raise ProbebookError(f"{sweep}: an optimizer-timing follow-up needs a batch-sweep campaign")
     got = receipts.load_all(sweep)
     by_key = {p["key"]: p for p in manifest["data"]["points"]}
+    curves = manifest["data"]["curves"]
+    if presets is not None:
+        measured = {by_key[c["points"][0]]["preset"] for c in curves if c["points"]}
+        unknown = sorted(set(presets) - measured)
+        if unknown:
+            raise ProbebookError(
+                f"{sweep}: --presets {','.join(unknown)}: the sweep measured only {', '.join(sorted(measured))}"
+            )
+        curves = [c for c in curves if c["points"] and by_key[c["points"][0]]["preset"] in presets]
     out = []
-    for curve in manifest["data"]["curves"]:
+    for curve in curves:
         state, _ = receipts.curve_state(curve["points"], got)
         if state not in ("oom", "cap"):
             raise ProbebookError(f"{sweep}: curve {curve['curve']} is {state}; finish the sweep before its follow-up")
@@ -79,9 +94,13 @@ def points_from(sweep: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]
     return ident, manifest, out
 
 
-def plan_followup(sweep: Path, folder: Path, name: str | None = None) -> str:
-    """Write a new optimizer-timing campaign folder over the finished sweep ``sweep``; return its manifest id."""
-    sweep_id, sweep_doc, points = points_from(Path(sweep))
+def plan_followup(sweep: Path, folder: Path, name: str | None = None, presets: tuple[str, ...] | None = None) -> str:
+    """Write a new optimizer-timing campaign folder over the finished sweep ``sweep``; return its manifest id.
+
+    With ``presets``, only those presets' curves are followed; the manifest records the selection
+    (``data.presets``) so a partial follow-up is never read as the whole sweep's.
+    """
+    sweep_id, sweep_doc, points = points_from(Path(sweep), presets)
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
         raise ProbebookError(f"{folder}: not empty; plan a campaign into a new folder")
@@ -99,6 +118,7 @@ def plan_followup(sweep: Path, folder: Path, name: str | None = None) -> str:
         data={
             "kind": KIND,
             "follows": sweep_id,
+            "presets": sorted(presets) if presets is not None else None,
             "parallel": True,
             "points": points,
             "curves": [{"curve": c, "points": keys} for c, keys in curves.items()],

@@ -35,6 +35,11 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="plan an optimizer-timing follow-up of this finished batch-sweep campaign (no spec: it inherits its)",
     )
+    p.add_argument(
+        "--presets",
+        metavar="LIST",
+        help="with --optimizer-timing-from: follow only these presets' curves (comma-separated; every context of each)",
+    )
     p.add_argument("--output", type=Path, metavar="DIR", help="a new, empty campaign folder (not with --estimate)")
     p.add_argument(
         "--estimate",
@@ -118,8 +123,11 @@ def _plan(args: argparse.Namespace) -> int:
             )
         from probebook.campaign.followup import plan_followup
 
-        print(plan_followup(args.optimizer_timing_from, args.output))
+        presets = tuple(x for x in args.presets.split(",") if x) if args.presets else None
+        print(plan_followup(args.optimizer_timing_from, args.output, presets=presets))
         return 0
+    if args.presets is not None:
+        raise ProbebookError("campaign plan --presets: only with --optimizer-timing-from DIR")
     if args.spec is None:
         raise ProbebookError("campaign plan: give a spec (or --optimizer-timing-from DIR)")
     if args.estimate:
