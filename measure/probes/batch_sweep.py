@@ -47,6 +47,7 @@ from measure.probes.common import (
     mark_engagement,
     positive,
     record_facts,
+    release_device,
     resolve_device,
     workload_facts,
 )
@@ -393,21 +394,6 @@ def _params(
     }
 
 
-def _release_device(device: str) -> None:
-    """Return this process's cached device memory before another point may take the device."""
-    import gc
-
-    gc.collect()
-    if device == "cuda":
-        import torch
-
-        try:
-            torch.cuda.synchronize()
-            torch.cuda.empty_cache()
-        except RuntimeError:  # a sticky CUDA error: the process's end returns the memory; the row says what happened
-            pass
-
-
 def measure_here(config: Config, context: int, batch: int, device_lock: Any = None, progress: bool = False) -> Evidence:
     """Measure one (context, batch) point in this process and return its evidence (one sample).
 
@@ -441,7 +427,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
             result = attempt(
                 lambda s, f: measure_on_device(s, f, trace), point_spec(config, device, context, batch), facts
             )
-            _release_device(device)
+            release_device(device)
             result["device_released_unix"] = time.time()
         if result["status"] == "ok":  # the profile is parsed on the host while the next point has the device
             result.update(read_observation(trace))

@@ -138,6 +138,7 @@ def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, An
     from filelock import FileLock
 
     from measure.probes import batch_sweep, optimizer
+    from measure.probes.common import release_device, resolve_device
     from measure.run.isolate import warm_imports
     from probebook.campaign.spec import probe_config_class
 
@@ -162,6 +163,7 @@ def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, An
     else:
         with lock if lock is not None else _nothing():
             timed = optimizer.run(optimizer.Config(**point["optimizer_config"]))
+            release_device(resolve_device(point["optimizer_config"]["device"]))  # before the next job takes the card
         timed_id = store.put(timed)
         summary = timed.data.get("summary") or {}
         if timed.status != "complete":
