@@ -1,41 +1,27 @@
-"""The page functions' names for the CLI's help, kept apart from the functions so the CLI loads no numerics.
+"""The page functions' names for the CLI's help, read from the decorators without importing a page function.
 
-``probebook derive --help`` lists the page functions; importing the registry for that
-(``render.functions.registry.registry``) would load numpy, jinja2 and the page machinery into every
-``probebook`` process (ARCHITECTURE.md §10, fast processes). So this is a copy, in the registry's order,
-that ``tests/test_page_function_lists.py`` holds equal to the registry: a function added there and not
-here fails that test, not a page.
+``probebook derive --help`` lists the page functions; importing them for that (``registry.registry``)
+would load numpy, jinja2 and the page machinery into every ``probebook`` process (ARCHITECTURE.md
+§Fast processes). So this module reads the same fact, the ``@page_function`` line above each function
+in this package's modules, from their text: a millisecond, no imports, and no second list to keep
+(an ``ast`` parse of the same files took about 20 times as long). ``tests/test_page_function_lists.py``
+holds it equal to the registry, order included.
 """
 
 from __future__ import annotations
 
-FUNCTIONS = (
-    "batch_summary",
-    "batch_models",
-    "campaign_time",
-    "chart",
-    "table",
-    "agreement",
-    "hvp",
-    "hvp_speedup",
-    "stream",
-    "utilisation",
-    "fit",
-    "value",
-    "project",
-    "mfu",
-    "constant",
-    "share_of",
-    "median",
-    "saving",
-    "claim",
-    "gemm_ceiling",
-    "kernel_share",
-    "kernel_time",
-    "loss_memory",
-    "logit_bytes",
-    "padding",
-    "mask_cost",
-    "ddp",
-)
-"""The names a page's templates may call, as ``render.functions.registry.registry()`` lists them."""
+import functools
+import re
+from pathlib import Path
+
+_DECORATED = re.compile(r"^@(?:registry\.)?page_function\n(?:async )?def (\w+)\(", re.M)
+"""A module-level ``@page_function`` (or ``@registry.page_function``) and the ``def`` right below it."""
+
+
+@functools.lru_cache(maxsize=1)
+def functions() -> tuple[str, ...]:
+    """Every page function's name, by module name and then by line (the registry's order)."""
+    names: list[str] = []
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        names += _DECORATED.findall(path.read_text(encoding="utf-8"))
+    return tuple(names)
