@@ -1,4 +1,4 @@
-"""The evidence envelope: one JSON document per probe run or import (ARCHITECTURE.md §4.1).
+"""The evidence envelope: one JSON document per probe run or import (ARCHITECTURE.md §Evidence).
 
 A document's bytes are canonical JSON (sorted keys, ``,``/``:`` separators, UTF-8, no
 NaN/Infinity) and its name is the SHA-256 of those bytes, written ``sha256:<64 hex>``.
@@ -469,7 +469,8 @@ def _written_back_alike(doc: dict[str, Any], raw: bytes) -> bool:
 # --- reading older probe versions: applied where render loads evidence, never written back --------
 
 OBSERVED_IN_PARAMS_UNTIL = {"kernels": 2, "ablate": 1, "step-scaling": 1}
-"""Probe -> its last version that kept what it observed at run time in ``params`` (ARCHITECTURE.md §3, item 7)."""
+"""Probe -> its last version that kept what it observed at run time in ``params``
+(ARCHITECTURE.md §Invariants, item 7)."""
 OBSERVED_PARAMS = {
     "sdpa_backend": "sdpa_backend",
     "compile_engaged": "compile_engaged",

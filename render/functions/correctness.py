@@ -1,4 +1,4 @@
-"""Page functions of the correctness records: agreement, hvp, hvp_speedup, stream (ARCHITECTURE.md §6.4).
+"""Page functions of the correctness records: agreement, hvp, hvp_speedup, stream (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/correctness.py``.

@@ -1,4 +1,4 @@
-"""Page function of the data-parallel records: ``ddp(run)`` (ARCHITECTURE.md §6.4).
+"""Page function of the data-parallel records: ``ddp(run)`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/scaling.py``. ``ddp(run)`` reads ``ddp`` evidence and returns a

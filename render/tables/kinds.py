@@ -108,7 +108,8 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         return cols, picked_rows(cols, sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"])))
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
-    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (ARCHITECTURE.md §8)
+    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse
+    # (ARCHITECTURE.md §Lessons)
     peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
     records = []
     for g in batchsweep.summarize(rows, device_bytes=lossmem.machine_bytes(docs)):
