@@ -16,7 +16,7 @@ from measure.errors import ProbebookError
 from render.derive import scaling
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, _View, number, quantity
+from render.functions.views import EvidenceRef, FieldView, number, quantity
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -25,7 +25,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row wi
 _N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
 
 
-class ScalingView(_View):
+class ScalingView(FieldView):
     FIELDS = {
         "gpus": ("gpus", "", {"fmt": "d"}),
         "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g"}),
