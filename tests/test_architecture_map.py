@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 from conftest import REPO
 
@@ -39,7 +40,8 @@ def unresolved(text: str, known: list[str], cite: re.Pattern[str] = _CITE) -> li
 
 def _tracked() -> list[str]:
     out = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    return [f for f in out.split() if f.endswith(SUFFIXES) and f != "ARCHITECTURE.md"]
+    mine = Path(__file__).resolve().relative_to(REPO).as_posix()  # its examples cite missing headings on purpose
+    return [f for f in out.split() if f.endswith(SUFFIXES) and f not in ("ARCHITECTURE.md", mine)]
 
 
 def test_every_citation_in_the_repository_names_a_heading() -> None:
