@@ -2,7 +2,7 @@
 
 An expensive result that several tests only read (the fixture site, a probe run, a campaign) is
 made once per session for all xdist workers with ``shared_folder`` (see its docstring and
-ARCHITECTURE.md §10); ``fixture_site`` is the worked example.
+ARCHITECTURE.md §Tests and gates); ``fixture_site`` is the worked example.
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def render_page(library: Any, aliases: dict[str, str], body: str, tmp_path: Path
     Returns the page's text and its ``PageState`` (the ledger rows it produced), through the real
     page functions and template environment.
     """
-    from render.functions.library import PageFunctions
+    from render.functions.page import Page
     from render.pages import sources
     from render.pages.sandbox import PageState, make_environment, render_body
 
@@ -218,7 +218,7 @@ def render_page(library: Any, aliases: dict[str, str], body: str, tmp_path: Path
     page = sources.parse_page(tmp_path / rel, rel, "page", body)
     state = PageState(rel)
     env = make_environment({rel: (page.body, str(tmp_path / rel))})
-    return render_body(env, page, PageFunctions(library, aliases).context(), state), state
+    return render_body(env, page, Page(library, aliases).context(), state), state
 
 
 FIT_JSON_KEYS = [
@@ -232,4 +232,4 @@ FIT_JSON_KEYS = [
     "quadratic_share",
     "n_points",
 ]
-"""The step-scaling fit's JSON object, key by key in order (ARCHITECTURE.md §6.2)."""
+"""The step-scaling fit's JSON object, key by key in order (``render.derive.fit.StepFit.to_json``)."""

@@ -1,4 +1,4 @@
-"""Work done while the site engine runs: a cold build's charts, made files and sanitizing (ARCHITECTURE.md §6.8).
+"""Work done while the site engine runs: a cold build's charts, made files and sanitizing (ARCHITECTURE.md §The build).
 
 The site engine (mkdocs) builds on one core, in a subprocess. Most of the rest of a cold build is
 drawing charts (altair and vl-convert, about 0.1 s of CPU each) and making the vega-embed bundle and the
@@ -62,7 +62,7 @@ class DeferredWork:
         self.cache = cache
         """Where the held pages go once settled."""
         self.charts: dict[tuple, PendingChart] = {}
-        """Derivation key -> the chart standing in for the one to draw (``render.functions.library.Library``)."""
+        """Derivation key -> the chart standing in for the one to draw (``render.functions.derivations.Library``)."""
         self.makers: dict[bytes, Callable[[], bytes]] = {}
         """Placeholder -> what makes the file's bytes."""
         self.held: list[tuple[str, incremental.PageOutput]] = []

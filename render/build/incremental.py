@@ -1,4 +1,4 @@
-"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md §6.7).
+"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md §The build).
 
 A hand-written page's output (its Markdown, the charts and downloads its functions made, its ledger
 rows and claims, the evidence it cites) is a function of its inputs: its source bytes, the evidence
@@ -126,7 +126,7 @@ class PageCache:
 
 
 class DerivedCache:
-    """The derivations of earlier builds (``render.functions.library.Library``), kept in one file under the code digest.
+    """The derivations of earlier builds (``render.functions.derivations.Library``), kept in one file under the code digest.
 
     A derivation's key names everything it is computed from except render's code and libraries, which the
     digest stands for: a file written by other code is not read. Entries whose evidence left the archive

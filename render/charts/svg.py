@@ -1,4 +1,4 @@
-"""A Vega-Lite spec -> deterministic, offline SVG through vl-convert (ARCHITECTURE.md §6.5).
+"""A Vega-Lite spec -> deterministic, offline SVG through vl-convert (ARCHITECTURE.md §Charts and tables).
 
 vl-convert embeds Vega and draws without a browser or network. It numbers clip paths and
 gradients with a process-wide counter (``clip1``, ``clip2`` ... on successive calls), so every
@@ -119,7 +119,7 @@ def script_safe(text: str) -> str:
 def warm() -> None:
     """Ready this process to draw charts, once: import altair (``render.charts.draw`` imports it only to draw) and
     draw one trivial chart, since vl-convert starts its JavaScript runtime on the first drawing (about 1.6 s);
-    neither must count against a page's time limit (``render.functions.library.load_libraries``)."""
+    neither must count against a page's time limit (``render.functions.derivations.load_libraries``)."""
     import altair  # noqa: F401
     import vl_convert as vlc  # here, not at the top: see the module's docstring
 
