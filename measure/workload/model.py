@@ -166,10 +166,15 @@ class SwiGLU(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, p: Preset):
+    def __init__(self, p: Preset, experts_impl: str = "looped"):
         super().__init__()
         self.norm1, self.attn = RMSNorm(p.width), Attention(p)
-        self.norm2, self.mlp = RMSNorm(p.width), SwiGLU(p)
+        if p.experts:
+            from measure.workload.experts import MoE
+
+            self.norm2, self.mlp = RMSNorm(p.width), MoE(p, experts_impl)
+        else:
+            self.norm2, self.mlp = RMSNorm(p.width), SwiGLU(p)
 
     def forward(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None = None
@@ -187,6 +192,7 @@ class Decoder(nn.Module):
         checkpointing: bool = False,
         sliding_window: int | None = None,
         global_every: int | None = None,
+        experts_impl: str = "looped",
     ):
         super().__init__()
         self.preset = p
@@ -194,7 +200,7 @@ class Decoder(nn.Module):
         self.sliding_window = sliding_window  # None: every layer global (full causal attention)
         self.global_every = global_every  # with a window: every K-th layer global, the rest local
         self.embed = nn.Embedding(p.vocab, p.width)
-        self.blocks = nn.ModuleList(Block(p) for _ in range(p.layers))
+        self.blocks = nn.ModuleList(Block(p, experts_impl) for _ in range(p.layers))
         self.norm = RMSNorm(p.width)
         self.head = nn.Linear(p.width, p.vocab, bias=False)
         self.head.weight = self.embed.weight
