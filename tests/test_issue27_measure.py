@@ -68,6 +68,8 @@ def test_moe_built_model_matches_count_and_variants_agree():
 
 @pytest.mark.slow
 def test_eval_boundary_on_the_plugin_harness(cli, archive, tmp_path):
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
     from test_plugin_probes import ENV, SPEC
 
     from measure.evidence.envelope import parse
@@ -76,7 +78,7 @@ def test_eval_boundary_on_the_plugin_harness(cli, archive, tmp_path):
     out = cli(
         "--archive", str(archive), "measure", "eval-boundary", "--device", "cpu", "--workload", SPEC, "--quiet",
         "--seq-len", "16", "--warmup", "1", "--windows", "2", "--iters", "1", "--eval-batches", "2",
-        "--repeats", "1", "--interval-steps", "2", "--intervals", "1", "--checkpoint-dir", str(tmp_path), env=ENV,
+        "--repeats", "1", "--interval-steps", "2", "--intervals", "1", "--checkpoint-dir", str(ckpt), env=ENV,
     )
     assert out.returncode == 0, out.stderr
     ident = out.stdout.strip().splitlines()[-1]
@@ -87,7 +89,7 @@ def test_eval_boundary_on_the_plugin_harness(cli, archive, tmp_path):
     assert summary["comparable"] is False and doc["data"]["checkpoint"]["bytes"] > 0
     write = next(r for r in doc["data"]["samples"] if r["phase"] == "checkpoint-write")
     assert write["gb_per_s"] == gb_per_s(write["bytes"], write["seconds"])
-    assert list(tmp_path.iterdir()) == []  # the checkpoint folder is removed
+    assert list(ckpt.iterdir()) == []  # the checkpoint folder is removed
 
 
 @pytest.mark.slow
