@@ -76,9 +76,34 @@ def test_eval_boundary_on_the_plugin_harness(cli, archive, tmp_path):
     from measure.evidence.store import Store
 
     out = cli(
-        "--archive", str(archive), "measure", "eval-boundary", "--device", "cpu", "--workload", SPEC, "--quiet",
-        "--seq-len", "16", "--warmup", "1", "--windows", "2", "--iters", "1", "--eval-batches", "2",
-        "--repeats", "1", "--interval-steps", "2", "--intervals", "1", "--checkpoint-dir", str(ckpt), env=ENV,
+        "--archive",
+        str(archive),
+        "measure",
+        "eval-boundary",
+        "--device",
+        "cpu",
+        "--workload",
+        SPEC,
+        "--quiet",
+        "--seq-len",
+        "16",
+        "--warmup",
+        "1",
+        "--windows",
+        "2",
+        "--iters",
+        "1",
+        "--eval-batches",
+        "2",
+        "--repeats",
+        "1",
+        "--interval-steps",
+        "2",
+        "--intervals",
+        "1",
+        "--checkpoint-dir",
+        str(ckpt),
+        env=ENV,
     )
     assert out.returncode == 0, out.stderr
     ident = out.stdout.strip().splitlines()[-1]
@@ -94,8 +119,23 @@ def test_eval_boundary_on_the_plugin_harness(cli, archive, tmp_path):
 
 @pytest.mark.slow
 def test_optimizer_eager_clips_by_default(cli, archive):
-    out = cli("--archive", str(archive), "measure", "optimizer", "--device", "cpu", "--quiet", "--seq-len", "16",
-              "--warmup", "1", "--rounds", "2", "--iters", "1")
+    out = cli(
+        "--archive",
+        str(archive),
+        "measure",
+        "optimizer",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--seq-len",
+        "16",
+        "--warmup",
+        "1",
+        "--rounds",
+        "2",
+        "--iters",
+        "1",
+    )
     assert out.returncode == 0, out.stderr
     from measure.evidence.store import Store
 
@@ -108,9 +148,29 @@ def test_optimizer_eager_clips_by_default(cli, archive):
 @pytest.mark.slow
 def test_compiled_bf16_forward_over_reverse_runs_on_cpu(cli, archive):
     # minutes on a shared CPU: torch.compile of the whole jvp-of-grad under bf16 autocast
-    out = cli("--archive", str(archive), "measure", "hvp", "--device", "cpu", "--quiet", "--seq-len", "8",
-              "--batches", "1", "--methods", "forward-over-reverse", "--modes", "compiled", "--dtypes", "bf16",
-              "--windows", "1", "--warmup", "0")
+    out = cli(
+        "--archive",
+        str(archive),
+        "measure",
+        "hvp",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--seq-len",
+        "8",
+        "--batches",
+        "1",
+        "--methods",
+        "forward-over-reverse",
+        "--modes",
+        "compiled",
+        "--dtypes",
+        "bf16",
+        "--windows",
+        "1",
+        "--warmup",
+        "0",
+    )
     assert out.returncode == 0, out.stderr
     from measure.evidence.store import Store
 

@@ -34,7 +34,12 @@ def moe_active_params(params_all: int, layers: int, experts: int, top_k: int, pa
     ``width x E`` matmul runs for every token and stays counted. This count replaces ``P_all`` (and, every
     weight training, ``P_trainable``) in ``training_flops_per_token``.
     """
-    for name, value in (("layers", layers), ("experts", experts), ("top_k", top_k), ("params_per_expert", params_per_expert)):
+    for name, value in (
+        ("layers", layers),
+        ("experts", experts),
+        ("top_k", top_k),
+        ("params_per_expert", params_per_expert),
+    ):
         _count(name, value)
     if top_k > experts:
         raise ProbebookError(f"top_k ({top_k}) exceeds experts ({experts})")

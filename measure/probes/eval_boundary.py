@@ -41,7 +41,9 @@ from measure.run.runner import Recorder, execute
 
 PROBE = "eval-boundary"
 VERSION = 1
-HELP = "Steady-state training, a full eval pass, a checkpoint write and read, each timed apart, and a labelled interval."
+HELP = (
+    "Steady-state training, a full eval pass, a checkpoint write and read, each timed apart, and a labelled interval."
+)
 EXAMPLE = "probebook measure eval-boundary --preset 250m --eval-batches 16 --interval-steps 50"
 STEADY_LABEL = "training only"
 INTERVAL_LABEL = "includes eval + checkpoint"
@@ -125,8 +127,14 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         step_s = steady.checked_median_s
         rec.point(
             [
-                {"phase": "steady", "label": STEADY_LABEL, "window": i, "seconds": t, "tokens": tokens,
-                 "tok_s": tokens_per_second(tokens, t)}
+                {
+                    "phase": "steady",
+                    "label": STEADY_LABEL,
+                    "window": i,
+                    "seconds": t,
+                    "tokens": tokens,
+                    "tok_s": tokens_per_second(tokens, t),
+                }
                 for i, t in enumerate(steady.times_s)
             ],
             None,
@@ -167,18 +175,42 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             rows: list[dict[str, Any]] = []
             for i in range(config.repeats):
                 t = timed(eval_pass)
-                rows.append({"phase": "eval", "label": "eval pass", "repeat": i, "seconds": t,
-                             "tokens": eval_tokens, "tok_s": tokens_per_second(eval_tokens, t)})
+                rows.append(
+                    {
+                        "phase": "eval",
+                        "label": "eval pass",
+                        "repeat": i,
+                        "seconds": t,
+                        "tokens": eval_tokens,
+                        "tok_s": tokens_per_second(eval_tokens, t),
+                    }
+                )
             for i in range(config.repeats):
                 t = timed(write)
                 size = path.stat().st_size
-                rows.append({"phase": "checkpoint-write", "label": "torch.save + fsync", "repeat": i,
-                             "seconds": t, "bytes": size, "gb_per_s": gb_per_s(size, t)})
+                rows.append(
+                    {
+                        "phase": "checkpoint-write",
+                        "label": "torch.save + fsync",
+                        "repeat": i,
+                        "seconds": t,
+                        "bytes": size,
+                        "gb_per_s": gb_per_s(size, t),
+                    }
+                )
             for i in range(config.repeats):
                 t = timed(read)
                 size = path.stat().st_size
-                rows.append({"phase": "checkpoint-read", "label": "torch.load (warm page cache)", "repeat": i,
-                             "seconds": t, "bytes": size, "gb_per_s": gb_per_s(size, t)})
+                rows.append(
+                    {
+                        "phase": "checkpoint-read",
+                        "label": "torch.load (warm page cache)",
+                        "repeat": i,
+                        "seconds": t,
+                        "bytes": size,
+                        "gb_per_s": gb_per_s(size, t),
+                    }
+                )
             rec.point(rows, None, "eval pass, checkpoint write and read")
 
             def interval() -> None:
@@ -193,9 +225,17 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 t = timed(interval)
                 spans.append(t)
                 rec.point(
-                    [{"phase": "interval", "label": INTERVAL_LABEL, "repeat": i, "seconds": t,
-                      "steps": config.interval_steps, "tokens": interval_tokens,
-                      "tok_s": tokens_per_second(interval_tokens, t)}],
+                    [
+                        {
+                            "phase": "interval",
+                            "label": INTERVAL_LABEL,
+                            "repeat": i,
+                            "seconds": t,
+                            "steps": config.interval_steps,
+                            "tokens": interval_tokens,
+                            "tok_s": tokens_per_second(interval_tokens, t),
+                        }
+                    ],
                     None,
                     f"interval {i}: {t:.3f} s",
                 )

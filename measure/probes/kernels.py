@@ -147,9 +147,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         for event in prof.key_averages():
             if is_expert_annotation(event.key) and (not on_device or event.device_type == DeviceType.CUDA):
                 # the span of the kernels launched inside it (device), or its CPU time with children (host)
-                total_us = (
-                    float(getattr(event, "device_time_total", 0.0) or 0.0) if on_device else event.cpu_time_total
-                )
+                total_us = float(getattr(event, "device_time_total", 0.0) or 0.0) if on_device else event.cpu_time_total
                 expert_s, expert_calls = expert_s + total_us / 1e6, expert_calls + event.count
             if _RUNTIME_LAUNCH.match(event.key):
                 launches += event.count

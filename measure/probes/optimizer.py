@@ -57,7 +57,7 @@ class Config(OneStepConfig, WatchFields):
     windows: int = option(7, aliases=("--rounds",))
     """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
     mode: str = option("eager", choices=MODES)
-    """eager: CUDA events at the optimizer's hooks in the real step; captured: paired replay of the whole-update graph."""
+    """eager: CUDA events at the optimizer hooks in the real step; captured: paired replay of the update graph."""
     clip: float = 1.0
     """Clip the gradients' total norm to this before every update (clip_grad_norm_); 0 turns clipping off."""
     beta1: float | None = None
@@ -107,7 +107,10 @@ def apply_hyperparameters(optimizer: Any, config: Config) -> dict[str, Any]:
     for group in optimizer.param_groups:
         if "betas" in group and (config.beta1 is not None or config.beta2 is not None):
             b1, b2 = group["betas"]
-            group["betas"] = (b1 if config.beta1 is None else config.beta1, b2 if config.beta2 is None else config.beta2)
+            group["betas"] = (
+                b1 if config.beta1 is None else config.beta1,
+                b2 if config.beta2 is None else config.beta2,
+            )
         if config.weight_decay is not None and "weight_decay" in group:
             group["weight_decay"] = config.weight_decay
     first = optimizer.param_groups[0]
@@ -273,7 +276,7 @@ def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, dev
     interleaved arms (paired replay, module docstring); rows per arm and round, the share in ``data.summary``."""
     from measure.graphs import capture
     from measure.integrity import Integrity, WindowWatch, make_watch, utilisation_row
-    from measure.timing import CudaEventClock, median, sm_clock, sync_for, time_interleaved
+    from measure.timing import CudaEventClock, Watch, median, sm_clock, sync_for, time_interleaved
 
     opt, forward = workload.optimizer, workload.forward
     if forward is None:
@@ -291,7 +294,9 @@ def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, dev
     plan = config.plan()
     full, rec.data["cuda_graph"] = capture(clipped(lambda: workload.step(data)), opt, device, warmup=plan.warmup)
     if full is None:
-        raise ProbebookError(f"--mode captured: the whole update could not be captured: {rec.data['cuda_graph']['reason']}")
+        raise ProbebookError(
+            f"--mode captured: the whole update could not be captured: {rec.data['cuda_graph']['reason']}"
+        )
     bare, rec.data["cuda_graph_no_update"] = capture(
         no_update, None, device, warmup=plan.warmup, scope="forward, backward and zero_grad (no clip, no update)"
     )
@@ -303,7 +308,7 @@ def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, dev
     watch, integrity, sampler, rec.data["utilisation"] = make_watch(opt, device, config.utilisation)
     still = Integrity(opt, device, per_call=0)  # the paired graph must not update
     arms = {"captured": integrity.wrap(full), "captured-no-update": still.wrap(bare)}
-    watches = {"captured": watch, "captured-no-update": WindowWatch(still, sampler)}
+    watches: dict[str, Watch] = {"captured": watch, "captured-no-update": WindowWatch(still, sampler)}
 
     def persist(r: int, times: dict[str, float]) -> None:
         rows = [{"arm": arm, "round": r, "step_s": t, "burst": plan.iters} for arm, t in times.items()]

@@ -169,12 +169,14 @@ class Block(nn.Module):
     def __init__(self, p: Preset, experts_impl: str = "looped"):
         super().__init__()
         self.norm1, self.attn = RMSNorm(p.width), Attention(p)
-        if p.experts:
+        self.norm2 = RMSNorm(p.width)
+        self.mlp: nn.Module
+        if p.experts:  # a routed mixture of experts (measure/workload/experts.py)
             from measure.workload.experts import MoE
 
-            self.norm2, self.mlp = RMSNorm(p.width), MoE(p, experts_impl)
+            self.mlp = MoE(p, experts_impl)
         else:
-            self.norm2, self.mlp = RMSNorm(p.width), SwiGLU(p)
+            self.mlp = SwiGLU(p)
 
     def forward(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None = None
