@@ -177,3 +177,39 @@ def test_compiled_bf16_forward_over_reverse_runs_on_cpu(cli, archive):
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
     (cand,) = doc["data"]["candidates"]
     assert cand["status"] == "ok" and cand["mode"] == "compiled" and cand["dtype"] == "bf16", cand.get("error")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("impl", ["looped", "grouped"])
+def test_kernels_reports_the_expert_gemm_share_of_a_moe_step(cli, archive, impl):
+    out = cli(
+        "--archive",
+        str(archive),
+        "measure",
+        "kernels",
+        "--device",
+        "cpu",
+        "--quiet",
+        "--preset",
+        "moe-tiny",
+        "--seq-len",
+        "16",
+        "--warmup",
+        "1",
+        "--windows",
+        "2",
+        "--iters",
+        "1",
+        "--steps",
+        "1",
+        "--experts-impl",
+        impl,
+    )
+    assert out.returncode == 0, out.stderr
+    from measure.evidence.store import Store
+
+    doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
+    expert = doc["data"]["expert_gemm"]
+    assert doc["probe_version"] == 4 and expert["experts_impl"] == impl and expert["category"] == "expert-gemm"
+    assert 0 < expert["share"] and expert["calls"] > 0
+    assert doc["params"]["n_params_active"] == 362_112

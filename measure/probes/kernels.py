@@ -145,10 +145,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rows, annotations, launches, driver_launches = [], [], 0, 0
         expert_s, expert_calls = 0.0, 0
         for event in prof.key_averages():
-            if is_expert_annotation(event.key) and (not on_device or event.device_type == DeviceType.CUDA):
-                # the span of the kernels launched inside it (device), or its CPU time with children (host)
+            if is_expert_annotation(event.key):
+                # the device time of the kernels launched inside it (where the profiler gives a CPU row and a GPU
+                # row, both say that time: the larger is kept, never the sum), or on the host its CPU time with
+                # children
                 total_us = float(getattr(event, "device_time_total", 0.0) or 0.0) if on_device else event.cpu_time_total
-                expert_s, expert_calls = expert_s + total_us / 1e6, expert_calls + event.count
+                if total_us / 1e6 > expert_s:
+                    expert_s, expert_calls = total_us / 1e6, event.count
             if _RUNTIME_LAUNCH.match(event.key):
                 launches += event.count
             if _DRIVER_LAUNCH.match(event.key):
