@@ -22,16 +22,18 @@ SCOPE = "forward, backward, optimizer.step and zero_grad of one training step"
 
 
 def capture(
-    step: Callable[[], Any], optimizer: Any, device: str, warmup: int = 3
+    step: Callable[[], Any], optimizer: Any, device: str, warmup: int = 3, scope: str = SCOPE
 ) -> tuple[Callable[[], Any] | None, dict[str, Any]]:
-    """(replay, info) when the step was captured; (None, info with ``reason``) when it could not be."""
-    info: dict[str, Any] = {"captured": False, "scope": SCOPE, "reason": None, "capturable_set": False}
+    """(replay, info) when the step was captured; (None, info with ``reason``) when it could not be.
+
+    ``scope`` says what the captured step holds (the default: the whole update)."""
+    info: dict[str, Any] = {"captured": False, "scope": scope, "reason": None, "capturable_set": False}
     if device != "cuda":
         info["reason"] = "CUDA graphs need a CUDA device"
         return None, info
     import torch
 
-    if optimizer is None:
+    if optimizer is None and scope == SCOPE:
         info["scope"] = "the workload's step; its optimizer is not exposed, so its update count is not checked"
     else:
         groups = optimizer.param_groups

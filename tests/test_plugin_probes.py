@@ -33,6 +33,19 @@ PROBES = {
     "loss-memory": [*TIMED, "--dtype", "fp32", "--context", "16", "--microbatches", "1,2", "--chunk-tokens", "8"],
     "agreement": ["--seq-len", "16", "--arms", "identical,bf16,chunked"],
     "hvp": ["--seq-len", "8", "--batches", "1", "--modes", "eager", "--dtypes", "fp32", "--windows", "1"],
+    "eval-boundary": [
+        *TIMED,
+        "--seq-len",
+        "16",
+        "--eval-batches",
+        "1",
+        "--repeats",
+        "1",
+        "--interval-steps",
+        "1",
+        "--intervals",
+        "1",
+    ],
 }
 
 

@@ -77,6 +77,14 @@ CONTRACTS: dict[str, Contract] = {
     ),
     "gemm": Contract(required={}, shown=("shape", "m", "n", "k", "window", "time_s", "tflop_s"), importable=False),
     "kernels": Contract(required={}, shown=("kernel", "category", "calls", "device_time_s"), importable=False),
+    # one row per timed phase; a steady row's tok_s is training only, an interval row's includes eval + checkpoint
+    # (its label says which), so the two are never one column of like values read as comparable
+    "eval-boundary": Contract(
+        required={"phase": "text", "label": "text", "seconds": "time"},
+        optional={"tokens": "count", "tok_s": "rate", "bytes": "bytes", "gb_per_s": "rate", "steps": "count"},
+        shown=("phase", "label", "window", "repeat", "seconds", "tokens", "tok_s", "bytes", "gb_per_s"),
+        importable=False,
+    ),
 }
 
 

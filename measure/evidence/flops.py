@@ -25,6 +25,30 @@ from __future__ import annotations
 from measure.errors import ProbebookError
 
 
+def moe_active_params(params_all: int, layers: int, experts: int, top_k: int, params_per_expert: int) -> int:
+    """Parameters (count) one token's forward uses in a routed mixture of experts: ``P_all - L·(E - k)·P_expert``.
+
+    Each of the ``layers`` MoE blocks holds ``experts`` feed-forwards of ``params_per_expert`` weights and
+    sends a token through ``top_k`` of them, so the other ``E - k`` do no work for it (Fedus et al. 2022,
+    "Switch Transformers", §2: FLOPs per token follow the active experts, not the total). The router's
+    ``width x E`` matmul runs for every token and stays counted. This count replaces ``P_all`` (and, every
+    weight training, ``P_trainable``) in ``training_flops_per_token``.
+    """
+    for name, value in (
+        ("layers", layers),
+        ("experts", experts),
+        ("top_k", top_k),
+        ("params_per_expert", params_per_expert),
+    ):
+        _count(name, value)
+    if top_k > experts:
+        raise ProbebookError(f"top_k ({top_k}) exceeds experts ({experts})")
+    inactive = layers * (experts - top_k) * params_per_expert
+    if inactive > _count("params_all", params_all):
+        raise ProbebookError(f"the inactive experts' {inactive} parameters exceed params_all ({params_all})")
+    return params_all - inactive
+
+
 def _count(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ProbebookError(f"{name} must be a non-negative integer, got {value!r}")

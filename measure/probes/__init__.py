@@ -23,4 +23,5 @@ PROBES = {
     "agreement": "measure.probes.agreement",
     "hvp": "measure.probes.hvp",
     "stream": "measure.probes.stream",
+    "eval-boundary": "measure.probes.eval_boundary",
 }

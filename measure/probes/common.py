@@ -87,6 +87,7 @@ def workload_facts(workload: Any) -> dict[str, Any]:
         "n_params_total": workload.n_params_total,
         "uses_preset": workload.uses_preset,
         "workload_source": workload.source,
+        "n_params_active": workload.n_params_active,
     }
 
 
@@ -103,6 +104,8 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
     source hash in ``code``. A plug-in whose factory never read ``options.preset`` loses ``params.preset``: a
     default it ignored is not an input of the run."""
     rec.params.update({k: facts[k] for k in PARAM_FACTS})
+    if facts.get("n_params_active") is not None:  # a mixture of experts: what a token's forward uses
+        rec.params["n_params_active"] = facts["n_params_active"]
     if not facts["uses_preset"]:
         rec.params.pop("preset", None)
     if facts["workload_source"] is not None:
@@ -116,9 +119,10 @@ def model_flops_per_token(workload: Any, seq_len: int) -> int | None:
 
     if workload.layers is None or workload.heads is None or workload.head_dim is None:
         return None
-    return training_flops_per_token(
-        workload.n_params_total, workload.n_params, workload.layers, workload.heads, workload.head_dim, seq_len
-    )
+    used, trainable = workload.n_params_total, workload.n_params
+    if workload.n_params_active is not None:  # only routed experts work for a token (flops.moe_active_params)
+        used, trainable = workload.n_params_active, min(trainable, workload.n_params_active)
+    return training_flops_per_token(used, trainable, workload.layers, workload.heads, workload.head_dim, seq_len)
 
 
 def refuse_unused(config: Any, names: tuple[str, ...], why: str) -> None:

@@ -7,6 +7,15 @@ from __future__ import annotations
 
 import re
 
+from measure.workload.presets import EXPERT_GEMM
+
+EXPERT_CATEGORY = "expert-gemm"
+"""The expert GEMMs of a mixture of experts: kernels inside the MoE layer's ``EXPERT_GEMM`` annotation.
+
+Their kernels carry ordinary GEMM names (a looped expert's matmul is the same cuBLAS kernel as a dense
+linear's), so the category is read from the annotation's span, never from a kernel's name; it is a part
+of ``gemm``, kept apart in ``data.expert_gemm`` so the six shares still sum to 1."""
+
 CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
 # (category, pattern) in match order; names are lower-cased first. Sources: kernel names seen in
 # CUDA traces (cuBLAS "nvjet"/"sm90_xmma"/"cutlass", flash-attention "flash_fwd", xformers/
@@ -34,3 +43,8 @@ def categorize(name: str) -> str:
         if re.search(pattern, low):
             return category
     return "other"
+
+
+def is_expert_annotation(name: str) -> bool:
+    """Whether a profiler row is the MoE layer's expert-GEMM annotation (``EXPERT_GEMM``)."""
+    return name == EXPERT_GEMM

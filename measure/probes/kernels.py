@@ -18,6 +18,11 @@ calls the CUDA runtime recorded (each queues one kernel). Long traces can silent
 events; a trace with fewer kernel records than launches, or none at all, is stored as ``failed``
 (never published).
 
+Expert GEMMs (version 4): a mixture-of-experts preset runs its expert matmuls, forward and backward,
+inside a ``record_function`` annotation (``kernel_names.EXPERT_CATEGORY``); the annotation's device time
+(on CPU its total CPU time, children included) over the summed kernel time is ``data.expert_gemm.share``,
+with ``experts_impl`` (looped or grouped) in params, so the two variants' expert shares compare.
+
 On CPU there are no kernels: each operator's *self* CPU time is the unit instead (self time
 excludes children, so the sum does not double-count), timed against the host-clock step.
 """
@@ -30,11 +35,11 @@ from typing import Any
 
 from measure.evidence.envelope import Evidence
 from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
-from measure.probes.kernel_names import CATEGORIES, categorize
+from measure.probes.kernel_names import CATEGORIES, EXPERT_CATEGORY, categorize, is_expert_annotation
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"
-VERSION = 3  # 3: what the step ran (backend, compilation, dtype) in data.observed, not params
+VERSION = 4  # 4: data.expert_gemm, the MoE expert GEMMs' time and share (from their annotation); 3: data.observed
 HELP = (
     "torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
     "loss, optimizer, other)."
@@ -138,7 +143,15 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
         on_device = device == "cuda"
         rows, annotations, launches, driver_launches = [], [], 0, 0
+        expert_s, expert_calls = 0.0, 0
         for event in prof.key_averages():
+            if is_expert_annotation(event.key):
+                # the device time of the kernels launched inside it (where the profiler gives a CPU row and a GPU
+                # row, both say that time: the larger is kept, never the sum), or on the host its CPU time with
+                # children
+                total_us = float(getattr(event, "device_time_total", 0.0) or 0.0) if on_device else event.cpu_time_total
+                if total_us / 1e6 > expert_s:
+                    expert_s, expert_calls = total_us / 1e6, event.count
             if _RUNTIME_LAUNCH.match(event.key):
                 launches += event.count
             if _DRIVER_LAUNCH.match(event.key):
@@ -163,6 +176,15 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 "consistency": consistency(total, config.steps, timed.checked_median_s, device) if rows else None,
                 "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
                 "unit": "device kernel self time" if on_device else "operator self CPU time",
+                "expert_gemm": {
+                    "category": EXPERT_CATEGORY,
+                    "experts_impl": config.experts_impl,
+                    "time_s": expert_s / config.steps,
+                    "calls": expert_calls,
+                    "share": expert_s / total if total else None,
+                }
+                if expert_calls
+                else None,
             }
         )
         if on_device:

@@ -7,6 +7,27 @@ exactly where the real step calls it. The ``baseline`` arm is the same step with
 two arms are interleaved per round; the relative difference of their medians is the
 instrumentation's own cost, measured rather than assumed. Rows: ``optimizer_s`` is the mean
 optimizer time per step in that round (null on baseline).
+
+Clipping (version 2): with ``--clip C`` (default 1.0, the sweep protocol's; 0 turns it off) every
+arm runs ``torch.nn.utils.clip_grad_norm_(max_norm=C)`` on the optimizer's parameters from a
+step pre-hook, so it is inside the real step just before the update, for any workload. In the
+instrumented arm the clip runs after the start event, so ``optimizer_s`` is clip + update.
+
+``--mode captured`` (CUDA only; refused on CPU in one line): forward, backward, the clip and the
+optimizer update (``capturable=True``; ``--beta1``/``--beta2``/``--weight-decay`` set on its param
+groups where given) are captured in one CUDA graph (``measure.graphs.capture``: warm-up on a side
+stream, as torch's CUDA-graph notes prescribe). The clip + update share is taken by **paired replay**:
+a second graph holds the same forward and backward with no clip and no update, the two are
+replayed as interleaved arms, and the share is ``(full - no_update) / full``. Why not CUDA events
+inside the graph: an event recorded during capture becomes an event node only when created as an
+external event, and timing it adds a node and a dependency inside the very graph whose time is
+measured; paired replay leaves the measured graph exactly the one a captured training loop runs.
+Both graphs are single-stream, so the difference is the segment's own time (no overlap hides it).
+
+Burst weighting: a timed sample is a burst of ``iters`` calls (replays in captured mode, steps in
+eager mode) whose time is their mean; ``burst_weighted_mean`` weights each sample by its burst
+length, so a sample of more calls counts for more. With a fixed ``--iters`` every weight is equal
+and it equals the plain mean; the medians stay the headline values.
 """
 
 from __future__ import annotations
@@ -23,8 +44,9 @@ from measure.probes.common import OneStepConfig, mark_engagement, record_workloa
 from measure.run.runner import Recorder, execute
 
 PROBE = "optimizer"
-VERSION = 1
-HELP = "optimizer.step's share of the step by CUDA events inside the real step, paired with an uninstrumented baseline."
+VERSION = 2  # 2: gradient clipping in every arm (--clip 1.0 by default), --mode captured, burst-weighted means
+HELP = "optimizer.step's share of the step by CUDA events inside the real step, or inside the captured update."
+MODES = ("eager", "captured")
 EXAMPLE = "probebook measure optimizer --preset 250m"
 
 
@@ -34,6 +56,35 @@ class Config(OneStepConfig, WatchFields):
 
     windows: int = option(7, aliases=("--rounds",))
     """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
+    mode: str = option("eager", choices=MODES)
+    """eager: CUDA events at the optimizer hooks in the real step; captured: paired replay of the update graph."""
+    clip: float = 1.0
+    """Clip the gradients' total norm to this before every update (clip_grad_norm_); 0 turns clipping off."""
+    beta1: float | None = None
+    """Adam beta1 set on the optimizer's param groups (None: the workload's own)."""
+    beta2: float | None = None
+    """Adam beta2 set on the optimizer's param groups (None: the workload's own)."""
+    weight_decay: float | None = None
+    """Weight decay set on the optimizer's param groups (None: the workload's own)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.clip < 0:
+            raise ProbebookError(f"--clip must be >= 0 (0 turns clipping off), got {self.clip}")
+        for name in ("beta1", "beta2"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < 1:
+                raise ProbebookError(f"--{name} must be in [0, 1), got {value}")
+        if self.weight_decay is not None and self.weight_decay < 0:
+            raise ProbebookError(f"--weight-decay must be >= 0, got {self.weight_decay}")
+        if self.mode == "captured":
+            if self.device == "cpu":
+                raise ProbebookError(CPU_REFUSAL)
+            if self.cuda_graph:
+                raise ProbebookError("--cuda-graph: --mode captured already times the captured update; drop it")
+
+
+CPU_REFUSAL = "--mode captured needs a CUDA device (it replays a CUDA graph); use --mode eager on a CPU"
 
 
 def share(optimizer_s: float, step_s: float) -> float:
@@ -41,9 +92,41 @@ def share(optimizer_s: float, step_s: float) -> float:
     return optimizer_s / step_s
 
 
+def burst_weighted_mean(seconds_per_call: list[float], bursts: list[int]) -> float:
+    """Mean seconds per call over samples that each time a burst of calls, weighted by burst length.
+
+    ``sum(t_i·n_i) / sum(n_i)``: the total time over the total calls, so a sample of more calls counts more.
+    """
+    if not seconds_per_call or len(seconds_per_call) != len(bursts) or min(bursts) < 1:
+        raise ProbebookError("burst_weighted_mean needs one positive burst length per sample")
+    return sum(t * n for t, n in zip(seconds_per_call, bursts, strict=True)) / sum(bursts)
+
+
+def apply_hyperparameters(optimizer: Any, config: Config) -> dict[str, Any]:
+    """Set ``--beta1``/``--beta2``/``--weight-decay`` where given on every param group; return what group 0 holds."""
+    for group in optimizer.param_groups:
+        if "betas" in group and (config.beta1 is not None or config.beta2 is not None):
+            b1, b2 = group["betas"]
+            group["betas"] = (
+                b1 if config.beta1 is None else config.beta1,
+                b2 if config.beta2 is None else config.beta2,
+            )
+        if config.weight_decay is not None and "weight_decay" in group:
+            group["weight_decay"] = config.weight_decay
+    first = optimizer.param_groups[0]
+    betas = first.get("betas")
+    return {
+        "betas": [float(b) for b in betas] if betas is not None else None,
+        "weight_decay": first.get("weight_decay"),
+        "lr": float(first["lr"]) if "lr" in first else None,
+    }
+
+
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Interleave instrumented and baseline steps; return the evidence (not stored)."""
     device = resolve_device(config.device)
+    if config.mode == "captured" and device != "cuda":
+        raise ProbebookError(CPU_REFUSAL)
     batch, seq_len = config.step_shape(device)
     params = {**config.params(device), "batch": batch, "seq_len": seq_len, "rounds": config.windows}
 
@@ -62,7 +145,29 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             )
         record_workload(rec, workload)
         rec.params["optimizer_class"] = type(opt).__name__
+        rec.params["optimizer_settings"] = apply_hyperparameters(opt, config)
         data = workload.make_batch(batch, seq_len)
+        trained = [p for group in opt.param_groups for p in group["params"]]
+
+        def clip() -> None:
+            if config.clip > 0:  # foreach: the norm stays on the device, no host sync (also inside a capture)
+                torch.nn.utils.clip_grad_norm_(trained, max_norm=config.clip, foreach=device == "cuda" or None)
+
+        def clipped(fn: Any) -> Any:
+            """``fn`` with the clip registered as a step pre-hook (removed after)."""
+
+            def call() -> Any:
+                handle = opt.register_step_pre_hook(lambda *_: clip())
+                try:
+                    return fn()
+                finally:
+                    handle.remove()
+
+            return call
+
+        if config.mode == "captured":
+            captured_update(rec, config, workload, data, device, clipped)
+            return
         pairs: list[tuple[Any, Any]] = []  # one (start, end) per instrumented optimizer.step call
         open_: list[Any] = []
 
@@ -75,6 +180,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
 
         def pre(*_: Any) -> None:
             open_.append(stamp())
+            clip()  # after the start event: optimizer_s is clip + update
 
         def post(*_: Any) -> None:
             pairs.append((open_.pop(), stamp()))
@@ -93,11 +199,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.graphs import capture
         from measure.integrity import make_watch, utilisation_row
 
-        arms = {"instrumented": instrumented, "baseline": lambda: workload.step(data)}
+        arms = {"instrumented": instrumented, "baseline": clipped(lambda: workload.step(data))}
         plan = config.plan()
         rec.data["cuda_graph"] = None
         if config.cuda_graph:  # the whole update captured once, replayed as an arm of its own
-            replay, rec.data["cuda_graph"] = capture(lambda: workload.step(data), opt, device, warmup=plan.warmup)
+            replay, rec.data["cuda_graph"] = capture(
+                clipped(lambda: workload.step(data)), opt, device, warmup=plan.warmup
+            )
             if replay is not None:
                 arms["graph"] = replay
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
@@ -147,6 +255,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "instrumented_median_s": instr.median_s,
             "baseline_median_s": base.median_s,
             "optimizer_median_s": median(per_round),
+            "optimizer_burst_weighted_s": burst_weighted_mean(per_round, [plan.iters] * len(per_round)),
+            "clip_max_norm": config.clip or None,
+            "timed_segment": "clip_grad_norm_ + optimizer.step" if config.clip else "optimizer.step",
             "optimizer_share": share(median(per_round), instr.median_s),
             "instrumentation_overhead": relative_change(instr.median_s, base.median_s),
             "instrumented_cv": instr.cv,
@@ -158,3 +269,89 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         }
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
+
+
+def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, device: str, clipped: Any) -> None:
+    """``--mode captured``: the whole update and the same step without clip and update, captured and replayed as
+    interleaved arms (paired replay, module docstring); rows per arm and round, the share in ``data.summary``."""
+    from measure.graphs import capture
+    from measure.integrity import Integrity, WindowWatch, make_watch, utilisation_row
+    from measure.timing import CudaEventClock, Watch, median, sm_clock, sync_for, time_interleaved
+
+    opt, forward = workload.optimizer, workload.forward
+    if forward is None:
+        raise ProbebookError(
+            f"workload {workload.name} has no forward (Workload.forward): --mode captured pairs the update's graph "
+            "with a graph of the same forward and backward"
+        )
+
+    def no_update() -> Any:
+        loss = forward(data)[0]
+        loss.backward()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    plan = config.plan()
+    full, rec.data["cuda_graph"] = capture(clipped(lambda: workload.step(data)), opt, device, warmup=plan.warmup)
+    if full is None:
+        raise ProbebookError(
+            f"--mode captured: the whole update could not be captured: {rec.data['cuda_graph']['reason']}"
+        )
+    bare, rec.data["cuda_graph_no_update"] = capture(
+        no_update, None, device, warmup=plan.warmup, scope="forward, backward and zero_grad (no clip, no update)"
+    )
+    if bare is None:
+        reason = rec.data["cuda_graph_no_update"]["reason"]
+        raise ProbebookError(f"--mode captured: the step without its update could not be captured: {reason}")
+    rec.params["optimizer_settings"]["capturable"] = bool(opt.param_groups[0].get("capturable"))
+    rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
+    watch, integrity, sampler, rec.data["utilisation"] = make_watch(opt, device, config.utilisation)
+    still = Integrity(opt, device, per_call=0)  # the paired graph must not update
+    arms = {"captured": integrity.wrap(full), "captured-no-update": still.wrap(bare)}
+    watches: dict[str, Watch] = {"captured": watch, "captured-no-update": WindowWatch(still, sampler)}
+
+    def persist(r: int, times: dict[str, float]) -> None:
+        rows = [{"arm": arm, "round": r, "step_s": t, "burst": plan.iters} for arm, t in times.items()]
+        rec.point(rows, None, f"round {r}: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items()))
+
+    try:
+        result = time_interleaved(arms, CudaEventClock(), plan, sync_for(device), on_round=persist, watch=watches)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        integrity.close()
+        still.close()
+    rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+    rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
+    rec.data["windows"] = [
+        {"arm": a, "round": i, "updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))}
+        for a, arm in result.arms.items()
+        for i, c in enumerate(arm.checks)
+    ]
+    whole, rest = result.arms["captured"], result.arms["captured-no-update"]
+    weighted = {
+        name: burst_weighted_mean(arm.times_s, [plan.iters] * len(arm.times_s)) for name, arm in result.arms.items()
+    }
+    segment = whole.median_s - rest.median_s
+    rec.data["summary"] = {
+        "method": "paired replay: the whole-update graph against the same graph without clip and update",
+        "timed_segment": "clip_grad_norm_ + optimizer.step" if config.clip else "optimizer.step",
+        "clip_max_norm": config.clip or None,
+        "captured_median_s": whole.median_s,
+        "captured_no_update_median_s": rest.median_s,
+        "optimizer_median_s": segment,
+        "optimizer_share": share(segment, whole.median_s),
+        "captured_burst_weighted_s": weighted["captured"],
+        "captured_no_update_burst_weighted_s": weighted["captured-no-update"],
+        "optimizer_burst_weighted_share": share(
+            weighted["captured"] - weighted["captured-no-update"], weighted["captured"]
+        ),
+        "burst_calls": plan.iters,
+        "captured_cv": whole.cv,
+        "captured_no_update_cv": rest.cv,
+        "unstable": whole.unstable or rest.unstable,
+        # rounds pair up only when neither arm lost one to its checks
+        "median_of_round_differences_s": median([a - b for a, b in zip(whole.times_s, rest.times_s, strict=True)])
+        if len(whole.times_s) == len(rest.times_s)
+        else None,
+    }

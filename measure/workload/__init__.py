@@ -17,6 +17,7 @@ from measure.options import check_choices, option
 from measure.workload.presets import PRESETS
 
 DTYPES = ("bf16", "fp32")
+EXPERTS_IMPLS = ("looped", "grouped")
 DEVICES = ("cpu", "cuda")
 
 
@@ -38,6 +39,8 @@ class WorkloadFields:
     """Reference decoder: local layers attend to the last W keys (None: every layer global)."""
     global_every: int | None = None
     """Reference decoder with a window: every K-th layer stays global (None: every layer local)."""
+    experts_impl: str = option("looped", choices=EXPERTS_IMPLS)
+    """MoE presets: expert GEMMs as a per-expert loop (looped) or one grouped_mm per projection (grouped)."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ class Workload:
     """Unique trainable parameters, counted from the model (filled in by ``load_workload``)."""
     n_params_total: int = 0
     """Unique parameters, frozen ones included (filled in by ``load_workload``; a LoRA base counts here)."""
+    n_params_active: int | None = None
+    """Parameters a token's forward uses, where fewer than all (a mixture of experts: only routed experts count)."""
     head: Callable[[Any], tuple[Any, Any, Any]] | None = None
     """``head(batch) -> (hidden, head_weight, targets)``: the final hidden state before the output head, the head's
     weight (vocab x width) and the targets, for the chunked-loss arms of ``agreement`` and ``loss-memory``."""

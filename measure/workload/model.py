@@ -166,10 +166,17 @@ class SwiGLU(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, p: Preset):
+    def __init__(self, p: Preset, experts_impl: str = "looped"):
         super().__init__()
         self.norm1, self.attn = RMSNorm(p.width), Attention(p)
-        self.norm2, self.mlp = RMSNorm(p.width), SwiGLU(p)
+        self.norm2 = RMSNorm(p.width)
+        self.mlp: nn.Module
+        if p.experts:  # a routed mixture of experts (measure/workload/experts.py)
+            from measure.workload.experts import MoE
+
+            self.mlp = MoE(p, experts_impl)
+        else:
+            self.mlp = SwiGLU(p)
 
     def forward(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor | None = None
@@ -187,6 +194,7 @@ class Decoder(nn.Module):
         checkpointing: bool = False,
         sliding_window: int | None = None,
         global_every: int | None = None,
+        experts_impl: str = "looped",
     ):
         super().__init__()
         self.preset = p
@@ -194,7 +202,7 @@ class Decoder(nn.Module):
         self.sliding_window = sliding_window  # None: every layer global (full causal attention)
         self.global_every = global_every  # with a window: every K-th layer global, the rest local
         self.embed = nn.Embedding(p.vocab, p.width)
-        self.blocks = nn.ModuleList(Block(p) for _ in range(p.layers))
+        self.blocks = nn.ModuleList(Block(p, experts_impl) for _ in range(p.layers))
         self.norm = RMSNorm(p.width)
         self.head = nn.Linear(p.width, p.vocab, bias=False)
         self.head.weight = self.embed.weight

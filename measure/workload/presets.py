@@ -15,6 +15,8 @@ from measure.errors import ProbebookError
 
 VOCAB = 32_000
 HEAD_DIM = 64
+EXPERT_GEMM = "expert_gemm"
+"""The ``record_function`` label the MoE layer's expert GEMMs run under, forward and backward (``experts.py``)."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,17 @@ class Preset:
     """Vocabulary size; the embedding is tied to the output head."""
     head_dim: int = HEAD_DIM
     """Width of one attention head."""
+    experts: int = 0
+    """Routed SwiGLU experts per block, each of hidden width ``ffn`` (0: a dense SwiGLU)."""
+    top_k: int = 0
+    """Experts each token is routed to (0 for a dense preset)."""
 
     def __post_init__(self) -> None:
         for name in ("layers", "width", "heads", "kv_heads", "ffn", "vocab", "head_dim"):
             if getattr(self, name) < 1:
                 raise ProbebookError(f"preset {self.name!r}: field '{name}' must be >= 1")
+        if (self.experts == 0) != (self.top_k == 0) or not 0 <= self.top_k <= self.experts:
+            raise ProbebookError(f"preset {self.name!r}: top_k ({self.top_k}) must be in 1..experts ({self.experts})")
         if self.heads * self.head_dim != self.width:
             raise ProbebookError(
                 f"preset {self.name!r}: heads x head_dim ({self.heads}x{self.head_dim}) must equal width {self.width}"
@@ -62,6 +70,10 @@ PRESETS: dict[str, Preset] = {
         Preset("250m", layers=20, width=960, heads=15, kv_heads=15, ffn=2560),
         Preset("500m", layers=24, width=1280, heads=20, kv_heads=20, ffn=3456),
         Preset("1b", layers=24, width=1792, heads=28, kv_heads=28, ffn=4864),
+        # mixture of experts (issue 27): moe-tiny for CPU tests; moe-250m is 250m's attention with 8 experts of
+        # half its FFN width, top-2, so a token's active FFN work equals the dense 250m's
+        Preset("moe-tiny", layers=2, width=128, heads=2, kv_heads=1, ffn=128, vocab=512, experts=4, top_k=2),
+        Preset("moe-250m", layers=20, width=960, heads=15, kv_heads=15, ffn=1280, experts=8, top_k=2),
     )
 }
 
@@ -81,9 +93,24 @@ def param_count(p: Preset) -> int:
     """
     kv = p.kv_heads * p.head_dim
     attention = p.width * p.width * 2 + p.width * kv * 2  # wq, wo + wk, wv
-    mlp = 3 * p.width * p.ffn  # gate, up, down
+    mlp = expert_params(p) * p.experts + p.width * p.experts if p.experts else expert_params(p)  # + the router
     norms = 2 * p.width
     return p.vocab * p.width + p.layers * (attention + mlp + norms) + p.width
+
+
+def expert_params(p: Preset) -> int:
+    """Parameters (count) of one SwiGLU feed-forward of hidden width ``ffn``: gate, up, down (a dense block's MLP)."""
+    return 3 * p.width * p.ffn
+
+
+def active_param_count(p: Preset) -> int:
+    """Parameters (count) a token's forward uses: all but the ``experts - top_k`` experts it is not routed to.
+
+    Equals ``param_count`` for a dense preset; the input to model FLOPs, where only active experts count.
+    """
+    from measure.evidence.flops import moe_active_params
+
+    return moe_active_params(param_count(p), p.layers, p.experts, p.top_k, expert_params(p))
 
 
 def model_flops_per_token(n_params: int, layers: int, heads: int, head_dim: int, seq_len: int) -> float:

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from measure.workload import Arm, StreamParts, Workload, WorkloadOptions
 from measure.workload.model import Attention, Decoder, rope_tables
-from measure.workload.presets import get_preset
+from measure.workload.presets import active_param_count, get_preset
 
 LEARNING_RATE = 3e-4  # any finite rate: the probes time the update, they do not train to a target
 
@@ -29,6 +29,7 @@ def build_reference(options: WorkloadOptions) -> Workload:
         checkpointing=options.checkpointing,
         sliding_window=options.sliding_window,
         global_every=options.global_every,
+        experts_impl=options.experts_impl,
     ).to(device)
     model.train()
     # fused AdamW: one kernel launch for the whole update (torch >= 2.4 on CUDA and CPU)
@@ -145,4 +146,5 @@ def build_reference(options: WorkloadOptions) -> Workload:
         layers=preset.layers,
         heads=preset.heads,
         head_dim=preset.head_dim,
+        n_params_active=active_param_count(preset) if preset.experts else None,
     )
