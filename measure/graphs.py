@@ -33,8 +33,9 @@ def capture(
         return None, info
     import torch
 
-    if optimizer is None and scope == SCOPE:
-        info["scope"] = "the workload's step; its optimizer is not exposed, so its update count is not checked"
+    if optimizer is None:  # nothing to make capturable: the workload hides it, or the step has no update
+        if scope == SCOPE:
+            info["scope"] = "the workload's step; its optimizer is not exposed, so its update count is not checked"
     else:
         groups = optimizer.param_groups
         if any("capturable" not in g for g in groups):
