@@ -310,3 +310,16 @@ def test_current_versions_and_other_probes_read_unchanged():
     other = {"probe": "gemm", "probe_version": 1, "params": {"sdpa_backend": "x"}, "data": {}}
     plain = {"probe": "ablate", "probe_version": 1, "params": {"batch": 2}, "data": {}}
     assert for_reading(current) is current and for_reading(other) is other and for_reading(plain) is plain
+
+
+def test_kernels_v4_expert_share_on_a_gpu_is_withdrawn_when_read_and_v5_or_cpu_is_kept():
+    from measure.evidence.envelope import for_reading
+
+    expert = {"calls": 1920, "category": "expert-gemm", "experts_impl": "looped", "share": 1.64, "time_s": 0.222}
+    doc = {"probe": "kernels", "probe_version": 4, "params": {"device": "cuda"}, "data": {"expert_gemm": expert}}
+    read = for_reading(doc)["data"]["expert_gemm"]
+    assert (read["share"], read["time_s"], read["calls"]) == (None, None, 1920)
+    assert read["withdrawn"].startswith("kernels v4 read the annotation's GPU span")
+    assert doc["data"]["expert_gemm"]["share"] == 1.64  # the archived document itself is untouched
+    for kept in ({**doc, "probe_version": 5}, {**doc, "params": {"device": "cpu"}}):
+        assert for_reading(kept)["data"]["expert_gemm"] == expert

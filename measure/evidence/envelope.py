@@ -507,10 +507,37 @@ def for_reading(doc: dict[str, Any]) -> dict[str, Any]:
     Probe versions up to ``OBSERVED_IN_PARAMS_UNTIL`` stored their run-time observations (SDPA backend,
     compilation, dtype, loss ops) in ``params``, which holds inputs only; here they move to
     ``data["observed"]``. ddp versions up to ``COMM_BUCKETS_POSITIONAL_UNTIL`` stored each comm bucket as
-    a positional array; here it gets ``COMM_BUCKET_FIELDS`` as names. A document needing neither is
-    returned as it is.
+    a positional array; here it gets ``COMM_BUCKET_FIELDS`` as names. kernels version 4 on a GPU read
+    its expert GEMM time from the annotation's GPU span, idle gaps included (``_expert_span_withdrawn``).
+    A document needing none of these is returned as it is.
     """
-    return _named_comm_buckets(_observed_out_of_params(doc))
+    return _expert_span_withdrawn(_named_comm_buckets(_observed_out_of_params(doc)))
+
+
+EXPERT_SPAN_UNTIL = 4
+"""The last kernels version whose ``data.expert_gemm`` on a GPU may be a span (a share of 1.64 was stored)."""
+
+
+def _expert_span_withdrawn(doc: dict[str, Any]) -> dict[str, Any]:
+    """kernels up to ``EXPERT_SPAN_UNTIL`` on CUDA: the expert time and share are withdrawn, with the reason."""
+    data = doc.get("data")
+    params = doc.get("params")
+    if (
+        doc.get("probe") != "kernels"
+        or doc.get("probe_version", 0) > EXPERT_SPAN_UNTIL
+        or not isinstance(data, dict)
+        or not isinstance(data.get("expert_gemm"), dict)
+        or not isinstance(params, dict)
+        or params.get("device") != "cuda"
+    ):
+        return doc
+    withdrawn = {
+        **data["expert_gemm"],
+        "time_s": None,
+        "share": None,
+        "withdrawn": "kernels v4 read the annotation's GPU span (idle gaps included), not its kernels; fixed in v5",
+    }
+    return {**doc, "data": {**data, "expert_gemm": withdrawn}}
 
 
 def _named_comm_buckets(doc: dict[str, Any]) -> dict[str, Any]:

@@ -18,9 +18,11 @@ calls the CUDA runtime recorded (each queues one kernel). Long traces can silent
 events; a trace with fewer kernel records than launches, or none at all, is stored as ``failed``
 (never published).
 
-Expert GEMMs (version 4): a mixture-of-experts preset runs its expert matmuls, forward and backward,
-inside a ``record_function`` annotation (``kernel_names.EXPERT_CATEGORY``); the annotation's device time
-(on CPU its total CPU time, children included) over the summed kernel time is ``data.expert_gemm.share``,
+Expert GEMMs (version 4, corrected in 5): a mixture-of-experts preset runs its expert matmuls, forward and
+backward, inside a ``record_function`` annotation (``kernel_names.EXPERT_CATEGORY``); the annotation's time
+(the device time of the kernels launched inside it, read from the annotation's host-side row: the GPU-side
+row is a span that counts idle gaps; on CPU its total CPU time, children included) over the summed kernel
+time is ``data.expert_gemm.share``, which cannot pass 1 (a larger one fails the evidence),
 with ``experts_impl`` (looped or grouped) in params, so the two variants' expert shares compare.
 
 On CPU there are no kernels: each operator's *self* CPU time is the unit instead (self time
@@ -39,7 +41,9 @@ from measure.probes.kernel_names import CATEGORIES, EXPERT_CATEGORY, categorize,
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"
-VERSION = 4  # 4: data.expert_gemm, the MoE expert GEMMs' time and share (from their annotation); 3: data.observed
+# 5: the expert share from the kernels launched inside the annotation, never its GPU span;
+# 4: data.expert_gemm, the MoE expert GEMMs' time and share (from their annotation); 3: data.observed
+VERSION = 5
 HELP = (
     "torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
     "loss, optimizer, other)."
@@ -145,13 +149,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rows, annotations, launches, driver_launches = [], [], 0, 0
         expert_s, expert_calls = 0.0, 0
         for event in prof.key_averages():
-            if is_expert_annotation(event.key):
-                # the device time of the kernels launched inside it (where the profiler gives a CPU row and a GPU
-                # row, both say that time: the larger is kept, never the sum), or on the host its CPU time with
-                # children
+            if is_expert_annotation(event.key) and event.device_type == DeviceType.CPU:
+                # On the device: the host-side row's device time, the sum of the kernels its ops launched. Never
+                # the GPU-side annotation row: its time is the span from its first kernel to its last, idle gaps
+                # included (version 4 took the larger of the two; on the H200 the looped experts' host syncs made
+                # that span 1.64x all kernel time). On the host: its CPU time with children.
                 total_us = float(getattr(event, "device_time_total", 0.0) or 0.0) if on_device else event.cpu_time_total
-                if total_us / 1e6 > expert_s:
-                    expert_s, expert_calls = total_us / 1e6, event.count
+                expert_s, expert_calls = expert_s + total_us / 1e6, expert_calls + event.count
             if _RUNTIME_LAUNCH.match(event.key):
                 launches += event.count
             if _DRIVER_LAUNCH.match(event.key):
@@ -187,6 +191,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 else None,
             }
         )
+        expert = rec.data["expert_gemm"]
+        if expert and expert["share"] is not None and expert["share"] > 1 + 1e-9:
+            rec.fail(f"expert GEMM time {expert['share']:.3f}x all kernel time: the annotation was not read as kernels")
         if on_device:
             kernel_calls = sum(r["calls"] for r in rows if not r["kernel"].lower().startswith(("memcpy", "memset")))
             rec.data["trace_check"] = {
