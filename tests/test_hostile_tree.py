@@ -1,0 +1,71 @@
+"""No code runs from the tree and nothing is read from the host through it: a nested ``docs/.git`` whose
+``core.fsmonitor`` names a command, planted build caches, ``docs/`` files named like generated chart specs or
+table downloads, ``docs/`` as a link or a hard-linked source, and a build folder inside the sources or the
+archive. Each class is a real build of a copy of the fixture site."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, SITE_FIXTURE, run_cli_here
+
+GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "t",
+           "GIT_AUTHOR_EMAIL": "t@a.test", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@a.test"}  # fmt: skip
+
+
+def _project(root: Path) -> tuple[Path, Path]:
+    """A copy of the fixture's sources and archive under ``root``; returns (docs, archive)."""
+    docs, archive = root / "docs", root / "archive"
+    shutil.copytree(SITE_FIXTURE / "docs", docs)
+    shutil.copytree(SITE_FIXTURE / "archive", archive)
+    return docs, archive
+
+
+def _build(root: Path, docs: Path, archive: Path, *extra: str, build_dir: Path | None = None) -> Any:
+    return run_cli_here(
+        "--archive", str(archive), "build", "--docs", str(docs), "--out", str(root / "site"),
+        "--build-dir", str(build_dir or root / "build"), "--config", str(REPO / "mkdocs.yml"),
+        "--published", str(root / "no-published-ledger.json"), *extra,
+    )  # fmt: skip
+
+
+def _git(folder: Path, *args: str) -> str:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, **GIT_ENV}
+    proc = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, env=env, check=True)
+    return proc.stdout.strip()
+
+
+class TestNoGitUnderTheSources:
+    """Item 4: a ``docs/.git`` with one commit and ``core.fsmonitor`` set ran its command at every build."""
+
+    def test_a_planted_fsmonitor_runs_nothing_and_the_outer_commit_is_named(self, tmp_path: Path) -> None:
+        root = tmp_path / "project"
+        root.mkdir()
+        (root / "README").write_text("project\n")
+        _git(root, "init", "-q")
+        _git(root, "add", "README")
+        _git(root, "commit", "-q", "-m", "outer")
+        outer = _git(root, "rev-parse", "HEAD")[:12]
+        docs, archive = _project(root)
+        marker = tmp_path / "fsmonitor-ran"
+        script = tmp_path / "monitor.sh"
+        script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+        script.chmod(0o755)
+        _git(docs, "init", "-q")
+        _git(docs, "add", "-A")
+        _git(docs, "commit", "-q", "-m", "planted")
+        _git(docs, "config", "core.fsmonitor", str(script))
+        _git(root, "config", "core.fsmonitor", str(script))  # forced off in the outer repository too
+        hooks = root / ".git" / "hooks"
+        (hooks / "post-index-change").write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (hooks / "post-index-change").chmod(0o755)
+        proc = _build(root, docs, archive, "--no-site")
+        assert proc.returncode == 0, proc.stderr
+        assert not marker.exists()
+        config = (root / "build" / "mkdocs.yml").read_text()
+        assert f"from source commit {outer}-dirty" in config  # docs/ is untracked in the outer repository
