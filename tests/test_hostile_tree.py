@@ -69,3 +69,63 @@ class TestNoGitUnderTheSources:
         assert not marker.exists()
         config = (root / "build" / "mkdocs.yml").read_text()
         assert f"from source commit {outer}-dirty" in config  # docs/ is untracked in the outer repository
+
+
+class _Planted:
+    """A pickle that, unpickled, creates ``marker``: what a planted cache file holds."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, tuple[str, ...]]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+class TestCachesRunNoCode:
+    """Item 5: ``build/cache/*.pickle`` was unpickled as found, so a planted file ran code on the next build."""
+
+    def test_planted_cache_files_run_nothing_and_are_made_again(self, tmp_path: Path) -> None:
+        import pickle
+
+        from render.build import incremental, sealed
+
+        docs, archive = _project(tmp_path)
+        first = _build(tmp_path, docs, archive, "--no-site")
+        assert first.returncode == 0, first.stderr
+        cache = tmp_path / "build" / "cache"
+        kept = {p: p.read_bytes() for p in sorted(cache.rglob("*")) if p.is_file()}
+        pages = [p for p in kept if p.parent.name == "pages"]
+        assert pages and cache / "derived.pickle" in kept and any(p.parent.name == "assets" for p in kept)
+        marker = tmp_path / "cache-code-ran"
+        evil = pickle.dumps(_Planted(marker))
+        for path in kept:
+            path.write_bytes(evil)
+        assert sealed.unseal(evil) is None
+        again = _build(tmp_path, docs, archive, "--no-site")
+        assert again.returncode == 0, again.stderr
+        assert not marker.exists()
+        warnings = [line for line in again.stderr.splitlines() if "not sealed" in line]
+        # one line for all page entries, one for the derivations, one for each kept file (the bundle, the tarball)
+        named = [next(str(p) for p in kept if str(p) in line) for line in warnings]
+        assert len(warnings) == len(set(named)) == 2 + len(kept) - len(pages) - 1, again.stderr
+        assert all("Traceback" not in line for line in again.stderr.splitlines())
+        for path in kept:  # each made again, sealed, with what the first build made
+            assert sealed.unseal(path.read_bytes()) == sealed.unseal(kept[path]), path
+        assert incremental.DerivedCache(tmp_path / "build").load()
+
+    def test_a_cache_sealed_with_another_key_is_not_read(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        from render.build import sealed
+
+        blob = sealed.seal(b"payload")
+        assert sealed.unseal(blob) == b"payload"
+        assert sealed.unseal(blob[:-1] + b"X") is None  # one byte of the payload changed
+        assert sealed.unseal(b"probebook-sealed-cache/1\n" + bytes(32) + b"payload") is None
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "other-user"))
+        sealed.key.cache_clear()
+        try:
+            assert sealed.unseal(blob) is None  # another user's (or machine's) key
+            key_file = tmp_path / "other-user" / "probebook" / "build-cache.key"
+            assert key_file.stat().st_mode & 0o777 == 0o600 and key_file.stat().st_size == 32
+            assert sealed.unseal(sealed.seal(b"")) == b""
+        finally:
+            sealed.key.cache_clear()
