@@ -129,3 +129,79 @@ class TestCachesRunNoCode:
             assert sealed.unseal(sealed.seal(b"")) == b""
         finally:
             sealed.key.cache_clear()
+
+
+def _refused(proc: Any, *words: str) -> str:
+    """The one line a refused command printed, checked to name each of ``words``."""
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    return lines[0]
+
+
+class TestNoSourceShadowsAGeneratedFile:
+    """Item 7: a ``.json`` or ``.csv`` in ``docs/`` named like a chart spec or table download replaced it silently."""
+
+    @pytest.mark.parametrize(
+        "rel",
+        [
+            "records/step-time/v2-step-scaling-1.vl.json",  # the spec vega-embed draws
+            "records/step-time/v2-step-scaling-1.dark.vl.json",
+            "records/step-time/v2-loss-memory-1.csv",  # a table's downloads
+            "records/step-time/v1-step-scaling-2.json",
+            "records/step-time/v2-step-scaling-9.vl.json",  # a number no page made yet: the next chart's name
+        ],
+    )
+    def test_a_source_named_like_a_generated_file_is_refused(self, tmp_path: Path, rel: str) -> None:
+        docs, archive = _project(tmp_path)
+        (docs / rel).write_text('{"data": {"url": "http://a.test/planted.json"}}')
+        page = rel.rsplit("-", 3 if "step-scaling" in rel or "loss-memory" in rel else 2)[0]
+        _refused(_build(tmp_path, docs, archive, "--no-site"), str(docs / rel), f"beside {page}.md", "rename it")
+        assert not (tmp_path / "build" / "docs").exists()  # refused before the tree is written
+
+    def test_other_downloads_beside_a_page_are_copied(self, tmp_path: Path) -> None:
+        docs, archive = _project(tmp_path)
+        (docs / "records" / "step-time" / "v2-raw.csv").write_text("a,b\n1,2\n")
+        proc = _build(tmp_path, docs, archive, "--no-site")
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "build" / "docs" / "records" / "step-time" / "v2-raw.csv").read_text() == "a,b\n1,2\n"
+
+
+class TestNoHostFileThroughTheSources:
+    """Item 8: ``docs`` as a link to a host folder, or a hard link to a host file, published that file."""
+
+    def test_a_linked_sources_folder_is_refused(self, tmp_path: Path) -> None:
+        real, archive = _project(tmp_path)
+        docs = tmp_path / "linked-docs"
+        docs.symlink_to(real)
+        _refused(_build(tmp_path, docs, archive, "--no-site"), str(docs), "symbolic link")
+
+    def test_a_hard_linked_source_is_refused(self, tmp_path: Path) -> None:
+        docs, archive = _project(tmp_path)
+        host = tmp_path / "host-secret.txt"
+        host.write_text("password: hunter2\n")
+        os.link(host, docs / "playbook" / "notes.txt")
+        _refused(_build(tmp_path, docs, archive, "--no-site"), str(docs / "playbook" / "notes.txt"), "hard link")
+        assert not (tmp_path / "build" / "docs").exists()
+
+
+class TestTheBuildWritesNothingIntoItsSources:
+    """Item 13: ``--build-dir docs`` or ``--build-dir archive`` wrote build files among the sources."""
+
+    @pytest.mark.parametrize("where", ["docs", "archive", "docs/records", "archive/evidence", "."])
+    def test_a_build_folder_overlapping_the_sources_is_refused(self, tmp_path: Path, where: str) -> None:
+        docs, archive = _project(tmp_path)
+        before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+        proc = _build(tmp_path, docs, archive, "--no-site", build_dir=tmp_path / where)
+        _refused(proc, "--build-dir", "overlaps the")
+        assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+    def test_a_site_folder_overlapping_the_sources_is_refused(self, tmp_path: Path) -> None:
+        docs, archive = _project(tmp_path)
+        proc = run_cli_here(
+            "--archive", str(archive), "build", "--docs", str(docs), "--out", str(docs / "site"),
+            "--build-dir", str(tmp_path / "build"), "--config", str(REPO / "mkdocs.yml"),
+        )  # fmt: skip
+        _refused(proc, "--out", "overlaps the --docs folder")
+        assert not (tmp_path / "build").exists()

@@ -147,6 +147,8 @@ def render_pages(
         for ident in out.cited:
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
+        if rel in tree.files:  # sources.load refuses names like these; a copy never replaces what a page made
+            raise BuildError(f"{source}: {rel} is a file a page's functions made; rename it")
         tree.files[rel] = source.read_bytes()
 
     def keep_derived() -> None:
@@ -468,6 +470,7 @@ def build(
     One build of a project at a time: a second waits for the build folder's lock.
     """
     try:
+        paths.check(site)
         if started is None and site:  # started now, so its start overlaps render's work
             started = engines.start(engine)
         with sitedir.build_lock(paths.build):
