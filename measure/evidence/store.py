@@ -306,7 +306,15 @@ class Store:
         """The size cap for one stored file (``max_bytes()`` unless given)."""
 
     def path_for(self, hexdigest: str) -> Path:
+        self._refuse_linked_base()
         return self.base / hexdigest[:2] / f"{hexdigest[2:]}.json"
+
+    def _refuse_linked_base(self) -> None:
+        """Refuse, in one line, an ``evidence/`` or ``evidence/sha256/`` that is a link: nothing is read or written
+        through one (issue 25, item 12: ``build`` skipped the linked folder, then resolved ids through it)."""
+        for folder in (self.root / "evidence", self.base):
+            if folder.is_symlink():
+                raise StoreError(f"{folder}: a symbolic link; the evidence folder must be a real folder")
 
     # -- writing ------------------------------------------------------------------
     def put_bytes(self, raw: bytes) -> str:
@@ -503,6 +511,7 @@ class Store:
     def resolve(self, text: str) -> str:
         """An id or unique prefix (>= 12 hex) -> the full ``sha256:<hex>`` id."""
         prefix = normalize_id(text)
+        self._refuse_linked_base()
         folder = self.base / prefix[:2]
         rest = prefix[2:]
         matches = []

@@ -24,6 +24,8 @@ import decimal
 import math
 import re
 
+from render import limits
+
 NNBSP = "\u202f"
 """Narrow no-break space: between a number and its unit (SI Brochure §5.4.3)."""
 MINUS = "\u2212"
@@ -212,7 +214,7 @@ def readable_float(value: float) -> str:
     return _trim(significant(value, 6))  # a raw value states no precision: no padding zeros
 
 
-MAX_FORMAT_WIDTH = 200
+MAX_FORMAT_WIDTH = limits.FORMAT_WIDTH
 """The widest field or precision a format spec may ask for: ``'999999999.2f'`` would build a gigabyte string."""
 
 
