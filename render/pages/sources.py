@@ -448,8 +448,8 @@ def load(root: Path) -> Sources:
         records.append(Record(slug, tuple(versions)))
     stems = {p.rel[:-3] for p in pages}
     for rel, path in files:
-        if (page := shadows_generated(rel, stems)) is not None:
-            raise SourceError(f"{path}: named like a chart or table file render makes beside {page}.md; rename it")
+        if (beside := shadows_generated(rel, stems)) is not None:
+            raise SourceError(f"{path}: named like a chart or table file render makes beside {beside}.md; rename it")
     return Sources(root=root, pages=tuple(pages), records=tuple(records), files=tuple(files))
 
 

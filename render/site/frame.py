@@ -128,11 +128,11 @@ def outline(parts: list[bytes]) -> Outline:
             if tag == "script" and "src" in dict(attributes):
                 out.sources.add(_UP.sub("", dict(attributes)["src"]))
         for match in _SCRIPT.finditer(part):
-            attributes = _attributes(match.group(1))
-            if "src" in attributes:
+            given = _attributes(match.group(1))
+            if "src" in given:
                 continue
-            if attributes.get("type", "").lower() == "application/json":
-                out.data.add(attributes.get("id", ""))
+            if given.get("type", "").lower() == "application/json":
+                out.data.add(given.get("id", ""))
             else:
                 out.scripts.add(_script_digest(match.group(2)))
     return out
