@@ -117,3 +117,22 @@ class TestPublishPublishesWhatWasBuilt:
         assert proc.returncode == 0, proc.stderr
         built_rows = json.loads((built / "site" / "ledger.json").read_text())["rows"]
         assert json.loads((published / "ledger.json").read_text())["rows"] == built_rows
+
+
+class TestPublishOnAFullDisk:
+    """Item 12: publish on a full disk printed a traceback and left its temp file in ``archive/published/``."""
+
+    def test_a_failed_write_is_one_line_and_leaves_no_temp_file(self, built: Path, tmp_path: Path) -> None:
+        """``RLIMIT_FSIZE`` (soft, this process only, restored) stands in for a full disk: Python ignores ``SIGXFSZ``,
+        so a write past it fails with ``EFBIG`` as one past a full disk fails with ``ENOSPC``."""
+        import resource
+
+        archive, published, _host = _archive(tmp_path)
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))  # the built ledger is larger
+        try:
+            proc = _publish(built, archive)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        _one_line(proc, f"cannot write {published / 'ledger.json'}", "File too large")
+        assert list(published.iterdir()) == []
