@@ -3,7 +3,7 @@ methods, ``join``/``sum``), deep Markdown brackets, non-finite constants, Python
 ``{{ fit|string }}``, ledgers given as a FIFO or ``/dev/zero``, long or slow ``derive`` arguments, dates past
 2106, a linked ``archive/evidence``, a full disk (``RLIMIT_FSIZE``), ``--out`` naming a file, ``--config /etc``,
 spreadsheet formulas in CSV downloads, and ``serve`` on ``GET /%00``, early disconnects and silent clients.
-The bounds are ``render.limits``; each message is checked to print the bound it enforces."""
+The bounds are ``render.pages.limits``; each message is checked to print the bound it enforces."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from typing import Any
 import pytest
 from conftest import REPO, SITE_FIXTURE, run_cli_here
 
-from render import limits
-from render.pages import bounded, sources
+from render.pages import bounded, limits, sources
 from render.pages import sandbox as pages
 from render.tables.columns import inert_cell, samples_csv
 
@@ -313,6 +312,7 @@ class TestServe:
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"http://127.0.0.1:{server}/%00", timeout=5)
         assert err.value.code == 400
+        err.value.close()
         for _ in range(5):  # ask for a large page and leave at once
             with socket.create_connection(("127.0.0.1", server)) as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
@@ -322,5 +322,6 @@ class TestServe:
         assert silent.recv(1) == b""  # closed by the server after its timeout
         assert time.monotonic() - started < 5
         silent.close()
-        assert urllib.request.urlopen(f"http://127.0.0.1:{server}/index.html", timeout=5).status == 200
+        with urllib.request.urlopen(f"http://127.0.0.1:{server}/index.html", timeout=5) as response:
+            assert response.status == 200
         assert "Traceback" not in capfd.readouterr().err

@@ -16,13 +16,12 @@ THEMES = {"mkdocs-material": sanitize.MATERIAL, "zensical": sanitize.ZENSICAL}
 
 
 def _learnt(site: Path, theme: str) -> frame.Frame:
-    pages = [sanitize.frame_parts(p.read_bytes(), str(p), THEMES[theme]) for p in sorted(site.rglob("*.html"))]
-    return frame.learn(theme, pages)
+    return sanitize.learn_frame(site, THEMES[theme])
 
 
 def test_the_kept_frames_are_what_a_clean_build_writes(fixture_site: Any, fixture_site_zensical: Any) -> None:
     """A theme update that writes something new fails here first (and refuses builds until the frame is made
-    again with ``python -m render.site.frame SITE THEME`` from a clean build)."""
+    again with ``python -m render.site.sanitize --frame SITE THEME`` from a clean build)."""
     for theme, paths in (("mkdocs-material", fixture_site), ("zensical", fixture_site_zensical)):
         assert _learnt(paths.site, theme) == frame.frame_of(theme), theme
     assert frame.frame_of("mkdocs-material").to_json() == (frame.FOLDER / "mkdocs-material.json").read_text()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from measure.errors import ProbebookError
-from render import limits
+from render.pages import limits
 from render.build.stages import BuildPaths, build
 from render.site.engines import DEFAULT
 

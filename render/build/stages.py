@@ -46,7 +46,7 @@ from render.pages import provenance
 from render.site import sanitize
 from render.site import folder as sitedir
 from render.pages import sources as sourcesmod
-from render import limits
+from render.pages import limits
 from render.errors import BuildError
 from render.build.types import BuildPaths, BuildResult, Tree
 from render.evidence.archive import Archive

@@ -24,8 +24,6 @@ import decimal
 import math
 import re
 
-from render import limits
-
 NNBSP = "\u202f"
 """Narrow no-break space: between a number and its unit (SI Brochure §5.4.3)."""
 MINUS = "\u2212"
@@ -214,7 +212,7 @@ def readable_float(value: float) -> str:
     return _trim(significant(value, 6))  # a raw value states no precision: no padding zeros
 
 
-MAX_FORMAT_WIDTH = limits.FORMAT_WIDTH
+MAX_FORMAT_WIDTH = 200
 """The widest field or precision a format spec may ask for: ``'999999999.2f'`` would build a gigabyte string."""
 
 

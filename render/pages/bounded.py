@@ -1,7 +1,7 @@
 """What a page's template may build is bounded before it is built (issue 25, item 10; ARCHITECTURE.md §7).
 
 ``render.pages.sandbox.PageEnvironment`` checks ``*``, ``**``, ``+`` and ``%`` before they run. Three more ways
-asked for a gigabyte in one expression, and are checked here, each against ``render.limits.PAGE_CHARS``:
+asked for a gigabyte in one expression, and are checked here, each against ``render.pages.limits.PAGE_CHARS``:
 
 - ``~`` (Jinja's concatenation, compiled to a plain ``str`` join no operator hook sees): ``Generator`` compiles
   it to ``PageEnvironment.concat``, which adds up the parts' lengths first; doubling ``{% set s = s ~ s %}``
@@ -25,7 +25,7 @@ from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
 
 from measure.errors import ProbebookError
-from render import limits
+from render.pages import limits
 
 
 class TemplateLimitError(ProbebookError):

@@ -30,12 +30,11 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render import limits
 from render.numbers import claims
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
-from render.pages import bounded, lint
+from render.pages import bounded, limits, lint
 from render.pages.bounded import TemplateLimitError
 from render.pages.sources import SourcePage
 
@@ -174,9 +173,9 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
 # -- limits: a page is one file, rendered in bounded time, to bounded output ---------------------------
 
 MAX_PAGE_CHARS = limits.PAGE_CHARS
-"""The most text one page's template may produce (``render.limits``, where every bound is stated)."""
+"""The most text one page's template may produce (``render.pages.limits``, where every bound is stated)."""
 MAX_TEMPLATE_SECONDS = limits.TEMPLATE_SECONDS
-"""The longest one page's template may run, in CPU seconds (``render.limits``)."""
+"""The longest one page's template may run, in CPU seconds (``render.pages.limits``)."""
 """The widest field or longest precision a format spec in a page may ask for."""
 _LOADING_TAGS = ("include", "import", "from", "extends")
 # Filters whose output is bounded by their input; the rest (center, indent, format, replace, ...) can ask for

@@ -15,7 +15,7 @@ plain text by construction; this check makes sure of it, failing closed. A page'
 - links to http(s), mailto or the site itself: no ``javascript:`` or ``data:`` URL.
 
 The frame of each engine's theme is kept in ``frames/<theme>.json``, made from a clean build of the fixture site
-(``python -m render.site.frame SITE THEME``, which ``tests/test_whole_page.py`` checks against a fresh clean
+(``python -m render.site.sanitize --frame SITE THEME``, which ``tests/test_whole_page.py`` checks against a fresh clean
 build, so a theme update that emits something new is noticed: the build refuses it, naming the page and what).
 Only distinct tags are parsed (a site's navigation repeats the same few hundred in every page), so checking a
 page costs a regular-expression scan of its bytes.
@@ -27,7 +27,6 @@ import hashlib
 import html
 import json
 import re
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -181,18 +180,3 @@ def check(parts: list[bytes], where: str, frame: Frame) -> None:
             f"{frame.theme} never writes (render/site/frames/{frame.theme}.json; a theme update: see "
             "render/site/frame.py)"
         )
-
-
-def main(argv: list[str]) -> int:
-    """``python -m render.site.frame SITE THEME``: write ``frames/THEME.json`` from the clean build in SITE."""
-    from render.site import sanitize
-
-    site, theme_name = Path(argv[0]), argv[1]
-    theme = {t.name: t for t in (sanitize.MATERIAL, sanitize.ZENSICAL)}[theme_name]
-    pages = [sanitize.frame_parts(p.read_bytes(), str(p), theme) for p in sorted(site.rglob("*.html"))]
-    (FOLDER / f"{theme_name}.json").write_text(learn(theme_name, pages).to_json(), encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

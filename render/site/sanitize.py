@@ -293,3 +293,18 @@ class BackgroundSanitizer:
 def _signature(path: Path) -> tuple[int, int, int]:
     st = path.stat()
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def learn_frame(site: Path, theme: EngineTheme = MATERIAL) -> frame.Frame:
+    """The frame of ``theme`` as the clean build in ``site`` writes it (``render.site.frame``)."""
+    pages = [frame_parts(p.read_bytes(), str(p), theme) for p in sorted(site.rglob("*.html"))]
+    return frame.learn(theme.name, pages)
+
+
+if __name__ == "__main__":  # python -m render.site.sanitize --frame SITE THEME: keep the frame of a clean build
+    import sys
+
+    if len(sys.argv) != 4 or sys.argv[1] != "--frame":
+        raise SystemExit("usage: python -m render.site.sanitize --frame SITE THEME (mkdocs-material or zensical)")
+    chosen = {t.name: t for t in (MATERIAL, ZENSICAL)}[sys.argv[3]]
+    (frame.FOLDER / f"{chosen.name}.json").write_text(learn_frame(Path(sys.argv[2]), chosen).to_json(), encoding="utf-8")

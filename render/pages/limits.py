@@ -7,7 +7,8 @@ quadratic in that depth: about 13 minutes), a FIFO or ``/dev/zero`` given as a l
 ``zfill``, ``replace``, ``join``) asked for a gigabyte. Each number here is far above what a real page or
 command needs (the largest page in this repository is under 100 Ki characters and nests brackets 3 deep).
 The limits owned elsewhere are named here, not restated: JSON and YAML nesting
-(``measure.evidence.envelope.MAX_DEPTH``) and one file's size (``measure.evidence.store.max_bytes``, 64 MiB,
+(``measure.evidence.envelope.MAX_DEPTH``), a format spec's width (``render.numbers.reading.MAX_FORMAT_WIDTH``,
+200) and one file's size (``measure.evidence.store.max_bytes``, 64 MiB,
 ``PROBEBOOK_MAX_EVIDENCE_BYTES``), which also caps a ledger or history read by ``build``, ``publish`` and ``diff``.
 """
 
@@ -15,14 +16,13 @@ from __future__ import annotations
 
 from measure.evidence.envelope import MAX_DEPTH as JSON_DEPTH  # noqa: F401 - named here, owned there
 from measure.evidence.store import DEFAULT_MAX_BYTES as FILE_BYTES  # noqa: F401 - named here, owned there
+from render.numbers.reading import MAX_FORMAT_WIDTH as FORMAT_WIDTH  # noqa: F401 - named here, owned there
 
 PAGE_CHARS = 8 << 20
 """The most text one page's template may produce, and the longest string one template operation may make
 (``*``, ``+``, ``~``, a string method, ``join``): 8 Mi characters."""
 TEMPLATE_SECONDS = 10.0
 """The most CPU time one page's template, one headline or one ``derive`` call may use (a site renders in seconds)."""
-FORMAT_WIDTH = 200
-"""The widest field or precision a format spec may ask for (``render.numbers.reading.wide_format``)."""
 POWER_EXPONENT = 64
 """The largest integer exponent ``**`` takes in a page or a ``derive`` argument."""
 POWER_BITS = 1 << 16
