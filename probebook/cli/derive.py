@@ -13,9 +13,9 @@ from measure.evidence.store import Store
 from measure.probes.step_scaling import MODES
 from probebook.cli import command, command_group
 from probebook.cli.output import json_text
-from render import limits
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
 from render.functions.names import FUNCTIONS
+from render.pages import limits
 
 # render's page machinery and numerics load in the commands that use them, not here: every probebook
 # process builds this module's parsers (ARCHITECTURE.md §10, fast processes)
@@ -185,7 +185,7 @@ def _split(words: list[str]) -> tuple[list[str], dict[str, str], bool, Path]:
         if len(word) > limits.ARGUMENT_CHARS:
             raise ProbebookError(
                 f"argument {word[:40]!r}... is {len(word)} characters; at most {limits.ARGUMENT_CHARS} "
-                "(render.limits.ARGUMENT_CHARS)"
+                "(render.pages.limits.ARGUMENT_CHARS)"
             )
     i = 0
     while i < len(words):

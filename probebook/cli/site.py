@@ -215,7 +215,7 @@ def _publish(args: Any) -> int:
 
 def _publish_date() -> str:
     """Today (UTC), or the day of ``SOURCE_DATE_EPOCH`` when it is set, as YYYY-MM-DD: the history entry's date."""
-    from render import limits
+    from render.pages import limits
 
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch is not None and epoch.isascii() and epoch.isdigit():
