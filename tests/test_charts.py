@@ -16,6 +16,7 @@ from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
+from render.build import sealed
 from render.charts import draw as charts
 from render.charts import svg as chart_svg
 from render.charts import theme as chart_theme
@@ -683,11 +684,14 @@ def test_the_bundle_is_kept_in_the_build_cache_and_read_back(tmp_path):
     cache = tmp_path / "cache" / "assets"
     made = site_assets.site_files(cache)
     kept = cache / site_assets.bundle_name()
-    assert kept.read_bytes() == made["assets/probebook/vega-embed.js"] == site_assets.vega_embed_bundle()
-    # a later build reads the kept file: what is there is what it ships
-    kept.write_bytes(b"/* kept */")
+    assert sealed.unseal(kept.read_bytes()) == made["assets/probebook/vega-embed.js"] == site_assets.vega_embed_bundle()
+    # a later build reads the kept file, sealed by this user's builds (render.build.sealed): what is there it ships
+    kept.write_bytes(sealed.seal(b"/* kept */"))
     assert site_assets.site_files(cache)["assets/probebook/vega-embed.js"] == b"/* kept */"
+    kept.write_bytes(b"/* planted */")  # not sealed: made again, never shipped
+    assert site_assets.site_files(cache) == made
     # a full build reads nothing kept: it makes the bundle afresh, and keeps that for the next build
+    kept.write_bytes(sealed.seal(b"/* kept */"))
     assert site_assets.site_files(cache, read=False) == made
-    assert kept.read_bytes() == made["assets/probebook/vega-embed.js"]
+    assert sealed.unseal(kept.read_bytes()) == made["assets/probebook/vega-embed.js"]
     assert site_assets.bundle_name().startswith("vega-embed-") and site_assets.bundle_name().endswith(".js")

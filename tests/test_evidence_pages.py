@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+from render.build import sealed
 from render.build.stages import BuildPaths
 from render.evidence import pages as ep
 
@@ -120,7 +121,7 @@ def test_the_tarball_is_kept_under_its_inputs_and_only_the_newest(tmp_path: Path
     made = ep.cached_tarball(tmp_path, raw, b"[]", 1700000000)
     assert made == ep.archive_tarball(raw, b"[]", 1700000000)
     (kept,) = tmp_path.glob("archive-*.tar.gz")
-    kept.write_bytes(b"kept")  # a later build with the same inputs reads what is kept ...
+    kept.write_bytes(sealed.seal(b"kept"))  # a later build with the same inputs reads what is kept (sealed) ...
     assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000) == b"kept"
     assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000, read=False) == made  # ... a full build does not
     for other in (

@@ -120,3 +120,18 @@ def test_the_planted_evidence_page_still_names_its_preset(sites: dict[str, Any])
     page = sites["hostile"] / "evidence" / f"{sites['planted'][7:]}.html"
     text = page.read_text(encoding="utf-8")
     assert "&lt;/title&gt;&lt;script&gt;" in text
+
+
+def test_every_page_of_the_hostile_site_is_framed_as_a_clean_build(sites: dict[str, Any]) -> None:
+    """The whole-page allowlist (``render.site.frame``): each hostile page's head, header, navigation and footer
+    hold nothing the clean build of the same sources did not, and nothing the kept frame lacks."""
+    from render.site import frame, sanitize
+
+    clean = frame.learn("clean", [sanitize.frame_parts(p.read_bytes(), str(p)) for p in _pages(sites["clean"])])
+    kept = frame.frame_of("mkdocs-material")
+    for path in _pages(sites["hostile"]):
+        parts = list(sanitize.frame_parts(path.read_bytes(), str(path)))
+        frame.check(parts, str(path), kept)
+        one = frame.outline(parts)
+        assert one.tags <= clean.tags and one.attributes <= clean.attributes, path
+        assert one.scripts <= clean.scripts and one.sources <= clean.sources, path

@@ -12,7 +12,7 @@ import pytest
 from conftest import fixture_site_paths
 
 from measure.errors import ProbebookError
-from render.build import dirty, incremental
+from render.build import dirty, incremental, sealed
 from render.build.stages import BuildPaths, build
 from render.charts.output import PENDING
 
@@ -109,11 +109,13 @@ def test_derivations_are_kept_under_the_code_digest_and_dropped_with_their_evide
     cache.save(cache.load(), {a}, changed=False)  # b left the archive: every entry naming it goes
     assert cache.load() == {("fit", a, (), ()): 1.5}
     assert incremental.DerivedCache(tmp_path, read=False).load() == {}  # a full build computes everything
-    stored = pickle.loads(cache.path.read_bytes())
+    stored = pickle.loads(sealed.unseal(cache.path.read_bytes()) or b"")
     stored["code"] = "other code"
-    cache.path.write_bytes(pickle.dumps(stored))
+    cache.path.write_bytes(sealed.seal(pickle.dumps(stored)))
     assert cache.load() == {}  # written by other code or other library versions: not read
-    cache.path.write_bytes(b"not a pickle")
+    cache.path.write_bytes(pickle.dumps({**stored, "code": incremental.code_digest()}))
+    assert cache.load() == {}  # a pickle with no seal: never unpickled (tests/test_hostile_tree.py)
+    cache.path.write_bytes(sealed.seal(b"not a pickle"))
     assert cache.load() == {}
 
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, bench_module
 
 from measure.errors import ProbebookError
-from render.build import incremental
+from render.build import incremental, sealed
 from render.build import parallel as page_pool
 from render.build import stages as build_module
 from render.site import assets as site_assets
@@ -98,7 +98,7 @@ def _seed_bundle(*roots: Path) -> None:
     for root in roots:
         folder = root / "build" / build_module.ASSETS_CACHE
         folder.mkdir(parents=True)
-        (folder / site_assets.bundle_name()).write_bytes(bundle)
+        (folder / site_assets.bundle_name()).write_bytes(sealed.seal(bundle))  # as a build keeps it
 
 
 def test_a_build_on_two_workers_equals_a_serial_one(tmp_path: Path) -> None:

@@ -245,7 +245,7 @@ def test_footer_names_build_date_source_commit_and_ledger_hash(tmp_path: Path, m
     for page in ("index", "records/step-time/v2", "changes"):
         assert expected in _html(paths, page), page
     assert (
-        colophon.source_commit(REPO)[:12]
+        colophon.source_commit(REPO / "docs")[:12]
         == __import__("subprocess")
         .run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True)
         .stdout.strip()[:12]

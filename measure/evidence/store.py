@@ -105,6 +105,73 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
         os.close(fd)
 
 
+def _refuse_link(path: Path) -> None:
+    """Refuse, in one line, a ``path`` (or its folder) that is anything but a regular file (a folder): a symbolic
+    link there would take the write to wherever it points, outside the archive."""
+    for where, want in ((path.parent, stat.S_ISDIR), (path, stat.S_ISREG)):
+        try:
+            mode = os.lstat(where).st_mode
+        except FileNotFoundError:
+            continue
+        if not want(mode):
+            raise StoreError(f"{where}: {_kind(mode)}; nothing is written through it (only regular files are)")
+
+
+def write_regular(path: Path, data: bytes) -> None:
+    """Replace the regular file ``path`` with ``data`` whole, writing nothing through a link (issue 25, item 6).
+
+    A fresh temp file beside it (``O_EXCL | O_NOFOLLOW``: a planted name or link there is never opened),
+    written, fsynced, renamed over ``path`` (a rename replaces a name, never follows it), the folder fsynced.
+    A failure (a full disk, a read-only folder) removes the temp file and is one line."""
+    path = Path(path)
+    _refuse_link(path)
+    tmp = path.parent / f".{path.name}{TEMP_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def append_regular(path: Path, data: bytes) -> None:
+    """Append ``data`` to the regular file ``path`` (made if absent), never through a link, all or nothing.
+
+    ``O_NOFOLLOW`` with ``O_CREAT``: a link, even a dangling one, is refused rather than followed or made;
+    a failed write is cut back to the length the file had, so no partial line is left."""
+    path = Path(path)
+    _refuse_link(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(f"{path}: {_kind(st.st_mode)}; nothing is written through it (only regular files are)")
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:
+            os.ftruncate(fd, st.st_size)
+            raise StoreError(f"cannot write {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 # never follow a link, never block on a FIFO; non-regular files are named by ``Store.strays``
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -239,7 +306,15 @@ class Store:
         """The size cap for one stored file (``max_bytes()`` unless given)."""
 
     def path_for(self, hexdigest: str) -> Path:
+        self._refuse_linked_base()
         return self.base / hexdigest[:2] / f"{hexdigest[2:]}.json"
+
+    def _refuse_linked_base(self) -> None:
+        """Refuse, in one line, an ``evidence/`` or ``evidence/sha256/`` that is a link: nothing is read or written
+        through one (issue 25, item 12: ``build`` skipped the linked folder, then resolved ids through it)."""
+        for folder in (self.root / "evidence", self.base):
+            if folder.is_symlink():
+                raise StoreError(f"{folder}: a symbolic link; the evidence folder must be a real folder")
 
     # -- writing ------------------------------------------------------------------
     def put_bytes(self, raw: bytes) -> str:
@@ -436,6 +511,7 @@ class Store:
     def resolve(self, text: str) -> str:
         """An id or unique prefix (>= 12 hex) -> the full ``sha256:<hex>`` id."""
         prefix = normalize_id(text)
+        self._refuse_linked_base()
         folder = self.base / prefix[:2]
         rest = prefix[2:]
         matches = []

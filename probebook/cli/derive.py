@@ -15,6 +15,7 @@ from probebook.cli import command, command_group
 from probebook.cli.output import json_text
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
 from render.functions.names import functions
+from render.pages import limits
 
 # render's page machinery and numerics load in the commands that use them, not here: every probebook
 # process builds this module's parsers (ARCHITECTURE.md §Fast processes); the names come from the
@@ -181,6 +182,12 @@ def _split(words: list[str]) -> tuple[list[str], dict[str, str], bool, Path]:
     args: list[str] = []
     options: dict[str, str] = {}
     as_json, out = False, Path(".")
+    for word in words:  # bounded before any is parsed: the number parser backtracks on a long run of digits
+        if len(word) > limits.ARGUMENT_CHARS:
+            raise ProbebookError(
+                f"argument {word[:40]!r}... is {len(word)} characters; at most {limits.ARGUMENT_CHARS} "
+                "(render.pages.limits.ARGUMENT_CHARS)"
+            )
     i = 0
     while i < len(words):
         word = words[i]
@@ -218,7 +225,7 @@ def _derive(args: Any) -> int:
     from render.functions import calls
     from render.numbers.claims import Claim
     from render.numbers.quantity import Quantity
-    from render.pages.sandbox import Asset, Block
+    from render.pages.sandbox import Asset, Block, time_limit
 
     words, options, as_json, out = _split(args.words)
     store = Store(args.archive)
@@ -234,7 +241,8 @@ def _derive(args: Any) -> int:
     call = calls.plan(args.name, words, options)
     docs = _archive_docs(store)  # a page sees the whole archive too (padding() finds its fit by id)
     docs.update({ident: store.get(ident) for ident in ids})
-    result = calls.run(call, docs, ids)
+    with time_limit(limits.TEMPLATE_SECONDS, f"{args.name}(...)"):  # a page's CPU-time limit, in the shell too
+        result = calls.run(call, docs, ids)
     if isinstance(result, Asset):
         written, markdown = calls.save_asset(result, out, f"{args.name}-{result.kind}")
         if as_json:

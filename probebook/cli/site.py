@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import errno
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from measure.errors import printable
+from measure.errors import ProbebookError, printable
 from probebook.cli import command
 from probebook.cli.output import json_text
 from render.numbers import ledger
@@ -140,6 +142,22 @@ def _paths(args: Any) -> Any:
     )
 
 
+_DISK_ERRORS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM}
+"""What the machine refuses a write for (a full disk, a file-size limit, a read-only or foreign folder): the
+user's to fix, so one line (issue 25, item 12); any other ``OSError`` is a bug and keeps its traceback."""
+
+
+@contextlib.contextmanager
+def _writes(what: str, after: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _DISK_ERRORS:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise ProbebookError(f"{what}: {where}cannot write ({exc.strerror}); {after}") from None
+
+
 def _build(args: Any) -> int:
     from render.site import engines
 
@@ -148,7 +166,8 @@ def _build(args: Any) -> int:
     from render.build.stages import build
 
     paths = _paths(args)
-    result = build(paths, site=not args.no_site, full=args.full, engine=args.engine, started=started)
+    with _writes("build", f"{args.out} is still the last good build"):
+        result = build(paths, site=not args.no_site, full=args.full, engine=args.engine, started=started)
     d = result.diff
     where = f"{paths.site}/" if result.site else f"{paths.tree}/ (no site: --no-site)"
     print(
@@ -179,11 +198,13 @@ def _publish(args: Any) -> int:
     past = history.read(log_path)  # a rewritten history is refused before anything is written
     d = ledger.diff(before, rows)
     entry = history.entry(_publish_date(), rows, before, sources.load(args.docs))
-    ledger.write(target, rows)
+    with _writes("publish", f"{target} is as it was"):
+        ledger.write(target, rows)
     if past and past[-1]["ledger_sha256"] == entry["ledger_sha256"] and past[-1].get("records") == entry["records"]:
         print(f"published {len(rows)} numbers from {source} to {target}: as last published, history unchanged")
         return 0
-    history.append(log_path, entry)
+    with _writes("publish", f"{log_path} is as it was; run publish again to add its entry"):
+        history.append(log_path, entry)
     print(
         f"published {len(rows)} numbers from {source} to {target} "
         f"({len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed since the last publish); "
@@ -194,8 +215,13 @@ def _publish(args: Any) -> int:
 
 def _publish_date() -> str:
     """Today (UTC), or the day of ``SOURCE_DATE_EPOCH`` when it is set, as YYYY-MM-DD: the history entry's date."""
+    from render.pages import limits
+
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is not None and epoch.isdigit():
+    if epoch is not None and epoch.isascii() and epoch.isdigit():
+        low, high = limits.EPOCH_RANGE
+        if not low <= int(epoch) <= high:
+            raise ProbebookError(f"SOURCE_DATE_EPOCH={epoch[:40]!r} is outside {low}..{high} (1970 to 2106)")
         return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).date().isoformat()
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 

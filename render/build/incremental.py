@@ -8,7 +8,10 @@ a prefix names), what render adds around it (the versions of its record, for the
 and render's own code. The cache (``<build>/cache/pages``) keeps each page's output under the SHA-256
 of those inputs; a page whose key is there is not rendered again. Entries no build used are removed.
 Entries are pickles (the Quantities of a record's headlines come back as the same objects, tuples and
-all): the cache is the build folder's own, written and read by the same code (its digest is in the key).
+all), each sealed with an HMAC whose key is outside the project (``render.build.sealed``): a build folder is
+part of the tree, which may come from anywhere (a restored CI cache, an unpacked checkout), so a file is
+unpickled only when this user's builds wrote it; anything else is ignored and made again (issue 25, item 5).
+The files ``kept_file`` keeps (the vega-embed bundle every page loads, the archive's tarball) are sealed alike.
 
 ``write_tree`` rewrites only the tree files whose bytes changed and removes those no longer made, so
 an unchanged file keeps its modification time and the site engine can skip it (``render.build.dirty``). The
@@ -24,11 +27,14 @@ import json
 import os
 import pickle
 import shutil
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
+
+from render.build import sealed
 
 CACHE_FOLDER = "cache/pages"
 DERIVED = "cache/derived.pickle"
@@ -37,7 +43,7 @@ TREE_MANIFEST = "tree.json"
 EVIDENCE_PAGES = "evidence-pages.json"
 """Each evidence page's key and tree files as the tree holds them: an unchanged one is not made again."""
 _RENDER_CODE = Path(__file__).resolve().parent.parent
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 """Bump when a cache entry's layout changes (old entries are then never read)."""
 
 
@@ -96,17 +102,36 @@ class PageCache:
         self.used: set[str] = set()
         self.hits = 0
         self.misses = 0
+        if read:
+            self._drop_unsealed()
+
+    def _drop_unsealed(self) -> None:
+        """Remove entries this user's builds did not seal, with one warning: here, in the build's process, since
+        pages are read in forked workers, where each would warn on its own."""
+        warn = sealed.Warned("a page-cache entry")
+        try:
+            paths = sorted(self.folder.glob("*.pickle"))
+        except OSError:  # no cache folder yet
+            return
+        for path in paths:
+            if _read_sealed(path, warn) is None:
+                path.unlink(missing_ok=True)
 
     def get(self, key: str) -> PageOutput | None:
         self.used.add(key)
         if not self.read:
             self.misses += 1
             return None
-        try:
-            out = pickle.loads((self.folder / f"{key}.pickle").read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+        path = self.folder / f"{key}.pickle"
+        payload = _read_sealed(path)
+        if payload is None:
             self.misses += 1
-            return None  # absent, or written by other code: render again
+            return None  # absent, or not written by this user's builds: render again
+        try:
+            out = pickle.loads(payload)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError):
+            self.misses += 1
+            return None  # written by other code of ours (a digest collision of old layouts): render again
         if not isinstance(out, PageOutput):
             self.misses += 1
             return None
@@ -114,7 +139,7 @@ class PageCache:
         return out
 
     def put(self, key: str, out: PageOutput) -> None:
-        write_atomic(self.folder / f"{key}.pickle", pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+        write_atomic(self.folder / f"{key}.pickle", sealed.seal(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)))
 
     def prune(self) -> None:
         """Remove entries this build did not use (a page's older outputs), so the cache does not grow."""
@@ -141,9 +166,12 @@ class DerivedCache:
     def load(self) -> dict[tuple, Any]:
         if not self.read:
             return {}
+        payload = _read_sealed(self.path, sealed.Warned("the derivation cache"))
+        if payload is None:
+            return {}
         try:
-            stored = pickle.loads(self.path.read_bytes())
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            stored = pickle.loads(payload)
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
             return {}
         if not isinstance(stored, dict) or stored.get("code") != code_digest():
             return {}
@@ -159,7 +187,31 @@ class DerivedCache:
             data = _pickled(kept)
         except Exception:  # noqa: BLE001 - some value pickle refuses: find it, and keep the rest
             data = _pickled({k: v for k, v in kept.items() if _pickles(v)})
-        write_atomic(self.path, data)
+        write_atomic(self.path, sealed.seal(data))
+
+
+def _read_sealed(path: Path, warn: Callable[[Path], None] | None = None) -> bytes | None:
+    """The payload of the sealed file at ``path``; None when it is absent or not sealed by us (then ``warn``)."""
+    try:
+        blob = read_own_file(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        blob = b""  # a link, a FIFO, a folder: planted, like a file with no seal
+    payload = sealed.unseal(blob)
+    if payload is None and warn is not None:
+        warn(path)
+    return payload
+
+
+def read_own_file(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``, not following a link at its last component (``O_NOFOLLOW``)
+    and never waiting on a FIFO (``O_NONBLOCK``): a build folder's own files are plain files it wrote."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return f.read()
 
 
 def _pickled(entries: dict[tuple, Any]) -> bytes:
@@ -201,17 +253,16 @@ def kept_file(
     what stands in for bytes not kept, made (and kept) later.
     """
     if read:
-        try:
-            return path.read_bytes()
-        except OSError:
-            pass
+        payload = _read_sealed(path, sealed.Warned("a kept file"))
+        if payload is not None:
+            return payload
     if later is not None:  # made while the site engine runs: a placeholder now (render.build.deferred)
         return later(lambda: kept_file(path, make, False, replaces))
     data = make()
     if replaces is not None:
         for old in path.parent.glob(replaces):
             old.unlink(missing_ok=True)
-    write_atomic(path, data)
+    write_atomic(path, sealed.seal(data))
     return data
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
-from render.pages import layout
+from render.pages import bounded, layout
 from render.pages import notices
 from render.pages import provenance
 from render.errors import BuildError
@@ -80,6 +80,7 @@ def render_one(
     )
     text = inert_prose(text)
     check_links(text, f"{page.path} (rendered)")
+    bounded.check_markdown(text, f"{page.path} (rendered)")
     files = {page.rel: text.encode("utf-8"), **state.files}
     rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
     cited = sorted(state.cited | set(aliases.values()))

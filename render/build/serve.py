@@ -10,15 +10,19 @@ one-line error and keeps the last good site in place until the next change.
 from __future__ import annotations
 
 import functools
+import http
 import http.server
 import logging
 import os
+import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from measure.errors import ProbebookError
+from render.pages import limits
 from render.build.stages import BuildPaths, build
 from render.site.engines import DEFAULT
 
@@ -77,8 +81,35 @@ def rebuild(paths: BuildPaths, log: Callable[[str], None], engine: str = DEFAULT
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
+    """The site's files, quietly; a request path holding a NUL byte is a 400, not a traceback (``GET /%00``)."""
+
+    timeout = limits.SERVE_TIMEOUT  # socketserver.StreamRequestHandler: a client that sends nothing is let go
+
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+    def send_head(self) -> Any:
+        if "\0" in urllib.parse.unquote(self.path):
+            self.send_error(http.HTTPStatus.BAD_REQUEST, "a path with a NUL byte")
+            return None
+        return super().send_head()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    """One thread per connection; a client that disconnects early or stalls past the timeout ends its own
+    connection without a traceback (socketserver's ``handle_error`` prints one for every exception)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # the client left (a reset, a broken pipe) or stalled: nothing is wrong with the site
+        super().handle_error(request, client_address)
+
+
+def make_server(site: Path, host: str, port: int) -> http.server.ThreadingHTTPServer:
+    """The HTTP server of ``site``'s files at ``host:port`` (0: a free port), not yet serving."""
+    return _Server((host, port), functools.partial(_Quiet, directory=str(site.resolve())))
 
 
 def serve(
@@ -97,8 +128,7 @@ def serve(
     seen = (fingerprint(_authored(paths)), fingerprint(evidence))
     rebuild(paths, log, engine)
     paths.site.mkdir(parents=True, exist_ok=True)
-    handler = functools.partial(_Quiet, directory=str(paths.site.resolve()))
-    server = http.server.ThreadingHTTPServer((host, port), handler)
+    server = make_server(paths.site, host, port)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     log(

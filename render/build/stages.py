@@ -46,6 +46,7 @@ from render.pages import provenance
 from render.site import sanitize
 from render.site import folder as sitedir
 from render.pages import sources as sourcesmod
+from render.pages import limits
 from render.errors import BuildError
 from render.build.types import BuildPaths, BuildResult, Tree
 from render.evidence.archive import Archive
@@ -147,6 +148,8 @@ def render_pages(
         for ident in out.cited:
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
+        if rel in tree.files:  # sources.load refuses names like these; a copy never replaces what a page made
+            raise BuildError(f"{source}: {rel} is a file a page's functions made; rename it")
         tree.files[rel] = source.read_bytes()
 
     def keep_derived() -> None:
@@ -265,18 +268,28 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
 
 
 def source_date_epoch(evidence: Archive, src: Sources) -> int:
-    """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none)."""
+    """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none).
+
+    Either must lie in ``limits.EPOCH_RANGE`` (the sitemap's gzip header holds a 32-bit time)."""
+    low, high = limits.EPOCH_RANGE
     given = os.environ.get("SOURCE_DATE_EPOCH")
     if given is not None:
         try:
-            return int(given)
+            epoch = int(given)
         except ValueError:
             raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
-    dates = [d["created_at"][:10] for d in evidence.docs.values()] + [p.date for p in src.pages if p.date]
+        if not low <= epoch <= high:
+            raise BuildError(f"SOURCE_DATE_EPOCH={given[:40]!r} is outside {low}..{high} (1970 to 2106)")
+        return epoch
+    dates = [(d["created_at"][:10], f"evidence {i}") for i, d in evidence.docs.items()]
+    dates += [(p.date, str(p.path)) for p in src.pages if p.date]
     if not dates:
         return 0
-    newest = _dt.date.fromisoformat(max(dates))
-    return calendar.timegm(newest.timetuple())
+    day, where = max(dates)
+    epoch = calendar.timegm(_dt.date.fromisoformat(day).timetuple())
+    if not low <= epoch <= high:
+        raise BuildError(f"{where}: dated {day}, outside the dates a site can carry (1970-01-01 to 2106-02-07)")
+    return epoch
 
 
 def make_site(
@@ -468,6 +481,7 @@ def build(
     One build of a project at a time: a second waits for the build folder's lock.
     """
     try:
+        paths.check(site)
         if started is None and site:  # started now, so its start overlaps render's work
             started = engines.start(engine)
         with sitedir.build_lock(paths.build):

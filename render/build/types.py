@@ -8,9 +8,9 @@ from typing import Any
 
 from render.pages import provenance
 from render.build.deferred import DeferredWork
+from render.errors import BuildError
 from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.numbers.quantity import Quantity
-
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,27 @@ class BuildPaths:
     @property
     def published_ledger(self) -> Path:
         return self.published if self.published is not None else self.archive / "published" / "ledger.json"
+
+    def check(self, site: bool = True) -> None:
+        """Refuse, before anything is written, a build folder or site that would write into the sources or the archive
+        (issue 25, item 13: ``--build-dir docs`` wrote the tree and caches among the pages), or over the config."""
+        sources = {"--docs": self.docs.resolve(), "--archive": self.archive.resolve()}
+        written = {"--build-dir": self.build.resolve()}
+        if site:
+            written["--out"] = self.site.resolve()
+        for flag, out in written.items():
+            for given, src in sources.items():
+                if out == src or out.is_relative_to(src) or src.is_relative_to(out):
+                    raise BuildError(
+                        f"{flag} {self.build if flag == '--build-dir' else self.site}: overlaps the {given} folder "
+                        f"{src}; the build writes there, so give a folder outside it (and not above it)"
+                    )
+            if out.exists() and not out.is_dir():
+                raise BuildError(f"{flag} {out}: a file, not a folder; give a folder (made if absent)")
+        if (self.build / "mkdocs.yml").resolve() == self.config.resolve():
+            raise BuildError(f"--build-dir {self.build}: the build writes its mkdocs.yml over --config {self.config}")
+        if self.config.is_dir():
+            raise BuildError(f"--config {self.config}: a folder, not a mkdocs.yml")
 
 
 @dataclass

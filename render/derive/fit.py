@@ -296,6 +296,10 @@ def fit_step_scaling(
             )
     span = ""
     if tokens is not None:
+        if not (isinstance(tokens, (list, tuple)) and len(tokens) == 2) or not all(
+            t is None or (isinstance(t, (int, float)) and not isinstance(t, bool)) for t in tokens
+        ):  # fit(ev, tokens=[1]) raised ValueError from the unpacking (issue 25, item 12)
+            raise ProbebookError(f"tokens must be a range (lo, hi) of two numbers or None, got {tokens!r:.60}")
         lo, hi = tokens
         if lo is not None and hi is not None and lo > hi:
             raise ProbebookError(f"token range {lo:g}:{hi:g} is empty: the lower bound is above the upper")

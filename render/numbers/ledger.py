@@ -8,6 +8,7 @@ the same numbers always give the same bytes. A row is identified across builds b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -17,6 +18,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
+from measure.evidence.store import read_regular, write_regular
 from render.numbers.quantity import percent
 
 SCHEMA = "probebook.ledger/1"
@@ -39,22 +41,25 @@ def to_bytes(rows: list[dict[str, Any]], build: dict[str, Any] | None = None) ->
     return (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
+def rows_digest(rows: list[dict[str, Any]]) -> str:
+    """``sha256:<hex>`` of the rows' canonical bytes (no build stamp): what a site's stamp says it published."""
+    return "sha256:" + hashlib.sha256(to_bytes(rows)).hexdigest()
+
+
 def write(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Write a ledger atomically (temp file in the same folder, then rename)."""
+    """Write a ledger whole (a fresh temp file in the same folder, then a rename), never through a link."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(to_bytes(rows))
-    os.replace(tmp, path)
+    write_regular(path, to_bytes(rows))
 
 
 def read(path: Path) -> list[dict[str, Any]]:
     """Read and check a ledger file; every problem is one line naming the file (and row)."""
+    if not os.path.lexists(path):
+        raise LedgerError(f"{path}: no such ledger file (`probebook build` writes site/ledger.json)")
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise LedgerError(f"{path}: no such ledger file (`probebook build` writes site/ledger.json)") from None
-    except OSError as exc:
-        raise LedgerError(f"{path}: cannot read ({exc.strerror})") from None
+        raw = read_regular(path)  # a FIFO or /dev/zero given as a ledger: refused, not waited on or read forever
+    except ProbebookError as exc:
+        raise LedgerError(str(exc)) from None
     try:
         doc = loads(raw.decode("utf-8"))  # strict: no NaN/Infinity, no key twice, at most MAX_DEPTH deep
     except (UnicodeDecodeError, ValueError) as exc:
@@ -87,7 +92,7 @@ def read(path: Path) -> list[dict[str, Any]]:
 def read_build(path: Path) -> dict[str, Any] | None:
     """The build stamp of a ledger file (after the checks ``read`` makes), or None when it has none."""
     read(path)
-    doc = loads(Path(path).read_bytes().decode("utf-8"))
+    doc = loads(read_regular(path).decode("utf-8"))
     build = doc.get("build")
     if build is not None and not isinstance(build, dict):
         raise LedgerError(f"{path}: field 'build' must be an object")

@@ -23,6 +23,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
+from measure.evidence.store import append_regular, read_regular
 from render.numbers import ledger
 from render.pages.sources import Sources
 
@@ -90,10 +91,9 @@ def _line(doc: dict[str, Any]) -> bytes:
 
 def read(path: Path) -> list[dict[str, Any]]:
     """Every entry, oldest first; [] when there is no history. A broken chain or line names the file and line."""
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return []
+    raw = read_regular(path)  # a link, FIFO or device: refused in one line, never followed or waited on
     out = []
     offset = 0
     for number, line in enumerate(raw.splitlines(keepends=True), start=1):
@@ -119,12 +119,7 @@ def append(path: Path, new: dict[str, Any]) -> dict[str, Any]:
     """Append ``new`` to the history at ``path`` (created if absent), chained to every byte before it."""
     read(path)  # refuse to extend a history that was rewritten
     path.parent.mkdir(parents=True, exist_ok=True)
-    before = path.read_bytes() if path.exists() else b""
+    before = read_regular(path) if os.path.lexists(path) else b""
     doc = {**new, "previous": hashlib.sha256(before).hexdigest()}
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, _line(doc))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    append_regular(path, _line(doc))  # never through a link: a dangling one made a file outside the archive
     return doc

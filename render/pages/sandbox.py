@@ -34,7 +34,8 @@ from render.numbers import claims
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
-from render.pages import lint
+from render.pages import bounded, limits, lint
+from render.pages.bounded import TemplateLimitError
 from render.pages.sources import SourcePage
 
 
@@ -171,10 +172,10 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
 
 # -- limits: a page is one file, rendered in bounded time, to bounded output ---------------------------
 
-MAX_PAGE_CHARS = 8 << 20
-"""The most text one page's template may produce (8 Mi characters; the largest page here is under 100 Ki)."""
-MAX_TEMPLATE_SECONDS = 10.0
-"""The longest one page's template may run (a whole site renders in seconds)."""
+MAX_PAGE_CHARS = limits.PAGE_CHARS
+"""The most text one page's template may produce (``render.pages.limits``, where every bound is stated)."""
+MAX_TEMPLATE_SECONDS = limits.TEMPLATE_SECONDS
+"""The longest one page's template may run, in CPU seconds (``render.pages.limits``)."""
 """The widest field or longest precision a format spec in a page may ask for."""
 _LOADING_TAGS = ("include", "import", "from", "extends")
 # Filters whose output is bounded by their input; the rest (center, indent, format, replace, ...) can ask for
@@ -184,10 +185,6 @@ SAFE_FILTERS = (
     "length", "list", "lower", "max", "min", "reverse", "round", "sort", "string", "striptags", "sum", "title",
     "trim", "truncate", "unique", "upper", "wordcount",
 )  # fmt: skip
-
-
-class TemplateLimitError(ProbebookError):
-    """A template ran too long, produced too much, or asked for an operation too large."""
 
 
 class _OneFile(jinja2.ext.Extension):
@@ -272,6 +269,8 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
     """
 
     intercepted_binops = frozenset({"*", "**", "+", "%"})
+    code_generator_class = bounded.Generator
+    concat = staticmethod(bounded.concat)
 
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         sized = (str, bytes, list, tuple)
@@ -282,8 +281,16 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
                         f"'*' would make {len(seq) * n} items; a page holds at most {MAX_PAGE_CHARS}"
                     )
         elif operator == "**":
-            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 64:
-                raise TemplateLimitError(f"'**' with exponent {right} is refused (at most 64 in a page)")
+            if isinstance(left, int) and isinstance(right, int) and abs(left) > 1:
+                if right > limits.POWER_EXPONENT:
+                    raise TemplateLimitError(
+                        f"'**' with exponent {right} is refused (at most {limits.POWER_EXPONENT} in a page)"
+                    )
+                if left.bit_length() * right > limits.POWER_BITS:
+                    raise TemplateLimitError(
+                        f"'**' would make an integer of about {left.bit_length() * right} bits "
+                        f"(at most {limits.POWER_BITS})"
+                    )
         elif operator == "+":
             if isinstance(left, sized) and isinstance(right, sized) and len(left) + len(right) > MAX_PAGE_CHARS:
                 raise TemplateLimitError(f"'+' would make more than {MAX_PAGE_CHARS} items")
@@ -293,10 +300,10 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        return _checked_format(obj, attribute, super().getattr(obj, attribute))
+        return bounded.checked_method(obj, attribute, _checked_format(obj, attribute, super().getattr(obj, attribute)))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
-        return _checked_format(obj, argument, super().getitem(obj, argument))
+        return bounded.checked_method(obj, argument, _checked_format(obj, argument, super().getitem(obj, argument)))
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, jinja2.Undefined):
@@ -343,6 +350,7 @@ def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
     # Only the globals a page needs; Jinja's defaults (range, lipsum, cycler, ...) are not numbers from evidence.
     env.globals.clear()
     env.filters = {name: env.filters[name] for name in SAFE_FILTERS}
+    env.filters.update(join=bounded.join_filter(env), sum=bounded.sum_filter(env), string=bounded.string_filter)
     return env
 
 
@@ -426,6 +434,11 @@ def _page_errors(
         yield
     except RecursionError:
         raise PageError(recursion) from None
+    except SyntaxError as exc:  # Python's compiler on Jinja's code: 25 nested {% for %}, a 300-term '+' chain
+        raise PageError(
+            f"{template}: the template nests too deeply for Python to compile ({exc.msg}); "
+            "use fewer nested blocks (Python allows 20) or shorter expressions"
+        ) from None
     except (jinja2.TemplateError, ProbebookError) as exc:
         raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
     except (TypeError, ValueError, ArithmeticError, LookupError) as exc:

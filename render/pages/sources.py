@@ -348,8 +348,12 @@ def _files(root: Path) -> list[Path]:
     """Every regular file under ``root``, sorted; a symbolic link that leaves ``root`` is refused by name.
 
     A link out of the sources would copy a host file (``/etc/passwd``, a key) into the public site.
-    Links inside the tree are read like the files they point to; FIFOs and devices are skipped.
+    Links inside the tree are read like the files they point to; FIFOs and devices are skipped. ``root``
+    itself a link, and a file with more than one name (a hard link, which may be a host file's other name),
+    are refused the same way (issue 25, item 8): neither can be told apart from a copy by its path.
     """
+    if root.is_symlink():
+        raise SourceError(f"{root}: the sources folder is a symbolic link; give the folder itself as --docs")
     real_root = root.resolve()
     found = []
     for dirpath, dirnames, filenames in os.walk(root):  # does not descend into linked folders
@@ -365,8 +369,29 @@ def _files(root: Path) -> list[Path]:
                         f"{path}: a symbolic link to {_clip(str(target))}, outside {root}; copy the file in instead"
                     )
             if name in filenames and path.is_file():
+                names = path.stat().st_nlink
+                if names > 1:
+                    raise SourceError(
+                        f"{path}: a hard link ({names} names for one file), which may be a file from outside "
+                        f"{root}; copy the file in instead"
+                    )
                 found.append(path)
     return sorted(found)
+
+
+GENERATED = re.compile(r"-[a-z][a-z0-9-]*-[0-9]+\.[a-z0-9.]+")
+"""The tail of a file a page function makes beside its page, ``<page>-<kind>-<n>.<suffix>``
+(``sandbox.PageState.save``): a chart's ``.svg`` and ``.vl.json``, a table's ``.csv`` and ``.json``."""
+
+
+def shadows_generated(rel: str, stems: set[str]) -> str | None:
+    """The page (its path without ``.md``, one of ``stems``) beside which copied file ``rel`` is named like a file
+    render makes, or None: copied over it, it would replace a chart spec or a table download without a word
+    (issue 25, item 7). Every ``-`` is tried, since a page's own name may hold one (``playbook/my-notes``)."""
+    for i, c in enumerate(rel):
+        if c == "-" and rel[:i] in stems and GENERATED.fullmatch(rel, i):
+            return rel[:i]
+    return None
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -421,6 +446,10 @@ def load(root: Path) -> Sources:
                     f"records/{slug}/v{p.supersedes}.md does not exist"
                 )
         records.append(Record(slug, tuple(versions)))
+    stems = {p.rel[:-3] for p in pages}
+    for rel, path in files:
+        if (beside := shadows_generated(rel, stems)) is not None:
+            raise SourceError(f"{path}: named like a chart or table file render makes beside {beside}.md; rename it")
     return Sources(root=root, pages=tuple(pages), records=tuple(records), files=tuple(files))
 
 

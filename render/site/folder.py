@@ -6,8 +6,9 @@ cleaned every page is the new folder stamped and exchanged with ``site/`` in one
 ``renameat2(RENAME_EXCHANGE)`` call, so a reader or a killed build never sees a mix of two
 builds. (Where the kernel lacks the call, two renames leave a moment with no ``site/``, never
 a mixed one.) The stamp is a ``build`` entry in ``site/ledger.json``: ``status`` and the digest
-of the build's inputs; ``probebook publish`` accepts only a ``complete`` build whose inputs are
-unchanged. A ``filelock`` lock in the build folder serialises concurrent builds of one project.
+of the build's inputs, and the digest of the rows it wrote (``ledger.rows_digest``); ``probebook publish``
+accepts only a ``complete`` build whose inputs are unchanged and whose rows are the ones it wrote (issue 25,
+item 9: a value edited into ``site/ledger.json`` after the build was published while the page said another). A ``filelock`` lock in the build folder serialises concurrent builds of one project.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def stamp(folder: Path, inputs: str, engine: str) -> None:
     """Mark the built site's ledger as a complete build of ``inputs`` by ``engine`` (the last write before the swap)."""
     path = folder / "ledger.json"
     rows = ledger.read(path)
-    path.write_bytes(ledger.to_bytes(rows, build={"status": COMPLETE, "inputs": inputs, "engine": engine}))
+    build = {"status": COMPLETE, "inputs": inputs, "engine": engine, "rows": ledger.rows_digest(rows)}
+    path.write_bytes(ledger.to_bytes(rows, build=build))
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -150,6 +152,11 @@ def check_publishable(site: Path, docs: Path, archive: Path, config: Path) -> di
         raise SiteError(f"{path}: no build stamp, so no complete build wrote it; run `probebook build` first")
     if stamp_.get("status") != COMPLETE:
         raise SiteError(f"{path}: the build that wrote it did not complete; run `probebook build` first")
+    if stamp_.get("rows") != ledger.rows_digest(ledger.read(path)):
+        raise SiteError(
+            f"{path}: its numbers are not the ones the build wrote (the file was edited after the build); "
+            "run `probebook build` again"
+        )
     now = inputs_digest(docs, archive, config)
     if stamp_.get("inputs") != now:
         raise SiteError(

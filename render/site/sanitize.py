@@ -24,6 +24,7 @@ from typing import Any, Callable
 import nh3
 
 from measure.errors import ProbebookError
+from render.site import frame
 
 # What Python-Markdown with the extensions in mkdocs.yml (tables, toc, admonition, superfences,
 # details) and probebook's page functions (number links, tables, chart images) put in a page.
@@ -133,17 +134,27 @@ def clean_fragment(html: str) -> str:
     return _CLEANER.clean(html)
 
 
-def clean_page(html: bytes, where: str, theme: EngineTheme = MATERIAL) -> bytes:
-    """A whole page with its content area sanitized and everything outside it (the theme) byte for byte.
-
-    The area runs from the end of the theme's opening markup to the page's *last* ``</article>``, so a
-    stray end tag in the content cannot end it early and leave what follows outside the sanitizer.
-    """
+def _area(html: bytes, where: str, theme: EngineTheme) -> tuple[int, int]:
+    """Where the content area starts and ends: from the end of the theme's opening markup to the page's *last*
+    ``</article>``, so a stray end tag in the content cannot end it early and leave what follows outside."""
     found = theme.opening.search(html)
     end = html.rfind(_ARTICLE_CLOSE)
     if found is None or end < found.end():
         raise SanitizeError(f"{where}: no content area ({theme.name}'s {theme.looks_for}) to sanitize")
-    head = found.end()
+    return found.end(), end
+
+
+def frame_parts(html: bytes, where: str, theme: EngineTheme = MATERIAL) -> tuple[bytes, bytes]:
+    """The page outside its content area (the theme's frame): the bytes before it and after it."""
+    head, end = _area(html, where, theme)
+    return html[:head], html[end:]
+
+
+def clean_page(html: bytes, where: str, theme: EngineTheme = MATERIAL) -> bytes:
+    """A whole page with its content area sanitized and everything outside it (the theme) byte for byte, once
+    that frame is checked against what a clean build of the theme writes (``render.site.frame``)."""
+    head, end = _area(html, where, theme)
+    frame.check([html[:head], html[end:]], where, frame.frame_of(theme.name))
     content = html[head:end].decode("utf-8")
     clean = clean_fragment(content)
     if clean == content:
@@ -182,7 +193,9 @@ def clean_search_index(path: Path, theme: EngineTheme = MATERIAL) -> bool:
     return changed
 
 
-def clean_site(site: Path, only: list[Path] | None = None, theme: EngineTheme = MATERIAL, swept: BackgroundSanitizer | None = None) -> int:
+def clean_site(
+    site: Path, only: list[Path] | None = None, theme: EngineTheme = MATERIAL, swept: BackgroundSanitizer | None = None
+) -> int:
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
@@ -263,7 +276,7 @@ class BackgroundSanitizer:
                     temp.write_bytes(clean)
                     os.replace(temp, path)
                 self.done[path] = _signature(path)
-            except (OSError, SanitizeError):
+            except (OSError, SanitizeError, frame.FrameError):
                 continue  # the final pass cleans it, or refuses it with its own line
             cleaned += 1
         return cleaned
@@ -280,3 +293,18 @@ class BackgroundSanitizer:
 def _signature(path: Path) -> tuple[int, int, int]:
     st = path.stat()
     return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def learn_frame(site: Path, theme: EngineTheme = MATERIAL) -> frame.Frame:
+    """The frame of ``theme`` as the clean build in ``site`` writes it (``render.site.frame``)."""
+    pages = [frame_parts(p.read_bytes(), str(p), theme) for p in sorted(site.rglob("*.html"))]
+    return frame.learn(theme.name, pages)
+
+
+if __name__ == "__main__":  # python -m render.site.sanitize --frame SITE THEME: keep the frame of a clean build
+    import sys
+
+    if len(sys.argv) != 4 or sys.argv[1] != "--frame":
+        raise SystemExit("usage: python -m render.site.sanitize --frame SITE THEME (mkdocs-material or zensical)")
+    chosen = {t.name: t for t in (MATERIAL, ZENSICAL)}[sys.argv[3]]
+    (frame.FOLDER / f"{chosen.name}.json").write_text(learn_frame(Path(sys.argv[2]), chosen).to_json(), encoding="utf-8")

@@ -156,9 +156,21 @@ def _csv_text(columns: list[str], cells: list[list[Any]]) -> str:
     # quoting) at a tenth of the time, which counts over a thousand evidence pages (bench/render.py)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows(cells)
+    writer.writerow([inert_cell(c) for c in columns])
+    writer.writerows([inert_cell(v) for v in row] for row in cells)
     return out.getvalue()
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet reads as the start of a formula in a cell (OWASP, "CSV Injection")."""
+
+
+def inert_cell(value: Any) -> Any:
+    """A text cell that a spreadsheet would run as a formula (``=HYPERLINK(...)``, ``@SUM(...)``), with a leading
+    ``'`` so it shows as the text it is (issue 25); numbers, including negative ones, are left as numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _cell(value: Any) -> Any:
