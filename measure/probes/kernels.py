@@ -30,7 +30,7 @@ from typing import Any
 
 from measure.evidence.envelope import Evidence
 from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
-from measure.probes.kernel_names import CATEGORIES, categorize
+from measure.evidence.kernel_names import CATEGORIES, categorize
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"

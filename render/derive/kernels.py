@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.kernel_names import categorize
 
 ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
 """Annotation names torch writes itself: the profiler's step marker and the optimizer's label."""
@@ -31,8 +32,17 @@ def is_annotation_row(name: str) -> bool:
 
 
 def counted_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows that are device work: every row except user annotations (rows without a name count)."""
-    return [r for r in rows if not is_annotation_row(str(r.get("kernel", "")))]
+    """The rows that are device work: every row except user annotations (rows without a name count), each
+    ``category`` read again from its kernel name by ``measure.evidence.kernel_names.categorize``.
+
+    The category a probe archived is its reading of the name under the rules of its day; the name is the
+    evidence. Reading it again here means a rule fixed once (cuDNN's attention helpers, issue 23 item 9)
+    corrects every archived profile, and the categories live in one place."""
+    return [
+        {**r, "category": categorize(r["kernel"])} if isinstance(r.get("kernel"), str) else r
+        for r in rows
+        if not is_annotation_row(str(r.get("kernel", "")))
+    ]
 
 
 def category_time_s(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -23,7 +23,7 @@ named by the aliases in the page's front matter; an alias in a template is an ``
 ``mfu(rate, ...)``      model FLOPs utilisation against a datasheet peak or a measured ceiling
 ``share_of(x, y)``      the ratio x / y of two quantities of one kind of unit
 ``constant(name)``      a number of the methods (``cv_threshold``, ``windows`` ...), read from the code
-``ddp(run)``            data-parallel scaling: ``.efficiency .paired_efficiency .tok_s_1 .tok_s_n .comm_share``
+``ddp(run)``            data-parallel scaling: ``.efficiency .paired_efficiency .tok_s_1 .tok_s_n .tok_s_all .comm_share``
                         ``.exposed .overlap .busbw .algbw .sweep_busbw(MiB) .projected(n) .interconnect``
 ``agreement(ref, arm)`` relative L2 of an arm's loss, logits, gradients; noise floor, limit (``.grads``, ...)
 ``hvp(ref, ...)``       an H·v candidate's ``.warm .first_call .first_peak .error``; ``hvp_speedup(ref, slow, fast)``
@@ -278,6 +278,7 @@ class PageFunctions(
             f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
             fmt=".1%",
             anchor=evidence_pages.row_anchor(arm_rows[0]),
+            bounded=True,
         )
 
     def claim(self, *args: Any) -> claims.Claim:

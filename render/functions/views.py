@@ -139,6 +139,7 @@ class FitView:
             f"{self._what}; quadratic share b·W/(a+b·W) at W={k}",
             f"{self._key}.share({k})",
             fmt=".1%",
+            bounded=True,
             uncertainty=f.ci.get(f"quadratic_share:{k}"),
             note=note,
         )

@@ -30,7 +30,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render.numbers import claims
+from render.numbers import claims, directions
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
@@ -460,6 +460,10 @@ def evaluate_summary(
             raise PageError(
                 f"{where}: a headline must be a number from evidence (a Quantity), got {type(value).__name__}"
             )
+        try:
+            directions.check_label(headline.label, value, where)
+        except ProbebookError as exc:
+            raise PageError(str(exc)) from None
         if state.partial.intersection(value.evidence):
             value = replace(value, mark="partial")
         state.record(value)

@@ -1,6 +1,10 @@
-"""Kernel and operator names -> category (shared by ``kernels`` and ``mask``; not a probe).
+"""Kernel and operator names -> category: the one place the categories are decided.
 
-Architecture tags are read from the archived kernel names at render time (``render/derive/kernels.py``).
+The ``kernels`` and ``mask`` probes record ``categorize(name)`` in each row when they measure; render
+reads the category from the archived kernel name through the same function (``render/derive/kernels.py``),
+so a rule fixed here corrects evidence archived before the fix, from its own raw names. Torch-free, so it
+lives in the evidence layer render may read. Architecture tags are read from the archived kernel names
+at render time too.
 """
 
 from __future__ import annotations
@@ -14,7 +18,15 @@ CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "oth
 _RULES = (
     ("optimizer", r"adam|multi_tensor_apply|foreach|_fused_sgd|optimizer"),
     ("loss", r"cross_entropy|nll_?loss|log_?softmax|logsoftmax|softmax_warp_forward|softmax_warp_backward"),
-    ("attention", r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)"),
+    # cuDNN's SDPA backward runs two helper kernels of its own beside the fused one: the row-wise
+    # dot(dO, O) it needs before the pass (``cudnn::fusion::compute_dot_do_o_specialized``) and the cast
+    # of the fp32 dQ accumulator to bf16 after it (``cudnn::fusion::convert_dq_to_16bits``); both are
+    # attention's work (issue 23, item 9; names from the H200 traces of the step-anatomy record).
+    (
+        "attention",
+        r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)|"
+        r"cudnn::fusion::(compute_dot_do_o|convert_dq_to_16bits)",
+    ),
     (
         "gemm",
         r"gemm|nvjet|xmma|cutlass|cublas|matmul|aten::mm|aten::addmm|aten::bmm|aten::linear|\bmm\b|sm\d\d_.*tensorop",
