@@ -1,0 +1,136 @@
+"""Regression tests for numbers that were wrong as shown (issue 23, items 1-11), on literal inputs with exact values."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import synthetic_doc as doc
+
+from measure.errors import ProbebookError
+from measure.evidence.kernel_names import categorize
+from render.derive import kernels, lossmem, scaling
+from render.numbers import directions
+from render.numbers.quantity import Quantity
+from render.tables import kinds
+
+ID = "sha256:" + "ab" * 32
+
+
+def _saving(value: float) -> Quantity:
+    return Quantity(value=value, unit="", fmt=".1%", key="saving(abl, no-optimizer)", bounded=True, evidence=(ID,))
+
+
+# -- item 1: a product's format follows its unit; a saving beyond ±100% is refused -----------------
+
+
+def test_a_saving_times_a_time_is_a_time_not_a_percent():
+    base = Quantity(value=0.25, unit="s", fmt=".3g", display="ms", key="median(abl)", evidence=(ID,))
+    saved = (_saving(0.0041) * base).to("ms")
+    assert (saved.unit, saved.fmt, saved.text) == ("s", ".3g", "1.03 ms")
+    assert (base * _saving(0.0041)).to("ms").text == "1.03 ms"  # either order
+
+
+def test_a_ratio_over_a_time_takes_no_percent_format():
+    per = _saving(0.5) / Quantity(value=2.0, unit="s", key="t")
+    assert (per.unit, per.fmt, per.text) == ("1/s", ".3g", "0.250 1/s")
+
+
+def test_two_unitless_sides_keep_the_left_format():
+    assert (_saving(0.5) * Quantity(value=0.5, unit="", fmt=".2f", key="r")).text == "25.0%"
+
+
+@pytest.mark.parametrize("value", [1.029, -1.5])
+def test_a_saving_beyond_a_hundred_percent_is_refused(value: float):
+    with pytest.raises(ProbebookError, match=r"saving\(abl, no-optimizer\) is (102\.9|-150\.0)%: a saving or share"):
+        _saving(value)
+
+
+def test_a_saving_of_exactly_a_hundred_percent_is_allowed():
+    assert _saving(-1.0).text == "\u2212100.0%"
+
+
+# -- item 2: the loss-memory table's tokens per step ---------------------------------------------
+
+
+def test_step_tokens_is_microbatch_times_context():
+    assert lossmem.step_tokens(4, 2048) == 8192
+    with pytest.raises(ProbebookError, match="whole microbatch >= 1, got 0"):
+        lossmem.step_tokens(0, 2048)
+
+
+def test_loss_memory_table_shows_the_tokens_a_step_processes():
+    rows = [
+        {"arm": "materialized", "microbatch": m, "tokens_per_step": 2048, "peak_bytes": 2**30, "tok_s": 1000.0}
+        for m in (1, 2, 8)
+    ]
+    out = kinds.render("loss-memory", [doc("loss-memory", rows)])
+    assert [line.split("|")[5].strip() for line in out.markdown.splitlines()[2:]] == ["2,048", "4,096", "16,384"]
+
+
+# -- item 3: throughput of all GPUs together -----------------------------------------------------
+
+
+def test_all_gpus_throughput_is_gpus_times_per_gpu():
+    assert scaling.all_gpus_tok_s(85_300.0, 2) == 170_600.0
+    with pytest.raises(ProbebookError, match="whole number of GPUs >= 1, got 0"):
+        scaling.all_gpus_tok_s(85_300.0, 0)
+
+
+def test_ddp_summary_carries_both_throughputs():
+    rows = [{"phase": "step", "gpus": 1, "step_s": 0.5}, {"phase": "step", "gpus": 2, "step_s": 0.625}]
+    rows += [{"phase": "comm", "gpus": 2, "step_s": 0.75, "comm_s": 0.25, "exposed_s": 0.0625}]
+    s = scaling.summarize({"params": {"gpus": 2, "tokens_per_rank": 1000}, "data": {"samples": rows, "grad_bytes": 8}})
+    assert (s.tok_s_1, s.tok_s_n, s.tok_s_all) == (2000.0, 1600.0, 3200.0)
+
+
+# -- item 4: a label that states a direction is checked -----------------------------------------
+
+
+def _speedup(value: float, order: tuple[str, str] | None = None) -> Quantity:
+    return Quantity(value=value, unit="", fmt=".3g", key="hvp_speedup(small)", order=order)
+
+
+def test_a_label_naming_the_slower_method_first_as_a_speed_up_is_refused():
+    q = _speedup(1.93, ("double-backward", "forward-over-reverse"))
+    with pytest.raises(ProbebookError, match="names forward-over-reverse first and says faster"):
+        directions.check_label("forward-over-reverse against double backward (speed-up)", q, "v2.md")
+    directions.check_label("double backward against forward-over-reverse (speed-up)", q, "v2.md")
+
+
+def test_a_speed_up_below_one_and_a_negative_saving_are_refused():
+    with pytest.raises(ProbebookError, match=r"says faster, but hvp_speedup\(small\) = 0.800 is not above 1"):
+        directions.check_label("compiled against eager (speed-up)", _speedup(0.8), "v6.md")
+    with pytest.raises(ProbebookError, match=r"says faster, but .* = \u22122.0% is not above 0%"):
+        directions.check_label("what the graph saves (saving)", _saving(-0.02), "v6.md")
+    with pytest.raises(ProbebookError, match="states a direction, but t is in s"):
+        directions.check_label("the slower step", Quantity(value=2.0, unit="s", key="t"), "v6.md")
+
+
+def test_a_slowdown_label_names_the_slower_first_and_labels_without_direction_pass():
+    q = _speedup(1.5, ("eager", "compiled"))
+    directions.check_label("compiled against eager (slowdown)", q, "x.md")
+    with pytest.raises(ProbebookError, match="names eager first and says slower"):
+        directions.check_label("eager against compiled (slowdown)", q, "x.md")
+    assert directions.stated_direction("throughput of all GPUs together") is None
+    directions.check_label("fixed part of the step", _speedup(0.5), "x.md")
+
+
+# -- item 9: cuDNN's attention helper kernels ----------------------------------------------------
+
+COMPUTE_DOT = "void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*)"
+CONVERT_DQ = "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int)"
+
+
+def test_cudnn_attention_helpers_are_attention():
+    assert (categorize(COMPUTE_DOT), categorize(CONVERT_DQ)) == ("attention", "attention")
+    assert categorize("Memset (Device)") == "other"
+
+
+def test_archived_categories_are_read_again_from_the_kernel_names():
+    rows = [
+        {"kernel": COMPUTE_DOT, "category": "other", "device_time_s": 0.25},
+        {"kernel": CONVERT_DQ, "category": "other", "device_time_s": 0.25},
+        {"kernel": "cudnn_generated_fort_native_sdpa_sm90", "category": "attention", "device_time_s": 1.0},
+        {"kernel": "Memset (Device)", "category": "other", "device_time_s": 0.5},
+    ]
+    assert kernels.category_time_s(rows) == {"attention": 1.5, "other": 0.5}
+    assert kernels.category_shares(rows) == {"attention": 0.75, "other": 0.25}
