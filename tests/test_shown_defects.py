@@ -6,8 +6,9 @@ import pytest
 from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
+from measure.evidence.flops import attention_flops_per_token, training_flops_per_token
 from measure.evidence.kernel_names import categorize
-from render.derive import kernels, lossmem, scaling
+from render.derive import batchsweep, campaign, kernels, lossmem, scaling
 from render.numbers import directions
 from render.numbers.quantity import Quantity
 from render.tables import kinds
@@ -134,3 +135,59 @@ def test_archived_categories_are_read_again_from_the_kernel_names():
     ]
     assert kernels.category_time_s(rows) == {"attention": 1.5, "other": 0.5}
     assert kernels.category_shares(rows) == {"attention": 0.75, "other": 0.25}
+
+
+# -- item 8: "no batch fits" only when none does -------------------------------------------------
+
+
+def _group(largest: int | None, unstable: tuple[int, ...]) -> batchsweep.BatchSummary:
+    return batchsweep.BatchSummary(
+        model="250m",
+        params=250_000_000,
+        context=2048,
+        fastest_stable_batch=None,
+        fastest_tok_s=None,
+        largest_fitting_batch=largest,
+        first_oom_batch=16,
+        unstable_batches=unstable,
+    )
+
+
+def test_no_fastest_batch_says_why():
+    assert batchsweep.no_fastest_reason(_group(None, ())) == "no batch fits"
+    assert batchsweep.no_fastest_reason(_group(8, (1, 2, 4, 8))) == (
+        "every batch that fits is unstable (CV over 5%): 1, 2, 4, 8"
+    )
+
+
+# -- item 10: campaign phase averages over the points that ran the phase ---------------------------
+
+
+def test_phase_means_leave_out_points_that_never_reached_the_phase():
+    points = [
+        {"point": p, "attempts": [{"submitted_unix": 0.0, "ended_unix": 1.0, "result": {"imports_s": 4.0}}]}
+        for p in ("b1", "b2", "b4")
+    ]
+    rows = [
+        {"point": "b1", "status": "ok", "setup_s": 0.25, "timed_s": 2.0},
+        {"point": "b2", "status": "ok", "setup_s": 0.25, "timed_s": 3.0},
+        {"point": "b4", "status": "oom", "setup_s": 0.5, "timed_s": None},
+    ]
+    means = campaign.per_point(campaign.wall_time(points, rows))
+    assert (means["setup_s"], means["timed_s"], means["imports_s"]) == (1.0 / 3, 2.5, 4.0)  # not 5.0 / 3
+
+
+# -- item 11: a sliding window's local layers count attention over the window ----------------------
+
+
+def test_windowed_attention_flops_count_local_layers_over_the_window():
+    assert attention_flops_per_token(4, 2, 8, 2048) == 12 * 2 * 8 * 4 * 2048 == 1_572_864
+    # every layer local, window 512: a quarter of the full count
+    assert attention_flops_per_token(4, 2, 8, 2048, window=512) == 12 * 2 * 8 * 4 * 512 == 393_216
+    # every second layer global: two layers over 2048 keys, two over 512
+    assert attention_flops_per_token(4, 2, 8, 2048, window=512, global_every=2) == 192 * (512 + 2048) * 2 == 983_040
+    # a window longer than the sequence sees the whole sequence
+    assert attention_flops_per_token(4, 2, 8, 256, window=512) == attention_flops_per_token(4, 2, 8, 256)
+    assert training_flops_per_token(10, 10, 4, 2, 8, 2048, 512) == 60 + 393_216
+    with pytest.raises(ProbebookError, match="sliding window must be a whole number of keys >= 1, got 0"):
+        attention_flops_per_token(4, 2, 8, 2048, window=0)

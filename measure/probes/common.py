@@ -109,15 +109,25 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
         rec.add_code("workload_source", facts["workload_source"])
 
 
-def model_flops_per_token(workload: Any, seq_len: int) -> int | None:
+def model_flops_per_token(
+    workload: Any, seq_len: int, window: int | None = None, global_every: int | None = None
+) -> int | None:
     """Model FLOPs per token of the workload's step at ``seq_len`` (``measure.evidence.flops``), frozen weights
-    accounted for; None for a plug-in that does not give its attention shapes (layers, heads, head_dim)."""
+    accounted for and local layers counted over ``window`` keys (``--sliding-window``, ``--global-every``);
+    None for a plug-in that does not give its attention shapes (layers, heads, head_dim)."""
     from measure.evidence.flops import training_flops_per_token
 
     if workload.layers is None or workload.heads is None or workload.head_dim is None:
         return None
     return training_flops_per_token(
-        workload.n_params_total, workload.n_params, workload.layers, workload.heads, workload.head_dim, seq_len
+        workload.n_params_total,
+        workload.n_params,
+        workload.layers,
+        workload.heads,
+        workload.head_dim,
+        seq_len,
+        window,
+        global_every,
     )
 
 

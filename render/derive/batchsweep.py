@@ -66,6 +66,19 @@ def _check(i: int, row: dict[str, Any]) -> None:
         raise ProbebookError(f"batch-sweep row {i}: {why}")
 
 
+def no_fastest_reason(g: BatchSummary) -> str:
+    """Why ``g`` has no fastest stable batch, in words for the note beside the missing number.
+
+    "No batch fits" only when none does; when batches fit but every one of them is flagged unstable the
+    note says so and names them, since those batches ran and a reader can see them in the table (issue 23,
+    item 8)."""
+    if g.largest_fitting_batch is None:
+        return "no batch fits"
+    shaky = [b for b in g.unstable_batches if b <= g.largest_fitting_batch]
+    listed = ", ".join(str(b) for b in shaky)
+    return f"every batch that fits is unstable (CV over 5%): {listed}" if shaky else "no stable batch fits"
+
+
 def summarize(
     rows: Sequence[dict[str, Any]], collapse: float = COLLAPSE, device_bytes: float | None = None
 ) -> list[BatchSummary]:
