@@ -8,7 +8,7 @@ from conftest import synthetic_doc as doc
 from measure.errors import ProbebookError
 from measure.evidence.flops import attention_flops_per_token, training_flops_per_token
 from measure.evidence.kernel_names import categorize
-from render.derive import batchsweep, campaign, kernels, lossmem, scaling
+from render.derive import batchsweep, campaign, fit, kernels, lossmem, scaling
 from render.numbers import directions
 from render.numbers.quantity import Quantity
 from render.tables import kinds
@@ -191,3 +191,17 @@ def test_windowed_attention_flops_count_local_layers_over_the_window():
     assert training_flops_per_token(10, 10, 4, 2, 8, 2048, 512) == 60 + 393_216
     with pytest.raises(ProbebookError, match="sliding window must be a whole number of keys >= 1, got 0"):
         attention_flops_per_token(4, 2, 8, 2048, window=0)
+
+
+# -- item 7: the lack-of-fit warning agrees with its own test and gives no command --------------------
+
+
+def test_lack_of_fit_warning_compares_a_residual_with_its_mean_standard_error():
+    text = fit.lack_of_fit_warning([0.125, -0.25, 0.0625], [4, 4, 16], [512.0, 1024.0, 2048.0], 0.25, 9.5, 0.004, ("c", "a"))
+    assert text == (
+        "the point means lie further from the c+a model than their own noise allows: at 1,024 tokens the mean "
+        "misses it by 0.25 s, against a standard error of 0.125 s for a mean of 4 samples (lack-of-fit F=9.5, "
+        "p=0.004); the model misses structure in these points (a fixed-cost plateau at short sequences, say), so "
+        "the terms taken from it, and their intervals, are less certain than the intervals show"
+    )
+    assert "--tokens" not in text
