@@ -4,7 +4,7 @@ Run: ``python bench/chart_describe.py [--charts 20] [--repeat 5]``.
 
 It makes ``--charts`` step-scaling and ``--charts`` batch-sweep SYNTHETIC documents with ``bench/render.py``'s
 generator, through the real store, in a temporary folder (never ``archive/``); readies the process as a build
-does (``render.functions.library.load_libraries``: altair, scipy, vl-convert's runtime); then, per kind and for
+does (``render.functions.derivations.load_libraries``: altair, scipy, vl-convert's runtime); then, per kind and for
 ``--repeat`` rounds alternated ABBA, times ``describe`` and ``render`` of every document (step-scaling with
 ``terms="c+a+b"``, as the benchmark's records draw it). ``chart_svg.raw_svg``'s cache is cleared before each
 render pass, so every chart is drawn. It prints the median milliseconds per chart of each and their ratio.

@@ -210,7 +210,7 @@ def render_page(library: Any, aliases: dict[str, str], body: str, tmp_path: Path
     Returns the page's text and its ``PageState`` (the ledger rows it produced), through the real
     page functions and template environment.
     """
-    from render.functions.library import PageFunctions
+    from render.functions.page import Page
     from render.pages import sources
     from render.pages.sandbox import PageState, make_environment, render_body
 
@@ -218,7 +218,7 @@ def render_page(library: Any, aliases: dict[str, str], body: str, tmp_path: Path
     page = sources.parse_page(tmp_path / rel, rel, "page", body)
     state = PageState(rel)
     env = make_environment({rel: (page.body, str(tmp_path / rel))})
-    return render_body(env, page, PageFunctions(library, aliases).context(), state), state
+    return render_body(env, page, Page(library, aliases).context(), state), state
 
 
 FIT_JSON_KEYS = [

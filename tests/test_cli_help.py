@@ -98,7 +98,7 @@ def test_archive_verify_does_not_load_the_page_functions(tmp_path) -> None:
 
     code = (
         "import sys; from probebook.cli import main; rc = main(['--archive', sys.argv[1], 'archive', 'verify']); "
-        "print(sorted(m for m in ('numpy', 'scipy', 'render.functions.library', 'pandas') if m in sys.modules))"
+        "print(sorted(m for m in ('numpy', 'scipy', 'render.functions.general', 'pandas') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr

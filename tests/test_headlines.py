@@ -11,7 +11,8 @@ import pytest
 from measure.errors import ProbebookError
 from render.derive.gemm import GemmShape, workload_ceiling_flop_s
 from render.functions.derivations import Library
-from render.functions.library import PageFunctions
+from render.functions.kernels import gemm_ceiling
+from render.functions.page import Page
 
 REPO = Path(__file__).resolve().parent.parent
 H200_GEMM = "sha256:d6470145f6e2e759da5f2c87d6be7b09d2b02674632592ce7394cb6d5eb50918"
@@ -35,8 +36,8 @@ def test_workload_ceiling_weighs_each_shape_by_its_count() -> None:
 def test_page_function_recomputes_the_probes_own_weighted_ceiling_from_the_windows() -> None:
     path = REPO / "archive" / "evidence" / "sha256" / H200_GEMM[7:9] / f"{H200_GEMM[9:]}.json"
     doc = json.loads(path.read_bytes())
-    fns = PageFunctions(Library({H200_GEMM: doc}), {"gemm": H200_GEMM})
-    q = fns.gemm_ceiling(fns.refs["gemm"], shape="workload")
+    page = Page(Library({H200_GEMM: doc}), {"gemm": H200_GEMM})
+    q = gemm_ceiling(page, page.refs["gemm"], shape="workload")
     assert q.unit == "FLOP/s" and q.key == "gemm_ceiling(gemm, shape='workload')"
     # the probe stored its own figure from its per-shape medians; render's, from the raw windows, agrees
     assert q.value == pytest.approx(doc["data"]["ceiling"]["flop_weighted_tflop_s"] * 1e12, rel=1e-3)

@@ -11,7 +11,8 @@ from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from measure.probes.mask import KINDS, Config, band_check, document_ids, padded_lengths
 from render.functions.derivations import Library
-from render.functions.library import PageFunctions
+from render.functions.page import Page
+from render.functions.pipeline import mask_cost
 from render.tables.kinds import render as render_table
 
 torch = pytest.importorskip("torch")
@@ -122,7 +123,7 @@ def test_mask_probe_runs_every_kind_on_cpu(cli, archive):
     assert [(layer["local"], layer["mask"]) for layer in band["layers"]] == [(True, "tensor"), (False, "is_causal")]
     assert doc["data"]["batches"]["padded"] == {"lengths": [64, 32], "width": 64}
 
-    cost = PageFunctions(Library({ident: doc}), {"m": ident}).mask_cost("m", "padded")
+    cost = mask_cost(Page(Library({ident: doc}), {"m": ident}), "m", "padded")
     medians = {
         k: statistics.median(r["step_s"] for r in doc["data"]["samples"] if r["kind"] == k)
         for k in ("padded", "causal")

@@ -16,7 +16,8 @@ from measure.evidence.envelope import parse
 from measure.evidence.store import Store
 from render.derive import padding as padmod
 from render.functions.derivations import Library
-from render.functions.library import PageFunctions
+from render.functions.page import Page
+from render.functions.pipeline import padding
 from render.tables.kinds import render as render_table
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "padding"
@@ -72,8 +73,8 @@ def test_hand_checkable_lengths(cli_here, archive):
     assert doc["data"]["tokenizer"] == {"kind": "lengths"}
     assert doc["data"]["length_histogram"] == {"edges": [0, 1, 2, 4, 8, 16], "counts": [0, 1, 2, 3, 1]}
 
-    fns = PageFunctions(Library({doc_id(archive): doc}), {"pad": doc_id(archive)})
-    view = fns.padding("pad", bucket=1)
+    page = Page(Library({doc_id(archive): doc}), {"pad": doc_id(archive)})
+    view = padding(page, "pad", bucket=1)
     assert (view.before.value, view.after.value, view.rows_before.value, view.rows_after.value) == (0.5, 0.125, 7, 4)
     assert view.diversity.value == 3.5 and view.knee.value == 4  # 7/2 per window, then 7/3 at bucket 4
     assert view.saving.value is None and "no step-scaling fit" in view.saving.note

@@ -1,4 +1,4 @@
-"""The page-function list lives once: names.FUNCTIONS, PageFunctions, library.py's table and README's table agree."""
+"""The page-function list lives once, in the registry: the CLI help names, README's table and the calls agree."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 from conftest import REPO
 
-from render.functions import library
-from render.functions.names import FUNCTIONS
+from render.functions import calls, registry
+from render.functions.names import functions
 
 
 def _called(text: str) -> set[str]:
@@ -15,25 +15,40 @@ def _called(text: str) -> set[str]:
     return set(re.findall(r"(?<![.\w])([a-z_]+)\(", text))
 
 
-def test_every_listed_name_is_a_method_of_page_functions() -> None:
-    assert len(FUNCTIONS) == len(set(FUNCTIONS))
-    for name in FUNCTIONS:
-        assert callable(getattr(library.PageFunctions, name, None)), name
+def test_the_cli_names_read_from_source_are_the_registry_in_its_order() -> None:
+    assert functions() == tuple(registry.registry())
+    assert len(functions()) == 27
 
 
-def _table(doc: str) -> str:
-    """The rows of the reStructuredText table at the top of library.py's docstring."""
-    return doc[doc.index("======") : doc.rindex("======")]
+def test_every_registered_function_has_its_name_and_a_one_line_help() -> None:
+    for name, entry in registry.registry().items():
+        assert entry.function.__name__ == name
+        assert entry.help and "\n" not in entry.help, name
+        assert next(iter(entry.signature.parameters), None) != "page", name
 
 
-def test_the_module_docstring_table_lists_exactly_the_functions() -> None:
-    assert _called(_table(library.__doc__ or "")) == set(FUNCTIONS)
+def test_the_usage_the_cli_shows_is_the_registry_signature() -> None:
+    assert calls.usage("fit") == "fit(ref, tokens=None, terms='auto', at=(), mode=None)"
+    assert calls.usage("chart") == "chart(kind, *refs, **options)"
+
+
+def test_registering_a_name_twice_is_refused() -> None:
+    def fit(page: object) -> None:
+        """A second fit."""
+
+    try:
+        registry.page_function(fit)
+    except RuntimeError as exc:
+        assert "registered twice" in str(exc)
+    else:
+        raise AssertionError("a second 'fit' was registered")
+    assert registry.REGISTRY["fit"].function.__module__ == "render.functions.general"
 
 
 def test_readme_table_lists_exactly_the_functions() -> None:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| `") and "(" in line.split("|")[1]]
-    assert _called(" ".join(row.split("|")[1] for row in rows)) == set(FUNCTIONS)
+    assert _called(" ".join(row.split("|")[1] for row in rows)) == set(registry.registry())
 
 
 def test_a_missing_name_is_found() -> None:

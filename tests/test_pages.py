@@ -12,7 +12,8 @@ from measure.evidence.store import Store
 from render.derive import fit as fitmod
 from render.evidence.archive import load_evidence
 from render.functions.derivations import Library
-from render.functions.library import PageFunctions, field_unit
+from render.functions.general import field_unit
+from render.functions.page import Page
 from render.pages import sources
 from render.pages.sandbox import PageError, PageState, check_links, inert_prose, make_environment, render_body
 
@@ -40,7 +41,7 @@ def render(
     """Render one page body (no front matter) with the given aliases; return its Markdown and state."""
     path = tmp_path / rel
     page = sources.parse_page(path, rel, "page", body)
-    fns = PageFunctions(library, ALIASES if aliases is None else aliases)
+    fns = Page(library, ALIASES if aliases is None else aliases)
     state = PageState(rel)
     env = make_environment({rel: (page.body, str(path))})
     return render_body(env, page, fns.context(), state), state
@@ -212,7 +213,7 @@ def test_template_text_is_escaped(library: Library, tmp_path: Path) -> None:
 
 def test_alias_named_like_a_function_is_refused(library: Library) -> None:
     with pytest.raises(Exception, match="evidence alias 'fit' has the name of a page function"):
-        PageFunctions(library, {"fit": SWEEP}).context()
+        Page(library, {"fit": SWEEP}).context()
 
 
 # -- inert prose ------------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ from measure.probes.step_scaling import MODES
 from probebook.cli import command, command_group
 from probebook.cli.output import json_text
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
-from render.functions.names import FUNCTIONS
+from render.functions.names import functions
 
 # render's page machinery and numerics load in the commands that use them, not here: every probebook
-# process builds this module's parsers (ARCHITECTURE.md §10, fast processes)
+# process builds this module's parsers (ARCHITECTURE.md §Fast processes); the names come from the
+# page functions' source, not their import (render.functions.names)
 
 
 def register(sub: Any) -> None:
@@ -25,13 +26,13 @@ def register(sub: Any) -> None:
         sub,
         "derive",
         "Call a page function on archived evidence and print the number the page would show, its derivation "
-        f"and evidence (functions: {', '.join(FUNCTIONS)}). The id is the evidence alias 'ev'; further ids among "
+        f"and evidence (functions: {', '.join(functions())}). The id is the evidence alias 'ev'; further ids among "
         "the arguments, or given as --ev2 ID, are 'ev2', ...; an argument with a parenthesis is a page "
         "expression, e.g. 'batch_summary(ev).fastest_tok_s'.",
         "probebook derive fit sha256:4be1c0ffee12 --tokens 512: --at 2048,8192 --json",
         _derive,
     )
-    p.add_argument("name", metavar="NAME", help="a page function: " + ", ".join(FUNCTIONS))
+    p.add_argument("name", metavar="NAME", help="a page function: " + ", ".join(functions()))
     p.add_argument("id", metavar="ID", help="evidence id (sha256:<hex> or a unique prefix of >= 12 hex): alias ev")
     p.add_argument(
         "words",

@@ -62,7 +62,7 @@ class DeferredWork:
         self.cache = cache
         """Where the held pages go once settled."""
         self.charts: dict[tuple, PendingChart] = {}
-        """Derivation key -> the chart standing in for the one to draw (``render.functions.library.Library``)."""
+        """Derivation key -> the chart standing in for the one to draw (``render.functions.derivations.Library``)."""
         self.makers: dict[bytes, Callable[[], bytes]] = {}
         """Placeholder -> what makes the file's bytes."""
         self.held: list[tuple[str, incremental.PageOutput]] = []

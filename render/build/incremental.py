@@ -126,7 +126,7 @@ class PageCache:
 
 
 class DerivedCache:
-    """The derivations of earlier builds (``render.functions.library.Library``), kept in one file under the code digest.
+    """The derivations of earlier builds (``render.functions.derivations.Library``), kept in one file under the code digest.
 
     A derivation's key names everything it is computed from except render's code and libraries, which the
     digest stands for: a file written by other code is not read. Entries whose evidence left the archive

@@ -17,7 +17,7 @@ from render.pages import provenance
 from render.errors import BuildError
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
-from render.functions.library import PageFunctions
+from render.functions.page import Page
 from render.pages.sandbox import PageState, check_links, evaluate_summary, inert_prose, render_body
 from render.pages.sources import Sources
 
@@ -52,7 +52,7 @@ def render_one(
     partial: frozenset[str],
     declarations: provenance.Declarations | None,
 ) -> incremental.PageOutput:
-    functions = PageFunctions(library, aliases)
+    functions = Page(library, aliases)
     refused = notices.failed_evidence(page.where("evidence"), aliases, evidence.docs)
     if refused:
         raise BuildError(refused)

@@ -40,7 +40,7 @@ class PendingChart:
     """
 
     token: str
-    """SHA-256 (hex) of the chart's derivation key (``render.functions.library.Library``)."""
+    """SHA-256 (hex) of the chart's derivation key (``render.functions.derivations.Library``)."""
     alt: str
     """The alt text (``render.charts.draw.describe``): what the chart will show, known before it is drawn."""
     kind: str

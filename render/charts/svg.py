@@ -119,7 +119,7 @@ def script_safe(text: str) -> str:
 def warm() -> None:
     """Ready this process to draw charts, once: import altair (``render.charts.draw`` imports it only to draw) and
     draw one trivial chart, since vl-convert starts its JavaScript runtime on the first drawing (about 1.6 s);
-    neither must count against a page's time limit (``render.functions.library.load_libraries``)."""
+    neither must count against a page's time limit (``render.functions.derivations.load_libraries``)."""
     import altair  # noqa: F401
     import vl_convert as vlc  # here, not at the top: see the module's docstring
 

@@ -39,8 +39,8 @@ def columns(s: np.ndarray, terms: Sequence[str]) -> np.ndarray:
 
 def load_scipy() -> None:
     """Import the scipy routines this module uses; each routine imports its own where it runs, so that loading
-    this module (the CLI does, for its help) costs no scipy, and ``render.functions.library.load_libraries`` calls this
-    before a page's time limit starts."""
+    this module (the CLI does, for its help) costs no scipy, and ``render.functions.derivations.load_libraries``
+    calls this before a page's time limit starts."""
     import scipy.optimize  # noqa: F401
     import scipy.stats  # noqa: F401
 

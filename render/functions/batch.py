@@ -1,6 +1,6 @@
 """Page functions of the batch-sweep records: ``batch_summary()``, ``batch_models()``, ``campaign_time()`` (§6.4).
 
-A mixin of ``render.functions.library.PageFunctions``, kept apart so that each module stays small; the
+Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 summaries themselves are ``render.derive.batchsweep.summarize`` (``batch_summary()`` shows one),
 the wall-time breakdown ``render.derive.campaign``.
 """
@@ -12,81 +12,84 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.derive import batchsweep, lossmem
 from render.derive import campaign as campaignmod
-from render.functions.base import FunctionsBase
+from render.functions.page import Page
+from render.functions.registry import page_function
 from render.functions.views import BatchView, CampaignTimeView, call_text, number
 
 
-class BatchFunctions(FunctionsBase):
-    """``batch_summary``, ``batch_models`` and ``campaign_time``; the helpers they use are PageFunctions' own."""
-
-    def batch_summary(self, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
-        """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""
-        ref = self._ref(ref, "batch-sweep", "batch_summary()")
-        card = lossmem.machine_bytes([self._doc(ref)])
-        groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
-        fastest = context == "fastest"
-        picked = [
-            g
-            for g in groups
-            if (model is None or g.model == model)
-            and (context is None or fastest or g.context == int(number(context, "context")))
-        ]
-        if fastest:
-            best = batchsweep.fastest_group(picked)
-            picked = [best] if best is not None else []
-        if len(picked) != 1:
-            shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
-            raise ProbebookError(
-                f"batch_summary(): {len(picked)} groups match; pick one with model= and context= (groups: {shown})"
-            )
-        g = picked[0]
-        what = f"batch sweep to OOM of {g.model} at context {g.context}"
-        return BatchView(
-            vars(g),
-            (ref.id,),
-            what,
-            f"batch_summary({call_text(ref.alias, model=model, context=context)})",
-            {
-                "first_oom": "no batch ran out of memory",
-                "fastest_batch": batchsweep.no_fastest_reason(g),
-                "fastest_tok_s": batchsweep.no_fastest_reason(g),
-                "largest_batch": "no batch fits",
-            },
+@page_function
+def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
+    """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""
+    ref = page.ref(ref, "batch-sweep", "batch_summary()")
+    card = lossmem.machine_bytes([page.doc(ref)])
+    groups = page.library.memo(("batch", ref.id), lambda: batchsweep.summarize(page.rows(ref), device_bytes=card))
+    fastest = context == "fastest"
+    picked = [
+        g
+        for g in groups
+        if (model is None or g.model == model)
+        and (context is None or fastest or g.context == int(number(context, "context")))
+    ]
+    if fastest:
+        best = batchsweep.fastest_group(picked)
+        picked = [best] if best is not None else []
+    if len(picked) != 1:
+        shown = "; ".join(f"model={g.model!r} context={g.context}" for g in groups)
+        raise ProbebookError(
+            f"batch_summary(): {len(picked)} groups match; pick one with model= and context= (groups: {shown})"
         )
+    g = picked[0]
+    what = f"batch sweep to OOM of {g.model} at context {g.context}"
+    return BatchView(
+        vars(g),
+        (ref.id,),
+        what,
+        f"batch_summary({call_text(ref.alias, model=model, context=context)})",
+        {
+            "first_oom": "no batch ran out of memory",
+            "fastest_batch": batchsweep.no_fastest_reason(g),
+            "fastest_tok_s": batchsweep.no_fastest_reason(g),
+            "largest_batch": "no batch fits",
+        },
+    )
 
-    def batch_models(self, ref: Any, stable: bool = False) -> list[str]:
-        """The models (presets) a batch sweep covers, smallest first; ``stable=True``: only those with a
-        fastest stable batch at some context, i.e. those ``batch_summary(ref, model=m, context="fastest")`` takes.
 
-        Names, not numbers: a page loops over them (a record's per-preset charts and rows), so a
-        preset with no stable point drops out of a projection table instead of failing the build.
-        """
-        ref = self._ref(ref, "batch-sweep", "batch_models()")
-        card = lossmem.machine_bytes([self._doc(ref)])
-        groups = self.library.memo(("batch", ref.id), lambda: batchsweep.summarize(self._rows(ref), device_bytes=card))
-        return batchsweep.models(groups, stable=bool(stable))
+@page_function
+def batch_models(page: Page, ref: Any, stable: bool = False) -> list[str]:
+    """The models (presets) a batch sweep covers, smallest first; ``stable=True``: only those with a
+    fastest stable batch at some context, i.e. those ``batch_summary(ref, model=m, context="fastest")`` takes.
 
-    def campaign_time(self, ref: Any) -> CampaignTimeView:
-        """Where a collected campaign's wall time went: ``.wall .device_busy .points .attempts .runs`` and, per
-        measured point, ``.job_start .imports .device_wait .setup .warmup .timed .observe .trace`` (seconds)."""
-        ref = self._ref(ref, None, "campaign_time()")
-        doc = self._doc(ref)
-        if doc.get("probe") != "campaign":
-            raise ProbebookError(f"campaign_time() needs a collected campaign; {ref.alias} ({ref.short}) is not one")
-        data = doc.get("data") or {}
-        t = campaignmod.wall_time(data.get("points") or [], self._rows(ref))
-        values = {
-            "wall_s": t.wall_s,
-            "device_busy_s": t.device_busy_s,
-            "points": t.points,
-            "attempts": t.attempts,
-            "runs": t.runs,
-            **campaignmod.per_point(t),
-        }
-        notes = {
-            "runs": "the receipts predate the runner's start time",
-            "wall": "no attempt has ended",
-            "trace": "the points parsed their profile on the device (batch-sweep version 1)",
-        }
-        what = f"wall time of campaign {doc['params'].get('campaign')}; per point: mean over the {t.points} measured points that record each phase"
-        return CampaignTimeView(values, (ref.id,), what, f"campaign_time({ref.alias})", notes)
+    Names, not numbers: a page loops over them (a record's per-preset charts and rows), so a
+    preset with no stable point drops out of a projection table instead of failing the build.
+    """
+    ref = page.ref(ref, "batch-sweep", "batch_models()")
+    card = lossmem.machine_bytes([page.doc(ref)])
+    groups = page.library.memo(("batch", ref.id), lambda: batchsweep.summarize(page.rows(ref), device_bytes=card))
+    return batchsweep.models(groups, stable=bool(stable))
+
+
+@page_function
+def campaign_time(page: Page, ref: Any) -> CampaignTimeView:
+    """Where a collected campaign's wall time went: ``.wall .device_busy .points .attempts .runs`` and, per
+    measured point, ``.job_start .imports .device_wait .setup .warmup .timed .observe .trace`` (seconds)."""
+    ref = page.ref(ref, None, "campaign_time()")
+    doc = page.doc(ref)
+    if doc.get("probe") != "campaign":
+        raise ProbebookError(f"campaign_time() needs a collected campaign; {ref.alias} ({ref.short}) is not one")
+    data = doc.get("data") or {}
+    t = campaignmod.wall_time(data.get("points") or [], page.rows(ref))
+    values = {
+        "wall_s": t.wall_s,
+        "device_busy_s": t.device_busy_s,
+        "points": t.points,
+        "attempts": t.attempts,
+        "runs": t.runs,
+        **campaignmod.per_point(t),
+    }
+    notes = {
+        "runs": "the receipts predate the runner's start time",
+        "wall": "no attempt has ended",
+        "trace": "the points parsed their profile on the device (batch-sweep version 1)",
+    }
+    what = f"wall time of campaign {doc['params'].get('campaign')}; per point: mean over the {t.points} measured points that record each phase"
+    return CampaignTimeView(values, (ref.id,), what, f"campaign_time({ref.alias})", notes)

@@ -1,8 +1,8 @@
 """Page functions called from the shell: ``probebook derive NAME ID [ARGS...] [--KEY VALUE...]``.
 
-The functions are the page's own: the names in ``render.functions.names.FUNCTIONS``, the methods of
-``PageFunctions``, their parameters read from their signatures. So a function added for pages is
-callable here with no second list, and the shell prints the very Quantity a page would show.
+The functions are the page's own: ``render.functions.registry``'s, their parameters read from their
+signatures. So a function added for pages is callable here with no second list, and the shell prints
+the very Quantity a page would show.
 
 Evidence named on the command line becomes aliases: the first id is ``ev``, further ids among the
 arguments ``ev2``, ``ev3`` ... The first id fills the function's evidence parameter (``ref``, or
@@ -23,8 +23,8 @@ import jinja2
 
 from measure.errors import ProbebookError
 from render.functions.derivations import Library
-from render.functions.library import PageFunctions
-from render.functions.names import FUNCTIONS
+from render.functions.page import Page
+from render.functions.registry import registry
 from render.numbers.claims import Claim
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Asset, Block, PageEnvironment, make_environment
@@ -52,17 +52,17 @@ def aliases(ids: list[str]) -> dict[str, str]:
 
 
 def signature(name: str) -> inspect.Signature:
-    """The page function's signature, without ``self``; an unknown name lists the valid ones."""
-    if name not in FUNCTIONS:
-        raise ProbebookError(f"no page function {name!r}; the page functions are {', '.join(sorted(FUNCTIONS))}")
-    sig = inspect.signature(getattr(PageFunctions, name))
-    return sig.replace(parameters=list(sig.parameters.values())[1:])
+    """The page function's signature, without the page; an unknown name lists the valid ones."""
+    functions = registry()
+    if name not in functions:
+        raise ProbebookError(f"no page function {name!r}; the page functions are {', '.join(sorted(functions))}")
+    return functions[name].signature
 
 
 def usage(name: str) -> str:
     """``fit(ref, tokens=None, terms='auto', at=(), mode=None)``: how a page calls the function."""
-    plain = [p.replace(annotation=inspect.Parameter.empty) for p in signature(name).parameters.values()]
-    return f"{name}{inspect.Signature(plain)}"
+    signature(name)  # an unknown name: the one-line refusal
+    return registry()[name].usage()
 
 
 def plan(name: str, args: list[str], options: dict[str, str]) -> Call:
@@ -92,8 +92,7 @@ def plan(name: str, args: list[str], options: dict[str, str]) -> Call:
 
 def run(call: Call, docs: dict[str, dict[str, Any]], ids: list[str]) -> Any:
     """Call the page function on the named evidence; what it returns (a Quantity, a view, an asset)."""
-    functions = PageFunctions(Library(docs), aliases(ids))
-    context = functions.context()
+    context = Page(Library(docs), aliases(ids)).context()
     env = make_environment({})
 
     def value(word: Any) -> Any:
@@ -105,8 +104,7 @@ def run(call: Call, docs: dict[str, dict[str, Any]], ids: list[str]) -> Any:
             return _evaluate(env, word.text, context)
         return word
 
-    method = getattr(functions, call.name)
-    return method(*(value(w) for w in call.args), **{k: value(v) for k, v in call.options.items()})
+    return context[call.name](*(value(w) for w in call.args), **{k: value(v) for k, v in call.options.items()})
 
 
 @dataclass(frozen=True)

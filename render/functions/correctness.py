@@ -1,6 +1,6 @@
 """Page functions of the correctness records: agreement, hvp, hvp_speedup, stream (ARCHITECTURE.md §6.4).
 
-A mixin of ``render.functions.library.PageFunctions``, kept apart so that each module stays small; the
+Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/correctness.py``.
 
 * ``agreement(ref, arm)``: ``.loss .logits .grads`` (relative L2 against the fp32 eager reference),
@@ -21,8 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
-from render.derive import correctness, utilisation
-from render.functions.base import FunctionsBase
+from render.derive import correctness
+from render.derive import utilisation as utilmod
+from render.functions.page import Page
+from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, _View, call_text, number, quantity
 
 if TYPE_CHECKING:
@@ -96,108 +98,112 @@ class StreamView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class CorrectnessFunctions(FunctionsBase):
-    """``agreement``, ``hvp``, ``hvp_speedup``, ``stream``, ``utilisation``; helpers are PageFunctions' own."""
+@page_function
+def agreement(page: Page, ref: Any, arm: str) -> AgreementView:
+    """An agreement arm against the fp32 eager reference: relative L2 per quantity, noise floor, limit."""
+    ref = page.ref(ref, "agreement", "agreement()")
+    try:
+        values = correctness.agreement_arm(page.data(ref), str(arm))
+    except ProbebookError as exc:
+        raise ProbebookError(f"agreement(): {ref.alias} ({ref.short}): {exc}") from None
+    notes = {"logits": "the arm makes no full logits", "limit_logits": "the arm makes no full logits"}
+    notes.update({f"{q}_times_noise": "the noise floor is zero" for q in ("loss", "grads")})
+    what = f"agreement arm {arm} against fp32 eager, one batch, float64 sums"
+    return AgreementView(values, (ref.id,), what, f"agreement({ref.alias}, {arm})", notes)
 
-    def _data(self, ref: EvidenceRef) -> dict[str, Any]:
-        return self._doc(ref).get("data") or {}
 
-    def agreement(self, ref: Any, arm: str) -> AgreementView:
-        """An agreement arm against the fp32 eager reference: relative L2 per quantity, noise floor, limit."""
-        ref = self._ref(ref, "agreement", "agreement()")
-        try:
-            values = correctness.agreement_arm(self._data(ref), str(arm))
-        except ProbebookError as exc:
-            raise ProbebookError(f"agreement(): {ref.alias} ({ref.short}): {exc}") from None
-        notes = {"logits": "the arm makes no full logits", "limit_logits": "the arm makes no full logits"}
-        notes.update({f"{q}_times_noise": "the noise floor is zero" for q in ("loss", "grads")})
-        what = f"agreement arm {arm} against fp32 eager, one batch, float64 sums"
-        return AgreementView(values, (ref.id,), what, f"agreement({ref.alias}, {arm})", notes)
+def _candidate(page: Page, ref: EvidenceRef, method: str, mode: str, dtype: str, batch: Any, selected: bool) -> Any:
+    data = page.data(ref)
+    if selected:
+        return correctness.hvp_selected(data, dtype)
+    return correctness.Candidate(method, mode, dtype, int(number(batch, "batch")))
 
-    def _candidate(self, ref: EvidenceRef, method: str, mode: str, dtype: str, batch: Any, selected: bool) -> Any:
-        data = self._data(ref)
-        if selected:
-            return correctness.hvp_selected(data, dtype)
-        return correctness.Candidate(method, mode, dtype, int(number(batch, "batch")))
 
-    def hvp(
-        self,
-        ref: Any,
-        method: str = "double-backward",
-        mode: str = "eager",
-        dtype: str = "bf16",
-        batch: Any = 1,
-        selected: bool = False,
-    ) -> HvpView:
-        """One H·v candidate's cost and error; ``selected=True``: the probe's selected setting for ``dtype``."""
-        ref = self._ref(ref, "hvp", "hvp()")
-        try:
-            which = self._candidate(ref, method, mode, dtype, batch, selected)
-            values = correctness.hvp_candidate(self._data(ref), which)
-        except ProbebookError as exc:
-            raise ProbebookError(f"hvp(): {ref.alias} ({ref.short}): {exc}") from None
-        what = f"H·v by {which.method}, {which.mode}, {which.dtype}, batch {which.batch}"
-        key = (
-            f"hvp({ref.alias}, selected, {dtype})"
-            if selected
-            else f"hvp({call_text(ref.alias, method, mode, dtype, which.batch)})"
-        )
-        return HvpView(values, (ref.id,), what, key)
+@page_function
+def hvp(
+    page: Page,
+    ref: Any,
+    method: str = "double-backward",
+    mode: str = "eager",
+    dtype: str = "bf16",
+    batch: Any = 1,
+    selected: bool = False,
+) -> HvpView:
+    """One H·v candidate's cost and error; ``selected=True``: the probe's selected setting for ``dtype``."""
+    ref = page.ref(ref, "hvp", "hvp()")
+    try:
+        which = _candidate(page, ref, method, mode, dtype, batch, selected)
+        values = correctness.hvp_candidate(page.data(ref), which)
+    except ProbebookError as exc:
+        raise ProbebookError(f"hvp(): {ref.alias} ({ref.short}): {exc}") from None
+    what = f"H·v by {which.method}, {which.mode}, {which.dtype}, batch {which.batch}"
+    key = (
+        f"hvp({ref.alias}, selected, {dtype})"
+        if selected
+        else f"hvp({call_text(ref.alias, method, mode, dtype, which.batch)})"
+    )
+    return HvpView(values, (ref.id,), what, key)
 
-    def hvp_speedup(
-        self, ref: Any, slow: str, fast: str, method: str = "double-backward", dtype: str = "bf16", batch: Any = 1
-    ) -> Quantity:
-        """Warm H·v time of ``slow`` over ``fast``: two methods (eager), or ``eager`` over ``compiled`` (one method)."""
-        ref = self._ref(ref, "hvp", "hvp_speedup()")
-        b = int(number(batch, "batch"))
-        modes = ("eager", "compiled")
 
-        def key(x: str) -> correctness.Candidate:
-            return correctness.Candidate(method if x in modes else x, x if x in modes else "eager", dtype, b)
+@page_function
+def hvp_speedup(
+    page: Page, ref: Any, slow: str, fast: str, method: str = "double-backward", dtype: str = "bf16", batch: Any = 1
+) -> Quantity:
+    """Warm H·v time of ``slow`` over ``fast``: two methods (eager), or ``eager`` over ``compiled`` (one method)."""
+    ref = page.ref(ref, "hvp", "hvp_speedup()")
+    b = int(number(batch, "batch"))
+    modes = ("eager", "compiled")
 
-        data = self._data(ref)
-        try:
-            slow_s = correctness.hvp_candidate(data, key(slow))["warm_median_s"]
-            fast_s = correctness.hvp_candidate(data, key(fast))["warm_median_s"]
-            value = correctness.speedup(slow_s, fast_s)
-        except ProbebookError as exc:
-            raise ProbebookError(f"hvp_speedup(): {ref.alias} ({ref.short}): {exc}") from None
-        return quantity(
-            value,
-            "",
-            ref,
-            f"warm median H·v time of {key(slow)} / that of {key(fast)}",
-            f"hvp_speedup({call_text(ref.alias, slow, fast, *([method] if slow in modes else []), dtype, b)})",
-            fmt=".3g",
-            order=(fast, slow) if value >= 1 else (slow, fast),
-        )
+    def key(x: str) -> correctness.Candidate:
+        return correctness.Candidate(method if x in modes else x, x if x in modes else "eager", dtype, b)
 
-    def stream(self, ref: Any, arm: str = "streamed-d1") -> StreamView:
-        """One stream arm: median step, tokens/s, compute-stream stall and its share, per-layer copy times."""
-        ref = self._ref(ref, "stream", "stream()")
-        try:
-            values = correctness.stream_arm(self._data(ref), str(arm))
-        except ProbebookError as exc:
-            raise ProbebookError(f"stream(): {ref.alias} ({ref.short}): {exc}") from None
-        no_events = "this arm records no per-layer events"
-        notes = {n: no_events for n in ("stall", "stall_share", "layer_copy", "layer_grad_copy")}
-        what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
-        return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes)
+    data = page.data(ref)
+    try:
+        slow_s = correctness.hvp_candidate(data, key(slow))["warm_median_s"]
+        fast_s = correctness.hvp_candidate(data, key(fast))["warm_median_s"]
+        value = correctness.speedup(slow_s, fast_s)
+    except ProbebookError as exc:
+        raise ProbebookError(f"hvp_speedup(): {ref.alias} ({ref.short}): {exc}") from None
+    return quantity(
+        value,
+        "",
+        ref,
+        f"warm median H·v time of {key(slow)} / that of {key(fast)}",
+        f"hvp_speedup({call_text(ref.alias, slow, fast, *([method] if slow in modes else []), dtype, b)})",
+        fmt=".3g",
+        order=(fast, slow) if value >= 1 else (slow, fast),
+    )
 
-    def utilisation(self, ref: Any, tokens: Any) -> UtilisationView:
-        """NVML clocks, power and utilisation over the timed windows at ``tokens`` (a ``--utilisation`` run)."""
-        ref = self._ref(ref, None, "utilisation()")
-        doc = self._doc(ref)
-        t = int(number(tokens, "tokens"))
-        machine = doc.get("machine") or {}
-        try:
-            values = utilisation.window_summary(self._rows(ref), t)
-            top = machine.get("sm_clock_max_mhz")
-            values["clock_sag"] = utilisation.clock_sag(values, float(top)) if top else None
-        except ProbebookError as exc:
-            raise ProbebookError(f"utilisation(): {ref.alias} ({ref.short}): {exc}") from None
-        values["power_limit_w"] = machine.get("power_limit_w")
-        notes = {"clock_sag": "the evidence's machine has no maximum SM clock"}
-        notes["power_limit"] = "the evidence's machine has no power limit"
-        what = f"NVML over the timed windows at {t} tokens: lowest, highest, or median of window medians"
-        return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes)
+
+@page_function
+def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
+    """One stream arm: median step, tokens/s, compute-stream stall and its share, per-layer copy times."""
+    ref = page.ref(ref, "stream", "stream()")
+    try:
+        values = correctness.stream_arm(page.data(ref), str(arm))
+    except ProbebookError as exc:
+        raise ProbebookError(f"stream(): {ref.alias} ({ref.short}): {exc}") from None
+    no_events = "this arm records no per-layer events"
+    notes = {n: no_events for n in ("stall", "stall_share", "layer_copy", "layer_grad_copy")}
+    what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
+    return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes)
+
+
+@page_function
+def utilisation(page: Page, ref: Any, tokens: Any) -> UtilisationView:
+    """NVML clocks, power and utilisation over the timed windows at ``tokens`` (a ``--utilisation`` run)."""
+    ref = page.ref(ref, None, "utilisation()")
+    doc = page.doc(ref)
+    t = int(number(tokens, "tokens"))
+    machine = doc.get("machine") or {}
+    try:
+        values = utilmod.window_summary(page.rows(ref), t)
+        top = machine.get("sm_clock_max_mhz")
+        values["clock_sag"] = utilmod.clock_sag(values, float(top)) if top else None
+    except ProbebookError as exc:
+        raise ProbebookError(f"utilisation(): {ref.alias} ({ref.short}): {exc}") from None
+    values["power_limit_w"] = machine.get("power_limit_w")
+    notes = {"clock_sag": "the evidence's machine has no maximum SM clock"}
+    notes["power_limit"] = "the evidence's machine has no power limit"
+    what = f"NVML over the timed windows at {t} tokens: lowest, highest, or median of window medians"
+    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes)

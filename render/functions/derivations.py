@@ -40,7 +40,9 @@ class Library:
             if key in self._kept:
                 self._memo[key] = self._kept[key]
             else:
-                load_libraries(draw=False)  # a chart drawn now loads vl-convert itself (PageFunctions.chart)
+                load_libraries(
+                    draw=False
+                )  # a chart drawn now loads vl-convert itself (``render.functions.blocks.chart``)
                 if later is not None and self.later:
                     self._memo[key] = self.computed[key] = later(hashlib.sha256(repr(key).encode()).hexdigest())
                 else:

@@ -1,6 +1,6 @@
 """Page functions of the kernel records: ``gemm_ceiling``, ``kernel_share``, ``kernel_time`` (ARCHITECTURE.md §6.4).
 
-A mixin of ``render.functions.library.PageFunctions``, kept apart so that each module stays small; the
+Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/gemm.py`` and ``render/derive/kernels.py``.
 """
 
@@ -10,102 +10,106 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import gemm, kernels
-from render.functions.base import FunctionsBase
+from render.functions.page import Page
+from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, quantity
 from render.numbers.quantity import Quantity
 from render.tables import columns as tables
 
 
-class KernelFunctions(FunctionsBase):
-    """``gemm_ceiling``, ``kernel_share``, ``kernel_time``; helpers are PageFunctions' own."""
+@page_function
+def gemm_ceiling(page: Page, ref: Any, shape: str | None = None) -> Quantity:
+    """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling);
+    ``shape="workload"``: the step's GEMM mix, each shape weighted by how often a step runs it."""
+    ref = page.ref(ref, "gemm", "gemm_ceiling()")
+    rows = tables.evidence_rows(
+        "gemm_ceiling()",
+        page.doc(ref),
+        {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
+        "gemm",
+    )
+    if shape == "workload":
+        return _workload_ceiling(page, ref, rows)
+    try:
+        g, flop_s = gemm.gemm_ceiling_flop_s(rows, shape)
+    except ProbebookError as exc:
+        raise ProbebookError(f"gemm_ceiling(): {exc}") from None
+    return quantity(
+        flop_s,
+        "FLOP/s",
+        ref,
+        f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
+        f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
+        display="TFLOP/s",
+        fmt=".4g",
+    )
 
-    def gemm_ceiling(self, ref: Any, shape: str | None = None) -> Quantity:
-        """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling);
-        ``shape="workload"``: the step's GEMM mix, each shape weighted by how often a step runs it."""
-        ref = self._ref(ref, "gemm", "gemm_ceiling()")
-        rows = tables.evidence_rows(
-            "gemm_ceiling()",
-            self._doc(ref),
-            {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
-            "gemm",
-        )
-        if shape == "workload":
-            return self._workload_ceiling(ref, rows)
-        try:
-            g, flop_s = gemm.gemm_ceiling_flop_s(rows, shape)
-        except ProbebookError as exc:
-            raise ProbebookError(f"gemm_ceiling(): {exc}") from None
-        return quantity(
-            flop_s,
-            "FLOP/s",
-            ref,
-            f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
-            f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
-            display="TFLOP/s",
-            fmt=".4g",
-        )
 
-    def _workload_ceiling(self, ref: EvidenceRef, rows: list[dict[str, Any]]) -> Quantity:
-        points = (self._doc(ref).get("data") or {}).get("points")
-        if not isinstance(points, list) or not all(isinstance(p, dict) and "shape" in p for p in points):
-            raise ProbebookError(f"gemm_ceiling(): {ref.alias} ({ref.short}) records no per-shape counts (data.points)")
-        counts = {p["shape"]: p.get("count", 0) for p in points}
-        shapes = gemm.gemm_shapes(rows)
-        try:
-            flop_s = gemm.workload_ceiling_flop_s(shapes, counts)
-        except ProbebookError as exc:
-            raise ProbebookError(f"gemm_ceiling(): {ref.alias}: {exc}") from None
-        used = sum(1 for g in shapes if counts.get(g.shape, 0))
-        return quantity(
-            flop_s,
-            "FLOP/s",
-            ref,
-            f"GEMM workload mix: Σ count·2·m·n·k / Σ count·median window time over the {used} shapes a step runs",
-            f"gemm_ceiling({call_text(ref.alias, shape='workload')})",
-            display="TFLOP/s",
-            fmt=".4g",
-        )
+def _workload_ceiling(page: Page, ref: EvidenceRef, rows: list[dict[str, Any]]) -> Quantity:
+    points = (page.doc(ref).get("data") or {}).get("points")
+    if not isinstance(points, list) or not all(isinstance(p, dict) and "shape" in p for p in points):
+        raise ProbebookError(f"gemm_ceiling(): {ref.alias} ({ref.short}) records no per-shape counts (data.points)")
+    counts = {p["shape"]: p.get("count", 0) for p in points}
+    shapes = gemm.gemm_shapes(rows)
+    try:
+        flop_s = gemm.workload_ceiling_flop_s(shapes, counts)
+    except ProbebookError as exc:
+        raise ProbebookError(f"gemm_ceiling(): {ref.alias}: {exc}") from None
+    used = sum(1 for g in shapes if counts.get(g.shape, 0))
+    return quantity(
+        flop_s,
+        "FLOP/s",
+        ref,
+        f"GEMM workload mix: Σ count·2·m·n·k / Σ count·median window time over the {used} shapes a step runs",
+        f"gemm_ceiling({call_text(ref.alias, shape='workload')})",
+        display="TFLOP/s",
+        fmt=".4g",
+    )
 
-    def kernel_share(self, ref: Any, category: str) -> Quantity:
-        """Share of summed device kernel time in one category (attention, gemm, ...)."""
-        ref = self._ref(ref, None, "kernel_share()")
-        rows = tables.evidence_rows(
-            "kernel_share()", self._doc(ref), {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
-        )
-        shares = kernels.category_shares(rows)
-        if category not in shares:
-            raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
-        return quantity(
-            shares[category],
-            "",
-            ref,
-            f"device kernel time in {category} / all device kernel time (user annotation rows left out)",
-            f"kernel_share({ref.alias}, {category})",
-            fmt=".1%",
-            bounded=True,
-        )
 
-    def kernel_time(self, ref: Any, category: str | None = None) -> Quantity:
-        """Device kernel seconds per profiled step, in one category or all (user annotation rows left out)."""
-        ref = self._ref(ref, "kernels", "kernel_time()")
-        doc = self._doc(ref)
-        rows = kernels.counted_rows(
-            tables.evidence_rows(
-                "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
-            )
+@page_function
+def kernel_share(page: Page, ref: Any, category: str) -> Quantity:
+    """Share of summed device kernel time in one category (attention, gemm, ...)."""
+    ref = page.ref(ref, None, "kernel_share()")
+    rows = tables.evidence_rows(
+        "kernel_share()", page.doc(ref), {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
+    )
+    shares = kernels.category_shares(rows)
+    if category not in shares:
+        raise ProbebookError(f"kernel_share(): no category {category!r} (present: {', '.join(sorted(shares))})")
+    return quantity(
+        shares[category],
+        "",
+        ref,
+        f"device kernel time in {category} / all device kernel time (user annotation rows left out)",
+        f"kernel_share({ref.alias}, {category})",
+        fmt=".1%",
+        bounded=True,
+    )
+
+
+@page_function
+def kernel_time(page: Page, ref: Any, category: str | None = None) -> Quantity:
+    """Device kernel seconds per profiled step, in one category or all (user annotation rows left out)."""
+    ref = page.ref(ref, "kernels", "kernel_time()")
+    doc = page.doc(ref)
+    rows = kernels.counted_rows(
+        tables.evidence_rows(
+            "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
         )
-        picked = rows if category is None else [r for r in rows if r["category"] == category]
-        if not picked:
-            present = ", ".join(sorted({r["category"] for r in rows}))
-            raise ProbebookError(f"kernel_time(): no category {category!r} (present: {present})")
-        steps: Any = (doc.get("params") or {}).get("steps")  # checked by the derivation
-        return quantity(
-            kernels.kernel_seconds_per_step(picked, steps),
-            "s",
-            ref,
-            f"device kernel time{' in ' + category if category else ''} summed over {steps} profiled steps / "
-            f"{steps} (user annotation rows left out)",
-            f"kernel_time({call_text(ref.alias, *([category] if category else []))})",
-            display="ms",
-            fmt=".3g",
-        )
+    )
+    picked = rows if category is None else [r for r in rows if r["category"] == category]
+    if not picked:
+        present = ", ".join(sorted({r["category"] for r in rows}))
+        raise ProbebookError(f"kernel_time(): no category {category!r} (present: {present})")
+    steps: Any = (doc.get("params") or {}).get("steps")  # checked by the derivation
+    return quantity(
+        kernels.kernel_seconds_per_step(picked, steps),
+        "s",
+        ref,
+        f"device kernel time{' in ' + category if category else ''} summed over {steps} profiled steps / "
+        f"{steps} (user annotation rows left out)",
+        f"kernel_time({call_text(ref.alias, *([category] if category else []))})",
+        display="ms",
+        fmt=".3g",
+    )

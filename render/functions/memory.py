@@ -1,6 +1,6 @@
 """Page functions of the loss-memory records: ``loss_memory``, ``logit_bytes`` (ARCHITECTURE.md §6.4).
 
-A mixin of ``render.functions.library.PageFunctions``, kept apart so that each module stays small; the
+Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/lossmem.py``.
 """
 
@@ -10,45 +10,46 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import lossmem
-from render.functions.base import FunctionsBase
+from render.functions.page import Page
+from render.functions.registry import page_function
 from render.functions.views import LossMemoryView, number, quantity
 from render.numbers.quantity import Quantity
 
 
-class MemoryFunctions(FunctionsBase):
-    """``loss_memory``, ``logit_bytes``; helpers are PageFunctions' own."""
-
-    def loss_memory(self, ref: Any, arm: str) -> LossMemoryView:
-        """Peak memory per extra microbatch of one loss arm, and its largest usable microbatch."""
-        ref = self._ref(ref, "loss-memory", "loss_memory()")
-        rows = self._rows(ref)
-        slope = self.library.memo(("lossmem", ref.id, arm), lambda: lossmem.marginal_bytes_per_microbatch(rows, arm))
-        values: dict[str, Any] = dict(vars(slope))
-        notes = {}
-        try:
-            values["largest_usable_microbatch"] = lossmem.largest_usable_microbatch(
-                rows, arm, device_bytes=lossmem.machine_bytes([self._doc(ref)])
-            )
-        except ProbebookError as exc:
-            notes["largest_microbatch"] = str(exc)
-        return LossMemoryView(
-            values,
-            (ref.id,),
-            f"loss-kernel memory of arm {arm}, least-squares over microbatch",
-            f"loss_memory({ref.alias}, {arm})",
-            notes,
+@page_function
+def loss_memory(page: Page, ref: Any, arm: str) -> LossMemoryView:
+    """Peak memory per extra microbatch of one loss arm, and its largest usable microbatch."""
+    ref = page.ref(ref, "loss-memory", "loss_memory()")
+    rows = page.rows(ref)
+    slope = page.library.memo(("lossmem", ref.id, arm), lambda: lossmem.marginal_bytes_per_microbatch(rows, arm))
+    values: dict[str, Any] = dict(vars(slope))
+    notes = {}
+    try:
+        values["largest_usable_microbatch"] = lossmem.largest_usable_microbatch(
+            rows, arm, device_bytes=lossmem.machine_bytes([page.doc(ref)])
         )
+    except ProbebookError as exc:
+        notes["largest_microbatch"] = str(exc)
+    return LossMemoryView(
+        values,
+        (ref.id,),
+        f"loss-kernel memory of arm {arm}, least-squares over microbatch",
+        f"loss_memory({ref.alias}, {arm})",
+        notes,
+    )
 
-    def logit_bytes(self, ref: Any, heavy: str, light: str, vocab: Any = None) -> Quantity:
-        """Bytes per logit element that arm ``heavy`` holds beyond arm ``light``."""
-        ref = self._ref(ref, "loss-memory", "logit_bytes()")
-        v = None if vocab is None else int(number(vocab, "vocab"))
-        value = lossmem.bytes_per_logit_element(self._rows(ref), heavy, light, vocab=v)
-        return quantity(
-            value,
-            "B",
-            ref,
-            f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
-            f"logit_bytes({ref.alias}, {heavy}, {light})",
-            fmt=".3g",
-        )
+
+@page_function
+def logit_bytes(page: Page, ref: Any, heavy: str, light: str, vocab: Any = None) -> Quantity:
+    """Bytes per logit element that arm ``heavy`` holds beyond arm ``light``."""
+    ref = page.ref(ref, "loss-memory", "logit_bytes()")
+    v = None if vocab is None else int(number(vocab, "vocab"))
+    value = lossmem.bytes_per_logit_element(page.rows(ref), heavy, light, vocab=v)
+    return quantity(
+        value,
+        "B",
+        ref,
+        f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
+        f"logit_bytes({ref.alias}, {heavy}, {light})",
+        fmt=".3g",
+    )

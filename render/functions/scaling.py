@@ -1,6 +1,6 @@
 """Page function of the data-parallel records: ``ddp(run)`` (ARCHITECTURE.md §6.4).
 
-A mixin of ``render.functions.library.PageFunctions``, kept apart so that each module stays small; the
+Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/scaling.py``. ``ddp(run)`` reads ``ddp`` evidence and returns a
 ``ScalingView``: per-GPU throughput at 1 and N GPUs, scaling efficiency, the all-reduce time per
 step and how much of it backward hid, all-reduce bandwidths, ``.projected(n)`` (a projection,
@@ -14,7 +14,8 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import scaling
-from render.functions.base import FunctionsBase
+from render.functions.page import Page
+from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, _View, number, quantity
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
@@ -125,12 +126,10 @@ class ScalingView(_View):
         return Block("\n".join(lines))
 
 
-class ScalingFunctions(FunctionsBase):
-    """``ddp``; the helpers it uses are PageFunctions' own."""
-
-    def ddp(self, ref: Any) -> ScalingView:
-        """Data-parallel scaling of ``ddp`` evidence: efficiency, communication, bandwidths, projection."""
-        ref = self._ref(ref, "ddp", "ddp()")
-        doc = self._doc(ref)
-        summary = self.library.memo(("ddp", ref.id), lambda: scaling.summarize(doc))
-        return ScalingView(summary, doc, ref)
+@page_function
+def ddp(page: Page, ref: Any) -> ScalingView:
+    """Data-parallel scaling of ``ddp`` evidence: efficiency, communication, bandwidths, projection."""
+    ref = page.ref(ref, "ddp", "ddp()")
+    doc = page.doc(ref)
+    summary = page.library.memo(("ddp", ref.id), lambda: scaling.summarize(doc))
+    return ScalingView(summary, doc, ref)

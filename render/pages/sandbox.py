@@ -250,7 +250,7 @@ def untimed() -> Iterator[None]:
     """Stop ``time_limit``'s clock for the block, then give the page the CPU time it had left.
 
     For importing a library and starting vl-convert's runtime when a page is the first to need them
-    (``render.functions.library.load_libraries``): a page is timed for its own work, not for that.
+    (``render.functions.derivations.load_libraries``): a page is timed for its own work, not for that.
     """
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield

@@ -1,0 +1,54 @@
+"""The page functions that return a block of the page: ``chart`` (an SVG, with its Vega-Lite spec) and
+``table`` (Markdown, with CSV and JSON downloads), each saved beside the page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from render.charts import theme as chart_theme
+from render.charts.output import PendingChart, chart_files
+from render.functions.derivations import load_libraries
+from render.functions.page import Page
+from render.functions.registry import page_function
+from render.numbers.links import title_text
+from render.pages.sandbox import Asset
+from render.tables import kinds as tables
+
+
+@page_function
+def chart(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
+    """An SVG chart of the evidence, saved beside the page, with its Vega-Lite spec as a download."""
+    picked = [page.ref(r, None, f"chart({kind!r})") for r in refs]
+    docs = [page.doc(r) for r in picked]
+
+    def draw() -> Any:
+        from render.charts import draw as charts  # here, not at the top: see load_libraries
+
+        load_libraries()
+        return charts.render(kind, docs, **options)
+
+    def describe(token: str) -> PendingChart:
+        from render.charts import draw as charts
+
+        ids = tuple(r.id for r in picked)
+        return PendingChart(token, charts.describe(kind, docs, **options), kind, ids, options)
+
+    out = page.derived("chart", kind, picked, options, draw, describe)
+    alt = title_text(out.alt).replace("[", "(").replace("]", ")")
+    return Asset(kind, chart_files(out), lambda name: chart_theme.markdown(name, alt), tuple(r.id for r in picked))
+
+
+@page_function
+def table(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
+    """A table of the evidence with CSV and JSON downloads saved beside the page."""
+    picked = [page.ref(r, None, f"table({kind!r})") for r in refs]
+    out = page.derived(
+        "table", kind, picked, options, lambda: tables.render(kind, [page.doc(r) for r in picked], **options)
+    )
+    return Asset(
+        kind,
+        {"csv": out.csv.encode("utf-8"), "json": out.json.encode("utf-8")},
+        lambda name: f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n",
+        tuple(r.id for r in picked),
+    )

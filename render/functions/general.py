@@ -1,0 +1,269 @@
+"""The page functions of numbers read or derived from evidence: ``fit``, ``value``, ``median``, ``saving``,
+``project``, ``mfu``, ``share_of``, ``constant``, ``claim``.
+
+Each returns a ``Quantity`` (or a view whose attributes are Quantities) built from archived evidence by a
+pure derivation in ``render.derive``. Evidence is named by the aliases in the page's front matter; an alias
+in a template is an ``EvidenceRef``. README.md's table of page functions says what each gives.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from dataclasses import replace
+from typing import Any
+
+from measure.errors import ProbebookError
+from render.derive import mfu as mfumod
+from render.derive import peaks
+from render.derive import project as projmod
+from render.derive.ablation import saving_fraction
+from render.evidence import pages as evidence_pages
+from render.functions.page import Page
+from render.functions.registry import page_function
+from render.functions.views import FitView, ProjectionView, call_text, defined, number, quantity
+from render.numbers import claims
+from render.numbers import reading as numbers
+from render.numbers.quantity import Quantity, conversion_factor
+from render.pages import methodology
+
+
+def _suppressed_peak(gpu: str | None) -> peaks.Peak:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", peaks.UnknownGPUWarning)  # an unknown GPU is reported as an error below
+        return peaks.lookup(gpu)
+
+
+@page_function
+def fit(
+    page: Page, ref: Any, tokens: str | None = None, terms: str = "auto", at: Any = (), mode: str | None = None
+) -> FitView:
+    """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence."""
+    ref = page.ref(ref, "step-scaling", "fit()")
+    options = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
+    view = FitView(page.fit, ref, options)
+    for w in at if isinstance(at, (list, tuple)) else [at]:
+        view.share(w)  # validates the widths early, with the page's line
+    return view
+
+
+@page_function
+def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", display: str | None = None) -> Quantity:
+    """One number stored in the evidence at a dotted ``path`` (``params.batch``, ``data.samples.0.step_s``)."""
+    ref = page.ref(ref, None, "value()")
+    node: Any = page.doc(ref)
+    for part in str(path).split("."):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise ProbebookError(f"value(): evidence {ref.alias} ({ref.short}) has no field {path!r}")
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
+    anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
+    q = quantity(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor)
+    return q.to(display) if display else q
+
+
+@page_function
+def project(
+    page: Page,
+    rate: Quantity,
+    params: Any,
+    tokens_per_param: Any = projmod.TOKENS_PER_PARAM,
+    batch_tokens: Any = None,
+    gpus: int = 1,
+) -> ProjectionView:
+    """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity)."""
+    tok_s = _rate(rate, "tok/s", "project()")
+    p = number(params, "params")
+    bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
+    proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
+    what = (
+        f"T = k·P / R with P={numbers.general(p)}, k={numbers.general(proj.tokens_per_param)}, "
+        f"R={rate.text} ({rate.derivation})"
+        + (f", {gpus} GPUs" if gpus != 1 else "")
+        + (f", {bt} tokens per update" if bt else "")
+    )
+    return ProjectionView(
+        vars(proj),
+        rate.evidence,
+        what,
+        f"project({rate.key}, {numbers.exact(p)})",
+        {"updates": "no batch_tokens given"},
+    )
+
+
+@page_function
+def mfu(page: Page, rate: Quantity, flops_per_token: Any, peak: Quantity | None = None) -> Quantity:
+    """Model FLOPs utilisation at ``rate`` tokens/s against ``peak`` (a measured ceiling) or the datasheet.
+
+    ``flops_per_token`` is the model's training FLOPs per token, e.g. the step-scaling probe's own
+    ``value(sweep, "params.model_flops_per_token.2048")`` (PaLM's ``6N + 12·L·H·Q·T``, computed
+    where the model's shapes are), or a plain number.
+    """
+    tok_s = _rate(rate, "tok/s", "mfu()")
+    defined(flops_per_token)
+    if isinstance(flops_per_token, Quantity):
+        per_token, per_token_text = _rate(flops_per_token, "", "mfu() flops_per_token"), flops_per_token.key
+        evidence = tuple(dict.fromkeys(rate.evidence + flops_per_token.evidence))
+    else:
+        per_token = number(flops_per_token, "mfu() flops_per_token")
+        per_token_text, evidence = numbers.general(per_token), rate.evidence
+    achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
+    if peak is None:
+        gpu = (page.library.docs[rate.evidence[0]].get("machine") or {}).get("gpu") if rate.evidence else None
+        datasheet = _suppressed_peak(gpu)
+        if not datasheet.known:
+            raise ProbebookError(
+                f"mfu(): no datasheet peak for GPU {gpu!r}; pass peak=gemm_ceiling(...) "
+                "or add the GPU to render/derive/peaks.py"
+            )
+        peak_flop_s, against = datasheet.bf16_dense_flop_s, f"datasheet dense BF16 peak of {gpu}"
+    else:
+        peak_flop_s, against = _rate(peak, "FLOP/s", "mfu() peak"), f"{peak.text} ({peak.derivation})"
+        evidence = tuple(dict.fromkeys(evidence + peak.evidence))
+    value = mfumod.mfu(achieved, peak_flop_s)  # type: ignore[arg-type]
+    return quantity(
+        value,
+        "",
+        evidence,
+        f"MFU: {rate.text} × {per_token_text} model FLOPs/token / {against}",
+        f"mfu({rate.key})",
+        fmt=".1%",
+    )
+
+
+@page_function
+def constant(page: Page, name: str) -> Quantity:
+    """A number of the methods themselves (CV threshold, default windows, bootstrap replicates), read from
+    the code that uses it (``render.pages.methodology``); it cites no evidence."""
+    return methodology.constant(name)
+
+
+@page_function
+def share_of(page: Page, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Quantity:
+    """The ratio ``part / whole`` of two quantities whose units differ at most by a prefix."""
+    defined(part), defined(whole)
+    if not (isinstance(part, Quantity) and isinstance(whole, Quantity)):
+        raise ProbebookError("share_of() takes two quantities, e.g. share_of(fit(s).c, fit(s).max_residual)")
+    factor = conversion_factor(part.unit, whole.unit)
+    value = None
+    if part.value is not None and whole.value not in (None, 0):
+        value = part.value * factor / whole.value
+    return Quantity(
+        value=value,
+        unit="",
+        fmt=fmt,
+        evidence=tuple(dict.fromkeys(part.evidence + whole.evidence)),
+        derivation=f"{part.key} / {whole.key}",
+        key=f"share_of({part.key}, {whole.key})",
+        note=None if value is not None else "a missing or zero operand",
+    )
+
+
+@page_function
+def median(
+    page: Page,
+    ref: Any,
+    field: str,
+    unit: str | None = None,
+    display: str | None = None,
+    fmt: str | None = None,
+    **where: Any,
+) -> Quantity:
+    """The median of one sample field over the rows matching ``where`` (e.g. ``arm="baseline"``)."""
+    ref = page.ref(ref, None, "median()")
+    rows = page.rows(ref)
+    indices = _field_rows(rows, field, where, f"median(): {ref.alias} ({ref.short})")
+    values = [rows[i][field] for i in indices]
+    base, shown, spec = field_unit(field)
+    condition = ", ".join(f"{k}={v!r}" for k, v in sorted(where.items()))
+    q = quantity(
+        statistics.median(values),
+        unit if unit is not None else base,
+        ref,
+        f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
+        f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
+        fmt=fmt or spec,
+        anchor=evidence_pages.row_anchor(indices[0]),
+    )
+    if display:
+        return q.to(display)  # the page chose the unit
+    return replace(q, display=shown) if shown and unit is None else q  # a hint: the prefix still fits the value
+
+
+@page_function
+def saving(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s") -> Quantity:
+    """What an ablation arm removes: ``1 − median(arm) / median(baseline)`` of ``field`` (fraction)."""
+    ref = page.ref(ref, None, "saving()")
+    rows = page.rows(ref)
+    what = f"saving(): {ref.alias} ({ref.short})"
+    arm_rows = _field_rows(rows, field, {"arm": arm}, what)
+    arm_s = statistics.median(rows[i][field] for i in arm_rows)
+    base_s = statistics.median(_field_values(rows, field, {"arm": baseline}, what))
+    return quantity(
+        saving_fraction(arm_s, base_s),
+        "",
+        ref,
+        f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
+        f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
+        fmt=".1%",
+        anchor=evidence_pages.row_anchor(arm_rows[0]),
+        bounded=True,
+    )
+
+
+@page_function
+def claim(page: Page, *args: Any) -> claims.Claim:
+    """``claim(CONDITION, ..., "sentence")``: the sentence, shown only while every comparison holds."""
+    if not args:
+        raise ProbebookError('claim() takes one or more comparisons and then the sentence, e.g. claim(a < b, "...")')
+    for a in args:
+        defined(a)
+    return claims.make(tuple(args[:-1]), args[-1])
+
+
+def field_unit(field: str) -> tuple[str, str | None, str]:
+    """(base unit, display unit, format) for a sample field, from the naming convention (ARCHITECTURE.md §4.1)."""
+    if field in _RATE_FIELDS:
+        return _RATE_FIELDS[field]
+    if field.endswith(("_s", "_ms", "_us")) or field == "time":
+        base = {"_s": "s", "ms": "ms", "us": "µs"}[field[-2:]] if field != "time" else "s"
+        return base, "ms" if base == "s" else None, ".3g"
+    if field.endswith("bytes"):
+        return "B", "GiB", ".3g"
+    return "", None, ".4g"
+
+
+_RATE_FIELDS = {"tok_s": ("tok/s", None, ".3g"), "gb_s": ("GB/s", None, ".3g"), "tflop_s": ("TFLOP/s", None, ".4g")}
+"""Fields named like times that are rates: tokens/s, GB/s (1e9 bytes/s), TFLOP/s."""
+
+
+def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[float]:
+    """Numbers in ``field`` of the rows whose columns equal ``where``; refuse when there are none."""
+    return [rows[i][field] for i in _field_rows(rows, field, where, what)]
+
+
+def _field_rows(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[int]:
+    """Indices of the rows whose columns equal ``where`` and whose ``field`` is a number; refuse when there are none."""
+    for value in where.values():
+        defined(value)
+    picked = [i for i, r in enumerate(rows) if all(r.get(k) == v for k, v in where.items())]
+    values = [
+        i for i in picked if isinstance(rows[i].get(field), (int, float)) and not isinstance(rows[i].get(field), bool)
+    ]
+    if not values:
+        shown = ", ".join(f"{k}={v!r}" for k, v in where.items()) or "any row"
+        raise ProbebookError(f"{what}: no {field!r} values in rows matching {shown} ({len(picked)} rows match)")
+    return values
+
+
+def _rate(q: Any, unit: str, what: str) -> float:
+    defined(q)
+    if not isinstance(q, Quantity):
+        raise ProbebookError(f"{what} takes a measured quantity in {unit}, e.g. fit(sweep).asymptote")
+    if q.value is None:
+        raise ProbebookError(f"{what}: {q.key} has no value ({q.note})")
+    return q.value * conversion_factor(q.unit, unit)
