@@ -36,6 +36,8 @@ SEED = 23
 """Fixed seed of the resampling, so that two builds of the same evidence show the same interval."""
 LEVEL = 0.95
 """Confidence level of every interval here."""
+ALPHA = 0.05
+"""Level of the signed-rank test where a verdict needs one: a p below it rejects "no change"."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ forward-over-reverse being the faster, when the number says double backward is (
 
 - a ratio of times (a unitless number not in a percent format) states a speed-up or a slowdown when it
   is above 1;
-- a fractional change (a percent format: a saving, a slowdown) states its direction when it is above 0;
+- a fractional change (a percent format: a saving, a slowdown) or a difference in a unit (seconds saved
+  per epoch) states its direction when it is above 0;
 - a number that names what it compares (``Quantity.order``: the faster, the slower) must be named in
   the label in the order the direction word reads: the faster first for a speed-up, a saving or
   "faster", the slower first for a slowdown or "slower".
@@ -47,12 +48,10 @@ def check_label(label: str, q: Quantity, where: str) -> None:
     direction = stated_direction(label)
     if direction is None or q.value is None:
         return
-    if q.unit:
-        raise ClaimError(f"{where}: the label {label!r} states a direction, but {q.key} is in {q.unit}, not a ratio")
-    percent = q.fmt.endswith("%")
-    holds = q.value > 0 if percent else q.value > 1
+    change = q.fmt.endswith("%") or bool(q.unit)  # a fraction of a whole, or a difference in its unit
+    holds = q.value > 0 if change else q.value > 1
     if not holds:
-        bound = "0%" if percent else "1"
+        bound = ("0%" if q.fmt.endswith("%") else "0") if change else "1"
         raise ClaimError(f"{where}: the label {label!r} says {direction}, but {q.key} = {q.text} is not above {bound}")
     if q.order is None:
         return
