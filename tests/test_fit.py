@@ -352,3 +352,23 @@ def test_magnitudes_beyond_double_precision_are_one_line_refusals(samples, messa
     with pytest.raises(ProbebookError) as err:
         fit_step_scaling(samples)
     assert str(err.value) == message
+
+
+# -- the term rule without replicate noise (issue 23) -------------------------------------------
+
+
+def test_four_single_samples_on_a_line_give_c_plus_a_not_a_curvature():
+    # c + a·S over 128-512 tokens with wiggles of +100, -50, -80, +60 µs: c+a+b would leave one residual
+    # degree of freedom and fit the wiggles; the least-squares line is c = 0.01 + 7.5e-6 + 320·1.171875e-7,
+    # a = 2e-5 − 0.0096 / 81920
+    wiggles = (1e-4, -5e-5, -8e-5, 6e-5)
+    fit = fit_step_scaling([(float(s), 0.01 + 2e-5 * s + w) for s, w in zip((128, 256, 384, 512), wiggles)])
+    assert fit.terms == ("c", "a")
+    assert fit.c_s == pytest.approx(0.010045, rel=1e-12)
+    assert fit.a_s_per_token == pytest.approx(1.98828125e-5, rel=1e-12)
+
+
+def test_three_repeated_points_on_a_and_b_still_give_a_plus_b():
+    fit = fit_step_scaling(replicated(lambda s: 1e-5 * s + 1e-9 * s * s, (1024, 2048, 4096), (-1e-4, 0.0, 1e-4)))
+    assert fit.terms == ("a", "b")
+    assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-9) and fit.b_s_per_token2 == pytest.approx(1e-9, rel=1e-9)
