@@ -206,3 +206,13 @@ def test_lack_of_fit_warning_compares_a_residual_with_its_mean_standard_error():
         "the terms taken from it, and their intervals, are less certain than the intervals show"
     )
     assert "--tokens" not in text
+
+
+# -- a headline whose interval contains zero is marked -------------------------------------------
+
+
+def test_a_headline_whose_interval_spans_zero_is_marked_within_noise():
+    spans = Quantity(value=-0.0067, unit="", fmt=".1%", key="s", uncertainty=(-0.0104, 0.0003))
+    clear = Quantity(value=0.025, unit="", fmt=".1%", key="s", uncertainty=(0.009, 0.035))
+    assert (directions.headline_mark(spans), directions.headline_mark(clear)) == ("within noise", None)
+    assert directions.headline_mark(Quantity(value=1.0, unit="s", key="t")) is None

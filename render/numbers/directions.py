@@ -63,3 +63,16 @@ def check_label(label: str, q: Quantity, where: str) -> None:
             f"{where}: the label {label!r} names {second} first and says {direction}, but {q.key} = {q.text} "
             f"says {q.order[0]} is the faster"
         )
+
+
+UNRESOLVED = "within noise"
+"""The mark a headline carries when its interval contains zero: it does not resolve a direction."""
+
+
+def headline_mark(q: Quantity) -> str | None:
+    """The visible mark a headline's number needs beyond its own: ``within noise`` when its 95% interval
+    contains zero (a saving or a difference that the evidence does not tell from none), else None."""
+    if q.uncertainty is None or q.value is None:
+        return None
+    lo, hi = q.uncertainty
+    return UNRESOLVED if lo <= 0 <= hi else None

@@ -464,8 +464,10 @@ def evaluate_summary(
             directions.check_label(headline.label, value, where)
         except ProbebookError as exc:
             raise PageError(str(exc)) from None
-        if state.partial.intersection(value.evidence):
-            value = replace(value, mark="partial")
+        marks = ["partial"] if state.partial.intersection(value.evidence) else []
+        marks += [m for m in (directions.headline_mark(value),) if m]
+        if marks:
+            value = replace(value, mark=", ".join(marks))
         state.record(value)
         out.append((headline.label, value))
     return out
