@@ -362,7 +362,9 @@ def test_four_single_samples_on_a_line_give_c_plus_a_not_a_curvature():
     # degree of freedom and fit the wiggles; the least-squares line is c = 0.01 + 7.5e-6 + 320·1.171875e-7,
     # a = 2e-5 − 0.0096 / 81920
     wiggles = (1e-4, -5e-5, -8e-5, 6e-5)
-    fit = fit_step_scaling([(float(s), 0.01 + 2e-5 * s + w) for s, w in zip((128, 256, 384, 512), wiggles)])
+    fit = fit_step_scaling(
+        [(float(s), 0.01 + 2e-5 * s + w) for s, w in zip((128, 256, 384, 512), wiggles, strict=True)]
+    )
     assert fit.terms == ("c", "a")
     assert fit.c_s == pytest.approx(0.010045, rel=1e-12)
     assert fit.a_s_per_token == pytest.approx(1.98828125e-5, rel=1e-12)

@@ -198,7 +198,9 @@ def test_windowed_attention_flops_count_local_layers_over_the_window():
 
 
 def test_lack_of_fit_warning_compares_a_residual_with_its_mean_standard_error():
-    text = fit.lack_of_fit_warning([0.125, -0.25, 0.0625], [4, 4, 16], [512.0, 1024.0, 2048.0], 0.25, 9.5, 0.004, ("c", "a"))
+    text = fit.lack_of_fit_warning(
+        [0.125, -0.25, 0.0625], [4, 4, 16], [512.0, 1024.0, 2048.0], 0.25, 9.5, 0.004, ("c", "a")
+    )
     assert text == (
         "the point means lie further from the c+a model than their own noise allows: at 1,024 tokens the mean "
         "misses it by 0.25 s, against a standard error of 0.125 s for a mean of 4 samples (lack-of-fit F=9.5, "

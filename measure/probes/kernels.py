@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence.envelope import Evidence
-from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.evidence.kernel_names import CATEGORIES, categorize
+from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"

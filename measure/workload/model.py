@@ -27,8 +27,6 @@ ROPE_BASE = 10_000.0  # Su et al. 2021, "RoFormer", section 3.4.2: theta_i = 100
 NORM_EPS = 1e-6
 
 
-
-
 def attention_mask(
     seq_len: int,
     device: torch.device | str,

@@ -91,5 +91,8 @@ def campaign_time(page: Page, ref: Any) -> CampaignTimeView:
         "wall": "no attempt has ended",
         "trace": "the points parsed their profile on the device (batch-sweep version 1)",
     }
-    what = f"wall time of campaign {doc['params'].get('campaign')}; per point: mean over the {t.points} measured points that record each phase"
+    what = (
+        f"wall time of campaign {doc['params'].get('campaign')}; "
+        f"per point: mean over the {t.points} measured points that record each phase"
+    )
     return CampaignTimeView(values, (ref.id,), what, f"campaign_time({ref.alias})", notes)

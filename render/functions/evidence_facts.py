@@ -30,7 +30,9 @@ class PairedView:
         self._c, self._ref, self._key, self._what, self._anchor = change, ref, key, what, anchor
 
     def _q(self, name: str, value: float | None, unit: str, **kw: Any) -> Quantity:
-        return quantity(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", anchor=self._anchor, **kw)
+        return quantity(
+            value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", anchor=self._anchor, **kw
+        )
 
     @property
     def saving(self) -> Quantity:

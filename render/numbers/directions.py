@@ -34,7 +34,7 @@ _WORD = re.compile(r"(?<![a-z])(" + "|".join(re.escape(w) for w in WORDS) + r")(
 
 
 def stated_direction(label: str) -> str | None:
-    """``"faster"`` or ``"slower"``: what a label's first direction word says of what it names first; None without one."""
+    """``"faster"`` or ``"slower"``: what a label's first direction word says of what it names first (None: no word)."""
     m = _WORD.search(label.lower())
     return WORDS[m.group(1)] if m else None
 
