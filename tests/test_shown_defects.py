@@ -218,3 +218,22 @@ def test_a_headline_whose_interval_spans_zero_is_marked_within_noise():
     clear = Quantity(value=0.025, unit="", fmt=".1%", key="s", uncertainty=(0.009, 0.035))
     assert (directions.headline_mark(spans), directions.headline_mark(clear)) == ("within noise", None)
     assert directions.headline_mark(Quantity(value=1.0, unit="s", key="t")) is None
+
+
+# -- the fastest stable batch and its runner-up ----------------------------------------------------
+
+
+def test_a_runner_up_within_the_noise_of_the_gap_is_a_tie():
+    # standard errors 1000·0.04/√16 = 10 and 990·0.04/√16 = 9.9 tok/s: the gap of 10 is within 1.96·14.07
+    assert batchsweep.tied(1000.0, 0.04, 16, 990.0, 0.04, 16) is True
+    # standard errors 1000·0.004/√16 = 1 and 0.99: a gap of 10 is over 1.96·1.407
+    assert batchsweep.tied(1000.0, 0.004, 16, 990.0, 0.004, 16) is False
+
+
+def test_summarize_names_the_runner_up_and_the_tie():
+    rows = [
+        {"model": "m", "params": 10, "context": 512, "batch": b, "tok_s": t, "status": "ok", "cv": 0.04, "windows": 16}
+        for b, t in ((1, 500.0), (2, 990.0), (4, 1000.0))
+    ]
+    (g,) = batchsweep.summarize(rows)
+    assert (g.fastest_stable_batch, g.runner_up_batch, g.tie) == (4, 2, True)

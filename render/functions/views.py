@@ -6,7 +6,7 @@ enforces it), so a page can show a derived number but never reach the raw value 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar
 
 import jinja2
@@ -187,6 +187,13 @@ class BatchView(_View):
         "context": ("context", "", {"fmt": "d"}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
+
+    def __getattr__(self, name: str) -> Quantity:
+        q = super().__getattr__(name)
+        if name in ("fastest_batch", "fastest_tok_s") and self._values.get("tie"):
+            # a tie within noise is shown as one wherever the fastest batch is (issue 23)
+            return replace(q, mark=f"tie with batch {self._values['runner_up_batch']}")
+        return q
 
     @property
     def unstable(self) -> Block:

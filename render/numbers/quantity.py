@@ -259,9 +259,8 @@ class Quantity:
             parts.append(self.note)
         if self.mark:
             marks = [m.strip() for m in self.mark.split(",")]
-            parts.extend(
-                "from partial evidence" if m == "partial" else f"{m}: its interval contains zero" for m in marks
-            )
+            said = {"partial": "from partial evidence", "within noise": "within noise: its interval contains zero"}
+            parts.extend(said.get(m, m) for m in marks)
         parts.extend(f"{label} {value}" for label, value in self.extra)
         if self.evidence:
             more = f" (+{len(self.evidence) - 1} more)" if len(self.evidence) > 1 else ""
