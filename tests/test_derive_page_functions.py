@@ -243,7 +243,7 @@ def test_text_output_names_the_number_its_derivation_and_evidence(cli):
         (
             ("fit", IDS["sweep"], "--bogus", "1"),
             "probebook: error: fit() has no option --bogus; its options are --tokens, --terms, --at, --mode "
-            "(call: fit(ref, tokens=None, terms='auto', at=(), mode=None))",
+            "(call: fit(ref, tokens=None, terms='auto', at=(), mode=None, unstable=False))",
         ),
         (
             ("saving", IDS["ablation"], "a", "b", "c", "d"),

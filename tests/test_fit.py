@@ -374,3 +374,21 @@ def test_three_repeated_points_on_a_and_b_still_give_a_plus_b():
     fit = fit_step_scaling(replicated(lambda s: 1e-5 * s + 1e-9 * s * s, (1024, 2048, 4096), (-1e-4, 0.0, 1e-4)))
     assert fit.terms == ("a", "b")
     assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-9) and fit.b_s_per_token2 == pytest.approx(1e-9, rel=1e-9)
+
+
+def test_points_flagged_unstable_are_left_out_and_named():
+    # the 2048-token point is flagged unstable and lies off the line; the other four are on 0.01 + 1e-5·S
+    samples = [{"tokens": s, "step_s": 0.01 + 1e-5 * s + e} for s in (512, 1024, 4096, 8192) for e in (-1e-4, 1e-4)]
+    samples += [{"tokens": 2048, "step_s": 0.5}, {"tokens": 2048, "step_s": 0.6}]
+    points = [{"tokens": s, "unstable": s == 2048} for s in (512, 1024, 2048, 4096, 8192)]
+    doc = {"probe": "step-scaling", "data": {"samples": samples, "points": points}}
+    fit = fit_evidence(doc, terms="c+a", bootstrap=50)
+    assert (fit.n_points, fit.c_s, fit.a_s_per_token) == (
+        4,
+        pytest.approx(0.01, rel=1e-9),
+        pytest.approx(1e-5, rel=1e-9),
+    )
+    assert (
+        fit.warnings[0] == "points flagged unstable in the evidence (CV over 5%) are left out of the fit: 2048 tokens"
+    )
+    assert fit_evidence(doc, terms="c+a", bootstrap=50, include_unstable=True).n_points == 5

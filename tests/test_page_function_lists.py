@@ -28,7 +28,7 @@ def test_every_registered_function_has_its_name_and_a_one_line_help() -> None:
 
 
 def test_the_usage_the_cli_shows_is_the_registry_signature() -> None:
-    assert calls.usage("fit") == "fit(ref, tokens=None, terms='auto', at=(), mode=None)"
+    assert calls.usage("fit") == "fit(ref, tokens=None, terms='auto', at=(), mode=None, unstable=False)"
     assert calls.usage("chart") == "chart(kind, *refs, **options)"
 
 

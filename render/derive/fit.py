@@ -35,7 +35,7 @@ seed, so deterministic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -234,14 +234,32 @@ def fit_evidence(
     bootstrap: int = BOOTSTRAP,
     seed: int = 0,
     source: str | None = None,
+    include_unstable: bool = False,
 ) -> StepFit:
-    """Fit a step-scaling evidence document (terms and tokens may be given as CLI-style text)."""
+    """Fit a step-scaling evidence document (terms and tokens may be given as CLI-style text).
+
+    Points the evidence flags unstable (their windows' CV over 5%) are left out by default and named in the
+    warnings (``include_unstable`` keeps them): a point the probe itself does not trust would otherwise set
+    the terms, and the step-anatomy sweep's two unstable points had moved its per-token term outside the
+    interval a re-measurement found (issue 23). They are kept, with a warning, when leaving them out would
+    leave fewer than three token counts to fit."""
     if isinstance(tokens, str):
         tokens = parse_token_range(tokens)
     if isinstance(terms, str):
         terms = parse_terms(terms)
-    return fit_step_scaling(
-        step_samples(doc, mode),
+    samples = step_samples(doc, mode)
+    note = None
+    shaky = unstable_tokens(doc, mode)
+    if shaky and not include_unstable:
+        kept = [p for p in samples if p[0] not in shaky]
+        listed = ", ".join(width_key(w) for w in sorted(shaky))
+        if len({p[0] for p in kept}) >= 3:
+            samples = kept
+            note = f"points flagged unstable in the evidence (CV over 5%) are left out of the fit: {listed} tokens"
+        else:
+            note = f"points flagged unstable in the evidence are fitted, as fewer than three stable ones remain: {listed} tokens"
+    fitted = fit_step_scaling(
+        samples,
         terms=terms,
         tokens=tokens,
         at=at,
@@ -250,6 +268,7 @@ def fit_evidence(
         seed=seed,
         source=source,
     )
+    return replace(fitted, warnings=(note, *fitted.warnings)) if note else fitted
 
 
 # -- fitting -------------------------------------------------------------------------
