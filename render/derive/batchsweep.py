@@ -90,7 +90,7 @@ def tied(
             raise ProbebookError(f"a tie test needs a whole number of windows >= 1, got {n!r}")
     se_fast = fast_tok_s * fast_cv / fast_windows**0.5
     se_next = next_tok_s * next_cv / next_windows**0.5
-    return abs(fast_tok_s - next_tok_s) <= TIE_Z * (se_fast**2 + se_next**2) ** 0.5
+    return bool(abs(fast_tok_s - next_tok_s) <= TIE_Z * (se_fast**2 + se_next**2) ** 0.5)
 
 
 def _spread(rows: Sequence[dict[str, Any]], batch: float) -> tuple[float, int] | None:

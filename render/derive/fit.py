@@ -257,7 +257,10 @@ def fit_evidence(
             samples = kept
             note = f"points flagged unstable in the evidence (CV over 5%) are left out of the fit: {listed} tokens"
         else:
-            note = f"points flagged unstable in the evidence are fitted, as fewer than three stable ones remain: {listed} tokens"
+            note = (
+                "points flagged unstable in the evidence are fitted, as fewer than three stable ones remain: "
+                f"{listed} tokens"
+            )
     fitted = fit_step_scaling(
         samples,
         terms=terms,

@@ -46,7 +46,7 @@ def fit(
 ) -> FitView:
     """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence (``unstable=True``: keep points flagged unstable)."""
     ref = page.ref(ref, "step-scaling", "fit()")
-    options = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
+    options: dict[str, Any] = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
     if unstable:
         options["unstable"] = True
     view = FitView(page.fit, ref, options)
