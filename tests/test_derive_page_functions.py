@@ -37,7 +37,7 @@ IDS = {
     "hvp": "sha256:3bd8e982da7d260dbc176450d87e2281caf8e6cfbda962de1d44090429cd0a0f",
     "util": "sha256:058b3c46b8703f4d64f20c56209d84629ae20b721380b9867d805fd591ff519a",  # H200 250m, NVML by UUID
     "campaign": "sha256:4e7724fd20320fe54d949fc52b4b999fe09b175b4367855d79073ef1d85bded7",  # H200 batch-sweep campaign
-    "rounds": "sha256:8db8990cc803afb5cb2677baad5bb1659a5af56875c11a81dbeb75ec1f41f15d",  # H200 250m ablation, 12 rounds
+    "rounds": "sha256:8db8990cc803afb5cb2677baad5bb1659a5af56875c11a81dbeb75ec1f41f15d",  # H200 250m ablation
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -246,8 +246,8 @@ def test_text_output_names_the_number_its_derivation_and_evidence(cli):
         ),
         (
             ("fit", IDS["sweep"], "--bogus", "1"),
-            "probebook: error: fit() has no option --bogus; its options are --tokens, --terms, --at, --mode, --unstable "
-            "(call: fit(ref, tokens=None, terms='auto', at=(), mode=None, unstable=False))",
+            "probebook: error: fit() has no option --bogus; its options are --tokens, --terms, --at, --mode, "
+            "--unstable (call: fit(ref, tokens=None, terms='auto', at=(), mode=None, unstable=False))",
         ),
         (
             ("saving", IDS["ablation"], "a", "b", "c", "d"),
