@@ -237,3 +237,19 @@ def test_summarize_names_the_runner_up_and_the_tie():
     ]
     (g,) = batchsweep.summarize(rows)
     assert (g.fastest_stable_batch, g.runner_up_batch, g.tie) == (4, 2, True)
+
+
+# -- a model that fails its own test marks every number taken from it ------------------------------
+
+
+def test_numbers_from_a_fit_that_fails_its_lack_of_fit_test_carry_the_mark():
+    from render.functions.views import EvidenceRef, FitView
+
+    plateau = [(float(s), max(0.05, 1e-5 * s) + e) for s in (512, 1024, 2048, 4096, 8192) for e in (-1e-4, 0.0, 1e-4)]
+    misfit = fit.fit_step_scaling(plateau, terms="c+a", bootstrap=50)
+    assert misfit.misfit is True
+    view = FitView(lambda ref, options, at: misfit, EvidenceRef("sweep", ID, "step-scaling"), {"terms": "c+a"})
+    assert (view.c.mark, view.a.mark, view.max_residual.mark) == ("lack of fit", "lack of fit", None)
+    assert "fails its own lack-of-fit test" in view.c.title
+    line = [(float(s), 0.01 + 1e-5 * s + e) for s in (512, 1024, 2048) for e in (-1e-4, 0.0, 1e-4)]
+    assert fit.fit_step_scaling(line, terms="c+a", bootstrap=50).misfit is False

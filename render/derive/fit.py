@@ -94,6 +94,9 @@ class StepFit:
 
     outliers: tuple[tuple[float, float], ...] = ()
     """``(S, step_s)`` of samples left out of the fit as outliers."""
+    misfit: bool = False
+    """True when the model fails its own test (lack of fit against the replicate noise, or residuals that trend):
+    every number taken from it carries that mark wherever it appears (``render.functions.views.FitView``)."""
 
     def predict(self, s: Any) -> Any:
         """The model's step time in seconds at sequence length ``s`` (number or array)."""
@@ -442,7 +445,9 @@ def _fit_scaled(
             "each token count has a single sample: no noise floor, no confidence intervals "
             "(repeat windows per token count to get them)"
         )
+    misfit = False
     if num.trending(residuals, means, counts, noise):
+        misfit = True
         warns.append(
             f"the residuals {'rise' if residuals[-1] > residuals[0] else 'fall'} steadily from the shortest to the "
             f"longest sequence (largest {numbers.general(np.max(np.abs(residuals)) * y_unit, 3)} s): the "
@@ -455,6 +460,7 @@ def _fit_scaled(
         stat = math.inf if pure[0] <= 0 else (lack_ss / lof_dof) / pure[0]
         p_value = 1.0 if lack_ss <= 1e-20 * float(y @ y) else num.f_pvalue(stat, lof_dof, pure_dof)
         if p_value < ALPHA_LACK_OF_FIT:
+            misfit = True
             warns.append(
                 lack_of_fit_warning(
                     [float(r) * y_unit for r in residuals],
@@ -499,6 +505,7 @@ def _fit_scaled(
         ci=ci,
         warnings=tuple(warns),
         outliers=outlier_samples,
+        misfit=misfit,
     )
 
 

@@ -259,7 +259,11 @@ class Quantity:
             parts.append(self.note)
         if self.mark:
             marks = [m.strip() for m in self.mark.split(",")]
-            said = {"partial": "from partial evidence", "within noise": "within noise: its interval contains zero"}
+            said = {
+                "partial": "from partial evidence",
+                "within noise": "within noise: its interval contains zero",
+                "lack of fit": "from a model that fails its own lack-of-fit test (the fit's warnings say how)",
+            }
             parts.extend(said.get(m, m) for m in marks)
         parts.extend(f"{label} {value}" for label, value in self.extra)
         if self.evidence:

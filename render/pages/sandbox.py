@@ -132,7 +132,7 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     state = _STATE.get()
     if isinstance(value, Quantity):
         if state.partial.intersection(value.evidence):
-            value = replace(value, mark="partial")
+            value = replace(value, mark=f"{value.mark}, partial" if value.mark else "partial")
         state.record(value)
         return value.markdown(state.rel)
     if isinstance(value, Block):
@@ -464,7 +464,8 @@ def evaluate_summary(
             directions.check_label(headline.label, value, where)
         except ProbebookError as exc:
             raise PageError(str(exc)) from None
-        marks = ["partial"] if state.partial.intersection(value.evidence) else []
+        marks = [value.mark] if value.mark else []  # a fit's own mark stays (lack of fit)
+        marks += ["partial"] if state.partial.intersection(value.evidence) else []
         marks += [m for m in (directions.headline_mark(value),) if m]
         if marks:
             value = replace(value, mark=", ".join(marks))
