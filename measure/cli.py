@@ -3,7 +3,7 @@
 ``add_probe_commands(subparsers)`` adds every probe in ``measure.probes.PROBES`` (and ``recover``) to
 whichever subparsers object it is given: ``probebook measure`` gives its own, ``python -m measure``
 its top level. A probe's options are generated from its ``Config`` dataclass (``measure.options``),
-its help and example are its module's ``HELP`` and ``EXAMPLE`` (ARCHITECTURE.md §5.1). Nothing here
+its help and example are its module's ``HELP`` and ``EXAMPLE`` (ARCHITECTURE.md §Probes). Nothing here
 imports torch: probe modules import it inside ``run``.
 """
 
@@ -55,7 +55,7 @@ def declarations() -> dict[str, dict[str, Any]]:
     """Every probe's current version and options as plain data (``measure.options.declared``), by probe name.
 
     The CLI hands this to render, which writes each evidence document's command back from its params
-    (a record's reproduce block) and never imports a probe itself (ARCHITECTURE.md §3).
+    (a record's reproduce block) and never imports a probe itself (ARCHITECTURE.md §Invariants).
     """
     out = {}
     for name in PROBES:

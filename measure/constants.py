@@ -1,4 +1,4 @@
-"""The timing rules' numbers, in one torch-free module that render may import (ARCHITECTURE.md §3, §5.2).
+"""The timing rules' numbers, in one torch-free module that render may import (ARCHITECTURE.md §Invariants, §Timing).
 
 The probes time with them (``measure.timing``), render's derivations judge stability with them
 (``render.derive.lossmem``), and the methodology page prints them through the ``constant()`` page

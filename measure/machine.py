@@ -1,4 +1,4 @@
-"""Machine and code fingerprints recorded in every evidence envelope (ARCHITECTURE.md §4.1).
+"""Machine and code fingerprints recorded in every evidence envelope (ARCHITECTURE.md §Evidence).
 
 GPU facts come from torch and, where installed, nvidia-ml-py (``pynvml``). Each reading that
 fails is recorded as ``null`` rather than guessed; a machine without CUDA says so.

@@ -8,7 +8,7 @@ What a type cannot say goes in the field's metadata through ``option(...)``: ``c
 by argparse for a single value and by ``check_choices`` for every item of a list), ``aliases``
 such as ``--rounds``, and a ``metavar``. ``config_from_args`` builds the ``Config`` back from
 parsed arguments, so the dataclass validates every value and a default exists in one place
-(ARCHITECTURE.md §5.1). No torch is imported here.
+(ARCHITECTURE.md §Probes). No torch is imported here.
 """
 
 from __future__ import annotations

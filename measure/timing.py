@@ -1,4 +1,4 @@
-"""The timing core shared by every probe (ARCHITECTURE.md §5.2): clocks, windows, medians, CV, interleaved arms.
+"""The timing core shared by every probe (ARCHITECTURE.md §Timing): clocks, windows, medians, CV, interleaved arms.
 
 * On CUDA the clock is a pair of CUDA events recorded on the current (compute) stream around a
   window of iterations; the host waits on the end event before reading the elapsed time.

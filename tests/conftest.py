@@ -2,7 +2,7 @@
 
 An expensive result that several tests only read (the fixture site, a probe run, a campaign) is
 made once per session for all xdist workers with ``shared_folder`` (see its docstring and
-ARCHITECTURE.md §10); ``fixture_site`` is the worked example.
+ARCHITECTURE.md §Tests and gates); ``fixture_site`` is the worked example.
 """
 
 from __future__ import annotations
@@ -232,4 +232,4 @@ FIT_JSON_KEYS = [
     "quadratic_share",
     "n_points",
 ]
-"""The step-scaling fit's JSON object, key by key in order (ARCHITECTURE.md §6.2)."""
+"""The step-scaling fit's JSON object, key by key in order (``render.derive.fit.StepFit.to_json``)."""

@@ -1,4 +1,4 @@
-"""The importer: column contracts (ARCHITECTURE.md §4.3) on CSV and JSON, typed rows, every malformed import input."""
+"""The importer: column contracts (ARCHITECTURE.md §Evidence) on CSV and JSON, typed rows, malformed import input."""
 
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ def test_step_scaling(cli, archive):
         assert {"mode", "tokens", "batch", "median_step_s", "cv", "windows", "unstable"} <= set(p)
         assert p["windows"] == sum(1 for r in rows if (r["mode"], r["tokens"]) == (p["mode"], p["tokens"]))
     params = doc["params"]
-    observed = doc["data"]["observed"]  # what ran is observed data, never an input (ARCHITECTURE.md §3)
+    observed = doc["data"]["observed"]  # what ran is observed data, never an input (ARCHITECTURE.md §Invariants)
     assert params["n_params"] == 361088 and observed["compile_engaged"] is False
     assert observed["sdpa_backend"] not in (None, "none") and "sdpa_backend" not in params
     assert observed["dtype"] == "bfloat16"

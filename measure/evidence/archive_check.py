@@ -1,4 +1,4 @@
-"""One pass over an archive for ``probebook archive verify`` (ARCHITECTURE.md §4.2).
+"""One pass over an archive for ``probebook archive verify`` (ARCHITECTURE.md §Evidence).
 
 The archive's folders are listed once (``Store.tree``). Each stored file is read once: its bytes are
 hashed and compared with its name, and a file whose bytes match is parsed and validated from the same

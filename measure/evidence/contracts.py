@@ -1,4 +1,4 @@
-"""Column contracts: the one table of what each probe's ``data.samples`` rows hold (ARCHITECTURE.md §4.3).
+"""Column contracts: the one table of what each probe's ``data.samples`` rows hold (ARCHITECTURE.md §Evidence).
 
 A contract names a probe's required columns and its optional ones, each with a kind, and the order
 its columns are shown in on an evidence page. The importer checks (and types) imported rows against
@@ -11,7 +11,7 @@ by it. Kinds:
 
 A batch-sweep row that ran out of memory has no throughput or peak: ``tok_s`` and ``peak_bytes`` may
 be null on an ``oom`` row, and an ``ok`` row needs ``tok_s`` (``status_problem``, the rule's one home).
-Nothing here imports torch or render: render may import this module (ARCHITECTURE.md §3).
+Nothing here imports torch or render: render may import this module (ARCHITECTURE.md §Invariants).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ CONTRACTS: dict[str, Contract] = {
     ),
     "loss-memory": Contract(
         required={"arm": "text", "microbatch": "count", "tokens_per_step": "count", "peak_bytes": "bytes"},
-        # device_bytes: the card's total memory, so render can tell a spill (a peak above it, ARCHITECTURE.md §8)
+        # device_bytes: the card's total memory, so render can tell a spill (a peak above it, ARCHITECTURE.md §Lessons)
         optional={"tok_s": "rate", "vocab": "count", "device_bytes": "count"},
         shown=("arm", "microbatch", "tokens_per_step", "vocab", "peak_bytes", "tok_s"),
     ),

@@ -1,10 +1,24 @@
-"""The evidence envelope: one JSON document per probe run or import (ARCHITECTURE.md §4.1).
+"""The evidence envelope: one JSON document per probe run or import (ARCHITECTURE.md §Evidence).
 
 A document's bytes are canonical JSON (sorted keys, ``,``/``:`` separators, UTF-8, no
 NaN/Infinity) and its name is the SHA-256 of those bytes, written ``sha256:<64 hex>``.
 Tabular measurements live in ``data["samples"]``, a list of flat objects (one per sample),
 never positional arrays. Older schema versions are migrated by the functions in
 ``MIGRATIONS`` beside the loader; the loader itself refuses them and says what to run.
+
+The fields (``schema/evidence-1.schema.json`` holds the same): ``schema`` (``probebook.evidence/1``);
+``probe`` and ``probe_version`` (the instrument and the version of its measurement design); ``created_at``
+(UTC ISO-8601); ``machine`` (the fingerprint: GPU, driver, CUDA, torch, clocks, power limit, MIG, ECC,
+PCIe, CPU; a CPU-only machine says so); ``code`` (probebook version, git commit and ``dirty``, both
+``null`` without a commit, the SHA-256 of the probe's source and of the ``measure`` package,
+``measure_source_sha256``); ``params`` (every input that shaped the run); ``data`` (the raw
+measurements: ``samples``, windows, failures; aggregates may be added, never replace samples);
+``status`` (``complete``, ``partial``: stopped early, what it has is valid, or ``failed`` with
+``error``); ``origin`` (``measured``, or ``imported`` with a ``source`` text). The id abbreviates to a
+unique prefix of at least 12 hex. A probe whose ``data`` layout changes bumps its ``probe_version``, and
+``for_reading`` presents older versions in the current layout when render loads them (observations
+older versions kept in ``params`` move to ``data["observed"]``; ``ddp``'s positional bucket arrays get
+their field names); the archived bytes never change.
 """
 
 from __future__ import annotations
@@ -469,7 +483,8 @@ def _written_back_alike(doc: dict[str, Any], raw: bytes) -> bool:
 # --- reading older probe versions: applied where render loads evidence, never written back --------
 
 OBSERVED_IN_PARAMS_UNTIL = {"kernels": 2, "ablate": 1, "step-scaling": 1}
-"""Probe -> its last version that kept what it observed at run time in ``params`` (ARCHITECTURE.md §3, item 7)."""
+"""Probe -> its last version that kept what it observed at run time in ``params``
+(ARCHITECTURE.md §Invariants, item 7)."""
 OBSERVED_PARAMS = {
     "sdpa_backend": "sdpa_backend",
     "compile_engaged": "compile_engaged",

@@ -1,4 +1,4 @@
-"""Turn measurements taken elsewhere (CSV or JSON rows) into imported evidence (ARCHITECTURE.md §4.3).
+"""Turn measurements taken elsewhere (CSV or JSON rows) into imported evidence (ARCHITECTURE.md §Evidence).
 
 Each importable probe has a column contract: required columns with a kind each. Extra
 columns are kept. Every rejected value is reported as ``FILE row N column C: why``.

@@ -1,4 +1,4 @@
-"""The write-once, content-addressed evidence archive (ARCHITECTURE.md §4.2).
+"""The write-once, content-addressed evidence archive (ARCHITECTURE.md §Evidence).
 
 Layout: ``<root>/evidence/sha256/<2 hex>/<62 hex>.json``. A write goes to a temp file in
 the same folder, is fsynced, then hard-linked to its final name (``link`` fails if the name

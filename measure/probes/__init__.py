@@ -1,4 +1,6 @@
-"""The probe registry: one line per probe, its name and its module (ARCHITECTURE.md §5.1, §9.1).
+"""The probe registry: one line per probe, its name and its module.
+
+See ARCHITECTURE.md §Probes, §A probe.
 
 Each module exports ``PROBE``, ``VERSION``, ``HELP``, ``EXAMPLE``, a ``Config`` dataclass (its
 command-line options) and ``run(config, journal=None, progress=False) -> Evidence``. Probe modules

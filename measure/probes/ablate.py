@@ -1,6 +1,6 @@
 """``ablate``: what removing one term of the training step buys, by interleaved arms.
 
-A profile attributes time; an ablation says what removing a term saves (ARCHITECTURE.md §8). Arms run
+A profile attributes time; an ablation says what removing a term saves (ARCHITECTURE.md §Lessons). Arms run
 A, B, C, ... in every round (``measure.timing.time_interleaved``) so drift cannot favour one.
 
 * ``baseline``: the real step, with its input batch copied host->device (from pinned memory,

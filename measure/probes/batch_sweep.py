@@ -1,7 +1,7 @@
 """``batch-sweep``: at each context, walk the batch up in powers of two until the first OOM or a cap.
 
 Every (context, batch) point runs in a fresh process (``measure.run.isolate``): a hard CUDA
-out-of-memory poisons the process that hits it (ARCHITECTURE.md §8). The child builds the workload,
+out-of-memory poisons the process that hits it (ARCHITECTURE.md §Lessons). The child builds the workload,
 makes one synthetic batch, warms up, resets the peak, times windows of real training steps
 (``measure.timing``), reads the peak (``measure.peakmem``) and profiles one more step to observe
 the SDPA backend and whether compilation engaged. With ``window_s`` (version 2) the calls per
@@ -22,7 +22,7 @@ with the columns render reads (``model``, ``params``, ``context``, ``batch``, ``
 * On CPU nothing is faked: the peak is the process's peak RSS (``linux-vmhwm``) and the walk stops
   at the cap with ``ok`` rows, unless ``cpu_memory_limit_bytes`` gives every point process a real
   address-space limit (``RLIMIT_AS``), past which an allocation genuinely fails: an OOM boundary.
-* A sweep that changes nothing is a bug (ARCHITECTURE.md §8): the child counts the elements of the batch
+* A sweep that changes nothing is a bug (ARCHITECTURE.md §Lessons): the child counts the elements of the batch
   it built; a context whose batches all hold the same number of elements (``make_batch`` ignored
   the batch size), or whose ok points all show the same peak and step time, is stored ``failed``.
 """
@@ -298,7 +298,7 @@ def _row(model: str, n_params: int, s: int, b: int, result: dict[str, Any], outc
         "reserved_bytes": result.get("reserved_bytes") if ok else None,
         "peak_before_oom_bytes": result.get("peak_before_oom_bytes"),
         "peak_method": result.get("peak_method"),
-        # ARCHITECTURE.md §8: a peak above the card proves a spill (False never proves a fit)
+        # ARCHITECTURE.md §Lessons: a peak above the card proves a spill (False never proves a fit)
         "peak_over_device": (peak > total) if (peak is not None and total) else None,
         "free_bytes_at_start": result.get("free_bytes_at_start"),
         "device_total_bytes": total,

@@ -134,7 +134,7 @@ def model_flops_per_token(
 def refuse_unused(config: Any, names: tuple[str, ...], why: str) -> None:
     """Refuse a shared option the probe inherits but does not use, when it is set away from its default.
 
-    A probe that inherits ``CommonConfig`` (ARCHITECTURE.md §5.1) without using every field must not take
+    A probe that inherits ``CommonConfig`` (ARCHITECTURE.md §Probes) without using every field must not take
     such a value silently: the run would record an input that never shaped it.
     """
     for f in fields(config):

@@ -21,7 +21,7 @@ point whose observed path is not its arm's makes the evidence ``failed``. Before
 also computes the loss once without gradients; the two arms' values must agree (same model, same
 batch, same mathematics).
 
-Columns (ARCHITECTURE.md §4.3, read by ``render.derive.lossmem``): ``microbatch`` is the step's batch in
+Columns (ARCHITECTURE.md §Evidence, read by ``render.derive.lossmem``): ``microbatch`` is the step's batch in
 sequences of ``context`` tokens; ``tokens_per_step`` is, as ``bytes_per_logit_element`` reads it,
 the tokens one more unit of ``microbatch`` adds, i.e. one sequence: ``context``. Then the
 difference of the two arms' slopes of ``peak_bytes`` against ``microbatch``, divided by

@@ -3,7 +3,7 @@
 Each (mode, S) point builds one synthetic batch on the device, warms up, and times windows of
 real training steps (``measure.timing``). ``fixed_batch`` holds B and grows the tokens per step
 with S; ``fixed_tokens`` holds B*S near ``tokens_per_step`` (B = tokens_per_step // S). The render
-side fits step(S) = c + a*S + b*S^2 to the points (ARCHITECTURE.md §6.2). A soft CUDA out-of-memory at one
+side fits step(S) = c + a*S + b*S^2 to the points (ARCHITECTURE.md §Derivations). A soft CUDA out-of-memory at one
 point is recorded as that point's ``status: "oom"`` and the sweep continues. With ``--compile``
 dynamo's caches are reset before every point, so each shape gets its own specialised graph and
 the recompile limit never silently drops a point back to eager (what ran is observed per point).

@@ -1,4 +1,4 @@
-"""Run one probe point in a fresh Python process and read back its result (ARCHITECTURE.md §5.4, §8).
+"""Run one probe point in a fresh Python process and read back its result (ARCHITECTURE.md §Lessons).
 
 Why a process per point: a hard CUDA out-of-memory (or any sticky CUDA error) poisons the
 process that hit it, so a sweep that walks up to OOM measures each point in its own process;

@@ -1,4 +1,4 @@
-"""What a probe times: a model, a batch maker and a training step (ARCHITECTURE.md §5.3, issue 4).
+"""What a probe times: a model, a batch maker and a training step (ARCHITECTURE.md §Workloads, issue 4).
 
 ``load_workload(options)`` returns a ``Workload``: the reference decoder for a preset, or a
 user's own harness named ``package.module:factory``. The plug-in factory is called with a

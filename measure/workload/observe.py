@@ -1,7 +1,7 @@
 """Observe what actually ran in one training step: SDPA backend, compilation, compute dtype, loss op.
 
 Everything here is read from a ``torch.profiler`` trace of a real step (operator names) and a
-forward hook on the model (output dtype); nothing is inferred from a flag (ARCHITECTURE.md §5.3).
+forward hook on the model (output dtype); nothing is inferred from a flag (ARCHITECTURE.md §Workloads).
 """
 
 from __future__ import annotations

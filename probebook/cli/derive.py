@@ -63,7 +63,7 @@ def register(sub: Any) -> None:
     p.add_argument("--at", metavar="W,...", help="widths at which to report the quadratic share b·W/(a+b·W)")
     p.add_argument("--mode", choices=MODES, help="rows of this mode (default fixed_batch where a mode column exists)")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for intervals (default 200)")
-    p.add_argument("--json", action="store_true", help="print the fit as one JSON object only (ARCHITECTURE.md §6.2)")
+    p.add_argument("--json", action="store_true", help="print the fit as one JSON object only")
 
     p = command(
         sub,

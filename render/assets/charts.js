@@ -1,4 +1,4 @@
-// Interactive charts (ARCHITECTURE.md §6.5, render/chart_assets.py). Each chart on a page is a pair
+// Interactive charts (ARCHITECTURE.md §Charts and tables, render/site/assets.py). Each chart on a page is a pair
 // of static SVGs (light and dark) followed by a link to its Vega-Lite spec. With scripts on, this
 // draws the spec of the page's colour scheme with vega-embed (bundled into the site, never fetched
 // from elsewhere) and hides the SVGs; when the scheme changes it draws the other spec. Without

@@ -1,4 +1,4 @@
-"""Work done while the site engine runs: a cold build's charts, made files and sanitizing (ARCHITECTURE.md §6.8).
+"""Work done while the site engine runs: a cold build's charts, made files and sanitizing (ARCHITECTURE.md §The build).
 
 The site engine (mkdocs) builds on one core, in a subprocess. Most of the rest of a cold build is
 drawing charts (altair and vl-convert, about 0.1 s of CPU each) and making the vega-embed bundle and the

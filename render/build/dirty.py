@@ -1,4 +1,4 @@
-"""Incremental builds, the site engine's half: rebuild only the pages whose Markdown changed (ARCHITECTURE.md §6.7).
+"""Incremental builds, the site engine's half: rebuild only the pages whose Markdown changed (ARCHITECTURE.md §The build).
 
 ``render.build.incremental`` rewrites only the tree files whose bytes changed, so an unchanged page keeps its
 modification time. When the last build's state (``<build>/site.json``) says the current site was built

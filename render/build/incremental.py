@@ -1,4 +1,4 @@
-"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md §6.7).
+"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md §The build).
 
 A hand-written page's output (its Markdown, the charts and downloads its functions made, its ledger
 rows and claims, the evidence it cites) is a function of its inputs: its source bytes, the evidence

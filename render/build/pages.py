@@ -1,4 +1,4 @@
-"""One hand-written page, rendered: its cache key, and its Markdown with header, results, notices and footer (§6.4).
+"""One hand-written page, rendered: its cache key, and its Markdown with header, results, notices and footer (ARCHITECTURE.md §Pages).
 
 ``render.build.stages.render_pages`` calls these for every page, in this process or in a worker
 (``render.build.parallel``); a page's output depends only on what its key names (``render.build.incremental``).

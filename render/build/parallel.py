@@ -1,4 +1,4 @@
-"""Pages rendered on every core: a pool of forked workers for a build with many pages to render (ARCHITECTURE.md §6.7).
+"""Pages rendered on every core: a pool of forked workers for a build with many pages to render (ARCHITECTURE.md §The build).
 
 A page's output is a function of its inputs (``render.build.incremental``), so pages can be rendered in any
 order and in any process; the build assembles them in page order, and the first error in page order

@@ -2,7 +2,7 @@
 
 A polling watcher (no extra dependency, works on every filesystem) compares a fingerprint of
 the watched files (path, size, mtime) every ``interval`` seconds (the archive's every
-``EVIDENCE_EVERY_S``). Builds are incremental (ARCHITECTURE.md §6.7) and the parsed archive is kept
+``EVIDENCE_EVERY_S``). Builds are incremental (ARCHITECTURE.md §The build) and the parsed archive is kept
 between them, so a save rebuilds the edited page only. A build that fails prints its
 one-line error and keeps the last good site in place until the next change.
 """

@@ -1,4 +1,4 @@
-"""The build: one linear pipeline of named stages, each taking and returning plain data (ARCHITECTURE.md §6.1).
+"""The build: one linear pipeline of named stages, each taking and returning plain data (ARCHITECTURE.md §The build).
 
 ``load_evidence`` (verify + parse the archive) -> ``load_sources`` (front matter, records) ->
 ``lint`` -> ``render_pages`` (templates call the derivations; every number becomes a ledger

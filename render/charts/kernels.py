@@ -1,7 +1,7 @@
 """Chart kind ``kernel-shares``: the share of device kernel time per category, one bar per run in each
 category, from a kernels run's rows or its ``data.shares``. Registered in ``render.charts.draw.KINDS``; the builder
 checks its input and writes its alt text, then returns a ``draw`` closure that alone imports altair
-(ARCHITECTURE.md §6.5, §9.3).
+(ARCHITECTURE.md §Charts and tables, §A chart or a table).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Marks and legends every chart shares: timed points (stable filled, unstable a hollow triangle), out-of-memory
-crosses, a fit's stroke, one legend per meaning, and the axis formats (ARCHITECTURE.md §6.5); and what every
-kind's builder shares (``Draw``, ``sample_rows``, ``plain_number``), wherever the builder lives.
+crosses, a fit's stroke, one legend per meaning, and the axis formats (ARCHITECTURE.md §Charts and tables); and
+what every kind's builder shares (``Draw``, ``sample_rows``, ``plain_number``), wherever the builder lives.
 
 An unstable point (its windows' CV over 5%, ``render.derive.lossmem.unstable``) is drawn the same way in
 every chart that plots timed points, with its own legend entry, as the tables mark it (issue 7).

@@ -1,4 +1,4 @@
-"""A Vega-Lite spec -> deterministic, offline SVG through vl-convert (ARCHITECTURE.md §6.5).
+"""A Vega-Lite spec -> deterministic, offline SVG through vl-convert (ARCHITECTURE.md §Charts and tables).
 
 vl-convert embeds Vega and draws without a browser or network. It numbers clip paths and
 gradients with a process-wide counter (``clip1``, ``clip2`` ... on successive calls), so every

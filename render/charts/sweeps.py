@@ -1,7 +1,8 @@
 """Chart kinds over a sweep of batch sizes: ``batch-sweep`` (throughput or peak memory against batch, one line
 per context, the first out-of-memory batch marked) and ``loss-memory`` (peak memory against microbatch, one
 line per loss arm). Registered in ``render.charts.draw.KINDS``; each builder checks its input and writes its alt
-text, then returns a ``draw`` closure that alone imports altair (ARCHITECTURE.md §6.5, §9.3).
+text, then returns a ``draw`` closure that alone imports altair
+(ARCHITECTURE.md §Charts and tables, §A chart or a table).
 """
 
 from __future__ import annotations

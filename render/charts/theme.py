@@ -8,7 +8,7 @@ Universal Design*, 2002, https://jfly.uni-koeln.de/color/), chosen to stay disti
 common colour-vision deficiencies; marks that mean something besides their series (a fit, an
 out-of-memory batch, an unstable point) also differ in shape or dash, never in colour alone.
 
-Legibility (ARCHITECTURE.md §6.5): a page shows an SVG at its own width, shrunk to the column
+Legibility (ARCHITECTURE.md §Charts and tables): a page shows an SVG at its own width, shrunk to the column
 when the column is narrower. On a 390-px-wide phone the column is about 358 px (mkdocs-material's
 0.8 rem margins at 20 px), so a chart at most ``MAX_WIDTH_PX`` wide with text of at least
 ``TEXT_PX`` keeps every glyph at 12 px or more: ``TEXT_PX * 358 / MAX_WIDTH_PX >= 12``.

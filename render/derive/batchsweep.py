@@ -1,8 +1,8 @@
 """Batch sweeps to OOM: per model and context, which batches fit and which is fastest.
 
-Rows are batch-sweep evidence samples (ARCHITECTURE.md §4.3): ``model``, ``params``, ``context``,
+Rows are batch-sweep evidence samples (ARCHITECTURE.md §Evidence): ``model``, ``params``, ``context``,
 ``batch``, ``tok_s``, ``peak_bytes``, ``status`` (``ok`` or ``oom``; an OOM row has no
-throughput). Following ARCHITECTURE.md §8, "fits" means more than "did not OOM": a batch counts as
+throughput). Following ARCHITECTURE.md §Lessons, "fits" means more than "did not OOM": a batch counts as
 fitting only if it ran (``ok``), lies below the first OOM, its peak is not above the card's total
 memory (a proven spill), and its throughput has not collapsed against the neighbouring smaller
 batch (``lossmem.stable_prefix``); a batch past a collapse is probably spilling, and one above an

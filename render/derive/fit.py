@@ -103,7 +103,9 @@ class StepFit:
         return num.predict({"c": self.c_s, "a": self.a_s_per_token, "b": self.b_s_per_token2}, s)
 
     def to_json(self) -> dict[str, Any]:
-        """Exactly ARCHITECTURE.md §6.2's object for ``probebook fit step-scaling --json``."""
+        """The object ``probebook fit step-scaling --json`` prints: ``{"terms": [...], "c_s", "a_s_per_token",
+        "b_s_per_token2", "residuals_s": [...], "max_abs_residual_s", "asymptote_tok_s" (or null),
+        "quadratic_share": {"W": x}, "n_points", ...}``, absent terms 0."""
         out = {
             "terms": list(self.terms),
             "c_s": self.c_s,

@@ -1,11 +1,11 @@
 """Loss-kernel memory: what each extra microbatch costs in peak memory, per loss arm.
 
-Rows are loss-memory evidence samples (ARCHITECTURE.md §4.3): ``arm`` (the loss implementation),
+Rows are loss-memory evidence samples (ARCHITECTURE.md §Evidence): ``arm`` (the loss implementation),
 ``microbatch``, ``tokens_per_step``, ``peak_bytes``, optional ``tok_s`` and ``vocab``.
 The marginal bytes per microbatch is a least-squares slope; the difference of two arms'
 slopes, divided by the logits one microbatch adds (``tokens_per_step × vocab``), is the bytes
 each logit element costs in the heavier arm (e.g. an fp32 logits tensor plus its gradient).
-The largest usable microbatch follows ARCHITECTURE.md §8: a peak above the card's total memory
+The largest usable microbatch follows ARCHITECTURE.md §Lessons: a peak above the card's total memory
 proves a spill, and a throughput collapse against the neighbouring point is the reliable sign of
 one; a peak below the card does not prove a fit. The card's total is a row's ``device_bytes``
 (imported CSVs) or ``device_total_bytes`` (the probes), else the evidence machine's memory.

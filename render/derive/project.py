@@ -1,4 +1,4 @@
-"""Training-time projections: ``T = k·P / R`` (ARCHITECTURE.md §6.2).
+"""Training-time projections: ``T = k·P / R`` (ARCHITECTURE.md §Derivations).
 
 ``P`` parameters trained on ``k`` tokens per parameter (default 20, the compute-optimal
 ratio of Hoffmann et al., "Training Compute-Optimal Large Language Models", 2022, Table 3)

@@ -1,4 +1,4 @@
-"""What the GPU's clocks, power and utilisation did during a probe's timed windows (ARCHITECTURE.md §6.4).
+"""What the GPU's clocks, power and utilisation did during a probe's timed windows (ARCHITECTURE.md §Pages).
 
 The probe (``--utilisation``) samples NVML on a background thread and keeps one summary per
 timed window in ``data.samples`` (``sm_clock_mhz_min``, ``sm_clock_mhz_median``, ``power_w_max``,

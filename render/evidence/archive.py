@@ -1,4 +1,4 @@
-"""The build's first stage: the archive verified and parsed (ARCHITECTURE.md §6.1)."""
+"""The build's first stage: the archive verified and parsed (ARCHITECTURE.md §The build)."""
 
 from __future__ import annotations
 

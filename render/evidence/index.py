@@ -1,6 +1,6 @@
 """The Evidence index: every archived document, grouped by probe, machine and date, on pages of bounded size.
 
-Evidence pages are not in the site's navigation (ARCHITECTURE.md §6.4): a navigation listing every
+Evidence pages are not in the site's navigation (ARCHITECTURE.md §Pages): a navigation listing every
 document is printed into every page, so each page grew with the archive and the site with its square
 (issue 15: about 400 KB a page and 429 MB in all at 1,000 documents). The navigation holds one
 *Evidence* entry, ``evidence/index.md``: one line per (probe, machine) group with its count, its

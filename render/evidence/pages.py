@@ -1,4 +1,4 @@
-"""One generated page per evidence id (ARCHITECTURE.md §6.4); the index of them is ``render/evidence/index.py``.
+"""One generated page per evidence id (ARCHITECTURE.md §Pages); the index of them is ``render/evidence/index.py``.
 
 A page is titled by what was measured (probe, preset, shape, date) with the id beneath it, opens
 with one sentence saying what the document holds, and shows the envelope, the machine (its idle

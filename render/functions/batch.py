@@ -1,4 +1,5 @@
-"""Page functions of the batch-sweep records: ``batch_summary()``, ``batch_models()``, ``campaign_time()`` (§6.4).
+"""Page functions of the batch-sweep records: ``batch_summary()``, ``batch_models()``, ``campaign_time()``
+(ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 summaries themselves are ``render.derive.batchsweep.summarize`` (``batch_summary()`` shows one),

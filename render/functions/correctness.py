@@ -1,4 +1,4 @@
-"""Page functions of the correctness records: agreement, hvp, hvp_speedup, stream (ARCHITECTURE.md §6.4).
+"""Page functions of the correctness records: agreement, hvp, hvp_speedup, stream (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/correctness.py``.
@@ -25,7 +25,7 @@ from render.derive import correctness
 from render.derive import utilisation as utilmod
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, _View, call_text, number, quantity
+from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
 
 if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 _REL = {"fmt": ".2e"}
 
 
-class AgreementView(_View):
+class AgreementView(FieldView):
     FIELDS = {
         "loss": ("loss_rel_l2", "", _REL),
         "logits": ("logits_rel_l2", "", _REL),
@@ -55,7 +55,7 @@ class AgreementView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class UtilisationView(_View):
+class UtilisationView(FieldView):
     FIELDS = {
         "sm_clock_min": ("sm_clock_mhz_min", "MHz", {"fmt": ".0f"}),
         "sm_clock": ("sm_clock_mhz_median", "MHz", {"fmt": ".0f"}),
@@ -72,7 +72,7 @@ class UtilisationView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class HvpView(_View):
+class HvpView(FieldView):
     FIELDS = {
         "warm": ("warm_median_s", "s", {"display": "ms", "fmt": ".4g"}),
         "first_call": ("first_call_s", "s", {"fmt": ".3g"}),
@@ -86,7 +86,7 @@ class HvpView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class StreamView(_View):
+class StreamView(FieldView):
     FIELDS = {
         "step": ("median_step_s", "s", {"display": "ms", "fmt": ".4g"}),
         "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),

@@ -234,7 +234,7 @@ def claim(page: Page, *args: Any) -> claims.Claim:
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:
-    """(base unit, display unit, format) for a sample field, from the naming convention (ARCHITECTURE.md §4.1)."""
+    """(base unit, display unit, format) for a sample field, from the naming convention (ARCHITECTURE.md §Evidence)."""
     if field in _RATE_FIELDS:
         return _RATE_FIELDS[field]
     if field.endswith(("_s", "_ms", "_us")) or field == "time":

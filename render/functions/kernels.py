@@ -1,4 +1,4 @@
-"""Page functions of the kernel records: ``gemm_ceiling``, ``kernel_share``, ``kernel_time`` (ARCHITECTURE.md §6.4).
+"""Page functions of the kernel records: ``gemm_ceiling``, ``kernel_share``, ``kernel_time`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/gemm.py`` and ``render/derive/kernels.py``.

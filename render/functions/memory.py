@@ -1,4 +1,4 @@
-"""Page functions of the loss-memory records: ``loss_memory``, ``logit_bytes`` (ARCHITECTURE.md §6.4).
+"""Page functions of the loss-memory records: ``loss_memory``, ``logit_bytes`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/lossmem.py``.

@@ -1,8 +1,8 @@
 """The page functions' names for the CLI's help, read from the decorators without importing a page function.
 
 ``probebook derive --help`` lists the page functions; importing them for that (``registry.registry``)
-would load numpy, jinja2 and the page machinery into every ``probebook`` process (ARCHITECTURE.md
-§Fast processes). So this module reads the same fact, the ``@page_function`` line above each function
+would load numpy, jinja2 and the page machinery into every ``probebook`` process (ARCHITECTURE.md §Fast processes).
+So this module reads the same fact, the ``@page_function`` line above each function
 in this package's modules, from their text: a millisecond, no imports, and no second list to keep
 (an ``ast`` parse of the same files took about 20 times as long). ``tests/test_page_function_lists.py``
 holds it equal to the registry, order included.

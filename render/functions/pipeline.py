@@ -1,4 +1,4 @@
-"""Page functions of the input-pipeline records: ``padding()`` and ``mask_cost()`` (ARCHITECTURE.md §6.4).
+"""Page functions of the input-pipeline records: ``padding()`` and ``mask_cost()`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations themselves are in ``render/derive/padding.py``.

@@ -1,4 +1,4 @@
-"""Page function of the data-parallel records: ``ddp(run)`` (ARCHITECTURE.md §6.4).
+"""Page function of the data-parallel records: ``ddp(run)`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/scaling.py``. ``ddp(run)`` reads ``ddp`` evidence and returns a
@@ -16,7 +16,7 @@ from measure.errors import ProbebookError
 from render.derive import scaling
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, _View, number, quantity
+from render.functions.views import EvidenceRef, FieldView, number, quantity
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -25,7 +25,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row wi
 _N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
 
 
-class ScalingView(_View):
+class ScalingView(FieldView):
     FIELDS = {
         "gpus": ("gpus", "", {"fmt": "d"}),
         "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g"}),

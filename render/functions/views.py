@@ -162,7 +162,7 @@ class FitView:
         return Block(f'!!! warning "Fit warnings"\n\n{body}\n', self._fit.warnings)
 
 
-class _View:
+class FieldView:
     """Attributes named in ``FIELDS`` are Quantities made by ``_make``."""
 
     FIELDS: ClassVar[dict[str, tuple[str, str, dict[str, Any]]]] = {}
@@ -187,7 +187,7 @@ class _View:
         return quantity(value, unit, self._evidence, f"{self._what}; {source}", f"{self._key}.{name}", note=note, **kw)
 
 
-class BatchView(_View):
+class BatchView(FieldView):
     FIELDS = {
         "fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
         "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ".3g"}),
@@ -230,7 +230,7 @@ def _batch_note(batches: Any, heading: str, why: str) -> Block:
     return Block(f'!!! note "{heading}"\n\n    Batch {escape_text(shown)}: {escape_text(why)}.\n')
 
 
-class CampaignTimeView(_View):
+class CampaignTimeView(FieldView):
     """A campaign's wall time (``render.derive.campaign``): totals, and per measured point the phases."""
 
     FIELDS = {
@@ -251,7 +251,7 @@ class CampaignTimeView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class LossMemoryView(_View):
+class LossMemoryView(FieldView):
     FIELDS = {
         "per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),
         "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
@@ -261,7 +261,7 @@ class LossMemoryView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class ProjectionView(_View):
+class ProjectionView(FieldView):
     FIELDS = {
         "time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
         "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
@@ -272,7 +272,7 @@ class ProjectionView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class PaddingView(_View):
+class PaddingView(FieldView):
     FIELDS = {
         "documents": ("documents", "", {"fmt": ",d"}),
         "tokens": ("tokens", "tok", {"fmt": ",d"}),
@@ -294,7 +294,7 @@ class PaddingView(_View):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-class MaskView(_View):
+class MaskView(FieldView):
     FIELDS = {
         "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
         "causal_step": ("causal_s", "s", {"display": "ms", "fmt": ".3g"}),

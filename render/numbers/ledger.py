@@ -1,4 +1,4 @@
-"""The ledger: one row per published number, and the diff between two ledgers (ARCHITECTURE.md §6.3).
+"""The ledger: one row per published number, and the diff between two ledgers (ARCHITECTURE.md §Numbers).
 
 A ledger file is ``{"schema": "probebook.ledger/1", "rows": [...]}``; each row holds ``page``,
 ``key``, ``value`` (in ``unit``, the base unit), ``unit``, ``text`` (as shown), ``uncertainty``,

@@ -34,7 +34,7 @@ def escape_text(text: Any) -> str:
     ``&``, ``<``, ``>`` become entities; ``\\ ` * [ ] | { } #`` and an ``_`` not inside a word get a backslash;
     a leading list, quote or ordered-list marker is escaped. Newlines become spaces, so the text stays inside
     the paragraph or table cell it was put in. The sanitizer after the engine is the boundary (ARCHITECTURE.md
-    §3.8); this keeps data from becoming markup in the first place.
+    §Invariants, item 8); this keeps data from becoming markup in the first place.
     """
     s = " ".join(str(text).split())
     out = []

@@ -1,4 +1,4 @@
-"""How a number reads on the site: significant figures, SI prefixes, intervals, minus signs (ARCHITECTURE.md §6.3).
+"""How a number reads on the site: significant figures, SI prefixes, intervals, minus signs (ARCHITECTURE.md §Numbers).
 
 Pure text functions, no state: ``render.numbers.quantity`` calls them to show a Quantity, the tables and
 the evidence pages call them for their cells. The rules, from the SI Brochure (9th edition,

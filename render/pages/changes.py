@@ -1,5 +1,5 @@
 """The *Changes* page: a dated changelog of every publish, and a preview of what is not published yet
-(ARCHITECTURE.md §6.3).
+(ARCHITECTURE.md §Numbers).
 
 ``archive/published/history.jsonl`` (``render.pages.history``) holds one entry per ``probebook publish``; the
 page lists them newest first: the records versioned and the errata added since the publish before, and

@@ -1,10 +1,11 @@
 """The site's colophon, printed in every page's footer: build date, source commit and the ledger's hash (issue 14).
 
 It goes into the generated ``mkdocs.yml`` as ``copyright``, which mkdocs-material and Zensical both print
-in the footer, so no theme override or plugin is needed and the engine stays swappable (ARCHITECTURE.md
-§6.1). Every part is a function of the build's inputs, so two builds of one commit stay byte-identical
-(§3.5): the date is ``SOURCE_DATE_EPOCH`` (else the newest evidence or record date, ``build.source_date_epoch``),
-the commit is git's for the sources folder, and the ledger hash is the SHA-256 of ``ledger.json``'s rows.
+in the footer, so no theme override or plugin is needed and the engine stays swappable (ARCHITECTURE.md §The build).
+Every part is a function of the build's inputs, so two builds of one commit stay byte-identical
+(ARCHITECTURE.md §Invariants, item 5): the date is ``SOURCE_DATE_EPOCH`` (else the newest evidence or record
+date, ``build.source_date_epoch``), the commit is git's for the sources folder, and the ledger hash is the SHA-256
+of ``ledger.json``'s rows.
 The text holds only digits, hex, letters and ``-:·``, so it needs no escaping wherever a theme prints it.
 """
 

@@ -1,4 +1,6 @@
-"""The published history: one dated entry per ``probebook publish``, appended, never rewritten (ARCHITECTURE.md §6.3).
+"""The published history: one dated entry per ``probebook publish``, appended, never rewritten.
+
+See ARCHITECTURE.md §Numbers.
 
 ``archive/published/history.jsonl`` (beside the published ledger) holds one JSON object per line. Each
 entry records what a publish accepted: its date, the ledger's SHA-256 and size, the numbers that moved

@@ -1,5 +1,5 @@
 """What render adds around hand-written pages: headings, the archived banner, errata, version
-lists, the Records and Archive indexes, and the navigation (ARCHITECTURE.md §6.4).
+lists, the Records and Archive indexes, and the navigation (ARCHITECTURE.md §Pages).
 
 A record version always lives at ``records/<slug>/v<N>.md``, so its address never changes; the
 newest version is listed under *Records*, older ones under *Archive* with a banner linking to

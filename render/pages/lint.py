@@ -1,4 +1,4 @@
-"""The prose lint: no hand-typed measurement in a page (ARCHITECTURE.md §6.4).
+"""The prose lint: no hand-typed measurement in a page (ARCHITECTURE.md §Pages).
 
 A hand-typed measurement is a number with a decimal point, a number with a percent sign, or a
 number followed by a unit, found in prose: outside fenced code, inline code, Jinja tags (where

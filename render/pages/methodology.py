@@ -1,4 +1,4 @@
-"""The methods' own numbers, for the methodology page: ``constant(name)`` (ARCHITECTURE.md §6.4).
+"""The methods' own numbers, for the methodology page: ``constant(name)`` (ARCHITECTURE.md §Pages).
 
 Each entry reads the constant the code uses, where the code keeps it (``measure.constants`` for the
 timing rules, ``render.derive`` for fits and sweeps), so the page cannot drift from what runs. A

@@ -1,5 +1,5 @@
 """What a record says about where its numbers come from: the environment block, the reproduce block and a
-one-line machine label (ARCHITECTURE.md §6.4).
+one-line machine label (ARCHITECTURE.md §Pages).
 
 Both blocks are generated from the evidence a record cites, never written by hand:
 

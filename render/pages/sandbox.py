@@ -1,4 +1,4 @@
-"""Templating: Jinja-in-Markdown pages in a sandbox, with ``StrictUndefined`` (ARCHITECTURE.md §6.4).
+"""Templating: Jinja-in-Markdown pages in a sandbox, with ``StrictUndefined`` (ARCHITECTURE.md §Pages).
 
 Every ``{{ }}`` must yield a Quantity (recorded in the ledger and rendered as a link to its
 evidence), a block made by a page function (chart, table, evidence link), or text; text is
@@ -363,7 +363,7 @@ def _where(exc: BaseException, filename: str) -> str:
 def _raised_by_template(tb: TracebackType | None, filename: str) -> bool:
     """Whether an exception came from the page's own expression (``{{ [1][5] }}``, a page function called
     with a wrong argument), not from code a page function runs: its innermost frame is the template's
-    or jinja's. Only ``ProbebookError`` and template errors are the author's otherwise (ARCHITECTURE.md §7)."""
+    or jinja's. Only ``ProbebookError`` and template errors are the author's otherwise (ARCHITECTURE.md §Errors)."""
     last = None
     while tb is not None:
         last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next

@@ -1,4 +1,4 @@
-"""Files render adds to every site: stylesheets and scripts under ``assets/probebook/`` (ARCHITECTURE.md §6.5).
+"""Files render adds to every site: stylesheets and scripts under ``assets/probebook/`` (ARCHITECTURE.md §Charts and tables).
 
 Each is a file in ``render/assets/`` (or, for vega-embed, made at build time), copied into the tree
 and named in the engine config's ``extra_css`` or ``extra_javascript``, so every page loads it from
@@ -56,7 +56,7 @@ def bundle_name() -> str:
 
 def cached_bundle(cache: Path | None, read: bool = True, later: incremental.MakeLater | None = None) -> bytes:
     """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
-    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §6.7).
+    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §The build).
     ``read=False`` (a full build) makes it afresh and keeps that for the next build; ``later``: made later
     (``render.build.deferred``) unless kept."""
     if cache is None:

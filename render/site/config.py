@@ -1,4 +1,4 @@
-"""The engine's config, ``build/mkdocs.yml``: the site's base config plus what render generates (ARCHITECTURE.md §6.1).
+"""The engine's config, ``build/mkdocs.yml``: the site's base config plus what render generates (ARCHITECTURE.md §The build).
 
 Render writes a plain config any engine can read (mkdocs-material or Zensical: ``render.site.engines``): the
 base ``mkdocs.yml`` with ``docs_dir`` pointed at the rendered tree, the generated ``nav``, the evidence

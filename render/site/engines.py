@@ -1,4 +1,4 @@
-"""The site engines: how each turns render's Markdown tree and ``build/mkdocs.yml`` into HTML (ARCHITECTURE.md §6.1).
+"""The site engines: how each turns render's Markdown tree and ``build/mkdocs.yml`` into HTML (ARCHITECTURE.md §The build).
 
 Render's output is engine-neutral (a plain Markdown tree and a plain ``mkdocs.yml`` with a generated
 ``nav``); this module is the only place that knows how an engine is started, where it writes, how it

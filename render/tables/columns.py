@@ -72,7 +72,8 @@ def seconds_to_ms(seconds: float) -> float:
 
 # --- evidence access with one-line errors ---------------------------------------------
 
-_NUM = (int, float)
+NUMBER = (int, float)
+"""The types a numeric cell may hold (``isinstance`` checks of the table builders)."""
 
 
 def doc_label(doc: dict[str, Any]) -> str:
@@ -172,11 +173,13 @@ def _cell(value: Any) -> Any:
 # --- the kinds -------------------------------------------------------------------------
 
 
-def _int(x: Any) -> str:
+def fmt_count(x: Any) -> str:
+    """A whole number with thousands separators: ``12,345``."""
     return f"{int(x):,}"
 
 
-def _text(x: Any) -> str:
+def fmt_text(x: Any) -> str:
+    """Any value as its text, unformatted."""
     return str(x)
 
 
@@ -185,26 +188,31 @@ def _flag(x: Any) -> str:
     return "unstable" if x else ""
 
 
-def _ms(x: float) -> str:
+def fmt_ms(x: float) -> str:
+    """Seconds shown as milliseconds to four significant figures."""
     return significant(seconds_to_ms(x), 4)
 
 
-def _gib(x: float) -> str:
+def fmt_gib(x: float) -> str:
+    """Bytes shown as GiB with two decimals."""
     return f"{bytes_to_gib(x):.2f}"
 
 
 COLUMNS: dict[str, Column] = {
     # text and counts shown under their own key
     **{
-        k: Column(k, k, _text, False)
+        k: Column(k, k, fmt_text, False)
         for k in ("mode", "model", "status", "arm", "shape", "kernel", "category", "batching")
     },
-    **{k: Column(k, k, _int) for k in ("batch", "tokens", "context", "microbatch", "windows", "m", "n", "k", "calls")},
-    **{k: Column(k, k, _int) for k in ("rows", "documents")},
-    "tokens_per_step": Column("tokens_per_step", "tokens/step", _int),
+    **{
+        k: Column(k, k, fmt_count)
+        for k in ("batch", "tokens", "context", "microbatch", "windows", "m", "n", "k", "calls")
+    },
+    **{k: Column(k, k, fmt_count) for k in ("rows", "documents")},
+    "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count),
     "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3)),  # throughput to three figures, never six
-    "peak_bytes": Column("peak_bytes", "peak (GiB)", _gib),
-    "device_time_s": Column("device_time_s", "device time (ms)", _ms),
+    "peak_bytes": Column("peak_bytes", "peak (GiB)", fmt_gib),
+    "device_time_s": Column("device_time_s", "device time (ms)", fmt_ms),
     "share": Column("share", "share", percent),
     "unstable": Column("unstable", "CV over 5%", _flag, False),
 }
@@ -250,5 +258,6 @@ def _escape(text: str) -> str:
     return html.escape(" ".join(text.split()), quote=True).translate(_MD_SPECIAL)
 
 
-def _csv(columns: list[Column], records: list[dict[str, Any]]) -> str:
+def table_csv(columns: list[Column], records: list[dict[str, Any]]) -> str:
+    """The records as CSV text, one column per ``Column`` in order (the table's download)."""
     return _csv_text([c.key for c in columns], [[_cell(r.get(c.key)) for c in columns] for r in records])

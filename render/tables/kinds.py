@@ -19,19 +19,19 @@ from render.derive.gemm import gemm_shapes
 from render.numbers import reading as numbers
 from render.numbers.reading import significant
 from render.tables.columns import (
-    _NUM,
+    NUMBER,
     Column,
     TableOutput,
-    _csv,
-    _gib,
-    _int,
-    _ms,
-    _text,
     columns,
     doc_label,
     evidence_rows,
+    fmt_count,
+    fmt_gib,
+    fmt_ms,
+    fmt_text,
     markdown_table,
     picked_rows,
+    table_csv,
 )
 from render.tables.pipeline import PIPELINE_TABLES
 
@@ -48,7 +48,7 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
         for r in evidence_rows(
             "table 'step-scaling'",
             doc,
-            {"tokens": _NUM, "step_s": _NUM, "batch": _NUM},
+            {"tokens": NUMBER, "step_s": NUMBER, "batch": NUMBER},
             "step-scaling",
             nullable=("batch", "step_s"),
         ):
@@ -76,9 +76,9 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
         )
     cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
         "mode batch tokens tok_s",
-        Column("median_step_s", "median step (ms)", _ms),
-        Column("min_step_s", "fastest (ms)", _ms),
-        Column("max_step_s", "slowest (ms)", _ms),
+        Column("median_step_s", "median step (ms)", fmt_ms),
+        Column("min_step_s", "fastest (ms)", fmt_ms),
+        Column("max_step_s", "slowest (ms)", fmt_ms),
         "tokens_per_step windows unstable",
     )
     return cols, records
@@ -90,12 +90,12 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     for doc in docs:
         need = {
             "model": (str,),
-            "params": _NUM,
-            "context": _NUM,
-            "batch": _NUM,
+            "params": NUMBER,
+            "context": NUMBER,
+            "batch": NUMBER,
             "status": (str,),
-            "tok_s": _NUM,
-            "peak_bytes": _NUM,
+            "tok_s": NUMBER,
+            "peak_bytes": NUMBER,
         }
         checked = evidence_rows("table 'batch-sweep'", doc, need, "batch-sweep", nullable=("tok_s", "peak_bytes"))
         for i, r in enumerate(checked):
@@ -108,7 +108,8 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         return cols, picked_rows(cols, sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"])))
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
-    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse (ARCHITECTURE.md §8)
+    # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse
+    # (ARCHITECTURE.md §Lessons)
     peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
     records = []
     for g in batchsweep.summarize(rows, device_bytes=lossmem.machine_bytes(docs)):
@@ -136,14 +137,14 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         "model",
         "context",
         Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3)),
-        Column("fastest_stable_batch", "fastest batch", _int),
-        Column("peak_bytes_at_fastest", "peak at fastest (GiB)", _gib),
-        Column("largest_fitting_batch", "largest fitting batch", _int),
-        Column("first_oom_batch", "first OOM batch", _int),
-        Column("batches_tried", "batches tried", _int),
+        Column("fastest_stable_batch", "fastest batch", fmt_count),
+        Column("peak_bytes_at_fastest", "peak at fastest (GiB)", fmt_gib),
+        Column("largest_fitting_batch", "largest fitting batch", fmt_count),
+        Column("first_oom_batch", "first OOM batch", fmt_count),
+        Column("batches_tried", "batches tried", fmt_count),
         Column("params", "parameters", lambda x: numbers.general(x, 3)),
-        Column("unstable_batches", "unstable batches (CV over 5%)", _text, False),
-        Column("spilled_batches", "spilled batches", _text, False),
+        Column("unstable_batches", "unstable batches (CV over 5%)", fmt_text, False),
+        Column("spilled_batches", "spilled batches", fmt_text, False),
     )
     return cols, records
 
@@ -155,7 +156,7 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
         rows += evidence_rows(
             "table 'loss-memory'",
             doc,
-            {"arm": (str,), "microbatch": _NUM, "tokens_per_step": _NUM, "peak_bytes": _NUM, "tok_s": _NUM},
+            {"arm": (str,), "microbatch": NUMBER, "tokens_per_step": NUMBER, "peak_bytes": NUMBER, "tok_s": NUMBER},
             "loss-memory",
             nullable=("tok_s",),
         )
@@ -174,7 +175,7 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         r
         for doc in docs
         for r in evidence_rows(
-            "table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": _NUM}, "gemm"
+            "table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": NUMBER}, "gemm"
         )
     ]
     records = [
@@ -195,14 +196,14 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         "shape",
         Column("median_tflop_s", "TFLOP/s at median", tf),
         Column("best_tflop_s", "best TFLOP/s", tf),
-        Column("median_time_s", "median time (ms)", _ms),
+        Column("median_time_s", "median time (ms)", fmt_ms),
         "m n k windows",
     )
     return cols, records
 
 
 def _kernel_rows(what: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return evidence_rows(what, doc, {"kernel": (str,), "category": (str,), "calls": (int,), "device_time_s": _NUM})
+    return evidence_rows(what, doc, {"kernel": (str,), "category": (str,), "calls": (int,), "device_time_s": NUMBER})
 
 
 def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], list[dict[str, Any]]]:
@@ -272,6 +273,6 @@ def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput
     columns, records = builder(list(docs), **options)
     return TableOutput(
         markdown=markdown_table(columns, records),
-        csv=_csv(columns, records),
+        csv=table_csv(columns, records),
         json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
     )

@@ -9,7 +9,7 @@ from render.derive import kernels
 from render.derive import padding as padmod
 from render.numbers.quantity import percent
 from render.numbers.reading import significant
-from render.tables.columns import Column, _int, _ms, _text, columns
+from render.tables.columns import Column, columns, fmt_count, fmt_ms, fmt_text
 
 
 def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
@@ -30,7 +30,7 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
             )
     cols = columns(
         "batching",
-        Column("bucket_size", "bucket (tokens)", _int),
+        Column("bucket_size", "bucket (tokens)", fmt_count),
         "rows",
         Column("padding_share", "padding, rows at width", percent),
         Column("padding_share_longest", "padding, microbatch at longest", percent),
@@ -49,8 +49,8 @@ def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
         for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
             records.append({"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total})
     cols = columns(
-        Column("from_tokens", "from (tokens)", _int),
-        Column("below_tokens", "below (tokens)", _int),
+        Column("from_tokens", "from (tokens)", fmt_count),
+        Column("below_tokens", "below (tokens)", fmt_count),
         "documents",
         "share",
     )
@@ -82,12 +82,12 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
                 }
             )
     cols = [
-        Column("preset", "model", _text, False),
-        Column("kind", "mask", _text, False),
-        Column("sdpa_backend", "SDPA backend (traced)", _text, False),
-        Column("top_attention_kernel", "top attention kernel", _text, False),
-        Column("arch_tags", "arch", _text, False),
-        Column("median_step_s", "step (ms)", _ms),
+        Column("preset", "model", fmt_text, False),
+        Column("kind", "mask", fmt_text, False),
+        Column("sdpa_backend", "SDPA backend (traced)", fmt_text, False),
+        Column("top_attention_kernel", "top attention kernel", fmt_text, False),
+        Column("arch_tags", "arch", fmt_text, False),
+        Column("median_step_s", "step (ms)", fmt_ms),
         Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}"),
         Column("rounds_cv", "CV of rounds", percent),
     ]
