@@ -50,8 +50,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from measure.evidence.envelope import Evidence  # noqa: E402
+from measure.evidence.kernel_names import CATEGORIES  # noqa: E402
 from measure.evidence.store import Store  # noqa: E402
-from measure.probes.kernel_names import CATEGORIES  # noqa: E402
 
 SOURCE = "synthetic benchmark data made by bench/render.py; not a measurement; never published"
 PROBES = ("step-scaling", "batch-sweep", "loss-memory", "kernels", "gemm")

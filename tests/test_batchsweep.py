@@ -52,6 +52,7 @@ def test_summary_per_model_and_context():
             fastest_tok_s=90_000.0,
             largest_fitting_batch=16,
             first_oom_batch=None,
+            runner_up_batch=16,  # the next stable batch by tokens/s (no cv in these rows: no tie test)
         ),
         BatchSummary(
             "250m",
@@ -61,6 +62,7 @@ def test_summary_per_model_and_context():
             fastest_tok_s=25_000.0,
             largest_fitting_batch=8,
             first_oom_batch=16,
+            runner_up_batch=8,  # the next stable batch by tokens/s (no cv in these rows: no tie test)
         ),
         BatchSummary(
             "250m",
@@ -70,6 +72,7 @@ def test_summary_per_model_and_context():
             fastest_tok_s=16_000.0,
             largest_fitting_batch=2,
             first_oom_batch=None,
+            runner_up_batch=1,  # the next stable batch by tokens/s (no cv in these rows: no tie test)
         ),
         BatchSummary(
             "1b",

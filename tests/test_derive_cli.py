@@ -79,7 +79,7 @@ def test_linear_fit_through_a_plateau_warns_on_stderr(cli, archive, tmp_path):
     assert json.loads(done.stdout)["terms"] == ["c", "a"]
     warning = done.stderr.strip().splitlines()
     assert len(warning) == 1
-    assert warning[0].startswith("probebook: warning: residuals are well above the sample noise")
+    assert warning[0].startswith("probebook: warning: the point means lie further from the")
 
 
 def test_too_few_points_is_one_line_naming_the_evidence(cli, archive, tmp_path):

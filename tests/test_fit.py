@@ -113,7 +113,7 @@ def test_linear_fit_through_a_plateau_warns_residuals_above_noise():
     assert fit.noise_floor_s == pytest.approx(NOISE, rel=1e-9)
     assert fit.max_abs_residual_s > 10 * NOISE
     assert len(fit.warnings) == 1
-    assert "residuals are well above the sample noise" in fit.warnings[0]
+    assert "the point means lie further from the" in fit.warnings[0]
     assert "plateau" in fit.warnings[0]
 
 
@@ -352,3 +352,43 @@ def test_magnitudes_beyond_double_precision_are_one_line_refusals(samples, messa
     with pytest.raises(ProbebookError) as err:
         fit_step_scaling(samples)
     assert str(err.value) == message
+
+
+# -- the term rule without replicate noise (issue 23) -------------------------------------------
+
+
+def test_four_single_samples_on_a_line_give_c_plus_a_not_a_curvature():
+    # c + a·S over 128-512 tokens with wiggles of +100, -50, -80, +60 µs: c+a+b would leave one residual
+    # degree of freedom and fit the wiggles; the least-squares line is c = 0.01 + 7.5e-6 + 320·1.171875e-7,
+    # a = 2e-5 − 0.0096 / 81920
+    wiggles = (1e-4, -5e-5, -8e-5, 6e-5)
+    fit = fit_step_scaling(
+        [(float(s), 0.01 + 2e-5 * s + w) for s, w in zip((128, 256, 384, 512), wiggles, strict=True)]
+    )
+    assert fit.terms == ("c", "a")
+    assert fit.c_s == pytest.approx(0.010045, rel=1e-12)
+    assert fit.a_s_per_token == pytest.approx(1.98828125e-5, rel=1e-12)
+
+
+def test_three_repeated_points_on_a_and_b_still_give_a_plus_b():
+    fit = fit_step_scaling(replicated(lambda s: 1e-5 * s + 1e-9 * s * s, (1024, 2048, 4096), (-1e-4, 0.0, 1e-4)))
+    assert fit.terms == ("a", "b")
+    assert fit.a_s_per_token == pytest.approx(1e-5, rel=1e-9) and fit.b_s_per_token2 == pytest.approx(1e-9, rel=1e-9)
+
+
+def test_points_flagged_unstable_are_left_out_and_named():
+    # the 2048-token point is flagged unstable and lies off the line; the other four are on 0.01 + 1e-5·S
+    samples = [{"tokens": s, "step_s": 0.01 + 1e-5 * s + e} for s in (512, 1024, 4096, 8192) for e in (-1e-4, 1e-4)]
+    samples += [{"tokens": 2048, "step_s": 0.5}, {"tokens": 2048, "step_s": 0.6}]
+    points = [{"tokens": s, "unstable": s == 2048} for s in (512, 1024, 2048, 4096, 8192)]
+    doc = {"probe": "step-scaling", "data": {"samples": samples, "points": points}}
+    fit = fit_evidence(doc, terms="c+a", bootstrap=50)
+    assert (fit.n_points, fit.c_s, fit.a_s_per_token) == (
+        4,
+        pytest.approx(0.01, rel=1e-9),
+        pytest.approx(1e-5, rel=1e-9),
+    )
+    assert (
+        fit.warnings[0] == "points flagged unstable in the evidence (CV over 5%) are left out of the fit: 2048 tokens"
+    )
+    assert fit_evidence(doc, terms="c+a", bootstrap=50, include_unstable=True).n_points == 5

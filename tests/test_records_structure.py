@@ -264,7 +264,7 @@ def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
 
     assert constant("cv_threshold").text == "5%" and constant("cv_threshold").value == constants.CV_THRESHOLD
     assert constant("windows").text == "5" and constant("extra_windows").value == constants.EXTRA_WINDOWS
-    assert constant("bootstrap").text == "200" and constant("ci_level").text == "95%"
+    assert constant("bootstrap").text == "4000" and constant("ci_level").text == "95%"
     with pytest.raises(ProbebookError, match=r"constant\('nope'\): no such constant"):
         constant("nope")
     docs = _copy_docs(tmp_path)

@@ -470,6 +470,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.envelope",
         "measure.evidence.store",
         "measure.evidence.contracts",
+        "measure.evidence.kernel_names",
         "measure.progress",
         "measure.constants",
     }

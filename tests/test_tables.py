@@ -162,9 +162,10 @@ def test_batch_sweep_rows_view_shows_oom_as_a_dash():
 
 def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
     rows = [
-        {"arm": "fused", "microbatch": 8, "tokens_per_step": 8192, "peak_bytes": 2**31, "tok_s": 1000.0},
-        {"arm": "fused", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 2**30, "tok_s": None},
-        {"arm": "eager", "microbatch": 4, "tokens_per_step": 4096, "peak_bytes": 3 * 2**30, "tok_s": 900.0},
+        # tokens_per_step is the probe's per-sequence increment (the context); the column shows it × microbatch
+        {"arm": "fused", "microbatch": 8, "tokens_per_step": 1024, "peak_bytes": 2**31, "tok_s": 1000.0},
+        {"arm": "fused", "microbatch": 4, "tokens_per_step": 1024, "peak_bytes": 2**30, "tok_s": None},
+        {"arm": "eager", "microbatch": 4, "tokens_per_step": 1024, "peak_bytes": 3 * 2**30, "tok_s": 900.0},
     ]
     out = kinds.render("loss-memory", [doc("loss-memory", rows)])
     assert out.markdown.splitlines()[2:] == [

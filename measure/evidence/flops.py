@@ -14,7 +14,10 @@ which is PaLM's ``6N`` (Chowdhery et al. 2022, "PaLM", appendix B) when every we
 ``4·P_all + 2·P_lora`` for a frozen base with LoRA adapters (Hu et al. 2021, "LoRA", §4.2: the
 backward pass skips the frozen weights' gradients). The attention score and value matmuls have
 no weights and run forward and backward over activations alike: PaLM's ``12·L·H·Q·T`` (full T x T
-score matrix, no causal halving). Like PaLM, the count is of model FLOPs: recomputation
+score matrix, no causal halving). A local layer of a sliding-window model (``--sliding-window`` W) scores
+each query against at most W keys, so it counts ``12·H·Q·min(W, T)``, and only the layers that stay
+global count T (as nanochat's ``gpt.py`` counts a local layer over its window; issue 23, item 11:
+counting T on every layer overstated a windowed run's MFU). Like PaLM, the count is of model FLOPs: recomputation
 (activation checkpointing) is not counted, and the input-gradient work below the lowest trainable
 weight, which an implementation may skip, is counted (it is what the model needs when anything
 below trains).
@@ -68,21 +71,39 @@ def dense_flops_per_token(params_all: int, params_trainable: int) -> int:
     return 2 * total + 2 * total + 2 * trainable
 
 
-def attention_flops_per_token(layers: int, heads: int, head_dim: int, seq_len: int) -> int:
-    """FLOPs per token of attention's score and value matmuls, forward and backward: PaLM's ``12·L·H·Q·T``."""
-    return (
-        12
-        * _count("layers", layers)
-        * _count("heads", heads)
-        * _count("head_dim", head_dim)
-        * _count("seq_len", seq_len)
-    )
+def is_local(layer: int, window: int | None, global_every: int | None) -> bool:
+    """Whether layer ``layer`` (0-based) attends through the sliding window: every layer when a window
+    is set, except each ``global_every``-th (layers K-1, 2K-1, ...), which stays global (the reference
+    decoder's rule, ``measure.workload.model``, which reads it from here)."""
+    if window is None:
+        return False
+    return not (global_every and (layer + 1) % global_every == 0)
+
+
+def attention_flops_per_token(
+    layers: int, heads: int, head_dim: int, seq_len: int, window: int | None = None, global_every: int | None = None
+) -> int:
+    """FLOPs per token of attention's score and value matmuls, forward and backward: PaLM's ``12·L·H·Q·T``,
+    a local layer counting ``min(window, T)`` keys instead of T (module docstring)."""
+    n_layers, t = _count("layers", layers), _count("seq_len", seq_len)
+    per_key = 12 * _count("heads", heads) * _count("head_dim", head_dim)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise ProbebookError(f"the sliding window must be a whole number of keys >= 1, got {window!r}")
+    keys = sum(min(window, t) if window and is_local(i, window, global_every) else t for i in range(n_layers))
+    return per_key * keys
 
 
 def training_flops_per_token(
-    params_all: int, params_trainable: int, layers: int, heads: int, head_dim: int, seq_len: int
+    params_all: int,
+    params_trainable: int,
+    layers: int,
+    heads: int,
+    head_dim: int,
+    seq_len: int,
+    window: int | None = None,
+    global_every: int | None = None,
 ) -> int:
     """Model FLOPs per token (FLOPs/token) of one training step: dense part plus attention (module docstring)."""
     return dense_flops_per_token(params_all, params_trainable) + attention_flops_per_token(
-        layers, heads, head_dim, seq_len
+        layers, heads, head_dim, seq_len, window, global_every
     )

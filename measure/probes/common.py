@@ -112,9 +112,12 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
         rec.add_code("workload_source", facts["workload_source"])
 
 
-def model_flops_per_token(workload: Any, seq_len: int) -> int | None:
+def model_flops_per_token(
+    workload: Any, seq_len: int, window: int | None = None, global_every: int | None = None
+) -> int | None:
     """Model FLOPs per token of the workload's step at ``seq_len`` (``measure.evidence.flops``), frozen weights
-    accounted for; None for a plug-in that does not give its attention shapes (layers, heads, head_dim)."""
+    accounted for and local layers counted over ``window`` keys (``--sliding-window``, ``--global-every``);
+    None for a plug-in that does not give its attention shapes (layers, heads, head_dim)."""
     from measure.evidence.flops import training_flops_per_token
 
     if workload.layers is None or workload.heads is None or workload.head_dim is None:
@@ -122,7 +125,9 @@ def model_flops_per_token(workload: Any, seq_len: int) -> int | None:
     used, trainable = workload.n_params_total, workload.n_params
     if workload.n_params_active is not None:  # only routed experts work for a token (flops.moe_active_params)
         used, trainable = workload.n_params_active, min(trainable, workload.n_params_active)
-    return training_flops_per_token(used, trainable, workload.layers, workload.heads, workload.head_dim, seq_len)
+    return training_flops_per_token(
+        used, trainable, workload.layers, workload.heads, workload.head_dim, seq_len, window, global_every
+    )
 
 
 def refuse_unused(config: Any, names: tuple[str, ...], why: str) -> None:

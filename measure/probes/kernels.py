@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence.envelope import Evidence
+from measure.evidence.kernel_names import CATEGORIES, EXPERT_CATEGORY, categorize, is_expert_annotation
 from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
-from measure.probes.kernel_names import CATEGORIES, EXPERT_CATEGORY, categorize, is_expert_annotation
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"

@@ -145,7 +145,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
 
-        from measure.probes.kernel_names import categorize
+        from measure.evidence.kernel_names import categorize
         from measure.timing import clock_for, sm_clock, sync_for, time_interleaved
         from measure.workload import load_workload
         from measure.workload.observe import sdpa_backend

@@ -110,7 +110,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         if workload.layers is not None and workload.heads and workload.head_dim:
             # frozen weights accounted for: 4·P_all + 2·P_trainable + 12·L·H·Q·T (measure/evidence/flops.py)
             rec.params["model_flops_per_token"] = {
-                str(s): model_flops_per_token(workload, s) for s in sorted(set(seq_lens))
+                str(s): model_flops_per_token(workload, s, config.sliding_window, config.global_every)
+                for s in sorted(set(seq_lens))
             }
         else:
             rec.params["model_flops_per_token"] = None  # a plug-in without layer shapes: attention term unknown

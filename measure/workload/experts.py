@@ -27,7 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.profiler import record_function
 
-from measure.workload.presets import EXPERT_GEMM, Preset
+from measure.evidence.kernel_names import EXPERT_GEMM
+from measure.workload.presets import Preset
 
 IMPLS = ("looped", "grouped")
 

@@ -20,18 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from measure.evidence.flops import is_local  # the local/global rule, which the FLOPs count reads too
 from measure.workload.presets import Preset
 
 ROPE_BASE = 10_000.0  # Su et al. 2021, "RoFormer", section 3.4.2: theta_i = 10000^(-2i/d)
 NORM_EPS = 1e-6
-
-
-def is_local(layer: int, window: int | None, global_every: int | None) -> bool:
-    """Whether layer ``layer`` (0-based) attends through the sliding window: every layer when a window
-    is set, except each ``global_every``-th (layers K-1, 2K-1, ...), which stays global."""
-    if window is None:
-        return False
-    return not (global_every and (layer + 1) % global_every == 0)
 
 
 def attention_mask(

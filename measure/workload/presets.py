@@ -15,8 +15,6 @@ from measure.errors import ProbebookError
 
 VOCAB = 32_000
 HEAD_DIM = 64
-EXPERT_GEMM = "expert_gemm"
-"""The ``record_function`` label the MoE layer's expert GEMMs run under, forward and backward (``experts.py``)."""
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,11 @@ class BatchSummary:
     """Batches that ran but were flagged unstable (CV over 5%), ascending; never the fastest stable batch."""
     spilled_batches: tuple[int, ...] = ()
     """Batches whose peak was above the card's total memory (a proven spill), ascending."""
+    runner_up_batch: int | None = None
+    """The stable fitting batch with the next highest tokens/s; None with fewer than two."""
+    tie: bool | None = None
+    """Whether the fastest and the runner-up are a tie within noise (``tied``); None when either point lacks
+    its windows' CV and count, or there is no runner-up."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +69,52 @@ def _check(i: int, row: dict[str, Any]) -> None:
     why = contracts.status_problem(row)  # the rule's one home: measure/evidence/contracts.py
     if why is not None:
         raise ProbebookError(f"batch-sweep row {i}: {why}")
+
+
+TIE_Z = 1.96
+"""Two-sided 95% normal quantile: the runner-up ties when the gap is within this many standard errors."""
+
+
+def tied(
+    fast_tok_s: float, fast_cv: float, fast_windows: int, next_tok_s: float, next_cv: float, next_windows: int
+) -> bool:
+    """Whether two batch points' throughputs (tokens/s) are a tie within noise.
+
+    Each point's median is over its own timed windows, independent of the other's, so the comparison is of
+    two samples, not of pairs: the standard error of a point's throughput is ``tok_s · cv / √windows`` (the
+    windows' CV is of the step time, and tokens/s moves by the same fraction), and the two tie when their
+    gap is within ``TIE_Z`` standard errors of the gap, ``√(se₁² + se₂²)`` (issue 23: "fastest stable
+    batch" must say whether the runner-up is distinguishable)."""
+    for n in (fast_windows, next_windows):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ProbebookError(f"a tie test needs a whole number of windows >= 1, got {n!r}")
+    se_fast = fast_tok_s * fast_cv / fast_windows**0.5
+    se_next = next_tok_s * next_cv / next_windows**0.5
+    return bool(abs(fast_tok_s - next_tok_s) <= TIE_Z * (se_fast**2 + se_next**2) ** 0.5)
+
+
+def _spread(rows: Sequence[dict[str, Any]], batch: float) -> tuple[float, int] | None:
+    """(cv, windows) of the one ok row at ``batch``; None when the row lacks them or several rows share it."""
+    at = [r for r in rows if float(r["batch"]) == batch]
+    if len(at) != 1:
+        return None
+    cv, windows = at[0].get("cv"), at[0].get("windows")
+    if isinstance(cv, bool) or not isinstance(cv, (int, float)) or isinstance(windows, bool):
+        return None
+    return (float(cv), windows) if isinstance(windows, int) and windows >= 1 else None
+
+
+def no_fastest_reason(g: BatchSummary) -> str:
+    """Why ``g`` has no fastest stable batch, in words for the note beside the missing number.
+
+    "No batch fits" only when none does; when batches fit but every one of them is flagged unstable the
+    note says so and names them, since those batches ran and a reader can see them in the table (issue 23,
+    item 8)."""
+    if g.largest_fitting_batch is None:
+        return "no batch fits"
+    shaky = [b for b in g.unstable_batches if b <= g.largest_fitting_batch]
+    listed = ", ".join(str(b) for b in shaky)
+    return f"every batch that fits is unstable (CV over 5%): {listed}" if shaky else "no stable batch fits"
 
 
 def summarize(
@@ -98,7 +149,14 @@ def summarize(
         shaky = sorted({int(r["batch"]) for r in below if unstable(r)})
         fits = stable_prefix(ran, collapse, spills)
         steady = [p for p in fits if int(p[0]) not in shaky]
-        fastest = max(steady, key=lambda p: (p[1], -p[0])) if steady else None
+        ranked = sorted(steady, key=lambda p: (-p[1], p[0]))
+        fastest = ranked[0] if ranked else None
+        runner = ranked[1] if len(ranked) > 1 else None
+        tie = None
+        if fastest is not None and runner is not None:
+            a, b = _spread(below, fastest[0]), _spread(below, runner[0])
+            if a is not None and b is not None:
+                tie = tied(fastest[1], a[0], a[1], runner[1], b[0], b[1])
         out.append(
             BatchSummary(
                 model=model,
@@ -110,6 +168,8 @@ def summarize(
                 first_oom_batch=first_oom,
                 unstable_batches=tuple(shaky),
                 spilled_batches=tuple(spills),
+                runner_up_batch=int(runner[0]) if runner else None,
+                tie=tie,
             )
         )
     return sorted(out, key=lambda s: (s.params, s.model, s.context))

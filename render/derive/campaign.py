@@ -35,6 +35,9 @@ class CampaignTime:
     """The job's imports before it asks for the device."""
     phases: dict[str, float]
     """``ROW_PHASES`` summed over the measured rows; a phase no row records (an older probe version) is absent."""
+    counts: dict[str, int] | None = None
+    """How many points each sum above is over: ``job_start_s``, ``imports_s`` and each phase of ``phases``
+    (an out-of-memory point records no warm-up, timed or observe phase, so it is not one of them)."""
 
 
 def union_s(spans: Sequence[tuple[float, float]]) -> float:
@@ -64,6 +67,7 @@ def wall_time(points: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) 
     started = [a.get("run_started_unix") for a in attempts]
     measured = {r["point"] for r in rows}
     job_start = imports = 0.0
+    n_start = n_imports = 0
     for p in points:
         if p["point"] not in measured or not p.get("attempts"):
             continue
@@ -71,7 +75,10 @@ def wall_time(points: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) 
         result = a.get("result") or {}
         if result.get("job_started_unix") is not None:
             job_start += result["job_started_unix"] - a["submitted_unix"]
-        imports += result.get("imports_s") or 0.0
+            n_start += 1
+        if result.get("imports_s") is not None:
+            imports += result["imports_s"]
+            n_imports += 1
     held = [
         (r["device_acquired_unix"], r["device_released_unix"])
         for r in rows
@@ -86,14 +93,22 @@ def wall_time(points: Sequence[dict[str, Any]], rows: Sequence[dict[str, Any]]) 
         job_start_s=job_start,
         imports_s=imports,
         phases={k: sum(r[k] for r in rows if r.get(k) is not None) for k in ROW_PHASES if _recorded(rows, k)},
+        counts={
+            "job_start_s": n_start,
+            "imports_s": n_imports,
+            **{k: sum(1 for r in rows if r.get(k) is not None) for k in ROW_PHASES if _recorded(rows, k)},
+        },
     )
 
 
 def per_point(t: CampaignTime) -> dict[str, float | None]:
-    """Mean seconds per measured point of the job start, the imports and each row phase.
+    """Mean seconds of the job start, the imports and each row phase, each over the points that record it.
 
-    None without points, and for a phase no row recorded.
-    """
+    A phase an out-of-memory point never reached (warm-up, timed windows, observe) is averaged over the
+    points that ran it, not over every point with the missing ones as zero, like every other row of the
+    same table (issue 23, item 10). None for a phase no point recorded. ``counts`` absent (a breakdown made
+    by hand): every sum is over all ``points``."""
     sums: dict[str, float | None] = {"job_start_s": t.job_start_s, "imports_s": t.imports_s}
     sums.update({k: t.phases.get(k) for k in ROW_PHASES})
-    return {k: (v / t.points if t.points and v is not None else None) for k, v in sums.items()}
+    counts = t.counts if t.counts is not None else dict.fromkeys(sums, t.points)
+    return {k: (v / counts[k] if counts.get(k) and v is not None else None) for k, v in sums.items()}

@@ -126,6 +126,16 @@ def select_terms(
     applies whatever the count: a one-term fit whose residuals fall steadily from the shortest
     to the longest sequence has the wrong shape. A term is only considered while the model keeps
     fewer terms than distinct S values, so three points on ``a·S + b·S²`` give ``a+b``.
+
+    Without replicate noise (one sample per S) a term is added only while the larger model leaves at
+    least two residual degrees of freedom, or fits the points exactly (noise-free points, which leave
+    no noise to fit: three exact points on ``a·S + b·S²`` give ``a+b``). With one left, the test's
+    variance is a single squared
+    residual, the F(1, 1) critical value of 161 is reached by any wiggle of the points, and the term
+    fits their noise: four single-sample points on ``c + a·S`` over 128–512 tokens (a published
+    layer-streaming fit) came out ``c+a+b``, a curvature no repeat would reproduce. With repeated
+    samples the pure error tests the term instead, on its own degrees of freedom, so the one-left limit
+    does not apply and three repeated points on ``a·S + b·S²`` still give ``a+b`` (issue 23).
     """
     singles = [((t,), *fit_nnls(s, y, (t,))) for t in TERMS]
     model: tuple[str, ...]
@@ -138,6 +148,8 @@ def select_terms(
         bigger, new_coef, new_rss = min(fits, key=lambda f: f[2])
         if set(support(new_coef, bigger)) <= set(model):
             break  # the constraint zeroed the new term: nothing to add
+        if pure is None and len(points) - len(bigger) < 2 and new_rss > exact:
+            break  # one residual degree of freedom and no replicate noise: the term would fit the noise (above)
         if pure is not None:
             variance, dof = pure
         else:

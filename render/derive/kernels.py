@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.kernel_names import categorize
 
 ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
 """Annotation names torch writes itself: the profiler's step marker and the optimizer's label."""
@@ -31,8 +32,20 @@ def is_annotation_row(name: str) -> bool:
 
 
 def counted_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows that are device work: every row except user annotations (rows without a name count)."""
-    return [r for r in rows if not is_annotation_row(str(r.get("kernel", "")))]
+    """The rows that are device work: every row except user annotations (rows without a name count), a row
+    archived as ``other`` categorised again from its kernel name (``measure.evidence.kernel_names.categorize``).
+
+    The category a probe archived is its reading of the name under the rules of its day, and the name is
+    the evidence. A rule added later claims names the earlier rules left as ``other`` (cuDNN's attention
+    helpers, issue 23 item 9), so reading those rows again corrects every archived profile from its own raw
+    names, while a category the probe did assign stands: the rules live in one place, measure's."""
+    return [
+        {**r, "category": categorize(r["kernel"])}
+        if r.get("category") == "other" and isinstance(r.get("kernel"), str)
+        else r
+        for r in rows
+        if not is_annotation_row(str(r.get("kernel", "")))
+    ]
 
 
 def category_time_s(rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -27,6 +27,18 @@ CV_LIMIT = CV_THRESHOLD
 """A point whose windows' CV is above this is unstable: the probes' own threshold (``measure.constants``)."""
 
 
+def step_tokens(microbatch: int, tokens_per_sequence: int) -> int:
+    """Tokens one step processes (tokens): ``microbatch × tokens_per_sequence``.
+
+    A loss-memory row's ``tokens_per_step`` field is the per-sequence increment (the context: what one
+    more microbatch unit adds, as ``bytes_per_logit_element`` reads it), not the tokens of the step; a
+    table column headed tokens/step shows this product (issue 23, item 2)."""
+    for name, n in (("microbatch", microbatch), ("tokens per sequence", tokens_per_sequence)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ProbebookError(f"tokens per step needs a whole {name} >= 1, got {n!r}")
+    return microbatch * tokens_per_sequence
+
+
 def spilled(peak_bytes: float | None, device_bytes: float | None) -> bool:
     """Whether a peak above the card's total memory proves a spill; an unknown peak or total proves nothing."""
     return peak_bytes is not None and bool(device_bytes) and peak_bytes > device_bytes  # type: ignore[operator]

@@ -28,6 +28,14 @@ def scaling_efficiency(step_1_s: float, step_n_s: float) -> float:
     return step_1_s / step_n_s
 
 
+def all_gpus_tok_s(per_gpu_tok_s: float, gpus: int) -> float:
+    """Tokens/s of ``gpus`` data-parallel ranks together: ``gpus × per_gpu_tok_s`` (each rank steps through its
+    own batch of ``tokens_per_rank`` in one step of the whole job, so the job does N times one rank's tokens)."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ProbebookError(f"throughput of all GPUs needs a whole number of GPUs >= 1, got {gpus!r}")
+    return gpus * per_gpu_tok_s
+
+
 def paired_efficiency(local_s: list[float], ddp_s: list[float]) -> float:
     """Median over interleaved rounds of ``local_s[i] / ddp_s[i]`` (fraction): the no-communication step
     over the DDP step, each pair measured back to back, so slow drift cancels within a pair."""
@@ -97,6 +105,9 @@ class ScalingSummary:
     step_n_s: float | None
     tok_s_1: float
     tok_s_n: float | None
+    """Tokens/s of one GPU among N (per GPU, like ``tok_s_1``)."""
+    tok_s_all: float | None
+    """Tokens/s of all N GPUs together: ``gpus × tok_s_n``."""
     efficiency: float | None
     paired_efficiency: float | None
     """No-communication step over DDP step, paired per interleaved round (probe version 2 and later)."""
@@ -147,6 +158,7 @@ def summarize(doc: dict[str, Any]) -> ScalingSummary:
         out.update(
             step_n_s=step_n,
             tok_s_n=tokens / step_n,
+            tok_s_all=all_gpus_tok_s(tokens / step_n, gpus),
             efficiency=scaling_efficiency(step_1, step_n),
             comm_s=comm,
             exposed_s=exposed,

@@ -48,8 +48,8 @@ def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any =
         f"batch_summary({call_text(ref.alias, model=model, context=context)})",
         {
             "first_oom": "no batch ran out of memory",
-            "fastest_batch": "no batch fits",
-            "fastest_tok_s": "no batch fits",
+            "fastest_batch": batchsweep.no_fastest_reason(g),
+            "fastest_tok_s": batchsweep.no_fastest_reason(g),
             "largest_batch": "no batch fits",
         },
     )
@@ -92,5 +92,8 @@ def campaign_time(page: Page, ref: Any) -> CampaignTimeView:
         "wall": "no attempt has ended",
         "trace": "the points parsed their profile on the device (batch-sweep version 1)",
     }
-    what = f"wall time of campaign {doc['params'].get('campaign')}; per point: mean over {t.points} measured points"
+    what = (
+        f"wall time of campaign {doc['params'].get('campaign')}; "
+        f"per point: mean over the {t.points} measured points that record each phase"
+    )
     return CampaignTimeView(values, (ref.id,), what, f"campaign_time({ref.alias})", notes)

@@ -171,6 +171,7 @@ def hvp_speedup(
         f"warm median H·v time of {key(slow)} / that of {key(fast)}",
         f"hvp_speedup({call_text(ref.alias, slow, fast, *([method] if slow in modes else []), dtype, b)})",
         fmt=".3g",
+        order=(fast, slow) if value >= 1 else (slow, fast),
     )
 
 

@@ -36,11 +36,19 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
 
 @page_function
 def fit(
-    page: Page, ref: Any, tokens: str | None = None, terms: str = "auto", at: Any = (), mode: str | None = None
+    page: Page,
+    ref: Any,
+    tokens: str | None = None,
+    terms: str = "auto",
+    at: Any = (),
+    mode: str | None = None,
+    unstable: bool = False,
 ) -> FitView:
-    """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence."""
+    """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence (``unstable=True``: keep points flagged unstable)."""
     ref = page.ref(ref, "step-scaling", "fit()")
-    options = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
+    options: dict[str, Any] = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
+    if unstable:
+        options["unstable"] = True
     view = FitView(page.fit, ref, options)
     for w in at if isinstance(at, (list, tuple)) else [at]:
         view.share(w)  # validates the widths early, with the page's line
@@ -211,6 +219,7 @@ def saving(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: st
         f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
         fmt=".1%",
         anchor=evidence_pages.row_anchor(arm_rows[0]),
+        bounded=True,
     )
 
 

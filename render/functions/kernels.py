@@ -84,6 +84,7 @@ def kernel_share(page: Page, ref: Any, category: str) -> Quantity:
         f"device kernel time in {category} / all device kernel time (user annotation rows left out)",
         f"kernel_share({ref.alias}, {category})",
         fmt=".1%",
+        bounded=True,
     )
 
 
@@ -92,8 +93,10 @@ def kernel_time(page: Page, ref: Any, category: str | None = None) -> Quantity:
     """Device kernel seconds per profiled step, in one category or all (user annotation rows left out)."""
     ref = page.ref(ref, "kernels", "kernel_time()")
     doc = page.doc(ref)
-    rows = tables.evidence_rows(
-        "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
+    rows = kernels.counted_rows(
+        tables.evidence_rows(
+            "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
+        )
     )
     picked = rows if category is None else [r for r in rows if r["category"] == category]
     if not picked:

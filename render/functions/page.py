@@ -79,6 +79,7 @@ class Page:
                 at=at,
                 mode=options.get("mode"),
                 source=f"evidence {ref.alias} ({ref.short})",
+                include_unstable=bool(options.get("unstable", False)),
             ),
         )
 

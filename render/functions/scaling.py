@@ -30,6 +30,7 @@ class ScalingView(FieldView):
         "gpus": ("gpus", "", {"fmt": "d"}),
         "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g"}),
         "tok_s_n": ("tok_s_n", "tok/s", {"fmt": ".3g"}),
+        "tok_s_all": ("tok_s_all", "tok/s", {"fmt": ".3g"}),
         "step_1": ("step_1_s", "s", {"display": "ms", "fmt": ".4g"}),
         "step_n": ("step_n_s", "s", {"display": "ms", "fmt": ".4g"}),
         "efficiency": ("efficiency", "", {"fmt": ".1%"}),

@@ -6,7 +6,7 @@ enforces it), so a page can show a derived number but never reach the raw value 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, ClassVar
 
 import jinja2
@@ -60,6 +60,12 @@ def call_text(*parts: Any, **named: Any) -> str:
     return ", ".join(shown)
 
 
+MISFIT = "lack of fit"
+"""The mark on a number taken from a fit whose model fails its own lack-of-fit or trend test."""
+MISFIT_MARKED = frozenset({"c", "a", "b", "asymptote"})
+"""The fit's numbers that come from its model (its residual and noise describe the misfit itself)."""
+
+
 class FitView:
     """A step-scaling fit; each attribute is a Quantity."""
 
@@ -86,6 +92,8 @@ class FitView:
 
     def _make(self, name: str, value: float | None, unit: str, ci_name: str | None, **kw: Any) -> Quantity:
         ci = self._fit.ci.get(ci_name) if ci_name else None
+        if self._fit.misfit and name in MISFIT_MARKED:
+            kw["mark"] = MISFIT  # the model failed its own test: every number taken from it says so (issue 23)
         return quantity(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", uncertainty=ci, **kw)
 
     @property
@@ -138,7 +146,9 @@ class FitView:
             self._ref,
             f"{self._what}; quadratic share b·W/(a+b·W) at W={k}",
             f"{self._key}.share({k})",
+            mark=MISFIT if f.misfit else None,
             fmt=".1%",
+            bounded=True,
             uncertainty=f.ci.get(f"quadratic_share:{k}"),
             note=note,
         )
@@ -186,6 +196,13 @@ class BatchView(FieldView):
         "context": ("context", "", {"fmt": "d"}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
+
+    def __getattr__(self, name: str) -> Quantity:
+        q = super().__getattr__(name)
+        if name in ("fastest_batch", "fastest_tok_s") and self._values.get("tie"):
+            # a tie within noise is shown as one wherever the fastest batch is (issue 23)
+            return replace(q, mark=f"tie with batch {self._values['runner_up_batch']}")
+        return q
 
     @property
     def unstable(self) -> Block:

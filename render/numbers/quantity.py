@@ -114,6 +114,12 @@ class Quantity:
     raw samples table (``render.evidence.pages.field_anchor``)."""
     pinned: bool = False
     """True when the template chose the display unit (``.to()``); otherwise the prefix is chosen to fit the value."""
+    bounded: bool = False
+    """True for a saving or a share: a part of a whole, which cannot exceed it either way, so a value above 1 or
+    below −1 (over ±100%) is refused when the number is made, not shown as a percent no reader can believe."""
+    order: tuple[str, str] | None = field(default=None, compare=False)
+    """For a speed-up of one thing over another: (the faster, the slower) as the evidence names them, so a
+    label that states a direction can be checked against which one it names first (``render.numbers.directions``)."""
     expr: Any = field(default=None, compare=False)
     """For a number combined from others (``a / b``, ``a * 2``): its expression over ``leaves``."""
     leaves: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
@@ -128,6 +134,11 @@ class Quantity:
                 object.__setattr__(self, "value", None)
         if self.display is not None:
             conversion_factor(self.unit, self.display)
+        if self.bounded and self.value is not None and abs(self.value) > 1:
+            raise ProbebookError(
+                f"{self.key or 'a share'} is {self.value * 100:.1f}%: a saving or share beyond ±100% is not a part "
+                f"of its whole ({self.derivation or 'no derivation'})"
+            )
 
     # -- what templates may call -------------------------------------------------------
     def to(self, unit: str) -> "Quantity":
@@ -247,7 +258,13 @@ class Quantity:
         if self.note:
             parts.append(self.note)
         if self.mark:
-            parts.append(f"from {self.mark} evidence")
+            marks = [m.strip() for m in self.mark.split(",")]
+            said = {
+                "partial": "from partial evidence",
+                "within noise": "within noise: its interval contains zero",
+                "lack of fit": "from a model that fails its own lack-of-fit test (the fit's warnings say how)",
+            }
+            parts.extend(said.get(m, m) for m in marks)
         parts.extend(f"{label} {value}" for label, value in self.extra)
         if self.evidence:
             more = f" (+{len(self.evidence) - 1} more)" if len(self.evidence) > 1 else ""
@@ -412,6 +429,9 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
             raise ClaimError(f"{qa.key} * {qb.key}: multiplying {qa.unit} by {qb.unit} gives no unit probebook shows")
         else:
             unit, display = qa.unit or qb.unit, qa.display or qb.display
+            fmt = product_format(qa, qb)
+    if unit and fmt.endswith("%"):
+        fmt = ".3g"  # a dimensioned result never takes an operand's percent format (qa / qb in 1/s, say)
     expr = (op, ta, tb, factor)
     leaves = la + lb
     value = evaluate(expr, [leaf["value"] for leaf in leaves])
@@ -429,6 +449,16 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         expr=expr,
         leaves=leaves,
     )
+
+
+def product_format(qa: Quantity, qb: Quantity) -> str:
+    """The format of ``qa * qb`` when at most one side has a unit: the format of the side that has one.
+
+    A format follows its unit: a saving (``.1%``) times a time is a time, and a percent format on it would
+    show 1.03 ms as ``102.9%`` (issue 23, item 1). Two unitless sides keep the left one's format."""
+    if qa.unit or not qb.unit:
+        return qa.fmt
+    return qb.fmt
 
 
 def _factor(from_unit: str, to_unit: str, what: str) -> float:

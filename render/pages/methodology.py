@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from measure import constants as timing
 from measure.errors import ProbebookError
-from render.derive import fit, fit_numerics, lossmem
+from render.derive import fit, fit_numerics, lossmem, paired
 from render.numbers.quantity import Quantity
 
 # name -> (value, unit, format, where the code keeps it)
@@ -27,6 +27,8 @@ CONSTANTS: dict[str, tuple[float, str, str, str]] = {
     "outlier_share": (fit_numerics.OUTLIER_SHARE, "", ".0%", "render.derive.fit_numerics.OUTLIER_SHARE"),
     "outlier_most": (fit_numerics.OUTLIER_MOST, "", ".0%", "render.derive.fit_numerics.OUTLIER_MOST"),
     "collapse": (lossmem.COLLAPSE, "", ".0%", "render.derive.lossmem.COLLAPSE"),
+    "paired_alpha": (paired.ALPHA, "", ".0%", "render.derive.paired.ALPHA"),
+    "paired_resamples": (paired.RESAMPLES, "", ",d", "render.derive.paired.RESAMPLES"),
 }
 
 

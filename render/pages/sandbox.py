@@ -30,7 +30,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render.numbers import claims
+from render.numbers import claims, directions
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
@@ -133,7 +133,7 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     state = _STATE.get()
     if isinstance(value, Quantity):
         if state.partial.intersection(value.evidence):
-            value = replace(value, mark="partial")
+            value = replace(value, mark=f"{value.mark}, partial" if value.mark else "partial")
         state.record(value)
         return value.markdown(state.rel)
     if isinstance(value, Block):
@@ -473,8 +473,15 @@ def evaluate_summary(
             raise PageError(
                 f"{where}: a headline must be a number from evidence (a Quantity), got {type(value).__name__}"
             )
-        if state.partial.intersection(value.evidence):
-            value = replace(value, mark="partial")
+        try:
+            directions.check_label(headline.label, value, where)
+        except ProbebookError as exc:
+            raise PageError(str(exc)) from None
+        marks = [value.mark] if value.mark else []  # a fit's own mark stays (lack of fit)
+        marks += ["partial"] if state.partial.intersection(value.evidence) else []
+        marks += [m for m in (directions.headline_mark(value),) if m]
+        if marks:
+            value = replace(value, mark=", ".join(marks))
         state.record(value)
         out.append((headline.label, value))
     return out

@@ -161,7 +161,10 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
             nullable=("tok_s",),
         )
     arms = list(dict.fromkeys(r["arm"] for r in rows))
-    ordered = sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
+    ordered = [
+        {**r, "tokens_per_step": lossmem.step_tokens(int(r["microbatch"]), int(r["tokens_per_step"]))}
+        for r in sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
+    ]
     cols = columns("arm microbatch peak_bytes tok_s tokens_per_step unstable")
     return cols, picked_rows(cols, ordered)
 

@@ -1,20 +1,27 @@
-"""Kernel and operator names -> category (shared by ``kernels`` and ``mask``; not a probe).
+"""Kernel and operator names -> category: the one place the categories are decided.
 
-Architecture tags are read from the archived kernel names at render time (``render/derive/kernels.py``).
+The ``kernels`` and ``mask`` probes record ``categorize(name)`` in each row when they measure; render
+reads the category from the archived kernel name through the same function (``render/derive/kernels.py``),
+so a rule fixed here corrects evidence archived before the fix, from its own raw names. Torch-free, so it
+lives in the evidence layer render may read. Architecture tags are read from the archived kernel names
+at render time too.
 """
 
 from __future__ import annotations
 
 import re
 
-from measure.workload.presets import EXPERT_GEMM
+EXPERT_GEMM = "expert_gemm"
+"""The ``record_function`` label the MoE layer puts around its expert matmuls (``measure/workload/experts.py``).
+
+It lives here, in the torch-free evidence layer, so the probe that reads it and render need no workload import."""
 
 EXPERT_CATEGORY = "expert-gemm"
 """The expert GEMMs of a mixture of experts: kernels inside the MoE layer's ``EXPERT_GEMM`` annotation.
 
 Their kernels carry ordinary GEMM names (a looped expert's matmul is the same cuBLAS kernel as a dense
-linear's), so the category is read from the annotation's span, never from a kernel's name; it is a part
-of ``gemm``, kept apart in ``data.expert_gemm`` so the six shares still sum to 1."""
+linear's), so the category is read from the kernels launched inside the annotation, never from a kernel's
+name; it is a part of ``gemm``, kept apart in ``data.expert_gemm`` so the six shares still sum to 1."""
 
 CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "other")
 # (category, pattern) in match order; names are lower-cased first. Sources: kernel names seen in
@@ -23,7 +30,15 @@ CATEGORIES = ("attention", "gemm", "norm-elementwise", "loss", "optimizer", "oth
 _RULES = (
     ("optimizer", r"adam|multi_tensor_apply|foreach|_fused_sgd|optimizer"),
     ("loss", r"cross_entropy|nll_?loss|log_?softmax|logsoftmax|softmax_warp_forward|softmax_warp_backward"),
-    ("attention", r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)"),
+    # cuDNN's SDPA backward runs two helper kernels of its own beside the fused one: the row-wise
+    # dot(dO, O) it needs before the pass (``cudnn::fusion::compute_dot_do_o_specialized``) and the cast
+    # of the fp32 dQ accumulator to bf16 after it (``cudnn::fusion::convert_dq_to_16bits``); both are
+    # attention's work (issue 23, item 9; names from the H200 traces of the step-anatomy record).
+    (
+        "attention",
+        r"flash|fmha|attention|sdpa|_efficient_attention|cudnn.*(attn|sdpa|fort_native)|"
+        r"cudnn::fusion::(compute_dot_do_o|convert_dq_to_16bits)",
+    ),
     (
         "gemm",
         r"gemm|nvjet|xmma|cutlass|cublas|matmul|aten::mm|aten::addmm|aten::bmm|aten::linear|\bmm\b|sm\d\d_.*tensorop",

@@ -1,0 +1,138 @@
+"""Page functions for what a sentence about evidence needs checked: ``paired``, ``written``, ``sources``.
+
+``paired(ref, arm)`` analyses an interleaved arm against its baseline round by round
+(``render.derive.paired``): the saving with its bootstrap interval, the paired difference in seconds, the
+signed-rank p. ``written(ref)`` is when an evidence document was written, so that a claim can say which of
+two runs came first; ``sources(ref, ...)`` counts the measuring-source versions behind the cited runs.
+Plain functions registered by ``render.functions.registry.page_function``, each called with the page first.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar
+
+from measure.errors import ProbebookError
+from render.derive import paired as pairedmod
+from render.evidence import pages as evidence_pages
+from render.functions.page import Page
+from render.functions.registry import page_function
+from render.functions.views import EvidenceRef, call_text, quantity
+from render.numbers.quantity import Quantity
+
+
+class PairedView:
+    """An interleaved arm against its baseline, paired by round; each attribute is a Quantity."""
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset({"saving", "low", "high", "difference", "p", "rounds"})
+
+    def __init__(self, change: pairedmod.PairedChange, ref: EvidenceRef, key: str, what: str, anchor: str):
+        self._c, self._ref, self._key, self._what, self._anchor = change, ref, key, what, anchor
+
+    def _q(self, name: str, value: float | None, unit: str, **kw: Any) -> Quantity:
+        return quantity(
+            value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", anchor=self._anchor, **kw
+        )
+
+    @property
+    def saving(self) -> Quantity:
+        """Median over rounds of ``1 − arm_i / baseline_i``, with its 95% bootstrap interval over rounds."""
+        return self._q("saving", self._c.saving, "", fmt=".1%", bounded=True, uncertainty=self._c.saving_ci)
+
+    @property
+    def low(self) -> Quantity:
+        """The saving interval's lower end (a claim that the arm saves time: ``.low > 0``)."""
+        lo = self._c.saving_ci[0] if self._c.saving_ci else None
+        return self._q("low", lo, "", fmt=".1%", note=None if lo is not None else "fewer than 3 rounds")
+
+    @property
+    def high(self) -> Quantity:
+        """The saving interval's upper end (a claim that the arm costs time: ``.high < 0``)."""
+        hi = self._c.saving_ci[1] if self._c.saving_ci else None
+        return self._q("high", hi, "", fmt=".1%", note=None if hi is not None else "fewer than 3 rounds")
+
+    @property
+    def difference(self) -> Quantity:
+        """Median over rounds of ``baseline_i − arm_i`` (seconds), with its interval."""
+        return self._q("difference", self._c.difference_s, "s", display="ms", uncertainty=self._c.difference_ci)
+
+    @property
+    def p(self) -> Quantity:
+        """Two-sided Wilcoxon signed-rank p over the rounds."""
+        note = None if self._c.p_value is not None else "fewer than 6 rounds, or no difference in any round"
+        return self._q("p", self._c.p_value, "", fmt=".2g", note=note)
+
+    @property
+    def rounds(self) -> Quantity:
+        """Rounds that timed both arms."""
+        return self._q("rounds", self._c.rounds, "", fmt="d")
+
+
+@page_function
+def paired(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s") -> PairedView:
+    """An interleaved arm against its baseline, paired by round: ``.saving`` (with its interval) ``.low .high
+    .difference .p .rounds``."""
+    ref = page.ref(ref, None, "paired()")
+    rows = page.rows(ref)
+    try:
+        change = page.library.memo(
+            ("paired", ref.id, arm, baseline, field),
+            lambda: pairedmod.paired_change(
+                pairedmod.by_round(rows, baseline, field), pairedmod.by_round(rows, arm, field)
+            ),
+        )
+    except ProbebookError as exc:
+        raise ProbebookError(f"paired(): {ref.alias} ({ref.short}), arm {arm!r}: {exc}") from None
+    first = next(i for i, r in enumerate(rows) if r.get("arm") == arm)
+    what = (
+        f"arm {arm} against {baseline} over {change.rounds} interleaved rounds, {field}: median of per-round "
+        f"1 − arm/baseline, 95% percentile bootstrap over rounds ({pairedmod.RESAMPLES} resamples), Wilcoxon p"
+    )
+    key = f"paired({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})"
+    return PairedView(change, ref, key, what, evidence_pages.row_anchor(first))
+
+
+def _written_s(doc: dict[str, Any], what: str) -> float:
+    stamp = doc.get("created_at")
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise ProbebookError(f"{what}: created_at {stamp!r} is not an ISO 8601 time") from None
+
+
+@page_function
+def written(page: Page, ref: Any) -> Quantity:
+    """When an evidence document was written (its ``created_at``), for a claim of which run came first:
+    ``claim(written(gemm) < written(sweep), "...")``."""
+    ref = page.ref(ref, None, "written()")
+    doc = page.doc(ref)
+    return quantity(
+        _written_s(doc, f"written(): {ref.alias} ({ref.short})"),
+        "s",
+        ref,
+        f"the evidence's created_at, {doc.get('created_at')}, as seconds since 1970-01-01 UTC",
+        f"written({ref.alias})",
+        fmt=",.0f",
+        anchor="envelope-created_at",
+    )
+
+
+@page_function
+def sources(page: Page, *refs: Any) -> Quantity:
+    """How many versions of the measuring code the cited runs recorded (distinct ``measure_source_sha256``);
+    runs from before the hash was recorded are named in the derivation, not counted."""
+    picked = [page.ref(r, None, "sources()") for r in refs]
+    if not picked:
+        raise ProbebookError("sources() takes one or more evidence aliases, e.g. sources(sweep, kernels)")
+    hashes = {(page.doc(r).get("code") or {}).get("measure_source_sha256") for r in picked}
+    unrecorded = [r.alias for r in picked if not (page.doc(r).get("code") or {}).get("measure_source_sha256")]
+    hashes.discard(None)
+    return quantity(
+        len(hashes),
+        "",
+        tuple(dict.fromkeys(r.id for r in picked)),
+        f"distinct measure_source_sha256 among {len(picked)} runs"
+        + (f"; not recorded by {', '.join(unrecorded)} (older evidence)" if unrecorded else ""),
+        f"sources({call_text(*(r.alias for r in picked))})",
+        fmt="d",
+    )
