@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from conftest import HANG_S
 
 from render.build.stages import BuildPaths
 
@@ -244,7 +245,7 @@ def _look(page: Any, view: View, shot: Path) -> None:
         page.wait_for_function(
             "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.querySelector('svg') || h.hidden)"
             " && document.querySelectorAll('article .pb-chart').length > 0",
-            timeout=15000,
+            timeout=HANG_S * 1000,  # ms: a loaded machine draws slowly; only a hang should fail here
         )
     view.tables = page.evaluate(TABLES_JS)
     found = page.evaluate(CHARTS_JS)

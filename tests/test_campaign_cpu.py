@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import HANG_S, REPO, run_cli
 
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
@@ -188,7 +188,7 @@ def test_sigkilled_runner_resumes_without_losing_or_repeating_a_point(tmp_path):
     runner.wait()
     killed = attempts(folder)
     assert killed["tiny-s32-b1"][0]["state"] == "ok" and killed["tiny-s32-b2"][0]["state"] == "submitted"
-    out = run_cli("campaign", "run", str(folder), "--resume", timeout=900)
+    out = run_cli("campaign", "run", str(folder), "--resume", timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     assert f"job {killed['tiny-s32-b2'][0]['job_id']} from an earlier run is" in out.stderr
     final = attempts(folder)
