@@ -1,0 +1,58 @@
+"""The CLI behaves as its peers do (issue 29): one exit status per meaning (measure.errors.EXIT, the README's table),
+a page function given the wrong kind of argument is one line and status 2, an evidence id is taken wherever an
+alias is (`derive padding --fit ID`), and the README's `derive project` example runs as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+from conftest import REPO, run_cli, run_cli_here
+
+from measure.errors import EXIT, ProbebookError, run_action
+
+SITE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"
+STEP = "sha256:1c7ccb387242"  # a step-scaling document of the fixture site's archive
+
+
+def test_each_exit_status_has_one_meaning_and_the_readme_lists_them_all() -> None:
+    def bug() -> int:
+        raise KeyError("x")
+
+    def bad() -> int:
+        raise ProbebookError("sweep.csv, row 3, column 'mode': 'eager' is not one of fixed_batch, fixed_tokens")
+
+    assert [run_action(f, "probebook") for f in (lambda: 0, lambda: 1, bad, bug)] == [0, 1, 2, 70]
+    assert sorted(EXIT.values()) == [0, 1, 2, 3, 70, 130]
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("### Exit status") :].split("\n\n", 3)[2]
+    assert [int(n) for n in re.findall(r"^\| `(\d+)` \|", table, re.M)] == sorted(EXIT.values())
+
+
+def test_a_page_expression_where_fit_takes_a_range_is_one_line_and_bad_input() -> None:
+    # fit(ev, fit(ev).c): the expression becomes fit's token range; this was a TypeError traceback, exit 1
+    out = run_cli("--archive", str(SITE_ARCHIVE), "derive", "fit", STEP, "fit(ev).c")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert out.stderr.startswith(f"probebook: error: derive fit {STEP} fit(ev).c: fit() cannot take these arguments")
+
+
+def test_an_option_takes_an_evidence_id_as_measure_does(tmp_path: Path) -> None:
+    archive = REPO / "archive"
+    pad, fit = "sha256:eebdc310478c", "sha256:82604df8c5ff"
+    by_id = run_cli_here("--archive", str(archive), "derive", "padding", pad, "--bucket", "8", "--fit", fit, "--json")
+    by_alias = run_cli_here(
+        "--archive", str(archive), "derive", "padding", pad, "--bucket", "8", "--ev2", fit, "--fit", "ev2", "--json"
+    )
+    assert (by_id.returncode, by_alias.returncode) == (0, 0), by_id.stderr + by_alias.stderr
+    assert by_id.stdout == by_alias.stdout and '"saving"' in by_id.stdout
+
+
+def test_the_readme_derive_project_example_runs_as_written() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    line = next(ln for ln in readme.splitlines() if ln.startswith("probebook derive project "))
+    words = shlex.split(line, comments=True)[1:]
+    out = run_cli_here("--archive", str(REPO / "archive"), *words)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("time ") and "250m at context 2048" in out.stdout
