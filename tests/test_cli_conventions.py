@@ -56,3 +56,27 @@ def test_the_readme_derive_project_example_runs_as_written() -> None:
     out = run_cli_here("--archive", str(REPO / "archive"), *words)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("time ") and "250m at context 2048" in out.stdout
+
+
+def test_an_import_with_a_mode_the_fit_cannot_read_is_refused_before_archiving(tmp_path: Path) -> None:
+    bad = REPO / "tests" / "fixtures" / "malformed" / "import" / "step-scaling--unknown-mode.csv"
+    out = run_cli_here(
+        "--archive", str(tmp_path), "archive", "import", "--probe", "step-scaling", str(bad), "--source", "x"
+    )
+    assert out.returncode == 2 and "column 'mode': must be one of fixed_batch, fixed_tokens" in out.stderr
+    assert not (tmp_path / "evidence").exists() or not any((tmp_path / "evidence").rglob("*.json"))
+
+
+def test_importing_the_same_file_again_names_the_document_already_archived(tmp_path: Path) -> None:
+    good = REPO / "tests" / "fixtures" / "import" / "step-scaling.csv"
+    argv = ("--archive", str(tmp_path), "archive", "import", "--probe", "step-scaling", str(good), "--source", "lab")
+    first, again = run_cli_here(*argv), run_cli_here(*argv)
+    assert (first.returncode, again.returncode, first.stderr) == (0, 0, "")
+    assert again.stdout == first.stdout
+    assert (
+        again.stderr
+        == f"probebook: {good} is already archived as {first.stdout.strip()} (the same rows and source); nothing stored\n"
+    )
+    assert len(list((tmp_path / "evidence").rglob("*.json"))) == 1
+    other = run_cli_here(*argv[:-1], "another source")  # the same rows from another source are another document
+    assert other.returncode == 0 and other.stdout != first.stdout

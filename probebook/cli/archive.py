@@ -6,6 +6,7 @@ import hashlib
 import logging
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,16 @@ def _import(args: Any) -> int:
         probe=args.probe, path=args.file, source=args.source, gpu=args.gpu, notes=args.notes
     )
     evidence = importer.build(request, code_fingerprint())
-    print(Store(args.archive).put(evidence))
+    store = Store(args.archive)
+    earlier = importer.already_archived(store, evidence)
+    if earlier is not None:
+        print(
+            f"probebook: {args.file} is already archived as {earlier} (the same rows and source); nothing stored",
+            file=sys.stderr,
+        )
+        print(earlier)
+        return 0
+    print(store.put(evidence))
     return 0
 
 
