@@ -73,10 +73,8 @@ def test_importing_the_same_file_again_names_the_document_already_archived(tmp_p
     first, again = run_cli_here(*argv), run_cli_here(*argv)
     assert (first.returncode, again.returncode, first.stderr) == (0, 0, "")
     assert again.stdout == first.stdout
-    assert (
-        again.stderr
-        == f"probebook: {good} is already archived as {first.stdout.strip()} (the same rows and source); nothing stored\n"
-    )
+    said = f"probebook: {good} is already archived as {first.stdout.strip()} (the same rows and source)"
+    assert again.stderr == said + "; nothing stored\n"
     assert len(list((tmp_path / "evidence").rglob("*.json"))) == 1
     other = run_cli_here(*argv[:-1], "another source")  # the same rows from another source are another document
     assert other.returncode == 0 and other.stdout != first.stdout
