@@ -236,5 +236,6 @@ FIT_JSON_KEYS = [
     "asymptote_tok_s",
     "quadratic_share",
     "n_points",
+    "ci",
 ]
 """The step-scaling fit's JSON object, key by key in order (ARCHITECTURE.md §6.2)."""

@@ -78,3 +78,91 @@ def test_importing_the_same_file_again_names_the_document_already_archived(tmp_p
     assert len(list((tmp_path / "evidence").rglob("*.json"))) == 1
     other = run_cli_here(*argv[:-1], "another source")  # the same rows from another source are another document
     assert other.returncode == 0 and other.stdout != first.stdout
+
+
+def _row(key: str, value: float | None, text: str | None = None) -> dict:
+    return {
+        "page": "records/a/v1.md",
+        "key": key,
+        "value": value,
+        "unit": "s",
+        "text": text or f"{value} s",
+        "uncertainty": None,
+        "evidence": ["sha256:" + "0" * 64],
+        "derivation": "d",
+    }
+
+
+def test_the_tolerance_of_a_change_is_a_percentage_of_the_old_value() -> None:
+    from render.numbers.ledger import Change, beyond_tolerance
+
+    assert [beyond_tolerance(Change(_row("k", 100.0), _row("k", new)), 2.5) for new in (102.5, 97.5, 102.6)] == [
+        False,
+        False,
+        True,
+    ]
+    assert beyond_tolerance(Change(_row("k", 0.0), _row("k", 1e-9)), 50.0)  # from zero: no relative size
+    assert not beyond_tolerance(Change(_row("k", 1.0, "1 s"), _row("k", 1.0, "1.00 s")), 1.0)  # text only
+    assert beyond_tolerance(Change(_row("k", 1.0, "1 s"), _row("k", 1.0, "1.00 s")), 0.0)
+
+
+def test_diff_fails_on_change_only_beyond_its_tolerance(tmp_path: Path) -> None:
+    import json
+
+    def ledger(name: str, rows: list[dict]) -> str:
+        path = tmp_path / name
+        path.write_text(json.dumps({"schema": "probebook.ledger/1", "rows": rows}), encoding="utf-8")
+        return str(path)
+
+    old = ledger("old.json", [_row("a", 100.0), _row("b", 10.0)])
+    small = ledger("small.json", [_row("a", 101.0), _row("b", 10.0)])
+    big = ledger("big.json", [_row("a", 104.0), _row("b", 10.0)])
+    fewer = ledger("fewer.json", [_row("a", 100.0)])
+    code = {
+        new: run_cli_here("diff", old, new, "--fail-on-change", *extra).returncode
+        for new, extra in ((small, ("--tolerance", "2")), (big, ("--tolerance", "2")), (fewer, ("--tolerance", "50")))
+    }
+    assert code == {small: 0, big: 1, fewer: 1}  # a removed number fails whatever the tolerance
+    assert run_cli_here("diff", old, small, "--fail-on-change").returncode == 1  # no tolerance: any change
+    out = run_cli_here("diff", old, small, "--fail-on-change", "--tolerance", "2", "--json")
+    body = json.loads(out.stdout)
+    assert (body["tolerance_pct"], body["changed_beyond_tolerance"], len(body["changed"])) == (2.0, 0, 1)
+    refused = run_cli_here("diff", old, small, "--tolerance", "-1")
+    assert refused.returncode == 2 and "give a percentage of at least 0" in refused.stderr
+
+
+def test_build_and_verify_print_json_and_the_build_counts_every_page(tmp_path: Path) -> None:
+    import json
+
+    docs, archive = tmp_path / "docs", tmp_path / "archive"
+    (docs / "playbook").mkdir(parents=True)
+    (docs / "index.md").write_text("# Home\n", encoding="utf-8")
+    (docs / "playbook" / "a.md").write_text("# A\n\nText.\n", encoding="utf-8")
+    good = REPO / "tests" / "fixtures" / "import" / "step-scaling.csv"
+    assert run_cli_here("--archive", str(archive), "archive", "import", "--probe", "step-scaling", str(good),
+                        "--source", "lab").returncode == 0  # fmt: skip
+    argv = ["--archive", str(archive), "build", "--no-site", "--docs", str(docs), "--build-dir", str(tmp_path / "b")]
+    argv += ["--config", str(REPO / "mkdocs.yml"), "--published", str(tmp_path / "none.json")]
+    first = run_cli_here(*argv, "--json")
+    assert first.returncode == 0, first.stderr
+    cold = json.loads(first.stdout)
+    (docs / "playbook" / "a.md").write_text("# A\n\nText, edited.\n", encoding="utf-8")
+    warm = run_cli_here(*argv)
+    assert warm.returncode == 0, warm.stderr
+    assert cold["pages"] == cold["pages_written"] and cold["evidence"] == 1 and cold["pages"] >= 3
+    # an incremental build: the page count is the site's, and says how many were written anew
+    assert f": {cold['pages']} pages (1 written anew, the rest unchanged)," in warm.stdout
+    verified = run_cli_here("--archive", str(archive), "archive", "verify", "--json")
+    assert verified.returncode == 0 and json.loads(verified.stdout)["files"] == 1
+    assert json.loads(verified.stdout)["ok"] is True
+
+
+def test_fit_json_carries_its_confidence_intervals() -> None:
+    import json
+
+    out = run_cli_here("--archive", str(SITE_ARCHIVE), "fit", "step-scaling", STEP, "--at", "2048", "--json")
+    assert out.returncode == 0, out.stderr
+    ci = json.loads(out.stdout)["ci"]
+    assert ci["level"] == 0.95 and {"c_s", "a_s_per_token"} <= set(ci["intervals"])
+    for name, interval in ci["intervals"].items():
+        assert list(interval) == ["low", "high"] and interval["low"] <= interval["high"], name

@@ -481,7 +481,8 @@ def build(
         site=paths.site if site else None,
         ledger=tree.ledger,
         diff=tree.diff,
-        pages=sum(1 for p in tree.files if p.endswith(".md")),
+        pages=len({p for p in (*tree.files, *tree.kept) if p.endswith(".md")}),
+        pages_written=sum(1 for p in tree.rewritten or () if p.endswith(".md")),
         evidence=len(evidence.docs),
         made_later=tree.later.settled if tree.later is not None else 0,
     )
