@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -264,19 +265,39 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
 # -- stage 8: the site engine ---------------------------------------------------------------
 
 
+def _given_epoch() -> int | None:
+    """``$SOURCE_DATE_EPOCH`` as a whole number of seconds, or None when it is not set."""
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given is None:
+        return None
+    try:
+        return int(given)
+    except ValueError:
+        raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
+
+
 def source_date_epoch(evidence: Archive, src: Sources) -> int:
     """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none)."""
-    given = os.environ.get("SOURCE_DATE_EPOCH")
+    given = _given_epoch()
     if given is not None:
-        try:
-            return int(given)
-        except ValueError:
-            raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
+        return given
     dates = [d["created_at"][:10] for d in evidence.docs.values()] + [p.date for p in src.pages if p.date]
     if not dates:
         return 0
     newest = _dt.date.fromisoformat(max(dates))
     return calendar.timegm(newest.timetuple())
+
+
+def footer_epoch(now: float | None = None) -> int:
+    """The date the footer's "Built ..." names: ``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the day of
+    the build (``now``, default the clock). Not the newest evidence date, which ``source_date_epoch`` gives the
+    engine for reproducible files: a footer saying "Built" on a day the site was not built misleads (issue 29).
+    A day, not a second, so builds of one day stay byte-identical."""
+    given = _given_epoch()
+    if given is not None:
+        return given
+    moment = _dt.datetime.fromtimestamp(time.time() if now is None else now, _dt.timezone.utc)
+    return calendar.timegm(moment.date().timetuple())
 
 
 def make_site(
@@ -426,9 +447,7 @@ def render_tree(
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)
     incremental.save_units(paths.build, tree.units)
-    footer = colophon.text(
-        source_date_epoch(evidence, src), colophon.source_commit(paths.docs), tree.files["ledger.json"]
-    )
+    footer = colophon.text(footer_epoch(), colophon.source_commit(paths.docs), tree.files["ledger.json"])
     write_config(paths.config, tree.nav, paths.build, footer)
     return tree, evidence, src
 
