@@ -102,10 +102,19 @@ def execute(
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
     rec.code = code
-    from measure import device_check
+    from measure import device_check, host_load
 
     # before the body: an idle, exclusive card is the premise of every timing (issue 27)
     rec.data["device_check"] = device_check.check(params.get("device"))
+    rec.data["host_load"] = {"before": host_load.sample()}
+    if rec.data["host_load"]["before"]["busy"]:
+        before = rec.data["host_load"]["before"]
+        log.warning(
+            "warning: the host is busy (load %.2f on %d core(s)): other work shares the CPU, so times may be slow and "
+            "noisy; the load is recorded with the evidence",
+            before["load_1min"],
+            before["cores"],
+        )
     try:
         with rec.progress:
             body(rec)
@@ -116,6 +125,7 @@ def execute(
     except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
         rec.status = "partial" if rec.samples else "failed"
         rec.error = one_line(exc)
+    rec.data["host_load"]["after"] = host_load.sample()
     data = {"samples": rec.samples, "points": rec.points, **rec.data}
     return Evidence(
         probe=probe,
