@@ -473,6 +473,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.contracts",
         "measure.progress",
         "measure.constants",
+        "measure.lifetime",
     }
     assert (tmp_path / "build" / "docs" / "ledger.json").exists()
 
