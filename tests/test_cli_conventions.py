@@ -175,3 +175,12 @@ def test_the_footer_date_is_the_build_day_unless_source_date_epoch_says(monkeypa
     assert footer_epoch(now=1764590400.5) == 1764547200  # 2025-12-01 12:00:00.5 UTC -> that day's midnight
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
     assert footer_epoch(now=1764590400.5) == 86400
+
+
+def test_imported_evidence_without_a_gpu_is_not_listed_as_a_cpu_run() -> None:
+    from render.evidence.index import NO_GPU, UNRECORDED, machine_name
+
+    imported, measured = {"kind": "imported", "source": "lab"}, {"kind": "measured"}
+    assert machine_name({"machine": {"gpu": None}, "origin": imported}) == UNRECORDED
+    assert machine_name({"machine": {"gpu": None}, "origin": measured}) == NO_GPU
+    assert machine_name({"machine": {"gpu": "NVIDIA  H200"}, "origin": imported}) == "NVIDIA H200"
