@@ -231,7 +231,8 @@ def _derive(args: Any) -> int:
         if list(calls.aliases(ids))[-1] != key:
             raise ProbebookError(f"--{key}: give evidence aliases in order, {list(calls.aliases(ids))[-1]} next")
     for key, value in list(options.items()):  # --fit ID, as `measure padding --fit ID` takes it: the next alias
-        if _ID.match(value):
+        # an id, not a long number (--params 250000000000): the sha256: prefix or a hex letter says so
+        if _ID.match(value) and (value.startswith("sha256:") or re.search("[a-f]", value)):
             ids.append(store.resolve(value))
             options[key] = list(calls.aliases(ids))[-1]
     call = calls.plan(args.name, words, options)
