@@ -23,7 +23,7 @@ from typing import Any, Callable
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
-from measure.progress import Progress
+from measure.progress import HEARTBEAT_S, Progress
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Recorder:
         self.status = "complete"
         self.error: str | None = None
         self.journal = journal
-        self.progress = Progress(probe, log, enabled=progress)
+        self.progress = Progress(probe, log, enabled=progress, heartbeat_s=HEARTBEAT_S)
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.journal is None:
