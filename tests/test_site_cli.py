@@ -76,7 +76,9 @@ def _text(path: Path) -> str:
 
 def test_fresh_checkout_builds_with_an_empty_archive(checkout: Path, cli) -> None:
     out = _ok(cli("build", cwd=checkout, env={"PROBEBOOK_ARCHIVE": "archive"}))
-    assert out.splitlines()[0] == "built site/ from 0 evidence file(s): 6 pages, 0 numbers in the ledger"
+    assert out.splitlines()[0] == (
+        "built site/ from 0 evidence file(s): 6 pages (6 written anew, the rest unchanged), 0 numbers in the ledger"
+    )
     assert json.loads((checkout / "site" / "ledger.json").read_text())["rows"] == []
     assert "No evidence is archived yet" in _text(checkout / "site" / "evidence" / "index.html")
     assert "No numbers are published on this site yet." in _text(checkout / "site" / "changes.html")

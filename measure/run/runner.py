@@ -107,14 +107,6 @@ def execute(
     # before the body: an idle, exclusive card is the premise of every timing (issue 27)
     rec.data["device_check"] = device_check.check(params.get("device"))
     rec.data["host_load"] = {"before": host_load.sample()}
-    if rec.data["host_load"]["before"]["busy"]:
-        before = rec.data["host_load"]["before"]
-        log.warning(
-            "warning: the host is busy (load %.2f on %d core(s)): other work shares the CPU, so times may be slow and "
-            "noisy; the load is recorded with the evidence",
-            before["load_1min"],
-            before["cores"],
-        )
     try:
         with rec.progress:
             body(rec)
@@ -126,6 +118,14 @@ def execute(
         rec.status = "partial" if rec.samples else "failed"
         rec.error = one_line(exc)
     rec.data["host_load"]["after"] = host_load.sample()
+    before = rec.data["host_load"]["before"]
+    if before["busy"]:  # said once the run has measured, so that bad input stays one line (it is raised above)
+        log.warning(
+            "warning: the host was busy (load %.2f on %d core(s) at the start): other work shared the CPU, so the "
+            "times may be slow and noisy; the load is recorded with the evidence (data.host_load)",
+            before["load_1min"],
+            before["cores"],
+        )
     data = {"samples": rec.samples, "points": rec.points, **rec.data}
     return Evidence(
         probe=probe,
