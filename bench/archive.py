@@ -166,6 +166,7 @@ def best_of(repeat: int, fn, *args) -> tuple[float, object]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog="example:\n  python bench/archive.py --n 10000",
         formatter_class=argparse.RawDescriptionHelpFormatter,

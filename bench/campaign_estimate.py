@@ -81,7 +81,7 @@ def replay(curves: list[list[str]], start: dict[str, float], device: dict[str, f
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path, help="a campaign folder that has run (receipts and its archive)")
     ap.add_argument("--window-s", type=float, default=0.2)
     ap.add_argument("--observe-kept", type=float, default=0.0)

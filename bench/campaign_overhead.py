@@ -83,7 +83,7 @@ def campaign(root: Path, context: int, batches: list[int]) -> tuple[dict[int, fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batches", default="1,2")
     parser.add_argument("--context", type=int, default=32)

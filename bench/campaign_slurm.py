@@ -80,7 +80,7 @@ def one(source: Path, executor: str, max_concurrent: int, work: Path) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=REPO, help="the probebook checkout to run (default: this one)")
     parser.add_argument("--max-concurrent", default="2,12", help="comma-separated (default: 2,12)")
     parser.add_argument("--executors", default="local,slurm", help="comma-separated (default: local,slurm)")

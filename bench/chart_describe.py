@@ -54,7 +54,7 @@ def ms_per_chart(call: Callable[..., Any], kind: str, docs: list[dict[str, Any]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--charts", type=int, default=20, help="documents of each kind (default 20)")
     parser.add_argument("--repeat", type=int, default=5, help="rounds of each, alternated ABBA (default 5)")
     args = parser.parse_args()

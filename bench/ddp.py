@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog="example:\n  PYTHONPATH=. python3 bench/ddp.py --nproc 2 --preset 250m --seq-len 2048 --batch 4",
         formatter_class=argparse.RawDescriptionHelpFormatter,

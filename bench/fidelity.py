@@ -93,7 +93,9 @@ def store(archive: Path | None, evidence: Any) -> str | None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--archive", type=Path, help="store the probes' evidence here")
     ap.add_argument("--report", type=Path, default=Path("fidelity.json"), help="JSON report path")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: a bug check in well under a minute")

@@ -135,7 +135,9 @@ COMPARED = ("rows", "tokens", "slots_width", "slots_longest", "full_windows", "d
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tokens", type=float, default=1e9, help="corpus size in tokens (default 1e9)")
     parser.add_argument("--sample-tokens", type=float, default=2e7, help="prefix the reference runs on (default 2e7)")
     parser.add_argument("--rounds", type=int, default=2, help="ABAB rounds on the sample (default 2)")

@@ -448,6 +448,7 @@ def sweep(args: argparse.Namespace) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(
+        allow_abbrev=False,
         description=__doc__.split("\n\n")[0],
         epilog="examples:\n  python bench/render.py --docs 1000 --records 50 --repeat 3\n"
         "  python bench/render.py --sizes 1000,3000,10000 --json bench/results/render-scale.json",

@@ -33,8 +33,16 @@ def command(
     sub: Any, name: str, help: str, example: str, func: Callable[..., int] | None = None, **kw: Any
 ) -> argparse.ArgumentParser:
     """Add a subcommand whose ``--help`` ends with a worked example; ``func(args)`` runs it when given."""
+    # allow_abbrev=False on every parser, subparsers included (each gets it at creation): "--seq-len" must not run
+    # as "--seq-lens" (issue 29); tests/test_cli_help.py walks every parser
     p = sub.add_parser(
-        name, help=help, description=help, epilog=f"example:\n  {example}", formatter_class=HelpFormatter, **kw
+        name,
+        allow_abbrev=False,
+        help=help,
+        description=help,
+        epilog=f"example:\n  {example}",
+        formatter_class=HelpFormatter,
+        **kw,
     )
     if func is not None:
         p.set_defaults(func=func)
@@ -144,6 +152,7 @@ def archive_option(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """``python -m measure``: the probes of ``probebook measure`` at the top level."""
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="python -m measure",
         description="Run probebook probes.",
         epilog="example:\n  python -m measure step-scaling --preset tiny --device cpu",

@@ -1,11 +1,13 @@
 """The one exception type a user can cause, shared by measure and render.
 
 The CLI turns a ``ProbebookError`` into a single line on stderr and exit status 2;
-anything else is a bug and keeps its traceback.
+anything else is a bug and keeps its traceback (exit status 70). Each exit status has one meaning (``EXIT``,
+listed in the README's "Exit status").
 """
 
 import re
 import sys
+import traceback
 from typing import Callable
 
 # C0 and C1 controls (terminal escape codes, newlines), DEL, and the bidirectional overrides that
@@ -42,6 +44,17 @@ class StoreError(ProbebookError):
     """The archive cannot satisfy a request (unknown id, ambiguous prefix, bad id)."""
 
 
+EXIT = {
+    "ok": 0,
+    "check failed": 1,  # a condition the command checks did not hold: diff --fail-on-change, verify, audit findings
+    "bad input": 2,  # a ProbebookError or an argparse usage error: one line naming the file, field or option
+    "budget spent": 3,  # campaign run --budget-s: nothing new submitted; resume later
+    "bug": 70,  # an exception no input should cause (BSD sysexits' EX_SOFTWARE): the traceback is printed
+    "interrupted": 130,  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
+}
+"""Every exit status of ``probebook`` and ``python -m measure``, by meaning; nothing else exits with 1."""
+
+
 def run_action(action: Callable[[], int | None], prog: str) -> int:
     """Run one CLI action; an input error becomes one line on stderr and exit status 2, no traceback.
 
@@ -55,9 +68,13 @@ def run_action(action: Callable[[], int | None], prog: str) -> int:
         return int(action() or 0)
     except ProbebookError as exc:
         print(f"{prog}: error: {printable(str(exc), ERROR_LINE_LIMIT)}", file=sys.stderr)
-        return 2
+        return EXIT["bad input"]
     except BrokenPipeError:
-        return 0
+        return EXIT["ok"]
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT["interrupted"]
+    except Exception:  # noqa: BLE001 - a bug: its traceback, and a status that no checked condition uses
+        traceback.print_exc()
+        print(f"{prog}: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
+        return EXIT["bug"]

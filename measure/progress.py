@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from types import TracebackType
 from typing import Any, Callable, Iterable, Iterator, TypeVar
@@ -19,6 +20,9 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 T = TypeVar("T")
 
 PACKAGES = ("measure", "render", "probebook")
+HEARTBEAT_S = 30.0
+"""Off a terminal, a run that has logged nothing for this long logs that it is still running: a CPU probe on a
+loaded machine was silent for up to 8 minutes between points (issue 29), which reads as a hang."""
 """The loggers ``configure`` attaches its handler to (each module's logger is a child of one)."""
 
 
@@ -47,18 +51,35 @@ def _bar_wanted() -> bool:
     return True
 
 
+def due(now: float, last: float, every: float) -> bool:
+    """Whether a heartbeat line is due: ``every`` seconds or more since the last line (all in seconds)."""
+    return now - last >= every
+
+
 class Progress:
     """Steps of one long run: a transient rich bar on a terminal, else one INFO log line per step
     (``lines=False``: nothing at all off a terminal, for runs whose steps are quick, like a build's pages)."""
 
     def __init__(
-        self, what: str, logger: logging.Logger, total: int | None = None, enabled: bool = True, lines: bool = True
+        self,
+        what: str,
+        logger: logging.Logger,
+        total: int | None = None,
+        enabled: bool = True,
+        lines: bool = True,
+        heartbeat_s: float | None = None,
     ):
         self.what, self.log, self.total, self.enabled, self.lines = what, logger, total, enabled, lines
         self.done = 0
         self._started = time.perf_counter()
         self._bar: Any = None
         self._task: Any = None
+        self.heartbeat_s = heartbeat_s
+        """Off a terminal, log "still running" after this long without a line (None: never; ``HEARTBEAT_S``)."""
+        self._last = self._started
+        self._label = "started"
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
 
     def __enter__(self) -> Progress:
         if self.enabled and _bar_wanted():
@@ -77,7 +98,25 @@ class Progress:
             )
             self._bar.start()
             self._task = self._bar.add_task(self.what, total=self.total)
+        elif self.enabled and self.lines and self.heartbeat_s and self._beat is None:
+            self._stop.clear()
+            self._beat = threading.Thread(target=self._heartbeat, name=f"{self.what}-heartbeat", daemon=True)
+            self._beat.start()
         return self
+
+    def _heartbeat(self) -> None:
+        assert self.heartbeat_s is not None
+        while not self._stop.wait(min(self.heartbeat_s, 1.0)):
+            now = time.perf_counter()
+            if due(now, self._last, self.heartbeat_s):
+                self._last = now
+                self.log.info(
+                    "%s [%6.1fs] still running (%d step(s) done; last: %s)",
+                    self.what,
+                    now - self._started,
+                    self.done,
+                    self._label,
+                )
 
     def step(self, label: str) -> None:
         """One step done: advance the bar, or log ``what [seconds] label``."""
@@ -87,7 +126,8 @@ class Progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1, description=f"{self.what}: {label}")
         elif self.lines:
-            self.log.info("%s [%6.1fs] %s", self.what, time.perf_counter() - self._started, label)
+            self._last, self._label = time.perf_counter(), label
+            self.log.info("%s [%6.1fs] %s", self.what, self._last - self._started, label)
 
     def each(self, items: Iterable[T], label: Callable[[T], str] = str) -> Iterator[T]:
         """Yield ``items``, one step each, with the bar shown while they last (a loop needs no new block)."""
@@ -97,6 +137,10 @@ class Progress:
                 self.step(label(item))
 
     def close(self) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join()
+            self._beat = None
         if self._bar is not None:
             self._bar.stop()
             self._bar = None

@@ -80,7 +80,13 @@ def test_import_prints_the_id_and_ls_show_verify_see_it(archive, cli):
     doc = json.loads(show.stdout)
     assert canonical_bytes(doc) == stored.read_bytes()
     assert doc["origin"] == {"kind": "imported", "source": "lab notebook p. 12"}
-    assert doc["data"]["samples"][0] == {"tokens": 128, "step_s": 0.0121, "batch": 1, "mode": "eager", "wall_ms": 12.3}
+    assert doc["data"]["samples"][0] == {
+        "tokens": 128,
+        "step_s": 0.0121,
+        "batch": 1,
+        "mode": "fixed_batch",
+        "wall_ms": 12.3,
+    }
 
     verify = cli("--archive", str(archive), "archive", "verify")
     assert verify.returncode == 0 and verify.stdout.strip() == "ok: 1 evidence file(s) match their names"

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.evidence.store import Store
 
@@ -57,7 +58,7 @@ def test_eight_writers_with_overlaps_store_all_1000_documents(archive):
         proc.stdin.flush()
     reports = []
     for proc in procs:
-        out, _ = proc.communicate(timeout=300)
+        out, _ = proc.communicate(timeout=HANG_S)
         assert proc.returncode == 0
         reports.append(json.loads(out))
 

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.evidence.envelope import Evidence, digest
 from measure.evidence.store import Store
@@ -48,7 +49,7 @@ def _kill_one_writer(root: Path, worker: int, delay_s: float) -> None:
         time.sleep(delay_s)
         proc.send_signal(signal.SIGKILL)
     finally:
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
         proc.stdout.close()
     assert proc.returncode == -signal.SIGKILL
 

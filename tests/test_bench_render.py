@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.evidence.store import Store
 
@@ -33,7 +34,7 @@ def test_render_benchmark_runs_on_a_small_archive(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=HANG_S,
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()

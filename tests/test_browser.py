@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from conftest import HANG_S
 
 from render.build.stages import BuildPaths
 
@@ -51,6 +52,9 @@ WHITE_SHARE = 0.2
 SITES: dict[str, str] = {"mkdocs": "fixture_site", "zensical": "fixture_site_zensical"}
 """Site name -> the conftest fixture that builds the fixture site once per session with that engine."""
 
+# Every test here runs on one xdist worker (``--dist loadfile``, pyproject.toml), so each build's tour runs once: an
+# xdist_group mark on the site fixture's params did not hold (pytest 9.2, xdist 3.8) and each worker made its own
+# tour of each build, four tours of about a minute on 2 cores where two are needed (issue 29).
 pytestmark = pytest.mark.browser
 
 
@@ -175,11 +179,7 @@ async () => {
 """
 
 
-# Each build's tests run on one xdist worker (``--dist loadgroup``, pyproject.toml), so its tour runs once, not
-# once on each worker that happens to get one of its tests.
-@pytest.fixture(
-    scope="module", params=[pytest.param(n, marks=pytest.mark.xdist_group(f"browser-{n}")) for n in sorted(SITES)]
-)
+@pytest.fixture(scope="module", params=sorted(SITES))
 def site(request: pytest.FixtureRequest) -> tuple[str, Path]:
     """(name, folder) of a build of the fixture site, built once per session (``conftest.fixture_site*``)."""
     built: BuildPaths = request.getfixturevalue(SITES[request.param])
@@ -244,7 +244,7 @@ def _look(page: Any, view: View, shot: Path) -> None:
         page.wait_for_function(
             "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.querySelector('svg') || h.hidden)"
             " && document.querySelectorAll('article .pb-chart').length > 0",
-            timeout=15000,
+            timeout=HANG_S * 1000,  # ms: a loaded machine draws slowly; only a hang should fail here
         )
     view.tables = page.evaluate(TABLES_JS)
     found = page.evaluate(CHARTS_JS)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from conftest import HANG_S, REPO, run_cli
 
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
@@ -82,6 +82,14 @@ def test_tiny_campaign_end_to_end(finished):
     assert "tiny-s32" in status and "2/2 curves done, 3 points measured" in status
     watched = ok(run_cli("campaign", "status", str(folder), "--watch"))  # every curve done: it returns at once
     assert "2/2 curves done" in watched
+    as_json = json.loads(ok(run_cli("campaign", "status", str(folder), "--json")))
+    assert [(c["curve"], c["state"], c["measured"]) for c in as_json] == [
+        ("tiny-s32", "cap", 2),
+        ("tiny-s64", "cap", 1),
+    ]
+    audited = run_cli("--archive", str(archive), "campaign", "audit", str(folder), "--json")
+    assert audited.returncode == 0, audited.stderr
+    assert json.loads(audited.stdout)["findings"] == [] and json.loads(audited.stdout)["counts"]["curves"] == 2
     out = run_cli("--archive", str(archive), "campaign", "audit", str(folder))
     assert out.returncode == 0 and out.stdout == "", out.stdout + out.stderr
     verdict = Store(archive).get(out.stderr.strip().split()[-1])
@@ -188,7 +196,7 @@ def test_sigkilled_runner_resumes_without_losing_or_repeating_a_point(tmp_path):
     runner.wait()
     killed = attempts(folder)
     assert killed["tiny-s32-b1"][0]["state"] == "ok" and killed["tiny-s32-b2"][0]["state"] == "submitted"
-    out = run_cli("campaign", "run", str(folder), "--resume", timeout=900)
+    out = run_cli("campaign", "run", str(folder), "--resume", timeout=HANG_S)
     assert out.returncode == 0, out.stderr
     assert f"job {killed['tiny-s32-b2'][0]['job_id']} from an earlier run is" in out.stderr
     final = attempts(folder)

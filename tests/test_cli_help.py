@@ -102,3 +102,27 @@ def test_archive_verify_does_not_load_the_page_functions(tmp_path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parser and every sub-parser under it (read the same way as ``_commands``)."""
+    found = [parser]
+    for action in parser._actions:
+        choices = getattr(action, "choices", None)
+        if isinstance(choices, dict):
+            for sub in {id(p): p for p in choices.values() if isinstance(p, argparse.ArgumentParser)}.values():
+                found += _parsers(sub)
+    return found
+
+
+def test_no_parser_accepts_an_abbreviated_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """argparse's prefix matching ran `--seq-len` as `--seq-lens` and `--context` as `--contexts` (issue 29)."""
+    from measure.cli import build_parser as measure_parser
+
+    parsers = _parsers(build_parser()) + _parsers(measure_parser())
+    assert len(parsers) > 30 and [p.prog for p in parsers if p.allow_abbrev] == []
+    for argv in (["measure", "step-scaling", "--seq-len", "512"], ["measure", "batch-sweep", "--context", "512"]):
+        with pytest.raises(SystemExit) as stop:
+            build_parser().parse_args(argv)
+        assert stop.value.code == 2
+        assert f"unrecognized arguments: {argv[2]} 512" in capsys.readouterr().err

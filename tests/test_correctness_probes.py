@@ -186,3 +186,13 @@ def test_stream_refuses_a_deep_prefetch():
 
     with pytest.raises(ProbebookError, match="--depths"):
         Config(depths=(3,))
+
+
+def test_hvp_compiles_on_cpu_only_when_asked() -> None:
+    # compiling every candidate kept a 2-core machine busy for 18 minutes (issue 29): CPU's default is eager
+    from measure.probes.hvp import Config, modes_for
+
+    assert Config().modes is None
+    assert modes_for("cpu", None) == ["eager"]
+    assert modes_for("cuda", None) == ["eager", "compiled"]
+    assert modes_for("cpu", ("compiled",)) == ["compiled"]

@@ -50,3 +50,6 @@ def test_a_probe_run_records_the_check(cli, archive):
 
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
     assert doc["data"]["device_check"] == {"checked": False, "busy": None, "reason": "not checked (cpu)"}
+    load = doc["data"]["host_load"]  # the host's load before and after, with the verdict (measure.host_load)
+    assert set(load) == {"before", "after"} and load["before"]["cores"] >= 1
+    assert isinstance(load["after"]["busy"], bool) and load["before"]["load_1min"] >= 0

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.errors import EvidenceError
 from measure.evidence.envelope import (
@@ -248,7 +249,7 @@ def test_fixtures_regenerate_byte_for_byte(tmp_path):
         [sys.executable, str(FIXTURES / "make_fixtures.py"), "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert out.returncode == 0, out.stderr
 

@@ -392,3 +392,14 @@ def test_points_flagged_unstable_are_left_out_and_named():
         fit.warnings[0] == "points flagged unstable in the evidence (CV over 5%) are left out of the fit: 2048 tokens"
     )
     assert fit_evidence(doc, terms="c+a", bootstrap=50, include_unstable=True).n_points == 5
+
+
+def test_a_spread_at_rounding_level_is_an_exact_fit_on_every_cpu():
+    # residuals of ±1e-16 s (rounding: one CPU's arithmetic leaves 0, another's about 1e-29) still "fit exactly";
+    # ±1e-6 s, a thousand timer ticks, is a spread, and the message gives the ratio to it
+    for offset, spread in ((1e-16, "the others fit exactly"), (1e-6, "times their spread")):
+        samples = [(float(s), linear(s) + offset * (-1) ** i) for i, s in enumerate(range(256, 256 * 14, 256))]
+        samples[5] = (1536.0, 1e6)
+        fit = fit_step_scaling(samples)
+        assert fit.outliers == ((1536.0, 1e6),)
+        assert fit.warnings[0].endswith(f"{spread})"), fit.warnings[0]

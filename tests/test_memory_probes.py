@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import HANG_S, REPO
 
 from measure import peakmem
 from measure.compare import relative_error
@@ -132,7 +132,7 @@ def test_a_point_runs_in_its_own_process_and_prints_one_line():
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=HANG_S,
         env={**os.environ, **peakmem.cpu_env(), "PYTHONPATH": str(REPO)},
     )
     assert out.returncode == 0, out.stderr
@@ -341,7 +341,7 @@ def test_a_killed_sweep_keeps_every_point_it_measured(cli, archive):
         start_new_session=True,
     )
     journal = None
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + HANG_S
     while time.monotonic() < deadline and proc.poll() is None:
         found = list((archive / "journal").glob("batch-sweep-*.jsonl")) if (archive / "journal").is_dir() else []
         if found and '"rows"' in found[0].read_text():

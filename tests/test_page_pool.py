@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, bench_module
+from conftest import HANG_S, REPO, bench_module
 
 from measure.errors import ProbebookError
 from render.build import incremental, sealed
@@ -157,7 +157,7 @@ TASKS = {
     "refused": lambda: fail(ProbebookError("chart 'x': no samples")),
     "failed": lambda: fail(ValueError("bad value")),
     "died": lambda: os._exit(3),
-    "slow": lambda: time.sleep(60),
+    "slow": lambda: time.sleep(900),
 }
 print(json.dumps({"pid": os.getpid(), "priority": os.getpriority(os.PRIO_PROCESS, 0)}))
 report(TASKS[sys.argv[1]], 0.3 if sys.argv[1] == "slow" else None)
@@ -171,7 +171,7 @@ def _apart(task: str) -> tuple[dict, dict]:
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
         check=True,
-        timeout=30,
+        timeout=HANG_S,
     )
     here, out = (json.loads(line) for line in proc.stdout.strip().splitlines())
     return here, out
@@ -193,4 +193,5 @@ def test_what_a_task_apart_raises_or_how_it_dies_is_one_line() -> None:
 def test_a_task_apart_is_ended_when_the_build_stops() -> None:
     started = time.perf_counter()
     assert _apart("slow")[1] == {"done": False, "value": None, "alive": False}
-    assert time.perf_counter() - started < 20  # not the task's 60 s
+    # ended, not waited for: far under the task's 900 s however loaded the machine (about 1 s quiet)
+    assert time.perf_counter() - started < 300, "the stopped task was waited for, not ended"

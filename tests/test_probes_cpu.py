@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
@@ -272,7 +273,7 @@ def test_sigterm_mid_sweep_stores_partial_evidence(archive):
             break
         time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    out, err = proc.communicate(timeout=HANG_S)
     assert proc.returncode == 1, err
     doc = Store(archive).get(out.strip())
     assert doc["status"] == "partial" and doc["error"] == "KeyboardInterrupt: stopped by signal 15"

@@ -153,7 +153,7 @@ def test_environment_block_of_agreeing_evidence_has_no_warning() -> None:
 
 
 def _measure_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="probebook measure", exit_on_error=False)
+    parser = argparse.ArgumentParser(prog="probebook measure", exit_on_error=False, allow_abbrev=False)
     add_probe_commands(parser.add_subparsers(dest="probe"))
     return parser
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -53,7 +54,7 @@ def _env() -> dict[str, str]:
 
 
 def _run(root: Path, *command: str, out: str = "site") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(_argv(root, *command, out=out), env=_env(), capture_output=True, text=True, timeout=120)
+    return subprocess.run(_argv(root, *command, out=out), env=_env(), capture_output=True, text=True, timeout=HANG_S)
 
 
 def _snapshot(site: Path) -> dict[str, str]:
@@ -96,7 +97,7 @@ def test_killed_builds_leave_the_old_site_or_the_new_one(tmp_path: Path) -> None
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.wait(timeout=60)
+        proc.wait(timeout=HANG_S)
         now = _snapshot(root / "site")
         which = [name for name, snap in good.items() if snap == now]
         assert which, f"kill {i}: site/ is neither the previous build nor the new one"
@@ -119,7 +120,7 @@ def test_two_concurrent_builds_both_succeed(tmp_path: Path) -> None:
         subprocess.Popen(_argv(root, "build"), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)
     ]
-    results = [p.communicate(timeout=120) for p in procs]
+    results = [p.communicate(timeout=HANG_S) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert (root / "site" / "index.html").exists()
     assert _publish_ok(root).returncode == 0

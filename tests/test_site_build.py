@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.cli import declarations
 from measure.errors import ProbebookError
@@ -459,7 +460,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         text=True,
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=300,
+        timeout=HANG_S,
     )
     assert out.returncode == 0, out.stderr
     torch_loaded, measure_modules = out.stdout.strip().split(" ", 1)
@@ -473,6 +474,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.kernel_names",
         "measure.progress",
         "measure.constants",
+        "measure.lifetime",
     }
     assert (tmp_path / "build" / "docs" / "ledger.json").exists()
 

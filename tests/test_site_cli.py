@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from render.numbers.ledger import read as read_ledger
 
@@ -75,7 +76,9 @@ def _text(path: Path) -> str:
 
 def test_fresh_checkout_builds_with_an_empty_archive(checkout: Path, cli) -> None:
     out = _ok(cli("build", cwd=checkout, env={"PROBEBOOK_ARCHIVE": "archive"}))
-    assert out.splitlines()[0] == "built site/ from 0 evidence file(s): 6 pages, 0 numbers in the ledger"
+    assert out.splitlines()[0] == (
+        "built site/ from 0 evidence file(s): 6 pages (6 written anew, the rest unchanged), 0 numbers in the ledger"
+    )
     assert json.loads((checkout / "site" / "ledger.json").read_text())["rows"] == []
     assert "No evidence is archived yet" in _text(checkout / "site" / "evidence" / "index.html")
     assert "No numbers are published on this site yet." in _text(checkout / "site" / "changes.html")
@@ -256,11 +259,11 @@ def _lines(stream) -> queue.Queue[str]:
 
 
 def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=30) as response:
+    with urllib.request.urlopen(url, timeout=HANG_S) as response:
         return response.read().decode()
 
 
-def _wait_for(q: queue.Queue[str], pattern: str, timeout: float = 120) -> re.Match[str]:
+def _wait_for(q: queue.Queue[str], pattern: str, timeout: float = HANG_S) -> re.Match[str]:
     deadline = time.monotonic() + timeout
     seen = []
     while time.monotonic() < deadline:
@@ -324,7 +327,7 @@ def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
         assert "Edited while serving." in page  # the last good site stays up
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=HANG_S)
         assert proc.stderr is not None
         proc.stderr.close()
 
@@ -351,7 +354,7 @@ def test_serve_builds_again_after_a_save_made_while_it_built(tmp_path: Path) -> 
         target=serve, args=(paths,), kwargs={"port": 0, "interval": 0.05, "log": log, "stop": stop}
     )
     worker.start()
-    worker.join(timeout=120)
+    worker.join(timeout=HANG_S)
     stop.set()
     assert [line.split(" ", 1)[0] for line in lines] == ["built", "serving", "change", "built"]
     assert "Saved as the first build ended." in (paths.site / "playbook" / "index.html").read_text(encoding="utf-8")

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import HANG_S
 
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest
@@ -240,7 +241,7 @@ def test_archive_benchmark_runs_on_a_small_archive(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HANG_S,
     )
     assert out.returncode == 0, out.stderr
     table = out.stdout.splitlines()

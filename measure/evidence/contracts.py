@@ -7,7 +7,7 @@ by it. Kinds:
 
 * ``time``: positive finite seconds; ``rate``: positive finite (tokens/s, GB/s ...)
 * ``count``: positive integer; ``bytes``: non-negative integer
-* ``text``: non-empty string; ``status``: ``ok`` or ``oom``
+* ``text``: non-empty string (a column in ``values`` only one of those); ``status``: ``ok`` or ``oom``
 
 A batch-sweep row that ran out of memory has no throughput or peak: ``tok_s`` and ``peak_bytes`` may
 be null on an ``oom`` row, and an ``ok`` row needs ``tok_s`` (``status_problem``, the rule's one home).
@@ -22,6 +22,10 @@ from typing import Any
 
 STATUSES = ("ok", "oom")
 """A batch-sweep point either ran (``ok``) or ran out of memory (``oom``)."""
+STEP_MODES = ("fixed_batch", "fixed_tokens")
+"""A step-scaling row's ``mode``: the batch held fixed while S grows, or the tokens per step. The step-scaling probe
+measures these and the fit reads them (render.derive.fit), so an import with any other mode would be archived for
+good and then refused by every derivation (issue 29): the importer refuses it first."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,8 @@ class Contract:
     """Whether ``probebook archive import --probe`` accepts rows of this probe."""
     nullable_on_oom: frozenset[str] = frozenset()
     """Required columns that are null on a row whose ``status`` is ``oom``."""
+    values: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Text column -> the only values the derivations accept in it."""
 
     @property
     def kinds(self) -> dict[str, str]:
@@ -54,6 +60,7 @@ CONTRACTS: dict[str, Contract] = {
         required={"tokens": "count", "step_s": "time"},
         optional={"batch": "count", "mode": "text"},
         shown=("mode", "batch", "tokens", "window", "step_s"),
+        values={"mode": STEP_MODES},
     ),
     "loss-memory": Contract(
         required={"arm": "text", "microbatch": "count", "tokens_per_step": "count", "peak_bytes": "bytes"},

@@ -19,7 +19,7 @@ from typing import Any
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.contracts import CONTRACTS, STATUSES, Contract, importable
 from measure.evidence.envelope import Evidence, is_time_field, loads
-from measure.evidence.store import read_regular
+from measure.evidence.store import Store, read_regular
 
 # the column contracts and their kinds live in measure/evidence/contracts.py, shared with render
 
@@ -110,6 +110,12 @@ def _cell(where: str, column: str, kind: str, value: Any, row: dict[str, Any], c
         text = str(value).strip()
         if kind == "status" and text.lower() not in STATUSES:
             raise EvidenceError(f"{where} column '{column}': must be ok or oom, got {_clip(text)}")
+        allowed = contract.values.get(column)
+        if allowed is not None and text not in allowed:
+            raise EvidenceError(
+                f"{where} column '{column}': must be one of {', '.join(allowed)} (what the derivations read), "
+                f"got {_clip(text)}"
+            )
         return text.lower() if kind == "status" else text
     if kind in ("count", "bytes"):
         whole = _whole(where, column, value)
@@ -260,6 +266,26 @@ def read_rows(probe: str, path: Path) -> list[dict[str, Any]]:
                 typed[column] = _extra(where, column, value)
         out.append(typed)
     return out
+
+
+def already_archived(store: Store, evidence: Evidence) -> str | None:
+    """The id of an imported document in ``store`` with the same probe, file name, rows and source as ``evidence``
+    (the same file imported again), or None. Its creation time differs, so it would be stored under a new id,
+    a second copy nobody asked for (issue 29)."""
+    for ident in store.ids():
+        try:
+            doc = store.get(ident)
+        except EvidenceError:  # a damaged document is `archive verify`'s to report
+            continue
+        if (
+            doc.get("probe") == evidence.probe
+            and doc.get("origin") == evidence.origin
+            and doc.get("params", {}).get("imported_from") == evidence.params["imported_from"]
+            and doc.get("data") == evidence.data
+            and doc.get("machine", {}).get("gpu") == evidence.machine["gpu"]
+        ):
+            return ident
+    return None
 
 
 def build(request: ImportRequest, code: dict[str, Any]) -> Evidence:

@@ -69,8 +69,9 @@ class Config(CommonConfig):
     """Sequence length (default 1024 on CUDA, 32 on CPU)."""
     methods: tuple[str, ...] = option(METHODS, choices=METHODS)
     """Comma list of double-backward, forward-over-reverse."""
-    modes: tuple[str, ...] = option(MODES, choices=MODES)
-    """Comma list of eager, compiled (the whole H·v function under torch.compile)."""
+    modes: tuple[str, ...] | None = option(None, choices=MODES)
+    """Comma list of eager, compiled (the whole H·v function under torch.compile); default both on CUDA, eager on
+    CPU, where compiling every candidate kept a 2-core machine busy for 18 minutes (issue 29): ask for compiled."""
     dtypes: tuple[str, ...] = option(DTYPES, choices=DTYPES)
     """Comma list of bf16 (autocast), fp32."""
     sdpa: str = option("math", choices=SDPA)
@@ -97,6 +98,8 @@ class Config(CommonConfig):
         positive("seq_len", self.seq_len)
         for name, allowed in (("methods", METHODS), ("modes", MODES), ("dtypes", DTYPES)):
             chosen = getattr(self, name)
+            if chosen is None:  # the device's default, chosen in run
+                continue
             if not chosen or any(c not in allowed for c in chosen) or len(set(chosen)) != len(chosen):
                 raise ProbebookError(f"--{name} must be a comma list of {', '.join(allowed)}, got {list(chosen)}")
         if self.sdpa not in SDPA:
@@ -180,11 +183,17 @@ def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: flo
     return {"best": best, "excluded": excluded, "memory_limit": limit, "device_total_bytes": total_bytes}
 
 
+def modes_for(device: str, asked: tuple[str, ...] | None) -> list[str]:
+    """The modes a run times: those asked for, else both on CUDA and eager only on CPU (``Config.modes``)."""
+    return list(asked or (MODES if device == "cuda" else ("eager",)))
+
+
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time and check every H·v candidate; return the evidence (not stored)."""
     device = resolve_device(config.device)
     batches = sorted(set(config.batches or ((1, 2, 4) if device == "cuda" else (1, 2))))
     seq_len = config.seq_len or (1024 if device == "cuda" else 32)
+    modes = modes_for(device, config.modes)
     params = {
         **{k: getattr(config, k) for k in ("preset", "workload", "seed", "sdpa", "warmup", "windows", "iters")},
         "device": device,
@@ -192,7 +201,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         "batches": batches,
         "seq_len": seq_len,
         "methods": list(config.methods),
-        "modes": list(config.modes),
+        "modes": modes,
         "dtypes": list(config.dtypes),
         "memory_limit": config.memory_limit,
         "budget_s": config.budget_s,
@@ -368,7 +377,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 }
             )
         try:  # eager candidates first, so a spent budget cuts compiled ones, never the baseline
-            for mode in config.modes:
+            for mode in modes:
                 for batch_size in batches:
                     for dtype in config.dtypes:
                         for method in config.methods:

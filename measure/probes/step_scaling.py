@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.contracts import STEP_MODES
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
@@ -34,7 +35,7 @@ PROBE = "step-scaling"
 VERSION = 2  # 2: what the steps ran (backend, compilation, dtype) in data.observed, not params
 HELP = "Training-step time at several sequence lengths, at fixed batch and at fixed tokens per step."
 EXAMPLE = "probebook measure step-scaling --preset 90m --seq-lens 512,1024,2048,4096"
-MODES = ("fixed_batch", "fixed_tokens")
+MODES = STEP_MODES
 GPU_SEQ_LENS = (512, 1024, 2048, 4096, 6144, 8192)
 CPU_SEQ_LENS = (32, 64, 96, 128, 192, 256)
 

@@ -269,7 +269,7 @@ def serve(
     any other exception as ``{"status": "error"}``. ``prepare`` runs before the spec is read, so a
     spawned-ahead child has done it by the time its point starts.
     """
-    parser = argparse.ArgumentParser(description="Measure one probe point and print one JSON line.")
+    parser = argparse.ArgumentParser(allow_abbrev=False, description="Measure one probe point and print one JSON line.")
     parser.add_argument("--point", required=True, help="the point's spec as JSON, or - to read it from stdin")
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
-from measure.progress import Progress
+from measure.progress import HEARTBEAT_S, Progress
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Recorder:
         self.status = "complete"
         self.error: str | None = None
         self.journal = journal
-        self.progress = Progress(probe, log, enabled=progress)
+        self.progress = Progress(probe, log, enabled=progress, heartbeat_s=HEARTBEAT_S)
 
     def _append(self, record: dict[str, Any]) -> None:
         if self.journal is None:
@@ -102,10 +102,11 @@ def execute(
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
     rec.code = code
-    from measure import device_check
+    from measure import device_check, host_load
 
     # before the body: an idle, exclusive card is the premise of every timing (issue 27)
     rec.data["device_check"] = device_check.check(params.get("device"))
+    rec.data["host_load"] = {"before": host_load.sample()}
     try:
         with rec.progress:
             body(rec)
@@ -116,6 +117,15 @@ def execute(
     except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
         rec.status = "partial" if rec.samples else "failed"
         rec.error = one_line(exc)
+    rec.data["host_load"]["after"] = host_load.sample()
+    before = rec.data["host_load"]["before"]
+    if before["busy"]:  # said once the run has measured, so that bad input stays one line (it is raised above)
+        log.warning(
+            "warning: the host was busy (load %.2f on %d core(s) at the start): other work shared the CPU, so the "
+            "times may be slow and noisy; the load is recorded with the evidence (data.host_load)",
+            before["load_1min"],
+            before["cores"],
+        )
     data = {"samples": rec.samples, "points": rec.points, **rec.data}
     return Evidence(
         probe=probe,

@@ -74,6 +74,10 @@ def render_status(folder: Path) -> Any:
     return Group(table, bar, f"{finished}/{len(rows)} curves done, {sum(r['measured'] for r in rows)} points measured")
 
 
+OFF_TERMINAL_WIDTH = 1000
+"""Columns of ``campaign status`` printed off a terminal, where rich would assume 80 and cut curve names."""
+
+
 def status(folder: Path, watch: bool = False, every_s: float = 2.0) -> int:
     """Print the status once, or refresh it until every curve is done or blocked (``--watch``)."""
     import time
@@ -82,6 +86,8 @@ def status(folder: Path, watch: bool = False, every_s: float = 2.0) -> int:
     from rich.live import Live
 
     console = Console()
+    if not console.is_terminal:  # a pipe or a file: lines as long as they need, not cut to rich's 80 columns
+        console = Console(width=OFF_TERMINAL_WIDTH)
     if not watch:
         console.print(render_status(folder))
         return 0

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from measure.errors import ProbebookError
+from measure.errors import EXIT, ProbebookError
 from probebook.campaign import executors, receipts, slurm
 from probebook.campaign.plan import SOURCE, load_manifest
 from probebook.campaign.spec import Executor, Slurm
@@ -322,7 +322,7 @@ class Runner:
                 f"resume with: probebook campaign run {self.folder} --resume",
                 file=sys.stderr,
             )
-            return 3
+            return EXIT["budget spent"]
         blocked = [c for c, keys in self.curves.items() if receipts.curve_state(keys, self.receipts)[0] == "blocked"]
         if blocked:
             print(

@@ -39,6 +39,7 @@ __all__ = ["HelpFormatter", "build_parser", "command", "command_group", "main"]
 
 def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="probebook",
         description="Measure GPU training throughput, archive the evidence, and publish a site built from it.",
         epilog="example:\n  probebook archive ls --probe step-scaling\n  probebook build",

@@ -6,10 +6,11 @@ import hashlib
 import logging
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
-from measure.errors import EvidenceError, ProbebookError, StoreError, printable
+from measure.errors import EXIT, EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import archive_check, contracts
 from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
 from measure.evidence.store import TEMP_PREFIX, Store, claimed_id, read_regular, stored_id
@@ -83,6 +84,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--strict", action="store_true", help="also fail on stored files that are not valid current-schema evidence"
     )
+    p.add_argument(
+        "--json", action="store_true", help="print what was found as one JSON object (exit status as without)"
+    )
     p.set_defaults(func=_verify)
 
     p = command(
@@ -103,7 +107,16 @@ def _import(args: Any) -> int:
         probe=args.probe, path=args.file, source=args.source, gpu=args.gpu, notes=args.notes
     )
     evidence = importer.build(request, code_fingerprint())
-    print(Store(args.archive).put(evidence))
+    store = Store(args.archive)
+    earlier = importer.already_archived(store, evidence)
+    if earlier is not None:
+        print(
+            f"probebook: {args.file} is already archived as {earlier} (the same rows and source); nothing stored",
+            file=sys.stderr,
+        )
+        print(earlier)
+        return 0
+    print(store.put(evidence))
     return 0
 
 
@@ -241,36 +254,43 @@ def _show(args: Any) -> int:
 def _verify(args: Any) -> int:
     store = _existing(args)
     found = archive_check.check(store)  # listed once, each file read once: hashed, then parsed and validated
-    bad = found.mismatches
+    bad, strays, invalid = found.mismatches, found.strays, found.invalid
+    temps = store.clean() if args.clean else found.temps
+    total = found.count
+    # files that hash correctly but readers refuse (old schema, junk) are fatal only with --strict
+    failed = bool(bad or strays or (invalid and args.strict))
+    if args.json:
+        body = {
+            "ok": not failed,
+            "files": total,
+            "mismatches": [{"path": str(m.path), "expected": m.expected, "actual": m.actual} for m in bad],
+            "strays": [{"path": str(x.path), "why": x.why} for x in strays],
+            "invalid": [item.message for item in invalid],
+            "temp_files": [str(t) for t in temps],
+            "temp_files_removed": bool(args.clean),
+        }
+        print(json_text(body, indent=1, ensure_ascii=False))
+        return EXIT["check failed"] if failed else EXIT["ok"]
     for m in bad:
         print(f"MISMATCH {m.path}: expected {m.expected}, actual {m.actual}")
-    strays = found.strays
     for stray in strays:
         print(f"STRAY {printable(f'{stray.path}: {stray.why}')}")
-    # Files that hash correctly but readers refuse (old schema, junk): named here, fatal with --strict.
-    invalid = found.invalid
     for item in invalid:
         print(f"INVALID {item.message}")
-    temps = store.clean() if args.clean else found.temps
     verb = "removed" if args.clean else "left by interrupted writes (run with --clean to remove)"
     if temps:
         print(f"{len(temps)} temp file(s) {verb}")
-    total = found.count
-    failed = False
     if bad:
         log.error("%d of %d evidence file(s) do not match their names", len(bad), total)
-        failed = True
     if strays:
         log.error("%d thing(s) under evidence/ are not evidence files (links, FIFOs, stray names)", len(strays))
-        failed = True
     if invalid:
         how = "" if args.strict else " (not fatal without --strict)"
         log.error("%d of %d evidence file(s) are not valid current-schema evidence%s", len(invalid), total, how)
-        failed = failed or args.strict
     if failed:
-        return 1
+        return EXIT["check failed"]
     print(f"ok: {total} evidence file(s) match their names")
-    return 0
+    return EXIT["ok"]
 
 
 def _migrate(args: Any) -> int:

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from measure.errors import EXIT, ProbebookError
+from probebook.cli.output import json_text
+
 
 def register(sub: Any) -> None:
     from probebook.cli import command, command_group
@@ -94,6 +97,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("dir", type=Path, help="the campaign folder")
     p.add_argument("--watch", action="store_true", help="refresh until every curve is done or blocked")
+    p.add_argument("--json", action="store_true", help="print one JSON object per curve, as a list (not with --watch)")
     folder_commands = (
         (
             "collect",
@@ -111,6 +115,8 @@ def register(sub: Any) -> None:
     for name, help, func in folder_commands:
         p = command(csub, name, help, f"probebook --archive archive campaign {name} runs/sweep", func)
         p.add_argument("dir", type=Path, help="the campaign folder")
+        if name == "audit":
+            p.add_argument("--json", action="store_true", help="print the findings, counts and verdict id as JSON")
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -159,8 +165,13 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from probebook.campaign.report import status
+    from probebook.campaign.report import curves, status
 
+    if args.json:
+        if args.watch:
+            raise ProbebookError("campaign status: --json prints the status once; leave out --watch")
+        print(json_text(curves(args.dir), indent=1, ensure_ascii=False))
+        return 0
     return status(args.dir, args.watch)
 
 
@@ -176,9 +187,13 @@ def _audit(args: argparse.Namespace) -> int:
     from probebook.campaign.audit import audit, audit_evidence
 
     findings, counts = audit(args.dir)
-    for line in findings:
-        print(line)
+    if not args.json:
+        for line in findings:
+            print(line)
     ident = Store(Path(args.archive)).put(audit_evidence(args.dir, findings, counts))
+    if args.json:
+        print(json_text({"findings": findings, "counts": counts, "evidence": ident}, indent=1, ensure_ascii=False))
+        return EXIT["check failed"] if findings else EXIT["ok"]
     verdict = "clean" if not findings else f"{len(findings)} finding(s)"
     print(f"audit: {counts['points_checked']} points, {counts['curves']} curves: {verdict}; {ident}", file=sys.stderr)
-    return 1 if findings else 0
+    return EXIT["check failed"] if findings else EXIT["ok"]

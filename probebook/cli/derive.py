@@ -238,11 +238,23 @@ def _derive(args: Any) -> int:
         ids.append(store.resolve(options.pop(key)))
         if list(calls.aliases(ids))[-1] != key:
             raise ProbebookError(f"--{key}: give evidence aliases in order, {list(calls.aliases(ids))[-1]} next")
+    for key, value in list(options.items()):  # --fit ID, as `measure padding --fit ID` takes it: the next alias
+        # an id, not a long number (--params 250000000000): the sha256: prefix or a hex letter says so
+        if _ID.match(value) and (value.startswith("sha256:") or re.search("[a-f]", value)):
+            ids.append(store.resolve(value))
+            options[key] = list(calls.aliases(ids))[-1]
     call = calls.plan(args.name, words, options)
     docs = _archive_docs(store)  # a page sees the whole archive too (padding() finds its fit by id)
     docs.update({ident: store.get(ident) for ident in ids})
-    with time_limit(limits.TEMPLATE_SECONDS, f"{args.name}(...)"):  # a page's CPU-time limit, in the shell too
-        result = calls.run(call, docs, ids)
+    try:
+        with time_limit(limits.TEMPLATE_SECONDS, f"{args.name}(...)"):  # a page's CPU-time limit, in the shell too
+            result = calls.run(call, docs, ids)
+    except (TypeError, ValueError) as exc:  # an argument of the wrong kind for the function: input, not a bug
+        given = " ".join([args.name, args.id, *args.words])
+        raise ProbebookError(
+            f"derive {given}: {args.name}() cannot take these arguments ({type(exc).__name__}: {exc}); "
+            f"see `probebook derive --help` and the README's table of page functions"
+        ) from None
     if isinstance(result, Asset):
         written, markdown = calls.save_asset(result, out, f"{args.name}-{result.kind}")
         if as_json:

@@ -6,12 +6,13 @@ import argparse
 import contextlib
 import datetime as dt
 import errno
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from measure.errors import ProbebookError, printable
+from measure.errors import EXIT, ProbebookError, printable
 from probebook.cli import command
 from probebook.cli.output import json_text
 from render.numbers import ledger
@@ -67,6 +68,7 @@ def register(sub: Any) -> None:
         help="render every page and build the whole site afresh (the default reuses what did not change; "
         "the result is the same)",
     )
+    p.add_argument("--json", action="store_true", help="print the build's summary as one JSON object")
     p.set_defaults(func=_build)
 
     p = command(
@@ -108,12 +110,19 @@ def register(sub: Any) -> None:
         sub,
         "diff",
         "List numbers added, removed and changed between two ledgers (old -> new, relative "
-        "change). Exits 0; with --fail-on-change, 1 when any number differs.",
+        "change). Exits 0; with --fail-on-change, 1 when any number differs (by more than --tolerance PCT).",
         "probebook diff archive/published/ledger.json site/ledger.json --fail-on-change",
     )
     p.add_argument("old", type=Path, help="the earlier ledger.json")
     p.add_argument("new", type=Path, help="the later ledger.json")
     p.add_argument("--fail-on-change", action="store_true", help="exit 1 when a number was added, removed or changed")
+    p.add_argument(
+        "--tolerance",
+        type=_percent,
+        default=0.0,
+        metavar="PCT",
+        help="with --fail-on-change: a value that moved by at most PCT percent does not fail (default 0)",
+    )
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
     p.set_defaults(func=_diff)
 
@@ -170,9 +179,21 @@ def _build(args: Any) -> int:
         result = build(paths, site=not args.no_site, full=args.full, engine=args.engine, started=started)
     d = result.diff
     where = f"{paths.site}/" if result.site else f"{paths.tree}/ (no site: --no-site)"
+    if args.json:
+        summary = {
+            "site": None if result.site is None else str(result.site),
+            "tree": str(result.tree),
+            "evidence": result.evidence,
+            "pages": result.pages,
+            "pages_written": result.pages_written,
+            "numbers": len(result.ledger),
+            "changes_since_published": {"added": len(d.added), "removed": len(d.removed), "changed": len(d.changed)},
+        }
+        print(json_text(summary, indent=1, ensure_ascii=False))
+        return 0
     print(
-        f"built {where} from {result.evidence} evidence file(s): {result.pages} pages, "
-        f"{len(result.ledger)} numbers in the ledger"
+        f"built {where} from {result.evidence} evidence file(s): {result.pages} pages "
+        f"({result.pages_written} written anew, the rest unchanged), {len(result.ledger)} numbers in the ledger"
     )
     print(f"changes since published: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed")
     return 0
@@ -226,14 +247,28 @@ def _publish_date() -> str:
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a percentage of at least 0, e.g. 2.5")
+    return value
+
+
 def _diff(args: Any) -> int:
     d = ledger.diff(ledger.read(args.old), ledger.read(args.new))
+    failing = [c for c in d.changed if ledger.beyond_tolerance(c, args.tolerance)]
     if args.json:
-        print(json_text(d.to_dict(), indent=1, sort_keys=True, ensure_ascii=False))
+        body = {**d.to_dict(), "tolerance_pct": args.tolerance, "changed_beyond_tolerance": len(failing)}
+        print(json_text(body, indent=1, sort_keys=True, ensure_ascii=False))
     else:
         for line in ledger.format_diff(d):
             print(printable(line))  # ledger text may hold terminal escape codes: shown escaped, never raw
-    return 1 if args.fail_on_change and d.any else 0
+        if args.tolerance:
+            print(f"{len(d.changed) - len(failing)} changed within the {args.tolerance:g}% tolerance")
+    return EXIT["check failed"] if args.fail_on_change and (d.added or d.removed or failing) else EXIT["ok"]
 
 
 def _lint(args: Any) -> int:

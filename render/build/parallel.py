@@ -15,6 +15,10 @@ workers (``1``: serial); by default, one per core, for at least ``MIN_PAGES`` pa
 
 ``ForkedTask`` runs one task in one forked process at a lower priority, for work done beside the site engine
 (``render.build.deferred``): the engine keeps its core, and the priority ends with the process.
+
+Every forked process dies with the build that forked it (``die_with_parent``), however the build ends: a build
+killed by SIGKILL or SIGTERM runs no cleanup, and a worker left behind blocks forever writing its result to a
+pipe nobody reads while it holds the build's stdout and stderr (a test's or CI's output pipe) open (issue 25, 11).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, Callable, Iterator
 
 from measure.errors import ProbebookError
+from measure.lifetime import die_with_parent
 
 MIN_PAGES = 16
 """Fewer pages to render than this are rendered serially: each worker loads the chart and fit libraries
@@ -92,7 +97,12 @@ class WorkerPool:
         if self.workers:
             _TASK = task
             try:
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+                self._pool = ProcessPoolExecutor(
+                    self.workers,
+                    mp_context=multiprocessing.get_context("fork"),
+                    initializer=die_with_parent,
+                    initargs=(os.getpid(),),
+                )
                 # the first submit forks every worker (the fork start method starts them all at once), so
                 # they inherit _TASK; this process no longer needs it once they have it
                 self._futures = [self._pool.submit(_run, i) for i in range(count)]
@@ -126,7 +136,7 @@ class ForkedTask:
         context = multiprocessing.get_context("fork")
         self.name = name
         self._receive, send = context.Pipe(duplex=False)
-        self._process = context.Process(target=_apart, args=(task, send, nice), name=name, daemon=True)
+        self._process = context.Process(target=_apart, args=(task, send, nice, os.getpid()), name=name, daemon=True)
         self._process.start()
         send.close()  # the child holds the other end: if it dies without sending, ``recv`` sees the end of the pipe
 
@@ -168,8 +178,9 @@ class ForkedTask:
         self._receive.close()
 
 
-def _apart(task: Callable[[], Any], send: Any, nice: int) -> None:
-    """The forked process's whole life: lower its priority, run ``task``, send the outcome."""
+def _apart(task: Callable[[], Any], send: Any, nice: int, parent: int) -> None:
+    """The forked process's whole life: die with the build, lower its priority, run ``task``, send the outcome."""
+    die_with_parent(parent)
     try:
         os.nice(nice)
     except OSError:  # a platform without priorities: the work is the same, only its share of the CPU differs

@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -267,20 +268,29 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
 # -- stage 8: the site engine ---------------------------------------------------------------
 
 
+def _given_epoch() -> int | None:
+    """``$SOURCE_DATE_EPOCH`` as a whole number of seconds, or None when it is not set."""
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given is None:
+        return None
+    try:
+        epoch = int(given)
+    except ValueError:
+        raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
+    low, high = limits.EPOCH_RANGE  # the sitemap's gzip header holds a 32-bit time
+    if not low <= epoch <= high:
+        raise BuildError(f"SOURCE_DATE_EPOCH={given[:40]!r} is outside {low}..{high} (1970 to 2106)")
+    return epoch
+
+
 def source_date_epoch(evidence: Archive, src: Sources) -> int:
     """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none).
 
     Either must lie in ``limits.EPOCH_RANGE`` (the sitemap's gzip header holds a 32-bit time)."""
     low, high = limits.EPOCH_RANGE
-    given = os.environ.get("SOURCE_DATE_EPOCH")
+    given = _given_epoch()
     if given is not None:
-        try:
-            epoch = int(given)
-        except ValueError:
-            raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
-        if not low <= epoch <= high:
-            raise BuildError(f"SOURCE_DATE_EPOCH={given[:40]!r} is outside {low}..{high} (1970 to 2106)")
-        return epoch
+        return given
     dates = [(d["created_at"][:10], f"evidence {i}") for i, d in evidence.docs.items()]
     dates += [(p.date, str(p.path)) for p in src.pages if p.date]
     if not dates:
@@ -290,6 +300,18 @@ def source_date_epoch(evidence: Archive, src: Sources) -> int:
     if not low <= epoch <= high:
         raise BuildError(f"{where}: dated {day}, outside the dates a site can carry (1970-01-01 to 2106-02-07)")
     return epoch
+
+
+def footer_epoch(now: float | None = None) -> int:
+    """The date the footer's "Built ..." names: ``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the day of
+    the build (``now``, default the clock). Not the newest evidence date, which ``source_date_epoch`` gives the
+    engine for reproducible files: a footer saying "Built" on a day the site was not built misleads (issue 29).
+    A day, not a second, so builds of one day stay byte-identical."""
+    given = _given_epoch()
+    if given is not None:
+        return given
+    moment = _dt.datetime.fromtimestamp(time.time() if now is None else now, _dt.timezone.utc)
+    return calendar.timegm(moment.date().timetuple())
 
 
 def make_site(
@@ -439,9 +461,7 @@ def render_tree(
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)
     incremental.save_units(paths.build, tree.units)
-    footer = colophon.text(
-        source_date_epoch(evidence, src), colophon.source_commit(paths.docs), tree.files["ledger.json"]
-    )
+    footer = colophon.text(footer_epoch(), colophon.source_commit(paths.docs), tree.files["ledger.json"])
     write_config(paths.config, tree.nav, paths.build, footer)
     return tree, evidence, src
 
@@ -495,7 +515,8 @@ def build(
         site=paths.site if site else None,
         ledger=tree.ledger,
         diff=tree.diff,
-        pages=sum(1 for p in tree.files if p.endswith(".md")),
+        pages=len({p for p in (*tree.files, *tree.kept) if p.endswith(".md")}),
+        pages_written=sum(1 for p in tree.rewritten or () if p.endswith(".md")),
         evidence=len(evidence.docs),
         made_later=tree.later.settled if tree.later is not None else 0,
     )

@@ -100,6 +100,9 @@ class BuildResult:
     ledger: list[dict[str, Any]]
     diff: Diff
     pages: int
+    """Pages in the tree, written by this build or kept from the last one."""
     evidence: int
     made_later: int = 0
     """Tree files made while the site engine ran (charts, the bundle, the tarball: ``render.build.deferred``)."""
+    pages_written: int = 0
+    """Of ``pages``, those this build wrote (new or changed bytes); an incremental build keeps the rest."""

@@ -116,6 +116,11 @@ class StepFit:
             "asymptote_tok_s": self.asymptote_tok_s,
             "quadratic_share": dict(self.quadratic_share),
             "n_points": self.n_points,
+            # by output name (c_s, asymptote_tok_s, quadratic_share:W ...), named fields: no positional pairs
+            "ci": {
+                "level": CI_LEVEL,
+                "intervals": {name: {"low": lo, "high": hi} for name, (lo, hi) in self.ci.items()},
+            },
         }
         return out
 

@@ -29,6 +29,11 @@ OUTLIER_SHARE = 0.5
 """... and at least this share of the step those others predict (a 1.5× or 0.5× step, not noise)."""
 OUTLIER_MOST = 0.25
 """Largest share of the samples that may be set aside as outliers; beyond it the data are not a fit's."""
+ROUNDING_SPREAD = 1e-12
+"""A spread of residuals below this share of the largest of the samples it is taken over is the arithmetic's
+rounding, not the samples': samples on an exact line left 0 on one x86-64 CPU and about 1e-29 on an AMD EPYC
+(issue 29), while a timer's resolution (1e-9 s) against a step of milliseconds is still 1e-7. Such samples "fit
+exactly"."""
 
 
 def columns(s: np.ndarray, terms: Sequence[str]) -> np.ndarray:
@@ -191,7 +196,8 @@ def find_outliers(s: np.ndarray, y: np.ndarray, need: int) -> list[tuple[int, fl
             miss = abs(float(y[i]) - expected)
             if expected <= 0 or miss <= OUTLIER_SHARE * expected:
                 continue
-            ratio = np.inf if spread == 0 else miss / spread
+            exact = spread <= ROUNDING_SPREAD * float(np.max(np.abs(y[others])))
+            ratio = np.inf if exact else miss / spread
             if ratio > OUTLIER_FACTOR and (best is None or ratio > best[0]):
                 best = (ratio, int(i), expected)
         if best is None:

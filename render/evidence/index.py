@@ -22,13 +22,20 @@ PAGE_SIZE = 200
 INDEX = "evidence/index.md"
 LIST_FOLDER = "evidence/list"
 NO_GPU = "CPU only"
+UNRECORDED = "machine not recorded (imported)"
+"""Where imported evidence that names no GPU is listed: its numbers were taken elsewhere, on a machine nobody
+recorded, which is not a CPU-only run (issue 29)."""
 
 
 def machine_name(doc: dict[str, Any]) -> str:
-    """The machine a document was measured on, as the index groups it: the GPU's name, else ``CPU only``."""
+    """The machine a document was measured on, as the index groups it: the GPU's name, else ``CPU only`` for a
+    measured run and ``UNRECORDED`` for imported numbers."""
     machine = doc.get("machine") or {}
     gpu = machine.get("gpu") if isinstance(machine, dict) else None
-    return " ".join(str(gpu).split()) if gpu else NO_GPU
+    if gpu:
+        return " ".join(str(gpu).split())
+    origin = doc.get("origin")
+    return UNRECORDED if isinstance(origin, dict) and origin.get("kind") == "imported" else NO_GPU
 
 
 def date_of(doc: dict[str, Any]) -> str:

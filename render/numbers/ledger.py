@@ -133,6 +133,19 @@ class Change:
         return relative_change(self.old["value"], self.new["value"])
 
 
+def beyond_tolerance(change: Change, tolerance_pct: float) -> bool:
+    """Whether a change counts against ``diff --fail-on-change --tolerance PCT``: its value moved by more than
+    ``tolerance_pct`` percent of the old value, or it moved by an amount with no relative size (the old value
+    zero or missing), or only its text or derivation changed while the tolerance is 0. asv and pytest-benchmark
+    compare so, with a stated percentage (issue 29)."""
+    rel = change.relative
+    if rel is None:
+        return change.old["value"] != change.new["value"] or tolerance_pct == 0
+    if rel == 0:
+        return tolerance_pct == 0  # the value held; the text or derivation changed, which only 0 tolerance counts
+    return abs(rel) * 100 > tolerance_pct
+
+
 @dataclass(frozen=True)
 class Diff:
     """What moved between two ledgers."""
