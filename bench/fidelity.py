@@ -23,8 +23,9 @@ import json
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 GOALS = {"gemm_ratio": 0.97, "copy_ratio": 0.95, "instrumentation_overhead": 0.01, "mfu": 0.55}
 

@@ -15,8 +15,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ENGINES = ("mkdocs", "zensical")
 

@@ -27,6 +27,7 @@ JSON (``--json``).
 
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import re
@@ -37,8 +38,9 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 # the theme's content area (render/site/sanitize.py): what a page says, as against what every page carries
@@ -256,7 +258,7 @@ def report(results: list[dict[str, Any]]) -> dict[str, Any]:
         )
     print("\n(times are each arm's fastest run, ratios of the fastest runs; medians of the runs in brackets)")
     growth = []
-    for a, b in zip(results, results[1:], strict=False):
+    for a, b in itertools.pairwise(results):
         size = b["documents"] / a["documents"]
         growth.append(
             {

@@ -14,9 +14,10 @@ import importlib
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import run_action
 from measure.options import add_options, config_from_args, declared

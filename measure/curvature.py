@@ -51,7 +51,7 @@ def error_split(ref_sq: float, other_sq: float, dot: float) -> dict[str, Any]:
     direction ``2r(1 - c)``; None where the reference or the other is all zeros.
     """
     if ref_sq <= 0 or other_sq <= 0:
-        return {k: None for k in ("norm_ratio", "cosine", "angle_deg", "rel_l2", "curvature_share", "direction_share")}
+        return dict.fromkeys(("norm_ratio", "cosine", "angle_deg", "rel_l2", "curvature_share", "direction_share"))
     r = math.sqrt(other_sq / ref_sq)
     c = max(-1.0, min(1.0, dot / math.sqrt(ref_sq * other_sq)))  # rounding can leave |c| a hair above 1
     curvature = (r - 1.0) ** 2

@@ -8,7 +8,7 @@ listed in the README's "Exit status").
 import re
 import sys
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 # C0 and C1 controls (terminal escape codes, newlines), DEL, and the bidirectional overrides that
 # reorder what a terminal shows: text from evidence or a ledger is printed with these escaped.
@@ -74,7 +74,7 @@ def run_action(action: Callable[[], int | None], prog: str) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT["interrupted"]
-    except Exception:  # noqa: BLE001 - a bug: its traceback, and a status that no checked condition uses
+    except Exception:
         traceback.print_exc()
         print(f"{prog}: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
         return EXIT["bug"]

@@ -16,7 +16,8 @@ for the graph. Imports torch only when called.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 SCOPE = "forward, backward, optimizer.step and zero_grad of one training step"
 

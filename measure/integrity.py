@@ -17,8 +17,9 @@ Imports torch only when a checker is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 
 def judge_window(calls: int, updates: int | None, nonfinite: int | None, per_call: int = 1) -> str | None:
@@ -88,7 +89,7 @@ class Integrity:
         updates: int | None
         if state_now is not None:  # the optimizer's own count; 0 before its first step
             self.counter = "optimizer state step"
-            updates = int(round(state_now - (state_before or 0.0)))
+            updates = round(state_now - (state_before or 0.0))
         elif self.optimizer is not None:
             self.counter = "step post-hook"
             updates = self.hook_updates - hooks_before

@@ -21,7 +21,8 @@ import inspect
 import textwrap
 import types
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from measure.errors import ProbebookError
 

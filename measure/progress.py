@@ -14,8 +14,9 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

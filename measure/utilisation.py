@@ -18,7 +18,8 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 FIELDS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "sm_util_pct", "mem_util_pct")
 INTERVAL_S = 0.02  # 50 Hz: several readings in a 100 ms window; NVML calls take tens of microseconds

@@ -6,9 +6,10 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from conftest import REPO, render_page

@@ -19,9 +19,10 @@ import http.server
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from conftest import HANG_S

@@ -103,7 +103,7 @@ def test_tiny_campaign_end_to_end(finished):
 
 
 def tampered(finished, tmp_path: Path, change) -> list[str]:
-    folder, archive, _ = finished
+    folder, _archive, _ = finished
     copy = tmp_path / "c"
     shutil.copytree(folder, copy)
     change(copy)

@@ -372,7 +372,7 @@ def test_an_optimizer_followup_runs_through_slurm_audits_its_accounting_and_join
     ok(run_cli("campaign", "plan", "--optimizer-timing-from", str(sweep), "--output", str(follow)))
     started = time.time()
     ok(run_cli("campaign", "run", str(follow), "--executor", "slurm"))
-    print(f"optimizer follow-up of 2 points through Slurm: {time.time() - started:.1f} s")
+    print(f"optimizer follow-up of 2 points through Slurm: {time.time() - started:.1f} s")  # noqa: T201 (the figure -s shows)
     got = receipts.load_all(follow)
     assert {k: r["state"] for k, r in got.items()} == {"tiny-s32-b1": "ok", "tiny-s32-b2": "ok"}
     assert all(r["result"]["instrumented_evidence"] for r in got.values())

@@ -318,7 +318,7 @@ REFUSALS = [
         {},
         r"data.samples\[2\].peak_bytes must be int or float, got None",
     ),
-    ("empty input", "loss-memory", lambda: [], {}, "needs a non-empty list"),
+    ("empty input", "loss-memory", list, {}, "needs a non-empty list"),
     ("one document", "step-scaling", lambda: [quadratic_doc(), quadratic_doc()], {}, "draws one evidence document"),
     (
         "too few points",

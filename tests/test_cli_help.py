@@ -27,7 +27,7 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> li
         for name, sub in choices.items():
             if isinstance(sub, argparse.ArgumentParser) and id(sub) not in seen:  # aliases share a parser
                 seen.add(id(sub))
-                found += _commands(sub, path + (name,))
+                found += _commands(sub, (*path, name))
     return found
 
 

@@ -36,7 +36,7 @@ def test_pure_ratios():
 
 def test_agreement_values_are_the_recorded_ones(library: Library, tmp_path: Path) -> None:
     body = " ".join(
-        "{{ agreement(agr, %r).%s }}" % (arm, name)
+        f"{{{{ agreement(agr, {arm!r}).{name} }}}}"
         for arm in ("bf16", "identical", "perturbed")
         for name in ("grads", "noise_grads", "limit_grads", "passed", "logits")
     )

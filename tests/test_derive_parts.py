@@ -34,7 +34,7 @@ def test_gemm_shapes_group_windows_and_the_ceiling_is_the_median_window():
     with pytest.raises(ProbebookError, match="give shape= one of sq, tall"):
         gemm.gemm_ceiling_flop_s(rows)
     with pytest.raises(ProbebookError, match="rows of several sizes"):
-        gemm.gemm_ceiling_flop_s(rows + [{"shape": "sq", "m": 4, "n": 8, "k": 8, "time_s": 1.0}], "sq")
+        gemm.gemm_ceiling_flop_s([*rows, {"shape": "sq", "m": 4, "n": 8, "k": 8, "time_s": 1.0}], "sq")
 
 
 def test_category_time_and_shares_sum_device_time_per_category():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -72,13 +73,13 @@ EXPECTED = {
 
 
 def _evidence(**overrides) -> Evidence:
-    fields = dict(
-        probe="step-scaling",
-        probe_version=1,
-        params={"preset": "tiny"},
-        data={"samples": [{"tokens": 128, "step_s": 0.5}, {"tokens": 256, "step_s": None}]},
-        created_at="2026-11-29T08:00:00Z",
-    )
+    fields = {
+        "probe": "step-scaling",
+        "probe_version": 1,
+        "params": {"preset": "tiny"},
+        "data": {"samples": [{"tokens": 128, "step_s": 0.5}, {"tokens": 256, "step_s": None}]},
+        "created_at": "2026-11-29T08:00:00Z",
+    }
     fields.update(overrides)
     return Evidence(**fields)
 
@@ -214,13 +215,13 @@ def test_migrate_passes_current_documents_through_and_refuses_the_rest():
     assert migrate(raw, "cur.json") == json.loads(raw)
     with pytest.raises(EvidenceError, match="schema 99 is newer"):
         migrate((MALFORMED / "schema-99.json").read_bytes(), "n.json")
-    with pytest.raises(EvidenceError, match="^t.json: cannot migrate: malformed JSON at line 1"):
+    with pytest.raises(EvidenceError, match="^" + re.escape("t.json: cannot migrate: malformed JSON at line 1")):
         migrate((MALFORMED / "truncated.json").read_bytes(), "t.json")
-    with pytest.raises(EvidenceError, match="^e.json: cannot migrate: file is empty"):
+    with pytest.raises(EvidenceError, match="^" + re.escape("e.json: cannot migrate: file is empty")):
         migrate(b"", "e.json")
-    with pytest.raises(EvidenceError, match="^d.json: schema 0 field 'data' must be an object"):
+    with pytest.raises(EvidenceError, match="^" + re.escape("d.json: schema 0 field 'data' must be an object")):
         migrate(b'{"schema": "probebook.evidence/0", "probe": "x", "data": [1]}', "d.json")
-    with pytest.raises(EvidenceError, match="^v.json: field 'schema' must end in an integer version"):
+    with pytest.raises(EvidenceError, match="^" + re.escape("v.json: field 'schema' must end in an integer version")):
         migrate(b'{"schema": "probebook.evidence/-1"}', "v.json")
 
 

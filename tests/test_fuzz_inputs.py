@@ -193,7 +193,7 @@ def test_json_import_stores_exactly_or_refuses_in_one_line(
     OUTCOMES["json stored"] += 1
 
 
-FRONT_ALPHABET = st.sampled_from(list("abt:-[]{}&*!|>'\"#\n .01?,%@`~\t\ufeff") + ["title", "evidence", "version"])
+FRONT_ALPHABET = st.sampled_from([*list("abt:-[]{}&*!|>'\"#\n .01?,%@`~\t\ufeff"), "title", "evidence", "version"])
 FRONT_LINES = st.sampled_from(
     [
         "title: A record",

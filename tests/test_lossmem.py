@@ -73,7 +73,7 @@ def test_bytes_per_logit_element_refusals():
     no_vocab = [{k: v for k, v in r.items() if k != "vocab"} for r in ROWS]
     with pytest.raises(ProbebookError, match="no vocab column; give the vocabulary size"):
         bytes_per_logit_element(no_vocab, "unfused", "fused")
-    mixed = ROWS[:-1] + [{**ROWS[-1], "tokens_per_step": 2000}]
+    mixed = [*ROWS[:-1], {**ROWS[-1], "tokens_per_step": 2000}]
     with pytest.raises(ProbebookError, match=r"different tokens_per_step values \(1000, 2000\)"):
         bytes_per_logit_element(mixed, "unfused", "fused")
 

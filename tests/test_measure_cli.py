@@ -26,7 +26,7 @@ def _parse(*argv: str) -> argparse.Namespace:
 @pytest.mark.parametrize("probe", PROBES)
 def test_every_probe_module_has_the_one_declaration_shape(probe):
     module = importlib.import_module(REGISTRY[probe])
-    assert module.PROBE == probe and isinstance(module.VERSION, int) and module.VERSION >= 1
+    assert probe == module.PROBE and isinstance(module.VERSION, int) and module.VERSION >= 1
     assert module.HELP and "\n" not in module.HELP
     assert module.EXAMPLE.startswith(f"probebook measure {probe}")
     assert dataclasses.is_dataclass(module.Config)
@@ -80,11 +80,11 @@ def test_help_does_not_import_torch():
         "import sys, contextlib, io\n"
         "from probebook.cli import build_parser\n"
         "p = build_parser()\n"
-        "for probe in %r:\n"
+        f"for probe in {PROBES!r}:\n"
         "    with contextlib.redirect_stdout(io.StringIO()):\n"
         "        try: p.parse_args(['measure', probe, '--help'])\n"
         "        except SystemExit: pass\n"
-        "print('torch' in sys.modules)\n" % PROBES
+        "print('torch' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

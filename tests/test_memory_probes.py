@@ -460,7 +460,7 @@ def _cuda() -> bool:
 def test_memory_probes_on_cuda_read_the_caching_allocator(archive):
     from measure.probes import batch_sweep, loss_memory
 
-    fast = dict(preset="tiny", device="cuda", warmup=1, windows=2, iters=1)
+    fast = {"preset": "tiny", "device": "cuda", "warmup": 1, "windows": 2, "iters": 1}
     sweep = batch_sweep.run(batch_sweep.Config(**fast, contexts=(128,), max_tokens=512))
     assert sweep.status == "complete", sweep.error
     rows = sweep.data["samples"]

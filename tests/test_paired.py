@@ -7,7 +7,7 @@ import pytest
 from measure.errors import ProbebookError
 from render.derive import paired
 
-BASE = {k: 1.0 for k in range(6)}
+BASE = dict.fromkeys(range(6), 1.0)
 ARM = dict(enumerate([0.5, 0.75, 0.875, 0.625, 0.25, 0.375]))
 
 

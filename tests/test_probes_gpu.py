@@ -18,7 +18,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*Profiler clears events:UserWarning"),
     pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
 ]
-FAST = dict(preset="tiny", device="cuda", warmup=1, windows=3, iters=2)
+FAST = {"preset": "tiny", "device": "cuda", "warmup": 1, "windows": 3, "iters": 2}
 
 
 def stored(archive, evidence):

@@ -255,7 +255,7 @@ def test_ledger_read_refuses_repeated_rows_and_missing_files(tmp_path: Path) -> 
     path = tmp_path / "ledger.json"
     row = _row("a.md", "k", 1.0, "1 s")
     path.write_text(json.dumps({"schema": ledger.SCHEMA, "rows": [row, row]}))
-    with pytest.raises(ledger.LedgerError, match="rows\\[1\\] repeats page 'a.md' key 'k'"):
+    with pytest.raises(ledger.LedgerError, match=r"rows\[1\] repeats page 'a.md' key 'k'"):
         ledger.read(path)
     with pytest.raises(ledger.LedgerError, match="no such ledger file"):
         ledger.read(tmp_path / "absent.json")

@@ -66,7 +66,7 @@ def test_every_record_version_opens_with_its_headline_results_linked_to_evidence
 def test_records_index_is_a_table_of_records_with_headlines_machine_and_date(fixture_site: BuildPaths) -> None:
     article = _article(_html(fixture_site, "records/index"))
     head = re.search(r"<thead>.*?</thead>", article, re.DOTALL).group(0)  # type: ignore[union-attr]
-    assert [h for h in re.findall(r"<th[^>]*>(.*?)</th>", head)] == [
+    assert list(re.findall(r"<th[^>]*>(.*?)</th>", head)) == [
         "record",
         "headline results",
         "machine",

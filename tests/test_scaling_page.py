@@ -28,7 +28,7 @@ def render(library: Library, body: str, tmp_path: Path) -> tuple[str, PageState]
 
 def test_two_processes(library: Library, tmp_path: Path) -> None:
     body = " ".join(
-        "{{ ddp(run).%s }}" % name
+        f"{{{{ ddp(run).{name} }}}}"
         for name in ("efficiency", "tok_s_1", "tok_s_n", "comm_share", "exposed", "overlap", "other", "busbw")
     )
     _, state = render(library, body + " {{ ddp(run).sweep_busbw(1) }} {{ ddp(run).projected(8) }}", tmp_path)

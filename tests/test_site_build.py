@@ -339,7 +339,7 @@ def test_xss_corpus_cannot_inject_script(tmp_path: Path) -> None:
     paths = _paths(tmp_path, docs)
     build(paths)
     clean = _elements(_html(paths, "records/step-time/v2"))
-    theme_scripts = [s for s in clean.scripts]
+    theme_scripts = list(clean.scripts)
     for path in sorted(paths.site.rglob("*.html")):
         page = _elements(path.read_text(encoding="utf-8"))
         for tag, attrs in page.tags:

@@ -19,9 +19,10 @@ import marshal
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import EvidenceError
 from measure.evidence.envelope import parse_archived

@@ -31,8 +31,9 @@ import json
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import EvidenceError
 
@@ -139,7 +140,7 @@ class Evidence:
         return digest(self.to_bytes())
 
     @classmethod
-    def from_dict(cls, doc: dict[str, Any]) -> "Evidence":
+    def from_dict(cls, doc: dict[str, Any]) -> Evidence:
         validate(doc, "evidence")
         return cls(
             probe=doc["probe"],

@@ -20,9 +20,10 @@ except ImportError:  # not POSIX: no advisory locks; clean may then race a live 
     fcntl = None  # type: ignore[assignment]
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse, parse_archived
@@ -447,11 +448,11 @@ class Store:
         if not os.path.lexists(self.base):
             return found
         if self.base.is_symlink() or not self.base.is_dir():
-            return found + [Stray(self.base, "not a real folder (a symbolic link or a file)")]
+            return [*found, Stray(self.base, "not a real folder (a symbolic link or a file)")]
         try:
             top = sorted(os.scandir(self.base), key=lambda e: e.name)
         except OSError as exc:
-            return found + [Stray(self.base, f"cannot list ({exc.strerror})")]
+            return [*found, Stray(self.base, f"cannot list ({exc.strerror})")]
         for sub in top:
             path = Path(sub.path)
             if sub.is_symlink():

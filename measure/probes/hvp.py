@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from measure.curvature import TOLERANCE, error_split, quadratic_form, verdict
 from measure.errors import ProbebookError

@@ -80,7 +80,7 @@ def is_annotation(name: str, flagged: bool = False) -> bool:
 def shares(rows: list[dict[str, Any]]) -> dict[str, float]:
     """Fraction of the summed device time in each category (all six keys; sums to 1)."""
     total = sum(r["device_time_s"] for r in rows)
-    by = {c: 0.0 for c in CATEGORIES}
+    by = dict.fromkeys(CATEGORIES, 0.0)
     for r in rows:
         by[r["category"]] += r["device_time_s"]
     return {c: (v / total if total else 0.0) for c, v in by.items()}

@@ -367,8 +367,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         oom = result is not None and result["status"] == "oom"
                         rec.data["oom" if oom else "failures"].append(entry)
                         stopped.add(arm)  # a larger microbatch of this arm would fare no better
-                        if progress:
-                            print(
+                        if progress:  # the point's progress line on stderr, as the runner prints the others
+                            print(  # noqa: T201
                                 f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
                                 file=sys.stderr,
                                 flush=True,

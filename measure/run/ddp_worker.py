@@ -26,9 +26,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from measure.probes.common import workload_facts
 from measure.run.distributed import MULTICAST_OFF

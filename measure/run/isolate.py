@@ -28,9 +28,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import ProbebookError, one_line
 
@@ -189,7 +190,7 @@ class PointProcess:
             proc.kill()
             proc.communicate()
 
-    def __enter__(self) -> "PointProcess":
+    def __enter__(self) -> PointProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -17,8 +17,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now

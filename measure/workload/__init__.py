@@ -9,8 +9,9 @@ re-implementation of it. Importing this package does not import torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import ProbebookError
 from measure.options import check_choices, option

@@ -127,18 +127,18 @@ def _point(
         return out, None
     ident = receipt.get("evidence")
     if not ident:
-        return out + [f"{where}: receipt says {receipt['state']} but names no evidence"], None
+        return [*out, f"{where}: receipt says {receipt['state']} but names no evidence"], None
     try:
         doc = checked(store, ident)
     except ProbebookError as exc:
-        return out + [f"{where}: {exc}"], None
+        return [*out, f"{where}: {exc}"], None
     rows = doc["data"].get("samples") or []
     failures = doc["data"].get("failures") or []
     if receipt["state"] == "oom" and (failures or doc["status"] != "complete"):
         why = failures[0]["error"] if failures else doc.get("error")
-        return out + [f"{where}: recorded as OOM but its evidence records a failure: {why!r}"], None
+        return [*out, f"{where}: recorded as OOM but its evidence records a failure: {why!r}"], None
     if doc["probe"] != "batch-sweep" or len(rows) != 1:
-        return out + [f"{where}: {ident} is not one batch-sweep point"], None
+        return [*out, f"{where}: {ident} is not one batch-sweep point"], None
     row = rows[0]
     if (row["context"], row["batch"]) != (point["context"], point["batch"]):
         out.append(f"{where}: its evidence measured context {row['context']} batch {row['batch']}")

@@ -14,7 +14,7 @@ import importlib
 import logging
 import os
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action

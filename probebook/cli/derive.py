@@ -275,7 +275,7 @@ def _derive(args: Any) -> int:
             print(f"  holds: {c.text}")
             print(f"  evidence: {', '.join(dict.fromkeys(c.left.evidence + c.right.evidence))}")
         return 0
-    shown = calls.attributes(result, options.get("at") and calls.parse_word(options["at"]) or ())
+    shown = calls.attributes(result, (options.get("at") and calls.parse_word(options["at"])) or ())
     if as_json:
         body = {
             name: calls.quantity_json(v) if isinstance(v, Quantity) else list(v.lines) if isinstance(v, Block) else v

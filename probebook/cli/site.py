@@ -9,8 +9,9 @@ import errno
 import math
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from measure.errors import EXIT, ProbebookError, printable
 from probebook.cli import command

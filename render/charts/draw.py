@@ -21,7 +21,8 @@ without tooltips, which it cannot show and which double vl-convert's time.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from render.charts.kernels import kernel_shares

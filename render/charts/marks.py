@@ -12,8 +12,9 @@ helpers are also what a chart's alt text is made from (``render.charts.draw.desc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from render.charts.theme import ChartTheme
 from render.tables.columns import evidence_rows

@@ -12,8 +12,9 @@ never competes for the fastest stable batch: its median is not a reliable rate.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts

@@ -8,8 +8,9 @@ trace parse after the device was given back). All times in seconds.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 ROW_PHASES = ("device_wait_s", "setup_s", "warmup_s", "timed_s", "observe_s", "trace_s")
 """Phases a batch-sweep row records, each summed over the measured points."""

@@ -11,7 +11,7 @@ resampling.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -46,7 +46,7 @@ def load_scipy() -> None:
     """Import the scipy routines this module uses; each routine imports its own where it runs, so that loading
     this module (the CLI does, for its help) costs no scipy, and ``render.functions.derivations.load_libraries``
     calls this before a page's time limit starts."""
-    import scipy.optimize  # noqa: F401
+    import scipy.optimize
     import scipy.stats  # noqa: F401
 
 
@@ -54,7 +54,7 @@ def fit_nnls(s: np.ndarray, y: np.ndarray, terms: Sequence[str]) -> tuple[dict[s
     """Non-negative least squares over ``terms`` -> (coefficients of every term, residual sum of squares)."""
     from scipy.optimize import nnls  # in each routine, not at the top: see load_scipy
 
-    coef = {t: 0.0 for t in TERMS}
+    coef = dict.fromkeys(TERMS, 0.0)
     if not terms:
         return coef, float(y @ y)
     design = columns(s, terms)

@@ -10,8 +10,9 @@ own median (the ``gemm`` probe's rule, ``measure/probes/gemm.py``; the counts ar
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from measure.errors import ProbebookError
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from measure.errors import ProbebookError
 

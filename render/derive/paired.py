@@ -18,8 +18,9 @@ unresolvable). So, as criterion.rs reports a change (a bootstrap interval plus a
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats

@@ -184,7 +184,7 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     except ProbebookError as exc:
         raise ProbebookError(f"stream(): {ref.alias} ({ref.short}): {exc}") from None
     no_events = "this arm records no per-layer events"
-    notes = {n: no_events for n in ("stall", "stall_share", "layer_copy", "layer_grad_copy")}
+    notes = dict.fromkeys(("stall", "stall_share", "layer_copy", "layer_grad_copy"), no_events)
     what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
     return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from render.derive import fit_numerics
 from render.pages.sandbox import untimed

@@ -6,8 +6,9 @@ enforces it), so a page can show a derived number but never reach the raw value 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 import jinja2
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import ProbebookError
 from render.numbers import reading as numbers
@@ -141,12 +142,12 @@ class Quantity:
             )
 
     # -- what templates may call -------------------------------------------------------
-    def to(self, unit: str) -> "Quantity":
+    def to(self, unit: str) -> Quantity:
         """The same number shown in another prefix of its unit, e.g. ``.to("ms")``."""
         conversion_factor(self.unit, unit)
         return replace(self, display=unit, pinned=True)
 
-    def format(self, spec: str) -> "Quantity":
+    def format(self, spec: str) -> Quantity:
         """The same number with another format spec, e.g. ``.format(".2f")``."""
         if numbers.wide_format(spec):
             raise ProbebookError(f"format spec {spec[:40]!r} asks for more than {numbers.MAX_FORMAT_WIDTH} characters")
@@ -300,22 +301,22 @@ class Quantity:
         return self.text
 
     # -- arithmetic and comparisons for claims (render.numbers.claims decides what the units allow) --
-    def _combine(self, op: str, a: Any, b: Any) -> "Quantity":
+    def _combine(self, op: str, a: Any, b: Any) -> Quantity:
         return combine(op, a, b)
 
-    def __mul__(self, other: Any) -> "Quantity":
+    def __mul__(self, other: Any) -> Quantity:
         return self._combine("*", self, other)
 
-    def __rmul__(self, other: Any) -> "Quantity":
+    def __rmul__(self, other: Any) -> Quantity:
         return self._combine("*", other, self)
 
-    def __truediv__(self, other: Any) -> "Quantity":
+    def __truediv__(self, other: Any) -> Quantity:
         return self._combine("/", self, other)
 
-    def __add__(self, other: Any) -> "Quantity":
+    def __add__(self, other: Any) -> Quantity:
         return self._combine("+", self, other)
 
-    def __sub__(self, other: Any) -> "Quantity":
+    def __sub__(self, other: Any) -> Quantity:
         return self._combine("-", self, other)
 
     def _compare(self, op: str, other: Any) -> Any:

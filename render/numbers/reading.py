@@ -38,7 +38,7 @@ _SMALL = [("m", 1e-3), ("µ", 1e-6), ("n", 1e-9)]
 _BINARY = [("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10), ("", 1.0)]
 # Which prefixes each base unit takes: time only shrinks (nobody reads "ks"), bytes and rates only grow.
 _LADDERS: dict[str, list[tuple[str, float]]] = {
-    "s": [("", 1.0)] + _SMALL,
+    "s": [("", 1.0), *_SMALL],
     "B": _DECIMAL,
     "FLOP": _DECIMAL,
     "tok": _DECIMAL,

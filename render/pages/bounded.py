@@ -18,7 +18,8 @@ text of its own (``{{ fit|string }}`` printed a memory address, so two builds di
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import jinja2
 from jinja2 import nodes

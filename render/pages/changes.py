@@ -33,7 +33,7 @@ def _rows_table(rows: list[dict[str, Any]], existing: set[str], titles: dict[str
         f"{escape_text(r['derivation'])} |"
         for r in rows
     ]
-    return out + [""]
+    return [*out, ""]
 
 
 def _code(text: str) -> str:
@@ -70,7 +70,7 @@ def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[s
             f"| {_page_cell(m.row['page'], existing, titles)} | {escape_text(spec['sentence'])} | {then} | "
             f"true: {escape_text(now)} | {escape_text(m.row['derivation'])} |"
         )
-    return out + [""]
+    return [*out, ""]
 
 
 def _versioned(e: dict[str, Any], prev: dict[str, Any] | None, existing: set[str], titles: dict[str, str]) -> list[str]:
@@ -85,7 +85,7 @@ def _versioned(e: dict[str, Any], prev: dict[str, Any] | None, existing: set[str
         what = "new record" if old is None else f"version {rec.get('version')}, was {old.get('version')}"
         versioned.append(f"- {_page_cell(rec.get('page', ''), existing, titles)}: {escape_text(what)}")
     if versioned:
-        out += ["Records versioned:", ""] + versioned + [""]
+        out += ["Records versioned:", "", *versioned, ""]
     seen = {(x.get("page"), x.get("date"), x.get("text")) for x in (prev or {}).get("errata") or []}
     errata = [x for x in e.get("errata") or [] if (x.get("page"), x.get("date"), x.get("text")) not in seen]
     if errata:
@@ -103,7 +103,7 @@ def _history_section(history: list[dict[str, Any]], existing: set[str], titles: 
     """Each publish, newest first: what it accepted, the records versioned and errata added since the one before."""
     out = ["## History", ""]
     if not history:
-        return out + ["Nothing has been published yet.", ""]
+        return [*out, "Nothing has been published yet.", ""]
     for i in range(len(history) - 1, -1, -1):
         e, prev = history[i], history[i - 1] if i else None
         out += [f"### Published {escape_text(e['date'])}", ""]
@@ -151,7 +151,7 @@ def page_markdown(
     pending = _versioned(now, last, existing, titles) if now is not None and last is not None else []
     if published and not d.any and not pending:
         return "\n".join(out + _history_section(history or [], existing, titles))
-    out += ["## Unpublished changes", ""] + pending
+    out += ["## Unpublished changes", "", *pending]
     if not published:
         out += ["Nothing has been published yet, so every number below is new.", ""]
     else:
@@ -174,9 +174,9 @@ def page_markdown(
     if published and moved:
         out += _claims_section(moved, existing, titles)
     if d.added:
-        out += ["### Added", ""] + _rows_table(d.added, existing, titles)
+        out += ["### Added", "", *_rows_table(d.added, existing, titles)]
     if d.removed:
-        out += ["### Removed", ""] + _rows_table(d.removed, existing, titles)
+        out += ["### Removed", "", *_rows_table(d.removed, existing, titles)]
     if not d.any:
         out += ["No number changed." if published else "No numbers are published on this site yet.", ""]
     return "\n".join(out + _history_section(history or [], existing, titles))

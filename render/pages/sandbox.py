@@ -20,9 +20,10 @@ import re
 import signal
 import string
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from types import FrameType, TracebackType
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, ClassVar
 
 import jinja2
 import jinja2.ext

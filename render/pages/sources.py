@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 

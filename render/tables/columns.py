@@ -11,8 +11,9 @@ import csv
 import html
 import io
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts

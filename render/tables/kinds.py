@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts
