@@ -7,6 +7,8 @@
   and the page opens with a note naming it.
 - Kernels evidence whose kernel names carry an architecture tag other than the device's compute
   capability (kernels built for another GPU, run through compatibility or JIT) gets a warning.
+- Evidence of a plug-in harness names it and its source hash; an option requested but not engaged and a
+  device found busy before timing get a warning (``render.evidence.marks``, issue 27).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from render.derive import kernels
+from render.evidence import marks
 from render.numbers.links import escape_text, short_id
 
 
@@ -70,4 +73,20 @@ def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
                 "built for another architecture, so their times may not be what a native build achieves.",
                 "",
             ]
+    out += run_marks(aliases, docs)
     return "\n".join(out) + ("\n" if out else "")
+
+
+def run_marks(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[str]:
+    """Admonition lines for the cited evidence's marks: the harness as a note, the warnings as warnings."""
+    out = []
+    for alias in sorted(aliases):
+        for mark in marks.marks(docs[aliases[alias]]):
+            kind = "note" if mark.kind == "harness" else "warning"
+            out += [
+                f'!!! {kind} "{mark.title}"',
+                "",
+                f"    `{alias}` ({short_id(aliases[alias])}) {escape_text(mark.text)}.",
+                "",
+            ]
+    return out

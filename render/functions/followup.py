@@ -1,0 +1,63 @@
+"""Page functions of an optimizer-timing follow-up campaign: ``optimizer_timing(ref)``, its points
+(ARCHITECTURE.md §Pages); the rows are ``render.derive.followup``'s.
+
+``optimizer_timing(ref)`` takes a collected follow-up (``campaign`` evidence whose manifest's ``data.kind`` is
+``optimizer-timing``) and returns its measured points, each a view with ``.context .batch .share .optimizer
+.tok_s .overhead .busy`` (1 when the point's idle check found the device busy); a page loops over them. Each Quantity cites the campaign and the point's instrumented
+evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from measure.errors import ProbebookError
+from render.derive import followup
+from render.functions.page import Page
+from render.functions.registry import page_function
+from render.functions.views import FieldView
+
+
+class OptimizerPointView(FieldView):
+    FIELDS = {
+        "context": ("context", "", {"fmt": "d"}),
+        "batch": ("batch", "", {"fmt": "d"}),
+        "share": ("optimizer_share", "", {"fmt": ".1%"}),
+        "optimizer": ("optimizer_median_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
+        "overhead": ("instrumentation_overhead", "", {"fmt": ".1%"}),
+        "busy": ("device_busy", "", {"fmt": "d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+@page_function
+def optimizer_timing(page: Page, ref: Any, preset: str | None = None) -> list[OptimizerPointView]:
+    """An optimizer-timing follow-up's measured points (optionally of one ``preset``), by context and batch."""
+    ref = page.ref(ref, None, "optimizer_timing()")
+    doc = page.doc(ref)
+    manifest = page.library.docs.get(str((doc.get("params") or {}).get("manifest")))
+    kind = ((manifest or {}).get("data") or {}).get("kind")
+    if doc.get("probe") != "campaign" or kind != followup.KIND:
+        raise ProbebookError(
+            f"optimizer_timing() needs a collected optimizer-timing follow-up; {ref.alias} ({ref.short}) is not one"
+        )
+    points = (doc.get("data") or {}).get("points") or []
+    wanted = {((p.get("attempts") or [{}])[-1].get("result") or {}).get("instrumented_evidence") for p in points}
+    docs = {i: page.library.docs[i] for i in wanted if i in page.library.docs}
+    try:
+        rows = followup.optimizer_points(points, docs)
+    except ProbebookError as exc:
+        raise ProbebookError(f"optimizer_timing(): {ref.alias} ({ref.short}): {exc}") from None
+    picked = [r for r in rows if preset is None or r.preset == preset]
+    if not picked:
+        raise ProbebookError(f"optimizer_timing(): {ref.alias} ({ref.short}) has no measured point of {preset!r}")
+    return [
+        OptimizerPointView(
+            vars(r),
+            (ref.id, r.instrumented_evidence),
+            f"optimizer-timing follow-up point {r.preset} at context {r.context}, batch {r.batch}: its receipt's result",
+            f"optimizer_timing({ref.alias}, {r.preset}, {r.context}, {r.batch})",
+        )
+        for r in picked
+    ]
