@@ -78,3 +78,11 @@ def optimizer_points(points: list[dict[str, Any]], docs: dict[str, dict[str, Any
 def busy_points(rows: list[OptimizerPoint]) -> int:
     """How many of ``rows`` ran on a device the idle check found busy (a count)."""
     return sum(r.device_busy for r in rows)
+
+
+def share_range(rows: list[OptimizerPoint]) -> tuple[float, float]:
+    """(smallest, largest) optimizer share over ``rows`` (fractions); no rows is refused."""
+    if not rows:
+        raise ProbebookError("the follow-up has no measured points")
+    shares = [r.optimizer_share for r in rows]
+    return min(shares), max(shares)

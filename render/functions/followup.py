@@ -3,7 +3,8 @@
 
 ``optimizer_timing(ref)`` takes a collected follow-up (``campaign`` evidence whose manifest's ``data.kind`` is
 ``optimizer-timing``) and returns its measured points, each a view with ``.context .batch .share .optimizer
-.tok_s .overhead .busy`` (1 when the point's idle check found the device busy); a page loops over them. Each Quantity cites the campaign and the point's instrumented
+.tok_s .overhead .busy`` (1 when the point's idle check found the device busy); a page loops over them.
+``optimizer_timing_summary(ref)``: ``.points .busy .share_min .share_max`` over the same points. Each Quantity cites the campaign and the point's instrumented
 evidence.
 """
 
@@ -31,16 +32,51 @@ class OptimizerPointView(FieldView):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+class OptimizerSummaryView(FieldView):
+    FIELDS = {
+        "points": ("points", "", {"fmt": "d"}),
+        "busy": ("busy", "", {"fmt": "d"}),
+        "share_min": ("share_min", "", {"fmt": ".1%"}),
+        "share_max": ("share_max", "", {"fmt": ".1%"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
 @page_function
 def optimizer_timing(page: Page, ref: Any, preset: str | None = None) -> list[OptimizerPointView]:
     """An optimizer-timing follow-up's measured points (optionally of one ``preset``), by context and batch."""
-    ref = page.ref(ref, None, "optimizer_timing()")
+    return [
+        OptimizerPointView(
+            vars(r),
+            (ref_id, r.instrumented_evidence),
+            f"optimizer-timing follow-up point {r.preset} at context {r.context}, batch {r.batch}: its receipt's result",
+            f"optimizer_timing({alias}, {r.preset}, {r.context}, {r.batch})",
+        )
+        for alias, ref_id, r in _points(page, ref, preset, "optimizer_timing()")
+    ]
+
+
+@page_function
+def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) -> OptimizerSummaryView:
+    """A follow-up's ``.points``, ``.busy`` (points whose device was busy before timing), ``.share_min .share_max``."""
+    picked = _points(page, ref, preset, "optimizer_timing_summary()")
+    rows = [r for _, _, r in picked]
+    low, high = followup.share_range(rows)
+    values = {"points": len(rows), "busy": followup.busy_points(rows), "share_min": low, "share_max": high}
+    alias, ref_id = picked[0][0], picked[0][1]
+    what = f"optimizer-timing follow-up {alias}: {len(rows)} measured points' receipts and idle checks"
+    evidence = (ref_id, *(r.instrumented_evidence for r in rows))
+    return OptimizerSummaryView(values, evidence, what, f"optimizer_timing_summary({alias}, {preset})")
+
+
+def _points(page: Page, ref: Any, preset: str | None, what: str) -> list[tuple[str, str, followup.OptimizerPoint]]:
+    ref = page.ref(ref, None, what)
     doc = page.doc(ref)
     manifest = page.library.docs.get(str((doc.get("params") or {}).get("manifest")))
     kind = ((manifest or {}).get("data") or {}).get("kind")
     if doc.get("probe") != "campaign" or kind != followup.KIND:
         raise ProbebookError(
-            f"optimizer_timing() needs a collected optimizer-timing follow-up; {ref.alias} ({ref.short}) is not one"
+            f"{what} needs a collected optimizer-timing follow-up; {ref.alias} ({ref.short}) is not one"
         )
     points = (doc.get("data") or {}).get("points") or []
     wanted = {((p.get("attempts") or [{}])[-1].get("result") or {}).get("instrumented_evidence") for p in points}
@@ -48,16 +84,8 @@ def optimizer_timing(page: Page, ref: Any, preset: str | None = None) -> list[Op
     try:
         rows = followup.optimizer_points(points, docs)
     except ProbebookError as exc:
-        raise ProbebookError(f"optimizer_timing(): {ref.alias} ({ref.short}): {exc}") from None
+        raise ProbebookError(f"{what}: {ref.alias} ({ref.short}): {exc}") from None
     picked = [r for r in rows if preset is None or r.preset == preset]
     if not picked:
-        raise ProbebookError(f"optimizer_timing(): {ref.alias} ({ref.short}) has no measured point of {preset!r}")
-    return [
-        OptimizerPointView(
-            vars(r),
-            (ref.id, r.instrumented_evidence),
-            f"optimizer-timing follow-up point {r.preset} at context {r.context}, batch {r.batch}: its receipt's result",
-            f"optimizer_timing({ref.alias}, {r.preset}, {r.context}, {r.batch})",
-        )
-        for r in picked
-    ]
+        raise ProbebookError(f"{what}: {ref.alias} ({ref.short}) has no measured point of {preset!r}")
+    return [(ref.alias, ref.id, r) for r in picked]
