@@ -470,6 +470,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.envelope",
         "measure.evidence.store",
         "measure.evidence.contracts",
+        "measure.evidence.flops",  # torch-free: model FLOPs with frozen weights (render.derive.workload)
         "measure.progress",
         "measure.constants",
     }

@@ -30,21 +30,22 @@ class ParamCounts:
 
 
 def param_counts(params: dict[str, Any], where: str) -> ParamCounts:
-    """The counts in ``params`` and their FLOPs; evidence from before issue 27 (``n_params`` only) counts all as trainable.
+    """The counts in ``params`` and their FLOPs; older evidence (``n_params`` only) counts every weight as trainable.
 
     For MoE, the inactive experts do no work for a token: the active count stands for P_all, and for
     P_trainable too when every weight trains (``measure.evidence.flops.moe_active_params``).
     """
-    total = params.get("n_params_total", params.get("n_params"))
-    trainable = params.get("n_params_trainable", total)
+    total = _count(params.get("n_params_total", params.get("n_params")), "n_params_total", where)
+    trainable = _count(params.get("n_params_trainable", total), "n_params_trainable", where)
     active = params.get("n_params_active")
-    for name, value in (("n_params_total", total), ("n_params_trainable", trainable)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ProbebookError(f"{where}: params.{name} is {value!r}, not a parameter count")
     if active is not None and (isinstance(active, bool) or not isinstance(active, int) or not 0 <= active <= total):
         raise ProbebookError(f"{where}: params.n_params_active is {active!r}, not a count up to n_params_total")
     used = total if active is None else active
     used_trainable = trainable if active is None or trainable < total else active
-    return ParamCounts(
-        total, trainable, active, dense_flops_per_token(used, min(used_trainable, used)), 6 * trainable
-    )
+    return ParamCounts(total, trainable, active, dense_flops_per_token(used, min(used_trainable, used)), 6 * trainable)
+
+
+def _count(value: Any, name: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ProbebookError(f"{where}: params.{name} is {value!r}, not a parameter count")
+    return value

@@ -48,7 +48,8 @@ def warnings(doc: dict[str, Any]) -> list[Mark]:
         out.append(Mark("engagement", "Requested but not engaged", f"{message}"))
     check = data.get("device_check") or {}
     if isinstance(check, dict) and check.get("busy"):
-        out.append(Mark("busy", "Device busy before timing", f"{check.get('reason') or 'the idle check found it busy'}"))
+        reason = check.get("reason") or "the idle check found it busy"
+        out.append(Mark("busy", "Device busy before timing", f"{reason}"))
     return out
 
 

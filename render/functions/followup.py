@@ -4,8 +4,8 @@
 ``optimizer_timing(ref)`` takes a collected follow-up (``campaign`` evidence whose manifest's ``data.kind`` is
 ``optimizer-timing``) and returns its measured points, each a view with ``.context .batch .share .optimizer
 .tok_s .overhead .busy`` (1 when the point's idle check found the device busy); a page loops over them.
-``optimizer_timing_summary(ref)``: ``.points .busy .share_min .share_max`` over the same points. Each Quantity cites the campaign and the point's instrumented
-evidence.
+``optimizer_timing_summary(ref)``: ``.points .busy .share_min .share_max`` over the same points. Each Quantity
+cites the campaign and the point's instrumented evidence.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def optimizer_timing(page: Page, ref: Any, preset: str | None = None) -> list[Op
         OptimizerPointView(
             vars(r),
             (ref_id, r.instrumented_evidence),
-            f"optimizer-timing follow-up point {r.preset} at context {r.context}, batch {r.batch}: its receipt's result",
+            f"optimizer-timing follow-up point {r.preset}, context {r.context}, batch {r.batch}: its receipt's result",
             f"optimizer_timing({alias}, {r.preset}, {r.context}, {r.batch})",
         )
         for alias, ref_id, r in _points(page, ref, preset, "optimizer_timing()")

@@ -78,15 +78,18 @@ def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
 
 
 def run_marks(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[str]:
-    """Admonition lines for the cited evidence's marks: the harness as a note, the warnings as warnings."""
-    out = []
+    """Admonition lines for the cited evidence's marks: one note per harness (naming every alias that ran it),
+    then each warning as a warning."""
+    harnesses: dict[str, list[str]] = {}
+    warned = []
     for alias in sorted(aliases):
         for mark in marks.marks(docs[aliases[alias]]):
-            kind = "note" if mark.kind == "harness" else "warning"
-            out += [
-                f'!!! {kind} "{mark.title}"',
-                "",
-                f"    `{alias}` ({short_id(aliases[alias])}) {escape_text(mark.text)}.",
-                "",
-            ]
-    return out
+            named = f"`{alias}` ({short_id(aliases[alias])})"
+            if mark.kind == "harness":
+                harnesses.setdefault(mark.text, []).append(named)
+            else:
+                warned += [f'!!! warning "{mark.title}"', "", f"    {named}: {escape_text(mark.text)}.", ""]
+    out: list[str] = []
+    for text, runs in harnesses.items():
+        out += ['!!! note "Plug-in harness"', "", f"    {', '.join(runs)} {escape_text(text)}.", ""]
+    return out + warned
