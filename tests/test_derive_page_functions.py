@@ -37,6 +37,8 @@ IDS = {
     "hvp": "sha256:3bd8e982da7d260dbc176450d87e2281caf8e6cfbda962de1d44090429cd0a0f",
     "util": "sha256:058b3c46b8703f4d64f20c56209d84629ae20b721380b9867d805fd591ff519a",  # H200 250m, NVML by UUID
     "campaign": "sha256:4e7724fd20320fe54d949fc52b4b999fe09b175b4367855d79073ef1d85bded7",  # H200 batch-sweep campaign
+    "followup": "sha256:4f808d19f974082ddba5f55471d5c77cffa28117d585c1c395b901025a290c74",  # H200 optimizer follow-up
+    "lora": "sha256:217105387d6e7264a2fb16a8d40d536739e60bc57a2e67fa36474b771a791049",  # H200 LoRA plug-in
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -87,6 +89,9 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
         'share_of(loss_memory(ev, "chunked").per_microbatch, loss_memory(ev, "eager").per_microbatch)',
     ),
     "constant": (SITE_ARCHIVE, "sweep", ("cv_threshold",), 'constant("cv_threshold")'),
+    "optimizer_timing": (H200_ARCHIVE, "followup", (), ""),  # a list of views: checked by its summary below
+    "optimizer_timing_summary": (H200_ARCHIVE, "followup", (), "optimizer_timing_summary(ev)"),
+    "params": (H200_ARCHIVE, "lora", (), "params(ev)"),
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
 }

@@ -65,8 +65,8 @@ def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) ->
     values = {"points": len(rows), "busy": followup.busy_points(rows), "share_min": low, "share_max": high}
     alias, ref_id = picked[0][0], picked[0][1]
     what = f"optimizer-timing follow-up {alias}: {len(rows)} measured points' receipts and idle checks"
-    evidence = (ref_id, *(r.instrumented_evidence for r in rows))
-    return OptimizerSummaryView(values, evidence, what, f"optimizer_timing_summary({alias}, {preset})")
+    # the campaign holds every receipt these numbers are read from; each point's own evidence is cited by its row
+    return OptimizerSummaryView(values, (ref_id,), what, f"optimizer_timing_summary({alias}, {preset})")
 
 
 def _points(page: Page, ref: Any, preset: str | None, what: str) -> list[tuple[str, str, followup.OptimizerPoint]]:
