@@ -38,6 +38,8 @@ IDS = {
     "util": "sha256:058b3c46b8703f4d64f20c56209d84629ae20b721380b9867d805fd591ff519a",  # H200 250m, NVML by UUID
     "campaign": "sha256:4e7724fd20320fe54d949fc52b4b999fe09b175b4367855d79073ef1d85bded7",  # H200 batch-sweep campaign
     "rounds": "sha256:8db8990cc803afb5cb2677baad5bb1659a5af56875c11a81dbeb75ec1f41f15d",  # H200 250m ablation
+    "followup": "sha256:4f808d19f974082ddba5f55471d5c77cffa28117d585c1c395b901025a290c74",  # H200 optimizer follow-up
+    "lora": "sha256:217105387d6e7264a2fb16a8d40d536739e60bc57a2e67fa36474b771a791049",  # H200 LoRA plug-in
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -91,6 +93,9 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "paired": (H200_ARCHIVE, "rounds", ("no-optimizer",), 'paired(ev, "no-optimizer")'),
     "written": (H200_ARCHIVE, "rounds", (), "written(ev)"),
     "sources": (H200_ARCHIVE, "util", (), "sources(ev)"),
+    "optimizer_timing": (H200_ARCHIVE, "followup", (), ""),  # a list of views: checked by its summary below
+    "optimizer_timing_summary": (H200_ARCHIVE, "followup", (), "optimizer_timing_summary(ev)"),
+    "params": (H200_ARCHIVE, "lora", (), "params(ev)"),
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
 }

@@ -472,6 +472,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.store",
         "measure.evidence.contracts",
         "measure.evidence.kernel_names",
+        "measure.evidence.flops",  # torch-free: model FLOPs with frozen weights (render.derive.workload)
         "measure.progress",
         "measure.constants",
         "measure.lifetime",

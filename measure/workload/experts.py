@@ -12,6 +12,12 @@ The expert GEMMs run in one of two ways (``experts_impl``):
   host sync per expert), the plain loop most research code starts from;
 * ``grouped``: the routed tokens sorted by expert and every expert's matmul in one call of
   ``torch.nn.functional.grouped_mm`` with the groups' end offsets (forward, input and weight gradients).
+  Each expert's group is padded with zero rows to a multiple of ``GROUP_ALIGN_ROWS`` (8) rows, and the
+  padding rows are dropped after (``pad_layout``): on CUDA, grouped_mm asserts that every group's extent
+  along the offsets' dimension is a multiple of 16 bytes (GroupMMCommon.cuh, ``prepare_grouped_gemm_data``:
+  "expected input tensor dynamic dimension byte size to be non-negative multiple of 16"), which is 8 rows of
+  bf16. The moe-250m grouped run on the H200 failed on exactly that assertion before this padding
+  (bench/results/moe-grouped-h200.log); the padded variant has not been measured on a GPU yet.
 
 Both run their matmuls, forward and backward, inside ``torch.profiler.record_function(EXPERT_GEMM)``
 (an explicit ``autograd.Function`` per variant, so the backward GEMMs are annotated too), so the
@@ -31,6 +37,36 @@ from measure.evidence.kernel_names import EXPERT_GEMM
 from measure.workload.presets import Preset
 
 IMPLS = ("looped", "grouped")
+
+GROUP_ALIGN_ROWS = 8
+"""Rows (count) each expert group of a grouped_mm is padded to a multiple of: 16 bytes of bf16 (2 bytes a row
+element along the offsets' dimension), the alignment GroupMMCommon.cuh asserts. It is also a multiple of the 4
+rows fp32 would need, so one rule serves both."""
+
+
+def pad_layout(
+    choice: torch.Tensor, experts: int, align: int = GROUP_ALIGN_ROWS
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """(order, rows, offsets, total) of the padded grouped layout, without a host sync.
+
+    ``choice`` is each routed (token, slot) pair's expert. ``order`` sorts the pairs by expert (stable); ``rows``
+    is each sorted pair's row in the padded buffer; ``offsets`` are the groups' int32 end rows, every group a
+    multiple of ``align`` rows; ``total`` is the buffer's rows. The total is the static bound
+    ``round_up(pairs + experts·(align-1), align)`` (no group needs more than ``align - 1`` padding rows), so the
+    shapes never depend on the routing; what the bound leaves over pads the last group, still a multiple of
+    ``align`` because the bound and every other group's end are.
+    """
+    pairs = choice.numel()
+    order = choice.argsort(stable=True)
+    counts = torch.bincount(choice, minlength=experts)
+    padded = (counts + align - 1) // align * align
+    total = -(-(pairs + experts * (align - 1)) // align) * align
+    starts = padded.cumsum(0) - padded
+    ends = starts + padded
+    ends[-1] = total
+    shift = starts - (counts.cumsum(0) - counts)  # padded start minus packed start, per expert
+    rows = torch.arange(pairs, device=choice.device) + shift[choice[order]]
+    return order, rows, ends.to(torch.int32), total
 
 
 class _ExpertMM(torch.autograd.Function):
@@ -114,11 +150,11 @@ class MoE(nn.Module):
         return out
 
     def _grouped(self, flat: torch.Tensor, weights: torch.Tensor, experts: torch.Tensor) -> torch.Tensor:
-        choice = experts.reshape(-1)
-        order = choice.argsort(stable=True)
+        order, rows, offs, total = pad_layout(experts.reshape(-1), self.experts)
         token = order // self.top_k  # the token each sorted (token, slot) pair came from
-        offs = torch.bincount(choice, minlength=self.experts).cumsum(0).to(torch.int32)
-        xs = flat[token]
+        # zero rows pad every group; silu(0)·0 = 0 keeps them zero through the down projection, their rows of
+        # the output are never read, and their zero inputs add nothing to the weight gradients
+        xs = flat.new_zeros(total, flat.shape[1]).index_copy(0, rows, flat[token])
         h = F.silu(_GroupedMM.apply(xs, self.w_gate, offs)) * _GroupedMM.apply(xs, self.w_up, offs)
-        ys = _GroupedMM.apply(h, self.w_down, offs) * weights.reshape(-1)[order, None]
+        ys = _GroupedMM.apply(h, self.w_down, offs)[rows] * weights.reshape(-1)[order, None]
         return torch.zeros_like(flat).index_add(0, token, ys.to(flat.dtype))

@@ -263,7 +263,7 @@ def _derive(args: Any) -> int:
             print("\n".join(f"wrote {path}" for path in written))
             print(markdown.rstrip("\n"))
         return 0
-    if isinstance(result, list):  # names (batch_models): no derivation to show
+    if isinstance(result, list) and all(isinstance(r, str) for r in result):  # names (batch_models): no derivation
         print(json_text(result, ensure_ascii=False) if as_json else "\n".join(map(str, result)))
         return 0
     if isinstance(result, Claim):

@@ -89,8 +89,34 @@ def hvp_candidate(data: dict[str, Any], which: Candidate) -> dict[str, Any]:
         ):
             if c.get("status") != "ok":
                 raise ProbebookError(f"hvp candidate {which} failed: {c.get('status')}: {c.get('error')}")
-            return {**c, "first_call_extra_s": first_call_extra(c["first_call_s"], c["warm_median_s"])}
+            return {
+                **c,
+                "first_call_extra_s": first_call_extra(c["first_call_s"], c["warm_median_s"]),
+                "reference_vhv_nats": reference_vhv(data, which.batch),
+                "within_tolerance": within_tolerance(c.get("verdict")),
+            }
     raise ProbebookError(f"no hvp candidate {which} in the evidence")
+
+
+def reference_vhv(data: dict[str, Any], batch: int) -> float | None:
+    """vᵀHv (nats) of the fp32 double-backward reference at ``batch``; None in evidence without references (hvp v1)."""
+    for r in data.get("references") or []:
+        if r.get("batch") == batch:
+            value = (r.get("fp32") or {}).get("vhv_nats")
+            return float(value) if isinstance(value, (int, float)) else None
+    return None
+
+
+def within_tolerance(verdict: Any) -> int | None:
+    """1 when the probe's verdict is ``within tolerance``, 0 when it ``fails: ...``; None when there is none (hvp v1)
+    or it is ``undefined`` (a zero reference)."""
+    if verdict is None or (isinstance(verdict, str) and verdict.startswith("undefined")):
+        return None
+    if verdict == "within tolerance":
+        return 1
+    if isinstance(verdict, str) and verdict.startswith("fails"):
+        return 0
+    raise ProbebookError(f"unknown hvp verdict {verdict!r}")
 
 
 def hvp_selected(data: dict[str, Any], dtype: str) -> Candidate:

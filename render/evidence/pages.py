@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
+from render.evidence import marks
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.pages.layout import nav_title
@@ -285,6 +286,9 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
     head.append(f"`{ident}` (short: `{short_id(ident)}`)")
     head += ["", escape_text(summary_text(doc, n, columns)), ""]
+    for mark in marks.marks(doc):  # the harness, options not engaged, a busy device (issue 27)
+        kind = "note" if mark.kind == "harness" else "warning"
+        head += [f'!!! {kind} "{mark.title}"', "", f"    This run {escape_text(mark.text)}.", ""]
     head.append(
         f"Downloads: [JSON, as archived]({hexpart}.json) · [samples as CSV]({hexpart}.csv) · "
         f"[the whole archive (tar.gz)]({relative_link(rel, TARBALL)}) · "

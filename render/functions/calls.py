@@ -154,6 +154,8 @@ def attributes(result: Any, at: Any = ()) -> list[tuple[str, Any]]:
         return [("value", result)]
     if isinstance(result, Claim):
         return [(f"{c.op} ({i + 1})", c) for i, c in enumerate(result.comparisons)]
+    if isinstance(result, list):  # views a page loops over (optimizer_timing): each one's attributes, numbered
+        return [(f"{i}.{name}", v) for i, view in enumerate(result) for name, v in attributes(view, at)]
     cls = type(result)
     allowed: frozenset[str] = getattr(cls, "TEMPLATE_ATTRS", frozenset())
     ordered = list(getattr(cls, "FIELDS", {})) + [n for n in vars(cls) if n in allowed]

@@ -7,7 +7,9 @@ derivations are in ``render/derive/correctness.py``.
   ``.noise_loss .noise_logits .noise_grads`` (the reference against itself), ``.limit_loss ...`` (the
   stated limit), ``.grads_times_noise``, ``.grads_cosine .grads_sign .grads_max_abs``, ``.passed`` (1 or 0).
 * ``hvp(ref, method, mode, dtype, batch)``, or ``hvp(ref, dtype=..., selected=True)`` for the probe's
-  selection: ``.warm .first_call .compile`` (first call minus a warm one) ``.first_peak .warm_peak .tok_s .error``.
+  selection: ``.warm .first_call .compile`` (first call minus a warm one) ``.first_peak .warm_peak .tok_s .error``;
+  against the fp32 reference (hvp v2): ``.vhv .vhv_fp32 .vhv_error .error_fp32 .angle .curvature_share
+  .direction_share .tolerance .within`` (1 when the candidate's verdict is within tolerance, else 0).
 * ``hvp_speedup(ref, slow, fast, ...)``: warm time of candidate ``slow`` over that of ``fast``, where
   each is a method name or ``eager``/``compiled`` and the rest of the key is shared.
 * ``stream(ref, arm)``: ``.step .tok_s .stall .stall_share .layer_copy .layer_grad_copy``.
@@ -82,6 +84,16 @@ class HvpView(FieldView):
         "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
         "error": ("rel_l2_vs_float64", "", _REL),
         "batch": ("batch", "", {"fmt": "d"}),
+        # the quadratic form against the fp32 reference (hvp v2, measure/curvature.py)
+        "vhv": ("vhv_nats", "nats", {"fmt": ".4g"}),
+        "vhv_fp32": ("reference_vhv_nats", "nats", {"fmt": ".4g"}),
+        "vhv_error": ("vhv_rel_error", "", {"fmt": ".2%"}),
+        "error_fp32": ("rel_l2_vs_fp32", "", _REL),
+        "angle": ("angle_deg_vs_fp32", "°", {"fmt": ".3g"}),
+        "curvature_share": ("curvature_share_vs_fp32", "", {"fmt": ".2%"}),
+        "direction_share": ("direction_share_vs_fp32", "", {"fmt": ".2%"}),
+        "tolerance": ("tolerance", "", {"fmt": ".0%"}),
+        "within": ("within_tolerance", "", {"fmt": "d"}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 

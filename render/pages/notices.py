@@ -7,6 +7,8 @@
   and the page opens with a note naming it.
 - Kernels evidence whose kernel names carry an architecture tag other than the device's compute
   capability (kernels built for another GPU, run through compatibility or JIT) gets a warning.
+- Evidence of a plug-in harness names it and its source hash; an option requested but not engaged and a
+  device found busy before timing get a warning (``render.evidence.marks``, issue 27).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from render.derive import kernels
+from render.evidence import marks
 from render.numbers.links import escape_text, short_id
 
 
@@ -70,4 +73,23 @@ def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
                 "built for another architecture, so their times may not be what a native build achieves.",
                 "",
             ]
+    out += run_marks(aliases, docs)
     return "\n".join(out) + ("\n" if out else "")
+
+
+def run_marks(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[str]:
+    """Admonition lines for the cited evidence's marks: one note per harness (naming every alias that ran it),
+    then each warning as a warning."""
+    harnesses: dict[str, list[str]] = {}
+    warned = []
+    for alias in sorted(aliases):
+        for mark in marks.marks(docs[aliases[alias]]):
+            named = f"`{alias}` ({short_id(aliases[alias])})"
+            if mark.kind == "harness":
+                harnesses.setdefault(mark.text, []).append(named)
+            else:
+                warned += [f'!!! warning "{mark.title}"', "", f"    {named}: {escape_text(mark.text)}.", ""]
+    out: list[str] = []
+    for text, runs in harnesses.items():
+        out += ['!!! note "Plug-in harness"', "", f"    {', '.join(runs)} {escape_text(text)}.", ""]
+    return out + warned

@@ -1,0 +1,41 @@
+"""Page function of what a run's workload counts: ``params(ref)`` (ARCHITECTURE.md §Pages).
+
+``params(ref)``: ``.total .trainable .active`` (counts) and ``.flops`` (dense matmul FLOPs per token,
+``4·P_all + 2·P_trainable``, frozen weights and inactive experts accounted for, ``measure.evidence.flops``) and
+``.trainable_only_flops`` (``6·P_trainable``, the count that misleads for a frozen base). ``mfu()`` takes
+``.flops``; the counts come from ``render.derive.workload``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from measure.errors import ProbebookError
+from render.derive import workload
+from render.functions.page import Page
+from render.functions.registry import page_function
+from render.functions.views import FieldView
+
+
+class ParamsView(FieldView):
+    FIELDS = {
+        "total": ("total", "", {"fmt": ",d"}),
+        "trainable": ("trainable", "", {"fmt": ",d"}),
+        "active": ("active", "", {"fmt": ",d"}),
+        "flops": ("dense_flops", "", {"fmt": ",d"}),
+        "trainable_only_flops": ("trainable_only_flops", "", {"fmt": ",d"}),
+    }
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+@page_function
+def params(page: Page, ref: Any) -> ParamsView:
+    """A run's total, trainable and active parameters, and its dense model FLOPs per token with frozen weights."""
+    ref = page.ref(ref, None, "params()")
+    try:
+        counts = workload.param_counts(page.doc(ref).get("params") or {}, f"{ref.alias} ({ref.short})")
+    except ProbebookError as exc:
+        raise ProbebookError(f"params(): {exc}") from None
+    what = "params.n_params_total, n_params_trainable, n_params_active; FLOPs: 4·P_all + 2·P_trainable"
+    notes = {"active": "a dense model: every parameter is active"}
+    return ParamsView(vars(counts), (ref.id,), what, f"params({ref.alias})", notes)

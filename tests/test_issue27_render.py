@@ -1,0 +1,133 @@
+"""Render's side of issue 27 on literal inputs: a follow-up's optimizer points, parameter counts and frozen-weight
+FLOPs, the hvp curvature fields, and the run marks (harness and hash, engagement, busy device) with their notices."""
+
+from __future__ import annotations
+
+import pytest
+
+from measure.errors import ProbebookError
+from render.derive import correctness, followup, workload
+from render.evidence import marks
+from render.pages import notices
+
+
+def _point(name: str, ident: str, share: float, state: str = "ok") -> dict:
+    result = {
+        "baseline_evidence": "sha256:base",
+        "instrumented_evidence": ident,
+        "optimizer_share": share,
+        "optimizer_median_s": 0.001,
+        "tok_s": 1000.0,
+        "instrumentation_overhead": 0.02,
+    }
+    return {"point": name, "state": state, "attempts": [{"result": result}]}
+
+
+def _doc(preset: str, seq_len: int, batch: int, busy: bool) -> dict:
+    return {
+        "params": {"preset": preset, "seq_len": seq_len, "batch": batch},
+        "data": {"device_check": {"busy": busy}},
+    }
+
+
+def test_optimizer_points_sorted_by_context_and_batch_with_the_busy_count():
+    points = [
+        _point("20m-s1024-b2", "sha256:c", 0.01),
+        _point("20m-s512-b4", "sha256:b", 0.03),
+        _point("20m-s512-b1", "sha256:a", 0.02),
+        _point("20m-s512-b8", "sha256:x", 0.5, state="failed"),
+    ]
+    docs = {
+        "sha256:a": _doc("20m", 512, 1, True),
+        "sha256:b": _doc("20m", 512, 4, False),
+        "sha256:c": _doc("20m", 1024, 2, True),
+    }
+    rows = followup.optimizer_points(points, docs)
+    assert [(r.context, r.batch) for r in rows] == [(512, 1), (512, 4), (1024, 2)]
+    assert [r.optimizer_share for r in rows] == [0.02, 0.03, 0.01]
+    assert [r.device_busy for r in rows] == [1, 0, 1]
+    assert followup.busy_points(rows) == 2
+    assert followup.share_range(rows) == (0.01, 0.03)
+
+
+def test_optimizer_points_refuse_a_point_without_its_evidence():
+    with pytest.raises(ProbebookError, match=r"20m-s512-b1.*not in the archive"):
+        followup.optimizer_points([_point("20m-s512-b1", "sha256:gone", 0.02)], {})
+    with pytest.raises(ProbebookError, match="no measured points"):
+        followup.share_range([])
+
+
+def test_param_counts_of_a_dense_a_lora_and_an_moe_run():
+    dense = workload.param_counts({"n_params_total": 100, "n_params_trainable": 100}, "ev")
+    assert (dense.dense_flops, dense.trainable_only_flops, dense.active) == (600, 600, None)
+    # the LoRA plug-in: 24,320 weights, 1,024 of them adapters: 4·24320 + 2·1024
+    lora = workload.param_counts({"n_params_total": 24_320, "n_params_trainable": 1_024}, "ev")
+    assert (lora.dense_flops, lora.trainable_only_flops) == (99_328, 6_144)
+    # MoE: the active count stands for both (every weight trains)
+    moe = workload.param_counts({"n_params_total": 1000, "n_params_trainable": 1000, "n_params_active": 600}, "ev")
+    assert (moe.dense_flops, moe.active) == (3_600, 600)
+    old = workload.param_counts({"n_params": 50}, "ev")  # evidence from before issue 27
+    assert (old.total, old.trainable, old.dense_flops) == (50, 50, 300)
+
+
+def test_param_counts_refuse_what_is_not_a_count():
+    with pytest.raises(ProbebookError, match=r"ev: params.n_params_total is None"):
+        workload.param_counts({}, "ev")
+    with pytest.raises(ProbebookError, match="n_params_active"):
+        workload.param_counts({"n_params_total": 10, "n_params_active": 11}, "ev")
+
+
+def test_hvp_curvature_fields():
+    data = {"references": [{"batch": 4, "fp32": {"vhv_nats": -256.4}}]}
+    assert correctness.reference_vhv(data, 4) == -256.4
+    assert correctness.reference_vhv(data, 1) is None
+    assert correctness.reference_vhv({}, 4) is None
+    assert correctness.within_tolerance("within tolerance") == 1
+    assert correctness.within_tolerance("fails: curvature (vᵀHv)") == 0
+    assert correctness.within_tolerance("undefined: a zero reference") is None
+    assert correctness.within_tolerance(None) is None
+    with pytest.raises(ProbebookError, match="unknown hvp verdict"):
+        correctness.within_tolerance("maybe")
+
+
+PLUGIN = {
+    "params": {"workload": "tiny_lm.harness:lora"},
+    "code": {
+        "workload_source": {
+            "module": "tiny_lm.harness",
+            "module_sha256": "ab" * 32,
+            "package": "tiny_lm",
+            "package_files": 3,
+            "package_sha256": "cd" * 32,
+        }
+    },
+    "data": {
+        "engagement_warnings": [{"message": "--compile was requested but no region compiled"}],
+        "device_check": {"busy": True, "reason": "1 other process(es) on the card: pids 7"},
+    },
+}
+
+
+def test_marks_name_the_harness_by_hash_and_the_warnings():
+    found = marks.marks(PLUGIN)
+    assert [m.kind for m in found] == ["harness", "engagement", "busy"]
+    assert "tiny_lm.harness:lora" in found[0].text and "cd" * 32 in found[0].text and "ab" * 32 in found[0].text
+    assert found[1].text == "--compile was requested but no region compiled"
+    assert found[2].text == "1 other process(es) on the card: pids 7"
+    reference = {"params": {"workload": None}, "data": {"device_check": {"busy": False}}}
+    assert marks.marks(reference) == []
+
+
+def test_record_notices_group_one_harness_and_warn_per_alias():
+    idle = {**PLUGIN, "data": {}}
+    lines = notices.run_marks(
+        {"a": "sha256:" + "1" * 64, "b": "sha256:" + "2" * 64},
+        {
+            "sha256:" + "1" * 64: PLUGIN,
+            "sha256:" + "2" * 64: idle,
+        },
+    )
+    text = "\n".join(lines)
+    assert text.count('!!! note "Plug-in harness"') == 1
+    assert "`a` (sha256:111111111111), `b` (sha256:222222222222) ran the plug-in harness" in text
+    assert text.count("!!! warning") == 2 and '!!! warning "Device busy before timing"' in text
