@@ -185,32 +185,23 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         "tok_s": tokens_per_second(eval_tokens, t),
                     }
                 )
-            for i in range(config.repeats):
-                t = timed(write)
-                size = path.stat().st_size
-                rows.append(
-                    {
-                        "phase": "checkpoint-write",
-                        "label": "torch.save + fsync",
-                        "repeat": i,
-                        "seconds": t,
-                        "bytes": size,
-                        "gb_per_s": gb_per_s(size, t),
-                    }
-                )
-            for i in range(config.repeats):
-                t = timed(read)
-                size = path.stat().st_size
-                rows.append(
-                    {
-                        "phase": "checkpoint-read",
-                        "label": "torch.load (warm page cache)",
-                        "repeat": i,
-                        "seconds": t,
-                        "bytes": size,
-                        "gb_per_s": gb_per_s(size, t),
-                    }
-                )
+            for phase, label, action in (
+                ("checkpoint-write", "torch.save + fsync", write),
+                ("checkpoint-read", "torch.load (warm page cache)", read),
+            ):
+                for i in range(config.repeats):
+                    t = timed(action)
+                    size = path.stat().st_size
+                    rows.append(
+                        {
+                            "phase": phase,
+                            "label": label,
+                            "repeat": i,
+                            "seconds": t,
+                            "bytes": size,
+                            "gb_per_s": gb_per_s(size, t),
+                        }
+                    )
             rec.point(rows, None, "eval pass, checkpoint write and read")
 
             def interval() -> None:

@@ -197,7 +197,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             return start.elapsed_time(end) / 1000.0 if device == "cuda" else end - start
 
         from measure.graphs import capture
-        from measure.integrity import make_watch, utilisation_row
+        from measure.integrity import make_watch
 
         arms = {"instrumented": instrumented, "baseline": clipped(lambda: workload.step(data))}
         plan = config.plan()
@@ -237,13 +237,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             if sampler is not None:
                 sampler.stop()
             integrity.close()
-        rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
-        rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
-        rec.data["windows"] = [
-            {"arm": a, "round": i, "updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))}
-            for a, arm in result.arms.items()
-            for i, c in enumerate(arm.checks)
-        ]
+        record_rounds(rec, result, device)
         instr, base = result.arms["instrumented"], result.arms["baseline"]
         graph = result.arms.get("graph")
         from measure.workload.observe import observe
@@ -271,11 +265,26 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
 
 
+def record_rounds(rec: Recorder, result: Any, device: str) -> None:
+    """After the interleaved rounds (eager or captured): the clock after, each arm's failed windows, and
+    every window's update count and utilisation, as ``rec.data`` keeps them."""
+    from measure.integrity import utilisation_row
+    from measure.timing import sm_clock
+
+    rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
+    rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
+    rec.data["windows"] = [
+        {"arm": a, "round": i, "updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))}
+        for a, arm in result.arms.items()
+        for i, c in enumerate(arm.checks)
+    ]
+
+
 def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, device: str, clipped: Any) -> None:
     """``--mode captured``: the whole update and the same step without clip and update, captured and replayed as
     interleaved arms (paired replay, module docstring); rows per arm and round, the share in ``data.summary``."""
     from measure.graphs import capture
-    from measure.integrity import Integrity, WindowWatch, make_watch, utilisation_row
+    from measure.integrity import Integrity, WindowWatch, make_watch
     from measure.timing import CudaEventClock, Watch, median, sm_clock, sync_for, time_interleaved
 
     opt, forward = workload.optimizer, workload.forward
@@ -321,13 +330,7 @@ def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, dev
             sampler.stop()
         integrity.close()
         still.close()
-    rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)
-    rec.data["window_failures"] = [{"arm": a, **f} for a, arm in result.arms.items() for f in arm.failures]
-    rec.data["windows"] = [
-        {"arm": a, "round": i, "updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))}
-        for a, arm in result.arms.items()
-        for i, c in enumerate(arm.checks)
-    ]
+    record_rounds(rec, result, device)
     whole, rest = result.arms["captured"], result.arms["captured-no-update"]
     weighted = {
         name: burst_weighted_mean(arm.times_s, [plan.iters] * len(arm.times_s)) for name, arm in result.arms.items()

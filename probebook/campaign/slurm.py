@@ -62,20 +62,32 @@ def _unix(text: str) -> float | None:
     return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
 
 
+def _answer(command: list[str], asking: str, retry: str, need: str) -> str:
+    """The stdout of a Slurm query ``command``; refused in one line when it cannot run or fails, never read as
+    "no jobs": ``cannot ask {asking} (why){retry}`` or ``{command[0]} failed (its last stderr line); {need}``."""
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProbebookError(f"cannot ask {asking} ({exc}){retry}") from None
+    if out.returncode != 0:
+        why = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
+        raise ProbebookError(f"{command[0]} failed ({why}); {need}")
+    return out.stdout
+
+
 def sacct(args: list[str], counter: list[int] | None = None) -> list[JobInfo]:
     """Run ``sacct -n -X -P -o FIELDS ARGS``; refuse (one line) when it fails rather than read "no jobs"."""
     command = ["sacct", "-n", "-X", "-P", "-o", ",".join(FIELDS), *args]
     if counter is not None:
         counter[0] += 1
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbebookError(f"cannot ask Slurm about the campaign's jobs ({exc}); retry where sacct works") from None
-    if out.returncode != 0:
-        why = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
-        raise ProbebookError(f"sacct failed ({why}); Slurm's accounting must answer before jobs are judged")
+    text = _answer(
+        command,
+        "Slurm about the campaign's jobs",
+        "; retry where sacct works",
+        "Slurm's accounting must answer before jobs are judged",
+    )
     jobs = []
-    for line in out.stdout.splitlines():
+    for line in text.splitlines():
         cells = line.split("|")
         if len(cells) != len(FIELDS):
             continue  # sacct prints nothing else with -n -P; a stray line is not a job
@@ -98,16 +110,13 @@ def by_name(name: str, since_unix: float) -> list[str]:
     Both the controller (``squeue``: a job it just took, before accounting has its record) and
     accounting (``sacct``: a job that ended long ago) are asked; either failing refuses.
     """
-    try:
-        out = subprocess.run(
-            ["squeue", "-h", "-n", name, "-o", "%i"], capture_output=True, text=True, timeout=CALL_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbebookError(f"cannot ask Slurm about job {name} ({exc}); retry where squeue works") from None
-    if out.returncode != 0:
-        why = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
-        raise ProbebookError(f"squeue failed ({why}); Slurm's controller must answer before jobs are judged")
-    queued = {line.strip() for line in out.stdout.splitlines() if line.strip()}
+    text = _answer(
+        ["squeue", "-h", "-n", name, "-o", "%i"],
+        f"Slurm about job {name}",
+        "; retry where squeue works",
+        "Slurm's controller must answer before jobs are judged",
+    )
+    queued = {line.strip() for line in text.splitlines() if line.strip()}
     accounted = {j.job_id for j in sacct(["--name", name, "-S", stamp(since_unix - SLACK_S), "-E", "now"])}
     return sorted(queued | accounted)
 
@@ -165,15 +174,11 @@ def accounting(ids: list[str], since_unix: float) -> dict[str, Accounting]:
         return {}
     command = ["sacct", "-n", "-X", "-P", "-o", ",".join(ACCOUNTING), "-j", ",".join(sorted(ids))]
     command += ["-S", stamp(since_unix - SLACK_S), "-E", "now"]
-    try:
-        out = subprocess.run(command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbebookError(f"cannot ask Slurm's accounting about the campaign's jobs ({exc})") from None
-    if out.returncode != 0:
-        why = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[-1]
-        raise ProbebookError(f"sacct failed ({why}); the audit needs Slurm's accounting of the jobs")
+    text = _answer(
+        command, "Slurm's accounting about the campaign's jobs", "", "the audit needs Slurm's accounting of the jobs"
+    )
     found = {}
-    for line in out.stdout.splitlines():
+    for line in text.splitlines():
         cells = line.split("|")
         if len(cells) != len(ACCOUNTING):
             continue
