@@ -24,6 +24,12 @@ from probebook.campaign.spec import Executor, Slurm
 
 POLL_S = 0.2  # how often the loop looks for result files (a stat each); Slurm is asked every poll_s
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*:")
+JOBS: dict[str | None, tuple[str, str]] = {
+    None: ("probebook.campaign.job", "run_point"),  # a batch sweep's point
+    "optimizer-timing": ("probebook.campaign.followup", "run_pair"),
+    "reproduction": ("probebook.reproduce.job", "run_one"),  # one cited run of a record (``probebook reproduce``)
+}
+"""A manifest's ``data.kind`` -> the module and function each of its points' jobs runs."""
 RESULT_GRACE_S = 15.0  # a job Slurm calls COMPLETED may show its result file this much later (a network file system)
 
 
@@ -81,7 +87,7 @@ class Runner:
         self.curves = {c["curve"]: c["points"] for c in manifest["data"]["curves"]}
         # a follow-up's points all fit once already: a curve's points need not wait for one another
         self.parallel = bool(manifest["data"].get("parallel"))
-        self.followup = manifest["data"].get("kind") == "optimizer-timing"
+        self.job = JOBS.get(manifest["data"].get("kind"), JOBS[None])  # what each point's job runs
         self.receipts = receipts.load_all(self.folder)
         self.budget_s = budget_s
         self.live: dict[str, Any] = {}  # point key -> submitit job handle
@@ -107,9 +113,10 @@ class Runner:
         )
 
     def _submit(self, key: str) -> None:
-        from probebook.campaign.followup import run_pair
-        from probebook.campaign.job import run_point
+        import importlib
 
+        module, name = self.job
+        job = getattr(importlib.import_module(module), name)
         point = self.points[key]
         receipt = self.receipts.get(key) or receipts.new(point)
         n = len(receipt["attempts"]) + 1
@@ -132,7 +139,7 @@ class Runner:
         executor = executors.make(self.kind, folder, params)
         lock = self.settings.gpu_lock and self.kind == "local"
         try:
-            handle = executor.submit(run_pair if self.followup else run_point, point, str(self.folder), lock)
+            handle = executor.submit(job, point, str(self.folder), lock)
         except Exception as exc:  # sbatch refused the job (its message is the last line) or could not run
             self._unsubmitted(key, attempt)
             lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip() and not ln.startswith("Command ")]

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action
 
-COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "site")
+COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "reproduce", "site")
 COMMANDS = {
     "archive": "archive",
     "campaign": "campaign",
@@ -27,6 +27,7 @@ COMMANDS = {
     "fit": "derive",
     "project": "derive",
     "measure": "measure",
+    "reproduce": "reproduce",
     "build": "site",
     "serve": "site",
     "publish": "site",

@@ -17,13 +17,38 @@ numbers (``truth_changes``).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from render.numbers.quantity import COMPARE, Comparison, check, evaluate, shift_leaves, tree
+from render.numbers.quantity import COMPARE, ClaimError, Comparison, check, evaluate, shift_leaves, tree
 
 KIND = "claim"
 """The ``unit`` of a claim's ledger row."""
+
+_UNCHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar("probebook_claims_unchecked", default=False)
+
+
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Inside it a false claim (or a label stating a direction its number lacks) is recorded, not refused.
+
+    Only ``probebook reproduce`` renders this way, aside from the site, to learn which claims of a record
+    the new evidence flips (their ledger rows say ``false``); a build never does, so a published page
+    shows only sentences that hold.
+    """
+    token = _UNCHECKED.set(True)
+    try:
+        yield
+    finally:
+        _UNCHECKED.reset(token)
+
+
+def checking() -> bool:
+    """Whether claims are refused when false (always, outside ``unchecked``)."""
+    return not _UNCHECKED.get()
 
 
 @dataclass(frozen=True)
@@ -41,12 +66,20 @@ class Claim:
 
 
 def make(conditions: tuple[Any, ...], sentence: Any) -> Claim:
-    """A checked claim: every condition true, else a ``ClaimError`` naming the sentence and both values."""
+    """A checked claim: every condition true, else a ``ClaimError`` naming the sentence and both values.
+
+    Inside ``unchecked`` the conditions need only be comparisons; whether they hold goes in the ledger row."""
+    if not checking():
+        if not isinstance(sentence, str) or not conditions or not all(isinstance(c, Comparison) for c in conditions):
+            raise ClaimError(f"claim({sentence!r}): each condition must compare quantities, like a < b")
+        return Claim(tuple(conditions), sentence)
     return Claim(tuple(check(conditions, sentence)), sentence)
 
 
 def ledger_row(page: str, comparisons: list[Comparison], sentence: str) -> dict[str, Any]:
-    """The claim as a ledger row (``unit`` ``claim``, value 1: true), with what re-evaluating it needs."""
+    """The claim as a ledger row (``unit`` ``claim``, value 1: true), with what re-evaluating it needs.
+
+    Only rows made inside ``unchecked`` can say value 0 (``false``) or None (``unknown``: a side had no value)."""
     parts: list[dict[str, Any]] = []
     leaves: list[dict[str, Any]] = []
     for c in comparisons:
@@ -58,12 +91,14 @@ def ledger_row(page: str, comparisons: list[Comparison], sentence: str) -> dict[
             {"op": c.op, "left": shift_leaves(tl, base), "right": shift_leaves(tr, base + len(ll)), "factor": c.factor}
         )
     evidence = list(dict.fromkeys(e for leaf in leaves for e in leaf["evidence"]))
+    holds = [c.holds for c in comparisons]
+    truth = None if None in holds else int(all(holds))
     return {
         "page": page,
         "key": f"claim: {sentence}",
-        "value": 1,
+        "value": truth,
         "unit": KIND,
-        "text": "true",
+        "text": {1: "true", 0: "false", None: "unknown"}[truth],
         "uncertainty": None,
         "evidence": evidence,
         "derivation": " and ".join(f"{c.left.key} {c.op} {c.right.key}" for c in comparisons),

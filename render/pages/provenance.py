@@ -10,7 +10,8 @@ Both blocks are generated from the evidence a record cites, never written by han
   block says so and names which alias holds which value.
 - **Reproduce**: the ``probebook measure ...`` command of each document, rebuilt from its recorded
   probe and params with the options the probe declares today (``measure.options.declared``, handed in
-  by the CLI so render never imports a probe), and the source hash it ran at. Imported evidence says it
+  by the CLI so render never imports a probe), old params migrated (``measure.evidence.reruns``), and the
+  source hash it ran at. ``probebook reproduce`` runs these same commands (``command``). Imported evidence says it
   was imported; a document no probe writes (a campaign's) says what wrote it.
 
 Numbers from evidence are shown as Quantities linked to their evidence page. They are the documents'
@@ -25,6 +26,7 @@ import shlex
 from typing import Any
 
 from measure.errors import printable
+from measure.evidence.reruns import migrate
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 
@@ -177,7 +179,7 @@ def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None
         return None, [
             f"{probe} evidence is not written by one probe run (campaign documents come from `probebook campaign`)"
         ]
-    params = doc.get("params") or {}
+    params, migrated = migrate(probe, doc.get("params") or {})  # old params today's probe renamed or refuses
     options = declared["options"]
     args = [f"probebook measure {probe}"]
     for name, spec in options.items():
@@ -193,7 +195,7 @@ def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None
             f"recorded by {probe} version {doc.get('probe_version')}; today's probe is version "
             f"{declared['version']} (options it lacked then take their defaults)"
         )
-    return " ".join(args), notes
+    return " ".join(args), notes + migrated
 
 
 def reproduce_block(

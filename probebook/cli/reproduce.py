@@ -1,0 +1,124 @@
+"""``probebook reproduce RECORD``: re-measure a record version (or match it in another archive) and compare.
+
+A thin call into ``probebook.reproduce.session``; this module parses the options and prints the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from probebook.cli.output import json_text
+
+
+def register(sub: Any) -> None:
+    from probebook.cli import command
+
+    p = command(
+        sub,
+        "reproduce",
+        "Re-run every run a record version cites with today's probes (or match them in another archive with --with), "
+        "render the record on the new evidence aside from the site, compare every number and claim, and archive "
+        "the comparison as evidence (probe 'reproduction').",
+        "probebook reproduce step-anatomy-250m --version 6 --dry-run",
+        _reproduce,
+    )
+    p.add_argument("record", metavar="RECORD", help="the record's slug (its folder under docs/records/)")
+    p.add_argument("--version", type=int, metavar="N", help="the record version (default: the current one)")
+    p.add_argument("--docs", type=Path, default=Path("docs"), metavar="DIR", help="the sources (default: docs)")
+    p.add_argument(
+        "--with",
+        dest="other",
+        type=Path,
+        metavar="ARCHIVE",
+        help="match each cited document in this archive (or reproduction folder) instead of running anything",
+    )
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="go on with the documents that matched or measured; the numbers of the others are 'missing'",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the commands that would run; run nothing")
+    p.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="stop once the runs are stored (compare later, elsewhere, with --with the folder)",
+    )
+    p.add_argument(
+        "--folder",
+        type=Path,
+        metavar="DIR",
+        help="the reproduction's campaign folder; the same command again resumes it "
+        "(default: runs/reproduce-RECORD-vN)",
+    )
+    p.add_argument("--executor", choices=["local", "slurm"], default="local", help="submitit executor (default: local)")
+    p.add_argument(
+        "--budget-s", type=float, metavar="SECONDS", help="submit no new run after this long; exit 3 to be resumed"
+    )
+    p.add_argument("--retry-failed", action="store_true", help="run the runs that failed once more")
+    p.add_argument(
+        "--point-timeout-s",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="cancel a run after this long (default: 3600)",
+    )
+    p.add_argument("--json", action="store_true", help="print the archived document's data and its id as JSON")
+
+
+def _table(data: dict[str, Any], ident: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from measure.errors import printable
+
+    console = Console(stderr=False, highlight=False)
+    table = Table(title=printable(f"{data['record']} v{data['version']}: {data['mode']}"))
+    for column in ("number", "old", "new", "change", "verdict"):
+        table.add_column(column)
+    moved = sorted(data["numbers"], key=lambda n: -abs(n["change"] or 0.0))
+    for n in moved:
+        change = f"{n['change']:+.1%}" if n["change"] is not None else ""
+        table.add_row(printable(n["label"]), printable(n["shown_old"]), printable(n["shown_new"]), change, n["verdict"])
+    for c in data["claims"]:
+        shown = {True: "true", False: "false", None: "–"}
+        table.add_row(printable(c["text"]), shown[c["old"]], shown[c["new"]], "", c["verdict"])
+    console.print(table, markup=False)
+    s = data["summary"]
+    print(
+        f"numbers {s['numbers']}: within {s['within']}, outside {s['outside']}, not comparable "
+        f"{s['not_comparable']}, missing {s['missing']}; claims {s['claims']}: held {s['held']}, "
+        f"flipped {s['flipped']}; stored {ident}"
+    )
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    from probebook.reproduce.session import Options, reproduce
+
+    opts = Options(
+        record=args.record,
+        version=args.version,
+        docs=args.docs,
+        archive=Path(args.archive),
+        other=args.other,
+        partial=args.partial,
+        dry_run=args.dry_run,
+        measure_only=args.measure_only,
+        folder=args.folder,
+        executor=args.executor,
+        budget_s=args.budget_s,
+        retry_failed=args.retry_failed,
+        point_timeout_s=args.point_timeout_s,
+        json=args.json,
+    )
+    code, data, ident = reproduce(opts)
+    if data is None or ident is None:
+        return code
+    if args.json:
+        print(json_text({**data, "evidence": ident}, indent=1, ensure_ascii=False))
+    else:
+        _table(data, ident)
+    sys.stdout.flush()
+    return code

@@ -1,0 +1,157 @@
+"""Render a record version against other evidence and compare every ledger number and claim of its page.
+
+The page is rendered by the build's own page stage (``render.build.pages.render_one``: the same sources,
+templates, page functions and ledger rows a build makes), in memory, aside from the site: no ``site/``,
+no ``archive/published/``, no site engine (so no mkdocs), and charts described, not drawn. It is rendered
+twice with today's code, once with the cited evidence and once with the cited ids swapped for the new ones,
+inside ``render.numbers.claims.unchecked`` so a claim the new evidence makes false is recorded as false
+rather than failing the render. Numbers pair by ledger key (keys name aliases, not ids, so a swap keeps them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from measure.errors import ProbebookError
+from probebook.reproduce import verdict
+
+CLAIM = "claim"
+
+
+def render_rows(
+    page: Any, src: Any, docs: dict[str, dict[str, Any]], aliases: dict[str, str], declarations: dict | None
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """(the page's ledger rows rendered with ``aliases`` -> ids of ``docs``, ledger key -> headline label)."""
+    from render.build import pages as page_render
+    from render.evidence.archive import Archive
+    from render.functions.derivations import Library
+    from render.numbers import claims
+    from render.pages import notices
+    from render.pages.sandbox import make_environment
+
+    archive = Archive({i: docs[i] for i in sorted(set(aliases.values()))}, {})
+    library = Library(archive.docs, None)
+    library.later = True  # charts are described, not drawn: their numbers are what is compared
+    env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
+    with claims.unchecked():
+        out = page_render.render_one(
+            page, src, archive, library, env, aliases, notices.partial_ids(archive.docs), declarations
+        )
+    labels = {}
+    for label, q in out.headlines or []:
+        key = getattr(q, "key", None)
+        if key and key not in labels:
+            labels[key] = str(label)
+    return out.ledger, labels
+
+
+def _interval(row: dict[str, Any] | None) -> tuple[float, float] | None:
+    unc = (row or {}).get("uncertainty")
+    if isinstance(unc, list) and len(unc) == 2 and all(isinstance(v, (int, float)) for v in unc):
+        return float(unc[0]), float(unc[1])
+    return None
+
+
+def _value(row: dict[str, Any] | None) -> float | None:
+    value = (row or {}).get("value")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def numbers(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]], labels: dict[str, str]) -> list[dict]:
+    """One comparison per number of the original render (claims apart), in its ledger order."""
+    new_by_key = {r["key"]: r for r in new_rows if r.get("unit") != CLAIM}
+    out = []
+    for old in old_rows:
+        if old.get("unit") == CLAIM:
+            continue
+        new = new_by_key.get(old["key"])
+        o, n = _value(old), _value(new)
+        oi, ni = _interval(old), _interval(new)
+        out.append(
+            {
+                "key": old["key"],
+                "label": labels.get(old["key"], old["key"]),
+                "old": o,
+                "new": n,
+                "old_low": oi[0] if oi else None,
+                "old_high": oi[1] if oi else None,
+                "new_low": ni[0] if ni else None,
+                "new_high": ni[1] if ni else None,
+                "unit": str(old.get("unit") or ""),
+                "shown_old": str(old.get("text") or ""),
+                "shown_new": str(new.get("text") or "") if new else "",
+                "change": verdict.relative_change(o, n),
+                "verdict": verdict.number_verdict(
+                    o, n, oi, ni, verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {}), new is not None
+                ),
+            }
+        )
+    return out
+
+
+def _truth(row: dict[str, Any] | None) -> bool | None:
+    value = (row or {}).get("value")
+    return None if value is None or row is None else bool(value)
+
+
+def claim_rows(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One comparison per claim of the original render: its truth before and after, and the verdict."""
+    new_by_key = {r["key"]: r for r in new_rows if r.get("unit") == CLAIM}
+    out = []
+    for old in old_rows:
+        if old.get("unit") != CLAIM:
+            continue
+        was = _truth(old)
+        now = _truth(new_by_key.get(old["key"]))
+        sentence = (old.get("claim") or {}).get("sentence") or old["key"].removeprefix("claim: ")
+        out.append(
+            {
+                "key": old["key"],
+                "text": str(sentence),
+                "old": bool(was),
+                "new": now,
+                "verdict": verdict.claim_verdict(bool(was), now),
+            }
+        )
+    return out
+
+
+def summary(nums: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[str, int]:
+    """The counts of each verdict (a claim not comparable is counted in ``claims`` only)."""
+    out = {"numbers": len(nums), "within": 0, "outside": 0, "not_comparable": 0, "missing": 0}
+    for n in nums:
+        out[n["verdict"].replace(" ", "_")] += 1
+    out.update({"claims": len(claims), "held": 0, "flipped": 0})
+    for c in claims:
+        if c["verdict"] != "not comparable":
+            out[c["verdict"]] += 1
+    return out
+
+
+def compare(
+    page: Any,
+    src: Any,
+    docs: dict[str, dict[str, Any]],
+    original: dict[str, str],
+    new: dict[str, str],
+    declarations: dict | None,
+) -> dict[str, Any]:
+    """``numbers``, ``claims`` and ``summary`` of the record rendered on ``original`` against ``new`` ids.
+
+    An alias absent from ``new`` (``--partial``) keeps its original document so the page renders, and every
+    number or claim that reads it is dropped from the new render: it is ``missing`` (a claim ``not comparable``).
+    """
+    import sys
+
+    from render.errors import BuildError
+
+    old_rows, labels = render_rows(page, src, docs, original, declarations)
+    kept = {original[a] for a in original if a not in new}
+    try:
+        new_rows, _ = render_rows(page, src, docs, {**original, **new}, declarations)
+    except (BuildError, ProbebookError) as exc:  # the new evidence cannot make the page: nothing it shows
+        print(f"reproduce: the record does not render on the new evidence: {exc}", file=sys.stderr, flush=True)
+        new_rows = []
+    new_rows = [r for r in new_rows if not kept.intersection(r.get("evidence") or ())]
+    nums, claims = numbers(old_rows, new_rows, labels), claim_rows(old_rows, new_rows)
+    return {"numbers": nums, "claims": claims, "summary": summary(nums, claims)}

@@ -1,0 +1,44 @@
+"""What one reproduction job runs: one probe run, in the job's own process, stored in the campaign's archive.
+
+It imports only ``measure`` (a job runs the campaign folder's frozen ``source/`` snapshot, which holds
+``measure`` and ``probebook``, never ``render``). With the local executor's ``gpu_lock`` the run holds the
+campaign's device lock file, so two runs never share one GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+
+def run_one(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any]:
+    """Run the point's probe with its config; store the evidence; return what the receipt records."""
+    started = time.time()
+    from filelock import FileLock
+
+    from measure.cli import probe_module
+    from measure.evidence.store import Store
+    from measure.options import config_from_dict
+    from measure.run.runner import journal_path
+
+    module = probe_module(point["probe"])
+    config = config_from_dict(module.Config, point["config"])
+    archive = Path(folder) / "archive"
+    journal = journal_path(archive, point["probe"])
+    lock: Any = FileLock(str(Path(folder) / "gpu.lock")) if gpu_lock else contextlib.nullcontext()
+    with lock:
+        evidence = module.run(config, journal=journal, progress=False)
+    ident = Store(archive).put(evidence)
+    journal.unlink(missing_ok=True)
+    return {
+        "evidence": ident,
+        "status": "ok" if evidence.status == "complete" else "failed",
+        "error": evidence.error if evidence.status != "complete" else None,
+        "probe": point["probe"],
+        "pid": os.getpid(),
+        "job_started_unix": started,
+        "job_ended_unix": time.time(),
+    }

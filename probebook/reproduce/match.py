@@ -1,0 +1,117 @@
+"""``reproduce --with ARCHIVE``: each cited document's counterpart in another archive, by one stated rule.
+
+The rule, for a cited document D and a document C of the other archive:
+
+1. C is a run of the same probe as D, stored ``complete`` and ``measured`` (not imported), and not D itself.
+2. Their params agree: every param either recorded has the same value in the other, after both are
+   migrated to today's probe (``measure.evidence.reruns``); a param only one of them recorded (an option a
+   later, or earlier, probe version added) must be at today's default there (the ``Config`` field's
+   default, from ``measure.cli.declarations``). So a document measured by a later probe version matches
+   when the params the original recorded agree and the options it lacked are at their defaults. Params
+   naming a folder of the measuring machine (``commands.LOCAL_FOLDERS``) are not compared.
+3. The GPU model (``machine.gpu``; ``None`` is the CPU) decides what the match is: the same model is a
+   reproduction; when the other archive holds matches of D on other models only, D is compared across
+   machines, and the whole result is labelled ``cross-machine``, never called a reproduction.
+
+Exactly one match (of D's GPU model if any, else of the others) is D's counterpart. None is *missing*;
+several are *ambiguous* and all are listed. Missing or ambiguous documents stop ``reproduce`` with one
+line naming them, unless ``--partial``: then the comparison goes on with the documents that matched, and
+every number of the others is ``missing``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from measure.evidence.reruns import migrate
+from probebook.reproduce.commands import LOCAL_FOLDERS
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values (a tuple and a list of the same items agree; 1 and 1.0 agree, True and 1 do not)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) or (
+        not isinstance(a, bool) and not isinstance(b, bool) and isinstance(a, (int, float)) and a == b
+    )
+
+
+def params_agree(probe: str, recorded: dict[str, Any], other: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    """Rule 2: the params of two runs of ``probe`` agree (``defaults``: today's Config default of each option)."""
+    mine, _ = migrate(probe, recorded)
+    theirs, _ = migrate(probe, other)
+    skip = set(LOCAL_FOLDERS.get(probe, ()))
+    for name in (set(mine) | set(theirs)) - skip:
+        if name in mine and name in theirs:
+            if not _same(mine[name], theirs[name]):
+                return False
+        else:
+            value = mine[name] if name in mine else theirs[name]
+            if name not in defaults or not _same(value, defaults[name]):
+                return False
+    return True
+
+
+def gpu(doc: dict[str, Any]) -> str | None:
+    machine = doc.get("machine") or {}
+    value = machine.get("gpu") if isinstance(machine, dict) else None
+    return str(value) if value is not None else None
+
+
+@dataclass
+class Matches:
+    """What ``match`` found for a record's cited documents."""
+
+    found: dict[str, str] = field(default_factory=dict)
+    """alias -> the other archive's document that is its counterpart."""
+    across: dict[str, str] = field(default_factory=dict)
+    """alias -> the GPU model of a counterpart found only on another model (those aliases are cross-machine)."""
+    missing: list[str] = field(default_factory=list)
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def mode(self) -> str:
+        return "cross-machine" if self.across else "reproduction"
+
+    def problems(self) -> list[str]:
+        """One phrase per cited document without a single counterpart."""
+        out = [f"{a}: no match" for a in self.missing]
+        out += [f"{a}: {len(ids)} matches ({', '.join(i[:19] for i in ids)})" for a, ids in self.ambiguous.items()]
+        return out
+
+
+def candidates(doc: dict[str, Any], ident: str, others: dict[str, dict[str, Any]], defaults: dict[str, Any]) -> list:
+    """Rules 1 and 2: the ids in ``others`` whose document matches ``doc`` (id ``ident``), sorted."""
+    probe = doc.get("probe")
+    out = []
+    for other_id, other in sorted(others.items()):
+        if other_id == ident or other.get("probe") != probe or other.get("status") != "complete":
+            continue
+        if (other.get("origin") or {}).get("kind") == "imported":
+            continue
+        if params_agree(str(probe), doc.get("params") or {}, other.get("params") or {}, defaults):
+            out.append(other_id)
+    return out
+
+
+def match(
+    cited: dict[str, str], docs: dict[str, dict[str, Any]], others: dict[str, dict[str, Any]], declarations: dict
+) -> Matches:
+    """Every cited alias's counterpart in ``others`` by the rule above (``docs``: the cited documents by id)."""
+    result = Matches()
+    for alias, ident in sorted(cited.items()):
+        doc = docs[ident]
+        declared = declarations.get(str(doc.get("probe"))) or {"options": {}}
+        defaults = {name: spec["default"] for name, spec in declared["options"].items()}
+        ids = candidates(doc, ident, others, defaults)
+        same = [i for i in ids if gpu(others[i]) == gpu(doc)]
+        picked = same or ids
+        if not picked:
+            result.missing.append(alias)
+        elif len(picked) > 1:
+            result.ambiguous[alias] = picked
+        else:
+            result.found[alias] = picked[0]
+            if not same:
+                result.across[alias] = gpu(others[picked[0]]) or "CPU"
+    return result

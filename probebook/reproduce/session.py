@@ -1,0 +1,214 @@
+"""``probebook reproduce RECORD``: re-measure (or match) every run a record version cites, then compare.
+
+1. The record version is read from the sources (``--docs``) and its cited evidence from ``--archive``.
+2. Re-measure (the default): each cited run's command is rebuilt with today's probe
+   (``probebook.reproduce.commands``) and run as one job of a campaign folder
+   (``probebook.reproduce.campaign``: resumable, local or Slurm, ``--budget-s``). ``--dry-run`` prints the
+   commands and runs nothing; ``--measure-only`` stops once the runs are stored (for a GPU machine that
+   lacks what the comparison needs; compare later with ``--with`` the folder). Or ``--with ARCHIVE``: each
+   cited document's counterpart in another archive (``probebook.reproduce.match``), nothing run.
+3. The record is rendered on both id sets and every number and claim compared
+   (``probebook.reproduce.compare``, verdicts by ``probebook.reproduce.verdict``).
+4. The result is stored in ``--archive`` as evidence of probe ``reproduction`` (its data's layout below),
+   beside the new runs' evidence, so it is citable and ``archive verify`` checks it; a summary table is
+   printed, or with ``--json`` the data and the id.
+
+The data layout (the site reads it: ``render.derive.reproduction``): ``record``, ``version``, ``title``,
+``mode`` (``reproduction`` or ``cross-machine``), ``original`` and ``new`` (alias -> id), ``rule``,
+``numbers`` (key, label, old, new, old_low, old_high, new_low, new_high, unit, shown_old, shown_new, change,
+verdict), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``commands``, ``wall_s``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from measure.errors import EXIT, ProbebookError
+
+PROBE = "reproduction"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class Options:
+    """What ``probebook reproduce`` was asked (the CLI's options, one field each)."""
+
+    record: str
+    version: int | None = None
+    docs: Path = Path("docs")
+    archive: Path = Path("archive")
+    other: Path | None = None
+    partial: bool = False
+    dry_run: bool = False
+    measure_only: bool = False
+    folder: Path | None = None
+    executor: str = "local"
+    budget_s: float | None = None
+    retry_failed: bool = False
+    point_timeout_s: float = 3600.0
+    json: bool = False
+
+
+def record_page(docs: Path, slug: str, version: int | None) -> tuple[Any, Any]:
+    """(the record version's source page, every source) or one line naming what is wrong."""
+    from render.pages import sources
+
+    src = sources.load(Path(docs))
+    records = {r.slug: r for r in src.records}
+    if slug not in records:
+        known = ", ".join(sorted(records)[:12]) or "none"
+        raise ProbebookError(f"RECORD {slug!r}: no such record under {docs}/records (known: {known})")
+    rec = records[slug]
+    if version is None:
+        return rec.current, src
+    pages = {p.version: p for p in rec.versions}
+    if version not in pages:
+        have = ", ".join(str(v) for v in sorted(pages))
+        raise ProbebookError(f"--version {version}: record {slug} has versions {have}")
+    return pages[version], src
+
+
+def _read(store: Any, ident: str) -> tuple[dict[str, Any], bytes]:
+    """A stored document, hash-checked and read as today's envelope (``for_reading``)."""
+    from measure.evidence.envelope import for_reading, parse_archived
+    from probebook.campaign.plan import checked
+
+    checked(store, ident)
+    raw = store.read_bytes(ident)
+    return for_reading(parse_archived(raw, ident)), raw
+
+
+def cited(page: Any, archive: Path) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """(alias -> full id, id -> document) of the evidence the page cites, read from ``archive``."""
+    from measure.evidence.store import Store
+    from render.pages import sources
+
+    if not Path(archive).is_dir():
+        raise ProbebookError(f"--archive {archive}: no such archive folder")
+    store = Store(archive)
+    aliases = sources.resolve_evidence(page, store.resolve)
+    if not aliases:
+        raise ProbebookError(f"{page.path}: the record cites no evidence; nothing to reproduce")
+    return aliases, {i: _read(store, i)[0] for i in sorted(set(aliases.values()))}
+
+
+def other_archive(path: Path) -> dict[str, dict[str, Any]]:
+    """Every document of ``--with`` (an archive, or a reproduction or campaign folder: its ``archive/``)."""
+    from render.errors import BuildError
+    from render.evidence.archive import load_evidence
+
+    path = Path(path)
+    if (path / "manifest.id").is_file():
+        path = path / "archive"
+    if not (path / "evidence").is_dir():
+        raise ProbebookError(f"--with {path}: not an archive (no evidence/ folder) nor a reproduction's folder")
+    try:
+        return load_evidence(path).docs
+    except BuildError as exc:
+        raise ProbebookError(f"--with {path}: {exc}") from None
+
+
+def default_folder(slug: str, version: int) -> Path:
+    return Path("runs") / f"reproduce-{slug}-v{version}"
+
+
+def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str, str], dict[str, dict]]:
+    """Run (or resume) the runs' campaign; (status, alias -> new id, new id -> document)."""
+    from measure.evidence.store import Store
+    from probebook.campaign.spec import Executor
+    from probebook.reproduce import campaign
+
+    folder = opts.folder or default_folder(page.slug, page.version)
+    executor = Executor(max_concurrent=1, point_timeout_s=opts.point_timeout_s, gpu_lock=True)
+    campaign.plan(folder, f"reproduce-{page.slug}-v{page.version}", runs, executor)
+    code, _wall = campaign.run(folder, opts.executor, opts.budget_s, opts.retry_failed)
+    done, not_done = campaign.results(folder)
+    line = campaign.status_line(code, folder)
+    if line:
+        campaign.say(line)
+    for alias, why in sorted(not_done.items()):
+        campaign.say(f"reproduce: {alias}: {why}")
+    if code == EXIT["budget spent"]:
+        return code, done, {}
+    if not_done and not opts.partial:
+        return EXIT["check failed"], done, {}
+    source, target = Store(Path(folder) / "archive"), Store(opts.archive)
+    docs = {}
+    for ident in sorted(set(done.values())):
+        doc, raw = _read(source, ident)
+        target.put_bytes(raw)  # the new runs are evidence of the archive the reproduction is stored in
+        docs[ident] = doc
+    return 0, done, docs
+
+
+def archived(opts: Options, page: Any, data: dict[str, Any]) -> str:
+    """Store the reproduction as evidence in ``--archive``; its id."""
+    from measure.evidence.envelope import Evidence
+    from measure.evidence.store import Store
+    from measure.machine import code_fingerprint, fingerprint
+
+    params = {"record": page.slug, "version": page.version, "with": str(opts.other) if opts.other else None}
+    evidence = Evidence(
+        probe=PROBE, probe_version=VERSION, params=params, data=data, machine=fingerprint(), code=code_fingerprint(None)
+    )
+    return Store(opts.archive).put(evidence)
+
+
+def reproduce(opts: Options) -> tuple[int, dict[str, Any] | None, str | None]:
+    """Do it: (exit status, the reproduction's data or None, its evidence id or None)."""
+    from measure.cli import declarations
+    from probebook.reproduce import commands, compare, match, verdict
+
+    started = time.perf_counter()
+    if opts.other is not None and (opts.dry_run or opts.measure_only):
+        raise ProbebookError("--with compares evidence measured elsewhere: --dry-run and --measure-only run nothing")
+    page, src = record_page(opts.docs, opts.record, opts.version)
+    aliases, docs = cited(page, opts.archive)
+    declared = declarations()
+    where = str(page.path)
+    if opts.other is None:
+        runs = [commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where) for a in sorted(aliases)]
+        if opts.dry_run:
+            for r in runs:
+                print(f"# {r.alias} ({r.original[:19]}): {r.probe}")
+                for note in r.notes:
+                    print(f"# {note}")
+                print(r.command)
+            return 0, None, None
+        code, new, new_docs = remeasure(opts, page, runs)
+        if code != 0 or opts.measure_only:
+            if code == 0:
+                for alias, ident in sorted(new.items()):
+                    print(f"{alias} {ident}")
+            return code, None, None
+        mode, command_lines = "reproduction", [r.command for r in runs]
+    else:
+        others = other_archive(opts.other)
+        found = match.match(aliases, docs, others, declared)
+        problems = found.problems()
+        if problems and not opts.partial:
+            raise ProbebookError(
+                f"--with {opts.other}: {'; '.join(problems)} (rule: probebook/reproduce/match.py; "
+                "--partial compares what matched)"
+            )
+        for alias, model in sorted(found.across.items()):
+            print(f"reproduce: {alias}: matched on another GPU model ({model}): a comparison across machines")
+        new, new_docs, mode = found.found, {i: others[i] for i in found.found.values()}, found.mode
+        command_lines = []
+    result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared)
+    data = {
+        "record": page.slug,
+        "version": page.version,
+        "title": str(page.title or ""),
+        "mode": mode,
+        "original": dict(sorted(aliases.items())),
+        "new": dict(sorted(new.items())),
+        "rule": verdict.RULE,
+        **result,
+        "commands": command_lines,
+        "wall_s": time.perf_counter() - started,
+    }
+    return 0, data, archived(opts, page, data)
