@@ -138,20 +138,49 @@ def compare(
 ) -> dict[str, Any]:
     """``numbers``, ``claims`` and ``summary`` of the record rendered on ``original`` against ``new`` ids.
 
-    An alias absent from ``new`` (``--partial``) keeps its original document so the page renders, and every
-    number or claim that reads it is dropped from the new render: it is ``missing`` (a claim ``not comparable``).
+    The page is rendered with every new id first. Where it does not render (a page function refuses a new
+    document: a later probe version that no longer records a field the record reads), the new ids are swapped
+    in one alias at a time, in alias order, and an alias whose new document stops the page keeps its original
+    one, with the reason on stderr. An alias that keeps its original document (that, or absent from ``new``
+    under ``--partial``) is left out of the comparison: every number or claim that reads it is dropped from the
+    new render, so it is ``missing`` (a claim ``not comparable``), never compared with itself.
     """
+    old_rows, labels = render_rows(page, src, docs, original, declarations)
+    swapped, new_rows = _swap(page, src, docs, original, new, declarations)
+    kept = {original[a] for a in original if a not in swapped}
+    new_rows = [r for r in new_rows if not kept.intersection(r.get("evidence") or ())]
+    nums, claims = numbers(old_rows, new_rows, labels), claim_rows(old_rows, new_rows)
+    return {"numbers": nums, "claims": claims, "summary": summary(nums, claims)}
+
+
+def _swap(
+    page: Any,
+    src: Any,
+    docs: dict[str, dict[str, Any]],
+    original: dict[str, str],
+    new: dict[str, str],
+    declarations: dict | None,
+) -> tuple[set[str], list[dict[str, Any]]]:
+    """(the aliases whose new document the page renders with, the ledger rows of that render)."""
     import sys
 
     from render.errors import BuildError
 
-    old_rows, labels = render_rows(page, src, docs, original, declarations)
-    kept = {original[a] for a in original if a not in new}
     try:
-        new_rows, _ = render_rows(page, src, docs, {**original, **new}, declarations)
-    except (BuildError, ProbebookError) as exc:  # the new evidence cannot make the page: nothing it shows
-        print(f"reproduce: the record does not render on the new evidence: {exc}", file=sys.stderr, flush=True)
-        new_rows = []
-    new_rows = [r for r in new_rows if not kept.intersection(r.get("evidence") or ())]
-    nums, claims = numbers(old_rows, new_rows, labels), claim_rows(old_rows, new_rows)
-    return {"numbers": nums, "claims": claims, "summary": summary(nums, claims)}
+        return set(new), render_rows(page, src, docs, {**original, **new}, declarations)[0]
+    except (BuildError, ProbebookError) as exc:
+        first = exc
+    swapped: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    for alias in sorted(new):
+        trial = {**original, **{a: new[a] for a in swapped | {alias}}}
+        try:
+            rows = render_rows(page, src, docs, trial, declarations)[0]
+        except (BuildError, ProbebookError) as exc:
+            print(f"reproduce: {alias}: the record does not render on its new evidence: {exc}", file=sys.stderr)
+            continue
+        swapped.add(alias)
+    if not swapped:
+        print(f"reproduce: the record does not render on the new evidence: {first}", file=sys.stderr)
+        return set(), []
+    return swapped, rows
