@@ -1,0 +1,76 @@
+"""probebook reproduce end to end on the CPU: the fixture record re-measured with real probe runs through the campaign
+machinery, stopped at its budget and resumed without re-running a finished run, then compared: a flipped claim and a
+number outside its uncertainty, archived as a verifiable reproduction document."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from measure.evidence.store import Store
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = REPO / "tests" / "fixtures" / "reproduce"
+sys.path.insert(0, str(FIXTURE))
+from make_fixtures import SHORT_SLEEP_S  # noqa: E402
+
+LAYOUT = {
+    "record", "version", "title", "mode", "original", "new", "rule", "numbers", "claims", "summary", "commands",
+    "wall_s",
+}  # fmt: skip
+NUMBER = {
+    "key", "label", "old", "new", "old_low", "old_high", "new_low", "new_high", "unit", "shown_old", "shown_new",
+    "change", "verdict",
+}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_reproduce_remeasures_resumes_and_finds_the_flipped_claim(cli, tmp_path: Path) -> None:
+    archive, folder = tmp_path / "archive", tmp_path / "run"
+    shutil.copytree(FIXTURE / "archive", archive)
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(FIXTURE / "plugins")]),
+        "PROBEBOOK_TEST_SLEEP_S": SHORT_SLEEP_S,  # the original ran with a long sleep
+    }
+    args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs")]
+    args += ["--folder", str(folder), "--json"]
+    # a budget spent once the first run is submitted: it finishes, the second waits (exit 3)
+    first = cli(*args, "--budget-s", "0.5", env=env, timeout=300)
+    assert first.returncode == 3, first.stderr
+    assert "stopped at the budget; run the same command again to resume" in first.stderr
+    receipts = {p.stem: json.loads(p.read_text()) for p in (folder / "receipts").glob("*.json")}
+    assert list(receipts) == ["reference"] and receipts["reference"]["state"] == "ok"
+    done = receipts["reference"]["evidence"]
+
+    second = cli(*args, env=env, timeout=300)
+    assert second.returncode == 0, second.stderr
+    receipts = {p.stem: json.loads(p.read_text()) for p in (folder / "receipts").glob("*.json")}
+    assert sorted(receipts) == ["reference", "sweep"]
+    assert len(receipts["reference"]["attempts"]) == 1 and receipts["reference"]["evidence"] == done  # not re-run
+    assert len(receipts["sweep"]["attempts"]) == 1
+
+    data = json.loads(second.stdout)
+    ident = data.pop("evidence")
+    assert set(data) == LAYOUT and all(set(n) == NUMBER for n in data["numbers"])
+    assert data["mode"] == "reproduction" and data["new"] == {"reference": done, "sweep": receipts["sweep"]["evidence"]}
+    assert len(data["commands"]) == 2 and all(c.startswith("probebook measure step-scaling ") for c in data["commands"])
+    by_label = {n["label"]: n for n in data["numbers"]}
+    moved = by_label["Fixed part of the sleeping step"]
+    assert moved["verdict"] == "outside" and moved["new"] < moved["old_low"] and moved["change"] < -0.5
+    assert moved["unit"] == "s" and moved["shown_old"].endswith("ms")
+    [claim] = data["claims"]
+    assert claim["text"] == "the sleeping step takes longer than the reference step"
+    assert (claim["old"], claim["new"], claim["verdict"]) == (True, False, "flipped")
+    assert data["summary"]["flipped"] == 1 and data["summary"]["outside"] >= 1
+
+    stored = Store(archive)
+    doc = stored.get(ident)
+    assert doc["probe"] == "reproduction" and doc["data"] == data and doc["machine"]["gpu"] is None
+    assert {done, receipts["sweep"]["evidence"]} <= set(stored.ids())  # the new runs are evidence beside it
+    verify = cli("--archive", str(archive), "archive", "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
