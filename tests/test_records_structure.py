@@ -14,6 +14,7 @@ from conftest import fixture_site_paths
 
 from measure.cli import add_probe_commands, declarations
 from measure.errors import ProbebookError
+from measure.evidence.reruns import migrate
 from render.build.stages import BuildPaths, build, render_tree
 from render.pages import provenance
 from render.pages.sources import load
@@ -185,9 +186,10 @@ def test_every_archived_run_gives_a_command_the_real_parser_accepts() -> None:
         assert cmd is not None, ident
         args = parser.parse_args(shlex.split(cmd)[2:])
         assert args.probe == doc["probe"]
+        params, _notes = migrate(doc["probe"], doc["params"])  # as today's probe takes them (measure.evidence.reruns)
         for name, spec in decl[doc["probe"]]["options"].items():  # each recorded option comes back as recorded
-            recorded = doc["params"].get("device_requested" if name == "device" else name, doc["params"].get(name))
-            if name in doc["params"] and recorded is not None and spec["kind"] != "flag":
+            recorded = params.get("device_requested" if name == "device" else name, params.get(name))
+            if name in params and recorded is not None and spec["kind"] != "flag":
                 got = getattr(args, name)
                 assert (list(got) if isinstance(got, tuple) else got) == recorded, (ident, name)
         checked += 1

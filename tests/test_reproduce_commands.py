@@ -134,7 +134,8 @@ def test_bad_input_is_one_line_and_exit_2(cli_here, tmp_path: Path, args: list[s
 
 def test_a_missing_archive_is_one_line_and_exit_2(cli) -> None:
     r = cli("--archive", "/nonexistent/archive", "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs"))
-    assert r.returncode == 2 and r.stderr.strip() == "probebook: error: --archive /nonexistent/archive: no such archive folder"
+    assert r.returncode == 2
+    assert r.stderr.strip() == "probebook: error: --archive /nonexistent/archive: no such archive folder"
 
 
 def _other(tmp_path: Path, gpu: str | None, copies: int = 1) -> Path:
@@ -167,7 +168,8 @@ def test_with_an_archive_of_the_same_runs_every_number_is_within_and_every_claim
     assert [n["verdict"] for n in data["numbers"]] == ["within", "within"]
     assert [c["verdict"] for c in data["claims"]] == ["held"]
     assert data["summary"] == {
-        "numbers": 2, "within": 2, "outside": 0, "not_comparable": 0, "missing": 0, "claims": 1, "held": 1, "flipped": 0,
+        "numbers": 2, "within": 2, "outside": 0, "not_comparable": 0, "missing": 0,
+        "claims": 1, "held": 1, "flipped": 0,
     }  # fmt: skip
     stored = Store(tmp_path / "archive").get(data["evidence"])
     assert stored["probe"] == "reproduction" and stored["data"] == {k: v for k, v in data.items() if k != "evidence"}
@@ -177,7 +179,7 @@ def test_with_another_gpu_model_is_labelled_cross_machine(cli_here, tmp_path: Pa
     r = _with(cli_here, tmp_path, _other(tmp_path, "NVIDIA H200"))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout[r.stdout.index("{") :])["mode"] == "cross-machine"
-    assert "matched on another GPU model (NVIDIA H200)" in r.stdout
+    assert "matched on another GPU model (NVIDIA H200)" in r.stderr
 
 
 def test_with_ambiguous_and_missing_matches_listed_and_partial_goes_on(cli_here, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""probebook reproduce's rules on literal inputs: the number and claim verdicts, the param migrations, and --with's matching rule."""
+"""probebook reproduce's rules on literal inputs: number and claim verdicts, param migrations, --with's matching."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import pytest
 
 from measure.evidence.reruns import DROP, MIGRATIONS, migrate
 from probebook.reproduce import match, verdict
-
 
 # -- numbers ------------------------------------------------------------------------------------
 

@@ -113,7 +113,10 @@ def _reproduce(args: argparse.Namespace) -> int:
         point_timeout_s=args.point_timeout_s,
         json=args.json,
     )
-    code, data, ident = reproduce(opts)
+    outcome = reproduce(opts)
+    for line in outcome.lines:
+        print(line)
+    code, data, ident = outcome.code, outcome.data, outcome.ident
     if data is None or ident is None:
         return code
     if args.json:

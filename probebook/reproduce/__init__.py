@@ -4,4 +4,3 @@
 resumable campaign; ``job`` is one run's job; ``match`` is ``--with``'s rule; ``compare`` renders and pairs;
 ``verdict`` is the rule on one number or claim. Only ``job`` (and what it imports) runs inside a campaign job.
 """
-

@@ -11,7 +11,7 @@ once spent (exit 3); the next call resumes.
 from __future__ import annotations
 
 import dataclasses
-import sys
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from probebook.campaign.spec import Executor
 from probebook.reproduce.commands import Run
 
 KIND = "reproduction"
+log = logging.getLogger(__name__)
 
 
 def points(runs: list[Run]) -> list[dict[str, Any]]:
@@ -156,4 +157,5 @@ def status_line(code: int, folder: Path) -> str | None:
 
 
 def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """One line on stderr (the packages' log handler: ``probebook: reproduce: ...``)."""
+    log.warning("%s", text)

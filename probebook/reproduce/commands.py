@@ -44,7 +44,7 @@ class Run:
 class _Refusing(argparse.ArgumentParser):
     """An argument parser whose usage errors are a ``ProbebookError`` (one line), not an exit."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise ProbebookError(message)
 
 

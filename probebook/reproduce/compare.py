@@ -10,12 +10,14 @@ rather than failing the render. Numbers pair by ledger key (keys name aliases, n
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from measure.errors import ProbebookError
 from probebook.reproduce import verdict
 
 CLAIM = "claim"
+log = logging.getLogger(__name__)
 
 
 def render_rows(
@@ -162,8 +164,6 @@ def _swap(
     declarations: dict | None,
 ) -> tuple[set[str], list[dict[str, Any]]]:
     """(the aliases whose new document the page renders with, the ledger rows of that render)."""
-    import sys
-
     from render.errors import BuildError
 
     try:
@@ -177,10 +177,10 @@ def _swap(
         try:
             rows = render_rows(page, src, docs, trial, declarations)[0]
         except (BuildError, ProbebookError) as exc:
-            print(f"reproduce: {alias}: the record does not render on its new evidence: {exc}", file=sys.stderr)
+            log.warning("reproduce: %s: the record does not render on its new evidence: %s", alias, exc)
             continue
         swapped.add(alias)
     if not swapped:
-        print(f"reproduce: the record does not render on the new evidence: {first}", file=sys.stderr)
+        log.warning("reproduce: the record does not render on the new evidence: %s", first)
         return set(), []
     return swapped, rows

@@ -21,6 +21,7 @@ verdict), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``com
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from measure.errors import EXIT, ProbebookError
 
 PROBE = "reproduction"
+log = logging.getLogger(__name__)
 VERSION = 1
 
 
@@ -66,7 +68,7 @@ def record_page(docs: Path, slug: str, version: int | None) -> tuple[Any, Any]:
         return rec.current, src
     pages = {p.version: p for p in rec.versions}
     if version not in pages:
-        have = ", ".join(str(v) for v in sorted(pages))
+        have = ", ".join(str(v) for v in sorted(pages, key=lambda v: v or 0))
         raise ProbebookError(f"--version {version}: record {slug} has versions {have}")
     return pages[version], src
 
@@ -117,11 +119,17 @@ def default_folder(slug: str, version: int) -> Path:
 
 def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str, str], dict[str, dict]]:
     """Run (or resume) the runs' campaign; (status, alias -> new id, new id -> document)."""
+    import os
+
     from measure.evidence.store import Store
     from probebook.campaign.spec import Executor
     from probebook.reproduce import campaign
 
     folder = opts.folder or default_folder(page.slug, page.version)
+    # a job starts in the folder's source snapshot: a relative entry (PYTHONPATH=.) would name the wrong folder there
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths)
     executor = Executor(max_concurrent=1, point_timeout_s=opts.point_timeout_s, gpu_lock=True)
     campaign.plan(folder, f"reproduce-{page.slug}-v{page.version}", runs, executor)
     code, _wall = campaign.run(folder, opts.executor, opts.budget_s, opts.retry_failed)
@@ -157,8 +165,19 @@ def archived(opts: Options, page: Any, data: dict[str, Any]) -> str:
     return Store(opts.archive).put(evidence)
 
 
-def reproduce(opts: Options) -> tuple[int, dict[str, Any] | None, str | None]:
-    """Do it: (exit status, the reproduction's data or None, its evidence id or None)."""
+@dataclass
+class Outcome:
+    """What ``reproduce`` did: its exit status, the lines it prints, and the reproduction stored (if any)."""
+
+    code: int
+    lines: list[str]
+    """stdout lines: the commands of ``--dry-run``, the new ids of ``--measure-only``."""
+    data: dict[str, Any] | None = None
+    ident: str | None = None
+
+
+def reproduce(opts: Options) -> Outcome:
+    """Do it; see the module docstring."""
     from measure.cli import declarations
     from probebook.reproduce import commands, compare, match, verdict
 
@@ -172,18 +191,13 @@ def reproduce(opts: Options) -> tuple[int, dict[str, Any] | None, str | None]:
     if opts.other is None:
         runs = [commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where) for a in sorted(aliases)]
         if opts.dry_run:
+            lines = []
             for r in runs:
-                print(f"# {r.alias} ({r.original[:19]}): {r.probe}")
-                for note in r.notes:
-                    print(f"# {note}")
-                print(r.command)
-            return 0, None, None
+                lines += [f"# {r.alias} ({r.original[:19]}): {r.probe}", *(f"# {n}" for n in r.notes), r.command]
+            return Outcome(0, lines)
         code, new, new_docs = remeasure(opts, page, runs)
         if code != 0 or opts.measure_only:
-            if code == 0:
-                for alias, ident in sorted(new.items()):
-                    print(f"{alias} {ident}")
-            return code, None, None
+            return Outcome(code, [f"{alias} {ident}" for alias, ident in sorted(new.items())] if code == 0 else [])
         mode, command_lines = "reproduction", [r.command for r in runs]
     else:
         others = other_archive(opts.other)
@@ -195,7 +209,7 @@ def reproduce(opts: Options) -> tuple[int, dict[str, Any] | None, str | None]:
                 "--partial compares what matched)"
             )
         for alias, model in sorted(found.across.items()):
-            print(f"reproduce: {alias}: matched on another GPU model ({model}): a comparison across machines")
+            log.warning("reproduce: %s: matched on another GPU model (%s): a comparison across machines", alias, model)
         new, new_docs, mode = found.found, {i: others[i] for i in found.found.values()}, found.mode
         command_lines = []
     result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared)
@@ -211,4 +225,4 @@ def reproduce(opts: Options) -> tuple[int, dict[str, Any] | None, str | None]:
         "commands": command_lines,
         "wall_s": time.perf_counter() - started,
     }
-    return 0, data, archived(opts, page, data)
+    return Outcome(0, [], data, archived(opts, page, data))

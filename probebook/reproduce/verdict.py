@@ -65,7 +65,7 @@ def exact_by_nature(row: dict[str, Any]) -> bool:
     says ``the code's constant …`` (``render.functions.general``).
     """
     derivation = str(row.get("derivation") or "")
-    return derivation.startswith("evidence field params.") or derivation.startswith("the code's constant")
+    return derivation.startswith(("evidence field params.", "the code's constant"))
 
 
 def claim_verdict(old: bool, new: bool | None) -> str:
