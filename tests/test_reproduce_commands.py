@@ -195,3 +195,17 @@ def test_with_ambiguous_and_missing_matches_listed_and_partial_goes_on(cli_here,
     data = json.loads(r.stdout)
     assert [n["verdict"] for n in data["numbers"]] == ["missing", "missing"] and data["new"] == {}
     assert [c["verdict"] for c in data["claims"]] == ["not comparable"]
+
+
+def test_executor_spec_is_read_like_a_campaign_specs_executor_section(cli_here, tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    shutil.copytree(FIXTURE / "archive", archive)
+    spec = tmp_path / "executor.yaml"
+    spec.write_text("executor:\n  max_concurrent: 0\n", encoding="utf-8")
+    args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs")]
+    r = cli_here(*args, "--executor-spec", str(spec), "--folder", str(tmp_path / "run"))
+    assert r.returncode == 2 and "executor.max_concurrent must be >= 1" in r.stderr, r.stderr
+    spec.write_text("executor:\n  slurm:\n    gpus: 1\n    no_such: 2\n", encoding="utf-8")
+    r = cli_here(*args, "--executor-spec", str(spec), "--folder", str(tmp_path / "run"))
+    assert r.returncode == 2 and "executor.slurm: unknown field 'no_such'" in r.stderr, r.stderr
+    assert not (tmp_path / "run").exists()

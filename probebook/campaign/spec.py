@@ -161,6 +161,16 @@ def parse(doc: Any, where: str) -> Spec:
             not isinstance(value, int) or isinstance(value, bool) or value < low
         ):
             raise ProbebookError(f"{where}: walk.{key} must be an integer >= {low}, got {value!r}")
+    executor = executor_from(doc, where)
+    spec = Spec(name, probe, dict(config), grid, walk, executor)
+    points(spec, where)  # every point's config is built (and so checked) now, not when it runs
+    return spec
+
+
+def executor_from(doc: dict[str, Any], where: str) -> Executor:
+    """A spec's ``executor`` section (with its ``slurm`` settings), checked; one line naming the field otherwise.
+
+    ``probebook reproduce --executor-spec`` reads the same section, so its jobs take the same settings."""
     raw = dict(_section(doc, "executor", where))
     slurm = _build(Slurm, _section(raw, "slurm", where + " executor"), f"{where}: executor.slurm")
     raw.pop("slurm", None)
@@ -172,22 +182,24 @@ def parse(doc: Any, where: str) -> Spec:
             f"{where}: executor.slurm.time_min ({slurm.time_min} min) must cover point_timeout_s + grace_s "
             f"({executor.point_timeout_s + executor.grace_s:g} s)"
         )
-    spec = Spec(name, probe, dict(config), grid, walk, executor)
-    points(spec, where)  # every point's config is built (and so checked) now, not when it runs
-    return spec
+    return executor
 
 
-def load(path: Path) -> Spec:
-    """Read and check a spec file."""
+def read_yaml(path: Path) -> Any:
+    """A YAML file's document; one line when it cannot be read or parsed."""
     import yaml
 
     try:
-        doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise ProbebookError(f"{path}: cannot read ({exc.strerror})") from None
     except yaml.YAMLError as exc:
         raise ProbebookError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    return parse(doc, str(path))
+
+
+def load(path: Path) -> Spec:
+    """Read and check a spec file."""
+    return parse(read_yaml(path), str(path))
 
 
 def window_iters(base_iters: int, batch: int, context: int, window_tokens: int) -> int:

@@ -55,6 +55,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--executor", choices=["local", "slurm"], default="local", help="submitit executor (default: local)")
     p.add_argument(
+        "--executor-spec",
+        type=Path,
+        metavar="FILE",
+        help="YAML with a campaign spec's executor section (slurm settings, max_concurrent, point_timeout_s); "
+        "default: one run at a time",
+    )
+    p.add_argument(
         "--budget-s", type=float, metavar="SECONDS", help="submit no new run after this long; exit 3 to be resumed"
     )
     p.add_argument("--retry-failed", action="store_true", help="run the runs that failed once more")
@@ -108,6 +115,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         measure_only=args.measure_only,
         folder=args.folder,
         executor=args.executor,
+        executor_spec=args.executor_spec,
         budget_s=args.budget_s,
         retry_failed=args.retry_failed,
         point_timeout_s=args.point_timeout_s,

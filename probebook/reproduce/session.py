@@ -48,6 +48,7 @@ class Options:
     measure_only: bool = False
     folder: Path | None = None
     executor: str = "local"
+    executor_spec: Path | None = None
     budget_s: float | None = None
     retry_failed: bool = False
     point_timeout_s: float = 3600.0
@@ -122,7 +123,7 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
     import os
 
     from measure.evidence.store import Store
-    from probebook.campaign.spec import Executor
+    from probebook.campaign.spec import Executor, executor_from, read_yaml
     from probebook.reproduce import campaign
 
     folder = opts.folder or default_folder(page.slug, page.version)
@@ -131,6 +132,11 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
     if paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths)
     executor = Executor(max_concurrent=1, point_timeout_s=opts.point_timeout_s, gpu_lock=True)
+    if opts.executor_spec is not None:  # a campaign spec's executor section: Slurm's settings, concurrency, limits
+        doc = read_yaml(opts.executor_spec)
+        if not isinstance(doc, dict) or set(doc) - {"executor"}:
+            raise ProbebookError(f"--executor-spec {opts.executor_spec}: a YAML mapping with one key, executor")
+        executor = executor_from(doc, f"--executor-spec {opts.executor_spec}")
     campaign.plan(folder, f"reproduce-{page.slug}-v{page.version}", runs, executor)
     code, _wall = campaign.run(folder, opts.executor, opts.budget_s, opts.retry_failed)
     done, not_done = campaign.results(folder)
