@@ -74,3 +74,14 @@ def test_reproduce_remeasures_resumes_and_finds_the_flipped_claim(cli, tmp_path:
     assert {done, receipts["sweep"]["evidence"]} <= set(stored.ids())  # the new runs are evidence beside it
     verify = cli("--archive", str(archive), "archive", "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+    # the two-machine path: the measuring half (here: nothing left to run), then --with the folder it filled
+    measured = cli(*args[:-1], "--measure-only", env=env, timeout=300)
+    assert measured.returncode == 0, measured.stderr
+    assert measured.stdout.split() == ["reference", done, "sweep", receipts["sweep"]["evidence"]]
+    matched = cli(*args[:6], "--with", str(folder), "--json", env=env, timeout=300)
+    assert matched.returncode == 0, matched.stderr
+    again = json.loads(matched.stdout)
+    assert again["mode"] == "reproduction" and again["new"] == data["new"]
+    assert [n["verdict"] for n in again["numbers"]] == [n["verdict"] for n in data["numbers"]]
+    assert again["claims"] == data["claims"] and again["commands"] == []
