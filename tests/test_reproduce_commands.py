@@ -171,6 +171,7 @@ def test_with_an_archive_of_the_same_runs_every_number_is_within_and_every_claim
         "numbers": 2, "within": 2, "outside": 0, "not_comparable": 0, "missing": 0,
         "claims": 1, "held": 1, "flipped": 0,
     }  # fmt: skip
+    assert set(data["new"].values()) <= set(Store(tmp_path / "archive").ids())  # the matches joined the archive
     stored = Store(tmp_path / "archive").get(data["evidence"])
     assert stored["probe"] == "reproduction" and stored["data"] == {k: v for k, v in data.items() if k != "evidence"}
 

@@ -10,8 +10,8 @@
 3. The record is rendered on both id sets and every number and claim compared
    (``probebook.reproduce.compare``, verdicts by ``probebook.reproduce.verdict``).
 4. The result is stored in ``--archive`` as evidence of probe ``reproduction`` (its data's layout below),
-   beside the new runs' evidence, so it is citable and ``archive verify`` checks it; a summary table is
-   printed, or with ``--json`` the data and the id.
+   beside the new runs' evidence (measured, or copied from ``--with``'s archive), so it is citable and
+   ``archive verify`` checks it; a summary table is printed, or with ``--json`` the data and the id.
 
 The data layout (the site reads it: ``render.derive.reproduction``): ``record``, ``version``, ``title``,
 ``mode`` (``reproduction`` or ``cross-machine``), ``original`` and ``new`` (alias -> id), ``rule``,
@@ -98,7 +98,7 @@ def cited(page: Any, archive: Path) -> tuple[dict[str, str], dict[str, dict[str,
     return aliases, {i: _read(store, i)[0] for i in sorted(set(aliases.values()))}
 
 
-def other_archive(path: Path) -> dict[str, dict[str, Any]]:
+def other_archive(path: Path) -> Any:
     """Every document of ``--with`` (an archive, or a reproduction or campaign folder: its ``archive/``)."""
     from render.errors import BuildError
     from render.evidence.archive import load_evidence
@@ -109,7 +109,7 @@ def other_archive(path: Path) -> dict[str, dict[str, Any]]:
     if not (path / "evidence").is_dir():
         raise ProbebookError(f"--with {path}: not an archive (no evidence/ folder) nor a reproduction's folder")
     try:
-        return load_evidence(path).docs
+        return load_evidence(path)  # every file hash-checked: the other archive is untrusted
     except BuildError as exc:
         raise ProbebookError(f"--with {path}: {exc}") from None
 
@@ -185,6 +185,7 @@ class Outcome:
 def reproduce(opts: Options) -> Outcome:
     """Do it; see the module docstring."""
     from measure.cli import declarations
+    from measure.evidence.store import Store
     from probebook.reproduce import commands, compare, match, verdict
 
     started = time.perf_counter()
@@ -206,7 +207,8 @@ def reproduce(opts: Options) -> Outcome:
             return Outcome(code, [f"{alias} {ident}" for alias, ident in sorted(new.items())] if code == 0 else [])
         mode, command_lines = "reproduction", [r.command for r in runs]
     else:
-        others = other_archive(opts.other)
+        other = other_archive(opts.other)
+        others = other.docs
         found = match.match(aliases, docs, others, declared)
         problems = found.problems()
         if problems and not opts.partial:
@@ -218,6 +220,9 @@ def reproduce(opts: Options) -> Outcome:
             log.warning("reproduce: %s: matched on another GPU model (%s): a comparison across machines", alias, model)
         new, new_docs, mode = found.found, {i: others[i] for i in found.found.values()}, found.mode
         command_lines = []
+        target = Store(opts.archive)
+        for ident in sorted(new_docs):  # the matched documents join the archive the reproduction is stored in
+            target.put_bytes(other.raw[ident])
     result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared)
     data = {
         "record": page.slug,
