@@ -161,3 +161,26 @@ def test_a_match_on_the_same_gpu_is_preferred_over_others() -> None:
 )
 def test_params_agree_after_migration(recorded: dict, other: dict, agree: bool) -> None:
     assert match.params_agree("ablate", recorded, other, {}) is agree
+
+
+# -- claims rendered aside from a build ---------------------------------------------------------
+
+
+def test_a_false_claim_is_recorded_false_only_inside_unchecked() -> None:
+    from render.numbers import claims, directions
+    from render.numbers.quantity import ClaimError, Quantity
+
+    slow = Quantity(value=0.01, unit="s", key="fit(sweep).c", evidence=("sha256:a",), derivation="x")
+    fast = Quantity(value=0.03, unit="s", key="fit(reference).c", evidence=("sha256:b",), derivation="y")
+    with pytest.raises(ClaimError, match="is false"):
+        claims.make((slow > fast,), "the sleeping step takes longer")
+    with claims.unchecked():
+        made = claims.make((slow > fast,), "the sleeping step takes longer")
+        row = claims.ledger_row("p.md", list(made.comparisons), made.sentence)
+        directions.check_label("speed-up", Quantity(value=0.5, unit="", key="r"), "here")  # not refused here
+    assert (row["value"], row["text"]) == (0, "false")
+    true = claims.make((fast > slow,), "the reference is longer")
+    assert claims.ledger_row("p.md", list(true.comparisons), true.sentence)["value"] == 1
+    assert claims.checking()
+    with pytest.raises(ClaimError):
+        directions.check_label("speed-up", Quantity(value=0.5, unit="", key="r"), "here")
