@@ -210,3 +210,14 @@ def test_executor_spec_is_read_like_a_campaign_specs_executor_section(cli_here, 
     r = cli_here(*args, "--executor-spec", str(spec), "--folder", str(tmp_path / "run"))
     assert r.returncode == 2 and "executor.slurm: unknown field 'no_such'" in r.stderr, r.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_out_stores_the_matches_and_the_reproduction_apart_from_the_archive_read(cli_here, tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    shutil.copytree(FIXTURE / "archive", archive)
+    before = sorted(Store(archive).ids())
+    r = _with(cli_here, tmp_path, _other(tmp_path, None), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert sorted(Store(archive).ids()) == before
+    assert sorted(Store(tmp_path / "out").ids()) == sorted([data["evidence"], *data["new"].values()])

@@ -72,6 +72,12 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="cancel a run after this long (default: 3600)",
     )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="ARCHIVE",
+        help="store the new runs and the reproduction here (default: the global --archive, read for the cited runs)",
+    )
     p.add_argument("--json", action="store_true", help="print the archived document's data and its id as JSON")
 
 
@@ -109,6 +115,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         version=args.version,
         docs=args.docs,
         archive=Path(args.archive),
+        out=args.out,
         other=args.other,
         partial=args.partial,
         dry_run=args.dry_run,

@@ -9,7 +9,7 @@
    cited document's counterpart in another archive (``probebook.reproduce.match``), nothing run.
 3. The record is rendered on both id sets and every number and claim compared
    (``probebook.reproduce.compare``, verdicts by ``probebook.reproduce.verdict``).
-4. The result is stored in ``--archive`` as evidence of probe ``reproduction`` (its data's layout below),
+4. The result is stored in ``--archive`` (or ``--out``) as evidence of probe ``reproduction`` (its data's layout below),
    beside the new runs' evidence (measured, or copied from ``--with``'s archive), so it is citable and
    ``archive verify`` checks it; a summary table is printed, or with ``--json`` the data and the id.
 
@@ -42,6 +42,8 @@ class Options:
     version: int | None = None
     docs: Path = Path("docs")
     archive: Path = Path("archive")
+    out: Path | None = None
+    """Where the new runs and the reproduction are stored (default: ``archive``, read for the cited evidence)."""
     other: Path | None = None
     partial: bool = False
     dry_run: bool = False
@@ -149,7 +151,7 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
         return code, done, {}
     if not_done and not opts.partial:
         return EXIT["check failed"], done, {}
-    source, target = Store(Path(folder) / "archive"), Store(opts.archive)
+    source, target = Store(Path(folder) / "archive"), Store(opts.out or opts.archive)
     docs = {}
     for ident in sorted(set(done.values())):
         doc, raw = _read(source, ident)
@@ -168,7 +170,7 @@ def archived(opts: Options, page: Any, data: dict[str, Any]) -> str:
     evidence = Evidence(
         probe=PROBE, probe_version=VERSION, params=params, data=data, machine=fingerprint(), code=code_fingerprint(None)
     )
-    return Store(opts.archive).put(evidence)
+    return Store(opts.out or opts.archive).put(evidence)
 
 
 @dataclass
@@ -220,7 +222,7 @@ def reproduce(opts: Options) -> Outcome:
             log.warning("reproduce: %s: matched on another GPU model (%s): a comparison across machines", alias, model)
         new, new_docs, mode = found.found, {i: others[i] for i in found.found.values()}, found.mode
         command_lines = []
-        target = Store(opts.archive)
+        target = Store(opts.out or opts.archive)
         for ident in sorted(new_docs):  # the matched documents join the archive the reproduction is stored in
             target.put_bytes(other.raw[ident])
     result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared)
