@@ -19,7 +19,7 @@ for record in "$@"; do
   if [ "$left" -lt 30 ]; then echo "[reproduce] skip $record: ${left}s left" | tee -a "$OUT/reproduce.log"; continue; fi
   echo "[reproduce $(( $(date +%s) - START ))s] start $record (budget ${left}s)" | tee -a "$OUT/reproduce.log"
   timeout -s INT -k 20 "$left" "$PY" -m probebook --archive archive reproduce "$record" \
-    --folder ".repro/runs/$record" --out .repro/archive --budget-s $(( left - 20 )) --point-timeout-s 300 --json \
+    --folder ".repro/runs/$record" --out .repro/archive --budget-s $(( left - 20 )) --point-timeout-s 300 ${RETRY:-} --json \
     > "$OUT/$record.json" 2>> "$OUT/reproduce.log"
   echo "[reproduce $(( $(date +%s) - START ))s] end $record: rc=$?" | tee -a "$OUT/reproduce.log"
 done
