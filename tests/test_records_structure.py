@@ -63,7 +63,9 @@ def test_every_record_version_opens_with_its_headline_results_linked_to_evidence
         assert article.index("admonition abstract") < article.index("<h2")  # at the top, before any section
 
 
-def test_records_index_is_a_table_of_records_with_headlines_machine_date_and_reproduction(fixture_site: BuildPaths) -> None:
+def test_records_index_is_a_table_of_records_with_headlines_machine_date_and_reproduction(
+    fixture_site: BuildPaths,
+) -> None:
     article = _article(_html(fixture_site, "records/index"))
     head = re.search(r"<thead>.*?</thead>", article, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert list(re.findall(r"<th[^>]*>(.*?)</th>", head)) == [

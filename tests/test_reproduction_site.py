@@ -51,14 +51,19 @@ def _paths(root: Path, archive: Path = FIXTURE / "archive") -> BuildPaths:
     )
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> BuildPaths:
-    """The reproduction fixture site, built once per session with the real pipeline and mkdocs; read it only."""
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> BuildPaths:
+    """The reproduction fixture site, built once per session with the real pipeline and mkdocs; read it only
+    (``test_reproduction_browser`` reads it too)."""
 
     def make(folder: Path) -> None:
         build(_paths(folder))
 
     return _paths(shared_folder(tmp_path_factory, "reproduction-site", make))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> BuildPaths:
+    return built_site(tmp_path_factory)
 
 
 def _text(page: str) -> str:
@@ -213,6 +218,18 @@ def test_every_count_and_change_is_a_ledger_row_linked_to_the_reproduction(site:
     assert compared["numbers[0].change"]["value"] == pytest.approx((6.67e14 - 6.98e14) / 6.98e14, rel=1e-12)
     assert compared["numbers[0].change"]["text"] == "−4.4%"
     assert compared["numbers[4].change"]["value"] is None
+
+
+def test_every_number_link_lands_on_an_element_of_its_evidence_page(site: BuildPaths) -> None:
+    pages = [f"{RECORD}.html", "records/index.html", f"evidence/comparison/{REPRO[7:]}.html"]
+    seen = 0
+    for rel in pages:
+        source = site.site / rel
+        for target, fragment in re.findall(r'href="([^"#]*[0-9a-f]{64}\.html)#([^"]+)"', source.read_text()):
+            landed = (source.parent / target).resolve()
+            assert re.search(rf'\bid="{re.escape(fragment)}"', landed.read_text(encoding="utf-8")), (rel, fragment)
+            seen += 1
+    assert seen >= 30  # the counts on three pages and three numbers per compared row
 
 
 class _Elements(HTMLParser):
