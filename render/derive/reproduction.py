@@ -238,9 +238,9 @@ def moved_order(numbers: tuple[NumberRow, ...]) -> list[NumberRow]:
 def found(docs: dict[str, dict[str, Any]]) -> dict[tuple[str, int], list[Reproduction]]:
     """Every reproduction document of the archive by the (record slug, version) it names, oldest first."""
     out: dict[tuple[str, int], list[Reproduction]] = {}
-    for ident in sorted(docs):
-        if docs[ident].get("probe") == PROBE:
-            repro = parse(ident, docs[ident])
+    for ident, doc in docs.items():  # every record page asks: one pass, no sort of the whole archive
+        if doc.get("probe") == PROBE:
+            repro = parse(ident, doc)
             out.setdefault((repro.record, repro.version), []).append(repro)
     for items in out.values():
         items.sort(key=lambda r: (r.created_at, r.ident))
