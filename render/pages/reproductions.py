@@ -255,7 +255,7 @@ def comparison_pages(docs: dict[str, dict[str, Any]], sources: Sources) -> tuple
     """Every reproduction document's comparison page (tree path -> bytes) and their ledger rows."""
     files: dict[str, bytes] = {}
     rows: list[dict[str, Any]] = []
-    for items in _all(docs).values():
+    for _named, items in sorted(_all(docs).items()):  # in one order whatever order the archive was read in
         for repro in items:
             text, made = comparison(repro, docs, sources)
             files[comparison_page(repro.ident)] = text.encode("utf-8")
