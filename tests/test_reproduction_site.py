@@ -276,7 +276,7 @@ def test_a_malformed_reproduction_fails_the_build_in_one_line(tmp_path: Path) ->
     with pytest.raises(BuildError) as err:
         build(_paths(tmp_path, archive), site=False)
     assert str(err.value).startswith(f"evidence {ident}: reproduction field data.mode must be one of")
-    assert not (tmp_path / "site").exists()
+    assert not (tmp_path / "build" / "docs").exists()  # refused before the tree is written
 
 
 @pytest.mark.slow
