@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import importlib.util
 import json
 import re
 import shutil
@@ -33,8 +34,18 @@ IDS = {  # what the reproductions cite (make_archive.py prints them)
     "run": "sha256:ca711c1c5178c30270b510aad25358fc0989d2feb2b104a2b11b4115a765ce1d",
     "rerun": "sha256:d2275e55df42c75610a944400175c8e805108d21ba565f9ea3ed1e597b6c09ae",
 }
-sys.path.insert(0, str(FIXTURE))
-import make_archive  # noqa: E402
+
+
+def _generator() -> Any:
+    """The fixture's generator, under a name of its own (tests/fixtures/site has a ``make_archive`` module too)."""
+    spec = importlib.util.spec_from_file_location("reproduction_make_archive", FIXTURE / "make_archive.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_archive = _generator()
 
 
 def _paths(root: Path, archive: Path = FIXTURE / "archive") -> BuildPaths:
