@@ -64,7 +64,9 @@ def test_every_record_version_opens_with_its_headline_results_linked_to_evidence
         assert article.index("admonition abstract") < article.index("<h2")  # at the top, before any section
 
 
-def test_records_index_is_a_table_of_records_with_headlines_machine_and_date(fixture_site: BuildPaths) -> None:
+def test_records_index_is_a_table_of_records_with_headlines_machine_date_and_reproduction(
+    fixture_site: BuildPaths,
+) -> None:
     article = _article(_html(fixture_site, "records/index"))
     head = re.search(r"<thead>.*?</thead>", article, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert list(re.findall(r"<th[^>]*>(.*?)</th>", head)) == [
@@ -73,10 +75,12 @@ def test_records_index_is_a_table_of_records_with_headlines_machine_and_date(fix
         "machine",
         "version",
         "date",
+        "reproduced",
     ]
     row = re.search(r'<a href="step-time/v2.html">.*?</tr>', article, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert "97.0\u202fktok/s" in row and 'href="../evidence/63cc7d4ea38d' in row
     assert "<td>NVIDIA H200</td>" in row and "2026-12-01" in row
+    assert "<td>not reproduced</td>" in row  # the fixture archive holds no reproduction (test_reproduction_site)
 
 
 def test_home_page_shows_the_latest_headline_results_and_the_machine(fixture_site: BuildPaths) -> None:

@@ -14,6 +14,7 @@ from render.build import incremental
 from render.pages import bounded, layout
 from render.pages import notices
 from render.pages import provenance
+from render.pages import reproductions
 from render.errors import BuildError
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
@@ -64,11 +65,15 @@ def render_one(
     headlines = evaluate_summary(env, page, context, state)
     body = render_body(env, page, context, state)
     blocks, machine = "", None
+    reproduced: list[dict[str, Any]] = []
     if page.kind == "record":
         machine = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
         blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
             page.rel, aliases, evidence.docs, declarations
         )
+        # the archive's reproductions of this version: its key names every evidence id, so a new one re-renders it
+        section, reproduced = reproductions.record_section(page.rel, page.slug or "", page.version, evidence.docs)
+        blocks += section
     text = (
         layout.header(page, src)
         + layout.results_box(page.rel, headlines)
@@ -82,6 +87,6 @@ def render_one(
     check_links(text, f"{page.path} (rendered)")
     bounded.check_markdown(text, f"{page.path} (rendered)")
     files = {page.rel: text.encode("utf-8"), **state.files}
-    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + list(state.claims.values())
+    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + reproduced + list(state.claims.values())
     cited = sorted(state.cited | set(aliases.values()))
     return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine)

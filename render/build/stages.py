@@ -44,6 +44,7 @@ from render.pages import notices
 from render.build import parallel as page_pool
 from render.build import pages as page_render
 from render.pages import provenance
+from render.pages import reproductions
 from render.site import sanitize
 from render.site import folder as sitedir
 from render.pages import sources as sourcesmod
@@ -224,7 +225,11 @@ def generate_pages(
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
-    tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
+    reproduced = reproductions.index_status(src, evidence.docs)
+    tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines, reproduced).encode("utf-8")
+    compared, compared_rows = reproductions.comparison_pages(evidence.docs, src)  # one page per reproduction
+    tree.files.update(compared)
+    tree.ledger += compared_rows
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
     if "index.md" not in tree.files:
         tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
-from render.evidence import marks
+from render.evidence import marks, reproduction
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.pages.layout import nav_title
@@ -304,7 +304,10 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
     tail += [_with_anchor(SAMPLES, note), "", table]
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
-    if other:
+    view = reproduction.section(ident, doc)  # a reproduction reads as data, not as a field dump (issue 24)
+    if view is not None:
+        tail += [view]
+    elif other:
         tail += ["## Other data", "", _other_table(other)]
     return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"))
 

@@ -93,22 +93,29 @@ def _headline_cell(here: str, headlines: list[tuple[str, Quantity]]) -> str:
     return "<br>".join(f"{escape_text(label)}: {q.markdown(here)}" for label, q in headlines) or "–"
 
 
-def records_index(sources: Sources, headlines: Headlines | None = None, machines: dict[str, str] | None = None) -> str:
-    """The *Records* page: one row per record, newest first, with its headline results, machine and date."""
-    headlines, machines = headlines or {}, machines or {}
+def records_index(
+    sources: Sources,
+    headlines: Headlines | None = None,
+    machines: dict[str, str] | None = None,
+    reproduced: dict[str, str] | None = None,
+) -> str:
+    """The *Records* page: one row per record, newest first, with its headline results, machine and date;
+    ``reproduced``: page -> its reproduction status, as Markdown (``render.pages.reproductions.index_status``)."""
+    headlines, machines, reproduced = headlines or {}, machines or {}, reproduced or {}
     out = ["# Records", ""]
     if not sources.records:
         out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
         return "\n".join(out) + "\n"
     out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
-    out += ["| record | headline results | machine | version | date |", "|---|---|---|---|---|"]
+    out += ["| record | headline results | machine | version | date | reproduced |", "|---|---|---|---|---|---|"]
     here = "records/index.md"
     for r in sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True):
         c = r.current
         cell = _headline_cell(here, headlines.get(c.rel, []))
         out.append(
             f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {cell}"
-            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version} | {escape_text(c.date)} |"
+            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version} | {escape_text(c.date)}"
+            f" | {reproduced.get(c.rel, 'not reproduced')} |"
         )
     return "\n".join(out) + "\n"
 

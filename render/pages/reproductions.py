@@ -1,0 +1,263 @@
+"""What the site shows of reproductions (issue 24): a record version's *Reproductions* section, one comparison page
+per ``reproduction`` document, and each record's status on the Records index (ARCHITECTURE.md §Pages).
+
+Found from the archive alone: every ``reproduction`` document whose ``data.record``/``data.version`` name a record
+version is listed on that version's page, oldest first (``render.derive.reproduction.found``). A ``cross-machine``
+document compares evidence measured on another GPU model and is called a comparison across machines, never a
+reproduction. Every count and change shown is a ``Quantity`` linked to the reproduction's evidence page and a row
+of the ledger (the section's under the record page, the comparison table's under its own page); every text from
+the document (title, labels, claims, rule, commands, machine) passes ``escape_text`` or sits in a fenced block
+with its control characters escaped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from measure.errors import ProbebookError, printable
+from render.derive import reproduction as derive
+from render.errors import BuildError
+from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.quantity import Quantity
+from render.pages.layout import nav_title
+from render.pages.sources import Sources
+
+COUNTS_ANCHOR = "reproduction-counts"
+"""Where on a reproduction's evidence page its verdicts are tabled: what a count links to."""
+_UNIT = re.compile(r"[A-Za-z/µ·²³]{0,16}")
+"""A unit the document states that a Quantity may show; anything else is shown without a unit (untrusted text)."""
+
+
+def comparison_page(ident: str) -> str:
+    """Tree path of the comparison page of reproduction ``ident`` (beside the evidence pages, not in the nav)."""
+    return f"evidence/comparison/{ident.split(':', 1)[-1]}.md"
+
+
+def number_anchor(index: int) -> str:
+    """The anchor of ``data.numbers[index]`` on the reproduction's evidence page."""
+    return f"number-{index}"
+
+
+def mode_label(repro: derive.Reproduction) -> str:
+    return "comparison across machines" if repro.mode == "cross-machine" else "reproduction"
+
+
+def machine_text(doc: dict[str, Any]) -> str:
+    """``2 × NVIDIA H200`` or ``the CPU``, from the reproducing machine's fingerprint (plain text, unescaped)."""
+    recorded = doc.get("machine")
+    machine: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    gpu, count = machine.get("gpu"), machine.get("gpu_count")
+    if not gpu:
+        return "the CPU"
+    count = count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 1
+    return f"{count} × {nav_title(str(gpu))[:120]}"
+
+
+def count(repro: derive.Reproduction, name: str, value: int) -> Quantity:
+    """One exact count of a reproduction's verdicts (no interval), linked to its evidence page."""
+    what = "claims" if name in ("claims", "held", "flipped") else "numbers"
+    verdict = name.replace("_", " ")
+    derivation = f"count of data.{what}" if name == what else f"count of data.{what} with verdict '{verdict}'"
+    return Quantity(
+        value,
+        "",
+        evidence=(repro.ident,),
+        derivation=derivation,
+        key=f"reproduction {short_id(repro.ident)}.{name}",
+        anchor=COUNTS_ANCHOR,
+    )
+
+
+def counts(repro: derive.Reproduction) -> dict[str, Quantity]:
+    return {k: count(repro, k, v) for k, v in derive.verdict_counts(repro.numbers, repro.claims).items()}
+
+
+def _all(docs: dict[str, dict[str, Any]]) -> dict[tuple[str, int], list[derive.Reproduction]]:
+    try:
+        return derive.found(docs)
+    except ProbebookError as exc:
+        raise BuildError(str(exc)) from None
+
+
+def _sentence(rel: str, q: dict[str, Quantity]) -> str:
+    """``41 of 45 numbers within their uncertainty, 3 outside, 1 not comparable, 0 missing``."""
+    return (
+        f"{q['within'].markdown(rel)} of {q['numbers'].markdown(rel)} numbers within their uncertainty, "
+        f"{q['outside'].markdown(rel)} outside it, {q['not_comparable'].markdown(rel)} not comparable, "
+        f"{q['missing'].markdown(rel)} missing; {q['flipped'].markdown(rel)} of {q['claims'].markdown(rel)} "
+        "claims flipped"
+    )
+
+
+def record_section(
+    rel: str, slug: str, version: int | None, docs: dict[str, dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """The *Reproductions* section of a record version and its ledger rows; a one-line "not yet reproduced" when
+    the archive holds none (a reader then knows nobody has, rather than wondering whether the site shows them)."""
+    found = _all(docs).get((slug, version or 0), [])
+    out = ["", "## Reproductions", ""]
+    if not found:
+        out += ["Not yet reproduced: no `probebook reproduce` result in the archive names this version.", ""]
+        return "\n".join(out) + "\n", []
+    rows: list[dict[str, Any]] = []
+    out += [
+        "Each time this version's evidence was measured again (`probebook reproduce`) and the page rebuilt on it; "
+        "every number and claim compared under the rule each comparison page states.",
+        "",
+    ]
+    for repro in found:
+        q = counts(repro)
+        rows += [v.ledger_row(rel, v.key) for v in q.values()]
+        link = relative_link(rel, comparison_page(repro.ident))
+        out += [
+            f"### {mode_label(repro).capitalize()} of {escape_text(repro.date)}",
+            "",
+            f"On {escape_text(machine_text(docs[repro.ident]))}: {_sentence(rel, q)}. "
+            f"[The full comparison table]({link}).",
+            "",
+        ]
+        flipped = [c for c in repro.claims if c.verdict == "flipped"]
+        if flipped:
+            out += ["Flipped claims:", ""]
+            out += [f"- {escape_text(c.text)}" for c in flipped]
+            out.append("")
+    return "\n".join(out) + "\n", rows
+
+
+def index_status(sources: Sources, docs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Records index cell per current record version: its newest reproduction, else its newest comparison across
+    machines, in one line (``reproduced 2026-12-02: 41 of 45 within, 1 claim flipped``), or ``not reproduced``."""
+    found, here = _all(docs), "records/index.md"
+    out = {}
+    for record in sources.records:
+        page = record.current
+        items = found.get((record.slug, page.version or 0), [])
+        same = [r for r in items if r.mode == "reproduction"]
+        newest = (same or items)[-1] if items else None
+        if newest is None:
+            out[page.rel] = "not reproduced"
+            continue
+        q = counts(newest)
+        word = "reproduced" if newest.mode == "reproduction" else "compared across machines"
+        link = relative_link(here, comparison_page(newest.ident))
+        claims = "claim" if newest.claims and len(newest.claims) == 1 else "claims"
+        out[page.rel] = (
+            f"[{word} {escape_text(newest.date)}]({link}): {q['within'].markdown(here)} of "
+            f"{q['numbers'].markdown(here)} within, {q['flipped'].markdown(here)} of {q['claims'].markdown(here)} "
+            f"{claims} flipped"
+        )
+    return out
+
+
+def _value(repro: derive.Reproduction, row: derive.NumberRow, side: str) -> Quantity:
+    """A number's old or new value as the document recorded it, with its interval."""
+    value = row.old if side == "old" else row.new
+    interval = row.old_interval if side == "old" else row.new_interval
+    shown = row.shown_old if side == "old" else row.shown_new
+    unit = row.unit if _UNIT.fullmatch(row.unit) else ""
+    fmt = ".1%" if not unit and shown.strip().endswith("%") else ".3g"  # a share is shown as the page showed it
+    return Quantity(
+        value,
+        unit,
+        fmt=fmt,
+        uncertainty=interval,
+        evidence=(repro.ident,),
+        derivation=f"data.numbers[{row.index}].{side} as the reproduction recorded it",
+        key=f"numbers[{row.index}].{side}",
+        anchor=number_anchor(row.index),
+        note=None if value is not None else f"no {side} value",
+    )
+
+
+def _change(repro: derive.Reproduction, row: derive.NumberRow) -> Quantity:
+    value = derive.relative_change(row.old, row.new)
+    return Quantity(
+        value,
+        "",
+        fmt="+.1%",
+        evidence=(repro.ident,),
+        derivation=f"(new − old) / abs(old) of data.numbers[{row.index}]",
+        key=f"numbers[{row.index}].change",
+        anchor=number_anchor(row.index),
+        note=None if value is not None else "no change: a value is missing or the old one is zero",
+    )
+
+
+def _id_list(rel: str, ids: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[str]:
+    out = []
+    for name in sorted(ids):
+        ident = ids[name]
+        shown = f"`{short_id(ident)}`"
+        if ident in docs:  # only evidence this archive holds has a page to link to
+            shown = f"[{shown}]({relative_link(rel, evidence_page(ident))})"
+        out.append(f"- {escape_text(name)}: {shown}")
+    return out or ["*(none)*"]
+
+
+def comparison(repro: derive.Reproduction, docs: dict[str, dict[str, Any]], sources: Sources) -> tuple[str, list]:
+    """The comparison page of one reproduction and its ledger rows: every number, most moved first."""
+    rel = comparison_page(repro.ident)
+    label = mode_label(repro)
+    title = f"{label.capitalize()} of {repro.title or repro.record}, version {repro.version}, {repro.date}"
+    record = next((r for r in sources.records if r.slug == repro.record), None)
+    page = next((p for p in record.versions if p.version == repro.version), None) if record else None
+    shown_record = (
+        f"[{escape_text(page.title)}, version {page.version}]({relative_link(rel, page.rel)})"
+        if page is not None
+        else f"{escape_text(repro.record)} version {repro.version} (not a record of this site)"
+    )
+    q = counts(repro)
+    rows = [v.ledger_row(rel, v.key) for v in q.values()]
+    out = [f"# {escape_text(nav_title(title))}", ""]
+    out += [
+        f"A {label} of {shown_record}, on {escape_text(machine_text(docs[repro.ident]))}: {_sentence(rel, q)}. "
+        f"Stored as evidence [`{short_id(repro.ident)}`]({relative_link(rel, evidence_page(repro.ident))}).",
+        "",
+    ]
+    if repro.mode == "cross-machine":
+        out += [
+            '!!! warning "Not a reproduction"',
+            "",
+            "    The new evidence was measured on another GPU model: a difference here is across machines.",
+            "",
+        ]
+    out += ["## The rule", "", escape_text(repro.rule) or "*(the document states none)*", ""]
+    out += [
+        "## Every number, most moved first",
+        "",
+        "Sorted by how far each number moved (|change|); numbers with no change to show come last.",
+        "",
+        "| number | old | new | change | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for row in derive.moved_order(repro.numbers):
+        cells = [_value(repro, row, "old"), _value(repro, row, "new"), _change(repro, row)]
+        rows += [c.ledger_row(rel, c.key) for c in cells]
+        name = escape_text(row.label or row.key) + (f" ({escape_text(row.key)})" if row.label else "")
+        out.append(f"| {name} | " + " | ".join(c.markdown(rel) for c in cells) + f" | {row.verdict} |")
+    out += ["", "## Claims", ""]
+    if repro.claims:
+        out += ["| claim | before | after | verdict |", "|---|---|---|---|"]
+        for c in repro.claims:
+            after = "–" if c.new is None else str(c.new).lower()
+            out.append(f"| {escape_text(c.text)} | {str(c.old).lower()} | {after} | {c.verdict} |")
+    else:
+        out.append("*(the record states no checked claim)*")
+    for anchor, heading, ids in (("original-evidence", "Original", repro.original), ("new-evidence", "New", repro.new)):
+        out += ["", f'<span id="{anchor}"></span>', "", f"## {heading} evidence", "", *_id_list(rel, ids, docs)]
+    if repro.commands:
+        out += ["", "## Commands run", "", "```sh", *(printable(c) for c in repro.commands), "```"]
+    return "\n".join(out) + "\n", rows
+
+
+def comparison_pages(docs: dict[str, dict[str, Any]], sources: Sources) -> tuple[dict[str, bytes], list]:
+    """Every reproduction document's comparison page (tree path -> bytes) and their ledger rows."""
+    files: dict[str, bytes] = {}
+    rows: list[dict[str, Any]] = []
+    for _named, items in sorted(_all(docs).items()):  # in one order whatever order the archive was read in
+        for repro in items:
+            text, made = comparison(repro, docs, sources)
+            files[comparison_page(repro.ident)] = text.encode("utf-8")
+            rows += made
+    return files, rows
