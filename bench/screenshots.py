@@ -2,13 +2,15 @@
 
 Run: ``python bench/screenshots.py --site site --out test-artifacts/after`` (after ``probebook build``).
 
-It serves ``--site`` on 127.0.0.1 (``http.server`` in a thread, a free port), opens each page of ``PAGES``
+It serves ``--site`` on 127.0.0.1 (``http.server`` in a thread, a free port), opens each page of ``pages()``
 (step-anatomy-250m and batch-sweep-h200 at their current version, i.e. the highest ``vN.html``, and the
 Changes page) at 1440 and 390 px, light scheme, and saves the first screen and the full page as
 ``<page>-<width>-<scheme>-<first|full>.png`` under ``--out``, and on a page with charts the screen that
-starts at its first chart (``-chart.png``); ``DARK`` pages are also taken in the dark scheme. A full-page shot larger than ``--max-kb`` is dropped (the first screen is kept): the shots are
-committed, and a 40-screen page is several megabytes. Charts are drawn by the site's own script after it
-fetches their specs: each page waits for every chart to be drawn before its shots.
+starts at its first chart (``-chart.png``); ``DARK`` pages are also taken in the dark scheme. A full-page
+shot larger than ``--max-kb`` is dropped (the first screen is kept): the shots are committed, and a
+40-screen page is several megabytes (the record pages' full shots were 0.9-4 MiB on 2026-12-02). Charts are
+drawn by the site's own script after it fetches their specs: each page waits for every chart to be drawn
+before its shots.
 
 The tour test (tests/test_tour.py) imports ``serve``, ``current_records``, ``open_context`` and
 ``wait_for_charts`` from here, so the before/after set and the tour see the site the same way.
@@ -159,7 +161,9 @@ def take(site: Path, out: Path, max_kb: int) -> list[Path]:
                         tab.screenshot(path=str(first))
                         written.append(first)
                         chart = tab.locator("article .pb-chart svg, article img[src*='.svg#only-']")
-                        if chart.count():  # the first chart at the top of a screen: what the issue's chart items are about
+                        if (
+                            chart.count()
+                        ):  # the first chart at the top of a screen: what the issue's chart items are about
                             chart.first.evaluate("el => el.scrollIntoView({block: 'start'})")
                             shot = out / f"{stem}-chart.png"
                             tab.screenshot(path=str(shot))
