@@ -147,8 +147,7 @@ async (targets) => {
   const header = document.querySelector('.md-header');
   const out = [];
   for (const {fragment, texts} of targets) {
-    location.hash = '';
-    window.scrollTo(0, 0);
+    if (decodeURIComponent(location.hash.slice(1)) === decodeURIComponent(fragment)) location.hash = '';
     location.hash = fragment;
     await frame();
     let target = document.getElementById(decodeURIComponent(fragment));
@@ -352,10 +351,13 @@ def _record_view(
 
 
 def _follow_links(
-    tab: Any, base: str, width: int, scheme: str, links: dict[str, list[dict[str, str]]], heard: dict[str, list[str]]
+    tab: Any, scheme: str, links: dict[str, list[dict[str, str]]], heard: dict[str, list[str]]
 ) -> list[Failure]:
-    """Follow every number link of the current records (``links``: page -> its links) at one width and scheme."""
-    view = f"{width} {scheme}"
+    """Follow every number link of the current records (``links``: page -> its links) at each width, in ``scheme``.
+
+    Each evidence page is loaded once and read at each width by resizing the tab: its layout is CSS alone (the
+    media queries follow the resize), and a load costs about a second on a loaded machine.
+    """
     # evidence page -> fragment -> linked text -> the record pages that link it
     wanted: dict[str, dict[str, dict[str, set[str]]]] = {}
     for page, page_links in links.items():
@@ -363,7 +365,7 @@ def _follow_links(
             url, _, fragment = link["href"].partition("#")
             wanted.setdefault(url, {}).setdefault(fragment, {}).setdefault(link["text"], set()).add(page)
     found: list[Failure] = []
-    shots_taken = 0
+    shots_taken: collections.Counter[int] = collections.Counter()
     for url, fragments in sorted(wanted.items()):
         evidence = urllib.parse.urlsplit(url).path.lstrip("/")
         short = evidence.removeprefix("evidence/")[:12]
@@ -371,34 +373,43 @@ def _follow_links(
         heard["offsite"].clear()
         tab.goto(url, wait_until="load")
         targets = [{"fragment": f, "texts": sorted(texts)} for f, texts in sorted(fragments.items())]
-        landed = tab.evaluate(LINK_JS, targets)
-        failed_fragments = []
-        for target, result in zip(targets, landed, strict=True):
-            texts = fragments[target["fragment"]]
-            bad: list[tuple[str, str]] = []
-            if result.get("missing"):
-                bad = [(t, "no element has this id") for t in texts]
-            else:
-                for r in result["results"]:
-                    if not r["held"]:
-                        bad.append((r["text"], f"lands on {result['landed']} reading {result['excerpt']!r}"))
-                    elif not r["seen"]:
-                        bad.append((r["text"], f"lands on {result['landed']}; the value is out of sight"))
-            for text, why in bad:
-                for page in sorted(texts[text]):
-                    found.append(
-                        Failure(page, view, "number-link", f"{text!r} -> {short}…#{target['fragment']}: {why}")
-                    )
-            if bad:
-                failed_fragments.append(target["fragment"])
-        if failed_fragments and shots_taken < LINK_SHOTS:
-            tab.goto(f"{url}#{failed_fragments[0]}", wait_until="load")
-            tab.screenshot(path=str(ARTIFACTS / f"link-{short}-{_slug(failed_fragments[0])}-{width}.png"))
-            shots_taken += 1
+        for width in WIDTHS:
+            view = f"{width} {scheme}"
+            tab.set_viewport_size({"width": width, "height": shots.HEIGHTS[width]})
+            landed = tab.evaluate(LINK_JS, targets)
+            failed_fragments = []
+            for target, result in zip(targets, landed, strict=True):
+                texts = fragments[target["fragment"]]
+                bad: list[tuple[str, str]] = []
+                if result.get("missing"):
+                    bad = [(t, "no element has this id") for t in texts]
+                else:
+                    for r in result["results"]:
+                        if not r["held"]:
+                            bad.append((r["text"], f"lands on {result['landed']} reading {result['excerpt']!r}"))
+                        elif not r["seen"]:
+                            bad.append((r["text"], f"lands on {result['landed']}; the value is out of sight"))
+                for text, why in bad:
+                    for page in sorted(texts[text]):
+                        found.append(
+                            Failure(page, view, "number-link", f"{text!r} -> {short}…#{target['fragment']}: {why}")
+                        )
+                if bad:
+                    failed_fragments.append(target["fragment"])
+            if failed_fragments and shots_taken[width] < LINK_SHOTS:
+                tab.evaluate("f => { location.hash = ''; location.hash = f; }", failed_fragments[0])
+                tab.screenshot(path=str(ARTIFACTS / f"link-{short}-{_slug(failed_fragments[0])}-{width}.png"))
+                shots_taken[width] += 1
         page_of = sorted({p for texts in fragments.values() for pages in texts.values() for p in pages})[0]
-        found += [Failure(page_of, view, "console", f"on {evidence}: {t[:200]}") for t in heard["console"]]
-        found += [Failure(page_of, view, "offsite", f"from {evidence}: {u[:200]}") for u in heard["offsite"]]
+        found += [Failure(page_of, scheme, "console", f"on {evidence}: {t[:200]}") for t in heard["console"]]
+        found += [Failure(page_of, scheme, "offsite", f"from {evidence}: {u[:200]}") for u in heard["offsite"]]
     return found
+
+
+def _listen(tab: Any, heard: dict[str, list[str]]) -> None:
+    """Collect ``tab``'s console errors and uncaught exceptions into ``heard["console"]``."""
+    tab.on("console", lambda m: heard["console"].append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: heard["console"].append(str(e)))
 
 
 @pytest.fixture(scope="module")
@@ -411,15 +422,14 @@ def tour(repo_site: Path, browser: Any) -> Tour:
     failures: list[Failure] = []
     seen: collections.Counter[str] = collections.Counter()
     heard: dict[str, list[str]] = {"console": [], "offsite": []}
+    links: dict[str, list[dict[str, str]]] = {}  # the same at every width and scheme: the page's HTML is one
     with shots.serve(repo_site) as base:
         for width in WIDTHS:
-            links: dict[str, list[dict[str, str]]] = {}
             for scheme in SCHEMES:
                 context = shots.open_context(browser, width, scheme, heard["offsite"].append)
                 try:
                     tab = context.new_page()
-                    tab.on("console", lambda m: heard["console"].append(m.text) if m.type == "error" else None)
-                    tab.on("pageerror", lambda e: heard["console"].append(str(e)))
+                    _listen(tab, heard)
                     for page in pages:
                         found, links[page] = _record_view(tab, base, page, width, scheme, heard, seen)
                         if found:  # the whole page where the failure may be below the first screen
@@ -427,11 +437,17 @@ def tour(repo_site: Path, browser: Any) -> Tour:
                             shot = ARTIFACTS / f"{_slug(page)}-{width}-{scheme}.png"
                             tab.screenshot(path=str(shot), full_page=below)
                         failures += found
-                    if scheme in LINK_SCHEMES:
-                        seen["links"] += sum(len(v) for v in links.values())
-                        failures += _follow_links(tab, base, width, scheme, links, heard)
                 finally:
                     context.close()
+        for scheme in LINK_SCHEMES:
+            context = shots.open_context(browser, WIDTHS[0], scheme, heard["offsite"].append)
+            try:
+                tab = context.new_page()
+                _listen(tab, heard)
+                seen["links"] += sum(len(v) for v in links.values()) * len(WIDTHS)
+                failures += _follow_links(tab, scheme, links, heard)
+            finally:
+                context.close()
     return Tour(pages, failures, seen)
 
 
