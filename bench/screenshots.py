@@ -189,14 +189,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.site / "index.html").is_file():
         print(f"error: --site {args.site}: no index.html (build the site with probebook build first)", file=sys.stderr)
         return 2
-    if not CHROMIUM.exists():
-        print(f"error: {CHROMIUM} is not installed", file=sys.stderr)
-        return 2
     try:
-        written = take(args.site, args.out, args.max_kb)
+        pages(args.site)
     except ValueError as e:
         print(f"error: --site {e}", file=sys.stderr)
         return 2
+    if not CHROMIUM.exists():
+        print(f"error: {CHROMIUM} is not installed", file=sys.stderr)
+        return 2
+    written = take(args.site, args.out, args.max_kb)
     for path in written:
         print(f"{path} ({path.stat().st_size // 1024} KiB)")
     return 0
