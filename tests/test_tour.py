@@ -377,7 +377,7 @@ def _follow_links(
         heard["console"].clear()
         heard["offsite"].clear()
         tab.goto(url, wait_until="load")
-        targets = [{"fragment": f, "texts": sorted(texts)} for f, texts in sorted(fragments.items())]
+        targets: list[dict[str, Any]] = [{"fragment": f, "texts": sorted(t)} for f, t in sorted(fragments.items())]
         for width in WIDTHS:
             view = f"{width} {scheme}"
             tab.set_viewport_size({"width": width, "height": shots.HEIGHTS[width]})
@@ -560,9 +560,9 @@ def test_the_tours_checks_find_each_planted_failure_and_pass_the_rest(browser: A
     missing = "no element has this id"
     far = "lands on <tr> around <span>; the value is out of sight"
     other = "lands on <tr> around <span> reading '21.0 ms'"  # row 2's text, the row number and its value
-    links = [("'3' -> e.html…#gone", missing), ("'777' -> e.html…#far", far), ("'9.9 ms' -> e.html…#row-2", other)]
+    landings = [("'3' -> e.html…#gone", missing), ("'777' -> e.html…#far", far), ("'9.9 ms' -> e.html…#row-2", other)]
     assert [g for g in got if g[1] not in ("answer", "console", "offsite") and "'Wide'" not in g[2]] == [
-        *[("1440 light", "number-link", f"{link}: {why}") for link, why in links],
+        *[("1440 light", "number-link", f"{link}: {why}") for link, why in landings],
         ("1440 light", "table-hidden-columns", "table under 'Shifted' [key column | b] hides key column"),
         ("1440 light", "table-key-column", "table under 'Shifted' [key column | b]: 2 of 2 key cells out of sight"),
         (
@@ -570,6 +570,6 @@ def test_the_tours_checks_find_each_planted_failure_and_pass_the_rest(browser: A
             "chart-text",
             "chart 'tiny' draws 'small' at 6.0 px (< 12)",
         ),  # 20 px in a 1000-wide box drawn 300 px
-        *[("390 light", "number-link", f"{link}: {why}") for link, why in links],
+        *[("390 light", "number-link", f"{link}: {why}") for link, why in landings],
     ]
     assert seen == {"views": 2, "tables": 3, "charts": 2}
