@@ -146,6 +146,8 @@ def render_pages(
             tree.headlines[page.rel] = out.headlines
         if out.machine is not None:
             tree.machines[page.rel] = out.machine
+        if getattr(out, "answer", None):  # a cache entry from before answers has none
+            tree.verdicts[page.rel] = out.answer  # type: ignore[assignment]
         for ident in out.cited:
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
@@ -224,11 +226,12 @@ def generate_pages(
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
-    tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines).encode("utf-8")
+    index = layout.records_index(src, tree.headlines, tree.machines, tree.verdicts)
+    tree.files["records/index.md"] = index.encode("utf-8")
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
     if "index.md" not in tree.files:
         tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"
-    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines).encode("utf-8")
+    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines, tree.verdicts).encode("utf-8")
     if "playbook/index.md" not in tree.files:
         tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
     tree.diff = ledger.diff(published or [], tree.ledger)
