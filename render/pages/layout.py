@@ -52,7 +52,11 @@ def header(page: SourcePage, sources: Sources, answer: str = "") -> str:
     if page is not current:
         link = relative_link(page.rel, current.rel)
         after = answers.successor(page, record)
-        why = f" Version {after.version} replaced it: {escape_text(after.changes)}" if after and after.changes else ""
+        why = (
+            f" Superseded by version {after.version} ({escape_text(after.date)}). What it changed: {escape_text(after.changes)}"
+            if after and after.changes
+            else ""
+        )
         out += ['!!! warning ""', "", f"    {BANNER} [{BANNER_LINK}]({link}){why}", ""]
     if answer:
         out.append(answer)
