@@ -44,6 +44,7 @@ title: Where a training step's time goes, re-measured
 version: 2
 date: 2026-12-01
 supersedes: 1
+changes: Re-measures the step on a second sweep.
 evidence:
   sweep: {sweep}
 {errata}---

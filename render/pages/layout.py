@@ -53,7 +53,8 @@ def header(page: SourcePage, sources: Sources, answer: str = "") -> str:
         link = relative_link(page.rel, current.rel)
         after = answers.successor(page, record)
         why = (
-            f" Superseded by version {after.version} ({escape_text(after.date)}). What it changed: {escape_text(after.changes)}"
+            f" Superseded by version {after.version} ({escape_text(after.date)})."
+            f" What it changed: {escape_text(after.changes)}"
             if after and after.changes
             else ""
         )

@@ -128,12 +128,23 @@ class TemplateOutputError(ProbebookError):
     """A placeholder yielded something a page may not show."""
 
 
+INPUT_DERIVATION = "evidence field params."
+"""How ``value()`` names a number read from a run's ``params`` (``render.functions.general.value``)."""
+
+
+def is_input(q: Quantity) -> bool:
+    """Whether ``q`` is one of a run's inputs (a ``params`` field: its batch, its sequence length), set before the
+    run began: a run that stopped early leaves it as it was, so it takes no "partial" mark ("1024 (partial) tokens"
+    reads as if the width were in doubt; issue 28, item 8)."""
+    return q.derivation.startswith(INPUT_DERIVATION)
+
+
 @jinja2.pass_context
 def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     """Turn what a ``{{ }}`` yields into Markdown, recording Quantities in the ledger."""
     state = _STATE.get()
     if isinstance(value, Quantity):
-        if state.partial.intersection(value.evidence):
+        if state.partial.intersection(value.evidence) and not is_input(value):
             value = replace(value, mark=f"{value.mark}, partial" if value.mark else "partial")
         state.record(value)
         return value.markdown(state.rel)
@@ -500,7 +511,7 @@ def evaluate_summary(
         except ProbebookError as exc:
             raise PageError(str(exc)) from None
         marks = [value.mark] if value.mark else []  # a fit's own mark stays (lack of fit)
-        marks += ["partial"] if state.partial.intersection(value.evidence) else []
+        marks += ["partial"] if state.partial.intersection(value.evidence) and not is_input(value) else []
         marks += [m for m in (directions.headline_mark(value),) if m]
         if marks:
             value = replace(value, mark=", ".join(marks))
