@@ -239,3 +239,12 @@ def test_no_record_repeats_hours_for_one_card_or_uses_tracker_words() -> None:
             first = lambda text: " ".join(text.split()[:4]).lower()  # noqa: E731
             assert first(method.group(1)) != first(question.group(1)), page.rel
             assert not method.group(1).lower().startswith(("what ", "how much ", "how ")), page.rel
+
+
+def test_no_claim_opens_a_paragraph_of_its_own_in_lower_case() -> None:
+    """A checked sentence that continues the one before it stays in its paragraph (a blank line before it made
+    "the window costs the kernels more ..." a paragraph of its own, starting in lower case)."""
+    opening = re.compile(r"(?:\A|\n\n)\{\{ claim\([^\n]*, \"([^\"]+)\"\) \}\}")
+    for page in load(REPO / "docs").pages:
+        for m in opening.finditer(page.body):
+            assert not m.group(1)[0].islower() or m.group(1).startswith("bf16"), (page.rel, m.group(1))
