@@ -28,6 +28,7 @@ from typing import Any
 
 from measure.evidence.store import Store, read_regular
 from measure.progress import Progress
+from render.pages import benchfiles
 from render.pages import changes
 from render.numbers import claims
 from render.pages import colophon
@@ -461,6 +462,12 @@ def render_tree(
         read=not full,
         later=tree.later.file if tree.later is not None else None,
     )
+    bench = benchfiles.found(src)  # bench/ paths in prose link to the Benchmarks page (render.pages.benchfiles)
+    if bench:
+        for page in src.pages:
+            text = tree.files[page.rel].decode("utf-8")
+            tree.files[page.rel] = benchfiles.link(text, page.rel, bench).encode("utf-8")
+        tree.files[benchfiles.PAGE] = benchfiles.page(bench, colophon.source_commit(paths.docs)).encode("utf-8")
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)
     incremental.save_units(paths.build, tree.units)

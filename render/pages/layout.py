@@ -214,8 +214,9 @@ def sealed(rel: str, data: bytes) -> bytes:
     return SEALED_META + data if rel.endswith(".md") else data
 
 
-NOT_IN_NAV = "/evidence/"
-"""mkdocs ``not_in_nav`` pattern: evidence pages and listings are built but reached from the Evidence index."""
+NOT_IN_NAV = "/evidence/\n/bench.md"
+"""mkdocs ``not_in_nav`` patterns: evidence pages and listings are built but reached from the Evidence index, the
+Benchmarks page from the bench paths that link to it (``render.pages.benchfiles``)."""
 
 
 def nav(sources: Sources) -> list[Any]:

@@ -26,7 +26,7 @@ _VERSION_FILE = re.compile(r"^v([1-9][0-9]{0,3})\.md$")
 _ALIAS = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # Tree paths render generates; a source may not claim them.
-RESERVED = ("evidence/", "archive/", "changes.md", "ledger.json", "records/index.md", "assets/probebook/")
+RESERVED = ("evidence/", "archive/", "bench.md", "changes.md", "ledger.json", "records/index.md", "assets/probebook/")
 # Files other than pages are copied into the site byte for byte, past the sanitizer, so only inert kinds
 # pass: HTML, SVG, scripts or stylesheets could carry script or restyle the theme.
 COPIED_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".ico", ".csv", ".json", ".txt", ".pdf")
