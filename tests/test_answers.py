@@ -16,9 +16,10 @@ from render.build.stages import BuildPaths, render_tree
 from render.numbers import directions
 from render.numbers.quantity import Comparison, Quantity
 from render.numbers.reading import counted
-from render.pages import answers, layout, notices
+from render.pages import answers, benchfiles, layout, notices
 from render.pages.sandbox import is_input
 from render.pages.sources import SourceError, load
+from render.site.sanitize import searchable
 
 REPO = Path(__file__).resolve().parent.parent
 V2 = SITE_FIXTURE / "docs" / "records" / "step-time" / "v2.md"
@@ -248,3 +249,42 @@ def test_no_claim_opens_a_paragraph_of_its_own_in_lower_case() -> None:
     for page in load(REPO / "docs").pages:
         for m in opening.finditer(page.body):
             assert not m.group(1)[0].islower() or m.group(1).startswith("bf16"), (page.rel, m.group(1))
+
+
+def test_bench_paths_link_to_the_benchmarks_page_which_shows_the_file(tmp_path: Path) -> None:
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "ddp.py").write_text("print('a ``` fence')\n", encoding="utf-8")
+    (tmp_path / "bench" / "results" / "run.json").write_bytes(b'{"x": 1}')
+    outside = tmp_path / "secret.txt"
+    outside.write_text("host file", encoding="utf-8")
+    (tmp_path / "bench" / "leak.txt").symlink_to(outside)
+    _write(
+        tmp_path / "docs",
+        "r",
+        1,
+        "2026-12-01",
+        body="\nSee `bench/ddp.py`, `bench/results/run.json`, "
+        "`bench/leak.txt`, `bench/gone.py` and `bench/../secret.txt`.\n" + SECTIONS,
+    )
+    src = load(tmp_path / "docs")
+    files = benchfiles.found(src)
+    assert list(files) == ["bench/ddp.py", "bench/results/run.json"]  # no link, no missing file, no way out
+    text = benchfiles.link(src.pages[0].body, "records/r/v1.md", files)
+    assert "[`bench/ddp.py`](../../bench.md#benchddppy)" in text
+    assert "[`bench/results/run.json`](../../bench.md#benchresultsrunjson)" in text
+    assert "`bench/leak.txt`," in text and "[`bench/leak.txt`]" not in text and "[`bench/gone.py`]" not in text
+    page = benchfiles.page(files, "0123abcd")
+    assert "## bench/ddp.py" in page and "````text\nprint('a ``` fence')\n````" in page  # a fence it cannot close
+    assert "8 bytes, SHA-256 `" in page and "host file" not in page
+
+
+def test_evidence_pages_data_sections_leave_the_search_index_but_their_ids_stay(fixture_site: BuildPaths) -> None:
+    import json
+
+    index = json.loads((fixture_site.site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    locations = [d["location"] for d in index["docs"]]
+    evidence = [loc for loc in locations if loc.startswith("evidence/") and re.match(r"evidence/[0-9a-f]{64}", loc)]
+    assert evidence and all("#" not in loc for loc in evidence)
+    assert any(loc.startswith("records/step-time/v2.html#") for loc in locations)  # records keep their sections
+    assert not searchable({"location": "evidence/" + "a" * 64 + ".html#raw-samples-1"})
+    assert searchable({"location": "evidence/" + "a" * 64 + ".html"}) and searchable({"location": "changes.html#x"})
