@@ -132,7 +132,7 @@ def records_index(
         out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
         return "\n".join(out) + "\n"
     out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
-    out += ["| record | answer | headline results | machine | version | date |", "|---|---|---|---|---|---|"]
+    out += ["| record | answer | headline results | machine | version |", "|---|---|---|---|---|"]
     here = "records/index.md"
     for r in ordered(sources.records):
         c = r.current
@@ -140,7 +140,7 @@ def records_index(
         said = _answer(c, here, verdicts).replace("|", "\\|") or "–"
         out.append(
             f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {said} | {cell}"
-            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version} | {escape_text(c.date)} |"
+            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version}, {escape_text(c.date)} |"
         )
     return "\n".join(out) + "\n"
 
