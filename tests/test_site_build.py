@@ -114,6 +114,8 @@ def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
             "batch_summary(batch).fastest_batch",
             "batch_summary(batch).fastest_tok_s",
             "batch_summary(batch).first_oom",
+            "claim: answer: Fitted from 512 tokens up, the step has a fixed part of …; the fastest batch that "
+            "fits, …, is below the first batch out of memory.",
             "fit(sweep).a",
             "fit(sweep).b",
             "fit(sweep).c",
@@ -137,7 +139,7 @@ def test_every_ledger_number_is_a_link_to_its_evidence_titled_with_its_derivatio
         links = [
             (a.get("href", ""), a.get("title", "")) for tag, a in _elements(_html(built, page[:-3])).tags if tag == "a"
         ]
-        for r in (r for r in rows if r["page"] == page):
+        for r in (r for r in rows if r["page"] == page and r["unit"] != "claim"):  # a claim is a sentence
             target = r["evidence"][0].split(":")[1]
             matching = [
                 href.split("#")[1]
@@ -218,7 +220,7 @@ def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
 def test_changes_page_without_a_published_ledger_lists_every_number_as_added(built: BuildPaths) -> None:
     page = " ".join(_elements(_article(_html(built, "changes"))).text)
     assert "Nothing has been published yet" in page
-    assert "16 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
+    assert "17 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
 
 
 def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_here) -> None:
@@ -255,11 +257,11 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_
         assert "tokens 512:" in c["old"]["derivation"] and "tokens 1024:" in c["new"]["derivation"]
         old, new = c["old"]["value"], c["new"]["value"]
         assert c["relative_change"] == pytest.approx((new - old) / abs(old))
-    assert d["unchanged"] == 12  # v1, the playbook and v2's other numbers did not move
+    assert d["unchanged"] == 13  # v1, the playbook, v2's other numbers and its answer did not move
     fail = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--fail-on-change")
-    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "0 added, 0 removed, 4 changed, 12 unchanged"
+    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "0 added, 0 removed, 4 changed, 13 unchanged"
     changes = " ".join(" ".join(_elements((tmp_path / "site" / "changes.html").read_text()).text).split())
-    assert "0 added, 0 removed, 4 changed, 12 unchanged." in changes
+    assert "0 added, 0 removed, 4 changed, 13 unchanged." in changes
     assert "was: step-scaling fit" in changes and "tokens 1024:" in changes
 
 

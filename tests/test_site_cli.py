@@ -21,6 +21,7 @@ import pytest
 from conftest import HANG_S
 
 from render.numbers.ledger import read as read_ledger
+from render.pages.sources import load
 
 REPO = Path(__file__).resolve().parent.parent
 INPUTS = REPO / "tests" / "fixtures" / "site" / "inputs"  # synthetic values, see make_archive.py
@@ -44,6 +45,7 @@ title: Where a training step's time goes, re-measured
 version: 2
 date: 2026-12-01
 supersedes: 1
+changes: Re-measures the step on a second sweep.
 evidence:
   sweep: {sweep}
 {errata}---
@@ -100,6 +102,12 @@ def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> Non
     assert cited <= set(stored)
     for ident in cited:
         assert (tmp_path / "site" / "evidence" / f"{ident}.html").exists()
+    # every current record's first screen opens with its Answer: the first thing under its title (issue 28)
+    for record in load(tmp_path / "docs").records:
+        html = (tmp_path / "site" / record.current.rel.replace(".md", ".html")).read_text(encoding="utf-8")
+        article = html[html.index("<article") :]
+        after = article[article.index("</h1>") + len("</h1>") :].lstrip()
+        assert after.startswith('<div class="admonition info">\n<p class="admonition-title">Answer</p>'), record.slug
 
 
 def test_readme_walkthrough_import_record_build_supersede_correct_changes(checkout: Path, cli_here) -> None:

@@ -178,7 +178,7 @@ def merge_search_index(previous: Path, partial: Path) -> bool:
     except (OSError, ValueError):
         return False
     fresh: dict[str, list[dict[str, Any]]] = {}
-    for entry in new.get("docs", []):
+    for entry in filter(sanitize.searchable, new.get("docs", [])):
         fresh.setdefault(_page_of(entry["location"]), []).append(entry)
     for entries in fresh.values():
         for entry in entries:

@@ -90,6 +90,8 @@ class PageOutput:
     """A record's headline results, (label, Quantity) each; None for other pages."""
     machine: str | None = None
     """A record's machine label; None for other pages."""
+    answer: str | None = None
+    """A record's Answer, its verdicts as Markdown for its own page (``render.pages.answers``); None without one."""
 
 
 class PageCache:

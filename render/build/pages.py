@@ -11,7 +11,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
-from render.pages import bounded, layout
+from render.pages import answers, bounded, layout
 from render.pages import notices
 from render.pages import provenance
 from render.pages import reproductions
@@ -26,7 +26,7 @@ from render.pages.sources import Sources
 def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
     """The cache key of one page's output: every input it is rendered from (``render.build.incremental``)."""
     siblings = [
-        (p.rel, p.version, p.date, p.title, p.supersedes)
+        (p.rel, p.version, p.date, p.title, p.supersedes, p.changes)
         for r in src.records
         if page.kind == "record" and r.slug == page.slug
         for p in r.versions
@@ -63,19 +63,23 @@ def render_one(
         raise BuildError(f"{page.where('evidence')}: {exc}") from None
     state = PageState(page.rel, partial=partial)
     headlines = evaluate_summary(env, page, context, state)
+    verdicts = answers.evaluate(env, page, context, state) if page.kind == "record" else []
     body = render_body(env, page, context, state)
-    blocks, machine = "", None
+    blocks, machine, box = "", None, ""
     reproduced: list[dict[str, Any]] = []
     if page.kind == "record":
-        machine = provenance.machine_label(sorted(set(aliases.values())), evidence.docs)
+        ids = sorted(set(aliases.values()))
+        machine = provenance.machine_label(ids, evidence.docs)
         blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
             page.rel, aliases, evidence.docs, declarations
         )
         # the archive's reproductions of this version: its key names every evidence id, so a new one re-renders it
         section, reproduced = reproductions.record_section(page.rel, page.slug or "", page.version, evidence.docs)
         blocks += section
+        record = next(r for r in src.records if r.slug == page.slug)
+        box = answers.box(verdicts, answers.status(page, record, answers.measured(ids, evidence.docs), machine))
     text = (
-        layout.header(page, src)
+        layout.header(page, src, box)
         + layout.results_box(page.rel, headlines)
         + notices.markdown(aliases, evidence.docs)
         + body.strip("\n")
@@ -89,4 +93,6 @@ def render_one(
     files = {page.rel: text.encode("utf-8"), **state.files}
     rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + reproduced + list(state.claims.values())
     cited = sorted(state.cited | set(aliases.values()))
-    return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine)
+    return incremental.PageOutput(
+        files, rows, cited, headlines if page.kind == "record" else None, machine, " ".join(verdicts) or None
+    )

@@ -28,6 +28,7 @@ from typing import Any
 
 from measure.evidence.store import Store, read_regular
 from measure.progress import Progress
+from render.pages import benchfiles
 from render.pages import changes
 from render.numbers import claims
 from render.pages import colophon
@@ -147,6 +148,8 @@ def render_pages(
             tree.headlines[page.rel] = out.headlines
         if out.machine is not None:
             tree.machines[page.rel] = out.machine
+        if getattr(out, "answer", None):  # a cache entry from before answers has none
+            tree.verdicts[page.rel] = out.answer  # type: ignore[assignment]
         for ident in out.cited:
             cited.setdefault(ident, []).append((page.rel, layout.page_title(page)))
     for rel, source in src.files:
@@ -226,14 +229,15 @@ def generate_pages(
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
     reproduced = reproductions.index_status(src, evidence.docs)
-    tree.files["records/index.md"] = layout.records_index(src, tree.headlines, tree.machines, reproduced).encode("utf-8")
+    index = layout.records_index(src, tree.headlines, tree.machines, tree.verdicts, reproduced)
+    tree.files["records/index.md"] = index.encode("utf-8")
     compared, compared_rows = reproductions.comparison_pages(evidence.docs, src)  # one page per reproduction
     tree.files.update(compared)
     tree.ledger += compared_rows
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
     if "index.md" not in tree.files:
         tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"
-    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines).encode("utf-8")
+    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines, tree.verdicts).encode("utf-8")
     if "playbook/index.md" not in tree.files:
         tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
     tree.diff = ledger.diff(published or [], tree.ledger)
@@ -463,6 +467,12 @@ def render_tree(
         read=not full,
         later=tree.later.file if tree.later is not None else None,
     )
+    bench = benchfiles.found(src)  # bench/ paths in prose link to the Benchmarks page (render.pages.benchfiles)
+    if bench:
+        for page in src.pages:
+            text = tree.files[page.rel].decode("utf-8")
+            tree.files[page.rel] = benchfiles.link(text, page.rel, bench).encode("utf-8")
+        tree.files[benchfiles.PAGE] = benchfiles.page(bench, colophon.source_commit(paths.docs)).encode("utf-8")
     incremental.forget_units(paths.build)  # written again once the tree holds what it describes
     tree.rewritten = write_tree(tree, paths.tree)
     incremental.save_units(paths.build, tree.units)

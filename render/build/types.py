@@ -86,7 +86,9 @@ class Tree:
     headlines: dict[str, list[tuple[str, Quantity]]] = field(default_factory=dict)
     """Record page -> its headline results (label, Quantity), for the records index and the home page."""
     machines: dict[str, str] = field(default_factory=dict)
-    """Record page -> the GPU(s) its evidence ran on, in words."""
+    """Record page -> the GPUs its evidence ran on, in words."""
+    verdicts: dict[str, str] = field(default_factory=dict)
+    """Record page -> its Answer as Markdown for that page (``render.pages.answers``), for the index and home page."""
     later: DeferredWork | None = None
     """What makes the files that hold placeholders while the site engine runs (``render.build.deferred``); None: none do."""
 

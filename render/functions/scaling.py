@@ -17,6 +17,7 @@ from render.derive import scaling
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, number, quantity
+from render.numbers import reading as numbers
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -56,7 +57,8 @@ class ScalingView(FieldView):
             notes["paired_efficiency"] = "no paired rounds in this evidence (ddp probe version 1)"
         if summary.comm_s == 0:
             notes["overlap"] = "no all-reduce time was measured"
-        what = f"ddp evidence at {summary.gpus} GPU(s), {summary.tokens_per_rank} tokens per rank, medians"
+        gpus = numbers.counted(summary.gpus, "GPU")
+        what = f"ddp evidence at {gpus}, {summary.tokens_per_rank} tokens per rank, medians"
         super().__init__(vars(summary), (ref.id,), what, f"ddp({ref.alias})", notes)
         self._summary, self._doc, self._ref = summary, doc, ref
 
@@ -103,7 +105,7 @@ class ScalingView(FieldView):
         flagged = [p for p in points if p.get("phase") == "step" and p.get("unstable")]
         if not flagged:
             return Block("")
-        which = " and ".join(f"{int(p['gpus'])} GPU(s)" for p in flagged)
+        which = " and ".join(numbers.counted(int(p["gpus"]), "GPU") for p in flagged)
         why = "the step windows' coefficient of variation stayed over 5% after the extra windows; flagged unstable"
         return Block(f'!!! note "Unstable windows"\n\n    At {escape_text(which)}: {escape_text(why)}.\n')
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from render.numbers.claims import checking
-from render.numbers.quantity import ClaimError, Quantity
+from render.numbers.quantity import COMPARE, ClaimError, Comparison, Quantity
 
 WORDS: dict[str, str] = {
     "speed-up": "faster",
@@ -77,3 +77,40 @@ def headline_mark(q: Quantity) -> str | None:
         return None
     lo, hi = q.uncertainty
     return UNRESOLVED if lo <= 0 <= hi else None
+
+
+VERDICT_WORDS = (
+    "faster", "slower", "quicker", "speed-up", "speedup", "speeds", "slowdown", "slows", "save", "saves", "saving",
+    "saved", "cost", "costs", "costlier", "cheaper", "larger", "smaller", "bigger", "more", "less", "fewer", "higher",
+    "lower", "above", "below", "exceed", "exceeds", "fails", "fail", "passes", "pass", "beats", "wins", "outruns",
+    "grows", "shrinks", "gains", "loses", "raises", "lowers", "cuts", "bounds", "dominates",
+)  # fmt: skip
+"""Words by which an Answer's sentence states a direction (one thing above, below, faster than another)."""
+_VERDICT = re.compile(r"(?<![a-z-])(" + "|".join(re.escape(w) for w in VERDICT_WORDS) + r")(?![a-z-])")
+
+
+def verdict_direction(text: str) -> str | None:
+    """The first word by which an Answer's sentence states a direction (None: it states none)."""
+    m = _VERDICT.search(text.lower())
+    return m.group(1) if m else None
+
+
+def unresolved(c: Comparison) -> str | None:
+    """Why the 95% intervals do not resolve comparison ``c`` (None: they do).
+
+    A side without an interval counts as its value. ``a > b`` is resolved when ``a``'s low end is above ``b``'s
+    high end (``a < b`` the mirror), so a difference inside the noise cannot carry a direction, the rule
+    ``headline_mark`` applies to one number: an interval that contains zero does not tell a change from none.
+    """
+    left, right = c.left, c.right
+    if left.value is None or right.value is None:
+        return f"{c.text} has a side with no value"
+    lo_a, hi_a = left.uncertainty or (left.value, left.value)
+    lo_b, hi_b = (x * c.factor for x in (right.uncertainty or (right.value, right.value)))
+    if c.op in (">", ">="):
+        held = COMPARE[c.op](lo_a, hi_b)
+        ends = f"the low end of {left.key} ({lo_a:.4g}) is not above the high end of {right.key} ({hi_b:.4g})"
+    else:
+        held = COMPARE[c.op](hi_a, lo_b)
+        ends = f"the high end of {left.key} ({hi_a:.4g}) is not below the low end of {right.key} ({lo_b:.4g})"
+    return None if held else f"{c.text}, but {ends}: the 95% intervals overlap, so it is not resolved"

@@ -223,3 +223,9 @@ def wide_format(spec: str) -> bool:
     if "{" in spec or "*" in spec:
         return True
     return any(int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", spec))
+
+
+def counted(n: float, noun: str) -> str:
+    """``2 GPUs``, ``1 GPU``: a whole count and its noun, plural unless the count is one (never ``GPU(s)``)."""
+    whole = int(n) if float(n).is_integer() else n
+    return f"{whole} {noun}" + ("" if whole == 1 else "s")

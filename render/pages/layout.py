@@ -12,6 +12,7 @@ from typing import Any
 
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
+from render.pages import answers
 from render.pages.sources import Record, SourcePage, Sources
 
 BANNER = "Archived reference."
@@ -33,8 +34,14 @@ def _record_of(page: SourcePage, sources: Sources) -> Record | None:
     return next((r for r in sources.records if r.slug == page.slug), None) if page.kind == "record" else None
 
 
-def header(page: SourcePage, sources: Sources) -> str:
-    """Markdown above the page body: heading, archived banner, version line, errata."""
+def ordered(records: tuple[Record, ...] | list[Record]) -> list[Record]:
+    """Records in the one order the nav, the records index and the home page show them: newest first by the
+    date of the current version, then by slug."""
+    return sorted(sorted(records, key=lambda r: r.slug), key=lambda r: r.current.date or "", reverse=True)
+
+
+def header(page: SourcePage, sources: Sources, answer: str = "") -> str:
+    """Markdown above the page body: heading, archived banner, the Answer box (``answer``), version line, errata."""
     out = []
     if page.title_in_front_matter:
         out += [f"# {escape_text(page.title)}", ""]
@@ -44,7 +51,16 @@ def header(page: SourcePage, sources: Sources) -> str:
     current = record.current
     if page is not current:
         link = relative_link(page.rel, current.rel)
-        out += ['!!! warning ""', "", f"    {BANNER} [{BANNER_LINK}]({link})", ""]
+        after = answers.successor(page, record)
+        why = (
+            f" Superseded by version {after.version} ({escape_text(after.date)})."
+            f" What it changed: {escape_text(after.changes)}"
+            if after and after.changes
+            else ""
+        )
+        out += ['!!! warning ""', "", f"    {BANNER} [{BANNER_LINK}]({link}){why}", ""]
+    if answer:
+        out.append(answer)
     line = f"*Version {page.version}, {escape_text(page.date)}"
     if page.supersedes is not None:
         older = next(p for p in record.versions if p.version == page.supersedes)
@@ -72,7 +88,8 @@ def footer(page: SourcePage, sources: Sources, aliases: dict[str, str], docs: di
         for p in reversed(record.versions):
             label = f"Version {p.version}" + (" (current)" if p is record.current else "")
             shown = f"**{label}**" if p is page else f"[{label}]({relative_link(page.rel, p.rel)})"
-            out.append(f"- {shown}, {escape_text(p.date)}: {escape_text(p.title)}")
+            said = p.changes or (f"first version: {p.title}" if p is record.versions[0] else p.title)
+            out.append(f"- {shown}, {escape_text(p.date)}: {escape_text(said or '')}")
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -93,41 +110,54 @@ def _headline_cell(here: str, headlines: list[tuple[str, Quantity]]) -> str:
     return "<br>".join(f"{escape_text(label)}: {q.markdown(here)}" for label, q in headlines) or "–"
 
 
+Verdicts = dict[str, str]
+"""Record page -> its Answer's verdicts as Markdown for that page (``render.pages.answers.evaluate``, joined)."""
+
+
+def _answer(c: SourcePage, here: str, verdicts: Verdicts) -> str:
+    text = verdicts.get(c.rel)
+    return answers.rebase(text, c.rel, here) if text else ""
+
+
 def records_index(
     sources: Sources,
     headlines: Headlines | None = None,
     machines: dict[str, str] | None = None,
+    verdicts: Verdicts | None = None,
     reproduced: dict[str, str] | None = None,
 ) -> str:
-    """The *Records* page: one row per record, newest first, with its headline results, machine and date;
+    """The *Records* page: one row per record, newest first, with its answer, headline results, machine and date;
     ``reproduced``: page -> its reproduction status, as Markdown (``render.pages.reproductions.index_status``)."""
-    headlines, machines, reproduced = headlines or {}, machines or {}, reproduced or {}
+    headlines, machines, verdicts, reproduced = headlines or {}, machines or {}, verdicts or {}, reproduced or {}
     out = ["# Records", ""]
     if not sources.records:
         out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
         return "\n".join(out) + "\n"
     out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
-    out += ["| record | headline results | machine | version | date | reproduced |", "|---|---|---|---|---|---|"]
+    out += ["| record | answer | headline results | machine | version | reproduced |", "|---|---|---|---|---|---|"]
     here = "records/index.md"
-    for r in sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True):
+    for r in ordered(sources.records):
         c = r.current
         cell = _headline_cell(here, headlines.get(c.rel, []))
+        said = _answer(c, here, verdicts).replace("|", "\\|") or "–"
         out.append(
-            f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {cell}"
-            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version} | {escape_text(c.date)}"
+            f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {said} | {cell}"
+            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version}, {escape_text(c.date)}"
             f" | {reproduced.get(c.rel, 'not reproduced')} |"
         )
     return "\n".join(out) + "\n"
 
 
-LATEST = 3
-"""How many of the newest records the home page shows the headline results of."""
+LATEST = 5
+"""How many of the newest records the home page shows the answer and headline results of."""
 
 
-def latest_results(sources: Sources, headlines: Headlines, machines: dict[str, str]) -> str:
-    """The home page's *Latest results*: the newest records' headline results and the machine they ran on."""
-    newest = sorted(sources.records, key=lambda r: (r.current.date, r.slug), reverse=True)
-    shown = [r.current for r in newest if headlines.get(r.current.rel)][:LATEST]
+def latest_results(
+    sources: Sources, headlines: Headlines, machines: dict[str, str], verdicts: Verdicts | None = None
+) -> str:
+    """The home page's *Latest results*: the newest records' answers, headline results and the machine they ran on."""
+    verdicts = verdicts or {}
+    shown = [r.current for r in ordered(sources.records) if headlines.get(r.current.rel)][:LATEST]
     if not shown:
         return ""
     out = ["", "## Latest results", ""]
@@ -138,6 +168,9 @@ def latest_results(sources: Sources, headlines: Headlines, machines: dict[str, s
             f"{escape_text(machines.get(c.rel, '–'))}:",
             "",
         ]
+        said = _answer(c, "index.md", verdicts)
+        if said:
+            out += [f"**Answer:** {said}", ""]
         out += [f"- {escape_text(label)}: {q.markdown('index.md')}" for label, q in headlines[c.rel]]
         out.append("")
     return "\n".join(out)
@@ -145,7 +178,7 @@ def latest_results(sources: Sources, headlines: Headlines, machines: dict[str, s
 
 def archive_index(sources: Sources) -> str:
     out = ["# Archive", ""]
-    archived = [(r, p) for r in sources.records for p in r.archived]
+    archived = [(r, p) for r in ordered(sources.records) for p in r.archived]
     if not archived:
         out.append("No record has been superseded yet.")
         return "\n".join(out) + "\n"
@@ -184,8 +217,9 @@ def sealed(rel: str, data: bytes) -> bytes:
     return SEALED_META + data if rel.endswith(".md") else data
 
 
-NOT_IN_NAV = "/evidence/"
-"""mkdocs ``not_in_nav`` pattern: evidence pages and listings are built but reached from the Evidence index."""
+NOT_IN_NAV = "/evidence/\n/bench.md"
+"""mkdocs ``not_in_nav`` patterns: evidence pages and listings are built but reached from the Evidence index, the
+Benchmarks page from the bench paths that link to it (``render.pages.benchfiles``)."""
 
 
 def nav(sources: Sources) -> list[Any]:
@@ -203,9 +237,9 @@ def nav(sources: Sources) -> list[Any]:
         item(page_title(p), p.rel) for p in sources.pages if p.kind == "playbook" and p.rel != "playbook/index.md"
     ]
     records = [item("Records", "records/index.md")]
-    records += [item(page_title(r.current), r.current.rel) for r in sources.records]
+    records += [item(page_title(r.current), r.current.rel) for r in ordered(sources.records)]
     archive = [item("Archive", "archive/index.md")]
-    archive += [item(f"{page_title(p)} (v{p.version})", p.rel) for r in sources.records for p in r.archived]
+    archive += [item(f"{page_title(p)} (v{p.version})", p.rel) for r in ordered(sources.records) for p in r.archived]
     # one entry, whatever the archive holds: the nav is printed into every page (render/evidence/index.py)
     evidence = item("Evidence", "evidence/index.md")
     out: list[Any] = []

@@ -104,7 +104,7 @@ def is_measurement(text: str) -> bool:
 
 
 def lint_page(page: SourcePage) -> list[Hit]:
-    """Hits in a page's prose, title, headline labels and errata."""
+    """Hits in a page's prose, title, headline labels, answer, changes and errata."""
     hits = find(page.body, str(page.path))
     if page.title and page.title_in_front_matter:
         hits += [
@@ -114,6 +114,11 @@ def lint_page(page: SourcePage) -> list[Hit]:
         hits += [
             Hit(str(page.path), page.lines.get("summary", 1), h.column, h.text)
             for h in find(headline.label, str(page.path))
+        ]
+    for text in [v.text for v in page.answer] + ([page.changes] if page.changes else []):
+        hits += [
+            Hit(str(page.path), page.lines.get("answer" if text != page.changes else "changes", 1), h.column, h.text)
+            for h in find(text, str(page.path))
         ]
     for erratum in page.errata:
         hits += [

@@ -47,6 +47,13 @@ def foreign_tags(doc: dict[str, Any]) -> list[str]:
     return kernels.foreign_arch_tags(kernels.arch_tags(named), capability if isinstance(capability, str) else None)
 
 
+def stop_reason(error: Any) -> str:
+    """Why a partial run stopped, as a clause a sentence can end with a full stop: an exception's name with an empty
+    message (``KeyboardInterrupt:``) loses its colon, and trailing punctuation goes (issue 28, item 8)."""
+    text = " ".join(str(error or "").split()).rstrip(" :;,.")
+    return text or "stopped early"
+
+
 def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
     """Admonitions for the top of a page: its partial evidence, its kernels built for another architecture."""
     out = []
@@ -54,7 +61,7 @@ def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
     if partial:
         out += ['!!! warning "Partial evidence"', ""]
         for alias in partial:
-            error = docs[aliases[alias]].get("error") or "stopped early"
+            error = stop_reason(docs[aliases[alias]].get("error"))
             out.append(
                 f"    - `{alias}` ({short_id(aliases[alias])}) stopped before it finished: {escape_text(error)}. "
                 "What it holds is valid; numbers from it are marked *partial*."

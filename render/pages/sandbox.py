@@ -128,12 +128,23 @@ class TemplateOutputError(ProbebookError):
     """A placeholder yielded something a page may not show."""
 
 
+INPUT_DERIVATION = "evidence field params."
+"""How ``value()`` names a number read from a run's ``params`` (``render.functions.general.value``)."""
+
+
+def is_input(q: Quantity) -> bool:
+    """Whether ``q`` is one of a run's inputs (a ``params`` field: its batch, its sequence length), set before the
+    run began: a run that stopped early leaves it as it was, so it takes no "partial" mark ("1024 (partial) tokens"
+    reads as if the width were in doubt; issue 28, item 8)."""
+    return q.derivation.startswith(INPUT_DERIVATION)
+
+
 @jinja2.pass_context
 def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     """Turn what a ``{{ }}`` yields into Markdown, recording Quantities in the ledger."""
     state = _STATE.get()
     if isinstance(value, Quantity):
-        if state.partial.intersection(value.evidence):
+        if state.partial.intersection(value.evidence) and not is_input(value):
             value = replace(value, mark=f"{value.mark}, partial" if value.mark else "partial")
         state.record(value)
         return value.markdown(state.rel)
@@ -406,16 +417,20 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
             ),
             time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"),
         ):
-            template = env.get_template(page.rel)
-            parts, size = [], 0
-            for part in template.generate(context):
-                size += len(part)
-                if size > MAX_PAGE_CHARS:
-                    raise TemplateLimitError(f"the page's text passes {MAX_PAGE_CHARS} characters")
-                parts.append(part)
-            return "".join(parts)
+            return _bounded(env.get_template(page.rel), context)
     finally:
         _STATE.reset(token)
+
+
+def _bounded(template: jinja2.Template, context: dict[str, Any]) -> str:
+    """The template's text, refused once it passes ``MAX_PAGE_CHARS``."""
+    parts, size = [], 0
+    for part in template.generate(context):
+        size += len(part)
+        if size > MAX_PAGE_CHARS:
+            raise TemplateLimitError(f"the page's text passes {MAX_PAGE_CHARS} characters")
+        parts.append(part)
+    return "".join(parts)
 
 
 def _always(where: str, _exc: BaseException) -> str:
@@ -448,6 +463,32 @@ def _page_errors(
         raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
 
 
+def evaluate_expression(env: PageEnvironment, expr: str, where: str, context: dict[str, Any]) -> Any:
+    """One page expression from front matter (no braces), in the page's sandbox and context; failures name ``where``."""
+    with (
+        _page_errors(
+            functools.partial(_always, where), "<template>", f"{where}: the expression recurses deeply", list(context)
+        ),
+        time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"),
+    ):
+        return env.compile_expression(expr, undefined_to_none=False)(**context)
+
+
+def render_text(env: PageEnvironment, text: str, where: str, context: dict[str, Any], state: PageState) -> str:
+    """A sentence from front matter rendered like the body (its numbers become ledger rows of ``state``)."""
+    token = _STATE.set(state)
+    try:
+        with (
+            _page_errors(
+                functools.partial(_always, where), "<template>", f"{where}: the text recurses too deeply", list(context)
+            ),
+            time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the text"),
+        ):
+            return _bounded(env.from_string(text), context)
+    finally:
+        _STATE.reset(token)
+
+
 def evaluate_summary(
     env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState
 ) -> list[tuple[str, Quantity]]:
@@ -460,16 +501,7 @@ def evaluate_summary(
     out = []
     for i, headline in enumerate(page.summary):
         where = f"{page.where('summary')} (summary[{i}])"
-        with (
-            _page_errors(
-                functools.partial(_always, where),
-                "<template>",
-                f"{where}: the expression recurses too deeply",
-                list(context),
-            ),
-            time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"),
-        ):
-            value = env.compile_expression(headline.expr, undefined_to_none=False)(**context)
+        value = evaluate_expression(env, headline.expr, where, context)
         if not isinstance(value, Quantity):
             raise PageError(
                 f"{where}: a headline must be a number from evidence (a Quantity), got {type(value).__name__}"
@@ -479,7 +511,7 @@ def evaluate_summary(
         except ProbebookError as exc:
             raise PageError(str(exc)) from None
         marks = [value.mark] if value.mark else []  # a fit's own mark stays (lack of fit)
-        marks += ["partial"] if state.partial.intersection(value.evidence) else []
+        marks += ["partial"] if state.partial.intersection(value.evidence) and not is_input(value) else []
         marks += [m for m in (directions.headline_mark(value),) if m]
         if marks:
             value = replace(value, mark=", ".join(marks))

@@ -26,12 +26,17 @@ _VERSION_FILE = re.compile(r"^v([1-9][0-9]{0,3})\.md$")
 _ALIAS = re.compile(r"^[a-z_][a-z0-9_]{0,39}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # Tree paths render generates; a source may not claim them.
-RESERVED = ("evidence/", "archive/", "changes.md", "ledger.json", "records/index.md", "assets/probebook/")
+RESERVED = ("evidence/", "archive/", "bench.md", "changes.md", "ledger.json", "records/index.md", "assets/probebook/")
 # Files other than pages are copied into the site byte for byte, past the sanitizer, so only inert kinds
 # pass: HTML, SVG, scripts or stylesheets could carry script or restyle the theme.
 COPIED_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".ico", ".csv", ".json", ".txt", ".pdf")
 PAGE_FIELDS = {"title", "evidence"}
-RECORD_FIELDS = {"title", "version", "date", "supersedes", "evidence", "errata", "summary"}
+RECORD_FIELDS = {"title", "version", "date", "supersedes", "evidence", "errata", "summary", "answer", "changes"}
+ANSWER_SIZE = (1, 2)
+"""How many verdicts a record's ``answer`` holds: one or two sentences, one per question (issue 28)."""
+REQUIRED_SECTIONS = ("Follow-ups", "Not measured")
+"""The ``## `` sections a current record that publishes results (a ``summary``) must have, besides its ``answer``:
+what the record earns next, and what it did not measure, item by item (issue 28, item 6)."""
 SUMMARY_SIZE = (1, 5)
 """How many headline results a record's ``summary`` may hold; docs/ records hold three to five (issue 14),
 which ``tests/test_records_structure.py`` checks."""
@@ -59,6 +64,18 @@ class Headline:
     """What the number is, in words (plain text; linted like prose)."""
     expr: str
     """A page expression without braces, e.g. ``fit(sweep).c``; it must yield a Quantity."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One sentence of a record's Answer: Markdown text (``{{ }}`` numbers allowed) and the comparisons behind it."""
+
+    text: str
+    """The sentence, a template like the body's prose; shown only while every comparison in ``holds`` holds."""
+    holds: tuple[str, ...]
+    """Page expressions without braces, each a comparison (``paired(abl, "x").saving > 0``), checked like ``claim()``;
+    a sentence that states a direction also needs each one resolved by its 95% intervals
+    (``render.numbers.directions.unresolved``)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +110,11 @@ class SourcePage:
     """Whether the title came from front matter (then render writes the page's heading)."""
     summary: tuple[Headline, ...] = ()
     """A record's headline results, shown in a box at its top and in the records index."""
+    answer: tuple[Verdict, ...] = ()
+    """A record's Answer: the verdict on each question, first under its title, on the index and the home page."""
+    changes: str | None = None
+    """What this version changed against the one before (required from version 2 on); the Versions list and the
+    superseded version's banner say it."""
 
     def where(self, fieldname: str | None = None) -> str:
         """``docs/x.md line N`` for a front matter field (or the file when unknown)."""
@@ -297,6 +319,8 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
             items.append(Erratum(_date(entry["date"], spot, "date"), _text(entry["text"], spot, "text")))
         fields = {
             "summary": _summary(meta.get("summary"), where("summary")),
+            "answer": _answer(meta.get("answer"), where("answer")),
+            "changes": _text(meta["changes"], where("changes"), "changes") if "changes" in meta else None,
             "slug": path.parent.name,
             "version": version,
             "date": _date(meta["date"], where("date"), "date"),
@@ -333,6 +357,78 @@ def _summary(value: Any, where: str) -> tuple[Headline, ...]:
             raise SourceError(f"{spot}: 'value' is a page expression without braces, e.g. fit(sweep).c")
         out.append(Headline(_text(entry["label"], spot, "label"), expr))
     return tuple(out)
+
+
+def _answer(value: Any, where: str) -> tuple[Verdict, ...]:
+    """Front matter ``answer``: a list of {text, holds} entries; ``holds`` one page expression or a list of them."""
+    if value is None:
+        return ()
+    low, high = ANSWER_SIZE
+    if not isinstance(value, list) or not low <= len(value) <= high:
+        raise SourceError(f"{where}: field 'answer' must list {low} to {high} verdicts, each {{text, holds}}")
+    out = []
+    for i, entry in enumerate(value):
+        spot = f"{where} (answer[{i}])"
+        if not isinstance(entry, dict) or set(entry) != {"text", "holds"}:
+            raise SourceError(
+                f"{spot}: each verdict needs exactly the fields 'text' (the sentence) and 'holds' (the comparisons "
+                "behind it): an answer is a checked claim or it is not written"
+            )
+        holds = entry["holds"] if isinstance(entry["holds"], list) else [entry["holds"]]
+        if not holds:
+            raise SourceError(f"{spot}: 'holds' must name at least one comparison, e.g. paired(abl, \"x\").saving > 0")
+        exprs = tuple(_text(h, spot, "holds") for h in holds)
+        if any("{{" in e or "}}" in e or "{%" in e for e in exprs):
+            raise SourceError(f"{spot}: 'holds' takes page expressions without braces, e.g. fit(a).c < fit(b).c")
+        out.append(Verdict(_text(entry["text"], spot, "text"), exprs))
+    return tuple(out)
+
+
+_HEADING = re.compile(r"^## +(.+?) *$", re.MULTILINE)
+
+
+def check_record(record: Record) -> None:
+    """What a record's versions must say (issue 28, items 5 and 6), each problem one line naming the file.
+
+    Every version after the first says what it ``changes``. The current version, when it publishes results (a
+    ``summary``), also states its ``answer`` and has the ``REQUIRED_SECTIONS``, "Not measured" as a list;
+    superseded versions are exempt (they are kept as they were published).
+    """
+    for page in record.versions[1:]:
+        if page.changes is None:
+            raise SourceError(
+                f"{page.path}: version {page.version} needs a front matter field 'changes': one line saying what it "
+                "changed against the version before"
+            )
+    page = record.current
+    if not page.summary:
+        return
+    if not page.answer:
+        raise SourceError(
+            f"{page.path}: a current record needs a front matter field 'answer' (its verdicts, each a sentence "
+            "and the comparisons behind it), shown first under its title"
+        )
+    body = _fenced_blank(page.body)
+    sections = {m.group(1): m.end() for m in _HEADING.finditer(body)}
+    for name in REQUIRED_SECTIONS:
+        if name not in sections:
+            raise SourceError(f"{page.path}: a current record needs a '## {name}' section")
+    after = body[sections["Not measured"] :]
+    nxt = _HEADING.search(after)
+    if not re.search(r"^- ", after[: nxt.start() if nxt else None], re.MULTILINE):
+        raise SourceError(f"{page.path}: the '## Not measured' section must be a list, one '- ' item per thing")
+
+
+def _fenced_blank(body: str) -> str:
+    """``body`` with fenced code blanked, so a heading inside an example does not count."""
+    out, fence = [], False
+    for line in body.split("\n"):
+        if re.match(r"^\s*(```|~~~)", line):
+            fence = not fence
+            out.append("")
+        else:
+            out.append("" if fence else line)
+    return "\n".join(out)
 
 
 def _kind(rel: str) -> str:
@@ -447,6 +543,7 @@ def load(root: Path) -> Sources:
                     f"records/{slug}/v{p.supersedes}.md does not exist"
                 )
         records.append(Record(slug, tuple(versions)))
+        check_record(records[-1])
     stems = {p.rel[:-3] for p in pages}
     for rel, path in files:
         if (beside := shadows_generated(rel, stems)) is not None:

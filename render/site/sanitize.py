@@ -175,6 +175,18 @@ def clean_entry(entry: dict) -> bool:
     return changed
 
 
+_EVIDENCE_SECTION = re.compile(r"^evidence/[0-9a-f]{64}\.html#")
+
+
+def searchable(entry: dict) -> bool:
+    """Whether a search index entry stays in the index: not a section of an evidence page (its raw samples, params,
+    machine, other data). Those were four fifths of the repository's 3.5 MB index, which the search worker fetches
+    and indexes before search answers, so "Initializing search" showed for about 6 s (issue 28, item 8). The
+    page's own entry stays, with its title and full and short id, so an evidence id is still found by search."""
+    location = entry.get("location")
+    return not (isinstance(location, str) and _EVIDENCE_SECTION.match(location))
+
+
 def write_search_index(path: Path, index: dict) -> None:
     """The index in one form whatever the sanitizer changed, so a merged index (``render.build.dirty``) matches a full one."""
     path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
@@ -186,10 +198,11 @@ def clean_search_index(path: Path, theme: EngineTheme = MATERIAL) -> bool:
     entries = index.get(theme.entries) if isinstance(index, dict) else None
     if not isinstance(entries, list):
         raise SanitizeError(f"{path}: not a {theme.name} search index (no list {theme.entries!r}) to sanitize")
-    changed = False
-    for doc in entries:
+    kept = [doc for doc in entries if searchable(doc)]
+    changed = len(kept) != len(entries)
+    for doc in kept:
         changed = clean_entry(doc) or changed
-    write_search_index(path, index)
+    write_search_index(path, {**index, theme.entries: kept})
     return changed
 
 
