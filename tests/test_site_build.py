@@ -475,6 +475,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.contracts",
         "measure.evidence.kernel_names",
         "measure.evidence.flops",  # torch-free: model FLOPs with frozen weights (render.derive.workload)
+        "measure.evidence.reruns",  # torch-free: old params migrated for the Reproduce block (render.pages.provenance)
         "measure.progress",
         "measure.constants",
         "measure.lifetime",
