@@ -79,6 +79,12 @@ class Recorder:
         self._append({"rows": rows, "point": summary})
         self.progress.step(label)
 
+    def check_device(self) -> None:
+        """Record whether the card is idle and ours (``measure.device_check``), on the device ``params`` name."""
+        from measure import device_check
+
+        self.data["device_check"] = device_check.check(self.params.get("device"))
+
     def fail(self, error: str) -> None:
         """Mark the run failed (e.g. a profiler trace that dropped events): it is stored, never published."""
         self.status, self.error = "failed", error
@@ -92,8 +98,12 @@ def execute(
     body: Callable[[Recorder], None],
     journal: Path | None = None,
     progress: bool = False,
+    check_device: bool = True,
 ) -> Evidence:
     """Run ``body(recorder)``; return complete, partial (with error) or failed evidence.
+
+    The device is checked before the body (``measure.device_check``), unless ``check_device`` is False:
+    then the body calls ``rec.check_device()`` once it holds the device (a campaign job, after its lock).
 
     A ``ProbebookError`` raised before any point was measured is re-raised (it is bad input,
     shown as one line); any other exception, or one after points exist, becomes the evidence's error.
@@ -103,10 +113,10 @@ def execute(
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
     rec.code = code
-    from measure import device_check, host_load
+    from measure import host_load
 
-    # before the body: an idle, exclusive card is the premise of every timing (issue 27)
-    rec.data["device_check"] = device_check.check(params.get("device"))
+    if check_device:  # before the body: an idle, exclusive card is the premise of every timing (issue 27)
+        rec.check_device()
     rec.data["host_load"] = {"before": host_load.sample()}
     try:
         with rec.progress:

@@ -133,8 +133,15 @@ def plan_followup(sweep: Path, folder: Path, name: str | None = None, presets: t
 
 
 def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any]:
-    """One follow-up point in one job: the baseline worker, then the instrumented one; both stored."""
-    started = time.time()
+    """One follow-up point in one job: the baseline worker, then the instrumented one; both stored. While it
+    runs, the job is one of the campaign's jobs that its siblings' device checks leave out (``job.sharing``)."""
+    from probebook.campaign.job import sharing
+
+    with sharing(folder, gpu_lock):
+        return _measure_pair(point, folder, gpu_lock, time.time())
+
+
+def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: float) -> dict[str, Any]:
     from filelock import FileLock
 
     from measure.probes import batch_sweep, optimizer
