@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
@@ -90,6 +91,18 @@ class Recorder:
         self.status, self.error = "failed", error
 
 
+def unstable_points(samples: list[dict[str, Any]], points: list[dict[str, Any]]) -> int:
+    """How many point summaries, or rows when no summary says, carry a true ``unstable`` flag (``measure.timing``'s:
+    the CV of the windows still above the threshold after the extra windows); a flag per arm counts once."""
+
+    def flagged(record: dict[str, Any]) -> bool:
+        value = record.get("unstable")
+        return any(v is True for v in value.values()) if isinstance(value, dict) else value is True
+
+    said = [p for p in points if isinstance(p, dict) and "unstable" in p]
+    return sum(map(flagged, said or [r for r in samples if isinstance(r, dict)]))
+
+
 def execute(
     probe: str,
     version: int,
@@ -128,6 +141,14 @@ def execute(
     except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
         rec.status = "partial" if rec.samples else "failed"
         rec.error = one_line(exc)
+    if rec.status == "complete":
+        flagged = unstable_points(rec.samples, rec.points)
+        if flagged:  # issue 29: a run whose windows stayed noisy is not stored as complete
+            rec.status = "unstable"
+            rec.error = (
+                f"{flagged} point(s) with a CV of their windows above {CV_THRESHOLD:.0%} after the extra windows "
+                "(rows flagged unstable): the times are noisy; rerun on a quiet device"
+            )
     rec.data["host_load"]["after"] = host_load.sample()
     before = rec.data["host_load"]["before"]
     if before["busy"]:  # said once the run has measured, so that bad input stays one line (it is raised above)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence.envelope import Evidence
+from measure.evidence.envelope import MEASURED, Evidence
 from measure.evidence.store import Store
 from measure.machine import code_fingerprint, fingerprint
 from probebook.campaign import receipts
@@ -159,7 +159,7 @@ def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: f
     row = rows[0] if rows else {}
     summary: dict[str, Any] = {}
     timed_id, error, status = None, None, "ok"
-    if baseline.status != "complete" or row.get("status") != "ok":
+    if baseline.status not in MEASURED or row.get("status") != "ok":
         failures = baseline.data.get("failures") or []
         why = row.get("error") or baseline.error or (failures[0]["error"] if failures else "no row")
         status = "failed"
@@ -173,7 +173,7 @@ def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: f
             release_device(resolve_device(point["optimizer_config"]["device"]))  # before the next job takes the card
         timed_id = store.put(timed)
         summary = timed.data.get("summary") or {}
-        if timed.status != "complete":
+        if timed.status not in MEASURED:
             status, error = "failed", f"instrumented worker: {timed.error}"
     return {
         "evidence": timed_id or base_id,

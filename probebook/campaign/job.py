@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from measure.evidence.envelope import MEASURED
+
 
 def sharing(folder: str, gpu_lock: bool) -> contextlib.AbstractContextManager[None]:
     """While a job runs, its pid is registered among the campaign's jobs that take turns on one card
@@ -47,7 +49,7 @@ def run_point(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, A
     failures = evidence.data.get("failures") or []
     return {
         "evidence": ident,
-        "status": row.get("status") if evidence.status == "complete" else "failed",
+        "status": row.get("status") if evidence.status in MEASURED else "failed",  # unstable: measured, flagged
         "error": evidence.error or (failures[0]["error"] if failures else None),
         "tok_s": row.get("tok_s"),
         "peak_bytes": row.get("peak_bytes"),
