@@ -1,13 +1,13 @@
 """Render's side of issue 27 on literal inputs: a follow-up's optimizer points, parameter counts and frozen-weight
-FLOPs (and mfu()'s default to them), the hvp curvature fields, and the run marks (harness and hash, engagement,
-busy device) with their notices."""
+FLOPs (and mfu()'s default to them), the gemm windows' clock and the phase peaks, the hvp curvature fields,
+and the run marks (harness and hash, engagement, busy device) with their notices."""
 
 from __future__ import annotations
 
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive import correctness, followup, workload
+from render.derive import correctness, followup, gemm, lossmem, workload
 from render.evidence import marks
 from render.functions import general
 from render.functions.derivations import Library
@@ -117,6 +117,36 @@ def test_mfu_refuses_to_guess_the_flops():
         _mfu(several)
     with pytest.raises(ProbebookError, match="records no model FLOPs per token"):
         _mfu(_mfu_page({"batch": 4}))
+
+
+def test_the_gemm_windows_clock_per_shape_and_over_all():
+    rows = [
+        {"shape": "a", "sm_clock_mhz_median": 1980.0},
+        {"shape": "a", "sm_clock_mhz_median": 1755.0},
+        {"shape": "a", "sm_clock_mhz_median": None},  # a window NVML did not sample
+        {"shape": "b", "sm_clock_mhz_median": 1500.0},
+    ]
+    assert gemm.shape_clock_mhz(rows, "a") == (1867.5, 2)
+    assert gemm.shape_clock_mhz(rows) == (1755.0, 3)
+    with pytest.raises(ProbebookError, match="no window sampled the SM clock"):
+        gemm.shape_clock_mhz([{"shape": "a", "sm_clock_mhz_median": None}], "a")
+    with pytest.raises(ProbebookError, match="no windows of shape 'c'"):
+        gemm.shape_clock_mhz(rows, "c")
+
+
+def test_phase_peaks_of_the_matching_rows():
+    rows = [  # tests' shape of the H200 plug-in loss-memory run: setup and warm-up peaks per arm and microbatch
+        {"arm": "m", "microbatch": 1, "setup_peak_bytes": 34_788_864, "warmup_peak_bytes": 68_679_168},
+        {"arm": "m", "microbatch": 2, "setup_peak_bytes": 34_868_224, "warmup_peak_bytes": 68_857_344},
+        {"arm": "c", "microbatch": 2, "setup_peak_bytes": 34_868_224, "warmup_peak_bytes": None},
+    ]
+    assert lossmem.phase_peak_bytes(rows, "warmup", {"arm": "m"}) == (68_857_344, 2)
+    assert lossmem.phase_peak_bytes(rows, "setup", {"arm": "m", "microbatch": 1}) == (34_788_864, 1)
+    assert lossmem.phase_peak_bytes(rows, "setup", {}) == (34_868_224, 3)
+    with pytest.raises(ProbebookError, match=r"no row \(arm=c\) records warmup_peak_bytes"):
+        lossmem.phase_peak_bytes(rows, "warmup", {"arm": "c"})
+    with pytest.raises(ProbebookError, match=r"no row \(any row\) records capture_peak_bytes"):
+        lossmem.phase_peak_bytes(rows, "capture", {})
 
 
 def test_hvp_curvature_fields():

@@ -281,7 +281,7 @@ def test_sigterm_mid_sweep_stores_partial_evidence(archive):
 
 
 def test_window_clock_is_the_median_of_sampled_windows():
-    from measure.probes.gemm import window_clock_mhz
+    from measure.evidence.clocks import window_clock_mhz
 
     rows = [{"sm_clock_mhz_median": 1980}, {"sm_clock_mhz_median": None}, {"sm_clock_mhz_median": 1755.0}, {}]
     assert window_clock_mhz(rows) == 1867.5
