@@ -42,18 +42,13 @@ probe hvp-20m-compiled "$LIMIT_HVP" hvp $HVP
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/correctness-more-summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence.envelope import parse
-from measure.evidence.store import Store
+from bench.summary import documents
 
-store = Store(sys.argv[1])
-print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")
-for path in store.iter_paths():
-    d = parse(path.read_bytes(), str(path))
+for ident, d in documents(sys.argv[1]):
     if d["probe"] == "step-scaling":
         print("utilisation:", d["data"].get("utilisation"), d["data"]["samples"][0])
     if d["probe"] not in ("stream", "hvp"):
         continue
-    ident = "sha256:" + path.parent.name + path.name[:-5]
     data = d["data"]
     print(f"{ident[:19]} {d['probe']} {d['params'].get('preset')} {d['status']} {d.get('error') or ''}")
     for c in data.get("candidates", []):

@@ -38,15 +38,11 @@ probe hvp-90m-compiled "$L_HVP" hvp $HVP
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence.envelope import parse
-from measure.evidence.store import Store
+from bench.summary import documents
 
-store = Store(sys.argv[1])
-print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")
-for path in store.iter_paths():
-    d = parse(path.read_bytes(), str(path))
+for ident, d in documents(sys.argv[1]):
     p, data = d["params"], d["data"]
-    print("sha256:" + path.parent.name + path.name[:10], d["probe"], d["probe_version"], p.get("preset"),
+    print(ident[:19], d["probe"], d["probe_version"], p.get("preset"),
           p.get("experts_impl") or "", d["status"], d.get("error") or "")
     if d["probe"] == "kernels":
         print("   expert gemm:", data.get("expert_gemm"), "| shares:", {k: round(v, 4) for k, v in data.get("shares", {}).items()})

@@ -58,14 +58,9 @@ probe gemm-250m "$LIMIT_GEMM" gemm $GEMM
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence.envelope import parse
-from measure.evidence.store import Store
+from bench.summary import documents
 
-store = Store(sys.argv[1])
-print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")
-for path in store.iter_paths():
-    d = parse(path.read_bytes(), str(path))
-    ident = "sha256:" + path.parent.name + path.name[:-5]
+for ident, d in documents(sys.argv[1]):
     p = d["params"]
     print(ident[:19], d["probe"], p.get("preset"), p.get("workload_name"), d["status"], d.get("error") or "")
     data = d["data"]

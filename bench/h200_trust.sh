@@ -26,14 +26,9 @@ probe optimizer "$LIMIT" optimizer ${COMMON/--windows 5/--windows 7} --rounds 7
 recover_journals
 "$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 import sys
-from measure.evidence.envelope import parse
-from measure.evidence.store import Store
+from bench.summary import documents
 
-store = Store(sys.argv[1])
-print(f"verify: {len(store.ids())} evidence, {len(store.verify())} mismatched")
-for path in store.iter_paths():
-    d = parse(path.read_bytes(), str(path))
-    ident = "sha256:" + path.parent.name + path.name[:-5]
+for ident, d in documents(sys.argv[1]):
     head = f"{ident[:19]} {d['probe']} v{d['probe_version']} {d['status']} compile={d['params'].get('compile')}"
     print(head, d.get("error") or "", "code:", d["code"])
     if d["probe"] == "kernels":

@@ -107,8 +107,10 @@ def build_config(name: str, args: argparse.Namespace) -> Any:
 def run_probe(args: argparse.Namespace) -> int:
     """Run one probe, store its evidence, print the id; non-zero when it is not complete."""
     from measure.evidence.store import Store
+    from measure.progress import separate_foreign_logs
     from measure.run.runner import journal_path
 
+    separate_foreign_logs()  # torch's lines and warnings apart from the progress lines (issue 29)
     module, config = probe_module(args.probe_name), build_config(args.probe_name, args)
     archive = Path(args.out or args.archive)
     # SIGTERM (e.g. from `timeout`) becomes KeyboardInterrupt, which the runner turns into partial evidence

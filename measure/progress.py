@@ -11,6 +11,7 @@ line-oriented. rich is optional here: ``python -m measure`` runs where only torc
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -38,6 +39,33 @@ def configure(prog: str, level: int = logging.INFO) -> None:
         handler._probebook = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
         logger.setLevel(level)
+        logger.propagate = False
+
+
+TORCH_FORMAT_ENV = "TORCH_LOGS_FORMAT"
+"""The format torch's own log handlers use, read when torch is imported (``torch._logging._internal``,
+``_default_formatter``; documented in ``torch._logging``'s help): a probe sets it, unless the user did."""
+TORCH_FORMAT = "[torch %(name)s] %(levelname)s: %(message)s"
+
+
+class _FirstLine(logging.Formatter):
+    """A warning as one line: ``warnings.formatwarning`` adds the source line after a newline."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(record).splitlines()[0]
+
+
+def separate_foreign_logs() -> None:
+    """Torch's log lines and Python warnings on stderr, each with a prefix (``[torch NAME]``, ``[warning]``), so
+    they never read as a probe's progress lines (``prog: ...``; issue 29). Call before torch is imported."""
+    os.environ.setdefault(TORCH_FORMAT_ENV, TORCH_FORMAT)  # point processes inherit it
+    logging.captureWarnings(True)
+    logger = logging.getLogger("py.warnings")
+    if not any(getattr(h, "_probebook", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_FirstLine("[warning] %(message)s"))
+        handler._probebook = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
         logger.propagate = False
 
 

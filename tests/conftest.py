@@ -118,6 +118,14 @@ def fixture_site_zensical(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return fixture_site_paths(shared_folder(tmp_path_factory, "fixture-site-zensical", make))
 
 
+def assert_measured(out: subprocess.CompletedProcess[str]) -> None:
+    """A probe run stored what it measured: exit 0, or 1 with its evidence stored ``unstable`` (issue 29: on a
+    loaded CPU a tiny step's windows are noisy; the run is kept and flagged, which is not what these tests test)."""
+    if out.returncode == 1 and "evidence stored as unstable" in out.stderr:
+        return
+    assert out.returncode == 0, out.stderr
+
+
 @pytest.fixture
 def archive(tmp_path: Path) -> Path:
     """An empty archive folder (the store creates its layout on first write)."""

@@ -40,6 +40,8 @@ IDS = {
     "rounds": "sha256:8db8990cc803afb5cb2677baad5bb1659a5af56875c11a81dbeb75ec1f41f15d",  # H200 250m ablation
     "followup": "sha256:4f808d19f974082ddba5f55471d5c77cffa28117d585c1c395b901025a290c74",  # H200 optimizer follow-up
     "lora": "sha256:217105387d6e7264a2fb16a8d40d536739e60bc57a2e67fa36474b771a791049",  # H200 LoRA plug-in
+    "gemm2": "sha256:8dbf7fe62f8ef5a3c6b28f743b096f42aac074ce1d65311b83e424a8b7941905",  # H200 gemm v2: SM clocks
+    "lossmem": "sha256:6a186eaa0dd08f08410cffa52bf5e6018cf9e5f4383c7abb40832390f9b96036",  # phase peaks
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -96,6 +98,8 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "optimizer_timing": (H200_ARCHIVE, "followup", (), ""),  # a list of views: checked by its summary below
     "optimizer_timing_summary": (H200_ARCHIVE, "followup", (), "optimizer_timing_summary(ev)"),
     "params": (H200_ARCHIVE, "lora", (), "params(ev)"),
+    "gemm_clock": (H200_ARCHIVE, "gemm2", ("--shape", "square-8192"), 'gemm_clock(ev, shape="square-8192")'),
+    "phase_peak": (H200_ARCHIVE, "lossmem", ("warmup", "--arm", "chunked"), 'phase_peak(ev, "warmup", arm="chunked")'),
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
 }

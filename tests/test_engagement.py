@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import assert_measured
 
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
@@ -56,7 +57,7 @@ def test_a_plugin_that_ignores_compile_is_warned_and_marked(cli, archive):
         "tiny_lm.harness:factory", "--compile", "--seq-lens", "4,8,16", "--modes", "fixed_batch",
         "--warmup", "1", "--windows", "2", "--iters", "1", env=ENV,
     )  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    assert_measured(out)
     assert "--compile was requested but no compiled region ran (fixed_batch S=4 B=" in out.stderr
     ident = out.stdout.strip().splitlines()[-1]
     doc = parse(Store(archive).read_bytes(ident), ident)

@@ -64,7 +64,7 @@ EXPECTED = {
     "probe-trailing-newline.json": "field 'probe' must be a lower-case name",
     "created-not-utc.json": "field 'created_at' must be UTC ISO-8601",
     "created-trailing-newline.json": "field 'created_at' must be UTC ISO-8601",
-    "bad-status.json": "field 'status' must be one of complete, partial, failed, got 'done'",
+    "bad-status.json": "field 'status' must be one of complete, unstable, partial, failed, got 'done'",
     "failed-without-error.json": "a failed run needs a text field 'error'",
     "imported-without-source.json": "imported evidence needs 'origin.source'",
     "imported-blank-source.json": "field 'origin.source' must be non-blank text",

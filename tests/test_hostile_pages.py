@@ -64,10 +64,11 @@ def _build(root: Path, docs: Path, archive: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """A clean build of the fixture sources and a build of the same with one input of each class planted."""
-    clean_root, root = tmp_path_factory.mktemp("clean"), tmp_path_factory.mktemp("hostile")
-    clean = _build(clean_root, SITE_FIXTURE / "docs", SITE_FIXTURE / "archive")
+def sites(tmp_path_factory: pytest.TempPathFactory, fixture_site: Any) -> dict[str, Any]:
+    """A clean build of the fixture sources (the session's, ``conftest.fixture_site``: one build fewer) and a
+    build of the same with one input of each class planted."""
+    root = tmp_path_factory.mktemp("hostile")
+    clean = fixture_site.site
     archive, docs = root / "archive", root / "docs"
     shutil.copytree(SITE_FIXTURE / "archive", archive)
     shutil.copytree(SITE_FIXTURE / "docs", docs)

@@ -4,6 +4,7 @@ burst weighting, the MoE presets (counts, active-expert FLOPs, looped = grouped)
 from __future__ import annotations
 
 import pytest
+from conftest import assert_measured
 
 from measure.errors import ProbebookError
 from measure.evidence.flops import moe_active_params, training_flops_per_token
@@ -105,7 +106,7 @@ def test_eval_boundary_on_the_plugin_harness(cli, archive, tmp_path):
         str(ckpt),
         env=ENV,
     )
-    assert out.returncode == 0, out.stderr
+    assert_measured(out)
     ident = out.stdout.strip().splitlines()[-1]
     doc = parse(Store(archive).read_bytes(ident), ident)
     phases = {r["phase"] for r in doc["data"]["samples"]}
@@ -136,7 +137,7 @@ def test_optimizer_eager_clips_by_default(cli, archive):
         "--iters",
         "1",
     )
-    assert out.returncode == 0, out.stderr
+    assert_measured(out)
     from measure.evidence.store import Store
 
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
@@ -171,7 +172,7 @@ def test_compiled_bf16_forward_over_reverse_runs_on_cpu(cli, archive):
         "--warmup",
         "0",
     )
-    assert out.returncode == 0, out.stderr
+    assert_measured(out)
     from measure.evidence.store import Store
 
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
@@ -205,7 +206,7 @@ def test_kernels_reports_the_expert_gemm_share_of_a_moe_step(cli, archive, impl)
         "--experts-impl",
         impl,
     )
-    assert out.returncode == 0, out.stderr
+    assert_measured(out)
     from measure.evidence.store import Store
 
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])

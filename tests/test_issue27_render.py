@@ -1,13 +1,17 @@
 """Render's side of issue 27 on literal inputs: a follow-up's optimizer points, parameter counts and frozen-weight
-FLOPs, the hvp curvature fields, and the run marks (harness and hash, engagement, busy device) with their notices."""
+FLOPs (and mfu()'s default to them), the gemm windows' clock and the phase peaks, the hvp curvature fields,
+and the run marks (harness and hash, engagement, busy device) with their notices."""
 
 from __future__ import annotations
 
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive import correctness, followup, workload
+from render.derive import correctness, followup, gemm, lossmem, workload
 from render.evidence import marks
+from render.functions import general
+from render.functions.derivations import Library
+from render.functions.page import Page
 from render.pages import notices
 
 
@@ -75,6 +79,74 @@ def test_param_counts_refuse_what_is_not_a_count():
         workload.param_counts({}, "ev")
     with pytest.raises(ProbebookError, match="n_params_active"):
         workload.param_counts({"n_params_total": 10, "n_params_active": 11}, "ev")
+
+
+def _mfu_page(params: dict) -> Page:
+    docs = {
+        "sha256:" + "a" * 64: {"probe": "stream", "params": params, "data": {"tok_s": 1000}, "machine": {}},
+        "sha256:" + "b" * 64: {"probe": "gemm", "params": {}, "data": {"flop_s": 1e9}},
+    }
+    return Page(Library(docs), {"run": "sha256:" + "a" * 64, "ceiling": "sha256:" + "b" * 64})
+
+
+def _mfu(page: Page, *flops) -> float | None:
+    rate = general.value(page, "run", "data.tok_s", unit="tok/s")
+    peak = general.value(page, "ceiling", "data.flop_s", unit="FLOP/s")
+    return general.mfu(page, rate, *flops, peak=peak).value
+
+
+def test_mfu_defaults_to_the_frozen_weight_flops_the_evidence_recorded():
+    # the LoRA plug-in without attention shapes: 4·24320 + 2·1024 = 99,328 FLOPs per token, not 6·1024
+    lora = _mfu_page({"n_params_total": 24_320, "n_params_trainable": 1_024, "model_flops_per_token": None})
+    assert _mfu(lora) == 0.099328  # 1000 tok/s x 99,328 FLOPs / 1e9 FLOP/s
+    assert _mfu(lora, 6_144) == 0.006144  # what passing 6·P_trainable by hand would give
+    rate = general.value(lora, "run", "data.tok_s", unit="tok/s")
+    shown = general.mfu(lora, rate, peak=general.value(lora, "ceiling", "data.flop_s", unit="FLOP/s"))
+    assert "× 99328 (4·P_all + 2·P_trainable of aaaaaaaaaaaa" in shown.derivation, shown.derivation
+    # the probe's own count (with attention) comes first: a map with one sequence length, or a number
+    by_length = {"n_params_total": 24_320, "n_params_trainable": 1_024, "model_flops_per_token": {"2048": 150_000}}
+    assert _mfu(_mfu_page(by_length)) == 0.15
+    assert _mfu(_mfu_page({"model_flops_per_token": 200_000})) == 0.2
+
+
+def test_mfu_refuses_to_guess_the_flops():
+    several = _mfu_page({"model_flops_per_token": {"512": 1, "2048": 2}})
+    with pytest.raises(
+        ProbebookError, match=r"at 2 sequence lengths; pass one, e.g. value\(ev, \"params.model_flops_per_token.512"
+    ):
+        _mfu(several)
+    with pytest.raises(ProbebookError, match="records no model FLOPs per token"):
+        _mfu(_mfu_page({"batch": 4}))
+
+
+def test_the_gemm_windows_clock_per_shape_and_over_all():
+    rows = [
+        {"shape": "a", "sm_clock_mhz_median": 1980.0},
+        {"shape": "a", "sm_clock_mhz_median": 1755.0},
+        {"shape": "a", "sm_clock_mhz_median": None},  # a window NVML did not sample
+        {"shape": "b", "sm_clock_mhz_median": 1500.0},
+    ]
+    assert gemm.shape_clock_mhz(rows, "a") == (1867.5, 2)
+    assert gemm.shape_clock_mhz(rows) == (1755.0, 3)
+    with pytest.raises(ProbebookError, match="no window sampled the SM clock"):
+        gemm.shape_clock_mhz([{"shape": "a", "sm_clock_mhz_median": None}], "a")
+    with pytest.raises(ProbebookError, match="no windows of shape 'c'"):
+        gemm.shape_clock_mhz(rows, "c")
+
+
+def test_phase_peaks_of_the_matching_rows():
+    rows = [  # tests' shape of the H200 plug-in loss-memory run: setup and warm-up peaks per arm and microbatch
+        {"arm": "m", "microbatch": 1, "setup_peak_bytes": 34_788_864, "warmup_peak_bytes": 68_679_168},
+        {"arm": "m", "microbatch": 2, "setup_peak_bytes": 34_868_224, "warmup_peak_bytes": 68_857_344},
+        {"arm": "c", "microbatch": 2, "setup_peak_bytes": 34_868_224, "warmup_peak_bytes": None},
+    ]
+    assert lossmem.phase_peak_bytes(rows, "warmup", {"arm": "m"}) == (68_857_344, 2)
+    assert lossmem.phase_peak_bytes(rows, "setup", {"arm": "m", "microbatch": 1}) == (34_788_864, 1)
+    assert lossmem.phase_peak_bytes(rows, "setup", {}) == (34_868_224, 3)
+    with pytest.raises(ProbebookError, match=r"no row \(arm=c\) records warmup_peak_bytes"):
+        lossmem.phase_peak_bytes(rows, "warmup", {"arm": "c"})
+    with pytest.raises(ProbebookError, match=r"no row \(any row\) records capture_peak_bytes"):
+        lossmem.phase_peak_bytes(rows, "capture", {})
 
 
 def test_hvp_curvature_fields():

@@ -251,7 +251,10 @@ def test_hostile_text_stays_visible_as_text(corpus_site: tuple[BuildPaths, dict[
     assert "<td><code>k0`\\n&lt;script&gt;pwn('key')&lt;/script&gt;|</code></td>" in changes
 
 
-@pytest.mark.parametrize("engine", list(engines.ENGINES))
+# the default engine in the default run; the other's build (about 20 s on 2 cores) runs with -m slow, as CI does
+@pytest.mark.parametrize(
+    "engine", [e if e == "mkdocs" else pytest.param(e, marks=pytest.mark.slow) for e in engines.ENGINES]
+)
 def test_without_the_sanitizer_the_corpus_does_get_through(tmp_path: Path, engine: str) -> None:
     """The corpus is hostile enough to matter: under either engine the Markdown-level guard alone lets some run."""
     paths, _ = _build_what_the_guard_lets_through(tmp_path, clean=False, engine=engine)

@@ -13,11 +13,12 @@ PCIe, CPU; a CPU-only machine says so); ``code`` (probebook version, git commit 
 ``null`` without a commit, the SHA-256 of the probe's source and of the ``measure`` package,
 ``measure_source_sha256``); ``params`` (every input that shaped the run); ``data`` (the raw
 measurements: ``samples``, windows, failures; aggregates may be added, never replace samples);
-``status`` (``complete``, ``partial``: stopped early, what it has is valid, or ``failed`` with
-``error``); ``origin`` (``measured``, or ``imported`` with a ``source`` text). The id abbreviates to a
-unique prefix of at least 12 hex. A probe whose ``data`` layout changes bumps its ``probe_version``, and
-``for_reading`` presents older versions in the current layout when render loads them (observations
-older versions kept in ``params`` move to ``data["observed"]``; ``ddp``'s positional bucket arrays get
+``status`` (``complete``; ``unstable``: every point measured, but some point's windows stayed above the CV
+threshold after the extra windows, its rows flagged ``unstable``; ``partial``: stopped early, what it has is
+valid; or ``failed`` with ``error``); ``origin`` (``measured``, or ``imported`` with a ``source`` text). The
+id abbreviates to a unique prefix of at least 12 hex. A probe whose ``data`` layout changes bumps its
+``probe_version``, and ``for_reading`` presents older versions in the current layout when render loads them
+(observations older versions kept in ``params`` move to ``data["observed"]``; ``ddp``'s positional bucket arrays get
 their field names); the archived bytes never change.
 """
 
@@ -45,7 +46,9 @@ except ImportError:  # pragma: no cover - the declared dependencies include it
 SCHEMA_PREFIX = "probebook.evidence/"
 SCHEMA_VERSION = 1
 SCHEMA = f"{SCHEMA_PREFIX}{SCHEMA_VERSION}"
-STATUSES = ("complete", "partial", "failed")
+STATUSES = ("complete", "unstable", "partial", "failed")
+MEASURED = ("complete", "unstable")
+"""The statuses of a run that measured every point it planned (``unstable``: some of them noisily)."""
 ORIGINS = ("measured", "imported")
 
 _ISO_UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|\+00:00)$")

@@ -25,11 +25,11 @@ from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import (
     CommonConfig,
-    free_device_memory,
     mark_engagement,
     positive,
     record_workload,
     refuse_unused,
+    release_device,
     resolve_device,
 )
 from measure.run.runner import Recorder, execute
@@ -233,7 +233,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 summaries.append(arm_info)
                 rec.point([], arm_info, f"{name}: OOM")
                 workload = result = None
-                free_device_memory(device)
+                release_device(device)
                 continue
             except Exception as exc:  # a variant that cannot run (e.g. compilation fails) is a recorded outcome
                 arm_info.update({"status": "error", "error": f"{type(exc).__name__}: {exc}"[:300], "passed": False})
@@ -261,7 +261,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 _rows(name, compared, judged), arm_info, f"{name}: {'pass' if judged['passed'] else 'FAIL'} {rels}"
             )
             del workload, result
-            free_device_memory(device)
+            release_device(device)
         rec.data["arms"] = summaries
 
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)

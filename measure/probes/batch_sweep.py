@@ -401,7 +401,8 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
     measurement (``measure_point``) and rows as ``run``, without a second process. ``device_lock``
     (a context manager) is held from before the model is built until the device memory is
     returned, so points sharing a device never overlap there; the wait and the hold are recorded
-    in the row (``device_wait_s``, ``device_acquired_unix``, ``device_released_unix``).
+    in the row (``device_wait_s``, ``device_acquired_unix``, ``device_released_unix``). The device is
+    checked once the lock is held (``measure.device_check``), never while a sibling job holds the card.
     """
     import contextlib
 
@@ -423,6 +424,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
         with device_lock if device_lock is not None else contextlib.nullcontext():
             facts["device_wait_s"] = time.perf_counter() - asked or None
             facts["device_acquired_unix"] = time.time()
+            rec.check_device()  # after the lock: the job that held the card before has let it go (issue 27)
             start = time.perf_counter()
             result = attempt(
                 lambda s, f: measure_on_device(s, f, trace), point_spec(config, device, context, batch), facts
@@ -438,7 +440,7 @@ def measure_here(config: Config, context: int, batch: int, device_lock: Any = No
             raise PointDied(f"context {context} batch {batch}: {rec.data['failures'][0]['error']}")
         row.update({k: result.get(k) for k in ("device_wait_s", "device_acquired_unix", "device_released_unix")})
 
-    return execute(PROBE, VERSION, params, __file__, body, None, progress)
+    return execute(PROBE, VERSION, params, __file__, body, None, progress, check_device=False)
 
 
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:

@@ -197,7 +197,8 @@ def tree_map(fn: Any, value: Any) -> Any:
 
 
 def release_device(device: str) -> None:
-    """Return this process's cached device memory before another point may take the device.
+    """Return this process's cached device memory: after an OOM, so the next point starts clean, and before
+    another point may take the device.
 
     Called inside a device lock, before it is released: a process that keeps its cached blocks
     while another takes the lock leaves that one a smaller card (the follow-up campaign's first H200
@@ -214,11 +215,3 @@ def release_device(device: str) -> None:
             torch.cuda.empty_cache()
         except RuntimeError:  # a sticky CUDA error: the process's end returns the memory; the row says what happened
             pass
-
-
-def free_device_memory(device: str) -> None:
-    """Return cached blocks after an OOM so the next point starts clean."""
-    if device == "cuda":
-        import torch
-
-        torch.cuda.empty_cache()

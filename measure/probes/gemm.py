@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.clocks import window_clock_mhz
 from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
@@ -67,14 +68,6 @@ def flop_weighted_tflop_s(points: list[dict[str, Any]]) -> float:
     flops = sum(p["count"] * p["flops"] for p in points)
     seconds = sum(p["count"] * p["median_s"] for p in points)
     return tflop_s(flops, seconds)
-
-
-def window_clock_mhz(rows: list[dict[str, Any]]) -> float | None:
-    """Median SM clock (MHz) over the windows' own medians; None when no window was sampled."""
-    import statistics
-
-    values = [r["sm_clock_mhz_median"] for r in rows if r.get("sm_clock_mhz_median") is not None]
-    return float(statistics.median(values)) if values else None
 
 
 def shapes_from_model(model: Any, tokens: int) -> list[dict[str, Any]]:

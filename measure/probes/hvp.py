@@ -41,10 +41,10 @@ from measure.options import option
 from measure.probes.common import (
     BudgetSpent,
     CommonConfig,
-    free_device_memory,
     positive,
     record_workload,
     refuse_unused,
+    release_device,
     resolve_device,
 )
 from measure.run.runner import Recorder, execute
@@ -348,7 +348,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         "worst_tensor": worst(per),
                     }
                 )
-            free_device_memory(device)
+            release_device(device)
             rec.data["candidates"].append(cand)
             rows = [
                 {**{k: cand[k] for k in ("method", "mode", "dtype", "batch")}, "window": i, "hvp_s": t}

@@ -22,11 +22,11 @@ from measure.integrity import WatchFields
 from measure.options import option
 from measure.probes.common import (
     CommonConfig,
-    free_device_memory,
     mark_engagement,
     model_flops_per_token,
     positive,
     record_workload,
+    release_device,
     resolve_device,
 )
 from measure.run.runner import Recorder, execute
@@ -146,7 +146,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             except torch.OutOfMemoryError as exc:
                 del exc
                 batch_ = None
-                free_device_memory(device)
+                release_device(device)
                 summary.update({"status": "oom", "median_step_s": None, "cv": None, "windows": 0, "unstable": None})
                 rec.point([], summary, label + " OOM")
                 return

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now
 from measure.machine import code_fingerprint, fingerprint
@@ -79,9 +80,27 @@ class Recorder:
         self._append({"rows": rows, "point": summary})
         self.progress.step(label)
 
+    def check_device(self) -> None:
+        """Record whether the card is idle and ours (``measure.device_check``), on the device ``params`` name."""
+        from measure import device_check
+
+        self.data["device_check"] = device_check.check(self.params.get("device"))
+
     def fail(self, error: str) -> None:
         """Mark the run failed (e.g. a profiler trace that dropped events): it is stored, never published."""
         self.status, self.error = "failed", error
+
+
+def unstable_points(samples: list[dict[str, Any]], points: list[dict[str, Any]]) -> int:
+    """How many point summaries, or rows when no summary says, carry a true ``unstable`` flag (``measure.timing``'s:
+    the CV of the windows still above the threshold after the extra windows); a flag per arm counts once."""
+
+    def flagged(record: dict[str, Any]) -> bool:
+        value = record.get("unstable")
+        return any(v is True for v in value.values()) if isinstance(value, dict) else value is True
+
+    said = [p for p in points if isinstance(p, dict) and "unstable" in p]
+    return sum(map(flagged, said or [r for r in samples if isinstance(r, dict)]))
 
 
 def execute(
@@ -92,8 +111,12 @@ def execute(
     body: Callable[[Recorder], None],
     journal: Path | None = None,
     progress: bool = False,
+    check_device: bool = True,
 ) -> Evidence:
     """Run ``body(recorder)``; return complete, partial (with error) or failed evidence.
+
+    The device is checked before the body (``measure.device_check``), unless ``check_device`` is False:
+    then the body calls ``rec.check_device()`` once it holds the device (a campaign job, after its lock).
 
     A ``ProbebookError`` raised before any point was measured is re-raised (it is bad input,
     shown as one line); any other exception, or one after points exist, becomes the evidence's error.
@@ -103,10 +126,10 @@ def execute(
     code = code_fingerprint(source_file)
     rec.header(version, machine, code)
     rec.code = code
-    from measure import device_check, host_load
+    from measure import host_load
 
-    # before the body: an idle, exclusive card is the premise of every timing (issue 27)
-    rec.data["device_check"] = device_check.check(params.get("device"))
+    if check_device:  # before the body: an idle, exclusive card is the premise of every timing (issue 27)
+        rec.check_device()
     rec.data["host_load"] = {"before": host_load.sample()}
     try:
         with rec.progress:
@@ -118,6 +141,14 @@ def execute(
     except (Exception, KeyboardInterrupt) as exc:  # keep what was measured; say why it stopped
         rec.status = "partial" if rec.samples else "failed"
         rec.error = one_line(exc)
+    if rec.status == "complete":
+        flagged = unstable_points(rec.samples, rec.points)
+        if flagged:  # issue 29: a run whose windows stayed noisy is not stored as complete
+            rec.status = "unstable"
+            rec.error = (
+                f"{flagged} point(s) with a CV of their windows above {CV_THRESHOLD:.0%} after the extra windows "
+                "(rows flagged unstable): the times are noisy; rerun on a quiet device"
+            )
     rec.data["host_load"]["after"] = host_load.sample()
     before = rec.data["host_load"]["before"]
     if before["busy"]:  # said once the run has measured, so that bad input stays one line (it is raised above)

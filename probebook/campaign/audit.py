@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence.envelope import Evidence
+from measure.evidence.envelope import MEASURED, Evidence
 from measure.evidence.store import Store
 from measure.machine import code_fingerprint, source_tree_sha256
 from measure.run.isolate import is_oom_text
@@ -134,7 +134,7 @@ def _point(
         return [*out, f"{where}: {exc}"], None
     rows = doc["data"].get("samples") or []
     failures = doc["data"].get("failures") or []
-    if receipt["state"] == "oom" and (failures or doc["status"] != "complete"):
+    if receipt["state"] == "oom" and (failures or doc["status"] not in MEASURED):
         why = failures[0]["error"] if failures else doc.get("error")
         return [*out, f"{where}: recorded as OOM but its evidence records a failure: {why!r}"], None
     if doc["probe"] != "batch-sweep" or len(rows) != 1:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence.envelope import Evidence
+from measure.evidence.envelope import MEASURED, Evidence
 from measure.evidence.store import Store
 from measure.machine import code_fingerprint, fingerprint
 from probebook.campaign import receipts
@@ -133,8 +133,15 @@ def plan_followup(sweep: Path, folder: Path, name: str | None = None, presets: t
 
 
 def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any]:
-    """One follow-up point in one job: the baseline worker, then the instrumented one; both stored."""
-    started = time.time()
+    """One follow-up point in one job: the baseline worker, then the instrumented one; both stored. While it
+    runs, the job is one of the campaign's jobs that its siblings' device checks leave out (``job.sharing``)."""
+    from probebook.campaign.job import sharing
+
+    with sharing(folder, gpu_lock):
+        return _measure_pair(point, folder, gpu_lock, time.time())
+
+
+def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: float) -> dict[str, Any]:
     from filelock import FileLock
 
     from measure.probes import batch_sweep, optimizer
@@ -152,7 +159,7 @@ def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, An
     row = rows[0] if rows else {}
     summary: dict[str, Any] = {}
     timed_id, error, status = None, None, "ok"
-    if baseline.status != "complete" or row.get("status") != "ok":
+    if baseline.status not in MEASURED or row.get("status") != "ok":
         failures = baseline.data.get("failures") or []
         why = row.get("error") or baseline.error or (failures[0]["error"] if failures else "no row")
         status = "failed"
@@ -166,7 +173,7 @@ def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, An
             release_device(resolve_device(point["optimizer_config"]["device"]))  # before the next job takes the card
         timed_id = store.put(timed)
         summary = timed.data.get("summary") or {}
-        if timed.status != "complete":
+        if timed.status not in MEASURED:
             status, error = "failed", f"instrumented worker: {timed.error}"
     return {
         "evidence": timed_id or base_id,

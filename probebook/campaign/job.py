@@ -3,16 +3,28 @@
 The job imports what a point needs before it asks for the device, so its interpreter start and
 imports overlap the point that holds the device; with ``gpu_lock`` it then holds a lock file from
 before the model is built until its device memory is returned (``batch_sweep.measure_here``), so
-two points never use one GPU at once. Its evidence goes into the campaign folder's store; the
+two points never use one GPU at once; the point's device check runs once it holds the lock, and leaves
+out the campaign's other jobs (``sharing``). Its evidence goes into the campaign folder's store; the
 job returns a small summary that submitit pickles for the runner.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
 from typing import Any
+
+from measure.evidence.envelope import MEASURED
+
+
+def sharing(folder: str, gpu_lock: bool) -> contextlib.AbstractContextManager[None]:
+    """While a job runs, its pid is registered among the campaign's jobs that take turns on one card
+    (``gpu_lock``), so that their device checks leave it out (``measure.device_check.sibling``)."""
+    from measure import device_check
+
+    return device_check.sibling(Path(folder) / "jobs") if gpu_lock else contextlib.nullcontext()
 
 
 def run_point(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any]:
@@ -29,14 +41,15 @@ def run_point(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, A
     imported = time.time()
     config = probe_config_class("batch-sweep")(**{**point["config"], "contexts": tuple(point["config"]["contexts"])})
     lock = FileLock(str(Path(folder) / "gpu.lock")) if gpu_lock else None
-    evidence = batch_sweep.measure_here(config, point["context"], point["batch"], device_lock=lock)
+    with sharing(folder, gpu_lock):
+        evidence = batch_sweep.measure_here(config, point["context"], point["batch"], device_lock=lock)
     ident = Store(Path(folder) / "archive").put(evidence)
     rows = evidence.data.get("samples") or []
     row = rows[0] if rows else {}
     failures = evidence.data.get("failures") or []
     return {
         "evidence": ident,
-        "status": row.get("status") if evidence.status == "complete" else "failed",
+        "status": row.get("status") if evidence.status in MEASURED else "failed",  # unstable: measured, flagged
         "error": evidence.error or (failures[0]["error"] if failures else None),
         "tok_s": row.get("tok_s"),
         "peak_bytes": row.get("peak_bytes"),

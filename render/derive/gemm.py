@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.clocks import window_clock_mhz
 
 
 def gemm_tflop_s(m: int, n: int, k: int, time_s: float) -> float:
@@ -90,3 +91,17 @@ def workload_ceiling_flop_s(shapes: Sequence[GemmShape], counts: dict[str, int])
     if seconds <= 0:
         raise ProbebookError("no shape the step runs (count > 0) has timed windows")
     return flops / seconds
+
+
+def shape_clock_mhz(rows: Sequence[dict[str, Any]], shape: str | None = None) -> tuple[float, int]:
+    """(SM clock in MHz, windows sampled) the windows of ``shape`` (every shape when None) ran at: the median of
+    the windows' own medians (``measure.evidence.clocks``, gemm v2); refused when no window sampled the clock."""
+    chosen = [r for r in rows if shape is None or r.get("shape") == shape]
+    if not chosen:
+        raise ProbebookError(f"no windows of shape {shape!r}")
+    clock = window_clock_mhz(list(chosen))
+    if clock is None:
+        raise ProbebookError(
+            "no window sampled the SM clock (gemm before version 2, a CPU run or no NVML: data.clock_sampling)"
+        )
+    return clock, sum(1 for r in chosen if r.get("sm_clock_mhz_median") is not None)

@@ -225,3 +225,18 @@ def fraction_of_asymptote(tok_s: float, asymptote_tok_s: float) -> float:
     if not (math.isfinite(tok_s) and tok_s >= 0):
         raise ProbebookError(f"throughput must be a non-negative tokens/s, got {tok_s!r}")
     return tok_s / asymptote_tok_s
+
+
+def phase_peak_bytes(rows: Sequence[dict[str, Any]], phase: str, where: dict[str, Any]) -> tuple[int, int]:
+    """(bytes, rows) of the largest ``<phase>_peak_bytes`` over the rows matching ``where`` (column -> value).
+
+    The phases before a measurement (``setup``, ``warmup``, ``capture``: ``measure.peakmem.PHASES``) keep their
+    own peaks (issue 27); a row without the phase's reading (an OOM point, older evidence) is left out.
+    """
+    column = f"{phase}_peak_bytes"
+    chosen = [r for r in rows if all(r.get(k) == v for k, v in where.items())]
+    values = [r[column] for r in chosen if isinstance(r.get(column), int) and not isinstance(r.get(column), bool)]
+    if not values:
+        said = ", ".join(f"{k}={v}" for k, v in where.items()) or "any row"
+        raise ProbebookError(f"no row ({said}) records {column}")
+    return max(values), len(values)

@@ -15,7 +15,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import mfu as mfumod
-from render.derive import peaks
+from render.derive import peaks, workload
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.evidence import pages as evidence_pages
@@ -104,19 +104,23 @@ def project(
 
 
 @page_function
-def mfu(page: Page, rate: Quantity, flops_per_token: Any, peak: Quantity | None = None) -> Quantity:
+def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity | None = None) -> Quantity:
     """Model FLOPs utilisation at ``rate`` tokens/s against ``peak`` (a measured ceiling) or the datasheet.
 
     ``flops_per_token`` is the model's training FLOPs per token, e.g. the step-scaling probe's own
     ``value(sweep, "params.model_flops_per_token.2048")`` (PaLM's ``6N + 12·L·H·Q·T``, computed
-    where the model's shapes are), or a plain number.
+    where the model's shapes are), or a plain number. Left out, it is what the rate's evidence recorded
+    (``_recorded_flops``): frozen weights accounted for, never ``6·P_trainable`` (issue 27).
     """
     tok_s = _rate(rate, "tok/s", "mfu()")
-    defined(flops_per_token)
-    if isinstance(flops_per_token, Quantity):
+    if flops_per_token is None:
+        per_token, per_token_text = _recorded_flops(page, rate)
+        evidence = rate.evidence
+    elif isinstance(flops_per_token, Quantity):
         per_token, per_token_text = _rate(flops_per_token, "", "mfu() flops_per_token"), flops_per_token.key
         evidence = tuple(dict.fromkeys(rate.evidence + flops_per_token.evidence))
     else:
+        defined(flops_per_token)
         per_token = number(flops_per_token, "mfu() flops_per_token")
         per_token_text, evidence = numbers.general(per_token), rate.evidence
     achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
@@ -266,6 +270,48 @@ def _field_rows(rows: list[dict[str, Any]], field: str, where: dict[str, Any], w
         shown = ", ".join(f"{k}={v!r}" for k, v in where.items()) or "any row"
         raise ProbebookError(f"{what}: no {field!r} values in rows matching {shown} ({len(picked)} rows match)")
     return values
+
+
+def _recorded_flops(page: Page, rate: Quantity) -> tuple[float, str]:
+    """The model FLOPs per token the rate's evidence recorded, and how the derivation names them.
+
+    ``params.model_flops_per_token`` first (a number, or a map by sequence length with one entry): the probe's
+    own count with attention; else ``params(ev).flops`` from the recorded parameter counts (``4·P_all +
+    2·P_trainable``, ``render.derive.workload``: dense matmuls only, for a plug-in without attention shapes).
+    Evidence that records neither, or pieces of evidence that disagree, are refused: pass ``flops_per_token``.
+    """
+    found: dict[float, str] = {}
+    for ident in dict.fromkeys(rate.evidence):
+        doc = page.library.docs[ident]
+        short, params_ = ident.removeprefix("sha256:")[:12], doc.get("params") or {}
+        recorded = params_.get("model_flops_per_token")
+        if isinstance(recorded, dict) and len(recorded) > 1:
+            raise ProbebookError(
+                f"mfu(): evidence {short} records model FLOPs per token at {len(recorded)} sequence lengths; "
+                f'pass one, e.g. value(ev, "params.model_flops_per_token.{next(iter(recorded))}")'
+            )
+        path = "params.model_flops_per_token"
+        if isinstance(recorded, dict) and recorded:
+            ((length, recorded),) = recorded.items()
+            path += f".{length}"
+        if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+            found[float(recorded)] = f"{numbers.exact(recorded)} ({path} of {short})"
+        elif "n_params_total" in params_:
+            counts = workload.param_counts(params_, f"mfu(): evidence {short}")
+            found[float(counts.dense_flops)] = (
+                f"{numbers.exact(counts.dense_flops)} (4·P_all + 2·P_trainable of {short}'s parameter counts, "
+                "attention not counted)"
+            )
+    if not found:
+        raise ProbebookError(
+            "mfu(): the rate's evidence records no model FLOPs per token (params.model_flops_per_token or "
+            "n_params_total); pass flops_per_token"
+        )
+    if len(found) > 1:
+        raise ProbebookError(
+            f"mfu(): the rate's evidence records {len(found)} different model FLOPs per token; pass flops_per_token"
+        )
+    return next(iter(found.items()))
 
 
 def _rate(q: Any, unit: str, what: str) -> float:

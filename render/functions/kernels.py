@@ -1,4 +1,5 @@
-"""Page functions of the kernel records: ``gemm_ceiling``, ``kernel_share``, ``kernel_time`` (ARCHITECTURE.md §Pages).
+"""Page functions of the kernel records: ``gemm_ceiling``, ``gemm_clock``, ``kernel_share``, ``kernel_time``
+(ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/gemm.py`` and ``render/derive/kernels.py``.
@@ -41,6 +42,26 @@ def gemm_ceiling(page: Page, ref: Any, shape: str | None = None) -> Quantity:
         f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
         f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
         display="TFLOP/s",
+        fmt=".4g",
+    )
+
+
+@page_function
+def gemm_clock(page: Page, ref: Any, shape: str | None = None) -> Quantity:
+    """The SM clock the GEMM windows ran at (gemm v2 samples it in every window): the median of the windows'
+    medians, of one ``shape`` or of all; beside a step's clock it says whether the ceiling is the step's."""
+    ref = page.ref(ref, "gemm", "gemm_clock()")
+    try:
+        mhz, windows = gemm.shape_clock_mhz(page.rows(ref), shape)
+    except ProbebookError as exc:
+        raise ProbebookError(f"gemm_clock(): {ref.alias} ({ref.short}): {exc}") from None
+    return quantity(
+        mhz,
+        "MHz",
+        ref,
+        f"median over {windows} windows of each window's median SM clock (NVML)"
+        + (f", shape {shape}" if shape else ", every shape"),
+        f"gemm_clock({call_text(ref.alias, shape=shape)})",
         fmt=".4g",
     )
 

@@ -1,4 +1,4 @@
-"""Page functions of the loss-memory records: ``loss_memory``, ``logit_bytes`` (ARCHITECTURE.md §Pages).
+"""Page functions of the memory records: ``loss_memory``, ``logit_bytes``, ``phase_peak`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/lossmem.py``.
@@ -12,7 +12,7 @@ from measure.errors import ProbebookError
 from render.derive import lossmem
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import LossMemoryView, number, quantity
+from render.functions.views import LossMemoryView, call_text, number, quantity
 from render.numbers.quantity import Quantity
 
 
@@ -52,4 +52,36 @@ def logit_bytes(page: Page, ref: Any, heavy: str, light: str, vocab: Any = None)
         f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
         f"logit_bytes({ref.alias}, {heavy}, {light})",
         fmt=".3g",
+    )
+
+
+@page_function
+def phase_peak(
+    page: Page,
+    ref: Any,
+    phase: str,
+    arm: str | None = None,
+    context: int | None = None,
+    batch: int | None = None,
+    microbatch: int | None = None,
+) -> Quantity:
+    """Peak memory of a phase before the measurement (``setup``, ``warmup``, ``capture``), the largest over the
+    rows that match the given arm, context, batch and microbatch (issue 27: kept apart from the timed peak)."""
+    ref = page.ref(ref, None, "phase_peak()")
+    where: dict[str, Any] = {"arm": str(arm)} if arm is not None else {}
+    for name, given in (("context", context), ("batch", batch), ("microbatch", microbatch)):
+        if given is not None:
+            where[name] = int(number(given, name))
+    try:
+        value, n = lossmem.phase_peak_bytes(page.rows(ref), str(phase), where)
+    except ProbebookError as exc:
+        raise ProbebookError(f"phase_peak(): {ref.alias} ({ref.short}): {exc}") from None
+    return quantity(
+        value,
+        "B",
+        ref,
+        f"largest {phase}_peak_bytes over {n} row(s)" + "".join(f", {k} {v}" for k, v in where.items()),
+        f"phase_peak({call_text(ref.alias, phase, **where)})",
+        display="MiB",
+        fmt=".4g",
     )

@@ -3,7 +3,8 @@
 ``params(ref)``: ``.total .trainable .active`` (counts) and ``.flops`` (dense matmul FLOPs per token,
 ``4·P_all + 2·P_trainable``, frozen weights and inactive experts accounted for, ``measure.evidence.flops``) and
 ``.trainable_only_flops`` (``6·P_trainable``, the count that misleads for a frozen base). ``mfu()`` takes
-``.flops``; the counts come from ``render.derive.workload``.
+``.flops`` by default when the evidence has no ``model_flops_per_token``; the counts come from
+``render.derive.workload``.
 """
 
 from __future__ import annotations
