@@ -211,7 +211,8 @@ def test_lint_lists_every_hit(tmp_path: Path, cli) -> None:
         f"{docs / 'playbook' / 'index.md'} line 3 column 7: hand-typed measurement '40%' in prose; template it from "
         "evidence ({{ ... }}) or put it in `code`",
     ]
-    assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == "ok: no hand-typed measurements, no unchecked comparative sentences"
+    ok = "ok: no hand-typed measurements, no unchecked comparative sentences"
+    assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == ok
 
 
 def test_bad_input_is_one_line_and_leaves_the_archive_untouched(tmp_path: Path, cli) -> None:

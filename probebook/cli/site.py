@@ -130,7 +130,8 @@ def register(sub: Any) -> None:
     p = command(
         sub,
         "lint",
-        "List every hand-typed measurement and unchecked comparative sentence in the sources' prose (the check `build` runs).",
+        "List every hand-typed measurement and unchecked comparative sentence in the sources' prose "
+        "(the check `build` runs).",
         "probebook lint --docs docs",
     )
     p.add_argument("--docs", type=Path, default=Path("docs"), help="hand-written sources (default: docs)")
@@ -281,7 +282,8 @@ def _lint(args: Any) -> int:
     for h in [*hits, *unchecked]:
         print(h)
     if hits or unchecked:
-        print(f"{len(hits)} hand-typed measurement(s), {len(unchecked)} unchecked comparative sentence(s)", file=sys.stderr)
+        counts = f"{len(hits)} hand-typed measurement(s), {len(unchecked)} unchecked comparative sentence(s)"
+        print(counts, file=sys.stderr)
         return 1
     print("ok: no hand-typed measurements, no unchecked comparative sentences")
     return 0

@@ -69,26 +69,29 @@ class PairedView:
 
 
 @page_function
-def paired(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s") -> PairedView:
+def paired(
+    page: Page, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s", by: str = "arm"
+) -> PairedView:
     """An interleaved arm against its baseline, paired by round: ``.saving`` (with its interval) ``.low .high
-    .difference .p .rounds``."""
+    .difference .p .rounds``; ``by`` names the rows' arm field (``kind`` for the mask probe)."""
     ref = page.ref(ref, None, "paired()")
     rows = page.rows(ref)
     try:
         change = page.library.memo(
-            ("paired", ref.id, arm, baseline, field),
+            ("paired", ref.id, arm, baseline, field, by),
             lambda: pairedmod.paired_change(
-                pairedmod.by_round(rows, baseline, field), pairedmod.by_round(rows, arm, field)
+                pairedmod.by_round(rows, baseline, field, by), pairedmod.by_round(rows, arm, field, by)
             ),
         )
     except ProbebookError as exc:
         raise ProbebookError(f"paired(): {ref.alias} ({ref.short}), arm {arm!r}: {exc}") from None
-    first = next(i for i, r in enumerate(rows) if r.get("arm") == arm)
+    first = next(i for i, r in enumerate(rows) if r.get(by) == arm)
     what = (
         f"arm {arm} against {baseline} over {change.rounds} interleaved rounds, {field}: median of per-round "
         f"1 − arm/baseline, 95% percentile bootstrap over rounds ({pairedmod.RESAMPLES} resamples), Wilcoxon p"
     )
-    key = f"paired({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})"
+    named = {"baseline": None if baseline == "baseline" else baseline, "by": None if by == "arm" else by}
+    key = f"paired({call_text(ref.alias, arm, **named)})"
     return PairedView(change, ref, key, what, evidence_pages.row_anchor(first))
 
 
