@@ -92,6 +92,7 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "constant": (SITE_ARCHIVE, "sweep", ("cv_threshold",), 'constant("cv_threshold")'),
     "paired": (H200_ARCHIVE, "rounds", ("no-optimizer",), 'paired(ev, "no-optimizer")'),
     "written": (H200_ARCHIVE, "rounds", (), "written(ev)"),
+    "context": (SITE_ARCHIVE, "sweep", (), ""),  # a mark, no number: checked on a built page (test_comparative_lint)
     "sources": (H200_ARCHIVE, "util", (), "sources(ev)"),
     "optimizer_timing": (H200_ARCHIVE, "followup", (), ""),  # a list of views: checked by its summary below
     "optimizer_timing_summary": (H200_ARCHIVE, "followup", (), "optimizer_timing_summary(ev)"),
