@@ -157,7 +157,7 @@ def between_sessions(page: Page, *figures: Any) -> Quantity:
     if len(set(docs)) < len(docs):
         raise ProbebookError("between_sessions(): two of its figures come from the same evidence document, one session")
     try:
-        values = [q.value * conversion_factor(q.unit, figures[0].unit) for q in figures]  # type: ignore[operator]
+        values = [float(q.value or 0) * conversion_factor(q.unit, figures[0].unit) for q in figures]
     except ProbebookError as exc:
         raise ProbebookError(f"between_sessions(): {exc}") from None
     keys = ", ".join(q.key for q in figures)
