@@ -38,6 +38,7 @@ IDS = {
     "util": "sha256:058b3c46b8703f4d64f20c56209d84629ae20b721380b9867d805fd591ff519a",  # H200 250m, NVML by UUID
     "campaign": "sha256:4e7724fd20320fe54d949fc52b4b999fe09b175b4367855d79073ef1d85bded7",  # H200 batch-sweep campaign
     "rounds": "sha256:8db8990cc803afb5cb2677baad5bb1659a5af56875c11a81dbeb75ec1f41f15d",  # H200 250m ablation
+    "hvp_v3": "sha256:4067d968c806f8007e2b50bfadb6a8a2f383c1bd790ed33d2a4d99909374d8b5",  # H200 20m, 2026-12-02
     "followup": "sha256:4f808d19f974082ddba5f55471d5c77cffa28117d585c1c395b901025a290c74",  # H200 optimizer follow-up
     "lora": "sha256:217105387d6e7264a2fb16a8d40d536739e60bc57a2e67fa36474b771a791049",  # H200 LoRA plug-in
     "gemm2": "sha256:8dbf7fe62f8ef5a3c6b28f743b096f42aac074ce1d65311b83e424a8b7941905",  # H200 gemm v2: SM clocks
@@ -94,6 +95,18 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "constant": (SITE_ARCHIVE, "sweep", ("cv_threshold",), 'constant("cv_threshold")'),
     "paired": (H200_ARCHIVE, "rounds", ("no-optimizer",), 'paired(ev, "no-optimizer")'),
     "written": (H200_ARCHIVE, "rounds", (), "written(ev)"),
+    "context": (SITE_ARCHIVE, "sweep", (), ""),
+    "between_sessions": (
+        H200_ARCHIVE,
+        "hvp_v3",
+        (
+            'hvp(ev, "forward-over-reverse", "eager", "fp32", 1).warm',
+            'hvp(ev2, "forward-over-reverse", "eager", "fp32", 1).warm',
+            "--ev2",
+            "sha256:a9a6a74cc146c9f2c7d5c6ce7dac5dd6c26c71579ffb93dc2997bcc1291c0fa4",  # the same run, 2026-11-30
+        ),
+        "",
+    ),  # a mark, no number: checked on a built page (test_comparative_lint)
     "sources": (H200_ARCHIVE, "util", (), "sources(ev)"),
     "optimizer_timing": (H200_ARCHIVE, "followup", (), ""),  # a list of views: checked by its summary below
     "optimizer_timing_summary": (H200_ARCHIVE, "followup", (), "optimizer_timing_summary(ev)"),

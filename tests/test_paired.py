@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive import paired
+from render.derive import paired, sessions
 
 BASE = dict.fromkeys(range(6), 1.0)
 ARM = dict(enumerate([0.5, 0.75, 0.875, 0.625, 0.25, 0.375]))
@@ -55,3 +55,18 @@ def test_rows_by_round_and_their_refusals():
 
 def test_the_interval_is_the_same_in_every_build():
     assert paired.paired_change(BASE, ARM).saving_ci == paired.paired_change(dict(BASE), dict(ARM)).saving_ci
+
+
+def test_rows_can_be_paired_by_another_arm_field() -> None:
+    rows = [{"kind": k, "round": r, "step_s": s} for r in range(3) for k, s in (("causal", 1.0), ("padded", 1.5))]
+    assert paired.by_round(rows, "padded", "step_s", by="kind") == {0: 1.5, 1: 1.5, 2: 1.5}
+    assert paired.by_round(rows, "padded", "step_s") == {}  # no "arm" field: nothing paired
+
+
+def test_the_spread_between_sessions_is_the_range_over_the_lowest() -> None:
+    assert sessions.relative_range([0.5, 0.4]) == pytest.approx(0.25, abs=1e-15)
+    assert sessions.relative_range([2.0, 2.0, 3.0]) == 0.5
+    with pytest.raises(ProbebookError, match="two or more"):
+        sessions.relative_range([1.0])
+    with pytest.raises(ProbebookError, match="positive"):
+        sessions.relative_range([0.0, 1.0])

@@ -218,8 +218,13 @@ def test_lint_lists_every_hit(tmp_path: Path, cli) -> None:
         "evidence ({{ ... }}) or put it in `code`",
         f"{docs / 'playbook' / 'index.md'} line 3 column 7: hand-typed measurement '40%' in prose; template it from "
         "evidence ({{ ... }}) or put it in `code`",
+        f"{docs / 'playbook' / 'index.md'} line 3: comparative sentence ('faster' near a number) is not checked: "
+        "'About 40% faster, see `1.5 s` in code.'; make it a claim(...) the evidence checks, or end it with "
+        "{{ context() }}",
     ]
-    assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == "ok: no hand-typed measurements"
+    assert out.stderr.strip() == "2 hand-typed measurement(s), 1 unchecked comparative sentence(s)"
+    ok = "ok: no hand-typed measurements, no unchecked comparative sentences"
+    assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == ok
 
 
 def test_bad_input_is_one_line_and_leaves_the_archive_untouched(tmp_path: Path, cli) -> None:

@@ -130,7 +130,8 @@ def register(sub: Any) -> None:
     p = command(
         sub,
         "lint",
-        "List every hand-typed measurement in the sources' prose (the check `build` runs).",
+        "List every hand-typed measurement and unchecked comparative sentence in the sources' prose "
+        "(the check `build` runs).",
         "probebook lint --docs docs",
     )
     p.add_argument("--docs", type=Path, default=Path("docs"), help="hand-written sources (default: docs)")
@@ -275,11 +276,14 @@ def _diff(args: Any) -> int:
 def _lint(args: Any) -> int:
     from render.pages import lint, sources
 
-    hits = [h for page in sources.load(args.docs).pages for h in lint.lint_page(page)]
-    for h in hits:
+    pages = sources.load(args.docs).pages
+    hits = [h for page in pages for h in lint.lint_page(page)]
+    unchecked = [h for page in pages for h in lint.comparatives(page)]
+    for h in [*hits, *unchecked]:
         print(h)
-    if hits:
-        print(f"{len(hits)} hand-typed measurement(s)", file=sys.stderr)
+    if hits or unchecked:
+        counts = f"{len(hits)} hand-typed measurement(s), {len(unchecked)} unchecked comparative sentence(s)"
+        print(counts, file=sys.stderr)
         return 1
-    print("ok: no hand-typed measurements")
+    print("ok: no hand-typed measurements, no unchecked comparative sentences")
     return 0

@@ -67,11 +67,12 @@ class PairedChange:
         return self.saving_ci[0] <= 0.0 <= self.saving_ci[1]
 
 
-def by_round(rows: Sequence[dict[str, Any]], arm: str, field: str) -> dict[int, float]:
-    """``round -> field`` of one arm's rows; refuses a round timed twice (the pairing would be ambiguous)."""
+def by_round(rows: Sequence[dict[str, Any]], arm: str, field: str, by: str = "arm") -> dict[int, float]:
+    """``round -> field`` of one arm's rows (the rows whose ``by`` field is ``arm``: ``kind`` for the mask
+    probe); refuses a round timed twice (the pairing would be ambiguous)."""
     out: dict[int, float] = {}
     for r in rows:
-        if r.get("arm") != arm or not isinstance(r.get(field), (int, float)) or isinstance(r.get(field), bool):
+        if r.get(by) != arm or not isinstance(r.get(field), (int, float)) or isinstance(r.get(field), bool):
             continue
         k = r.get("round")
         if isinstance(k, bool) or not isinstance(k, int):

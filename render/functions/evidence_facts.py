@@ -1,4 +1,5 @@
-"""Page functions for what a sentence about evidence needs checked: ``paired``, ``written``, ``sources``.
+"""Page functions for what a sentence about evidence needs checked: ``paired``, ``written``, ``sources``,
+``between_sessions``.
 
 ``paired(ref, arm)`` analyses an interleaved arm against its baseline round by round
 (``render.derive.paired``): the saving with its bootstrap interval, the paired difference in seconds, the
@@ -14,11 +15,12 @@ from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
 from render.derive import paired as pairedmod
+from render.derive import sessions as sessionsmod
 from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, quantity
-from render.numbers.quantity import Quantity
+from render.numbers.quantity import Quantity, conversion_factor
 
 
 class PairedView:
@@ -69,26 +71,29 @@ class PairedView:
 
 
 @page_function
-def paired(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s") -> PairedView:
+def paired(
+    page: Page, ref: Any, arm: str, baseline: str = "baseline", field: str = "step_s", by: str = "arm"
+) -> PairedView:
     """An interleaved arm against its baseline, paired by round: ``.saving`` (with its interval) ``.low .high
-    .difference .p .rounds``."""
+    .difference .p .rounds``; ``by`` names the rows' arm field (``kind`` for the mask probe)."""
     ref = page.ref(ref, None, "paired()")
     rows = page.rows(ref)
     try:
         change = page.library.memo(
-            ("paired", ref.id, arm, baseline, field),
+            ("paired", ref.id, arm, baseline, field, by),
             lambda: pairedmod.paired_change(
-                pairedmod.by_round(rows, baseline, field), pairedmod.by_round(rows, arm, field)
+                pairedmod.by_round(rows, baseline, field, by), pairedmod.by_round(rows, arm, field, by)
             ),
         )
     except ProbebookError as exc:
         raise ProbebookError(f"paired(): {ref.alias} ({ref.short}), arm {arm!r}: {exc}") from None
-    first = next(i for i, r in enumerate(rows) if r.get("arm") == arm)
+    first = next(i for i, r in enumerate(rows) if r.get(by) == arm)
     what = (
         f"arm {arm} against {baseline} over {change.rounds} interleaved rounds, {field}: median of per-round "
         f"1 − arm/baseline, 95% percentile bootstrap over rounds ({pairedmod.RESAMPLES} resamples), Wilcoxon p"
     )
-    key = f"paired({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})"
+    named = {"baseline": None if baseline == "baseline" else baseline, "by": None if by == "arm" else by}
+    key = f"paired({call_text(ref.alias, arm, **named)})"
     return PairedView(change, ref, key, what, evidence_pages.row_anchor(first))
 
 
@@ -135,4 +140,36 @@ def sources(page: Page, *refs: Any) -> Quantity:
         + (f"; not recorded by {', '.join(unrecorded)} (older evidence)" if unrecorded else ""),
         f"sources({call_text(*(r.alias for r in picked))})",
         fmt="d",
+    )
+
+
+@page_function
+def between_sessions(page: Page, *figures: Any) -> Quantity:
+    """The spread between sessions of one configuration's figure: ``(max − min) / min`` of two or more
+    Quantities from different evidence documents, e.g. ``between_sessions(hvp(a, ...).warm, hvp(b, ...).warm)``."""
+    if len(figures) < 2 or not all(isinstance(q, Quantity) for q in figures):
+        raise ProbebookError(
+            "between_sessions() takes two or more numbers from evidence, e.g. between_sessions(a.warm, b.warm)"
+        )
+    if any(q.value is None for q in figures):
+        raise ProbebookError(f"between_sessions(): {', '.join(q.key for q in figures if q.value is None)} has no value")
+    docs = [q.evidence[:1] for q in figures]
+    if len(set(docs)) < len(docs):
+        raise ProbebookError("between_sessions(): two of its figures come from the same evidence document, one session")
+    try:
+        values = [float(q.value or 0) * conversion_factor(q.unit, figures[0].unit) for q in figures]
+    except ProbebookError as exc:
+        raise ProbebookError(f"between_sessions(): {exc}") from None
+    keys = ", ".join(q.key for q in figures)
+    try:
+        spread = sessionsmod.relative_range(values)
+    except ProbebookError as exc:
+        raise ProbebookError(f"between_sessions({keys}): {exc}") from None
+    return quantity(
+        spread,
+        "",
+        tuple(dict.fromkeys(e for q in figures for e in q.evidence)),
+        f"(max − min) / min of {keys}, each from its own session's evidence",
+        f"between_sessions({keys})",
+        fmt=".1%",
     )

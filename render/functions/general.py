@@ -1,5 +1,5 @@
 """The page functions of numbers read or derived from evidence: ``fit``, ``value``, ``median``, ``saving``,
-``project``, ``mfu``, ``share_of``, ``constant``, ``claim``.
+``project``, ``mfu``, ``share_of``, ``constant``, ``claim``, ``context``.
 
 Each returns a ``Quantity`` (or a view whose attributes are Quantities) built from archived evidence by a
 pure derivation in ``render.derive``. Evidence is named by the aliases in the page's front matter; an alias
@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import warnings
 from dataclasses import replace
-from typing import Any
+from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
 from render.derive import mfu as mfumod
@@ -24,8 +24,9 @@ from render.functions.registry import page_function
 from render.functions.views import FitView, ProjectionView, call_text, defined, number, quantity
 from render.numbers import claims
 from render.numbers import reading as numbers
+from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity, conversion_factor
-from render.pages import methodology
+from render.pages import comparative, methodology
 
 
 def _suppressed_peak(gpu: str | None) -> peaks.Peak:
@@ -235,6 +236,24 @@ def claim(page: Page, *args: Any) -> claims.Claim:
     for a in args:
         defined(a)
     return claims.make(tuple(args[:-1]), args[-1])
+
+
+class ContextMark:
+    """What ``context()`` returns: the visible mark of a sentence the evidence does not check."""
+
+    TEMPLATE_ATTRS: ClassVar[frozenset[str]] = frozenset()
+    evidence: tuple[str, ...] = ()
+
+    def template_markdown(self, page: str) -> str:
+        return f"*{escape_text(comparative.CONTEXT_MARK)}*"
+
+
+@page_function
+def context(page: Page) -> ContextMark:
+    """``... {{ context() }}``: shows *(context, not checked)* after a comparative sentence the evidence cannot
+    check (a method's rule, an order of steps, a reason), so the comparative-sentence lint passes it
+    (``render.pages.comparative``) and the reader sees it is not a checked claim."""
+    return ContextMark()
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:

@@ -438,18 +438,58 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
     value = evaluate(expr, [leaf["value"] for leaf in leaves])
     evidence = tuple(dict.fromkeys(qa.evidence + (qb.evidence if qb is not None else ())))
     key = f"({qa.key} {op} {b_text})"
+    interval = propagated(op, qa, qb if qb is not None else nb, factor, value)
     return Quantity(
         value=value,
         unit=unit,
         fmt=fmt,
         display=display,
+        uncertainty=interval,
         evidence=evidence,
-        derivation=key[1:-1],
+        derivation=key[1:-1] + ("; 95% interval propagated to first order (GUM §5.1.2)" if interval else ""),
         key=key[1:-1],
         note=None if value is not None else "a missing operand or a zero divisor",
         expr=expr,
         leaves=leaves,
     )
+
+
+Z95 = 1.959963984540054
+"""A 95% interval's half-width over its standard error: the normal quantile ``scipy.stats.norm.ppf(0.975)``."""
+
+
+def propagated(
+    op: str, qa: Quantity, b: Quantity | float | None, factor: float, value: float | None
+) -> tuple[float, float] | None:
+    """The 95% interval of ``qa op b`` from its operands' intervals, to first order; None where it cannot be stated.
+
+    The rule is the law of propagation of uncertainty for uncorrelated inputs (JCGM 100:2008, the GUM, §5.1.2):
+    ``u(f)² = Σ (∂f/∂xᵢ)² u(xᵢ)²``, each operand's standard error ``u`` read from its 95% interval as
+    ``(high − low) / (2·Z95)``. So a sum or difference adds the standard errors in quadrature (``b`` converted
+    by ``factor``), a product or quotient adds the relative ones, and a plain number is exact; the result is
+    ``value ± Z95·u`` (symmetric, as the first-order rule is). Uncorrelated means from disjoint evidence: two
+    operands that share an evidence document share its windows, and only resampling them jointly (as the
+    derivation that made them does) gives their interval, so none is stated here. None as well when an operand
+    has no interval (a number without one is not exact), or when a relative error needs a zero value.
+    """
+    if value is None or qa.value is None or qa.uncertainty is None:
+        return None
+    ua = (qa.uncertainty[1] - qa.uncertainty[0]) / (2 * Z95)
+    if not isinstance(b, Quantity):
+        if b is None or (op == "/" and b == 0):
+            return None
+        u = ua * abs(b if op == "*" else 1.0 / b)
+    else:
+        if b.value is None or b.uncertainty is None or set(qa.evidence) & set(b.evidence):
+            return None
+        ub = (b.uncertainty[1] - b.uncertainty[0]) / (2 * Z95)
+        if op in ("+", "-"):
+            u = math.hypot(ua, ub * factor)
+        elif qa.value == 0 or b.value == 0:
+            return None
+        else:
+            u = abs(value) * math.hypot(ua / qa.value, ub / b.value)
+    return value - Z95 * u, value + Z95 * u
 
 
 def product_format(qa: Quantity, qb: Quantity) -> str:

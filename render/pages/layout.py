@@ -66,9 +66,15 @@ def header(page: SourcePage, sources: Sources, answer: str = "") -> str:
         older = next(p for p in record.versions if p.version == page.supersedes)
         line += f"; supersedes [version {page.supersedes}]({relative_link(page.rel, older.rel)})"
     out += [line + ".*", ""]
-    if page.errata:
+    errata = record.errata_for(page.version)  # with those of other versions that apply to this one too
+    if errata:
         out += ['!!! note "Errata"', ""]
-        out += [f"    - **{escape_text(e.date)}**: {escape_text(e.text)}" for e in page.errata]
+        for e, on in errata:
+            where = ""
+            if on != page.version:
+                other = next(p for p in record.versions if p.version == on)
+                where = f" (written on [version {on}]({relative_link(page.rel, other.rel)}))"
+            out.append(f"    - **{escape_text(e.date)}**{where}: {escape_text(e.text)}")
         out.append("")
     return "\n".join(out) + "\n"
 

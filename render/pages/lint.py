@@ -1,4 +1,4 @@
-"""The prose lint: no hand-typed measurement in a page (ARCHITECTURE.md §Pages).
+"""The prose lint: no hand-typed measurement in a page, no unchecked comparative sentence (ARCHITECTURE.md §Pages).
 
 A hand-typed measurement is a number with a decimal point, a number with a percent sign, or a
 number followed by a unit, found in prose: outside fenced code, inline code, Jinja tags (where
@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from measure.errors import ProbebookError
+from render.pages import comparative
 from render.pages.sources import SourcePage
 
 _UNITS = (
@@ -41,7 +42,7 @@ _ENTITY = re.compile(r"&#?\w+;")
 
 
 class LintError(ProbebookError):
-    """Prose holds a hand-typed measurement."""
+    """Prose holds a hand-typed measurement or an unchecked comparative sentence."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,19 @@ def lint_page(page: SourcePage) -> list[Hit]:
 
 def check(pages: tuple[SourcePage, ...] | list[SourcePage]) -> None:
     """Raise ``LintError`` naming the first hit (and how many more) when any page has one."""
-    hits = [h for page in pages for h in lint_page(page)]
+    hits: list[Hit | comparative.Hit] = [h for page in pages for h in lint_page(page)]
+    hits += [h for page in pages for h in comparatives(page)]
     if hits:
         more = f" ({len(hits) - 1} more: `probebook lint` lists them)" if len(hits) > 1 else ""
         raise LintError(f"{hits[0]}{more}")
+
+
+COMPARATIVE_KINDS = ("record", "playbook")
+"""The pages whose comparative sentences must be checked (``render.pages.comparative``)."""
+
+
+def comparatives(page: SourcePage) -> list[comparative.Hit]:
+    """Comparative sentences in a record's or playbook page's prose that are neither claims nor marked context."""
+    if page.kind not in COMPARATIVE_KINDS:
+        return []
+    return comparative.find(page.body, mask(page.body), str(page.path))

@@ -54,6 +54,9 @@ class Erratum:
     """When the correction was made, YYYY-MM-DD."""
     text: str
     """What was corrected (plain text)."""
+    versions: tuple[int, ...] = ()
+    """The versions of the record it applies to (front matter ``versions: [2, 3]``, each at most the version it
+    is written on); empty: only that version. It is shown on each of them (issue 23)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,16 @@ class Record:
     @property
     def archived(self) -> tuple[SourcePage, ...]:
         return self.versions[:-1]
+
+    def errata_for(self, version: int | None) -> list[tuple[Erratum, int | None]]:
+        """The errata shown on ``version``: its own and those of other versions that name it in ``versions``,
+        each with the version it is written on, in version order."""
+        return [
+            (e, p.version)
+            for p in self.versions
+            for e in p.errata
+            if (version in e.versions if e.versions else p.version == version)
+        ]
 
 
 @dataclass(frozen=True)
@@ -314,9 +327,27 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
         items = []
         for i, entry in enumerate(errata):
             spot = f"{where('errata')} (errata[{i}])"
-            if not isinstance(entry, dict) or set(entry) != {"date", "text"}:
-                raise SourceError(f"{spot}: each erratum needs exactly the fields 'date' and 'text'")
-            items.append(Erratum(_date(entry["date"], spot, "date"), _text(entry["text"], spot, "text")))
+            if not isinstance(entry, dict) or not {"date", "text"} <= set(entry) <= {"date", "text", "versions"}:
+                raise SourceError(
+                    f"{spot}: each erratum needs exactly the fields 'date' and 'text' (and may name 'versions')"
+                )
+            applies = entry.get("versions", [])
+            if "versions" in entry and (
+                not isinstance(applies, list)
+                or not applies
+                or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= version for v in applies)
+            ):
+                raise SourceError(
+                    f"{spot}: field 'versions' must be a non-empty list of version numbers 1..{version}, "
+                    f"got {applies!r}"
+                )
+            items.append(
+                Erratum(
+                    _date(entry["date"], spot, "date"),
+                    _text(entry["text"], spot, "text"),
+                    tuple(sorted(set(applies))),
+                )
+            )
         fields = {
             "summary": _summary(meta.get("summary"), where("summary")),
             "answer": _answer(meta.get("answer"), where("answer")),
