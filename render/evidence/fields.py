@@ -139,7 +139,9 @@ def value_text(key: str, value: Any) -> str:
         if value and all(not isinstance(v, (dict, list)) for v in value.values()):
             # a FLOPs dict, a settings dict: one "name: value" per entry, each in its own key's unit
             inner = key if "flops" in key.lower() else ""
-            return "; ".join(f"{escape_text(label(str(k)))}: {value_text(inner or str(k), v)}" for k, v in value.items())
+            return "; ".join(
+                f"{escape_text(label(str(k)))}: {value_text(inner or str(k), v)}" for k, v in value.items()
+            )
         return escape_text(scrub_paths(json.dumps(value, sort_keys=True, ensure_ascii=False)))
     if isinstance(value, list):
         return escape_text(scrub_paths(json.dumps(value, ensure_ascii=False)))

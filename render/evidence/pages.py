@@ -133,7 +133,8 @@ def summary_text(doc: dict[str, Any], n_rows: int, columns: list[str]) -> str:
     version = f"{doc.get('probe')} probe version {doc.get('probe_version')}"
     said = _NOT_MEASURED.get(str(doc.get("probe")))
     if said is not None:  # a campaign's own documents measure nothing: say what they are, not "no samples"
-        return f"{said}, written{when} by {doc.get('probe')} version {doc.get('probe_version')}. Status: {doc.get('status')}."
+        writer = f"{doc.get('probe')} version {doc.get('probe_version')}"
+        return f"{said}, written{when} by {writer}. Status: {doc.get('status')}."
     return f"{how}{when} by the {version}: {what}. Status: {doc.get('status')}."
 
 
@@ -185,7 +186,7 @@ def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None, str]]
         if isinstance(r, dict) and isinstance(r.get("sm_clock_mhz_median"), (int, float))
     ]
     if sampled:
-        label = "SM clock in the timed windows, median of the windows' NVML medians (MHz)"
+        label = "SM clock in the timed windows, median of the windows' NVML medians"
         rows.append((label, statistics.median(sampled), None, "clock_mhz"))
     return rows
 
@@ -359,8 +360,11 @@ def cited_lines(rel: str, cited_by: list[tuple[str, str]]) -> list[str]:
     out = []
     for title, paths in by_title.items():
         versions = [(_VERSION.search(p), p) for p in paths]
-        if len(paths) == 1 and versions[0][0] is None:
-            out.append(f"- [{escape_text(title)}]({relative_link(rel, paths[0])})")
+        if len(paths) == 1:
+            m = versions[0][0]
+            out.append(
+                f"- [{escape_text(title)}]({relative_link(rel, paths[0])})" + (f", version {m.group(1)}" if m else "")
+            )
             continue
         versions.sort(key=lambda mp: int(mp[0].group(1)) if mp[0] else 0)
         links = [f"[{f'version {m.group(1)}' if m else 'page'}]({relative_link(rel, p)})" for m, p in versions]

@@ -24,8 +24,8 @@ from render.functions.registry import page_function
 from render.functions.views import FitView, ProjectionView, call_text, defined, number, quantity
 from render.numbers import claims
 from render.numbers import reading as numbers
-from render.numbers.quantity import Quantity, conversion_factor
 from render.numbers.links import rows_anchor, with_column
+from render.numbers.quantity import Quantity, conversion_factor
 from render.pages import methodology
 
 

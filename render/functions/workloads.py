@@ -38,4 +38,4 @@ def params(page: Page, ref: Any) -> ParamsView:
         raise ProbebookError(f"params(): {exc}") from None
     what = "params.n_params_total, n_params_trainable, n_params_active; FLOPs: 4·P_all + 2·P_trainable"
     notes = {"active": "a dense model: every parameter is active"}
-    return ParamsView(vars(counts), (ref.id,), what, f"params({ref.alias})", notes)
+    return ParamsView(vars(counts), (ref.id,), what, f"params({ref.alias})", notes, ("params-n_params_total",))

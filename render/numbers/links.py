@@ -132,8 +132,9 @@ def anchor_href(anchor: str) -> str:
     return f"?{query}#row-{first.group(0)}"
 
 
-# An absolute path as a shell word or inside one: POSIX ("/home/u/runs/x"), home ("~/x") or Windows ("C:\\x").
-_ABS_PATH = re.compile(r"""(?<![\w.~/:-])(?:~|[A-Za-z]:\\|/)(?:[^\s'"`,;:]*[/\\])?[^\s'"`,;:]*""")
+# An absolute path where a word starts (after a space, quote, '=', '(', '[' or ','): POSIX ("/home/u/runs/x"),
+# home ("~/x") or Windows ("C:\\x").
+_ABS_PATH = re.compile(r"""(?<![^\s'"=(\[,])(?:~|[A-Za-z]:\\|/)(?:[^\s'"`,;:]*[/\\])?[^\s'"`,;:]*""")
 PLACEHOLDER = "<dir>"
 """What a path from the measuring machine reads as on a public page."""
 

@@ -25,7 +25,7 @@ import shlex
 from typing import Any
 
 from measure.errors import printable
-from render.numbers.links import escape_text, machine_anchor, scrub_paths, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, machine_anchor, relative_link, scrub_paths, short_id
 from render.numbers.quantity import Quantity
 
 Declarations = dict[str, dict[str, Any]]
@@ -99,7 +99,12 @@ def _clock(rel: str, ident: str, value: Any, what: str, field: str) -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "–"
     q = Quantity(
-        float(value), "MHz", fmt=".0f", evidence=(ident,), derivation=f"{what} as recorded", anchor=machine_anchor(field)
+        float(value),
+        "MHz",
+        fmt=".0f",
+        evidence=(ident,),
+        derivation=f"{what} as recorded",
+        anchor=machine_anchor(field),
     )
     return q.markdown(rel)
 
@@ -146,7 +151,11 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
         "| evidence | probe | measured | SM clock at start-up | SM clock before timing | after timing |",
         "|---|---|---|---|---|---|",
     ]
-    start_up, before, after = "machine.sm_clock_mhz, read at start-up", "data.clocks.sm_mhz_before", "data.clocks.sm_mhz_after"
+    start_up, before, after = (
+        "machine.sm_clock_mhz, read at start-up",
+        "data.clocks.sm_mhz_before",
+        "data.clocks.sm_mhz_after",
+    )
     for alias in sorted(aliases):
         ident = aliases[alias]
         doc = docs[ident]
