@@ -14,6 +14,8 @@ def test_labels_are_prose() -> None:
     assert fields.label("clocks.sm_mhz_before") == "clocks › SM MHz before"
     assert fields.label("started_unix") == "started"
     assert fields.label("s") == "s"
+    assert fields.label("square_8192_tflop_s") == "square 8192"
+    assert fields.label("square_n") == "square n" and fields.label("n_params_total") == "number of params total"
 
 
 def test_values_take_the_unit_their_key_names() -> None:
@@ -29,6 +31,9 @@ def test_values_take_the_unit_their_key_names() -> None:
     assert v("dirty", True) == "yes" and v("dirty", False) == "no"
     assert v("x", None) == "—"
     assert v("count", 3) == "3" and v("ratio", 0.5) == "0.5"
+    assert v("square_8192_tflop_s", 640.706) == "640.706 TFLOP/s"  # a rate, not a time
+    assert v("fastest_tok_s", 143000.0) == "143 ktok/s"
+    assert v("sm_mhz_after", 1425) == "1,425 MHz"
 
 
 def test_unix_times_are_utc_iso_dates() -> None:

@@ -45,7 +45,9 @@
     cell.scrollIntoView({ block: "center", inline: "center" });
   }
 
-  window.addEventListener("hashchange", land);
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", land);
-  else land();
+  // after the browser's own jump to the fragment (on load), or it would undo the horizontal scroll
+  function later() { window.setTimeout(land, 0); }
+  window.addEventListener("hashchange", later);
+  if (document.readyState === "complete") later();
+  else window.addEventListener("load", later);
 })();

@@ -38,9 +38,16 @@ _WORDS = {
     "cv": "CV",
     "mib": "MiB",
     "mhz": "MHz",
-    "n": "number of",
     "tok": "tokens",
+    "tflop": "TFLOP",
+    "gflop": "GFLOP",
+    "flop": "FLOP",
+    "gb": "GB",
+    "gib": "GiB",
 }
+# ``<what>_s`` after one of these is a rate (``square_tflop_s``: TFLOP/s), not a time.
+_RATES = {"tflop": "TFLOP/s", "gflop": "GFLOP/s", "flop": "FLOP/s", "tok": "tok/s", "tokens": "tok/s", "gb": "GB/s"}
+_RATES |= {"gib": "GiB/s", "bytes": "B/s", "samples": "samples/s", "steps": "steps/s"}
 # Unit suffixes: the label drops them, the value carries the unit instead.
 _SUFFIX_UNITS = {"s": "s", "bytes": "B", "mhz": "MHz", "w": "W", "c": "°C", "mib": "MiB", "pct": "%"}
 _TIME_SUFFIXES = ("at", "unix", "time", "timestamp")
@@ -61,6 +68,10 @@ def label(key: str) -> str:
     words = _words(key)
     if len(words) > 1 and words[-1].lower() in _SUFFIX_UNITS:
         words = words[:-1]
+        if words[-1].lower() in _RATES and key.lower().endswith("_s"):
+            words = words[:-1] or words  # the value shows the rate's unit
+    if len(words) > 1 and words[0].lower() == "n":
+        words = ["number", "of", *words[1:]]  # n_params: the number of params
     if len(words) > 1 and words[-1].lower() == "unix":
         words = words[:-1]
     return " ".join(_WORDS.get(w.lower(), w) for w in words) or key
@@ -73,6 +84,10 @@ def unit_of(key: str) -> str | None:
         return None
     if words[-1].lower() == "bytes":
         return "B"
+    if len(words) > 1 and words[-1].lower() == "s" and words[-2].lower() in _RATES:
+        return _RATES[words[-2].lower()]
+    if "mhz" in (w.lower() for w in words[:-1]):
+        return "MHz"  # sm_mhz_before: a clock, whatever follows
     return _SUFFIX_UNITS.get(words[-1].lower()) if len(words) > 1 else None
 
 
@@ -129,6 +144,9 @@ def value_text(key: str, value: Any) -> str:
             return seconds_text(value)
         if unit == "B":
             return bytes_text(value)
+        if unit is not None and unit.endswith("/s"):
+            shown, prefixed = numbers.choose_unit(float(value), unit)
+            return f"{numbers.readable_float(shown)} {prefixed}"
         if unit is not None:
             return f"{_plain_number(value)} {unit}" if unit != "%" else f"{_plain_number(value)}%"
         if "flops" in key.lower() and abs(value) >= 1000:

@@ -86,7 +86,7 @@ def _moved_rows(
     moved = sorted(
         (c for c, k in zip(changes, kinds, strict=True) if k == MOVED), key=lambda c: by_size(c.get("relative"))
     )
-    out = []
+    out = [] if moved else ["No number's shown text changed.", ""]
     if moved:
         out += ["| number | page | old | new | change |", "|---|---|---|---|---|"]
         for c in moved:
@@ -275,7 +275,7 @@ def page_markdown(
     )
     out.append("")
     if d.changed:
-        out += ["### Changed", "", "Largest relative change first.", ""]
+        out += ["### Changed", "", "Numbers whose shown text changed, largest relative change first.", ""]
         out += _moved_rows([_as_dict(c) for c in d.changed], existing, titles, rows)
     if published and moved:
         out += _claims_section(moved, existing, titles)
