@@ -71,3 +71,29 @@ def test_a_combined_number_keeps_each_operands_rows() -> None:
     q = a / b
     assert q.evidence == (A, B) and q.anchor == "samples-r0-4" and q.more_anchors == ("row-7",)
     assert "#row-7" in q.markdown("index.md")
+
+
+def test_a_records_reproduce_command_and_environment_show_no_host_path_and_the_dirty_flag() -> None:
+    from render.pages import provenance
+
+    declared = {
+        "padding": {
+            "version": 1,
+            "options": {
+                "corpus": {"flag": "--corpus", "kind": "value", "default": None},
+                "glob": {"flag": "--glob", "kind": "value", "default": "**/*"},
+            },
+        }
+    }
+    doc = {
+        "probe": "padding",
+        "probe_version": 1,
+        "params": {"corpus": "/root/.pyenv/versions/3.11.7/lib/python3.11", "glob": "**/*.py"},
+        "machine": {"gpu": "NVIDIA H200", "power_limit_w": 700.0},
+        "code": {"dirty": True, "git_commit": "abc"},
+    }
+    cmd, _ = provenance.command(doc, declared)
+    assert cmd == "probebook measure padding --corpus '<dir>' --glob '**/*.py'"
+    block = provenance.environment_block("records/x/v1.md", {"run": A}, {A: doc})
+    assert "| uncommitted changes in the measuring tree | yes (the git commit above does not hold the code" in block
+    assert f"(../../evidence/{'a' * 64}.md#machine-power_limit_w " in block  # the power limit lands on its row

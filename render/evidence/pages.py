@@ -35,6 +35,7 @@ from render.numbers.links import (
     machine_anchor,
     relative_link,
     rows_anchor,
+    scrub_paths,
     short_id,
 )
 from render.pages.layout import nav_title
@@ -87,8 +88,8 @@ def readable(value: Any) -> str:  # a samples cell: six figures, as stored (the 
     if isinstance(value, int):
         return numbers.minus(str(value))
     if isinstance(value, (dict, list)):
-        return escape_text(json.dumps(value, sort_keys=True, ensure_ascii=False))
-    return escape_text(value)
+        return escape_text(scrub_paths(json.dumps(value, sort_keys=True, ensure_ascii=False)))
+    return escape_text(scrub_paths(str(value)))  # a folder of the measuring host reads as <dir>
 
 
 def _span(values: Any) -> str:
