@@ -29,6 +29,7 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
+from render.numbers.links import machine_anchor, rows_anchor
 
 if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
@@ -240,4 +241,7 @@ def utilisation(page: Page, ref: Any, tokens: Any) -> UtilisationView:
     notes = {"clock_sag": "the evidence's machine has no maximum SM clock"}
     notes["power_limit"] = "the evidence's machine has no power limit"
     what = f"NVML over the timed windows at {t} tokens: lowest, highest, or median of window medians"
-    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes)
+    windows = rows_anchor(i for i, r in enumerate(page.rows(ref)) if isinstance(r, dict) and r.get("tokens") == t)
+    landing = dict.fromkeys(UtilisationView.FIELDS, windows)  # the windows at t; the limit on its machine row
+    landing["power_limit"] = machine_anchor("power_limit_w")
+    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes, landing)
