@@ -56,11 +56,11 @@ def test_summary_says_what_was_measured() -> None:
 
 def test_machine_table_labels_the_idle_and_the_measured_clocks() -> None:
     rows = dict(ep.machine_fields(DOC))
-    assert rows["SM clock at fingerprint, idle (MHz)"] == 345
-    assert rows["SM clock, maximum (MHz)"] == 1980
-    assert rows["SM clock in the run, before the timed windows (MHz)"] == 1980
-    assert rows["SM clock in the run, after the timed windows (MHz)"] == 1755
-    assert rows["SM clock in the timed windows, median of the windows' NVML medians (MHz)"] == 1972.5
+    assert rows["SM clock at fingerprint, idle"] == 345
+    assert rows["SM clock, maximum"] == 1980
+    assert rows["SM clock in the run, before the timed windows"] == 1980
+    assert rows["SM clock in the run, after the timed windows"] == 1755
+    assert rows["SM clock in the timed windows, median of the windows' NVML medians"] == 1972.5
 
 
 def test_raw_values_read_without_exponents() -> None:
@@ -84,7 +84,7 @@ def test_page_has_title_id_anchors_and_downloads() -> None:
     assert lines[4].startswith("Measured on 1 × NVIDIA H200 on 2026-11-29")
     assert '| <span id="row-0"></span>0 | 2048 | 0.0737698 | 1980 |' in page
     assert '| <span id="row-1"></span>1 | 4096 | 0.0000283522 | 1965 |' in page
-    assert '| <span id="data-windows.times_s"></span>windows.times_s | [0.00001, 0.5] |' in page
+    assert '| <span id="data-windows.times_s"></span>windows › times | [10 µs, 500 ms] |' in page
     assert '| <span id="params-preset"></span>preset | 250m |' in page
     assert "[the whole archive (tar.gz)](probebook-archive.tar.gz)" in page
     assert "[the ledger of published numbers](../ledger.json)" in page
@@ -94,7 +94,7 @@ def test_page_has_title_id_anchors_and_downloads() -> None:
 def test_the_cited_by_list_sits_between_the_envelope_and_the_code() -> None:
     cited = [("records/a/v1.md", "A *record*"), ("playbook/index.md", "Playbook")]
     page = ep.page_markdown(ID, DOC, cited)
-    listed = "- [A \\*record\\*](../records/a/v1.md)\n- [Playbook](../playbook/index.md)"
+    listed = "- [A \\*record\\*](../records/a/v1.md), version 1\n- [Playbook](../playbook/index.md)"
     assert f"## Cited by\n\n{listed}\n\n## Code" in page
     assert "## Cited by\n\n*No page cites this evidence yet.*\n\n## Code" in ep.page_markdown(ID, DOC, [])
     prepared = ep.prepare(ID, DOC)  # made before the records rendered, then given its list
@@ -108,7 +108,7 @@ def test_field_anchors_point_at_rows_that_exist() -> None:
     assert ep.field_anchor(DOC, "data.samples.900.step_s") == "samples"  # past the rows a page shows
     assert ep.field_anchor(DOC, "params.batch") == "params-batch"
     assert ep.field_anchor(DOC, "machine.sm_clock_mhz") == "machine-sm_clock_mhz"
-    assert ep.field_anchor(DOC, "data.clocks.sm_mhz_after") == "data-clocks.sm_mhz_after"
+    assert ep.field_anchor(DOC, "data.clocks.sm_mhz_after") == "machine-clocks.sm_mhz_after"  # the machine table's row
     assert ep.field_anchor(DOC, "data.windows.times_s.1") == "data-windows.times_s"  # one row holds the list
     assert ep.field_anchor(DOC, "params.missing") == ""
     weird = {"params": {'a"b': 1}}
@@ -163,7 +163,7 @@ def test_built_evidence_page(fixture_site: BuildPaths) -> None:
     html = (fixture_site.site / "evidence" / f"{gemm}.html").read_text(encoding="utf-8")
     assert re.search(r"<h1[^>]*>gemm · ", html)
     assert 'id="row-0"' in html
-    assert "SM clock at fingerprint, idle (MHz)" in html
+    assert "SM clock at fingerprint, idle" in html and "1,980 MHz" in html
     index = json.loads((fixture_site.site / "search" / "search_index.json").read_text(encoding="utf-8"))
     text = " ".join(d["text"] for d in index["docs"] if d["location"].startswith(f"evidence/{gemm}.html"))
     assert gemm in text and f"sha256:{gemm[:12]}" in text

@@ -109,11 +109,14 @@ def test_changes_page_lists_each_publish_newest_first_with_records_errata_and_mo
     same = ledger.diff([_row("p.md", "k", 1.0, "1 s")], [_row("p.md", "k", 1.0, "1 s")])
     text = _page(True, same, past)
     assert "Unpublished changes" not in text  # a build equal to the published numbers previews nothing
-    assert text.index("### Published 2026-12-05") < text.index("### Published 2026-12-01")
-    newest = text[text.index("### Published 2026-12-05") : text.index("### Published 2026-12-01")]
+    assert text.index("### Publish 2: 2026-12-05") < text.index("### Publish 1: 2026-12-01")
+    newest = text[text.index("### Publish 2: 2026-12-05") : text.index("### Publish 1: 2026-12-01")]
     assert "- [records/a/v2.md](records/a/v2.md): version 2, was 1" in newest
-    assert "Refitted." in newest and "| 10 ms | 12 ms | +20% |" in newest
-    assert "new record" in text[text.index("### Published 2026-12-01") :]
+    assert (
+        "Refitted." in newest
+        and "| [fit(s).c](records/a/v2.md) | [records/a/v2.md](records/a/v2.md) | 10 ms | 12 ms | +20% |" in newest
+    )
+    assert "new record" in text[text.index("### Publish 1: 2026-12-01") :]
     assert "probebook publish" not in text and "accepts" not in text  # it speaks to readers, not the maintainer
     now = {"records": {"a": {**rec, "page": "records/a/v2.md", "version": 3}}, "errata": past[1]["errata"]}
     text = changes.page_markdown(same, True, {"records/a/v2.md"}, {}, [], past, now)
@@ -148,6 +151,6 @@ def test_publish_appends_a_dated_entry_and_the_built_changes_page_shows_it(tmp_p
     assert len(history.read(archive / "published" / history.NAME)) == 1  # nothing new: no second entry
     run("build", *common, "--build-dir", str(tmp_path / "build"))
     page = (tmp_path / "build" / "docs" / "changes.md").read_text()
-    assert "Unpublished changes" not in page and "### Published 2025-12-01" in page
+    assert "Unpublished changes" not in page and "### Publish 1: 2025-12-01" in page
     assert "16 numbers published" in page
     assert json.loads((tmp_path / "site" / "ledger.json").read_text())["rows"]

@@ -245,7 +245,7 @@ def generate_pages(
     existing = {p for p in (*tree.files, *tree.kept) if p.endswith(".md")}
     moved = claims.truth_changes(published or [], tree.ledger)
     tree.files[changes.PAGE] = changes.page_markdown(
-        tree.diff, published is not None, existing, titles, moved, past, history.snapshot(src)
+        tree.diff, published is not None, existing, titles, moved, past, history.snapshot(src), tree.ledger
     ).encode("utf-8")
     tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
     tree.nav = layout.nav(src)

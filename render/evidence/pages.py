@@ -25,14 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
-from render.evidence import marks, reproduction
+from render.evidence import fields, marks, reproduction
 from render.numbers import reading as numbers
-from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import (
+    MAX_ROWS,
+    SAMPLES,
+    escape_text,
+    evidence_page,
+    machine_anchor,
+    relative_link,
+    rows_anchor,
+    scrub_paths,
+    short_id,
+)
 from render.pages.layout import nav_title
 from render.tables import columns as tables
 
-MAX_ROWS = 500
-"""Raw rows shown on a page; the CSV download always holds all of them."""
 MAX_OTHER = 400
 """Fields of "Other data" shown on a page; the JSON download always holds all of them."""
 MAX_LIST = 24
@@ -44,17 +52,17 @@ LEDGER = "ledger.json"
 
 # Machine fields a reader misreads without a label: the fingerprint is taken before the run, on an idle card.
 _MACHINE_LABELS = {
-    "sm_clock_mhz": "SM clock at fingerprint, idle (MHz)",
-    "sm_clock_max_mhz": "SM clock, maximum (MHz)",
-    "mem_clock_mhz": "memory clock at fingerprint (MHz)",
-    "power_limit_w": "power limit (W)",
-    "temperature_c": "temperature at fingerprint (°C)",
-    "gpu_memory_bytes": "GPU memory (bytes)",
+    "sm_clock_mhz": "SM clock at fingerprint, idle",
+    "sm_clock_max_mhz": "SM clock, maximum",
+    "mem_clock_mhz": "memory clock at fingerprint",
+    "temperature_c": "temperature at fingerprint",
+    "hostname_hash": "host (hash of its name)",
+    "gpu_count": "GPUs in the machine",
 }
-# Clocks the run recorded itself (data.clocks), as the machine table labels them.
+# Clocks the run recorded itself (data.clocks), as the machine table labels them; their values are in MHz.
 _RUN_CLOCKS = {
-    "sm_mhz_before": "SM clock in the run, before the timed windows (MHz)",
-    "sm_mhz_after": "SM clock in the run, after the timed windows (MHz)",
+    "sm_mhz_before": "SM clock in the run, before the timed windows",
+    "sm_mhz_after": "SM clock in the run, after the timed windows",
 }
 # Shape params, in the order a title names them, each as (param, how it reads).
 _SHAPE = (
@@ -69,7 +77,7 @@ _SHAPE = (
 )
 
 
-def readable(value: Any) -> str:
+def readable(value: Any) -> str:  # a samples cell: six figures, as stored (the column names the unit)
     """A stored value as page text: floats to six figures without exponents, lists joined, text escaped."""
     if value is None:
         return "—"
@@ -80,8 +88,8 @@ def readable(value: Any) -> str:
     if isinstance(value, int):
         return numbers.minus(str(value))
     if isinstance(value, (dict, list)):
-        return escape_text(json.dumps(value, sort_keys=True, ensure_ascii=False))
-    return escape_text(value)
+        return escape_text(scrub_paths(json.dumps(value, sort_keys=True, ensure_ascii=False)))
+    return escape_text(scrub_paths(str(value)))  # a folder of the measuring host reads as <dir>
 
 
 def _span(values: Any) -> str:
@@ -124,7 +132,22 @@ def summary_text(doc: dict[str, Any], n_rows: int, columns: list[str]) -> str:
     what = f"{n_rows} samples of {', '.join(columns[:6])}{' …' if len(columns) > 6 else ''}" if n_rows else "no samples"
     when = f" on {str(doc.get('created_at'))[:10]}" if doc.get("created_at") else ""
     version = f"{doc.get('probe')} probe version {doc.get('probe_version')}"
+    said = _NOT_MEASURED.get(str(doc.get("probe")))
+    if said is not None:  # a campaign's own documents measure nothing: say what they are, not "no samples"
+        writer = f"{doc.get('probe')} version {doc.get('probe_version')}"
+        return f"{said}, written{when} by {writer}. Status: {doc.get('status')}."
     return f"{how}{when} by the {version}: {what}. Status: {doc.get('status')}."
+
+
+_NOT_MEASURED = {
+    "campaign-audit": "A campaign audit: the verdict of re-deriving a finished campaign's points from their raw "
+    "windows and checking its walk, receipts and job limits (its findings are below); it measures nothing",
+    "campaign": "A campaign's collected record: which points ran, on which jobs, and the evidence each stored; "
+    "it measures nothing itself",
+    "campaign-plan": "A campaign's frozen plan: its grid, walk, executor and the hashes of the source every point "
+    "runs; it measures nothing",
+}
+"""Documents that ``probebook campaign`` writes, not a probe: what each one is, said instead of a machine."""
 
 
 def _fields_table(mapping: dict[str, Any], prefix: str) -> str:
@@ -132,31 +155,40 @@ def _fields_table(mapping: dict[str, Any], prefix: str) -> str:
         return "*(none recorded)*\n"
     lines = ["| field | value |", "|---|---|"]
     lines += [
-        f"| {_with_anchor(_anchor(prefix, str(k)), escape_text(k))} | {readable(mapping[k])} |" for k in sorted(mapping)
+        f"| {_with_anchor(_anchor(prefix, str(k)), escape_text(fields.label(str(k))))} | "
+        f"{fields.value_text(str(k), mapping[k])} |"
+        for k in sorted(mapping)
     ]
     return "\n".join(lines) + "\n"
 
 
 def machine_fields(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """(label, value) rows of the machine table: the fingerprint, labelled, then the clocks the run recorded."""
-    return [(label, value) for label, value, _ in _machine_rows(doc)]
+    return [(label, value) for label, value, _, _ in _machine_rows(doc)]
 
 
-def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
-    """(label, value, anchor) rows of the machine table."""
+def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None, str]]:
+    """(label, value, anchor, the key its unit is read from) rows of the machine table."""
     machine = doc.get("machine") or {}
-    rows = [(_MACHINE_LABELS.get(k, k), machine[k], _anchor("machine", str(k))) for k in sorted(machine)]
+    rows: list[tuple[str, Any, str | None, str]] = [
+        (_MACHINE_LABELS.get(str(k), fields.label(str(k))), machine[k], _anchor("machine", str(k)), str(k))
+        for k in sorted(machine)
+    ]
     clocks = (doc.get("data") or {}).get("clocks")
     if isinstance(clocks, dict):
-        rows += [(_RUN_CLOCKS[k], clocks[k], None) for k in _RUN_CLOCKS if clocks.get(k) is not None]
+        rows += [
+            (_RUN_CLOCKS[k], clocks[k], machine_anchor(f"clocks.{k}"), "clock_mhz")
+            for k in _RUN_CLOCKS
+            if clocks.get(k) is not None
+        ]
     sampled = [
         r["sm_clock_mhz_median"]
         for r in (doc.get("data") or {}).get("samples") or []
         if isinstance(r, dict) and isinstance(r.get("sm_clock_mhz_median"), (int, float))
     ]
     if sampled:
-        label = "SM clock in the timed windows, median of the windows' NVML medians (MHz)"
-        rows.append((label, statistics.median(sampled), None))
+        label = "SM clock in the timed windows, median of the windows' NVML medians"
+        rows.append((label, statistics.median(sampled), None, "clock_mhz"))
     return rows
 
 
@@ -165,18 +197,16 @@ def _machine_table(doc: dict[str, Any]) -> str:
     if not rows:
         return "*(none recorded)*\n"
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {_with_anchor(a, escape_text(k))} | {readable(v)} |" for k, v, a in rows]
+    lines += [f"| {_with_anchor(a, escape_text(k))} | {fields.value_text(unit, v)} |" for k, v, a, unit in rows]
     return "\n".join(lines) + "\n"
 
 
-SAMPLES = "samples"
-"""The anchor of the raw samples table: where a number derived from all of a document's rows lands."""
 _SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,120}")
 
 
 def row_anchor(index: int) -> str:
     """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``; the table's for a row not shown."""
-    return f"row-{index}" if 0 <= index < MAX_ROWS else SAMPLES
+    return rows_anchor([index])
 
 
 def _anchor(prefix: str, key: str) -> str | None:
@@ -195,7 +225,10 @@ def field_anchor(doc: dict[str, Any], path: str) -> str:
         index = rest.split(".")[1]
         return row_anchor(int(index)) if index.isdigit() else SAMPLES
     if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
-        return _anchor(head, rest) or ""
+        return _anchor(head, rest) or (head if head == "machine" else "")
+    clocks = (doc.get("data") or {}).get("clocks")
+    if head == "data" and rest.startswith("clocks.") and isinstance(clocks, dict) and rest[7:] in _RUN_CLOCKS:
+        return machine_anchor(rest)  # a run's own clock shows in the machine table, beside the fingerprint's
     if head == "data":
         other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
         for shown, _value in flatten(other)[:MAX_OTHER]:
@@ -233,8 +266,8 @@ def flatten(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(path, value)]
 
 
-def _list_cell(values: list[Any]) -> str:
-    shown = ", ".join(readable(v) for v in values[:MAX_LIST])
+def _list_cell(path: str, values: list[Any]) -> str:
+    shown = ", ".join(fields.value_text(path, v) for v in values[:MAX_LIST])
     return f"[{shown}{f', … {len(values) - MAX_LIST} more' if len(values) > MAX_LIST else ''}]"
 
 
@@ -242,8 +275,8 @@ def _other_table(other: dict[str, Any]) -> str:
     rows = flatten(other)
     lines = ["| field | value |", "|---|---|"]
     for path, value in rows[:MAX_OTHER]:
-        cell = _list_cell(value) if isinstance(value, list) else readable(value)
-        lines.append(f"| {_with_anchor(_anchor('data', path), escape_text(path))} | {cell} |")
+        cell = _list_cell(path, value) if isinstance(value, list) else fields.value_text(path, value)
+        lines.append(f"| {_with_anchor(_anchor('data', path), escape_text(fields.label(path)))} | {cell} |")
     if len(rows) > MAX_OTHER:
         lines.append(f"\n*{len(rows) - MAX_OTHER} more fields in the JSON download.*")
     return "\n".join(lines) + "\n"
@@ -317,9 +350,35 @@ def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str
     return _page(ident, prepare(ident, doc), cited_by)
 
 
+_VERSION = re.compile(r"/v([0-9]+)\.md$")
+
+
+def cited_lines(rel: str, cited_by: list[tuple[str, str]]) -> list[str]:
+    """The "Cited by" list of the page ``rel``: one line per title, each version of a record a link of its own
+    (``- Title: [version 1](…), [version 2](…)``), nothing repeated, in the order the pages came."""
+    by_title: dict[str, list[str]] = {}
+    for path, title in cited_by:
+        paths = by_title.setdefault(title, [])
+        if path not in paths:
+            paths.append(path)
+    out = []
+    for title, paths in by_title.items():
+        versions = [(_VERSION.search(p), p) for p in paths]
+        if len(paths) == 1:
+            m = versions[0][0]
+            out.append(
+                f"- [{escape_text(title)}]({relative_link(rel, paths[0])})" + (f", version {m.group(1)}" if m else "")
+            )
+            continue
+        versions.sort(key=lambda mp: int(mp[0].group(1)) if mp[0] else 0)
+        links = [f"[{f'version {m.group(1)}' if m else 'page'}]({relative_link(rel, p)})" for m, p in versions]
+        out.append(f"- {escape_text(title)}: {', '.join(links)}")
+    return out
+
+
 def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]]) -> str:
     rel = evidence_page(ident)
-    cited = [f"- [{escape_text(title)}]({relative_link(rel, path)})" for path, title in cited_by]
+    cited = cited_lines(rel, cited_by)
     return "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
 
 

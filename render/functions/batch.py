@@ -16,6 +16,7 @@ from render.derive import campaign as campaignmod
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import BatchView, CampaignTimeView, call_text, number
+from render.numbers.links import rows_anchor, with_column
 
 
 @page_function
@@ -41,6 +42,11 @@ def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any =
         )
     g = picked[0]
     what = f"batch sweep to OOM of {g.model} at context {g.context}"
+    used = [  # the curve's rows: every batch of this model at this context, its tok/s in view
+        i
+        for i, r in enumerate(page.rows(ref))
+        if isinstance(r, dict) and str(r.get("model")) == g.model and r.get("context") == g.context
+    ]
     return BatchView(
         vars(g),
         (ref.id,),
@@ -52,6 +58,7 @@ def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any =
             "fastest_tok_s": batchsweep.no_fastest_reason(g),
             "largest_batch": "no batch fits",
         },
+        (with_column(rows_anchor(used), "tok_s"),),
     )
 
 

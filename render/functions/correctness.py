@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 from measure.errors import ProbebookError
 from render.derive import correctness
 from render.derive import utilisation as utilmod
+from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
+from render.numbers.links import machine_anchor, rows_anchor
 
 if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
@@ -154,7 +156,28 @@ def hvp(
         if selected
         else f"hvp({call_text(ref.alias, method, mode, dtype, which.batch)})"
     )
-    return HvpView(values, (ref.id,), what, key)
+    return HvpView(values, (ref.id,), what, key, landing=_candidate_rows(page, ref, which))
+
+
+def _candidate_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) -> dict[str, str]:
+    """Each H·v field's row in its evidence page's "Other data" (``data.candidates.<i>.<field>``); a derived one
+    (the compile time, the reference's vᵀHv) lands on the candidate's warm time."""
+    candidates = page.data(ref).get("candidates") or []
+    wanted = (which.method, which.mode, which.dtype, which.batch)
+    found = [
+        i
+        for i, c in enumerate(candidates)
+        if (c.get("method"), c.get("mode"), c.get("dtype"), c.get("batch")) == wanted
+    ]
+    if not found:
+        return {}
+    i, doc = found[0], page.doc(ref)
+    return {
+        name: evidence_pages.field_anchor(
+            doc, f"data.candidates.{i}.{source if source in candidates[i] else 'warm_median_s'}"
+        )
+        for name, (source, _, _) in HvpView.FIELDS.items()
+    }
 
 
 @page_function
@@ -218,4 +241,7 @@ def utilisation(page: Page, ref: Any, tokens: Any) -> UtilisationView:
     notes = {"clock_sag": "the evidence's machine has no maximum SM clock"}
     notes["power_limit"] = "the evidence's machine has no power limit"
     what = f"NVML over the timed windows at {t} tokens: lowest, highest, or median of window medians"
-    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes)
+    windows = rows_anchor(i for i, r in enumerate(page.rows(ref)) if isinstance(r, dict) and r.get("tokens") == t)
+    landing = dict.fromkeys(UtilisationView.FIELDS, windows)  # the windows at t; the limit on its machine row
+    landing["power_limit"] = machine_anchor("power_limit_w")
+    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes, landing)

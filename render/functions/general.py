@@ -24,7 +24,7 @@ from render.functions.registry import page_function
 from render.functions.views import FitView, ProjectionView, call_text, defined, number, quantity
 from render.numbers import claims
 from render.numbers import reading as numbers
-from render.numbers.links import escape_text
+from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.quantity import Quantity, conversion_factor
 from render.pages import comparative, methodology
 
@@ -200,7 +200,7 @@ def median(
         f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
         f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
         fmt=fmt or spec,
-        anchor=evidence_pages.row_anchor(indices[0]),
+        anchor=with_column(rows_anchor(indices), field),
     )
     if display:
         return q.to(display)  # the page chose the unit
@@ -215,7 +215,8 @@ def saving(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: st
     what = f"saving(): {ref.alias} ({ref.short})"
     arm_rows = _field_rows(rows, field, {"arm": arm}, what)
     arm_s = statistics.median(rows[i][field] for i in arm_rows)
-    base_s = statistics.median(_field_values(rows, field, {"arm": baseline}, what))
+    base_rows = _field_rows(rows, field, {"arm": baseline}, what)
+    base_s = statistics.median(rows[i][field] for i in base_rows)
     return quantity(
         saving_fraction(arm_s, base_s),
         "",
@@ -223,7 +224,7 @@ def saving(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: st
         f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
         f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
         fmt=".1%",
-        anchor=evidence_pages.row_anchor(arm_rows[0]),
+        anchor=with_column(rows_anchor(arm_rows + base_rows), field),
         bounded=True,
     )
 

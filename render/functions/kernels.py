@@ -14,6 +14,7 @@ from render.derive import gemm, kernels
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, quantity
+from render.numbers.links import rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.tables import columns as tables
 
@@ -43,6 +44,7 @@ def gemm_ceiling(page: Page, ref: Any, shape: str | None = None) -> Quantity:
         f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
         display="TFLOP/s",
         fmt=".4g",
+        anchor=_shape_rows(page, ref, {g.shape}),
     )
 
 
@@ -66,6 +68,12 @@ def gemm_clock(page: Page, ref: Any, shape: str | None = None) -> Quantity:
     )
 
 
+def _shape_rows(page: Page, ref: EvidenceRef, shapes: set[str]) -> str:
+    """The fragment landing on the samples rows of ``shapes``, their ``time_s`` in view: the rows a ceiling used."""
+    used = [i for i, r in enumerate(page.rows(ref)) if isinstance(r, dict) and r.get("shape") in shapes]
+    return with_column(rows_anchor(used), "time_s")
+
+
 def _workload_ceiling(page: Page, ref: EvidenceRef, rows: list[dict[str, Any]]) -> Quantity:
     points = (page.doc(ref).get("data") or {}).get("points")
     if not isinstance(points, list) or not all(isinstance(p, dict) and "shape" in p for p in points):
@@ -85,6 +93,7 @@ def _workload_ceiling(page: Page, ref: EvidenceRef, rows: list[dict[str, Any]]) 
         f"gemm_ceiling({call_text(ref.alias, shape='workload')})",
         display="TFLOP/s",
         fmt=".4g",
+        anchor=_shape_rows(page, ref, {g.shape for g in shapes if counts.get(g.shape, 0)}),
     )
 
 

@@ -176,8 +176,11 @@ class FieldView:
         what: str,
         key: str,
         notes: dict[str, str] | None = None,
+        landing: tuple[str, ...] | dict[str, str] = (),
     ):
         self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
+        # where each evidence document's inputs are (render.numbers.links.rows_anchor), or one place per field
+        self._landing = landing
 
     def __getattr__(self, name: str) -> Quantity:
         if name.startswith("_") or name not in self.FIELDS:
@@ -185,7 +188,13 @@ class FieldView:
         source, unit, kw = self.FIELDS[name]
         value = self._values.get(source)
         note = self._notes.get(name) if value is None else None
-        return quantity(value, unit, self._evidence, f"{self._what}; {source}", f"{self._key}.{name}", note=note, **kw)
+        landing = self._landing
+        if isinstance(landing, dict):
+            landing = (landing.get(name, ""),)
+        where = {"anchor": landing[0], "more_anchors": tuple(landing[1:])} if landing else {}
+        return quantity(
+            value, unit, self._evidence, f"{self._what}; {source}", f"{self._key}.{name}", note=note, **where, **kw
+        )
 
 
 class BatchView(FieldView):

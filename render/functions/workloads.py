@@ -39,4 +39,10 @@ def params(page: Page, ref: Any) -> ParamsView:
         raise ProbebookError(f"params(): {exc}") from None
     what = "params.n_params_total, n_params_trainable, n_params_active; FLOPs: 4·P_all + 2·P_trainable"
     notes = {"active": "a dense model: every parameter is active"}
-    return ParamsView(vars(counts), (ref.id,), what, f"params({ref.alias})", notes)
+    recorded = page.doc(ref).get("params") or {}
+    landing = {  # each count on its params row; the FLOPs, made from two of them, on the params table
+        name: f"params-n_params_{name}" if f"n_params_{name}" in recorded else "params"
+        for name in ("total", "trainable", "active")
+    }
+    landing.update(flops="params", trainable_only_flops="params")
+    return ParamsView(vars(counts), (ref.id,), what, f"params({ref.alias})", notes, landing)

@@ -71,3 +71,109 @@ def short_id(ident: str) -> str:
     """``sha256:`` and the first 12 hex digits: enough to name an id in prose and titles."""
     hexpart = ident.split(":", 1)[-1]
     return f"sha256:{hexpart[:12]}"
+
+
+SAMPLES = "samples"
+"""The anchor of an evidence page's raw samples table: where a number derived from all of its rows lands."""
+MAX_ROWS = 500
+"""Raw rows an evidence page shows (``render.evidence.pages``); a row past them is only in the CSV download."""
+
+
+def rows_anchor(indices: Any) -> str:
+    """Where a number computed from the samples rows ``indices`` (``data.samples`` positions) lands.
+
+    One row is ``row-12`` (its own element); several are ``samples-r95-99`` (a run) or ``samples-r3-5_9_12``
+    (runs joined by ``_``), which ``anchor_href`` turns into a link to the first row that names them all. No rows,
+    or a row the page does not show, is the whole table, ``samples``.
+    """
+    rows = sorted({int(i) for i in indices})
+    if not rows or rows[0] < 0 or rows[-1] >= MAX_ROWS:
+        return SAMPLES
+    if len(rows) == 1:
+        return f"row-{rows[0]}"
+    runs: list[list[int]] = []
+    for i in rows:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return "samples-r" + "_".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+_ID_SAFE = re.compile(r"[A-Za-z0-9_.-]{1,80}")
+_ROWS = re.compile(r"(?:samples-r([0-9_-]+)|row-([0-9]+))(?:~([A-Za-z0-9_.-]+))?")
+
+
+def with_column(anchor: str, column: str) -> str:
+    """A rows anchor that also names the samples column holding the value (``samples-r95-99~time_s``), so the
+    landing scrolls that column into view; an anchor that names no rows, or a column name that is not id-safe
+    (letters, digits, ``_ . -``), is returned as it was."""
+    if not anchor.startswith(("row-", "samples-r")) or not _ID_SAFE.fullmatch(column):
+        return anchor
+    return f"{anchor}~{column}"
+
+
+def anchor_href(anchor: str) -> str:
+    """The tail of a link to an evidence page that lands on ``anchor``: ``#params-batch``; for rows,
+    ``?rows=95-99&col=time_s#row-95``: the fragment is the first row's own element (so the engine's link check
+    and a browser without scripts land on it), the query names every row and the value's column, which
+    ``numbers.js`` highlights and scrolls into view."""
+    m = _ROWS.fullmatch(anchor or "")
+    if not m:
+        return "#" + (anchor or SAMPLES)
+    spec, one, column = m.groups()
+    if one is not None and column is None:
+        return f"#row-{one}"
+    spec = spec if spec is not None else one
+    first = re.match(r"[0-9]+", spec)
+    if first is None:
+        return "#" + SAMPLES
+    query = f"rows={spec}" + (f"&col={column}" if column else "")
+    return f"?{query}#row-{first.group(0)}"
+
+
+# An absolute path where a word starts (after a space, quote, '=', '(', '[' or ','): POSIX ("/home/u/runs/x"),
+# home ("~/x") or Windows ("C:\\x").
+_ABS_PATH = re.compile(r"""(?<![^\s'"=(\[,])(?:~|[A-Za-z]:\\|/)(?:[^\s'"`,;:]*[/\\])?[^\s'"`,;:]*""")
+PLACEHOLDER = "<dir>"
+"""What a path from the measuring machine reads as on a public page."""
+
+
+def scrub_paths(text: str) -> str:
+    """``text`` with every absolute path (``/home/u/runs/x``, ``~/data``, ``C:\\runs``) replaced by ``<dir>``.
+
+    A reproduce command or a param recorded on the measuring host names that host's folders (a user name, a
+    scratch mount); a public page shows where a reader puts their own. A lone ``/`` and relative paths stay.
+    """
+
+    def one(m: re.Match[str]) -> str:
+        word = m.group(0)
+        return word if word in ("/", "~") or len(word) < 2 else PLACEHOLDER
+
+    return _ABS_PATH.sub(one, text)
+
+
+def number_links(page: str, text: str, title: str, evidence: tuple[str, ...], anchors: tuple[str, ...]) -> str:
+    """Markdown of a number linked to each evidence document it is derived from: the text to the first, then one
+    small numbered link per further document (``[2]``, ``[3]``), each to the rows it used there (``anchors``,
+    position by position; a document without one lands on its samples table)."""
+    if not evidence:
+        return text
+
+    def target(i: int) -> str:
+        anchor = anchors[i] if i < len(anchors) and anchors[i] else SAMPLES
+        return relative_link(page, evidence_page(evidence[i])) + anchor_href(anchor)
+
+    out = f'[{text}]({target(0)} "{title}")'
+    more = [
+        f'[{i + 1}]({target(i)} "{title_text(f"evidence {i + 1} of {len(evidence)}: {short_id(evidence[i])}")}")'
+        for i in range(1, len(evidence))
+    ]
+    return out + (f"<sup>{' '.join(more)}</sup>" if more else "")
+
+
+def machine_anchor(field: str) -> str:
+    """The element id of a machine fact's row on its evidence page: ``machine-power_limit_w`` for the fingerprint's
+    ``machine.power_limit_w``, ``machine-clocks.sm_mhz_before`` for a clock the run recorded (``data.clocks``), which
+    the machine table shows beside the fingerprint; ``machine`` (the section) for a field that is not id-safe."""
+    return f"machine-{field}" if re.fullmatch(r"[A-Za-z0-9_.-]{1,120}", field) else "machine"

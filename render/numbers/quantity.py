@@ -20,7 +20,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.numbers import reading as numbers
-from render.numbers.links import evidence_page, relative_link, short_id, title_text
+from render.numbers.links import number_links, short_id, title_text
 
 # SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
 _PREFIXES: dict[str, float] = {
@@ -111,8 +111,10 @@ class Quantity:
     mark: str | None = None
     """A word shown beside the number, e.g. ``partial`` for a number from partial evidence."""
     anchor: str = ""
-    """Where on the first evidence's page the number's inputs are (``row-12``, ``params-batch``); "" for the
-    raw samples table (``render.evidence.pages.field_anchor``)."""
+    """Where on the first evidence's page the number's inputs are (``row-12``, ``samples-r95-99``,
+    ``params-batch``; ``render.numbers.links.rows_anchor``); "" for the raw samples table."""
+    more_anchors: tuple[str, ...] = ()
+    """The same for the second evidence document on, position by position ("" or missing: its samples table)."""
     pinned: bool = False
     """True when the template chose the display unit (``.to()``); otherwise the prefix is chosen to fit the value."""
     bounded: bool = False
@@ -279,10 +281,7 @@ class Quantity:
             text += "\u00a0" + self.interval_text.replace(" ", "\u00a0")
         if self.mark:
             text += f" *({self.mark})*"
-        if not self.evidence:
-            return text
-        link = relative_link(page, evidence_page(self.evidence[0])) + "#" + (self.anchor or "samples")
-        return f'[{text}]({link} "{self.title}")'
+        return number_links(page, text, self.title, self.evidence, (self.anchor, *self.more_anchors))
 
     def ledger_row(self, page: str, key: str) -> dict[str, Any]:
         """One ledger row for this number as published on ``page`` under ``key``."""
@@ -437,6 +436,10 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
     leaves = la + lb
     value = evaluate(expr, [leaf["value"] for leaf in leaves])
     evidence = tuple(dict.fromkeys(qa.evidence + (qb.evidence if qb is not None else ())))
+    landing: dict[str, str] = {}  # each document's rows, as the operand that first cites it links them
+    for q in (qa, qb) if qb is not None else (qa,):
+        for e, a in zip(q.evidence, (q.anchor, *q.more_anchors, *[""] * len(q.evidence)), strict=False):
+            landing.setdefault(e, a)
     key = f"({qa.key} {op} {b_text})"
     interval = propagated(op, qa, qb if qb is not None else nb, factor, value)
     return Quantity(
@@ -446,6 +449,8 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         display=display,
         uncertainty=interval,
         evidence=evidence,
+        anchor=landing.get(evidence[0], "") if evidence else "",
+        more_anchors=tuple(landing.get(e, "") for e in evidence[1:]),
         derivation=key[1:-1] + ("; 95% interval propagated to first order (GUM §5.1.2)" if interval else ""),
         key=key[1:-1],
         note=None if value is not None else "a missing operand or a zero divisor",

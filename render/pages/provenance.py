@@ -27,7 +27,7 @@ from typing import Any
 
 from measure.errors import printable
 from measure.evidence.reruns import migrate
-from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.links import escape_text, evidence_page, machine_anchor, relative_link, scrub_paths, short_id
 from render.numbers.quantity import Quantity
 
 Declarations = dict[str, dict[str, Any]]
@@ -43,6 +43,7 @@ _FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("host (hash of its name)", ("machine", "hostname_hash")),
     ("probebook", ("code", "probebook")),
     ("git commit", ("code", "git_commit")),
+    ("uncommitted changes in the measuring tree", ("code", "dirty")),
     ("measuring source (SHA-256 of the measure package)", ("code", "measure_source_sha256")),
 )
 _NOT_RECORDED = "not recorded"
@@ -56,6 +57,8 @@ def _get(doc: dict[str, Any], path: tuple[str, ...]) -> Any:
 
 
 def _plain(value: Any) -> str:
+    if isinstance(value, bool):  # code.dirty: the tree the run measured from had edits no commit names
+        return "yes (the git commit above does not hold the code that ran)" if value else "no"
     return _NOT_RECORDED if value is None else str(value)
 
 
@@ -82,14 +85,29 @@ def _power(rel: str, ident: str, doc: dict[str, Any]) -> str:
     watts = _get(doc, ("machine", "power_limit_w"))
     if not isinstance(watts, (int, float)) or isinstance(watts, bool):
         return _NOT_RECORDED
-    q = Quantity(float(watts), "W", fmt=".0f", evidence=(ident,), derivation="machine.power_limit_w as recorded")
+    q = Quantity(
+        float(watts),
+        "W",
+        fmt=".0f",
+        evidence=(ident,),
+        derivation="machine.power_limit_w as recorded",
+        anchor=machine_anchor("power_limit_w"),
+    )
     return q.markdown(rel)
 
 
-def _clock(rel: str, ident: str, value: Any, what: str) -> str:
+def _clock(rel: str, ident: str, value: Any, what: str, field: str) -> str:
+    """A recorded clock, linked to its row of the evidence page's machine table (``field``: its machine key)."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "–"
-    q = Quantity(float(value), "MHz", fmt=".0f", evidence=(ident,), derivation=f"{what} as recorded")
+    q = Quantity(
+        float(value),
+        "MHz",
+        fmt=".0f",
+        evidence=(ident,),
+        derivation=f"{what} as recorded",
+        anchor=machine_anchor(field),
+    )
     return q.markdown(rel)
 
 
@@ -135,6 +153,11 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
         "| evidence | probe | measured | SM clock at start-up | SM clock before timing | after timing |",
         "|---|---|---|---|---|---|",
     ]
+    start_up, before, after = (
+        "machine.sm_clock_mhz, read at start-up",
+        "data.clocks.sm_mhz_before",
+        "data.clocks.sm_mhz_after",
+    )
     for alias in sorted(aliases):
         ident = aliases[alias]
         doc = docs[ident]
@@ -144,9 +167,9 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
         out.append(
             f"| `{alias}` [{short_id(ident)}]({link}) | {escape_text(doc.get('probe'))} | "
             f"{escape_text(str(doc.get('created_at', ''))[:10])} | "
-            f"{_clock(rel, ident, _get(doc, ('machine', 'sm_clock_mhz')), 'machine.sm_clock_mhz, read at start-up')} | "
-            f"{_clock(rel, ident, clocks.get('sm_mhz_before'), 'data.clocks.sm_mhz_before')} | "
-            f"{_clock(rel, ident, clocks.get('sm_mhz_after'), 'data.clocks.sm_mhz_after')} |"
+            f"{_clock(rel, ident, _get(doc, ('machine', 'sm_clock_mhz')), start_up, 'sm_clock_mhz')} | "
+            f"{_clock(rel, ident, clocks.get('sm_mhz_before'), before, 'clocks.sm_mhz_before')} | "
+            f"{_clock(rel, ident, clocks.get('sm_mhz_after'), after, 'clocks.sm_mhz_after')} |"
         )
     return "\n".join(out) + "\n"
 
@@ -165,7 +188,7 @@ def _arg(flag: str, kind: str, value: Any, default: Any) -> str | None:
         text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
     else:
         text = str(value)
-    return f"{flag} {shlex.quote(text)}"
+    return f"{flag} {shlex.quote(scrub_paths(text))}"  # a folder of the measuring host reads as <dir>
 
 
 def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None, list[str]]:
@@ -173,7 +196,7 @@ def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None
     origin = doc.get("origin") or {}
     probe = str(doc.get("probe"))
     if origin.get("kind") == "imported":
-        return None, [f"imported from: {origin.get('source', _NOT_RECORDED)}; no probe run to repeat"]
+        return None, [f"imported from: {scrub_paths(str(origin.get('source', _NOT_RECORDED)))}; no probe run to repeat"]
     declared = declarations.get(probe)
     if declared is None:
         return None, [

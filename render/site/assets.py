@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent.parent / "assets"
 """Where the hand-written ones are kept in the package."""
 STYLESHEETS = ("charts.css", "tables.css", "numbers.css")
 """Stylesheets in ``render/assets/``, added to ``extra_css`` in this order."""
-SCRIPTS = ("vega-embed.js", "charts.js")
+SCRIPTS = ("vega-embed.js", "charts.js", "numbers.js")
 """Scripts added to ``extra_javascript`` in this order: the bundle first (``charts.js`` calls ``vegaEmbed``)."""
 POLYFILLS = ("iframe-worker-shim.js",)
 """Scripts the theme loads in the page head before its own (``extra.polyfills``): the iframe-worker shim that

@@ -1,0 +1,53 @@
+/* Number links that land on the value (render/numbers/links.py, anchor_href). A link to the raw samples rows a
+   number was computed from reads "?rows=95-99&col=time_s#row-95" ("rows": runs joined by "_"): the browser lands
+   on the first row's own element; this marks every row named (class pb-hit) and scrolls the first one's cell in
+   that column into view both ways, so the value is on screen at 390 px as at 1440 px (the row number stays
+   pinned at the left, numbers.css). Without scripts the reader still lands on the first row, highlighted. */
+(function () {
+  "use strict";
+  var ROWS = /^[0-9]+(?:-[0-9]+)?(?:_[0-9]+(?:-[0-9]+)?)*$/;
+  var MAX_ROWS = 500; // render.numbers.links.MAX_ROWS: rows an evidence page shows
+
+  function rowsOf(spec) {
+    var out = [];
+    spec.split("_").forEach(function (run) {
+      var ends = run.split("-").map(Number);
+      var last = Math.min(ends.length > 1 ? ends[1] : ends[0], MAX_ROWS - 1);
+      for (var i = ends[0]; i <= last; i++) out.push(i);
+    });
+    return out;
+  }
+
+  function columnIndex(table, name) {
+    var heads = table ? table.querySelectorAll("thead th") : [];
+    for (var i = 0; i < heads.length; i++) if (heads[i].textContent.trim() === name) return i;
+    return 0;
+  }
+
+  function land() {
+    document.querySelectorAll("tr.pb-hit").forEach(function (tr) { tr.classList.remove("pb-hit"); });
+    var query = new URLSearchParams(location.search);
+    var spec = query.get("rows") || "";
+    var column = query.get("col") || "";
+    var target = /^#row-([0-9]+)$/.exec(location.hash);
+    if (!target || !ROWS.test(spec)) return;
+    var first = null;
+    rowsOf(spec).forEach(function (i) {
+      var mark = document.getElementById("row-" + i);
+      var tr = mark && mark.closest("tr");
+      if (!tr) return;
+      tr.classList.add("pb-hit");
+      if (!first) first = tr;
+    });
+    if (!first) return;
+    var cell = first.children[column ? columnIndex(first.closest("table"), column) : 0] || first.children[0];
+    cell.classList.add("pb-value");
+    cell.scrollIntoView({ block: "center", inline: "center" });
+  }
+
+  // after the browser's own jump to the fragment (on load), or it would undo the horizontal scroll
+  function later() { window.setTimeout(land, 0); }
+  window.addEventListener("hashchange", later);
+  if (document.readyState === "complete") later();
+  else window.addEventListener("load", later);
+})();
