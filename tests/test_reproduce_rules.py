@@ -114,8 +114,8 @@ def test_a_later_probe_version_matches_when_the_options_it_added_are_at_their_de
     assert found({"sha256:b": doc(later, probe_version=2)}).found == {"sweep": "sha256:b"}
     changed = {**later, "new_option": True}
     assert found({"sha256:c": doc(changed, probe_version=2)}).missing == ["sweep"]
-    unknown = {**later, "an_option_today_lacks": 1}
-    assert found({"sha256:d": doc(unknown, probe_version=2)}).missing == ["sweep"]
+    fact = {**later, "n_params_total": 1}  # no option of today's probe: a fact the run recorded, not compared
+    assert found({"sha256:d": doc(fact, probe_version=2)}).found == {"sweep": "sha256:d"}
 
 
 def test_a_different_param_value_or_probe_does_not_match() -> None:
@@ -157,10 +157,26 @@ def test_a_match_on_the_same_gpu_is_preferred_over_others() -> None:
         ({"arms": ["no-optimizer"]}, {"arms": ["no-attention"]}, False),
         ({"batch": 1}, {"batch": 1.0}, True),
         ({"compile": True}, {"compile": 1}, False),
+        ({"flops": {"1024": 1747589760.0}}, {"flops": {"1024": 1747589760}}, True),  # as JSON writes them
+        ({"flops": {"1024": 1.0}}, {"flops": {"1024": 1.0, "2048": 2.0}}, False),
     ],
 )
 def test_params_agree_after_migration(recorded: dict, other: dict, agree: bool) -> None:
     assert match.params_agree("ablate", recorded, other, {}) is agree
+
+
+@pytest.mark.parametrize(
+    ("recorded", "other", "agree"),
+    [
+        ({"batch": 4}, {"batch": 4, "n_params_total": 251943360}, True),  # a fact the later run recorded
+        ({"batch": 4}, {"batch": 4, "clip": None}, True),  # an option the original lacked, at its default
+        ({"batch": 4}, {"batch": 4, "clip": 1.0}, False),  # ... not at its default
+    ],
+)
+def test_a_param_only_one_run_recorded_counts_only_when_it_is_an_option(
+    recorded: dict, other: dict, agree: bool
+) -> None:
+    assert match.params_agree("optimizer", recorded, other, {"batch": 1, "clip": None}) is agree
 
 
 # -- claims rendered aside from a build ---------------------------------------------------------
@@ -184,3 +200,13 @@ def test_a_false_claim_is_recorded_false_only_inside_unchecked() -> None:
     assert claims.checking()
     with pytest.raises(ClaimError):
         directions.check_label("speed-up", Quantity(value=0.5, unit="", key="r"), "here")
+
+
+def test_a_reproduction_names_the_machine_that_measured_its_runs_not_the_one_that_compared() -> None:
+    from probebook.reproduce.session import measured_on
+
+    h200 = {"gpu": {"name": "NVIDIA H200", "count": 1}}
+    here = {"gpu": None, "host": "laptop"}
+    assert measured_on({"sha256:a": {"machine": h200}, "sha256:b": {"machine": h200}}, here) == h200
+    assert measured_on({"sha256:a": {"machine": h200}, "sha256:b": {"machine": here}}, here) == here
+    assert measured_on({}, here) == here

@@ -8,7 +8,9 @@ The rule, for a cited document D and a document C of the other archive:
    later, or earlier, probe version added) must be at today's default there (the ``Config`` field's
    default, from ``measure.cli.declarations``). So a document measured by a later probe version matches
    when the params the original recorded agree and the options it lacked are at their defaults. Params
-   naming a folder of the measuring machine (``commands.LOCAL_FOLDERS``) are not compared.
+   naming a folder of the measuring machine (``commands.LOCAL_FOLDERS``) are not compared, nor is a param only
+   one of them recorded that is no option of today's probe (no ``Config`` field: a fact the run recorded
+   about itself, such as ``n_params_total``, not an input that shaped it).
 3. The GPU model (``machine.gpu``; ``None`` is the CPU) decides what the match is: the same model is a
    reproduction; when the other archive holds matches of D on other models only, D is compared across
    machines, and the whole result is labelled ``cross-machine``, never called a reproduction.
@@ -30,10 +32,17 @@ from probebook.reproduce.commands import LOCAL_FOLDERS
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal as JSON values (a tuple and a list of the same items agree; 1 and 1.0 agree, True and 1 do not)."""
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) or (
-        not isinstance(a, bool) and not isinstance(b, bool) and isinstance(a, (int, float)) and a == b
-    )
+    """Equal as JSON values, item by item (a tuple and a list of the same items agree; 1 and 1.0 agree, also
+    inside a list or an object, as JSON writes them alike; True and 1 do not)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def params_agree(probe: str, recorded: dict[str, Any], other: dict[str, Any], defaults: dict[str, Any]) -> bool:
@@ -47,7 +56,7 @@ def params_agree(probe: str, recorded: dict[str, Any], other: dict[str, Any], de
                 return False
         else:
             value = mine[name] if name in mine else theirs[name]
-            if name not in defaults or not _same(value, defaults[name]):
+            if name in defaults and not _same(value, defaults[name]):
                 return False
     return True
 

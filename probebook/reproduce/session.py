@@ -21,6 +21,7 @@ verdict), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``com
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -160,15 +161,25 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
     return 0, done, docs
 
 
-def archived(opts: Options, page: Any, data: dict[str, Any]) -> str:
-    """Store the reproduction as evidence in ``--archive``; its id."""
+def measured_on(new_docs: dict[str, dict[str, Any]], here: dict[str, Any]) -> dict[str, Any]:
+    """The machine a reproduction names: the one every new document was measured on, else ``here``.
+
+    With ``--with`` the comparison may run elsewhere than the runs (a GPU's runs compared on a laptop); the
+    reproduction is of the machine that measured, so a reader sees "1 × H200", not the laptop."""
+    machines = {json.dumps(d.get("machine"), sort_keys=True) for d in new_docs.values() if d.get("machine")}
+    return json.loads(machines.pop()) if len(machines) == 1 else here
+
+
+def archived(opts: Options, page: Any, data: dict[str, Any], new_docs: dict[str, dict[str, Any]]) -> str:
+    """Store the reproduction as evidence in ``--archive``; its id. Its machine is the new runs' (``measured_on``)."""
     from measure.evidence.envelope import Evidence
     from measure.evidence.store import Store
     from measure.machine import code_fingerprint, fingerprint
 
     params = {"record": page.slug, "version": page.version, "with": str(opts.other) if opts.other else None}
+    machine = measured_on(new_docs, fingerprint())
     evidence = Evidence(
-        probe=PROBE, probe_version=VERSION, params=params, data=data, machine=fingerprint(), code=code_fingerprint(None)
+        probe=PROBE, probe_version=VERSION, params=params, data=data, machine=machine, code=code_fingerprint(None)
     )
     return Store(opts.out or opts.archive).put(evidence)
 
@@ -238,4 +249,4 @@ def reproduce(opts: Options) -> Outcome:
         "commands": command_lines,
         "wall_s": time.perf_counter() - started,
     }
-    return Outcome(0, [], data, archived(opts, page, data))
+    return Outcome(0, [], data, archived(opts, page, data, new_docs))
