@@ -131,7 +131,8 @@ def distinct_abbreviations(names: Any, width: int = 40) -> dict[str, str]:
     of no other name's tokens (the earliest of the shortest), widened one token at a time, right then left,
     while it stays within ``width`` characters, with ``…`` where tokens were left out. A name within
     ``width`` is kept whole, and so is a name whose every run another name also holds (a name that is the
-    start of a longer one). If two short forms still came out alike, every name is kept whole.
+    start of a longer one); a single token over ``width`` is cut to it. If two short forms still came out
+    alike, every name is kept whole.
     """
     distinct = sorted({str(n) for n in names})
     tokens = {n: n.split("_") for n in distinct}
@@ -165,7 +166,9 @@ def distinct_abbreviations(names: Any, width: int = 40) -> dict[str, str]:
                 lo -= 1
             else:
                 break
-        out[name] = text(lo, hi)
+        short = text(lo, hi)
+        # a single token longer than ``width`` (a name with no ``_``) is cut, as a cell is
+        out[name] = short if len(short) <= width or hi - lo > 1 else short[: max(1, width - 1)] + ELLIPSIS
     if len(set(out.values())) < len(out):
         return {n: n for n in distinct}
     return out
@@ -389,7 +392,7 @@ def markdown_table(columns: list[Column], records: list[dict[str, Any]]) -> str:
         cells = []
         for c in columns:
             value = rec.get(c.key)
-            if c.key in short and value is not None:
+            if c.key in short and value is not None and short[c.key][c.fmt(value)] != c.fmt(value):
                 full = " ".join(c.fmt(value).split())
                 title = html.escape(full, quote=True).replace("|", "&#124;")
                 cells.append(f'<abbr title="{title}">{_escape(short[c.key][c.fmt(value)])}</abbr>')

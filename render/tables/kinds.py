@@ -83,12 +83,17 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
                 "cv": spread.get((mode, batch, tokens)),
             }
         )
+    if not spread:  # no probe points (imported rows): no CV column, in the page or the downloads
+        for record in records:
+            del record["cv"]
     cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
         "mode batch tokens tok_s",
         Column("median_step_s", "median step (ms)", fmt_ms),
         Column("min_step_s", "fastest (ms)", fmt_ms),
         Column("max_step_s", "slowest (ms)", fmt_ms),
-        "tokens_per_step windows cv unstable",
+        "tokens_per_step windows",
+        *(["cv"] if spread else []),  # the probe's per-point CV, where its evidence has points
+        "unstable",
     )
     return cols, records
 
