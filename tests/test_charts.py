@@ -19,6 +19,7 @@ from measure.evidence.store import Store
 from render.build import sealed
 from render.charts import draw as charts
 from render.charts import svg as chart_svg
+from render.charts import sweeps
 from render.charts import theme as chart_theme
 from render.derive import fit as fitmod
 from render.site import assets as site_assets
@@ -64,6 +65,11 @@ def sweep_doc(model: str = "90m") -> dict:
                 }
             )
     return doc("batch-sweep", rows)
+
+
+def presets_doc(models=("90m", "20m", "500m", "250m")) -> dict:
+    """One sweep document over several presets (as a campaign collects them), in no size order."""
+    return doc("batch-sweep", [r for m in models for r in sweep_doc(m)["data"]["samples"]])
 
 
 def memory_doc(arms=("eager", "fused")) -> dict:
@@ -155,14 +161,21 @@ def test_step_scaling_without_fit_draws_points_only():
     assert "no fit drawn" in out.alt
 
 
+def oom_data(out: charts.ChartOutput) -> list[dict]:
+    """The rows of the chart's out-of-memory crosses (the layer whose rows carry ``row_px``), every panel's."""
+    return [r for rows in datasets(out) if rows and "row_px" in rows[0] for r in rows]
+
+
 def test_batch_sweep_marks_the_first_oom_batch_of_each_context():
     out = charts.render("batch-sweep", [sweep_doc()])
-    oom = next(rows for rows in datasets(out) if rows and rows[0].get("label") == "OOM")
-    assert {(r["context"], r["batch"]) for r in oom} == {(1024, 32), (2048, 16)}
+    assert {(r["context"], r["batch"], r["timing"]) for r in oom_data(out)} == {
+        (1024, 32, charts.OOM),
+        (2048, 16, charts.OOM),
+    }
     ok = next(rows for rows in datasets(out) if rows and "tok_s" in rows[0])
     assert len(ok) == 18 - 3 and all(r["status"] == "ok" for r in ok)
-    assert texts(out.svg).count("OOM") == 2
-    assert "512, 1024, 2048" in out.alt and "out-of-memory" in out.alt
+    assert "OOM" not in texts(out.svg)  # a cross at its batch, no text label piled on the plot
+    assert "512, 1024, 2048" in out.alt and "out-of-memory" in out.alt and "a cross at that batch" in out.alt
 
 
 def test_batch_sweep_without_oom_says_so_and_filters_by_model():
@@ -196,6 +209,8 @@ def test_kernel_shares_from_rows_and_from_data_shares():
 ALL = [
     ("step-scaling", quadratic_doc, {"terms": "c+a+b"}),
     ("batch-sweep", sweep_doc, {}),
+    ("batch-sweep", presets_doc, {}),
+    ("batch-sweep", presets_doc, {"y": "peak_bytes"}),
     ("loss-memory", memory_doc, {}),
     ("kernel-shares", kernels_doc, {}),
 ]
@@ -465,14 +480,49 @@ def test_tooltips_stay_in_the_interactive_spec_but_not_in_the_static_svg():
     assert charts.without_tooltips({"a": [{"tooltip": 1, "b": 2}], "tooltip": 3}) == {"a": [{"b": 2}]}
 
 
-def test_batch_sweep_of_two_models_dashes_one_and_names_the_model_at_each_oom():
-    out = charts.render("batch-sweep", [sweep_doc("90m"), sweep_doc("250m")])
-    oom = next(rows for rows in datasets(out) if rows and "label" in rows[0])
-    assert {r["label"] for r in oom} == {"90m OOM", "250m OOM"}
+def test_batch_sweep_of_several_models_is_small_multiples_in_preset_size_order():
+    out = charts.render("batch-sweep", [sweep_doc("90m"), sweep_doc("500m"), sweep_doc("20m"), sweep_doc("250m")])
     spec = json.loads(out.spec_json)
-    assert spec["layer"][0]["encoding"]["strokeDash"]["field"] == "model"
-    shown = texts(out.svg)
-    assert {"model", "90m", "250m"} <= set(shown) and shown.count("250m OOM") == 2
+    panels = spec["vconcat"]
+    assert [p["title"]["text"] for p in panels] == ["20m", "90m", "250m", "500m"]  # by size, not 20m, 250m, 500m, 90m
+    assert spec["resolve"]["scale"]["y"] == "independent"  # each preset its own throughput scale
+    assert texts(out.svg).index("20m") < texts(out.svg).index("90m") < texts(out.svg).index("250m")
+    # one cross per context out of memory, in its own model's panel, at its batch
+    for panel in panels:
+        crosses = [layer for layer in panel["layer"] if layer["encoding"].get("shape") and "row_px" in str(layer)]
+        rows = spec["datasets"][crosses[0]["data"]["name"]]
+        assert {(r["model"], r["context"], r["batch"]) for r in rows} == {
+            (panel["title"]["text"], 1024, 32),
+            (panel["title"]["text"], 2048, 16),
+        }
+    assert "one panel per model (20m, 90m, 250m, 500m) each with its own throughput scale" in out.alt
+    memory = json.loads(charts.render("batch-sweep", [sweep_doc("90m"), sweep_doc("20m")], y="peak_bytes").spec_json)
+    assert memory["resolve"]["scale"]["y"] == "shared"  # one card: one memory scale
+    assert {p["layer"][0]["encoding"]["y"]["title"] for p in memory["vconcat"]} == {"peak memory (GiB)"}
+
+
+def test_batch_sweep_memory_is_in_gib_as_the_tables_show_it():
+    out = charts.render("batch-sweep", [sweep_doc()], y="peak_bytes")
+    ok = next(rows for rows in datasets(out) if rows and "peak_gib" in rows[0] and rows[0]["status"] == "ok")
+    assert (ok[0]["batch"], ok[0]["context"], ok[0]["peak_gib"]) == (1, 512, 512 * 100_000 / 2**30)
+    assert "peak memory (GiB)" in texts(out.svg) and "in GiB" in out.alt
+    assert "bytes" not in " ".join(texts(out.svg))
+
+
+def test_batch_sweep_contexts_have_line_styles_unlike_each_other():
+    out = charts.render("batch-sweep", [sweep_doc()])
+    dash = next(s for s in scales(spec_of(out), "strokeDash"))
+    assert dash == {"domain": [512, 1024, 2048], "range": [[1, 0], [7, 3], [2, 2]]}  # solid, dashed, dotted
+    assert len({tuple(d) for d in sweeps.CONTEXT_DASHES}) == len(sweeps.CONTEXT_DASHES)
+
+
+def test_oom_crosses_of_one_batch_are_stacked_apart():
+    assert sweeps.oom_rows([("90m", 512, 32), ("90m", 1024, 32), ("90m", 2048, 16), ("20m", 512, 32)]) == [
+        {"model": "90m", "context": 512, "batch": 32, "timing": charts.OOM, "row_px": 10},
+        {"model": "90m", "context": 1024, "batch": 32, "timing": charts.OOM, "row_px": 22},
+        {"model": "90m", "context": 2048, "batch": 16, "timing": charts.OOM, "row_px": 10},
+        {"model": "20m", "context": 512, "batch": 32, "timing": charts.OOM, "row_px": 10},
+    ]
 
 
 # --- unstable points, legends, themes, phone width (issue 7 and 14) ------------------------

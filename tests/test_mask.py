@@ -137,7 +137,9 @@ def test_mask_probe_runs_every_kind_on_cpu(cli, archive):
     assert cost.window.value == 16
     assert cost.attention.value is None and "CPU" in cost.attention.note
     table = render_table("mask", [doc]).markdown
-    assert table.count("| tiny |") == len(KINDS) and ("flash-cpu" in table or "math" in table)
+    # one model and one backend in every row: said once above the table, then a row per mask kind
+    assert table.startswith("In every row — model: tiny; SDPA backend (traced): ")
+    assert ("flash-cpu" in table or "math" in table) and all(f"| {k} |" in table for k in KINDS)
 
 
 def test_mask_probe_refuses_a_window_wider_than_the_sequence(cli, archive):

@@ -35,6 +35,68 @@ def test_unit_conversions():
     assert tables.seconds_to_ms(0.25) == 250.0
 
 
+def test_one_unit_per_field_for_tables_and_charts():
+    assert tables.unit_of("peak_bytes") == tables.Unit("GiB", 2**-30)
+    assert tables.unit_of("peak_bytes").of(3 * 2**30) == 3.0
+    assert tables.unit_of("step_s") == tables.Unit("ms", 1000.0) and tables.unit_of("device_time_s").of(0.25) == 250.0
+    assert tables.unit_of("tok_s") == tables.Unit("tokens/s", 1.0) == tables.unit_of("fastest_tok_s")
+    assert tables.COLUMNS["peak_bytes"].header == "peak (GiB)"
+    with pytest.raises(ProbebookError, match="no display unit for field 'calls'"):
+        tables.unit_of("calls")
+
+
+def test_presets_sort_by_the_size_their_name_says():
+    assert tables.preset_order(["500m", "20m", "250m", "90m", "250m"]) == ["20m", "90m", "250m", "500m"]
+    assert tables.preset_order(["1.3b", "tiny", "350M", "7b", "125k"]) == ["125k", "350M", "1.3b", "7b", "tiny"]
+    assert tables.preset_key("90m") == (0, 90e6, "90m") and tables.preset_key("tiny") == (1, 0.0, "tiny")
+
+
+def test_kernel_names_get_their_shortest_distinct_abbreviation():
+    names = [
+        "cudnn_sdpa_flash_fprop_knob_3_kernel0",
+        "cudnn_sdpa_flash_bprop_knob_3_kernel0",
+        "flash_fwd_kernel",
+        "flash_fwd_kernel",  # a repeat is one name
+        "short",
+    ]
+    assert tables.distinct_abbreviations(names, width=12) == {
+        "cudnn_sdpa_flash_fprop_knob_3_kernel0": "…fprop_knob…",  # fprop alone tells it apart, widened to 12
+        "cudnn_sdpa_flash_bprop_knob_3_kernel0": "…bprop_knob…",
+        "flash_fwd_kernel": "…fwd_kernel",
+        "short": "short",  # within the width: whole
+    }
+    # a name every run of which another holds stays whole; a lone long token is cut to the width
+    assert tables.distinct_abbreviations(["a_b", "a_b_c"], width=2) == {"a_b": "a_b", "a_b_c": "…c"}
+    assert tables.distinct_abbreviations(["k" * 50], width=10) == {"k" * 50: "k" * 9 + "…"}
+    # one name: its shortest run is its first token, widened to the width
+    assert tables.distinct_abbreviations(["cudnn_generated_fort_native_sdpa"], width=20) == {
+        "cudnn_generated_fort_native_sdpa": "cudnn_generated…"
+    }
+
+
+def test_constant_columns_are_found_and_said_once():
+    cols = tables.columns("mode batch tokens unstable")
+    rows = [
+        {"mode": "eager", "batch": 4, "tokens": 512, "unstable": False},
+        {"mode": "eager", "batch": 8, "tokens": 512, "unstable": False},
+    ]
+    constant = tables.constant_columns(cols, rows)
+    assert [(c.key, text) for c, text in constant] == [("mode", "eager"), ("tokens", "512"), ("unstable", "none")]
+    assert tables.constants_note(constant) == "In every row — mode: eager; tokens: 512; CV over 5%: none.\n\n"
+    assert tables.constant_columns(cols, rows[:1]) == []  # one row: nothing to compare
+    assert tables.constants_note([]) == ""
+    missing = [{"batch": None}, {"batch": None}]
+    assert [(c.key, text) for c, text in tables.constant_columns(tables.columns("batch"), missing)] == [
+        ("batch", "none")
+    ]
+
+
+def test_a_table_whose_rows_are_alike_keeps_its_columns():
+    rows = [{"kernel": "k", "category": "gemm", "calls": 1, "device_time_s": 0.5}] * 2
+    out = kinds.render("kernels", [doc("kernels", rows)])
+    assert out.markdown.startswith("| kernel | category | share |")
+
+
 @pytest.mark.parametrize(
     "value,digits,text",
     [
@@ -75,11 +137,12 @@ def test_step_scaling_table_groups_windows_per_length():
     ]
     out = kinds.render("step-scaling", [doc("step-scaling", STEP["data"]["samples"], points=points)])
     assert out.markdown == (
-        "| mode | batch | tokens | tokens/s | median step (ms) | fastest (ms) | slowest (ms) | tokens/step "
-        "| windows | CV over 5% |\n"  # the result right after the columns naming the point
-        "|:---|---:|---:|---:|---:|---:|---:|---:|---:|:---|\n"
-        "| fixed\\_batch | 4 | 512 | 81,900 | 25.00 | 20.00 | 30.00 | 2,048 | 3 |  |\n"
-        "| fixed\\_batch | 4 | 1,024 | 81,900 | 50.00 | 50.00 | 50.00 | 4,096 | 1 | unstable |\n"
+        # mode, batch and tokens/s read the same in every row: said once above the table, not repeated
+        "In every row — mode: fixed\\_batch; batch: 4; tokens/s: 81,900.\n\n"
+        "| tokens | median step (ms) | fastest (ms) | slowest (ms) | tokens/step | windows | CV over 5% |\n"
+        "|---:|---:|---:|---:|---:|---:|:---|\n"
+        "| 512 | 25.00 | 20.00 | 30.00 | 2,048 | 3 |  |\n"
+        "| 1,024 | 50.00 | 50.00 | 50.00 | 4,096 | 1 | unstable |\n"
     )
     records = json.loads(out.json)
     assert records[0] == {
@@ -155,7 +218,8 @@ def test_batch_sweep_summary_uses_the_derive_summary():
 
 def test_batch_sweep_rows_view_shows_oom_as_a_dash():
     out = kinds.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="rows")
-    assert out.markdown.splitlines()[-1] == "| 90m | 2,048 | 32 | oom | — | — |  |"
+    assert out.markdown.splitlines()[0] == "In every row — model: 90m; context: 2,048; CV over 5%: none."
+    assert out.markdown.splitlines()[-1] == "| 32 | oom | — | — |"
     assert list(csv.reader(io.StringIO(out.csv)))[-1] == ["90m", "2048", "32", "oom", "", "", "false"]
     with pytest.raises(ProbebookError, match="view must be summary or rows, got 'all'"):
         kinds.render("batch-sweep", [doc("batch-sweep", SWEEP_ROWS)], view="all")
@@ -169,10 +233,10 @@ def test_loss_memory_rows_keep_arm_order_and_sort_by_microbatch():
         {"arm": "eager", "microbatch": 4, "tokens_per_step": 1024, "peak_bytes": 3 * 2**30, "tok_s": 900.0},
     ]
     out = kinds.render("loss-memory", [doc("loss-memory", rows)])
-    assert out.markdown.splitlines()[2:] == [
-        "| fused | 4 | 1.00 | — | 4,096 |  |",
-        "| fused | 8 | 2.00 | 1,000 | 8,192 |  |",
-        "| eager | 4 | 3.00 | 900 | 4,096 |  |",
+    assert out.markdown.splitlines()[4:] == [
+        "| fused | 4 | 1.00 | — | 4,096 |",
+        "| fused | 8 | 2.00 | 1,000 | 8,192 |",
+        "| eager | 4 | 3.00 | 900 | 4,096 |",
     ]
 
 
@@ -204,7 +268,8 @@ def test_kernels_top_n_with_share_and_per_call_time():
         {"kernel": "k1", "category": "gemm", "calls": 2, "device_time_s": 0.5, "per_call_s": 0.25, "share": 0.5},
         {"kernel": "k0", "category": "gemm", "calls": 2, "device_time_s": 0.25, "per_call_s": 0.125, "share": 0.25},
     ]
-    assert out.markdown.splitlines()[2] == "| k1 | gemm | 50.0% | 500.0 | 2 | 250,000 |"
+    assert out.markdown.splitlines()[0] == "In every row — category: gemm; calls: 2."
+    assert out.markdown.splitlines()[4] == "| k1 | 50.0% | 500.0 | 250,000 |"
     with pytest.raises(ProbebookError, match="top must be a whole number >= 1, got 0"):
         kinds.render("kernels", [doc("kernels", rows)], top=0)
 
@@ -227,8 +292,10 @@ def test_cell_text_is_html_and_markdown_escaped():
     out = kinds.render("kernels", [doc("kernels", rows)])
     html = to_html(out.markdown)
     assert "<script" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;|void at::native::vectorized_elementwise_kernel&lt;4, *x*&gt;" in html
-    assert html.count("<td ") == 6 and html.count("<th ") == 6  # the | inside the name did not split the cell
+    # the name is abbreviated in the cell and whole, escaped, in its title; the | in it split nothing
+    whole = "&lt;script&gt;alert(1)&lt;/script&gt;&#124;void at::native::vectorized_elementwise_kernel&lt;4, *x*&gt;"
+    assert f'<abbr title="{whole}">' in html
+    assert html.count("<td ") == 6 and html.count("<th ") == 6
     assert json.loads(out.json)[0]["kernel"] == name  # the downloads keep the raw text
     assert next(iter(csv.DictReader(io.StringIO(out.csv))))["kernel"] == name
 
@@ -239,7 +306,7 @@ def test_long_names_are_shortened_in_markdown_only():
         "kernels", [doc("kernels", [{"kernel": name, "category": "gemm", "calls": 1, "device_time_s": 0.5}])]
     )
     cell = out.markdown.splitlines()[2].split(" | ")[0][2:]
-    assert cell == "k" * (tables.NAME_WIDTH - 1) + "…"
+    assert cell == f'<abbr title="{name}">' + "k" * 39 + "…</abbr>"  # cut to the abbreviation width, 40
     assert json.loads(out.json)[0]["kernel"] == name
 
 
@@ -333,4 +400,4 @@ def test_unstable_points_are_marked_and_listed_and_never_the_fastest():
     summary = json.loads(kinds.render("batch-sweep", [doc("batch-sweep", rows)]).json)[0]
     assert (summary["fastest_stable_batch"], summary["unstable_batches"]) == (8, "16")
     marked = kinds.render("batch-sweep", [doc("batch-sweep", rows)], view="rows").markdown.splitlines()
-    assert marked[-2] == "| 90m | 2,048 | 16 | ok | 162,000 | 54.02 | unstable |"
+    assert marked[-2] == "| 16 | ok | 162,000 | 54.02 | unstable |"  # model and context said once above

@@ -121,8 +121,10 @@ def points(
     theme: ChartTheme,
     tooltip: list[Any],
     oom: bool = False,
+    legend: bool = True,
 ) -> Any:
-    """Timed points coloured by ``color`` (field, legend title, order): stable filled, unstable hollow triangles."""
+    """Timed points coloured by ``color`` (field, legend title, order): stable filled, unstable hollow triangles;
+    ``legend=False`` when the chart's lines draw the colour's legend (with their line styles)."""
     import altair as alt
 
     shape, _ = timing_marks(theme, oom, unstable=bool((frame.timing == UNSTABLE).any()))
@@ -135,7 +137,7 @@ def points(
         .encode(
             x=x,
             y=y,
-            color=alt.Color(field, title=title, sort=sort),
+            color=alt.Color(field, title=title, sort=sort) if legend else alt.Color(field, sort=sort, legend=None),
             shape=shape,
             fill=alt.condition(alt.datum.timing == STABLE, fill, alt.value("transparent")),
             tooltip=tooltip,

@@ -11,6 +11,7 @@ import csv
 import html
 import io
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,9 @@ class Column:
     """Formats the raw value for Markdown (``None`` is handled before: shown as an em dash)."""
     numeric: bool = True
     """Right-aligned when numeric."""
+    abbreviate: bool = False
+    """Long names (kernels): shown as their shortest distinct abbreviation (``distinct_abbreviations``) among
+    the column's names, the full name in the cell's ``title``."""
 
 
 # --- pure helpers (units in the names) --------------------------------------------------
@@ -69,6 +73,134 @@ def bytes_to_gib(n_bytes: float) -> float:
 def seconds_to_ms(seconds: float) -> float:
     """Seconds -> milliseconds."""
     return seconds * 1e3
+
+
+@dataclass(frozen=True)
+class Unit:
+    """The unit a raw evidence field is shown in: its label and the factor from the field's own unit."""
+
+    label: str
+    """What headers and axis titles print: ``GiB``, ``ms``, ``tokens/s``."""
+    per_raw: float
+    """Shown value per raw value: ``1 / 2**30`` for bytes shown in GiB."""
+
+    def of(self, raw: float) -> float:
+        """``raw`` (in the field's own unit) in this unit."""
+        return raw * self.per_raw
+
+
+def unit_of(field: str) -> Unit:
+    """The unit tables and charts show evidence field ``field`` in, read from its suffix (ARCHITECTURE.md §Evidence):
+    ``tok_s`` tokens/s as stored, ``*_bytes`` GiB (a card's memory is tens of GiB), ``*_s`` ms (a step or kernel is
+    milliseconds). One place decides it, so a chart's axis and a table's header say the same unit (issue 28)."""
+    if field == "tok_s" or field.endswith("_tok_s"):
+        return Unit("tokens/s", 1.0)
+    if field.endswith("_bytes"):
+        return Unit("GiB", 1 / GIB)
+    if field.endswith("_s"):
+        return Unit("ms", 1e3)
+    raise ProbebookError(f"no display unit for field {field!r}: its name must end in _bytes, _s or tok_s")
+
+
+_PRESET = re.compile(r"(\d+(?:\.\d+)?)([kmbt]?)", re.IGNORECASE)
+_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+def preset_key(name: str) -> tuple[int, float, str]:
+    """Sort key of a model preset by the size its name says: ``20m`` < ``90m`` < ``250m`` < ``1.3b`` (a name's
+    first number and its k/m/b/t suffix); a name without a number sorts after every sized one, by its text."""
+    found = _PRESET.search(str(name))
+    if found is None:
+        return (1, 0.0, str(name))
+    return (0, float(found.group(1)) * _SCALE[found.group(2).lower()], str(name))
+
+
+def preset_order(names: Any) -> list[str]:
+    """The distinct preset names of ``names`` in the order of their size (``preset_key``): the one order of
+    presets in a chart's legend, its small multiples and a table's rows."""
+    return sorted({str(n) for n in names}, key=preset_key)
+
+
+ELLIPSIS = "…"
+
+
+def distinct_abbreviations(names: Any, width: int = 40) -> dict[str, str]:
+    """Each distinct name of ``names`` -> a short form that no other name shares, for a table cell.
+
+    A name splits into ``_``-separated tokens; its short form is the shortest run of its tokens that is a run
+    of no other name's tokens (the earliest of the shortest), widened one token at a time, right then left,
+    while it stays within ``width`` characters, with ``…`` where tokens were left out. A name within
+    ``width`` is kept whole, and so is a name whose every run another name also holds (a name that is the
+    start of a longer one); a single token over ``width`` is cut to it. If two short forms still came out
+    alike, every name is kept whole.
+    """
+    distinct = sorted({str(n) for n in names})
+    tokens = {n: n.split("_") for n in distinct}
+
+    def runs(t: list[str]) -> set[tuple[str, ...]]:
+        return {tuple(t[i:j]) for i in range(len(t)) for j in range(i + 1, len(t) + 1)}
+
+    out: dict[str, str] = {}
+    for name in distinct:
+        t = tokens[name]
+        if len(name) <= width:
+            out[name] = name
+            continue
+        others: set[tuple[str, ...]] = set().union(*(runs(tokens[o]) for o in distinct if o != name))
+        spans = sorted(
+            ((j - i, i, j) for i in range(len(t)) for j in range(i + 1, len(t) + 1) if tuple(t[i:j]) not in others),
+            key=lambda s: (s[0], s[1]),
+        )
+        if not spans:
+            out[name] = name
+            continue
+        _, lo, hi = spans[0]
+
+        def text(lo: int, hi: int, t: list[str] = t) -> str:
+            return (ELLIPSIS if lo > 0 else "") + "_".join(t[lo:hi]) + (ELLIPSIS if hi < len(t) else "")
+
+        while True:
+            if hi < len(t) and len(text(lo, hi + 1)) <= width:
+                hi += 1
+            elif lo > 0 and len(text(lo - 1, hi)) <= width:
+                lo -= 1
+            else:
+                break
+        short = text(lo, hi)
+        # a single token longer than ``width`` (a name with no ``_``) is cut, as a cell is
+        out[name] = short if len(short) <= width or hi - lo > 1 else short[: max(1, width - 1)] + ELLIPSIS
+    if len(set(out.values())) < len(out):
+        return {n: n for n in distinct}
+    return out
+
+
+def constant_columns(cols: list[Column], records: list[dict[str, Any]]) -> list[tuple[Column, str]]:
+    """The columns whose cell reads the same in every row, each with that text (``none`` for an empty cell or a
+    missing value), in column order; a table of fewer than two rows has none. A page drops them from the table
+    and says each once above it (issue 28: a constant column takes a narrow screen's room and says nothing)."""
+    if len(records) < 2:
+        return []
+    out = []
+    for c in cols:
+        # an abbreviated name is said whole: above the table there is room for it
+        texts = {
+            c.fmt(r[c.key]) if c.abbreviate and r.get(c.key) is not None else cell_text(c, r.get(c.key))
+            for r in records
+        }
+        if len(texts) == 1:
+            text = texts.pop()
+            out.append((c, text if text.strip() and text != MISSING else "none"))
+    return out
+
+
+MISSING = "—"
+"""A missing value's cell."""
+
+
+def cell_text(column: Column, value: Any) -> str:
+    """A cell's text before escaping: the formatted value, ``MISSING`` for None, cut to ``NAME_WIDTH``."""
+    text = MISSING if value is None else column.fmt(value)
+    return text[: NAME_WIDTH - 1] + ELLIPSIS if len(text) > NAME_WIDTH else text
 
 
 # --- evidence access with one-line errors ---------------------------------------------
@@ -202,21 +334,19 @@ def _flag(x: Any) -> str:
 
 
 def fmt_ms(x: float) -> str:
-    """Seconds shown as milliseconds to four significant figures."""
-    return significant(seconds_to_ms(x), 4)
+    """Seconds shown as milliseconds (``unit_of``: a ``_s`` field) to four significant figures."""
+    return significant(unit_of("step_s").of(x), 4)
 
 
 def fmt_gib(x: float) -> str:
-    """Bytes shown as GiB with two decimals."""
-    return f"{bytes_to_gib(x):.2f}"
+    """Bytes shown as GiB (``unit_of``: a ``_bytes`` field) with two decimals."""
+    return f"{unit_of('peak_bytes').of(x):.2f}"
 
 
 COLUMNS: dict[str, Column] = {
     # text and counts shown under their own key
-    **{
-        k: Column(k, k, fmt_text, False)
-        for k in ("mode", "model", "status", "arm", "shape", "kernel", "category", "batching")
-    },
+    **{k: Column(k, k, fmt_text, False) for k in ("mode", "model", "status", "arm", "shape", "category", "batching")},
+    "kernel": Column("kernel", "kernel", fmt_text, False, abbreviate=True),
     **{
         k: Column(k, k, fmt_count)
         for k in ("batch", "tokens", "context", "microbatch", "windows", "m", "n", "k", "calls")
@@ -224,8 +354,9 @@ COLUMNS: dict[str, Column] = {
     **{k: Column(k, k, fmt_count) for k in ("rows", "documents")},
     "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count),
     "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3)),  # throughput to three figures, never six
-    "peak_bytes": Column("peak_bytes", "peak (GiB)", fmt_gib),
-    "device_time_s": Column("device_time_s", "device time (ms)", fmt_ms),
+    "peak_bytes": Column("peak_bytes", f"peak ({unit_of('peak_bytes').label})", fmt_gib),
+    "device_time_s": Column("device_time_s", f"device time ({unit_of('device_time_s').label})", fmt_ms),
+    "cv": Column("cv", "CV of windows", percent),
     "share": Column("share", "share", percent),
     "unstable": Column("unstable", "CV over 5%", _flag, False),
 }
@@ -247,20 +378,36 @@ def picked_rows(cols: list[Column], rows: list[dict[str, Any]]) -> list[dict[str
 
 
 def markdown_table(columns: list[Column], records: list[dict[str, Any]]) -> str:
-    """A pipe table: formatted cells, HTML- and Markdown-escaped, missing values as an em dash."""
+    """A pipe table: formatted cells, HTML- and Markdown-escaped, missing values as an em dash; a column that
+    abbreviates shows each name's ``distinct_abbreviations`` form with the whole name in an ``abbr`` title."""
     head = "| " + " | ".join(_escape(c.header) for c in columns) + " |"
     rule = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"
     lines = [head, rule]
+    short = {
+        c.key: distinct_abbreviations(c.fmt(r[c.key]) for r in records if r.get(c.key) is not None)
+        for c in columns
+        if c.abbreviate
+    }
     for rec in records:
         cells = []
         for c in columns:
             value = rec.get(c.key)
-            text = "—" if value is None else c.fmt(value)
-            if len(text) > NAME_WIDTH:
-                text = text[: NAME_WIDTH - 1] + "…"
-            cells.append(_escape(text))
+            if c.key in short and value is not None and short[c.key][c.fmt(value)] != c.fmt(value):
+                full = " ".join(c.fmt(value).split())
+                title = html.escape(full, quote=True).replace("|", "&#124;")
+                cells.append(f'<abbr title="{title}">{_escape(short[c.key][c.fmt(value)])}</abbr>')
+            else:
+                cells.append(_escape(cell_text(c, value)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def constants_note(constant: list[tuple[Column, str]]) -> str:
+    """The line above a table that says its dropped constant columns once: ``In every row: mode fixed_tokens.``"""
+    if not constant:
+        return ""
+    said = "; ".join(f"{c.header}: {text}" for c, text in constant)
+    return _escape(f"In every row — {said}.") + "\n\n"
 
 
 _MD_SPECIAL = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]{}|"})

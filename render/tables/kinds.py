@@ -24,6 +24,8 @@ from render.tables.columns import (
     Column,
     TableOutput,
     columns,
+    constant_columns,
+    constants_note,
     doc_label,
     evidence_rows,
     fmt_count,
@@ -32,7 +34,9 @@ from render.tables.columns import (
     fmt_text,
     markdown_table,
     picked_rows,
+    preset_key,
     table_csv,
+    unit_of,
 )
 from render.tables.pipeline import PIPELINE_TABLES
 
@@ -41,11 +45,14 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
     """Step-time windows grouped by mode, batch and sequence length: median, fastest, slowest, tokens/s."""
     groups: dict[tuple[Any, ...], list[float]] = {}
     shaky: dict[tuple[Any, ...], bool] = {}  # the probe's per-point flag: windows' CV over 5%
+    spread: dict[tuple[Any, ...], float] = {}
     for doc in docs:
         for point in (doc.get("data") or {}).get("points") or []:
             if isinstance(point, dict) and "tokens" in point:
                 key = (str(point.get("mode") or ""), point.get("batch"), point["tokens"])
                 shaky[key] = shaky.get(key, False) or lossmem.unstable(point)
+                if isinstance(point.get("cv"), (int, float)) and not isinstance(point.get("cv"), bool):
+                    spread[key] = point["cv"]  # the probe's CV of the point's windows
         for r in evidence_rows(
             "table 'step-scaling'",
             doc,
@@ -73,14 +80,20 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
                 "tokens_per_step": per_step,
                 "tok_s": tokens_per_second(per_step, median),
                 "unstable": shaky.get((mode, batch, tokens), False),
+                "cv": spread.get((mode, batch, tokens)),
             }
         )
+    if not spread:  # no probe points (imported rows): no CV column, in the page or the downloads
+        for record in records:
+            del record["cv"]
     cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
         "mode batch tokens tok_s",
         Column("median_step_s", "median step (ms)", fmt_ms),
         Column("min_step_s", "fastest (ms)", fmt_ms),
         Column("max_step_s", "slowest (ms)", fmt_ms),
-        "tokens_per_step windows unstable",
+        "tokens_per_step windows",
+        *(["cv"] if spread else []),  # the probe's per-point CV, where its evidence has points
+        "unstable",
     )
     return cols, records
 
@@ -106,7 +119,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
             rows.append(r)
     if view == "rows":
         cols = columns("model context batch status tok_s peak_bytes unstable")
-        return cols, picked_rows(cols, sorted(rows, key=lambda r: (r["model"], r["context"], r["batch"])))
+        return cols, picked_rows(cols, sorted(rows, key=lambda r: (preset_key(r["model"]), r["context"], r["batch"])))
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
     # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse
@@ -139,7 +152,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         "context",
         Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3)),
         Column("fastest_stable_batch", "fastest batch", fmt_count),
-        Column("peak_bytes_at_fastest", "peak at fastest (GiB)", fmt_gib),
+        Column("peak_bytes_at_fastest", f"peak at fastest ({unit_of('peak_bytes').label})", fmt_gib),
         Column("largest_fitting_batch", "largest fitting batch", fmt_count),
         Column("first_oom_batch", "first OOM batch", fmt_count),
         Column("batches_tried", "batches tried", fmt_count),
@@ -272,8 +285,14 @@ def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput
     if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
         raise ProbebookError(f"table {kind!r} needs a non-empty list of evidence documents")
     columns, records = builder(list(docs), **options)
+    # a column that reads the same in every row is said once above the table, not repeated down it;
+    # the downloads keep every column
+    constant = constant_columns(columns, records)
+    shown = [c for c in columns if all(c is not k for k, _ in constant)]
+    if not shown:  # rows alike in every column: the table itself says so
+        constant, shown = [], columns
     return TableOutput(
-        markdown=markdown_table(columns, records),
+        markdown=constants_note(constant) + markdown_table(shown, records),
         csv=table_csv(columns, records),
         json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
     )
