@@ -14,12 +14,13 @@ def _docs(tmp: Path, errata_v3: str) -> Path:
     (docs / "records" / "r").mkdir(parents=True)
     (docs / "index.md").write_text("# Home\n")
     for v in (1, 2):
-        sup = f"supersedes: {v - 1}\n" if v > 1 else ""
+        sup = f"supersedes: {v - 1}\nchanges: Version {v}.\n" if v > 1 else ""
         (docs / "records" / "r" / f"v{v}.md").write_text(
             f"---\ntitle: R\nversion: {v}\ndate: 2026-11-0{v}\n{sup}---\nBody.\n"
         )
     (docs / "records" / "r" / "v3.md").write_text(
-        f"---\ntitle: R\nversion: 3\ndate: 2026-11-03\nsupersedes: 2\nerrata:\n{errata_v3}---\nBody.\n"
+        "---\ntitle: R\nversion: 3\ndate: 2026-11-03\nsupersedes: 2\nchanges: Version 3.\n"
+        f"errata:\n{errata_v3}---\nBody.\n"
     )
     return docs
 

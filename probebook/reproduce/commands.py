@@ -90,7 +90,7 @@ def rebuild(alias: str, ident: str, doc: dict[str, Any], declarations: dict[str,
     from render.pages.provenance import command
 
     here, local = _here(doc)
-    cmd, notes = command(here, declarations)
+    cmd, notes = command(here, declarations, public=False)  # the folders as recorded: this command runs
     what = f"{where}: evidence {alias} ({ident[:19]})"
     if cmd is None:
         raise ProbebookError(f"{what}: {notes[0] if notes else 'no command'}; it cannot be re-measured")

@@ -174,8 +174,9 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
     return "\n".join(out) + "\n"
 
 
-def _arg(flag: str, kind: str, value: Any, default: Any) -> str | None:
-    """One option as it is typed, or None when the recorded value is the absence of the option."""
+def _arg(flag: str, kind: str, value: Any, default: Any, public: bool = True) -> str | None:
+    """One option as it is typed, or None when the recorded value is the absence of the option; ``public``:
+    a folder of the measuring host reads as <dir> (a page), else as recorded (``probebook reproduce`` runs it)."""
     if kind == "flag":
         if value is True:
             return flag
@@ -188,10 +189,10 @@ def _arg(flag: str, kind: str, value: Any, default: Any) -> str | None:
         text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
     else:
         text = str(value)
-    return f"{flag} {shlex.quote(scrub_paths(text))}"  # a folder of the measuring host reads as <dir>
+    return f"{flag} {shlex.quote(scrub_paths(text) if public else text)}"
 
 
-def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None, list[str]]:
+def command(doc: dict[str, Any], declarations: Declarations, public: bool = True) -> tuple[str | None, list[str]]:
     """(the ``probebook measure`` command that repeats this run or None, notes as comment lines)."""
     origin = doc.get("origin") or {}
     probe = str(doc.get("probe"))
@@ -209,7 +210,7 @@ def command(doc: dict[str, Any], declarations: Declarations) -> tuple[str | None
         if name not in params:
             continue
         value = params["device_requested"] if name == "device" and "device_requested" in params else params[name]
-        arg = _arg(spec["flag"], spec["kind"], value, spec["default"])
+        arg = _arg(spec["flag"], spec["kind"], value, spec["default"], public)
         if arg is not None:
             args.append(arg)
     notes = []
