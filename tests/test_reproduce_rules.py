@@ -205,8 +205,11 @@ def test_a_false_claim_is_recorded_false_only_inside_unchecked() -> None:
 def test_a_reproduction_names_the_machine_that_measured_its_runs_not_the_one_that_compared() -> None:
     from probebook.reproduce.session import measured_on
 
-    h200 = {"gpu": {"name": "NVIDIA H200", "count": 1}}
-    here = {"gpu": None, "host": "laptop"}
-    assert measured_on({"sha256:a": {"machine": h200}, "sha256:b": {"machine": h200}}, here) == h200
-    assert measured_on({"sha256:a": {"machine": h200}, "sha256:b": {"machine": here}}, here) == here
+    cool = {"gpu": "NVIDIA H200", "gpu_count": 1, "temperature_c": 31}
+    warm = {"gpu": "NVIDIA H200", "gpu_count": 1, "temperature_c": 44}
+    here = {"gpu": None, "gpu_count": 0}
+    runs = {"sha256:a": {"machine": cool, "created_at": "2026-12-02T05:30:00Z"},
+            "sha256:b": {"machine": warm, "created_at": "2026-12-02T05:31:00Z"}}  # fmt: skip
+    assert measured_on(runs, here) == warm  # one model and count: the newest run's fingerprint
+    assert measured_on({**runs, "sha256:c": {"machine": here, "created_at": "2026-12-02T06:00:00Z"}}, here) == here
     assert measured_on({}, here) == here

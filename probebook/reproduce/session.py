@@ -21,7 +21,6 @@ verdict), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``com
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -162,12 +161,17 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
 
 
 def measured_on(new_docs: dict[str, dict[str, Any]], here: dict[str, Any]) -> dict[str, Any]:
-    """The machine a reproduction names: the one every new document was measured on, else ``here``.
+    """The machine a reproduction names: when every new document ran on one GPU model and count, the newest
+    one's machine fingerprint (its clocks and temperature are a moment's), else ``here``.
 
     With ``--with`` the comparison may run elsewhere than the runs (a GPU's runs compared on a laptop); the
     reproduction is of the machine that measured, so a reader sees "1 × H200", not the laptop."""
-    machines = {json.dumps(d.get("machine"), sort_keys=True) for d in new_docs.values() if d.get("machine")}
-    return json.loads(machines.pop()) if len(machines) == 1 else here
+    machines = [d["machine"] for d in new_docs.values() if isinstance(d.get("machine"), dict)]
+    kinds = {(m.get("gpu"), m.get("gpu_count")) for m in machines}
+    if len(machines) != len(new_docs) or len(kinds) != 1:
+        return here
+    newest = max(new_docs.values(), key=lambda d: str(d.get("created_at", "")))
+    return dict(newest["machine"])
 
 
 def archived(opts: Options, page: Any, data: dict[str, Any], new_docs: dict[str, dict[str, Any]]) -> str:
