@@ -18,7 +18,7 @@ from conftest import HANG_S, bench_module
 
 shots = bench_module("screenshots")
 
-ANSWER = ".answer, #answer, [data-answer]"
+ANSWER = ".admonition.answer"
 """Where a record states its Answer (issue 28's "An Answer at the top of every record version"): adjust it to
 the element the answers change emits."""
 NUMBER_LINK = 'article a[href*="evidence/"][href*=".html#"]'
@@ -151,9 +151,34 @@ async (targets) => {
     const tag = target.tagName.toLowerCase();
     const landed = `<${tag}>` + (anchor !== tag ? ` around <${anchor}>` : '');
     const whole = squash(target.textContent);
+    // A number shown rounded ("70.3 ms", "0.19%") is held by a target that shows it at more digits ("70.2743 ms",
+    // "0.00190934"): the target's number, rounded to the shown number's significant figures, is the shown number
+    // (a percent read as a fraction too). Any other text must appear as it is.
+    const SCALE = {'%': 0.01, 'k': 1e3, 'M': 1e6, 'G': 1e9, 'T': 1e12};
+    const parse = t => {
+      const m = t.replace(/\u2212/g, '-').replace(/[\\s\u202f\u2009]/g, '').replace(/,(?=\\d{3})/g, '')
+        .match(/^(-?\\d+(?:\\.\\d+)?)(%|k|M|G|T)?/);
+      if (!m) return null;
+      const digits = m[1].replace(/^-?0*\\.?0*/, '').replace('.', '').length || 1;
+      return {value: parseFloat(m[1]), digits, scale: SCALE[m[2]] || 1};
+    };
+    const sig = (x, d) => x === 0 ? 0 : parseFloat(x.toPrecision(Math.min(Math.max(d, 1), 21)));
+    const holdsNumber = (shown, where) => {
+      const want = parse(shown);
+      if (!want) return false;
+      const plain = where.replace(/\u2212/g, '-').replace(/(\\d),(?=\\d{3})/g, '$1');
+      const found = plain.match(/-?\\d+(?:\\.\\d+)?(?:e-?\\d+)?/g) || [];
+      return found.some(f => {
+        const x = parseFloat(f);
+        return [1, want.scale, 1 / want.scale].some(k => sig(x / k, want.digits) === sig(want.value, want.digits));
+      });
+    };
     const results = texts.map(text => {
       const want = squash(text);
-      if (!whole.includes(want)) return {text, held: false, seen: false};
+      if (!whole.includes(want)) {
+        if (!holdsNumber(text, target.textContent)) return {text, held: false, seen: false};
+        return {text, held: true, seen: seen(target)};
+      }
       let holder = target;
       for (let again = true; again;) {
         again = false;

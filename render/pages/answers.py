@@ -99,7 +99,7 @@ def box(verdicts: list[str], status_line: str) -> str:
     """The Answer box first under a record's title: its status, then its verdicts (empty without an answer)."""
     if not verdicts:
         return ""
-    out = ['!!! info "Answer"', "", f"    {status_line}", ""]
+    out = ['!!! info answer "Answer"', "", f"    {status_line}", ""]  # class "answer": the tour finds it
     out += [f"    {' '.join(verdicts)}", ""]
     return "\n".join(out) + "\n"
 
