@@ -58,7 +58,7 @@ def test_a_number_from_two_documents_links_each() -> None:
     md = q.markdown("records/x/v1.md")
     first = f"[2.00{chr(0x202F)}s](../../evidence/{'a' * 64}.md?rows=1-2&col=step_s#row-1 "
     assert md.startswith(first)
-    assert md.endswith(f'<sup>[2](../../evidence/{"b" * 64}.md#samples "evidence 2 of 2: sha256:bbbbbbbbbbbb")</sup>')
+    assert md.endswith(f' [\\[2\\]](../../evidence/{"b" * 64}.md#samples "evidence 2 of 2: sha256:bbbbbbbbbbbb")')
     one = Quantity(2.0, "s", evidence=(A,), derivation="d", key="k", anchor="machine-power_limit_w")
     assert (
         one.markdown("index.md") == f'[2.00{chr(0x202F)}s](evidence/{"a" * 64}.md#machine-power_limit_w "{one.title}")'

@@ -154,7 +154,7 @@ def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None
 def test_markdown_title_names_more_evidence_and_is_made_safe() -> None:
     q = Quantity(0.5, "", fmt=".0%", evidence=(ID, ID2), derivation='a "quoted" <b>\\x</b>\nnext')
     assert q.title == "a 'quoted' bx/b next; evidence sha256:abababababab (+1 more)"
-    more = f'<sup>[2](evidence/{"cd" * 32}.md#samples "evidence 2 of 2: sha256:cdcdcdcdcdcd")</sup>'  # one link each
+    more = f' [\\[2\\]](evidence/{"cd" * 32}.md#samples "evidence 2 of 2: sha256:cdcdcdcdcdcd")'  # one link each
     assert q.markdown("index.md") == f'[50%](evidence/{"ab" * 32}.md#samples "{q.title}")' + more
     assert replace(q, anchor="row-3").markdown("index.md") == f'[50%](evidence/{"ab" * 32}.md#row-3 "{q.title}")' + more
 

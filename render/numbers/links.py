@@ -155,8 +155,8 @@ def scrub_paths(text: str) -> str:
 
 def number_links(page: str, text: str, title: str, evidence: tuple[str, ...], anchors: tuple[str, ...]) -> str:
     """Markdown of a number linked to each evidence document it is derived from: the text to the first, then one
-    small numbered link per further document (``[2]``, ``[3]``), each to the rows it used there (``anchors``,
-    position by position; a document without one lands on its samples table)."""
+    small numbered link per further document (``[2]``, ``[3]``, after a space), each to the rows it used there
+    (``anchors``, position by position; a document without one lands on its samples table)."""
     if not evidence:
         return text
 
@@ -165,11 +165,12 @@ def number_links(page: str, text: str, title: str, evidence: tuple[str, ...], an
         return relative_link(page, evidence_page(evidence[i])) + anchor_href(anchor)
 
     out = f'[{text}]({target(0)} "{title}")'
+    # plain Markdown, "[2]" as the link's text: raw HTML such as <sup> is escaped at the page's boundary
     more = [
-        f'[{i + 1}]({target(i)} "{title_text(f"evidence {i + 1} of {len(evidence)}: {short_id(evidence[i])}")}")'
+        f'[\\[{i + 1}\\]]({target(i)} "{title_text(f"evidence {i + 1} of {len(evidence)}: {short_id(evidence[i])}")}")'
         for i in range(1, len(evidence))
     ]
-    return out + (f"<sup>{' '.join(more)}</sup>" if more else "")
+    return out + ("".join(f" {m}" for m in more) if more else "")
 
 
 def machine_anchor(field: str) -> str:
