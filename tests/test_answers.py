@@ -64,8 +64,8 @@ def _article(paths: BuildPaths, page: str) -> str:
 def test_a_current_record_opens_with_its_answer_and_status_before_anything_else(fixture_site: BuildPaths) -> None:
     article = _article(fixture_site, "records/step-time/v2")
     after_title = article[article.index("</h1>") + len("</h1>") :].lstrip()
-    assert after_title.startswith('<div class="admonition info">'), after_title[:200]
-    box = re.search(r'<div class="admonition info">.*?</div>', article, re.DOTALL).group(0)  # type: ignore[union-attr]
+    assert after_title.startswith('<div class="admonition info answer">'), after_title[:200]
+    box = re.search(r'<div class="admonition info answer">.*?</div>', article, re.DOTALL).group(0)  # type: ignore[union-attr]
     assert '<p class="admonition-title">Answer</p>' in box
     assert "<strong>Status:</strong> current · version 2, 2026-12-01 · measured" in box
     assert "is below the first batch out of memory" in box and 'href="../../evidence/' in box

@@ -107,7 +107,8 @@ def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> Non
         html = (tmp_path / "site" / record.current.rel.replace(".md", ".html")).read_text(encoding="utf-8")
         article = html[html.index("<article") :]
         after = article[article.index("</h1>") + len("</h1>") :].lstrip()
-        assert after.startswith('<div class="admonition info">\n<p class="admonition-title">Answer</p>'), record.slug
+        box = '<div class="admonition info answer">\n<p class="admonition-title">Answer</p>'
+        assert after.startswith(box), record.slug
 
 
 def test_readme_walkthrough_import_record_build_supersede_correct_changes(checkout: Path, cli_here) -> None:
