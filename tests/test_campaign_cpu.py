@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import HANG_S, REPO, run_cli
 
-from measure.evidence.envelope import parse
+from measure.evidence.envelope import MEASURED, parse
 from measure.evidence.store import Store
 from probebook.campaign import receipts
 
@@ -205,4 +205,4 @@ def test_sigkilled_runner_resumes_without_losing_or_repeating_a_point(tmp_path):
     assert all(v[0]["state"] == "ok" for v in final.values())
     for v in final.values():  # each point's evidence exists once and is its own
         doc = parse(Store(folder / "archive").read_bytes(v[0]["evidence"]), "point")
-        assert doc["status"] == "complete"
+        assert doc["status"] in MEASURED  # complete, or unstable: a loaded CPU's tiny steps are noisy

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import assert_measured
 
-from measure.evidence.envelope import parse
+from measure.evidence.envelope import MEASURED, parse
 from measure.evidence.store import Store
 from measure.run.ddp_worker import union_s
 from measure.run.distributed import MULTICAST_OFF, child_env, nccl_observed, torchrun_command, worker_error
@@ -63,10 +64,10 @@ def test_union_of_bucket_intervals():
 
 def stored(cli, archive, *args, env=None):
     out = cli("--archive", str(archive), "measure", "ddp", *args, env=env)
-    assert out.returncode == 0, out.stderr
+    assert_measured(out)  # exit 0, or 1 with the evidence stored unstable: a loaded CPU's windows are noisy
     ident = out.stdout.strip().splitlines()[-1]
     doc = parse(Store(archive).read_bytes(ident), ident)
-    assert doc["status"] == "complete", doc.get("error")
+    assert doc["status"] in MEASURED, doc.get("error")
     return doc
 
 
