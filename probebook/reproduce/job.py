@@ -20,6 +20,7 @@ def run_one(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any
     from filelock import FileLock
 
     from measure.cli import probe_module
+    from measure.evidence.envelope import MEASURED
     from measure.evidence.store import Store
     from measure.options import config_from_dict
     from measure.run.runner import journal_path
@@ -35,8 +36,8 @@ def run_one(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any
     journal.unlink(missing_ok=True)
     return {
         "evidence": ident,
-        "status": "ok" if evidence.status == "complete" else "failed",
-        "error": evidence.error if evidence.status != "complete" else None,
+        "status": "ok" if evidence.status in MEASURED else "failed",  # unstable: measured, its rows flagged
+        "error": evidence.error if evidence.status not in MEASURED else None,
         "probe": point["probe"],
         "pid": os.getpid(),
         "job_started_unix": started,

@@ -2,7 +2,8 @@
 
 The rule, for a cited document D and a document C of the other archive:
 
-1. C is a run of the same probe as D, stored ``complete`` and ``measured`` (not imported), and not D itself.
+1. C is a run of the same probe as D, stored ``complete`` or ``unstable`` (measured, its noisy rows flagged) and
+   ``measured`` (not imported), and not D itself.
 2. Their params agree: every param either recorded has the same value in the other, after both are
    migrated to today's probe (``measure.evidence.reruns``); a param only one of them recorded (an option a
    later, or earlier, probe version added) must be at today's default there (the ``Config`` field's
@@ -27,6 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from measure.evidence.envelope import MEASURED
 from measure.evidence.reruns import migrate
 from probebook.reproduce.commands import LOCAL_FOLDERS
 
@@ -94,7 +96,7 @@ def candidates(doc: dict[str, Any], ident: str, others: dict[str, dict[str, Any]
     probe = doc.get("probe")
     out = []
     for other_id, other in sorted(others.items()):
-        if other_id == ident or other.get("probe") != probe or other.get("status") != "complete":
+        if other_id == ident or other.get("probe") != probe or other.get("status") not in MEASURED:
             continue
         if (other.get("origin") or {}).get("kind") == "imported":
             continue
