@@ -25,25 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import HANG_S
+from conftest import HANG_S, bench_module
 
 from render.build.stages import BuildPaths
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "browser"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
-WIDTHS = (1440, 390)
-"""A desktop and a phone (an iPhone 12 to 15 is 390 CSS px wide)."""
+# Chromium, its flags, the local hosts and the two widths: one copy, bench/screenshots.py's (the tour's too)
+_shots = bench_module("screenshots")
+CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS, WIDTHS = _shots.CHROMIUM, _shots.CHROMIUM_ARGS, _shots.LOCAL_HOSTS, _shots.WIDTHS
 SCHEMES = ("light", "dark")
 MIN_TEXT_PX = 12.0
 """The smallest chart text a reader must be able to read, at the size the browser draws it."""
