@@ -49,7 +49,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.record and not args.out:
         parser.error("--record needs --out DIR, where the new evidence is kept")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(FIXTURE / "plugins")])}
+    # what PYTHONPATH already holds (packages installed to a folder, as on a bare GPU host) stays on it
+    path = [str(REPO), str(FIXTURE / "plugins"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     with tempfile.TemporaryDirectory() as tmp:
         if args.record:
             out = Path(args.out)

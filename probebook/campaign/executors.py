@@ -81,7 +81,14 @@ def parameters(kind: str, settings: Executor, name: str, setup: list[str], devic
 
 def make(kind: str, folder: Path, params: dict[str, Any]) -> Any:
     """A submitit executor for one attempt's folder."""
-    import submitit
+    try:
+        import submitit
+    except ModuleNotFoundError:
+        # a dependency of the package (pyproject.toml), missing from a bare interpreter: say how to get it
+        raise ProbebookError(
+            "campaigns and reproductions run their jobs through submitit, which is not installed "
+            "(python3 -m pip install submitit)"
+        ) from None
 
     if kind == "local":
         executor: Any = submitit.LocalExecutor(folder=folder)
