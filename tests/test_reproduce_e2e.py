@@ -84,3 +84,13 @@ def test_reproduce_remeasures_resumes_and_finds_the_flipped_claim(cli, tmp_path:
     assert again["mode"] == "reproduction" and again["new"] == data["new"]
     assert [n["verdict"] for n in again["numbers"]] == [n["verdict"] for n in data["numbers"]]
     assert again["claims"] == data["claims"] and again["commands"] == []
+
+    # compared again from the earlier reproduction's runs, as it paired them (after the code changed, say)
+    redone = cli(*args[:6], "--with", ident, "--json", env=env, timeout=300)
+    assert redone.returncode == 0, redone.stderr
+    third = json.loads(redone.stdout)
+    assert third["new"] == data["new"] and third["mode"] == "reproduction" and third["claims"] == data["claims"]
+    assert [n["verdict"] for n in third["numbers"]] == [n["verdict"] for n in data["numbers"]]
+    assert Store(archive).get(third["evidence"])["params"]["with"] == ident
+    wrong = cli(*args[:6], "--with", done, env=env, timeout=300)  # a step-scaling run, not a reproduction
+    assert wrong.returncode != 0 and "not a reproduction" in wrong.stderr and "Traceback" not in wrong.stderr

@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
         dest="other",
         type=Path,
         metavar="ARCHIVE",
-        help="match each cited document in this archive (or reproduction folder) instead of running anything",
+        help="match each cited document in this archive (or reproduction folder) instead of running anything; "
+        "or sha256:ID of an earlier reproduction of the record in --archive: compare its runs again, with today's code",
     )
     p.add_argument(
         "--partial",

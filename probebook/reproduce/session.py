@@ -6,7 +6,9 @@
    (``probebook.reproduce.campaign``: resumable, local or Slurm, ``--budget-s``). ``--dry-run`` prints the
    commands and runs nothing; ``--measure-only`` stops once the runs are stored (for a GPU machine that
    lacks what the comparison needs; compare later with ``--with`` the folder). Or ``--with ARCHIVE``: each
-   cited document's counterpart in another archive (``probebook.reproduce.match``), nothing run.
+   cited document's counterpart in another archive (``probebook.reproduce.match``), nothing run. Or
+   ``--with sha256:ID``, an earlier reproduction of the same record version in ``--archive``: its new runs, as it
+   paired them, compared again by today's code (after a derivation changed, say, intervals on medians), nothing run.
 3. The record is rendered on both id sets and every number and claim compared
    (``probebook.reproduce.compare``, verdicts by ``probebook.reproduce.verdict``).
 4. The result is stored in ``--archive`` (or ``--out``) as evidence of probe ``reproduction`` (its data's layout below),
@@ -116,6 +118,33 @@ def other_archive(path: Path) -> Any:
         raise ProbebookError(f"--with {path}: {exc}") from None
 
 
+def earlier_runs(archive: Path, ident: str, page: Any, aliases: dict[str, str]) -> tuple[dict[str, str], str]:
+    """``--with sha256:ID``: (alias -> new id, mode) of an earlier reproduction of this record version.
+
+    Its pairing is taken as it was archived (the match rule already ran, or the runs were made for it), so the
+    comparison differs from the earlier one only by the code that renders and compares."""
+    from measure.evidence.store import Store
+
+    store = Store(archive)
+    try:
+        full = store.resolve(ident)
+    except ProbebookError as exc:
+        raise ProbebookError(f"--with {ident}: {exc}") from None
+    doc, _raw = _read(store, full)
+    data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
+    what = f"--with {full[:19]}"
+    if doc.get("probe") != PROBE:
+        raise ProbebookError(f"{what}: a {doc.get('probe')!r} document, not a reproduction")
+    if (data.get("record"), data.get("version")) != (page.slug, page.version):
+        raise ProbebookError(
+            f"{what}: reproduces {data.get('record')} v{data.get('version')}, not {page.slug} v{page.version}"
+        )
+    new, original = data.get("new"), data.get("original")
+    if not isinstance(new, dict) or original != aliases:
+        raise ProbebookError(f"{what}: its original runs are not the ones {page.path} cites today")
+    return {str(a): str(i) for a, i in new.items()}, str(data.get("mode") or "reproduction")
+
+
 def default_folder(slug: str, version: int) -> Path:
     return Path("runs") / f"reproduce-{slug}-v{version}"
 
@@ -223,6 +252,14 @@ def reproduce(opts: Options) -> Outcome:
         if code != 0 or opts.measure_only:
             return Outcome(code, [f"{alias} {ident}" for alias, ident in sorted(new.items())] if code == 0 else [])
         mode, command_lines = "reproduction", [r.command for r in runs]
+    elif str(opts.other).startswith("sha256:"):
+        new, mode = earlier_runs(opts.archive, str(opts.other), page, aliases)
+        store = Store(opts.archive)
+        new_docs = {i: _read(store, i)[0] for i in sorted(set(new.values()))}
+        command_lines = []
+        if opts.out is not None:  # the runs join the archive the reproduction is stored in
+            for ident in new_docs:
+                Store(opts.out).put_bytes(store.read_bytes(ident))
     else:
         other = other_archive(opts.other)
         others = other.docs
