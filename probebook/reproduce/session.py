@@ -131,7 +131,7 @@ def earlier_runs(archive: Path, ident: str, page: Any, aliases: dict[str, str]) 
     except ProbebookError as exc:
         raise ProbebookError(f"--with {ident}: {exc}") from None
     doc, _raw = _read(store, full)
-    data = doc.get("data") if isinstance(doc.get("data"), dict) else {}
+    data: dict[str, Any] = doc["data"] if isinstance(doc.get("data"), dict) else {}
     what = f"--with {full[:19]}"
     if doc.get("probe") != PROBE:
         raise ProbebookError(f"{what}: a {doc.get('probe')!r} document, not a reproduction")
