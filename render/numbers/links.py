@@ -10,8 +10,10 @@ _UNSAFE_TITLE = re.compile(r"[\\<>`]")
 
 
 def title_text(text: str) -> str:
-    """Text safe inside a Markdown link title: one line, ``"`` as ``'``, no backslashes, angle brackets or backticks."""
-    return " ".join(_UNSAFE_TITLE.sub("", text.replace('"', "'")).split())
+    """Text safe inside a Markdown link title: one line, either quote as ``’``, no backslashes, angle brackets or
+    backticks. Python-Markdown ends a title at a quote followed by ``)`` whichever quote opened it, so
+    ``shape='square-8192')`` inside a title would cut the link's address there."""
+    return " ".join(_UNSAFE_TITLE.sub("", text.replace('"', "’").replace("'", "’")).split())
 
 
 # What Markdown (with the extensions mkdocs.yml enables) or HTML could act on anywhere in a line: HTML's
