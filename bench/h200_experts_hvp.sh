@@ -30,20 +30,7 @@ probe kernels-moe-looped "$L_LOOPED" kernels $MOE --steps 2 --experts-impl loope
 probe hvp-90m-b4 "$L_HVP" hvp $HVP --methods forward-over-reverse --dtypes bf16
 
 recover_journals
-"$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
-import sys
-from bench.summary import documents
-
-for ident, d in documents(sys.argv[1]):
-    p, data = d["params"], d["data"]
-    print(ident[:19], d["probe"], d["probe_version"], p.get("preset"), p.get("experts_impl") or "", d["status"])
-    if d["probe"] == "kernels":
-        print("   expert gemm:", data.get("expert_gemm"), "| shares:", {k: round(v, 4) for k, v in data.get("shares", {}).items()})
-    elif d["probe"] == "hvp":
-        for c in data.get("candidates", []):
-            print(f"  {c['mode']:8} {c['dtype']} b{c['batch']} {c['status']:5} warm {c.get('warm_median_s')}",
-                  f"err {c.get('rel_l2_vs_float64')} verdict {c.get('verdict')}")
-PY
+"$PY" -m bench.summary "$ARCHIVE" 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
 [ "$SMOKE" = 1 ] || { tar -czf "$OUT/archive.tgz" -C "$ARCHIVE" . && rm -rf "$ARCHIVE"; }
 say "done (rc=$rc); seconds per part in $TIMES"

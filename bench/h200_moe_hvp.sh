@@ -36,23 +36,7 @@ probe steps-moe-grouped "$L_STEPS" step-scaling $STEPS --experts-impl grouped
 probe hvp-90m-compiled "$L_HVP" hvp $HVP
 
 recover_journals
-"$PY" - "$ARCHIVE" <<'PY' 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
-import sys
-from bench.summary import documents
-
-for ident, d in documents(sys.argv[1]):
-    p, data = d["params"], d["data"]
-    print(ident[:19], d["probe"], d["probe_version"], p.get("preset"),
-          p.get("experts_impl") or "", d["status"], d.get("error") or "")
-    if d["probe"] == "kernels":
-        print("   expert gemm:", data.get("expert_gemm"), "| shares:", {k: round(v, 4) for k, v in data.get("shares", {}).items()})
-    elif d["probe"] == "step-scaling":
-        print("   steps:", [(r.get("tokens"), round(r["step_s"], 5)) for r in data.get("samples", []) if "step_s" in r][:12])
-    elif d["probe"] == "hvp":
-        for c in data.get("candidates", []):
-            print(f"  {c['method']} {c['mode']:8} {c['dtype']} b{c['batch']} {c['status']:5} warm {c.get('warm_median_s')}",
-                  f"err {c.get('rel_l2_vs_float64')} verdict {c.get('verdict')} {c.get('error') or ''}")
-PY
+"$PY" -m bench.summary "$ARCHIVE" 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
 rc=${PIPESTATUS[0]}
 [ "$SMOKE" = 1 ] || { tar -czf "$OUT/archive.tgz" -C "$ARCHIVE" . && rm -rf "$ARCHIVE"; }
 say "done (rc=$rc); seconds per part in $TIMES"
