@@ -258,8 +258,9 @@ def reproduce(opts: Options) -> Outcome:
         new_docs = {i: _read(store, i)[0] for i in sorted(set(new.values()))}
         command_lines = []
         if opts.out is not None:  # the runs join the archive the reproduction is stored in
+            target = Store(opts.out)
             for ident in new_docs:
-                Store(opts.out).put_bytes(store.read_bytes(ident))
+                target.put_bytes(store.read_bytes(ident))
     else:
         other = other_archive(opts.other)
         others = other.docs
