@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
+from render.derive import intervals, peaks, workload
 from render.derive import mfu as mfumod
-from render.derive import peaks, workload
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.evidence import pages as evidence_pages
@@ -25,7 +25,7 @@ from render.functions.views import FitView, ProjectionView, call_text, defined, 
 from render.numbers import claims
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, rows_anchor, with_column
-from render.numbers.quantity import Quantity, conversion_factor
+from render.numbers.quantity import Quantity, conversion_factor, propagated
 from render.pages import comparative, methodology
 
 
@@ -89,6 +89,13 @@ def project(
     p = number(params, "params")
     bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
     proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
+    # The rate's interval reaches every time the projection gives: each is a constant over R (T = tokens / R).
+    rate_ci = intervals.scaled(rate.uncertainty, conversion_factor(rate.unit, "tok/s"))
+    spans = {
+        "time": intervals.reciprocal(rate_ci, proj.tokens),
+        "gpu_hours": intervals.reciprocal(rate_ci, proj.tokens / 3600.0 * proj.gpus),
+        "per_billion_tokens": intervals.reciprocal(rate_ci, 1e9),
+    }
     what = (
         f"T = k·P / R with P={numbers.general(p)}, k={numbers.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
@@ -101,6 +108,7 @@ def project(
         what,
         f"project({rate.key}, {numbers.exact(p)})",
         {"updates": "no batch_tokens given"},
+        intervals=spans,
     )
 
 
@@ -145,7 +153,20 @@ def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity 
         f"MFU: {rate.text} × {per_token_text} model FLOPs/token / {against}",
         f"mfu({rate.key})",
         fmt=".1%",
+        uncertainty=_mfu_interval(rate, peak, value),
     )
+
+
+def _mfu_interval(rate: Quantity, peak: Quantity | None, value: float | None) -> tuple[float, float] | None:
+    """MFU's 95% interval: the rate's, scaled (FLOPs per token and a datasheet peak are exact); with a measured
+    peak from other evidence, the two relative errors in quadrature (``propagated``, the GUM's rule); None where
+    the rate has no interval, the peak has none, or both stand on one document (they would need resampling
+    jointly)."""
+    if value is None or rate.value in (None, 0) or rate.uncertainty is None:
+        return None
+    if peak is None:
+        return intervals.scaled(rate.uncertainty, value / rate.value)
+    return propagated("/", rate, peak, 1.0, value)
 
 
 @page_function
@@ -165,13 +186,17 @@ def share_of(page: Page, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Q
     value = None
     if part.value is not None and whole.value not in (None, 0):
         value = part.value * factor / whole.value
+    # A quotient's interval, to first order, where the two stand on different evidence (GUM §5.1.2); two numbers
+    # of one document share its windows, and no interval is stated for them here.
+    ci = propagated("/", part, whole, factor, value)
     return Quantity(
         value=value,
         unit="",
         fmt=fmt,
         evidence=tuple(dict.fromkeys(part.evidence + whole.evidence)),
-        derivation=f"{part.key} / {whole.key}",
+        derivation=f"{part.key} / {whole.key}" + (_PROPAGATED if ci else ""),
         key=f"share_of({part.key}, {whole.key})",
+        uncertainty=ci,
         note=None if value is not None else "a missing or zero operand",
     )
 
@@ -197,10 +222,11 @@ def median(
         statistics.median(values),
         unit if unit is not None else base,
         ref,
-        f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else ""),
+        f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else "") + _BOOT,
         f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
         fmt=fmt or spec,
         anchor=with_column(rows_anchor(indices), field),
+        uncertainty=intervals.median_interval(values),
     )
     if display:
         return q.to(display)  # the page chose the unit
@@ -214,18 +240,20 @@ def saving(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: st
     rows = page.rows(ref)
     what = f"saving(): {ref.alias} ({ref.short})"
     arm_rows = _field_rows(rows, field, {"arm": arm}, what)
-    arm_s = statistics.median(rows[i][field] for i in arm_rows)
+    arm_values = [rows[i][field] for i in arm_rows]
     base_rows = _field_rows(rows, field, {"arm": baseline}, what)
-    base_s = statistics.median(rows[i][field] for i in base_rows)
+    base_values = [rows[i][field] for i in base_rows]
     return quantity(
-        saving_fraction(arm_s, base_s),
+        saving_fraction(statistics.median(arm_values), statistics.median(base_values)),
         "",
         ref,
-        f"1 − median {field} of arm {arm} / median {field} of arm {baseline}",
+        f"1 − median {field} of arm {arm} / median {field} of arm {baseline}; 95% interval: the arms' windows "
+        f"resampled independently ({intervals.RESAMPLES:,} resamples; paired() keeps interleaved rounds' pairing)",
         f"saving({call_text(ref.alias, arm, baseline=None if baseline == 'baseline' else baseline)})",
         fmt=".1%",
         anchor=with_column(rows_anchor(arm_rows + base_rows), field),
         bounded=True,
+        uncertainty=intervals.saving_interval(arm_values, base_values),
     )
 
 
@@ -255,6 +283,11 @@ def context(page: Page) -> ContextMark:
     check (a method's rule, an order of steps, a reason), so the comparative-sentence lint passes it
     (``render.pages.comparative``) and the reader sees it is not a checked claim."""
     return ContextMark()
+
+
+_PROPAGATED = "; 95% interval propagated to first order (GUM §5.1.2)"
+_BOOT = f"; 95% interval: percentile bootstrap of the median over the windows ({intervals.RESAMPLES:,} resamples)"
+"""What a median's derivation says of its interval (``render.derive.intervals``)."""
 
 
 def field_unit(field: str) -> tuple[str, str | None, str]:

@@ -177,8 +177,10 @@ class FieldView:
         key: str,
         notes: dict[str, str] | None = None,
         landing: tuple[str, ...] | dict[str, str] = (),
+        intervals: dict[str, tuple[float, float] | None] | None = None,
     ):
         self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
+        self._intervals = intervals or {}  # a field's 95% interval in its unit, where the derivation gives one
         # where each evidence document's inputs are (render.numbers.links.rows_anchor), or one place per field
         self._landing = landing
 
@@ -192,8 +194,17 @@ class FieldView:
         if isinstance(landing, dict):
             landing = (landing.get(name, ""),)
         where = {"anchor": landing[0], "more_anchors": tuple(landing[1:])} if landing else {}
+        ci = self._intervals.get(name) if value is not None else None
         return quantity(
-            value, unit, self._evidence, f"{self._what}; {source}", f"{self._key}.{name}", note=note, **where, **kw
+            value,
+            unit,
+            self._evidence,
+            f"{self._what}; {source}",
+            f"{self._key}.{name}",
+            note=note,
+            uncertainty=ci,
+            **where,
+            **kw,
         )
 
 

@@ -1,0 +1,65 @@
+"""Bootstrap intervals of medians, ratios and savings (render.derive.intervals), and how project() and mfu() carry
+a rate's interval into the numbers made from it, on literal inputs with exact values."""
+
+from __future__ import annotations
+
+import pytest
+
+from render.derive import intervals
+from render.functions.general import _mfu_interval
+from render.numbers.quantity import Quantity
+
+ID_A, ID_B = "sha256:" + "a1" * 32, "sha256:" + "b2" * 32
+
+
+def test_fewer_than_three_windows_give_no_interval():
+    assert intervals.median_interval([1.0, 2.0]) is None
+    assert intervals.saving_interval([1.0, 1.0, 1.0], [2.0, 2.0]) is None
+
+
+def test_equal_windows_give_the_degenerate_interval():
+    assert intervals.median_interval([2.0, 2.0, 2.0]) == (2.0, 2.0)
+    assert intervals.ratio_interval([2.0, 2.0, 2.0], [1.0, 1.0, 1.0]) == (2.0, 2.0)
+    assert intervals.saving_interval([1.0, 1.0, 1.0], [2.0, 2.0, 2.0]) == (0.5, 0.5)
+
+
+def test_three_windows_span_their_range():
+    # a resample of three windows has a median among them; with 20,000 resamples the 2.5% and 97.5% points are
+    # the smallest and largest window (each drawn as the median with probability 7/27)
+    assert intervals.median_interval([50.0, 52.0, 54.0]) == (50.0, 54.0)
+
+
+def test_a_saving_is_one_minus_the_ratio_interval_reversed():
+    assert intervals.ratio_interval([1.0, 2.0, 3.0], [4.0, 4.0, 4.0]) == (0.25, 0.75)
+    assert intervals.saving_interval([1.0, 2.0, 3.0], [4.0, 4.0, 4.0]) == (0.25, 0.75)
+    assert intervals.saving_interval([4.0, 4.0, 4.0], [1.0, 2.0, 4.0]) == (-3.0, 0.0)
+
+
+def test_the_same_windows_give_the_same_interval_every_time():
+    values = [1.0, 1.1, 0.9, 1.05, 0.97, 1.2, 1.01]
+    assert intervals.median_interval(values) == intervals.median_interval(list(values))
+
+
+def test_scaled_and_reciprocal():
+    assert intervals.scaled((1.0, 2.0), -1.0) == (-2.0, -1.0)
+    assert intervals.scaled(None, 2.0) is None
+    assert intervals.reciprocal((2.0, 4.0), 8.0) == (2.0, 4.0)
+    assert intervals.reciprocal((0.0, 4.0), 8.0) is None
+
+
+def _rate(ci: tuple[float, float] | None, evidence: str = ID_A) -> Quantity:
+    return Quantity(value=100.0, unit="tok/s", uncertainty=ci, evidence=(evidence,), key="rate")
+
+
+def test_mfu_against_a_datasheet_scales_the_rate_interval():
+    assert _mfu_interval(_rate((90.0, 110.0)), None, 0.5) == (0.45, 0.55)
+    assert _mfu_interval(_rate(None), None, 0.5) is None
+
+
+def test_mfu_against_a_measured_peak_adds_relative_errors_or_states_none():
+    peak = Quantity(value=1e15, unit="FLOP/s", uncertainty=(0.9e15, 1.1e15), evidence=(ID_B,), key="peak")
+    low, high = _mfu_interval(_rate((90.0, 110.0)), peak, 0.5)  # type: ignore[misc]
+    # both ±10% at 95%: the quotient's relative error is √2·10%
+    assert (low, high) == pytest.approx((0.5 - 0.5 * 0.1 * 2**0.5, 0.5 + 0.5 * 0.1 * 2**0.5), rel=1e-12)
+    shared = Quantity(value=1e15, unit="FLOP/s", uncertainty=(0.9e15, 1.1e15), evidence=(ID_A,), key="peak")
+    assert _mfu_interval(_rate((90.0, 110.0)), shared, 0.5) is None  # one document: needs joint resampling
