@@ -255,8 +255,12 @@ def test_text_output_names_the_number_its_derivation_and_evidence(cli):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("saving(ev, no-attention)  ") and lines[0].endswith("%))")  # with its interval
-    assert lines[1].strip().startswith(
-        "derivation: 1 − median step_s of arm no-attention / median step_s of arm baseline; 95% interval: the arms'"
+    assert (
+        lines[1]
+        .strip()
+        .startswith(
+            "derivation: 1 − median step_s of arm no-attention / median step_s of arm baseline; 95% interval: the arms'"
+        )
     )
     assert lines[2].strip() == f"evidence: {IDS['ablation']}"
 
