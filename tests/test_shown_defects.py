@@ -232,6 +232,14 @@ def test_a_runner_up_within_the_noise_of_the_gap_is_a_tie():
     assert batchsweep.tied(1000.0, 0.004, 16, 990.0, 0.004, 16) is False
 
 
+def test_a_batch_point_interval_is_its_normal_interval_from_cv_and_windows():
+    # standard error 1000·0.04/√16 = 10 tok/s; 95%: ±19.6
+    assert batchsweep.throughput_interval(1000.0, 0.04, 16) == pytest.approx((980.4, 1019.6), rel=1e-12)
+    rows = [{"status": "ok", "batch": 8, "cv": 0.04, "windows": 16}, {"status": "oom", "batch": 16}]
+    assert batchsweep.point_interval(rows, 8, 1000.0) == pytest.approx((980.4, 1019.6), rel=1e-12)
+    assert batchsweep.point_interval([{"status": "ok", "batch": 8}], 8, 1000.0) is None  # no CV: none
+
+
 def test_summarize_names_the_runner_up_and_the_tie():
     rows = [
         {"model": "m", "params": 10, "context": 512, "batch": b, "tok_s": t, "status": "ok", "cv": 0.04, "windows": 16}

@@ -94,6 +94,21 @@ def tied(
     return bool(abs(fast_tok_s - next_tok_s) <= TIE_Z * (se_fast**2 + se_next**2) ** 0.5)
 
 
+def throughput_interval(tok_s: float, cv: float, windows: int) -> tuple[float, float]:
+    """95% interval of one batch point's throughput (tokens/s): ``tok_s ± TIE_Z · tok_s · cv / √windows``.
+
+    A batch-sweep row keeps its windows' CV and count, not the windows, so its interval is the normal one of a
+    mean of ``windows`` values with that CV (the same standard error ``tied`` compares two points with)."""
+    half = TIE_Z * tok_s * cv / windows**0.5
+    return tok_s - half, tok_s + half
+
+
+def point_interval(rows: Sequence[dict[str, Any]], batch: float, tok_s: float) -> tuple[float, float] | None:
+    """``throughput_interval`` of the ok row at ``batch``; None when the row lacks its CV and window count."""
+    spread = _spread([r for r in rows if r.get("status") == "ok"], batch)
+    return None if spread is None else throughput_interval(tok_s, spread[0], spread[1])
+
+
 def _spread(rows: Sequence[dict[str, Any]], batch: float) -> tuple[float, int] | None:
     """(cv, windows) of the one ok row at ``batch``; None when the row lacks them or several rows share it."""
     at = [r for r in rows if float(r["batch"]) == batch]

@@ -47,6 +47,10 @@ def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any =
         for i, r in enumerate(page.rows(ref))
         if isinstance(r, dict) and str(r.get("model")) == g.model and r.get("context") == g.context
     ]
+    group_rows = [page.rows(ref)[i] for i in used]
+    ci = None
+    if g.fastest_stable_batch is not None and g.fastest_tok_s is not None:
+        ci = batchsweep.point_interval(group_rows, g.fastest_stable_batch, g.fastest_tok_s)
     return BatchView(
         vars(g),
         (ref.id,),
@@ -59,6 +63,7 @@ def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any =
             "largest_batch": "no batch fits",
         },
         (with_column(rows_anchor(used), "tok_s"),),
+        intervals={"fastest_tok_s": ci},
     )
 
 

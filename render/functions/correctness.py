@@ -20,10 +20,12 @@ derivations are in ``render/derive/correctness.py``.
 
 from __future__ import annotations
 
+import math
+import statistics
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
-from render.derive import correctness
+from render.derive import correctness, intervals
 from render.derive import utilisation as utilmod
 from render.evidence import pages as evidence_pages
 from render.functions.page import Page
@@ -221,7 +223,25 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     no_events = "this arm records no per-layer events"
     notes = dict.fromkeys(("stall", "stall_share", "layer_copy", "layer_grad_copy"), no_events)
     what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
-    return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes)
+    rounds = [
+        r["step_s"]
+        for r in page.rows(ref)
+        if isinstance(r, dict) and r.get("arm") == arm and r.get("kind") == "round" and _positive(r.get("step_s"))
+    ]
+    step: Any = values.get("median_step_s")
+    rate: Any = values.get("tok_s")
+    spans: dict[str, tuple[float, float] | None] = {}
+    # the interval is of the rounds' median, so only where the probe's median is that median (tokens/s is the
+    # step's tokens over it, so its interval is those tokens over the step's)
+    if rounds and _positive(step) and math.isclose(statistics.median(rounds), step, rel_tol=1e-9):
+        spans["step"] = step_ci = intervals.median_interval(rounds)
+        if _positive(rate):
+            spans["tok_s"] = intervals.reciprocal(step_ci, rate * step)
+    return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, intervals=spans)
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
 
 @page_function
