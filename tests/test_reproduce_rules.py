@@ -34,6 +34,13 @@ def test_a_number_without_intervals_is_compared_only_when_exact_by_nature() -> N
     assert verdict.number_verdict(4.0, 8.0, None, None, True) == "outside"
 
 
+def test_a_measured_number_without_intervals_reproduced_to_the_bit_is_within() -> None:
+    # a seeded numerical error computed again gives the same double: nothing to compare an interval with
+    assert verdict.number_verdict(0.0155, 0.0155, None, None, False) == "within"
+    assert verdict.number_verdict(0.0155, 0.0155 * (1 + 1e-12), None, None, False) == "within"
+    assert verdict.number_verdict(0.0155, 0.0156, None, None, False) == "not comparable"
+
+
 def test_missing_and_unusable_values() -> None:
     assert verdict.number_verdict(1.0, None, (0.9, 1.1), None, False) == "missing"
     assert verdict.number_verdict(1.0, 1.0, (0.9, 1.1), (0.9, 1.1), False, new_present=False) == "missing"

@@ -19,7 +19,9 @@ RULE = (
     "h_old + h_new) would pass differences up to about 2.8 standard errors. A number without an interval on "
     "either run is compared only when it is exact by nature (a recorded param or a code constant): within "
     f"when the values agree to a relative {EXACT_REL_TOL:g}, else outside; any other number without intervals "
-    "is not comparable. A number the new evidence cannot produce is missing. A claim held when it is true on "
+    "is not comparable, unless the two runs gave the same value to that relative tolerance (a deterministic "
+    "computation reproduced exactly, such as a numerical error on a seeded batch): within. A number the new "
+    "evidence cannot produce is missing. A claim held when it is true on "
     "both runs, flipped when the new evidence makes it false, and not comparable when the new render cannot "
     "evaluate it."
 )
@@ -53,9 +55,10 @@ def number_verdict(
         upward = diff > 0
         bound = math.hypot(_half(old, old_interval, upward), _half(new, new_interval, not upward))
         return "within" if abs(diff) <= bound else "outside"
+    same = abs(diff) <= EXACT_REL_TOL * max(abs(old), abs(new))
     if exact:
-        return "within" if abs(diff) <= EXACT_REL_TOL * max(abs(old), abs(new)) else "outside"
-    return "not comparable"
+        return "within" if same else "outside"
+    return "within" if same else "not comparable"
 
 
 def exact_by_nature(row: dict[str, Any]) -> bool:

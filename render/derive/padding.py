@@ -64,15 +64,20 @@ def epoch_saving_s(rows_before: int, rows_after: int, rows_per_step: float, step
     return (rows_before - rows_after) / rows_per_step * step_s
 
 
-def mask_step_medians(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Median ``step_s`` (s) per mask kind over its interleaved rounds; rows without a kind or a finite
-    numeric ``step_s`` are not rounds (the mask table and ``mask_cost`` both read them through this)."""
+def mask_step_samples(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """``step_s`` (s) per mask kind over its interleaved rounds; rows without a kind or a finite numeric
+    ``step_s`` are not rounds (the mask table and ``mask_cost`` both read them through this)."""
     steps: dict[str, list[float]] = {}
     for r in rows:
         value = r.get("step_s")
         if isinstance(r.get("kind"), str) and isinstance(value, (int, float)) and math.isfinite(value):
             steps.setdefault(r["kind"], []).append(float(value))
-    return {kind: statistics.median(values) for kind, values in steps.items()}
+    return steps
+
+
+def mask_step_medians(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Median ``step_s`` (s) per mask kind over its interleaved rounds (``mask_step_samples``)."""
+    return {kind: statistics.median(values) for kind, values in mask_step_samples(rows).items()}
 
 
 def slowdown(masked_s: float, causal_s: float) -> float:

@@ -10,7 +10,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import fit as fitmod
-from render.derive import kernels
+from render.derive import intervals, kernels
 from render.derive import padding as padmod
 from render.functions.page import Page
 from render.functions.registry import page_function
@@ -121,6 +121,13 @@ def mask_cost(page: Page, ref: Any, kind: str = "padded") -> MaskView:
         "attention_s": attention_s(kind),
         "causal_attention_s": attention_s("causal"),
     }
+    samples = padmod.mask_step_samples(rows)
+    ratio = intervals.ratio_interval(samples[kind], samples["causal"])
+    spans = {  # the kinds' rounds resampled apart (paired() keeps their pairing by round)
+        "step": intervals.median_interval(samples[kind]),
+        "causal_step": intervals.median_interval(samples["causal"]),
+        "slowdown": None if ratio is None else (ratio[0] - 1.0, ratio[1] - 1.0),
+    }
     return MaskView(
         values,
         (ref.id,),
@@ -133,6 +140,7 @@ def mask_cost(page: Page, ref: Any, kind: str = "padded") -> MaskView:
             "attention": "no attention kernels recorded (a CPU run has none)",
             "causal_attention": "no attention kernels recorded (a CPU run has none)",
         },
+        intervals=spans,
     )
 
 
