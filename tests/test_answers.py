@@ -111,6 +111,19 @@ def test_an_answer_the_evidence_does_not_support_is_refused_in_one_line_naming_t
     assert message in text
 
 
+def test_a_superseded_version_keeps_an_unresolved_verdict_marked_not_refused(tmp_path: Path) -> None:
+    unresolved = '    holds: \'paired(ablation, "no-optimizer").saving > paired(ablation, "no-optimizer").low\''
+    docs = _docs_with(tmp_path, HOLDS, unresolved)
+    v2 = (docs / "records" / "step-time" / "v2.md").read_text(encoding="utf-8")
+    later = v2.replace(unresolved, HOLDS).replace("version: 2\n", "version: 3\n", 1)
+    (docs / "records" / "step-time" / "v3.md").write_text(later, encoding="utf-8")
+    paths = fixture_site_paths(tmp_path, docs)
+    render_tree(paths)  # v2 is superseded by v3: its words stay, marked
+    page = (paths.tree / "records" / "step-time" / "v2.md").read_text(encoding="utf-8")
+    assert page.count(answers.UNRESOLVED_MARK.replace("'", "’")) + page.count(answers.UNRESOLVED_MARK) == 1
+    assert answers.UNRESOLVED_MARK not in (paths.tree / "records" / "step-time" / "v3.md").read_text(encoding="utf-8")
+
+
 # -- what a record must say ------------------------------------------------------------------------------------------
 
 

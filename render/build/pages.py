@@ -63,7 +63,9 @@ def render_one(
         raise BuildError(f"{page.where('evidence')}: {exc}") from None
     state = PageState(page.rel, partial=partial)
     headlines = evaluate_summary(env, page, context, state)
-    verdicts = answers.evaluate(env, page, context, state) if page.kind == "record" else []
+    record = next((r for r in src.records if r.slug == page.slug), None) if page.kind == "record" else None
+    superseded = record is not None and answers.successor(page, record) is not None
+    verdicts = answers.evaluate(env, page, context, state, superseded) if page.kind == "record" else []
     body = render_body(env, page, context, state)
     blocks, machine, box = "", None, ""
     reproduced: list[dict[str, Any]] = []
@@ -76,7 +78,8 @@ def render_one(
         # the archive's reproductions of this version: its key names every evidence id, so a new one re-renders it
         section, reproduced = reproductions.record_section(page.rel, page.slug or "", page.version, evidence.docs)
         blocks += section
-        record = next(r for r in src.records if r.slug == page.slug)
+        if record is None:
+            raise BuildError(f"{page.rel}: no record {page.slug!r} among the sources")
         box = answers.box(verdicts, answers.status(page, record, answers.measured(ids, evidence.docs), machine))
     text = (
         layout.header(page, src, box)

@@ -37,8 +37,19 @@ def plain(text: str) -> str:
     return " ".join(_PLACEHOLDER.sub("…", text).split())
 
 
-def evaluate(env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState) -> list[str]:
-    """The page's verdicts as Markdown, each checked; their numbers and claims become ledger rows of ``state``."""
+UNRESOLVED_MARK = "not resolved by today's 95% intervals: a later version states it otherwise"
+"""What a superseded version's verdict carries when the intervals the build computes today do not resolve the
+direction it states: the archived words stay (the version is a record of what was published), marked, and the
+current version must state only what its intervals resolve (for it the same finding fails the build)."""
+
+
+def evaluate(
+    env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState, superseded: bool = False
+) -> list[str]:
+    """The page's verdicts as Markdown, each checked; their numbers and claims become ledger rows of ``state``.
+
+    ``superseded``: a later version replaced the page, so a direction its intervals do not resolve is marked
+    (``UNRESOLVED_MARK``), not refused."""
     out = []
     for i, verdict in enumerate(page.answer):
         where = f"{page.where('answer')} (answer[{i}])"
@@ -49,12 +60,11 @@ def evaluate(env: PageEnvironment, page: SourcePage, context: dict[str, Any], st
         except ProbebookError as exc:
             raise PageError(f"{where}: {exc}") from None
         word = directions.verdict_direction(sentence)
-        if word is not None:
-            for c in checked:
-                why = directions.unresolved(c)
-                if why is not None:
-                    raise PageError(f"{where}: the answer {sentence!r} says {word!r}: {why}")
-        out.append(render_text(env, verdict.text, where, context, state).strip())
+        unresolved = [why for why in map(directions.unresolved, checked) if why is not None] if word else []
+        if unresolved and not superseded:
+            raise PageError(f"{where}: the answer {sentence!r} says {word!r}: {unresolved[0]}")
+        shown = render_text(env, verdict.text, where, context, state).strip()
+        out.append(shown + (f" *({escape_text(UNRESOLVED_MARK)})*" if unresolved else ""))
         row = claims.ledger_row(state.rel, list(checked), f"answer: {sentence}")
         state.claims[row["key"]] = row
         state.cited.update(e for c in checked for q in (c.left, c.right) for e in q.evidence)
