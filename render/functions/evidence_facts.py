@@ -3,10 +3,10 @@
 
 ``paired(ref, arm)`` analyses an interleaved arm against its baseline round by round
 (``render.derive.paired``): the saving with its bootstrap interval, the paired difference in seconds, the
-signed-rank p. ``step_ratio(a, b)`` compares two runs that were not interleaved (``render.derive.unpaired``):
-the ratio of their medians with a bootstrap interval that resamples each run on its own. ``written(ref)``
-is when an evidence document was written, so that a claim can say which of two runs came first;
-``sources(ref, ...)`` counts the measuring-source versions behind the cited runs.
+signed-rank p. ``step_ratio(ref, other)`` compares two runs that were not interleaved
+(``render.derive.unpaired``): the ratio of their medians with a bootstrap interval that resamples each run on
+its own. ``written(ref)`` is when an evidence document was written, so that a claim can say which of two runs
+came first; ``sources(ref, ...)`` counts the measuring-source versions behind the cited runs.
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first.
 """
 
@@ -133,11 +133,11 @@ def _samples(page: Page, ref: EvidenceRef, field: str, where: dict[str, Any]) ->
 
 
 @page_function
-def step_ratio(page: Page, a: Any, b: Any, field: str = "step_s", **where: Any) -> Quantity:
-    """Two runs that were not interleaved: ``median(a) / median(b)`` of ``field`` (a sample field of the rows
+def step_ratio(page: Page, ref: Any, other: Any, field: str = "step_s", **where: Any) -> Quantity:
+    """Two runs that were not interleaved: ``median(ref) / median(other)`` of ``field`` (a sample field of the rows
     matching ``where``, or a ``data.`` path to a list of times), with a 95% bootstrap interval that resamples each
     run on its own and a Mann-Whitney U p in its title."""
-    ra, rb = page.ref(a, None, "step_ratio()"), page.ref(b, None, "step_ratio()")
+    ra, rb = page.ref(ref, None, "step_ratio()"), page.ref(other, None, "step_ratio()")
     if ra.id == rb.id:
         raise ProbebookError(f"step_ratio(): {ra.alias} and {rb.alias} are one evidence document, not two runs")
     sa, anchor_a = _samples(page, ra, field, where)
