@@ -6,9 +6,9 @@ belongs with a window of the other. What can be said is what asv and criterion.r
 benchmarks (``/work/shared/STYLE-EXAMPLES.md``, statistics):
 
 - the ratio is ``median(numerator) / median(denominator)`` (unitless; both sets in one unit);
-- its 95% interval is ``scipy.stats.bootstrap`` of that ratio with each set resampled on its own
-  (``paired=False``: the sets' sizes may differ), percentile method, ``RESAMPLES`` resamples, fixed seed,
-  so a build is reproducible (the constants are ``render.derive.paired``'s, one choice for every interval);
+- its 95% interval is ``render.derive.intervals.ratio_interval``: ``scipy.stats.bootstrap`` of that ratio
+  with each set resampled on its own (``paired=False``: the sets' sizes may differ), percentile method, fixed
+  seed, so a build is reproducible; the bootstrap lives there once, for every ratio of two medians;
 - the test is ``scipy.stats.mannwhitneyu``, two-sided: whether one set tends to lie above the other;
 - with fewer than ``MIN_SAMPLES`` samples on either side there is neither interval nor test.
 
@@ -26,11 +26,13 @@ import numpy as np
 from scipy import stats
 
 from measure.errors import ProbebookError
-from render.derive.paired import LEVEL, RESAMPLES, SEED
+from render.derive import intervals
 
-MIN_SAMPLES = 3
-"""Fewest samples per side for an interval and a test: with two, a resampled median takes three values at
-most and the two-sided U test cannot fall below p = 1/3."""
+MIN_SAMPLES = intervals.MIN_SAMPLES
+"""Fewest samples per side for an interval and a test (``render.derive.intervals``'): with two, the two-sided
+U test cannot fall below p = 1/3."""
+RESAMPLES = intervals.RESAMPLES
+"""Bootstrap resamples of the ratio's interval (``render.derive.paired.RESAMPLES``, argued there)."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,6 @@ class UnpairedRatio:
     """Two-sided Mann-Whitney U p of the two sets; None with fewer than ``MIN_SAMPLES`` on a side."""
 
 
-def _ratio_of_medians(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.median(x, axis=axis) / np.median(y, axis=axis))
-
-
 def ratio_of_medians(numerator: Sequence[float], denominator: Sequence[float]) -> UnpairedRatio:
     """The ratio of the medians of two independent sample sets (same unit), its 95% interval and U test p."""
     num = np.asarray([float(v) for v in numerator], dtype=float)
@@ -67,22 +65,8 @@ def ratio_of_medians(numerator: Sequence[float], denominator: Sequence[float]) -
     ratio = statistics.median(num.tolist()) / statistics.median(den.tolist())
     if num.size < MIN_SAMPLES or den.size < MIN_SAMPLES:
         return UnpairedRatio(int(num.size), int(den.size), ratio, None, None)
-    if np.all(num == num[0]) and np.all(den == den[0]):
-        interval = (ratio, ratio)  # every resample gives the same ratio; the bootstrap would call it degenerate
-    elif np.any(den <= 0):
+    if np.any(den <= 0):
         raise ProbebookError("ratio of medians: a denominator sample is not positive (a resampled median could be)")
-    else:
-        res = stats.bootstrap(
-            (num, den),
-            _ratio_of_medians,
-            n_resamples=RESAMPLES,
-            confidence_level=LEVEL,
-            method="percentile",
-            paired=False,
-            vectorized=True,
-            axis=-1,
-            random_state=np.random.default_rng(SEED),
-        )
-        interval = (float(res.confidence_interval.low), float(res.confidence_interval.high))
+    interval = intervals.ratio_interval(num.tolist(), den.tolist())
     p = float(stats.mannwhitneyu(num, den, alternative="two-sided").pvalue)
     return UnpairedRatio(int(num.size), int(den.size), ratio, interval, p)

@@ -152,7 +152,7 @@ def step_ratio(page: Page, ref: Any, other: Any, field: str = "step_s", **where:
     condition = "".join(f", {k}={v!r}" for k, v in sorted(where.items()))
     what = (
         f"median of {r.n_numerator} {field} of {ra.alias} / median of {r.n_denominator} of {rb.alias}{condition}; "
-        f"95% percentile bootstrap resampling each run on its own ({pairedmod.RESAMPLES} resamples)"
+        f"95% percentile bootstrap resampling each run on its own ({unpairedmod.RESAMPLES} resamples)"
     )
     p_text = f"{r.p_value:.2g}" if r.p_value is not None else f"none (fewer than {unpairedmod.MIN_SAMPLES} samples)"
     return quantity(
