@@ -43,6 +43,8 @@ IDS = {
     "lora": "sha256:217105387d6e7264a2fb16a8d40d536739e60bc57a2e67fa36474b771a791049",  # H200 LoRA plug-in
     "gemm2": "sha256:8dbf7fe62f8ef5a3c6b28f743b096f42aac074ce1d65311b83e424a8b7941905",  # H200 gemm v2: SM clocks
     "lossmem": "sha256:6a186eaa0dd08f08410cffa52bf5e6018cf9e5f4383c7abb40832390f9b96036",  # phase peaks
+    "moe_looped": "sha256:23cd57e1a6a9ed9dafa8e6cc3d7ca89e729431d7539a7e7ac1a259c3adfa4418",  # H200 kernels v5, looped
+    "moe_grouped": "sha256:62fc33c39b32e1553301061952c3e20e5c207667625a488fbc90e81e10c106de",  # same session, grouped
 }
 RATE = "batch_summary(ev).fastest_tok_s"
 
@@ -108,6 +110,12 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
         "",
     ),  # a mark, no number: checked on a built page (test_comparative_lint)
     "sources": (H200_ARCHIVE, "util", (), "sources(ev)"),
+    "step_ratio": (
+        H200_ARCHIVE,
+        "moe_looped",
+        ("ev2", "--field", "data.event_step.windows_s", "--ev2", IDS["moe_grouped"]),
+        "",
+    ),  # two evidence documents: its exact value is checked below
     "optimizer_timing": (H200_ARCHIVE, "followup", (), ""),  # a list of views: checked by its summary below
     "optimizer_timing_summary": (H200_ARCHIVE, "followup", (), "optimizer_timing_summary(ev)"),
     "params": (H200_ARCHIVE, "lora", (), "params(ev)"),
@@ -218,6 +226,16 @@ def test_exact_values_from_the_fixture_evidence(results):
         "derivation": "evidence field params.windows",
         "evidence": [IDS["ceiling"]],
     }
+
+
+def test_step_ratio_is_the_ratio_of_the_two_runs_window_medians(results):
+    looped = [0.45293096923828124, 0.51967333984375, 0.5040948486328125, 0.520906982421875, 0.5159989624023438]
+    looped += [0.4672169494628906, 0.5257445678710938, 0.4845489196777344, 0.4519108581542969, 0.45972720336914064]
+    grouped = [0.13706137084960937, 0.1367279815673828, 0.13500596618652344, 0.1376534881591797, 0.13793603515625]
+    got = results["step_ratio"]  # the archived windows of data.event_step.windows_s, copied from the two runs
+    assert got["value"] == statistics.median(looped) / statistics.median(grouped)
+    assert got["evidence"] == [IDS["moe_looped"], IDS["moe_grouped"]]
+    assert got["derivation"].startswith("median of 10 data.event_step.windows_s of ev / median of 5 of ev2; ")
 
 
 def test_a_claim_prints_its_sentence_and_both_sides(results):

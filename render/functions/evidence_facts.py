@@ -1,10 +1,12 @@
-"""Page functions for what a sentence about evidence needs checked: ``paired``, ``written``, ``sources``,
-``between_sessions``.
+"""Page functions for what a sentence about evidence needs checked: ``paired``, ``step_ratio``, ``written``,
+``sources``, ``between_sessions``.
 
 ``paired(ref, arm)`` analyses an interleaved arm against its baseline round by round
 (``render.derive.paired``): the saving with its bootstrap interval, the paired difference in seconds, the
-signed-rank p. ``written(ref)`` is when an evidence document was written, so that a claim can say which of
-two runs came first; ``sources(ref, ...)`` counts the measuring-source versions behind the cited runs.
+signed-rank p. ``step_ratio(ref, other)`` compares two runs that were not interleaved
+(``render.derive.unpaired``): the ratio of their medians with a bootstrap interval that resamples each run on
+its own. ``written(ref)`` is when an evidence document was written, so that a claim can say which of two runs
+came first; ``sources(ref, ...)`` counts the measuring-source versions behind the cited runs.
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first.
 """
 
@@ -16,10 +18,12 @@ from typing import Any, ClassVar
 from measure.errors import ProbebookError
 from render.derive import paired as pairedmod
 from render.derive import sessions as sessionsmod
+from render.derive import unpaired as unpairedmod
 from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, call_text, quantity
+from render.functions.views import EvidenceRef, call_text, defined, quantity
+from render.numbers.links import rows_anchor, with_column
 from render.numbers.quantity import Quantity, conversion_factor
 
 
@@ -95,6 +99,75 @@ def paired(
     named = {"baseline": None if baseline == "baseline" else baseline, "by": None if by == "arm" else by}
     key = f"paired({call_text(ref.alias, arm, **named)})"
     return PairedView(change, ref, key, what, evidence_pages.row_anchor(first))
+
+
+def _samples(page: Page, ref: EvidenceRef, field: str, where: dict[str, Any]) -> tuple[list[float], str]:
+    """The numbers ``step_ratio`` compares from one run, and where its evidence page shows them: a sample field
+    of the rows matching ``where``, or a list of numbers at a dotted ``data.`` path (``data.event_step.windows_s``)."""
+    what = f"step_ratio(): {ref.alias} ({ref.short})"
+    if field.startswith("data."):
+        if where:
+            raise ProbebookError(f"{what}: row conditions ({', '.join(where)}) apply to a sample field, not to {field}")
+        node: Any = page.doc(ref)
+        for part in field.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, list) or not node:
+            raise ProbebookError(f"{what}: evidence has no list of numbers at {field!r}")
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in node):
+            raise ProbebookError(f"{what}: {field!r} holds something that is not a number")
+        return [float(v) for v in node], evidence_pages.field_anchor(page.doc(ref), field)
+    for v in where.values():
+        defined(v)
+    rows = page.rows(ref)
+    picked = [
+        i
+        for i, r in enumerate(rows)
+        if all(r.get(k) == v for k, v in where.items())
+        and isinstance(r.get(field), (int, float))
+        and not isinstance(r.get(field), bool)
+    ]
+    if not picked:
+        shown = ", ".join(f"{k}={v!r}" for k, v in where.items()) or "any row"
+        raise ProbebookError(f"{what}: no {field!r} values in rows matching {shown}")
+    return [float(rows[i][field]) for i in picked], with_column(rows_anchor(picked), field)
+
+
+@page_function
+def step_ratio(page: Page, ref: Any, other: Any, field: str = "step_s", **where: Any) -> Quantity:
+    """Two runs that were not interleaved: ``median(ref) / median(other)`` of ``field`` (a sample field of the rows
+    matching ``where``, or a ``data.`` path to a list of times), with a 95% bootstrap interval that resamples each
+    run on its own and a Mann-Whitney U p in its title."""
+    ra, rb = page.ref(ref, None, "step_ratio()"), page.ref(other, None, "step_ratio()")
+    if ra.id == rb.id:
+        raise ProbebookError(f"step_ratio(): {ra.alias} and {rb.alias} are one evidence document, not two runs")
+    sa, anchor_a = _samples(page, ra, field, where)
+    sb, anchor_b = _samples(page, rb, field, where)
+    try:
+        r = page.library.memo(
+            ("step_ratio", ra.id, rb.id, field, tuple(sorted(where.items()))),
+            lambda: unpairedmod.ratio_of_medians(sa, sb),
+        )
+    except ProbebookError as exc:
+        raise ProbebookError(f"step_ratio(): {ra.alias} over {rb.alias}: {exc}") from None
+    condition = "".join(f", {k}={v!r}" for k, v in sorted(where.items()))
+    what = (
+        f"median of {r.n_numerator} {field} of {ra.alias} / median of {r.n_denominator} of {rb.alias}{condition}; "
+        f"95% percentile bootstrap resampling each run on its own ({unpairedmod.RESAMPLES} resamples)"
+    )
+    p_text = f"{r.p_value:.2g}" if r.p_value is not None else f"none (fewer than {unpairedmod.MIN_SAMPLES} samples)"
+    return quantity(
+        r.ratio,
+        "",
+        (ra.id, rb.id),
+        what,
+        f"step_ratio({call_text(ra.alias, rb.alias, field=None if field == 'step_s' else field, **where)})",
+        fmt=".3g",
+        uncertainty=r.ratio_ci,
+        extra=(("Mann-Whitney U p", p_text),),
+        anchor=anchor_a,
+        more_anchors=(anchor_b,),
+        order=(rb.alias, ra.alias) if r.ratio >= 1 else (ra.alias, rb.alias),
+    )
 
 
 def _written_s(doc: dict[str, Any], what: str) -> float:
