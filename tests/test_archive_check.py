@@ -25,7 +25,8 @@ from measure.evidence.envelope import (
     parse,
     parse_archived,
 )
-from measure.evidence.store import TEMP_PREFIX, Store
+from measure.evidence.files import TEMP_PREFIX
+from measure.evidence.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_ARCHIVE = REPO / "tests" / "fixtures" / "site" / "archive"

@@ -18,7 +18,8 @@ from conftest import HANG_S
 
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.envelope import Evidence, canonical_bytes, digest
-from measure.evidence.store import TEMP_PREFIX, Store, claimed_id, normalize_id, stored_id
+from measure.evidence.files import TEMP_PREFIX
+from measure.evidence.store import Store, claimed_id, normalize_id, stored_id
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 

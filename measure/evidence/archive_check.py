@@ -26,7 +26,8 @@ from typing import Any
 
 from measure.errors import EvidenceError
 from measure.evidence.envelope import parse_archived
-from measure.evidence.store import Invalid, Mismatch, Shard, Store, Stray, read_hashed, stored_entry, stored_id
+from measure.evidence.files import read_hashed
+from measure.evidence.store import Invalid, Mismatch, Shard, Store, Stray, stored_entry, stored_id
 from measure.lifetime import die_with_parent
 
 # Below this many files per extra process, forking one costs more than it saves: a fork and its pipe take

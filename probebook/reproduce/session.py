@@ -80,7 +80,8 @@ def record_page(docs: Path, slug: str, version: int | None) -> tuple[Any, Any]:
 
 def _read(store: Any, ident: str) -> tuple[dict[str, Any], bytes]:
     """A stored document, hash-checked and read as today's envelope (``for_reading``)."""
-    from measure.evidence.envelope import for_reading, parse_archived
+    from measure.evidence.envelope import parse_archived
+    from measure.evidence.older import for_reading
     from probebook.campaign.plan import checked
 
     checked(store, ident)

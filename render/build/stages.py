@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from measure.evidence.store import Store, read_regular
+from measure.evidence.files import read_regular
+from measure.evidence.store import Store
 from measure.progress import Progress
 from render.pages import benchfiles
 from render.pages import changes

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError, StoreError, printable
-from measure.evidence.envelope import for_reading, parse_archived
-from measure.evidence.store import Store, read_regular
+from measure.evidence.envelope import parse_archived
+from measure.evidence.files import read_regular
+from measure.evidence.older import for_reading
+from measure.evidence.store import Store
 from render.errors import BuildError
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
-from measure.evidence.store import read_regular, write_regular
+from measure.evidence.files import read_regular, write_regular
 from render.numbers.quantity import percent
 
 SCHEMA = "probebook.ledger/1"

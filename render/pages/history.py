@@ -23,7 +23,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
-from measure.evidence.store import append_regular, read_regular
+from measure.evidence.files import append_regular, read_regular
 from render.numbers import ledger
 from render.pages.sources import Sources
 
