@@ -94,7 +94,12 @@ def render_one(
     check_links(text, f"{page.path} (rendered)")
     bounded.check_markdown(text, f"{page.path} (rendered)")
     files = {page.rel: text.encode("utf-8"), **state.files}
-    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + reproduced + list(state.claims.values())
+    rows = (
+        [q.ledger_row(page.rel, key) for key, q in state.rows]
+        + reproduced
+        + list(state.claims.values())
+        + list(state.cells.values())
+    )
     cited = sorted(state.cited | set(aliases.values()))
     return incremental.PageOutput(
         files, rows, cited, headlines if page.kind == "record" else None, machine, " ".join(verdicts) or None

@@ -13,7 +13,9 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.numbers.links import title_text
 from render.pages.sandbox import Asset
+from render.tables import cells
 from render.tables import kinds as tables
+from render.tables.columns import escape
 
 
 @page_function
@@ -46,9 +48,24 @@ def table(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
     out = page.derived(
         "table", kind, picked, options, lambda: tables.render(kind, [page.doc(r) for r in picked], **options)
     )
+    ids = tuple(r.id for r in picked)
+    key = table_key(kind, [r.alias for r in picked], options)
+
+    def shown(page_rel: str, name: str) -> str:
+        body = out.markdown if out.layout is None else cells.page_markdown(out.layout, page_rel, key, ids, escape)
+        return f"{body}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n"
+
     return Asset(
         kind,
         {"csv": out.csv.encode("utf-8"), "json": out.json.encode("utf-8")},
-        lambda name: f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n",
-        tuple(r.id for r in picked),
+        lambda name: shown("", name),
+        ids,
+        linked=shown,
+        ledger=None if out.layout is None else lambda page_rel: cells.ledger_rows(out.layout, page_rel, key, ids),
     )
+
+
+def table_key(kind: str, aliases: list[str], options: dict[str, Any]) -> str:
+    """The ledger key of a table on its page, as the template calls it: ``table('batch-sweep', sweep, view='rows')``."""
+    said = [repr(kind), *aliases, *(f"{k}={v!r}" for k, v in sorted(options.items()))]
+    return f"table({', '.join(said)})"
