@@ -31,7 +31,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render.numbers import claims, directions
+from render.numbers import claims, directions, said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
@@ -51,6 +51,10 @@ class Block:
     markdown: str
     lines: tuple[str, ...] = ()
     """The same content as plain text lines, for the shell (``probebook derive``)."""
+    said: tuple[said.Said, ...] = ()
+    """Its sentences whose numbers are ledger rows (a fit's warnings: ``render.numbers.said``)."""
+    linked: Callable[[str], str] | None = None
+    """The Markdown with those numbers linked to their evidence, given the page's path."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,10 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         state.record(value)
         return value.markdown(state.rel)
     if isinstance(value, Block):
-        return value.markdown
+        for sentence in value.said:
+            state.cells.update((row["key"], row) for row in said.rows(state.rel, sentence))
+            state.cited.update(sentence.evidence)
+        return value.linked(state.rel) if value.linked is not None else value.markdown
     if isinstance(value, Asset):
         name = state.save(value)
         if value.ledger is not None:
