@@ -14,7 +14,7 @@ from render.tables.columns import COLUMNS
 
 STRUCTURE = {
     "date": "a date or a time of day (2026-11-29, 09:59): when a run or a build happened",
-    "version": "a version (v2, version 2, 0.1.0, 2.11.0, 550.54.15): a name, not a measurement",
+    "version": "a version (v2, versions 1 and 2, 0.1.0, 550.54.15, the Environment block's CUDA 13.0): a name",
     "heading ordinal": "a heading's leading ordinal (1. Setup)",
     "evidence link": "the [2], [3] of a number's further evidence documents",
     "column label": "a table header (unstable batches (CV over 5%)), where it is and where a note repeats it",
@@ -30,10 +30,12 @@ pages' ledger rows and the diff's counts, 404 and the archive's download page sh
 
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d{2}:\d{2}(?::\d{2})?\b")
 _ORDINAL = re.compile(r"^\s*\d+[.)]?\s")
-_VERSION = re.compile(r"\b[Vv]ersion \d+\b")
+_VERSION = re.compile(r"\b[Vv]ersions? \d+(?:(?:,| and) \d+)*\b")
+_VERSION_ROWS = ("driver", "CUDA", "torch", "probebook", "git commit")
+"""The Environment block's rows that show a version (CUDA 13.0), by their label."""
 _FOOTNOTE = re.compile(r"^\[\d+\]$")
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-_SKIP = {"script", "style", "code", "pre", "svg", "nav"}
+_SKIP = {"script", "style", "code", "pre", "svg", "nav", "version"}
 _VOID = {"br", "img", "input", "meta", "link", "hr", "source", "col", "wbr"}
 
 
@@ -44,6 +46,7 @@ class _Walk(html.parser.HTMLParser):
         super().__init__(convert_charrefs=True)
         self.stack: list[str] = []
         self.nodes: list[tuple[str, tuple[str, ...]]] = []
+        self.row: list[str] = []  # the texts of the table row so far
         self.links: list[str] = []
         self.inside = 0  # depth of <article>
 
@@ -52,6 +55,8 @@ class _Walk(html.parser.HTMLParser):
             return
         self.stack.append(tag)
         self.inside += tag == "article"
+        if tag == "tr":
+            self.row = []
         href = dict(attrs).get("href")
         if tag == "a" and self.inside and href:
             self.links.append(href)
@@ -67,7 +72,11 @@ class _Walk(html.parser.HTMLParser):
 
     def handle_data(self, data: str) -> None:
         if self.inside and data.strip():
-            self.nodes.append((data, tuple(self.stack)))
+            in_cell = "td" in self.stack or "th" in self.stack
+            version = in_cell and bool(self.row) and self.row[0].strip() in _VERSION_ROWS
+            self.nodes.append((data, (*self.stack, "version") if version else tuple(self.stack)))
+            if in_cell:
+                self.row.append(data)
 
 
 def kind_of(stack: tuple[str, ...]) -> str:
