@@ -9,7 +9,7 @@ A = "sha256:" + "a" * 64
 
 
 def test_numbers_in_a_sentence_are_found_as_written():
-    text = "the sample at S=2,048 took 0.0412 s (−3.5%, 1.2e-05 s) at 250m on sha256 (SHA-256) with S² and &#45; CV over 5%"
+    text = "at S=2,048 took 0.0412 s (−3.5%, 1.2e-05 s) at 250m on sha256 (SHA-256) with S² and &#45; CV over 5%"
     assert [(t, v) for _, _, t, v in said.numbers_in(text)] == [
         ("2,048", 2048.0),
         ("0.0412", 0.0412),

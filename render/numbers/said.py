@@ -17,7 +17,8 @@ from typing import Any
 from render.numbers.links import number_links, short_id, title_text
 
 # A number as the site writes one: an optional sign (ASCII or U+2212), digits with optional thousands
-# separators, decimals, an exponent, a percent sign; not part of a word (250m, sha256, SHA-256, S²) or an entity (&#45;).
+# separators, decimals, an exponent, a percent sign; not part of a word (250m, sha256, SHA-256, S²) or of an
+# entity (&#45;).
 _NUMBER = re.compile(
     r"(?:(?<![\w.#&])[−-](?=\d)|(?<![\w.#&−-]))(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:e[+−-]?\d+)?%?(?![\w]|\.\d)"
 )
