@@ -197,6 +197,7 @@ def test_ledger_row() -> None:
         "value": 0.0123,
         "unit": "s",
         "text": "12.30 ms",
+        "interval": "(12.00–12.60)",  # as the page shows it beside the number
         "uncertainty": [0.012, 0.0126],
         "evidence": [ID],
         "derivation": "d",

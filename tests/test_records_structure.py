@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import fixture_site_paths
@@ -128,7 +129,10 @@ def test_environment_block_reads_the_fingerprints_and_says_where_the_evidence_di
     assert "| GPU | NVIDIA H200 |" in env
     # the imported documents carry no GPU count; the measured gemm and ablate ones say 1
     row = next(line for line in env.splitlines() if line.startswith("| GPUs in the machine"))
-    assert "not recorded (`batch`, `mem`, `sweep`)" in row and "1 (`ablation`, `ceiling`)" in row
+    assert "not recorded (`batch`, `mem`, `sweep`)" in row
+    assert re.search(
+        r"\[1\]\(\.\./\.\./evidence/[0-9a-f]{64}\.md#machine-gpu_count \"[^\"]*\"\) \(`ablation`, `ceiling`\)", row
+    )
     assert '!!! warning "The cited evidence disagrees"' in env and "GPUs in the machine" in env.split("disagrees")[1]
     clocks = next(line for line in env.splitlines() if line.startswith("| `ceiling`"))
     assert "1980 MHz" in clocks.replace("\u00a0", " ").replace("\u202f", " ")  # the recorded SM clock, a Quantity
@@ -153,6 +157,30 @@ def test_environment_block_of_agreeing_evidence_has_no_warning() -> None:
     text = provenance.environment_block("records/x/v1.md", {"a": "sha256:" + "1" * 64, "b": "sha256:" + "2" * 64}, docs)
     assert "| torch | 2.11.0 (`a`); 2.12.0 (`b`) |" in text
     assert "differ in: torch." in text
+
+
+def test_environment_numbers_are_ledger_rows_keyed_by_alias_where_the_evidence_disagrees() -> None:
+    one, two = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    doc = {
+        "probe": "gemm",
+        "machine": {"gpu": "NVIDIA H200", "gpu_count": 8, "power_limit_w": 700.0, "sm_clock_mhz": 345},
+        "data": {"clocks": {"sm_mhz_before": 1980, "sm_mhz_after": 1425}},
+    }
+    other = {**doc, "machine": {**doc["machine"], "power_limit_w": 600.0}, "data": {}}
+    ledger: list[tuple[str, Any]] = []
+    text = provenance.environment_block("records/x/v1.md", {"a": one, "b": two}, {one: doc, two: other}, ledger)
+    rows = {key: (q.value, q.unit, q.text, q.evidence) for key, q in ledger}
+    assert rows == {
+        "environment.gpu_count": (8, "", "8", (one,)),
+        "environment[a].power_limit_w": (700.0, "W", "700 W", (one,)),
+        "environment[b].power_limit_w": (600.0, "W", "600 W", (two,)),
+        "environment[a].sm_clock_mhz": (345.0, "MHz", "345 MHz", (one,)),
+        "environment[a].sm_mhz_before": (1980.0, "MHz", "1980 MHz", (one,)),
+        "environment[a].sm_mhz_after": (1425.0, "MHz", "1425 MHz", (one,)),
+        "environment[b].sm_clock_mhz": (345.0, "MHz", "345 MHz", (two,)),
+    }
+    # each power limit that differs is linked to the document that holds it
+    assert "[600\u202fW](../../evidence/" + "2" * 64 + ".md#machine-power_limit_w" in text
 
 
 # -- the reproduce block -------------------------------------------------------------------------------

@@ -106,8 +106,39 @@ def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
     rows = read_ledger(built.site / "ledger.json")
     assert rows == read_ledger(built.tree / "ledger.json")  # the site's copy adds only the build stamp
     by_page: dict[str, list[str]] = {}
+    shown: dict[str, list[str]] = {}  # the numbers tables, charts' alt text and the Environment block show
     for r in rows:
-        by_page.setdefault(r["page"], []).append(r["key"])
+        block = r["key"].startswith(("table(", "chart(", "environment"))
+        (shown if block else by_page).setdefault(r["page"], []).append(r["key"])
+    sweep = "table('step-scaling', sweep)"
+    mem = "table('loss-memory', mem)"
+    assert shown == {
+        "records/step-time/v1.md": [
+            *(f"chart('step-scaling', sweep).alt[{i}]" for i in range(5)),
+            *(
+                f"{sweep}[batch=1, tokens={t}].{c}"
+                for t in (1024, 128, 2048, 256, 4096, 512, 8192)
+                for c in ("max_step_s", "median_step_s", "min_step_s", "tok_s", "tokens", "tokens_per_step")
+            ),
+            f"{sweep}[every row].batch",  # said once above the table: every row's batch and window count
+            f"{sweep}[every row].windows",
+        ],
+        "records/step-time/v2.md": [
+            *(f"chart('step-scaling', sweep, tokens='512:').alt[{i}]" for i in range(6)),
+            # the imported documents record no GPU count and no clocks: only the measured ones say theirs
+            "environment[ablation].gpu_count",
+            "environment[ablation].sm_clock_mhz",
+            "environment[ceiling].sm_clock_mhz",
+            *(
+                f"{mem}[arm={arm}, microbatch={m}].{c}"
+                for arm in ("chunked", "eager")
+                for m in (1, 2, 4)
+                for c in ("microbatch", "peak_bytes", "tok_s", "tokens_per_step")
+            ),
+        ],
+    }
+    cell = next(r for r in rows if r["key"] == f"{mem}[arm=eager, microbatch=4].tokens_per_step")
+    assert (cell["label"], cell["unit"], cell["text"]) == ("tokens/step", "", "16,384")
     assert by_page == {
         "playbook/fit-past-plateau.md": ["fit(sweep).c"],
         "records/step-time/v1.md": ["fit(sweep).a", "fit(sweep).c"],
@@ -140,7 +171,11 @@ def test_every_ledger_number_is_a_link_to_its_evidence_titled_with_its_derivatio
         links = [
             (a.get("href", ""), a.get("title", "")) for tag, a in _elements(_html(built, page[:-3])).tags if tag == "a"
         ]
+        alts = " ".join(a.get("alt", "") for tag, a in _elements(_html(built, page[:-3])).tags if tag == "img")
         for r in (r for r in rows if r["page"] == page and r["unit"] != "claim"):  # a claim is a sentence
+            if ".alt[" in r["key"]:  # a number of a chart's alt text: in the image's alt, which cannot link
+                assert r["text"] in alts, (page, r["key"])
+                continue
             target = r["evidence"][0].split(":")[1]
             matching = [
                 href.split("#")[1]
@@ -222,7 +257,7 @@ def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
 def test_changes_page_without_a_published_ledger_lists_every_number_as_added(built: BuildPaths) -> None:
     page = " ".join(_elements(_article(_html(built, "changes"))).text)
     assert "Nothing has been published yet" in page
-    assert "17 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
+    assert "99 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
 
 
 def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_here) -> None:
@@ -246,11 +281,17 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_
         str(published),
     )
     assert out.returncode == 0, out.stderr
-    assert "changes since published: 0 added, 0 removed, 4 changed" in out.stdout
+    # the chart's key names its options: its alt text's six numbers are new rows, the old six removed
+    assert "changes since published: 6 added, 6 removed, 4 changed" in out.stdout
     diff = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--json")
     assert diff.returncode == 0
     d = json.loads(diff.stdout)
-    assert d["added"] == [] and d["removed"] == []
+    assert [r["key"] for r in d["added"]] == [
+        f"chart('step-scaling', sweep, tokens='1024:').alt[{i}]" for i in range(6)
+    ]
+    assert [r["key"] for r in d["removed"]] == [
+        f"chart('step-scaling', sweep, tokens='512:').alt[{i}]" for i in range(6)
+    ]
     assert [(c["page"], c["key"]) for c in d["changed"]] == [
         ("records/step-time/v2.md", k)
         for k in ("fit(sweep).a", "fit(sweep).b", "fit(sweep).c", "fit(sweep).share(4096)")
@@ -259,11 +300,11 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_
         assert "tokens 512:" in c["old"]["derivation"] and "tokens 1024:" in c["new"]["derivation"]
         old, new = c["old"]["value"], c["new"]["value"]
         assert c["relative_change"] == pytest.approx((new - old) / abs(old))
-    assert d["unchanged"] == 13  # v1, the playbook, v2's other numbers and its answer did not move
+    assert d["unchanged"] == 89  # v1, the playbook, v2's other numbers (its tables too) and its answer did not move
     fail = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--fail-on-change")
-    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "0 added, 0 removed, 4 changed, 13 unchanged"
+    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "6 added, 6 removed, 4 changed, 89 unchanged"
     changes = " ".join(" ".join(_elements((tmp_path / "site" / "changes.html").read_text()).text).split())
-    assert "0 added, 0 removed, 4 changed, 13 unchanged." in changes
+    assert "6 added, 6 removed, 4 changed, 89 unchanged." in changes
     assert "was: step-scaling fit" in changes and "tokens 1024:" in changes
 
 

@@ -137,11 +137,12 @@ def test_readme_walkthrough_import_record_build_supersede_correct_changes(checko
     (record / "v1.md").write_text(RECORD_V1.format(sweep=sweep1[:19]))
     # 3. build, browse, publish
     out = _ok(cli("build", cwd=checkout, env=env))
-    assert "from 1 evidence file(s)" in out and "2 numbers in the ledger" in out
+    # the record's two numbers and the five of its chart's alt text (its samples, lengths and fitted range)
+    assert "from 1 evidence file(s)" in out and "7 numbers in the ledger" in out
     v1_html = (checkout / "site" / "records" / "step-time" / "v1.html").read_text()
     assert f'href="../../evidence/{sweep1[7:]}.html"' in v1_html and "step-time-v1" not in v1_html
     assert (checkout / "site" / "records" / "step-time" / "v1-step-scaling-1.svg").exists()
-    assert _ok(cli("publish", cwd=checkout, env=env)).startswith("published 2 numbers from site/ledger.json")
+    assert _ok(cli("publish", cwd=checkout, env=env)).startswith("published 7 numbers from site/ledger.json")
     published = checkout / "archive" / "published" / "ledger.json"
     assert read_ledger(published) == read_ledger(checkout / "site" / "ledger.json")
     # 4. supersede it with a v2 on new evidence
@@ -175,7 +176,7 @@ def test_readme_walkthrough_import_record_build_supersede_correct_changes(checko
     assert "Errata 2026-12-03 : The fixed term is now fitted from 512 tokens up." in v2_text
     # 6. see what moved
     changes = _text(checkout / "site" / "changes.html")
-    assert "0 added, 0 removed, 2 changed, 2 unchanged." in changes
+    assert "0 added, 0 removed, 2 changed, 7 unchanged." in changes
     assert "Numbers whose shown text changed" in changes  # both moved numbers, named by their derivation
     assert changes.count("derivation was: step-scaling fit") == 2 and "tokens 512:" in changes
     diff = cli("diff", "archive/published/ledger.json", "site/ledger.json", "--fail-on-change", cwd=checkout)
@@ -185,7 +186,7 @@ def test_readme_walkthrough_import_record_build_supersede_correct_changes(checko
         "changed  records/step-time/v2.md fit(sweep).a",
         "changed  records/step-time/v2.md fit(sweep).c",
     ]
-    assert lines[-1] == "0 added, 0 removed, 2 changed, 2 unchanged"
+    assert lines[-1] == "0 added, 0 removed, 2 changed, 7 unchanged"
     assert _ok(cli("diff", "archive/published/ledger.json", "site/ledger.json", cwd=checkout)) == diff.stdout
 
 

@@ -72,9 +72,10 @@ def render_one(
     if page.kind == "record":
         ids = sorted(set(aliases.values()))
         machine = provenance.machine_label(ids, evidence.docs)
-        blocks = provenance.environment_block(page.rel, aliases, evidence.docs) + provenance.reproduce_block(
-            page.rel, aliases, evidence.docs, declarations
-        )
+        environment: list[tuple[str, Any]] = []
+        blocks = provenance.environment_block(page.rel, aliases, evidence.docs, environment)
+        state.rows += [(key, q) for key, q in environment if key not in dict(state.rows)]
+        blocks += provenance.reproduce_block(page.rel, aliases, evidence.docs, declarations)
         # the archive's reproductions of this version: its key names every evidence id, so a new one re-renders it
         section, reproduced = reproductions.record_section(page.rel, page.slug or "", page.version, evidence.docs)
         blocks += section
@@ -94,7 +95,12 @@ def render_one(
     check_links(text, f"{page.path} (rendered)")
     bounded.check_markdown(text, f"{page.path} (rendered)")
     files = {page.rel: text.encode("utf-8"), **state.files}
-    rows = [q.ledger_row(page.rel, key) for key, q in state.rows] + reproduced + list(state.claims.values())
+    rows = (
+        [q.ledger_row(page.rel, key) for key, q in state.rows]
+        + reproduced
+        + list(state.claims.values())
+        + list(state.cells.values())
+    )
     cited = sorted(state.cited | set(aliases.values()))
     return incremental.PageOutput(
         files, rows, cited, headlines if page.kind == "record" else None, machine, " ".join(verdicts) or None

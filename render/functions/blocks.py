@@ -11,9 +11,12 @@ from render.charts.output import PendingChart, chart_files
 from render.functions.derivations import load_libraries
 from render.functions.page import Page
 from render.functions.registry import page_function
+from render.numbers import said
 from render.numbers.links import title_text
 from render.pages.sandbox import Asset
+from render.tables import cells
 from render.tables import kinds as tables
+from render.tables.columns import escape
 
 
 @page_function
@@ -36,7 +39,18 @@ def chart(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
 
     out = page.derived("chart", kind, picked, options, draw, describe)
     alt = title_text(out.alt).replace("[", "(").replace("]", ")")
-    return Asset(kind, chart_files(out), lambda name: chart_theme.markdown(name, alt), tuple(r.id for r in picked))
+    ids = tuple(r.id for r in picked)
+    # the alt text's numbers (samples counted, the range fitted) are ledger rows, though an image cannot link them
+    sentence = said.Said(
+        f"{block_key('chart', kind, [r.alias for r in picked], options)}.alt", alt, ids, f"chart {kind!r} alt text"
+    )
+    return Asset(
+        kind,
+        chart_files(out),
+        lambda name: chart_theme.markdown(name, alt),
+        ids,
+        ledger=lambda page_rel: said.rows(page_rel, sentence),
+    )
 
 
 @page_function
@@ -46,9 +60,25 @@ def table(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
     out = page.derived(
         "table", kind, picked, options, lambda: tables.render(kind, [page.doc(r) for r in picked], **options)
     )
+    ids = tuple(r.id for r in picked)
+    key = block_key("table", kind, [r.alias for r in picked], options)
+
+    def shown(page_rel: str, name: str) -> str:
+        body = out.markdown if out.layout is None else cells.page_markdown(out.layout, page_rel, key, ids, escape)
+        return f"{body}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n"
+
     return Asset(
         kind,
         {"csv": out.csv.encode("utf-8"), "json": out.json.encode("utf-8")},
-        lambda name: f"{out.markdown}\n\nDownload: [CSV]({name}.csv) · [JSON]({name}.json)\n",
-        tuple(r.id for r in picked),
+        lambda name: shown("", name),
+        ids,
+        linked=shown,
+        ledger=None if out.layout is None else lambda page_rel: cells.ledger_rows(out.layout, page_rel, key, ids),
     )
+
+
+def block_key(function: str, kind: str, aliases: list[str], options: dict[str, Any]) -> str:
+    """The ledger key of a table or chart on its page, as the template calls it: ``table('batch-sweep', sweep,
+    view='rows')``."""
+    args = [repr(kind), *aliases, *(f"{k}={v!r}" for k, v in sorted(options.items()))]
+    return f"{function}({', '.join(args)})"

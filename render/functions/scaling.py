@@ -18,6 +18,7 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, number, quantity
 from render.numbers import reading as numbers
+from render.numbers import said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -107,7 +108,14 @@ class ScalingView(FieldView):
             return Block("")
         which = " and ".join(numbers.counted(int(p["gpus"]), "GPU") for p in flagged)
         why = "the step windows' coefficient of variation stayed over 5% after the extra windows; flagged unstable"
-        return Block(f'!!! note "Unstable windows"\n\n    At {escape_text(which)}: {escape_text(why)}.\n')
+        ids = (self._evidence.id,) if isinstance(self._evidence, EvidenceRef) else tuple(self._evidence)
+        sentence = said.Said(f"{self._key}.unstable", f"At {which}: {why}.", ids, f"{self._what}; unstable points")
+
+        def shown(page: str) -> str:
+            text = escape_text(sentence.text)
+            return f'!!! note "Unstable windows"\n\n    {said.linked(page, text, sentence) if page else text}\n'
+
+        return Block(shown(""), (), (sentence,), shown)
 
     @property
     def interconnect(self) -> Block:

@@ -15,6 +15,7 @@ import jinja2
 from measure.errors import ProbebookError
 from render.derive import fit as fitmod
 from render.derive import project as projmod
+from render.numbers import said
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -159,8 +160,18 @@ class FitView:
         """The fit's warnings as an admonition (nothing when there are none)."""
         if not self._fit.warnings:
             return Block("")
-        body = "\n".join(f"    - {escape_text(w)}" for w in self._fit.warnings)
-        return Block(f'!!! warning "Fit warnings"\n\n{body}\n', self._fit.warnings)
+        sentences = tuple(
+            said.Said(f"{self._key}.warnings[{i}]", w, self._ref.evidence, f"{self._what}; warning {i + 1}")
+            for i, w in enumerate(self._fit.warnings)
+        )
+
+        def shown(page: str) -> str:
+            body = "\n".join(
+                f"    - {said.linked(page, escape_text(s.text), s) if page else escape_text(s.text)}" for s in sentences
+            )
+            return f'!!! warning "Fit warnings"\n\n{body}\n'
+
+        return Block(shown(""), self._fit.warnings, sentences, shown)
 
 
 class FieldView:
@@ -229,6 +240,8 @@ class BatchView(FieldView):
     def unstable(self) -> Block:
         """The batches flagged unstable (CV over 5%), as a note; nothing when there are none."""
         return _batch_note(
+            self,
+            "unstable",
             self._values.get("unstable_batches"),
             "Unstable points",
             "their windows' CV was over 5%, so none of them competes for the fastest stable batch",
@@ -238,17 +251,30 @@ class BatchView(FieldView):
     def spilled(self) -> Block:
         """The batches whose peak was above the card's memory (a proven spill), as a note."""
         return _batch_note(
+            self,
+            "spilled",
             self._values.get("spilled_batches"),
             "Spilled points",
             "their peak memory was above the card's total, so none of them counts as fitting",
         )
 
 
-def _batch_note(batches: Any, heading: str, why: str) -> Block:
+def _batch_note(view: Any, name: str, batches: Any, heading: str, why: str) -> Block:
+    """A note naming batches; its numbers (the batches, the CV threshold) are ledger rows of ``view.name``."""
     if not batches:
         return Block("")
-    shown = ", ".join(str(int(b)) for b in batches)
-    return Block(f'!!! note "{heading}"\n\n    Batch {escape_text(shown)}: {escape_text(why)}.\n')
+    sentence = said.Said(
+        f"{view._key}.{name}",
+        f"Batch {', '.join(str(int(b)) for b in batches)}: {why}.",
+        (view._evidence.id,) if isinstance(view._evidence, EvidenceRef) else tuple(view._evidence),
+        f"{view._what}; {name} batches",
+    )
+
+    def shown(page: str) -> str:
+        text = escape_text(sentence.text)
+        return f'!!! note "{heading}"\n\n    {said.linked(page, text, sentence) if page else text}\n'
+
+    return Block(shown(""), (), (sentence,), shown)
 
 
 class CampaignTimeView(FieldView):

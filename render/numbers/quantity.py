@@ -284,8 +284,9 @@ class Quantity:
         return number_links(page, text, self.title, self.evidence, (self.anchor, *self.more_anchors))
 
     def ledger_row(self, page: str, key: str) -> dict[str, Any]:
-        """One ledger row for this number as published on ``page`` under ``key``."""
-        return {
+        """One ledger row for this number as published on ``page`` under ``key``; a number shown with its interval
+        keeps that interval's text too (``interval``), as the page shows it beside ``text``."""
+        row = {
             "page": page,
             "key": key,
             "value": self.value,
@@ -295,6 +296,9 @@ class Quantity:
             "evidence": list(self.evidence),
             "derivation": self.derivation,
         }
+        if self.interval_text is not None:
+            row["interval"] = self.interval_text
+        return row
 
     def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
         return self.text

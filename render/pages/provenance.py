@@ -14,8 +14,9 @@ Both blocks are generated from the evidence a record cites, never written by han
   source hash it ran at. ``probebook reproduce`` runs these same commands (``command``). Imported evidence says it
   was imported; a document no probe writes (a campaign's) says what wrote it.
 
-Numbers from evidence are shown as Quantities linked to their evidence page. They are the documents'
-own fields, not derivations, so they are not ledger rows (the evidence pages show them the same way).
+Numbers from evidence (the GPU count, the power limit, the clocks) are shown as Quantities linked to their
+evidence page, and are ledger rows of the record (``environment[alias].field``, issue 23), so a re-measured
+clock shows in ``probebook diff`` and on *Changes*; versions, hashes and dates are names, not numbers.
 All other text from evidence passes ``escape_text`` or sits in a fenced code block with its control
 characters escaped.
 """
@@ -23,6 +24,7 @@ characters escaped.
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from typing import Any
 
 from measure.errors import printable
@@ -81,9 +83,25 @@ def _groups(ids: list[str], aliases: dict[str, str], docs: dict[str, dict[str, A
     return by_value
 
 
-def _power(rel: str, ident: str, doc: dict[str, Any]) -> str:
+Ledger = list[tuple[str, Quantity]] | None
+"""Where the block's numbers go as (ledger key, Quantity); None keeps no rows (a test of the text alone)."""
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _shown(rel: str, q: Quantity, key: str, ledger: Ledger) -> str:
+    """A recorded number as a linked Quantity on ``rel``, its ledger row kept under ``key``."""
+    q = replace(q, key=key)
+    if ledger is not None:
+        ledger.append((key, q))
+    return q.markdown(rel)
+
+
+def _power(rel: str, ident: str, doc: dict[str, Any], key: str, ledger: Ledger) -> str:
     watts = _get(doc, ("machine", "power_limit_w"))
-    if not isinstance(watts, (int, float)) or isinstance(watts, bool):
+    if not _number(watts):
         return _NOT_RECORDED
     q = Quantity(
         float(watts),
@@ -93,12 +111,19 @@ def _power(rel: str, ident: str, doc: dict[str, Any]) -> str:
         derivation="machine.power_limit_w as recorded",
         anchor=machine_anchor("power_limit_w"),
     )
-    return q.markdown(rel)
+    return _shown(rel, q, key, ledger)
 
 
-def _clock(rel: str, ident: str, value: Any, what: str, field: str) -> str:
+def _count(rel: str, ident: str, value: int, key: str, ledger: Ledger) -> str:
+    q = Quantity(
+        value, "", evidence=(ident,), derivation="machine.gpu_count as recorded", anchor=machine_anchor("gpu_count")
+    )
+    return _shown(rel, q, key, ledger)
+
+
+def _clock(rel: str, ident: str, value: Any, what: str, field: str, key: str, ledger: Ledger) -> str:
     """A recorded clock, linked to its row of the evidence page's machine table (``field``: its machine key)."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not _number(value):
         return "–"
     q = Quantity(
         float(value),
@@ -108,11 +133,13 @@ def _clock(rel: str, ident: str, value: Any, what: str, field: str) -> str:
         derivation=f"{what} as recorded",
         anchor=machine_anchor(field),
     )
-    return q.markdown(rel)
+    return _shown(rel, q, key, ledger)
 
 
-def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
-    """The *Environment* section of a record: one table of machine and code facts, one of each run's clocks."""
+def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]], ledger: Ledger = None) -> str:
+    """The *Environment* section of a record: one table of machine and code facts, one of each run's clocks;
+    its numbers are appended to ``ledger`` as (key, Quantity), keyed ``environment.FIELD`` where every cited
+    document agrees and ``environment[alias].FIELD`` where each says its own."""
     if not aliases:
         return ""
     ids = [aliases[a] for a in sorted(aliases)]
@@ -126,18 +153,34 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
     disagree = []
     for label, path in _FIELDS:
         groups = _groups(ids, aliases, docs, path)
+        counted = path == ("machine", "gpu_count")
+
+        def said(value: str, who: list[str], one: bool, counted: bool = counted, path: tuple[str, ...] = path) -> str:
+            recorded = _get(docs[aliases[who[0]]], path)
+            if not counted or isinstance(recorded, bool) or not isinstance(recorded, int):
+                return escape_text(value)
+            key = f"environment.{path[-1]}" if one else f"environment[{who[0]}].{path[-1]}"
+            return _count(rel, aliases[who[0]], recorded, key, ledger)
+
         if len(groups) == 1:
-            shown = escape_text(next(iter(groups)))
+            value, who = next(iter(groups.items()))
+            shown = said(value, who, True)
         else:
             disagree.append(label)
-            shown = "; ".join(f"{escape_text(v)} ({', '.join(f'`{a}`' for a in who)})" for v, who in groups.items())
+            shown = "; ".join(
+                f"{said(v, who, False)} ({', '.join(f'`{a}`' for a in who)})" for v, who in groups.items()
+            )
         out.append(f"| {escape_text(label)} | {shown} |")
     powers = _groups(ids, aliases, docs, ("machine", "power_limit_w"))
     if len(powers) == 1:
-        power = _power(rel, ids[0], docs[ids[0]])
+        power = _power(rel, ids[0], docs[ids[0]], "environment.power_limit_w", ledger)
     else:
         disagree.append("power limit")
-        power = "; ".join(f"{escape_text(v)} W ({', '.join(f'`{a}`' for a in who)})" for v, who in powers.items())
+        power = "; ".join(
+            f"{_power(rel, aliases[who[0]], docs[aliases[who[0]]], f'environment[{who[0]}].power_limit_w', ledger)}"
+            f" ({', '.join(f'`{a}`' for a in who)})"
+            for who in powers.values()
+        )
     out.append(f"| power limit | {power} |")
     out.append("")
     if disagree:
@@ -164,12 +207,16 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
         clocks = _get(doc, ("data", "clocks"))
         clocks = clocks if isinstance(clocks, dict) else {}
         link = relative_link(rel, evidence_page(ident))
+
+        def clock(value: Any, what: str, field: str, alias: str = alias, ident: str = ident) -> str:
+            return _clock(rel, ident, value, what, field, f"environment[{alias}].{field.split('.')[-1]}", ledger)
+
         out.append(
             f"| `{alias}` [{short_id(ident)}]({link}) | {escape_text(doc.get('probe'))} | "
             f"{escape_text(str(doc.get('created_at', ''))[:10])} | "
-            f"{_clock(rel, ident, _get(doc, ('machine', 'sm_clock_mhz')), start_up, 'sm_clock_mhz')} | "
-            f"{_clock(rel, ident, clocks.get('sm_mhz_before'), before, 'clocks.sm_mhz_before')} | "
-            f"{_clock(rel, ident, clocks.get('sm_mhz_after'), after, 'clocks.sm_mhz_after')} |"
+            f"{clock(_get(doc, ('machine', 'sm_clock_mhz')), start_up, 'sm_clock_mhz')} | "
+            f"{clock(clocks.get('sm_mhz_before'), before, 'clocks.sm_mhz_before')} | "
+            f"{clock(clocks.get('sm_mhz_after'), after, 'clocks.sm_mhz_after')} |"
         )
     return "\n".join(out) + "\n"
 

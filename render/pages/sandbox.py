@@ -31,7 +31,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render.numbers import claims, directions
+from render.numbers import claims, directions, said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
@@ -51,6 +51,10 @@ class Block:
     markdown: str
     lines: tuple[str, ...] = ()
     """The same content as plain text lines, for the shell (``probebook derive``)."""
+    said: tuple[said.Said, ...] = ()
+    """Its sentences whose numbers are ledger rows (a fit's warnings: ``render.numbers.said``)."""
+    linked: Callable[[str], str] | None = None
+    """The Markdown with those numbers linked to their evidence, given the page's path."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ class Asset:
     """The Markdown that shows the files, given their name stem (``v2-step-scaling-1``)."""
     evidence: tuple[str, ...] = ()
     """Ids of the evidence the files are made from."""
+    linked: Callable[[str, str], str] | None = None
+    """The Markdown with each shown number linked to its evidence, given the page's path and the name stem."""
+    ledger: Callable[[str], list[dict[str, Any]]] | None = None
+    """The ledger rows of the numbers it shows (a table's cells), given the page's path."""
 
 
 @dataclass
@@ -89,6 +97,8 @@ class PageState:
     """Ids of partial evidence: a number derived from one is shown with a "partial" mark."""
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Ledger rows of the page's checked claims, by key (``render.numbers.claims``)."""
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Ledger rows of numbers that blocks show (a table's cells), by key (``render.tables.cells``)."""
     _keys: dict[str, Quantity] = field(default_factory=dict)
 
     def record(self, q: Quantity) -> str:
@@ -149,9 +159,15 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         state.record(value)
         return value.markdown(state.rel)
     if isinstance(value, Block):
-        return value.markdown
+        for sentence in value.said:
+            state.cells.update((row["key"], row) for row in said.rows(state.rel, sentence))
+            state.cited.update(sentence.evidence)
+        return value.linked(state.rel) if value.linked is not None else value.markdown
     if isinstance(value, Asset):
-        return value.markdown(state.save(value))
+        name = state.save(value)
+        if value.ledger is not None:
+            state.cells.update((row["key"], row) for row in value.ledger(state.rel))
+        return value.linked(state.rel, name) if value.linked is not None else value.markdown(name)
     if isinstance(value, claims.Claim):
         if lint.is_measurement(value.sentence):
             raise TemplateOutputError(

@@ -23,6 +23,7 @@ from render.derive import lossmem
 from render.numbers.links import short_id
 from render.numbers.quantity import percent
 from render.numbers.reading import significant
+from render.tables.cells import Layout
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +44,8 @@ class TableOutput:
     """The same rows, unformatted, as CSV with a header line."""
     json: str
     """The same rows, unformatted, as a JSON list of flat objects."""
+    layout: Layout | None = None
+    """The shown cells as data, for a page to link its numbers and write their ledger rows (``render.tables.cells``)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,12 @@ class Column:
     abbreviate: bool = False
     """Long names (kernels): shown as their shortest distinct abbreviation (``distinct_abbreviations``) among
     the column's names, the full name in the cell's ``title``."""
+    unit: str = ""
+    """The unit the cell shows its number in (``ms``, ``GiB``); its ledger row's unit. "" for a count or a fraction."""
+    scale: float = 1.0
+    """Shown value per raw value (1e3 for seconds shown in ms): a cell's ledger value is the number as shown."""
+    counts: bool = False
+    """A text column whose cells list numbers (``16 32``): each cell is a ledger row too, with its text only."""
 
 
 # --- pure helpers (units in the names) --------------------------------------------------
@@ -343,6 +352,12 @@ def fmt_gib(x: float) -> str:
     return f"{unit_of('peak_bytes').of(x):.2f}"
 
 
+def shown_in(field: str) -> dict[str, Any]:
+    """A ``Column``'s ``unit`` and ``scale`` for evidence field ``field`` (``unit_of``): ``**shown_in(f)``."""
+    unit = unit_of(field)
+    return {"unit": unit.label, "scale": unit.per_raw}
+
+
 COLUMNS: dict[str, Column] = {
     # text and counts shown under their own key
     **{k: Column(k, k, fmt_text, False) for k in ("mode", "model", "status", "arm", "shape", "category", "batching")},
@@ -353,9 +368,11 @@ COLUMNS: dict[str, Column] = {
     },
     **{k: Column(k, k, fmt_count) for k in ("rows", "documents")},
     "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count),
-    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3)),  # throughput to three figures, never six
-    "peak_bytes": Column("peak_bytes", f"peak ({unit_of('peak_bytes').label})", fmt_gib),
-    "device_time_s": Column("device_time_s", f"device time ({unit_of('device_time_s').label})", fmt_ms),
+    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3), unit="tokens/s"),  # three figures, never six
+    "peak_bytes": Column("peak_bytes", f"peak ({unit_of('peak_bytes').label})", fmt_gib, **shown_in("peak_bytes")),
+    "device_time_s": Column(
+        "device_time_s", f"device time ({unit_of('device_time_s').label})", fmt_ms, **shown_in("device_time_s")
+    ),
     "cv": Column("cv", "CV of windows", percent),
     "share": Column("share", "share", percent),
     "unstable": Column("unstable", "CV over 5%", _flag, False),
@@ -380,26 +397,35 @@ def picked_rows(cols: list[Column], rows: list[dict[str, Any]]) -> list[dict[str
 def markdown_table(columns: list[Column], records: list[dict[str, Any]]) -> str:
     """A pipe table: formatted cells, HTML- and Markdown-escaped, missing values as an em dash; a column that
     abbreviates shows each name's ``distinct_abbreviations`` form with the whole name in an ``abbr`` title."""
-    head = "| " + " | ".join(_escape(c.header) for c in columns) + " |"
+    head, grid, _ = markdown_grid(columns, records)
+    return "\n".join([head, *("| " + " | ".join(cells) + " |" for cells in grid)]) + "\n"
+
+
+def markdown_grid(columns: list[Column], records: list[dict[str, Any]]) -> tuple[str, list[list[str]], list[list[str]]]:
+    """(the header and rule lines, each row's escaped cells, each row's cell text before escaping)."""
+    head = "| " + " | ".join(escape(c.header) for c in columns) + " |"
     rule = "|" + "|".join("---:" if c.numeric else ":---" for c in columns) + "|"
-    lines = [head, rule]
+    grid: list[list[str]] = []
+    texts: list[list[str]] = []
     short = {
         c.key: distinct_abbreviations(c.fmt(r[c.key]) for r in records if r.get(c.key) is not None)
         for c in columns
         if c.abbreviate
     }
     for rec in records:
-        cells = []
+        cells, plain = [], []
         for c in columns:
             value = rec.get(c.key)
             if c.key in short and value is not None and short[c.key][c.fmt(value)] != c.fmt(value):
                 full = " ".join(c.fmt(value).split())
                 title = html.escape(full, quote=True).replace("|", "&#124;")
-                cells.append(f'<abbr title="{title}">{_escape(short[c.key][c.fmt(value)])}</abbr>')
+                cells.append(f'<abbr title="{title}">{escape(short[c.key][c.fmt(value)])}</abbr>')
             else:
-                cells.append(_escape(cell_text(c, value)))
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+                cells.append(escape(cell_text(c, value)))
+            plain.append(" ".join(cell_text(c, value).split()))
+        grid.append(cells)
+        texts.append(plain)
+    return head + "\n" + rule, grid, texts
 
 
 def constants_note(constant: list[tuple[Column, str]]) -> str:
@@ -407,13 +433,13 @@ def constants_note(constant: list[tuple[Column, str]]) -> str:
     if not constant:
         return ""
     said = "; ".join(f"{c.header}: {text}" for c, text in constant)
-    return _escape(f"In every row — {said}.") + "\n\n"
+    return escape(f"In every row — {said}.") + "\n\n"
 
 
 _MD_SPECIAL = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]{}|"})
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
     """Cell text that Markdown shows literally: HTML-escaped, Markdown specials backslashed, one line."""
     return html.escape(" ".join(text.split()), quote=True).translate(_MD_SPECIAL)
 

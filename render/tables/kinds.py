@@ -19,6 +19,8 @@ from render.derive import batchsweep, kernels, lossmem
 from render.derive.gemm import gemm_shapes
 from render.numbers import reading as numbers
 from render.numbers.reading import significant
+from render.tables import cells
+from render.tables.cells import origin
 from render.tables.columns import (
     NUMBER,
     Column,
@@ -32,9 +34,11 @@ from render.tables.columns import (
     fmt_gib,
     fmt_ms,
     fmt_text,
+    markdown_grid,
     markdown_table,
     picked_rows,
     preset_key,
+    shown_in,
     table_csv,
     unit_of,
 )
@@ -46,24 +50,28 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
     groups: dict[tuple[Any, ...], list[float]] = {}
     shaky: dict[tuple[Any, ...], bool] = {}  # the probe's per-point flag: windows' CV over 5%
     spread: dict[tuple[Any, ...], float] = {}
-    for doc in docs:
+    read: dict[tuple[Any, ...], list[tuple[int, int]]] = {}  # (document, samples row) pairs of each point
+    for d, doc in enumerate(docs):
         for point in (doc.get("data") or {}).get("points") or []:
             if isinstance(point, dict) and "tokens" in point:
                 key = (str(point.get("mode") or ""), point.get("batch"), point["tokens"])
                 shaky[key] = shaky.get(key, False) or lossmem.unstable(point)
                 if isinstance(point.get("cv"), (int, float)) and not isinstance(point.get("cv"), bool):
                     spread[key] = point["cv"]  # the probe's CV of the point's windows
-        for r in evidence_rows(
-            "table 'step-scaling'",
-            doc,
-            {"tokens": NUMBER, "step_s": NUMBER, "batch": NUMBER},
-            "step-scaling",
-            nullable=("batch", "step_s"),
+        for i, r in enumerate(
+            evidence_rows(
+                "table 'step-scaling'",
+                doc,
+                {"tokens": NUMBER, "step_s": NUMBER, "batch": NUMBER},
+                "step-scaling",
+                nullable=("batch", "step_s"),
+            )
         ):
             if r.get("step_s") is None:
                 continue  # a failed window: counted nowhere, shown on the evidence page's raw table
             key = (str(r.get("mode") or ""), r.get("batch"), r["tokens"])
             groups.setdefault(key, []).append(r["step_s"])
+            read.setdefault(key, []).append((d, i))
     records = []
     for (mode, batch, tokens), times in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
         median = statistics.median(times)
@@ -81,6 +89,7 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
                 "tok_s": tokens_per_second(per_step, median),
                 "unstable": shaky.get((mode, batch, tokens), False),
                 "cv": spread.get((mode, batch, tokens)),
+                **origin(read[(mode, batch, tokens)]),
             }
         )
     if not spread:  # no probe points (imported rows): no CV column, in the page or the downloads
@@ -88,9 +97,9 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
             del record["cv"]
     cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
         "mode batch tokens tok_s",
-        Column("median_step_s", "median step (ms)", fmt_ms),
-        Column("min_step_s", "fastest (ms)", fmt_ms),
-        Column("max_step_s", "slowest (ms)", fmt_ms),
+        Column("median_step_s", "median step (ms)", fmt_ms, **shown_in("step_s")),
+        Column("min_step_s", "fastest (ms)", fmt_ms, **shown_in("step_s")),
+        Column("max_step_s", "slowest (ms)", fmt_ms, **shown_in("step_s")),
         "tokens_per_step windows",
         *(["cv"] if spread else []),  # the probe's per-point CV, where its evidence has points
         "unstable",
@@ -101,7 +110,8 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
 def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[list[Column], list[dict[str, Any]]]:
     """Per model and context: batches tried, the best throughput and its batch, the largest fit, the first OOM."""
     rows: list[dict[str, Any]] = []
-    for doc in docs:
+    where: list[tuple[int, int]] = []  # each row's (document, samples row)
+    for d, doc in enumerate(docs):
         need = {
             "model": (str,),
             "params": NUMBER,
@@ -117,9 +127,14 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
             if why is not None:
                 raise ProbebookError(f"table 'batch-sweep': {doc_label(doc)} data.samples[{i}]: {why}")
             rows.append(r)
+            where.append((d, i))
     if view == "rows":
         cols = columns("model context batch status tok_s peak_bytes unstable")
-        return cols, picked_rows(cols, sorted(rows, key=lambda r: (preset_key(r["model"]), r["context"], r["batch"])))
+        order = sorted(
+            range(len(rows)), key=lambda n: (preset_key(rows[n]["model"]), rows[n]["context"], rows[n]["batch"])
+        )
+        picked = picked_rows(cols, [rows[n] for n in order])
+        return cols, [{**p, **origin([where[n]])} for p, n in zip(picked, order, strict=True)]
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
     # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse
@@ -127,7 +142,8 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     peaks = {(r["model"], int(r["context"]), int(r["batch"])): r.get("peak_bytes") for r in rows}
     records = []
     for g in batchsweep.summarize(rows, device_bytes=lossmem.machine_bytes(docs)):
-        group = [r for r in rows if r["model"] == g.model and int(r["context"]) == g.context]
+        members = [n for n, r in enumerate(rows) if r["model"] == g.model and int(r["context"]) == g.context]
+        group = [rows[n] for n in members]
         records.append(
             {
                 "model": g.model,
@@ -145,20 +161,26 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 "first_oom_batch": g.first_oom_batch,
                 "unstable_batches": " ".join(str(b) for b in g.unstable_batches) or None,
                 "spilled_batches": " ".join(str(b) for b in g.spilled_batches) or None,
+                **origin(where[n] for n in members),
             }
         )
     cols = columns(
         "model",
         "context",
-        Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3)),
+        Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3), **shown_in("tok_s")),
         Column("fastest_stable_batch", "fastest batch", fmt_count),
-        Column("peak_bytes_at_fastest", f"peak at fastest ({unit_of('peak_bytes').label})", fmt_gib),
+        Column(
+            "peak_bytes_at_fastest",
+            f"peak at fastest ({unit_of('peak_bytes').label})",
+            fmt_gib,
+            **shown_in("peak_bytes"),
+        ),
         Column("largest_fitting_batch", "largest fitting batch", fmt_count),
         Column("first_oom_batch", "first OOM batch", fmt_count),
         Column("batches_tried", "batches tried", fmt_count),
         Column("params", "parameters", lambda x: numbers.general(x, 3)),
-        Column("unstable_batches", "unstable batches (CV over 5%)", fmt_text, False),
-        Column("spilled_batches", "spilled batches", fmt_text, False),
+        Column("unstable_batches", "unstable batches (CV over 5%)", fmt_text, False, counts=True),
+        Column("spilled_batches", "spilled batches", fmt_text, False, counts=True),
     )
     return cols, records
 
@@ -166,32 +188,33 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
 def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Peak memory and throughput per arm and microbatch."""
     rows = []
-    for doc in docs:
-        rows += evidence_rows(
+    for d, doc in enumerate(docs):
+        checked = evidence_rows(
             "table 'loss-memory'",
             doc,
             {"arm": (str,), "microbatch": NUMBER, "tokens_per_step": NUMBER, "peak_bytes": NUMBER, "tok_s": NUMBER},
             "loss-memory",
             nullable=("tok_s",),
         )
-    arms = list(dict.fromkeys(r["arm"] for r in rows))
-    ordered = [
+        rows += [(r, origin([(d, i)])) for i, r in enumerate(checked)]
+    arms = list(dict.fromkeys(r["arm"] for r, _ in rows))
+    ordered = sorted(rows, key=lambda ro: (arms.index(ro[0]["arm"]), ro[0]["microbatch"]))
+    shown = [
         {**r, "tokens_per_step": lossmem.step_tokens(int(r["microbatch"]), int(r["tokens_per_step"]))}
-        for r in sorted(rows, key=lambda r: (arms.index(r["arm"]), r["microbatch"]))
+        for r, _ in ordered
     ]
     cols = columns("arm microbatch peak_bytes tok_s tokens_per_step unstable")
-    return cols, picked_rows(cols, ordered)
+    return cols, [{**p, **o} for p, (_, o) in zip(picked_rows(cols, shown), ordered, strict=True)]
 
 
 def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Per GEMM shape: windows, median time, TFLOP/s at the median and at the fastest window."""
-    rows = [
-        r
-        for doc in docs
-        for r in evidence_rows(
-            "table 'gemm'", doc, {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": NUMBER}, "gemm"
-        )
-    ]
+    rows, where = [], []
+    for d, doc in enumerate(docs):
+        need = {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": NUMBER}
+        for i, r in enumerate(evidence_rows("table 'gemm'", doc, need, "gemm")):
+            rows.append(r)
+            where.append((d, i))
     records = [
         {
             "shape": g.shape,
@@ -202,15 +225,18 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
             "median_time_s": g.median_time_s,
             "median_tflop_s": g.median_tflop_s,
             "best_tflop_s": g.best_tflop_s,
+            **origin(
+                where[n] for n, r in enumerate(rows) if (r["shape"], r["m"], r["n"], r["k"]) == (g.shape, g.m, g.n, g.k)
+            ),
         }
         for g in gemm_shapes(rows)
     ]
     tf = lambda x: significant(x, 3)  # noqa: E731 - a one-line formatter
     cols = columns(
         "shape",
-        Column("median_tflop_s", "TFLOP/s at median", tf),
-        Column("best_tflop_s", "best TFLOP/s", tf),
-        Column("median_time_s", "median time (ms)", fmt_ms),
+        Column("median_tflop_s", "TFLOP/s at median", tf, unit="TFLOP/s"),
+        Column("best_tflop_s", "best TFLOP/s", tf, unit="TFLOP/s"),
+        Column("median_time_s", "median time (ms)", fmt_ms, **shown_in("time_s")),
         "m n k windows",
     )
     return cols, records
@@ -240,7 +266,7 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
     ]
     cols = columns(
         "kernel category share device_time_s calls",
-        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6, 4)),
+        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6, 4), unit="µs", scale=1e6),
     )
     return cols, records
 
@@ -285,14 +311,17 @@ def render(kind: str, docs: list[dict[str, Any]], **options: Any) -> TableOutput
     if isinstance(docs, dict) or not isinstance(docs, (list, tuple)) or not docs:
         raise ProbebookError(f"table {kind!r} needs a non-empty list of evidence documents")
     columns, records = builder(list(docs), **options)
+    records, layout_of = [cells.public(r) for r in records], records
     # a column that reads the same in every row is said once above the table, not repeated down it;
     # the downloads keep every column
     constant = constant_columns(columns, records)
     shown = [c for c in columns if all(c is not k for k, _ in constant)]
     if not shown:  # rows alike in every column: the table itself says so
         constant, shown = [], columns
+    head, grid, texts = markdown_grid(shown, records)
     return TableOutput(
         markdown=constants_note(constant) + markdown_table(shown, records),
         csv=table_csv(columns, records),
         json=json.dumps(records, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        layout=cells.layout(kind, shown, constant, layout_of, head, grid, texts, len(docs)),
     )

@@ -10,15 +10,16 @@ from render.derive import kernels
 from render.derive import padding as padmod
 from render.numbers.quantity import percent
 from render.numbers.reading import significant
-from render.tables.columns import Column, columns, fmt_count, fmt_ms, fmt_text
+from render.tables.cells import origin
+from render.tables.columns import Column, columns, fmt_count, fmt_ms, fmt_text, shown_in
 
 
 def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Naive batching, then bucket-to-pair at each swept bucket size: rows, padding shares, diversity."""
     records = []
-    for doc in docs:
+    for d, doc in enumerate(docs):
         _need("padding", "padding", doc)
-        for r in doc["data"]["samples"]:
+        for i, r in enumerate(doc["data"]["samples"]):
             records.append(
                 {
                     "batching": r["batching"],
@@ -27,11 +28,12 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
                     "padding_share": padmod.padding_share(r["tokens"], r["slots_width"]),
                     "padding_share_longest": padmod.padding_share(r["tokens"], r["slots_longest"]),
                     "roots_per_window": padmod.diversity(r["distinct_roots"], r["full_windows"]),
+                    **origin([(d, i)]),
                 }
             )
     cols = columns(
         "batching",
-        Column("bucket_size", "bucket (tokens)", fmt_count),
+        Column("bucket_size", "bucket (tokens)", fmt_count, unit="tokens"),
         "rows",
         Column("padding_share", "padding, rows at width", percent),
         Column("padding_share_longest", "padding, microbatch at longest", percent),
@@ -43,15 +45,17 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
 def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """The corpus's document-length histogram: documents per power-of-two length bin, and their share."""
     records = []
-    for doc in docs:
+    for d, doc in enumerate(docs):
         _need("padding-lengths", "padding", doc)
         hist = doc["data"]["length_histogram"]
         total = sum(hist["counts"])
         for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
-            records.append({"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total})
+            records.append(
+                {"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total, **origin([(d, None)])}
+            )
     cols = columns(
-        Column("from_tokens", "from (tokens)", fmt_count),
-        Column("below_tokens", "below (tokens)", fmt_count),
+        Column("from_tokens", "from (tokens)", fmt_count, unit="tokens"),
+        Column("below_tokens", "below (tokens)", fmt_count, unit="tokens"),
         "documents",
         "share",
     )
@@ -61,7 +65,7 @@ def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
 def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
     """Per mask kind: the SDPA backend the trace shows, its attention kernel and tags, median step, vs is_causal."""
     records = []
-    for doc in docs:
+    for d, doc in enumerate(docs):
         _need("mask", "mask", doc)
         medians = padmod.mask_step_medians(doc["data"]["samples"])
         causal = medians.get("causal")
@@ -80,6 +84,9 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
                     "median_step_s": median,
                     "vs_causal": None if causal is None or median is None else padmod.slowdown(median, causal),
                     "rounds_cv": spread.get(kind),
+                    **origin(
+                        [(d, i) for i, r in enumerate(doc["data"]["samples"]) if r.get("kind") in (kind, "causal")]
+                    ),
                 }
             )
     cols = [
@@ -88,7 +95,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         Column("sdpa_backend", "SDPA backend (traced)", fmt_text, False),
         Column("top_attention_kernel", "top attention kernel", fmt_text, False, abbreviate=True),
         Column("arch_tags", "arch", fmt_text, False),
-        Column("median_step_s", "step (ms)", fmt_ms),
+        Column("median_step_s", "step (ms)", fmt_ms, **shown_in("step_s")),
         Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}"),
         Column("rounds_cv", "CV of rounds", percent),
     ]

@@ -1,0 +1,122 @@
+"""render.tables.cells: each number a table shows is a ledger row linked to its evidence."""
+
+from __future__ import annotations
+
+from conftest import synthetic_doc as doc
+
+from render.tables import cells, kinds
+
+A = "sha256:" + "a" * 64
+B = "sha256:" + "b" * 64
+PAGE = "records/memory/v1.md"
+
+
+def test_loss_memory_cells_are_ledger_rows_as_the_cells_show_them():
+    rows = [
+        {"arm": "fused", "microbatch": 1, "tokens_per_step": 2048, "peak_bytes": 3 * 2**30, "tok_s": 1000.0},
+        {"arm": "fused", "microbatch": 2, "tokens_per_step": 2048, "peak_bytes": 5 * 2**30, "tok_s": 1500.0},
+    ]
+    out = kinds.render("loss-memory", [doc("loss-memory", rows)])
+    assert out.layout is not None
+    key = "table('loss-memory', run)"
+    ledger = cells.ledger_rows(out.layout, PAGE, key, (A,))
+    by_key = {r["key"]: r for r in ledger}
+    # arm is a name, not a number; "unstable" reads the same in every row: no rows for them
+    assert sorted(by_key) == [
+        f"{key}[arm=fused, microbatch=1].microbatch",
+        f"{key}[arm=fused, microbatch=1].peak_bytes",
+        f"{key}[arm=fused, microbatch=1].tok_s",
+        f"{key}[arm=fused, microbatch=1].tokens_per_step",
+        f"{key}[arm=fused, microbatch=2].microbatch",
+        f"{key}[arm=fused, microbatch=2].peak_bytes",
+        f"{key}[arm=fused, microbatch=2].tok_s",
+        f"{key}[arm=fused, microbatch=2].tokens_per_step",
+    ]
+    assert by_key[f"{key}[arm=fused, microbatch=2].peak_bytes"] == {
+        "page": PAGE,
+        "key": f"{key}[arm=fused, microbatch=2].peak_bytes",
+        "label": "peak (GiB)",
+        "value": 5.0,
+        "unit": "GiB",
+        "text": "5.00",
+        "uncertainty": None,
+        "evidence": [A],
+        "derivation": f"{key}: peak (GiB), arm=fused, microbatch=2",
+    }
+    assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["value"] == 4096
+    assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["text"] == "4,096"
+    # each cell links to the samples row it was read from
+    md = cells.page_markdown(out.layout, PAGE, key, (A,), lambda t: t)
+    link = f"../../evidence/{'a' * 64}.md#row-1"
+    title = "table(’loss-memory’, run): peak (GiB), arm=fused, microbatch=2; evidence sha256:aaaaaaaaaaaa"
+    assert f'[5.00]({link} "{title}")' in md
+    assert md.startswith("In every row — arm: fused; CV over 5%: none.\n\n")  # a name stays text
+
+
+def test_a_row_from_two_documents_links_to_both_and_a_constant_is_one_row():
+    one = doc("step-scaling", [{"tokens": 512, "step_s": 0.02, "batch": 4, "mode": "eager"}])
+    two = doc("step-scaling", [{"tokens": 512, "step_s": 0.04, "batch": 4, "mode": "eager"}])
+    out = kinds.render("step-scaling", [one, two])
+    assert out.layout is not None
+    key = "table('step-scaling', a, b)"
+    ledger = {r["key"]: r for r in cells.ledger_rows(out.layout, PAGE, key, (A, B))}
+    median = ledger[f"{key}[mode=eager, batch=4, tokens=512].median_step_s"]
+    assert (median["value"], median["unit"], median["text"], median["evidence"]) == (30.0, "ms", "30.00", [A, B])
+    assert median["label"] == "median step (ms)"
+    md = cells.page_markdown(out.layout, PAGE, key, (A, B), lambda t: t)
+    # the number links to the first document's row, a numbered link to the second's
+    assert f"[30.00](../../evidence/{'a' * 64}.md#row-0 " in md
+    assert f'[\\[2\\]](../../evidence/{"b" * 64}.md#row-0 "evidence 2 of 2: sha256:bbbbbbbbbbbb")' in md
+
+
+def test_a_single_row_table_says_its_numbers_once_above_it_as_rows():
+    out = kinds.render("step-scaling", [doc("step-scaling", [{"tokens": 512, "step_s": 0.02, "batch": 4}])])
+    assert out.layout is not None
+    key = "table('step-scaling', run)"
+    ledger = {r["key"]: (r["value"], r["text"]) for r in cells.ledger_rows(out.layout, PAGE, key, (A,))}
+    # one row: nothing is constant, every number is a cell of the row
+    assert ledger == {
+        f"{key}[batch=4, tokens=512].batch": (4, "4"),
+        f"{key}[batch=4, tokens=512].tokens": (512, "512"),
+        f"{key}[batch=4, tokens=512].tok_s": (102400.0, "102,000"),
+        f"{key}[batch=4, tokens=512].median_step_s": (20.0, "20.00"),
+        f"{key}[batch=4, tokens=512].min_step_s": (20.0, "20.00"),
+        f"{key}[batch=4, tokens=512].max_step_s": (20.0, "20.00"),
+        f"{key}[batch=4, tokens=512].tokens_per_step": (2048, "2,048"),
+        f"{key}[batch=4, tokens=512].windows": (1, "1"),
+    }
+
+
+def test_constant_numbers_above_a_table_are_rows_of_every_row():
+    rows = [
+        {"tokens": 512, "step_s": 0.02, "batch": 4, "mode": "eager"},
+        {"tokens": 1024, "step_s": 0.04, "batch": 4, "mode": "eager"},
+    ]
+    out = kinds.render("step-scaling", [doc("step-scaling", rows)])
+    assert out.layout is not None
+    key = "table('step-scaling', run)"
+    ledger = {r["key"]: (r["value"], r["text"]) for r in cells.ledger_rows(out.layout, PAGE, key, (A,))}
+    assert ledger[f"{key}[every row].batch"] == (4, "4")
+    assert ledger[f"{key}[every row].tok_s"] == (102400.0, "102,000")
+    assert f"{key}[every row].mode" not in ledger  # a name
+    md = cells.page_markdown(out.layout, PAGE, key, (A,), lambda t: t)
+    assert md.startswith(f"In every row — mode: eager; batch: [4](../../evidence/{'a' * 64}.md#samples ")
+
+
+def test_a_cell_that_lists_numbers_is_a_row_by_its_text():
+    rows = [
+        {"model": "m", "params": 1e6, "context": 8, "batch": b, "status": "ok", "tok_s": t, "peak_bytes": 2**30}
+        for b, t in ((1, 100.0), (2, 190.0), (4, 400.0))
+    ]
+    rows[1]["unstable"] = True
+    out = kinds.render("batch-sweep", [doc("batch-sweep", rows)])
+    assert out.layout is not None
+    ledger = {r["key"]: r for r in cells.ledger_rows(out.layout, PAGE, "t", (A,))}
+    unstable = ledger["t[model=m, context=8].unstable_batches"]
+    assert (unstable["value"], unstable["text"], unstable["label"]) == (None, "2", "unstable batches (CV over 5%)")
+    assert ledger["t[model=m, context=8].fastest_tok_s"]["evidence"] == [A]
+
+
+def test_the_json_download_holds_no_provenance_fields():
+    out = kinds.render("step-scaling", [doc("step-scaling", [{"tokens": 512, "step_s": 0.02, "batch": 4}])])
+    assert "_from" not in out.json and "_rows" not in out.json
