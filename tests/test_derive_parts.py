@@ -9,7 +9,7 @@ from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
 from render.derive import gemm, kernels
 from render.derive.ablation import saving_fraction
-from render.numbers.quantity import percent
+from render.numbers.units import percent
 
 
 def test_gemm_tflop_s_counts_two_flops_per_multiply_add():

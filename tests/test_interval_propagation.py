@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from render.numbers.quantity import Z95, Quantity
+from render.numbers.propagation import Z95
+from render.numbers.quantity import Quantity
 
 A = "sha256:" + "a" * 64
 B = "sha256:" + "b" * 64

@@ -16,7 +16,8 @@ from render.functions.derivations import Library
 from render.functions.general import field_unit
 from render.functions.page import Page
 from render.pages import sources
-from render.pages.sandbox import PageError, PageState, check_links, inert_prose, make_environment, render_body
+from render.pages.prose import check_links, inert_prose
+from render.pages.sandbox import PageError, PageState, make_environment, render_body
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 ARCHIVE = SITE / "archive"

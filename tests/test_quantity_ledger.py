@@ -11,7 +11,8 @@ import pytest
 
 from render.numbers import ledger
 from render.numbers.links import escape_text, evidence_page, relative_link, title_text
-from render.numbers.quantity import Quantity, UnitError, conversion_factor
+from render.numbers.quantity import Quantity
+from render.numbers.units import UnitError, conversion_factor
 
 ID = "sha256:" + "ab" * 32
 ID2 = "sha256:" + "cd" * 32

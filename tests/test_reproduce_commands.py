@@ -166,10 +166,14 @@ def test_with_an_archive_of_the_same_runs_every_number_is_within_and_every_claim
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["mode"] == "reproduction" and data["record"] == "sleepy-step" and data["version"] == 1
-    assert [n["verdict"] for n in data["numbers"]] == ["within", "within"]
+    assert [(n["key"], n["verdict"]) for n in data["numbers"]] == [
+        ("fit(sweep).c", "within"),
+        ("fit(reference).c", "within"),
+        ("environment.gpu_count", "within"),  # the Environment block's numbers are ledger rows too
+    ]
     assert [c["verdict"] for c in data["claims"]] == ["held", "held"]  # the Answer and the body's claim
     assert data["summary"] == {
-        "numbers": 2, "within": 2, "outside": 0, "not_comparable": 0, "missing": 0,
+        "numbers": 3, "within": 3, "outside": 0, "not_comparable": 0, "missing": 0,
         "claims": 2, "held": 2, "flipped": 0,
     }  # fmt: skip
     assert set(data["new"].values()) <= set(Store(tmp_path / "archive").ids())  # the matches joined the archive
@@ -195,7 +199,7 @@ def test_with_ambiguous_and_missing_matches_listed_and_partial_goes_on(cli_here,
     r = _with(cli_here, tmp_path, empty, "--partial")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
-    assert [n["verdict"] for n in data["numbers"]] == ["missing", "missing"] and data["new"] == {}
+    assert [n["verdict"] for n in data["numbers"]] == ["missing"] * 3 and data["new"] == {}
     assert [c["verdict"] for c in data["claims"]] == [
         "not comparable",
         "not comparable",

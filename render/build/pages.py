@@ -19,7 +19,8 @@ from render.errors import BuildError
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
-from render.pages.sandbox import PageState, check_links, evaluate_summary, inert_prose, render_body
+from render.pages.prose import check_links, inert_prose
+from render.pages.sandbox import PageState, evaluate_summary, render_body
 from render.pages.sources import Sources
 
 

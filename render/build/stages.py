@@ -59,7 +59,8 @@ from render.evidence.archive import load_evidence
 from render.functions.derivations import Library, load_libraries
 from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, DeferredWork, write_made
-from render.pages.sandbox import check_links, make_environment
+from render.pages.prose import check_links
+from render.pages.sandbox import make_environment
 from render.site.assets import site_files
 from render.pages.sources import Sources
 

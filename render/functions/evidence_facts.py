@@ -24,7 +24,8 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, defined, quantity
 from render.numbers.links import rows_anchor, with_column
-from render.numbers.quantity import Quantity, conversion_factor
+from render.numbers.quantity import Quantity
+from render.numbers.units import conversion_factor
 
 
 class PairedView:

@@ -25,7 +25,9 @@ from render.functions.views import FitView, ProjectionView, call_text, defined, 
 from render.numbers import claims
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, rows_anchor, with_column
-from render.numbers.quantity import Quantity, conversion_factor, propagated
+from render.numbers.propagation import propagated
+from render.numbers.quantity import Quantity
+from render.numbers.units import conversion_factor
 from render.pages import comparative, methodology
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
 from measure.evidence.files import read_regular, write_regular
-from render.numbers.quantity import percent
+from render.numbers.units import percent
 
 SCHEMA = "probebook.ledger/1"
 _ROW_FIELDS = ("page", "key", "value", "unit", "text", "uncertainty", "evidence", "derivation")

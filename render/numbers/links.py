@@ -44,9 +44,7 @@ def escape_text(text: Any) -> str:
         if c in _ENTITIES:
             out.append(_ENTITIES[c])
         elif c in _BACKSLASHED or (c == "(" and i > 0 and s[i - 1] == "]"):
-            out.append(
-                "\\" + c
-            )  # "](" would open a link target (and render.pages.sandbox.check_links refuses it early)
+            out.append("\\" + c)  # "](" would open a link target (and render.pages.prose.check_links refuses it early)
         elif c == "_" and not (0 < i < len(s) - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()):
             out.append("\\_")  # an underscore inside a word (created_at) never emphasises
         else:

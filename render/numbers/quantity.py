@@ -21,67 +21,8 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.numbers import reading as numbers
 from render.numbers.links import number_links, short_id, title_text
-
-# SI and binary (IEC 80000-13) prefixes; "u" is accepted as an ASCII spelling of "µ".
-_PREFIXES: dict[str, float] = {
-    "Ki": 1024.0,
-    "Mi": 1024.0**2,
-    "Gi": 1024.0**3,
-    "Ti": 1024.0**4,
-    "P": 1e15,
-    "T": 1e12,
-    "G": 1e9,
-    "M": 1e6,
-    "k": 1e3,
-    "m": 1e-3,
-    "µ": 1e-6,
-    "u": 1e-6,
-    "n": 1e-9,
-    "": 1.0,
-}
-# Base units a prefix may attach to; the unit's tail after the base ("/token", "/s") must match.
-_BASES = ("FLOP", "tok", "s", "B")
-_PREFIX_ORDER = sorted(_PREFIXES, key=len, reverse=True)
-# Larger units of time, as multiples of a second (a Quantity in s may be shown in h, say).
-_TIME = {"min": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-class UnitError(ProbebookError):
-    """A unit conversion between incompatible units."""
-
-
-def _split_unit(unit: str) -> tuple[float, str] | None:
-    """``"ms/token"`` -> ``(1e-3, "s/token")``: the prefix factor and the prefix-free unit."""
-    if unit in _TIME:
-        return _TIME[unit], "s"
-    for prefix in _PREFIX_ORDER:
-        if not unit.startswith(prefix):
-            continue
-        rest = unit[len(prefix) :]
-        for base in _BASES:
-            if rest == base or (rest.startswith(base) and rest[len(base)] in "/·²³ "):
-                if base == "s" and prefix in ("Ki", "Mi", "Gi", "Ti"):
-                    continue  # binary prefixes are for bytes only
-                return _PREFIXES[prefix], rest
-    return None
-
-
-def conversion_factor(from_unit: str, to_unit: str) -> float:
-    """Multiply a value in ``from_unit`` by this to express it in ``to_unit`` (same base, other prefix)."""
-    if from_unit == to_unit:
-        return 1.0
-    a, b = _split_unit(from_unit), _split_unit(to_unit)
-    if a is None or b is None or a[1] != b[1]:
-        raise UnitError(f"cannot show a value in {from_unit!r} as {to_unit!r}: the units differ by more than a prefix")
-    return a[0] / b[0]
-
-
-def percent(fraction: float | None, spec: str = ".1f") -> str:
-    """A fraction of 1 as percent text: ``percent(0.1234)`` is ``12.3%``, ``percent(0.042, "+.3g")`` is ``+4.2%``;
-    ``n/a`` when undefined."""
-    if fraction is None:
-        return "n/a"
-    return f"{fraction * 100:{spec}}%"
+from render.numbers.propagation import propagated
+from render.numbers.units import TIME, UnitError, conversion_factor
 
 
 @dataclass(frozen=True)
@@ -172,7 +113,7 @@ class Quantity:
             return None, unit
         factor = conversion_factor(self.unit, unit)
         value = self.value if factor == 1.0 else self.value * factor  # keeps an int an int, for "d" formats
-        if self.pinned or self._explicit or isinstance(self.value, int) or unit in _TIME:
+        if self.pinned or self._explicit or isinstance(self.value, int) or unit in TIME:
             return value, unit
         binary = unit.endswith("iB") or "iB/" in unit
         return numbers.choose_unit(float(value), unit, binary=binary)
@@ -461,44 +402,6 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         expr=expr,
         leaves=leaves,
     )
-
-
-Z95 = 1.959963984540054
-"""A 95% interval's half-width over its standard error: the normal quantile ``scipy.stats.norm.ppf(0.975)``."""
-
-
-def propagated(
-    op: str, qa: Quantity, b: Quantity | float | None, factor: float, value: float | None
-) -> tuple[float, float] | None:
-    """The 95% interval of ``qa op b`` from its operands' intervals, to first order; None where it cannot be stated.
-
-    The rule is the law of propagation of uncertainty for uncorrelated inputs (JCGM 100:2008, the GUM, §5.1.2):
-    ``u(f)² = Σ (∂f/∂xᵢ)² u(xᵢ)²``, each operand's standard error ``u`` read from its 95% interval as
-    ``(high − low) / (2·Z95)``. So a sum or difference adds the standard errors in quadrature (``b`` converted
-    by ``factor``), a product or quotient adds the relative ones, and a plain number is exact; the result is
-    ``value ± Z95·u`` (symmetric, as the first-order rule is). Uncorrelated means from disjoint evidence: two
-    operands that share an evidence document share its windows, and only resampling them jointly (as the
-    derivation that made them does) gives their interval, so none is stated here. None as well when an operand
-    has no interval (a number without one is not exact), or when a relative error needs a zero value.
-    """
-    if value is None or qa.value is None or qa.uncertainty is None:
-        return None
-    ua = (qa.uncertainty[1] - qa.uncertainty[0]) / (2 * Z95)
-    if not isinstance(b, Quantity):
-        if b is None or (op == "/" and b == 0):
-            return None
-        u = ua * abs(b if op == "*" else 1.0 / b)
-    else:
-        if b.value is None or b.uncertainty is None or set(qa.evidence) & set(b.evidence):
-            return None
-        ub = (b.uncertainty[1] - b.uncertainty[0]) / (2 * Z95)
-        if op in ("+", "-"):
-            u = math.hypot(ua, ub * factor)
-        elif qa.value == 0 or b.value == 0:
-            return None
-        else:
-            u = abs(value) * math.hypot(ua / qa.value, ub / b.value)
-    return value - Z95 * u, value + Z95 * u
 
 
 def product_format(qa: Quantity, qb: Quantity) -> str:

@@ -8,7 +8,6 @@ Other files under ``docs/`` (images, say) are copied into the tree unchanged.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import re
 from collections.abc import Callable
@@ -16,10 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from measure.errors import ProbebookError
-from measure.evidence.envelope import MAX_DEPTH, nesting_depth
+from render.pages.frontmatter import SourceError, date_field, field_lines, first_heading, split_front_matter, text_field
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _VERSION_FILE = re.compile(r"^v([1-9][0-9]{0,3})\.md$")
@@ -40,10 +37,6 @@ what the record earns next, and what it did not measure, item by item (issue 28,
 SUMMARY_SIZE = (1, 5)
 """How many headline results a record's ``summary`` may hold; docs/ records hold three to five (issue 14),
 which ``tests/test_records_structure.py`` checks."""
-
-
-class SourceError(ProbebookError):
-    """A source page or its front matter is malformed."""
 
 
 @dataclass(frozen=True)
@@ -164,117 +157,10 @@ class Sources:
     """Non-page files to copy: (tree path, source file)."""
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice (YAML would silently keep the last), a key that is not
-    text or a number, and aliases (``*name``: a few lines of them can expand to billions of nodes)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in front matter", mark)
-        return super().compose_node(parent, index)
-
-
-def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if not isinstance(key, (str, int, float, bool)) and key is not None:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a key must be text, not a {type(key).__name__}", key_node.start_mark
-            )
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-# Dates stay text, so a bad one is reported by field and line (YAML's own timestamp parser raises bare errors).
-_UniqueKeyLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def split_front_matter(text: str, path: Path) -> tuple[dict[str, Any], str, list[str]]:
-    """(front matter mapping, body with front matter lines blanked, front matter lines)."""
-    lines = text.split("\n")
-    if not lines or lines[0].strip() != "---":
-        return {}, text, []
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
-    except StopIteration:
-        raise SourceError(f"{path} line 1: front matter opened with '---' is never closed") from None
-    fm_lines = lines[1:end]
-    try:
-        meta = yaml.load("\n".join(fm_lines), Loader=_UniqueKeyLoader)
-    except RecursionError:
-        raise SourceError(f"{path} line 2: front matter nests too deeply (at most {MAX_DEPTH} levels)") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = f" line {mark.line + 2}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SourceError(f"{path}{line}: front matter is not valid YAML: {problem}") from None
-    if meta is None:
-        meta = {}
-    if nesting_depth(meta) > MAX_DEPTH:
-        raise SourceError(f"{path} line 2: front matter nests more than {MAX_DEPTH} levels deep")
-    if not isinstance(meta, dict):
-        raise SourceError(f"{path} line 2: front matter must be a mapping of field: value")
-    body = "\n" * (end + 1) + "\n".join(lines[end + 1 :])
-    return meta, body, fm_lines
-
-
-def _field_lines(fm_lines: list[str]) -> dict[str, int]:
-    """File line numbers of top-level fields and of ``evidence`` aliases."""
-    out: dict[str, int] = {}
-    section = None
-    for i, line in enumerate(fm_lines, start=2):
-        top = re.match(r"^([A-Za-z_][\w-]*)\s*:", line)
-        if top:
-            section = top.group(1)
-            out.setdefault(section, i)
-            continue
-        nested = re.match(r"^\s+([A-Za-z_][\w-]*)\s*:", line)
-        if nested and section == "evidence":
-            out.setdefault(f"evidence.{nested.group(1)}", i)
-    return out
-
-
-def _date(value: Any, where: str, name: str) -> str:
-    if isinstance(value, _dt.datetime):
-        value = value.date()
-    if isinstance(value, _dt.date):
-        return value.isoformat()
-    if isinstance(value, str) and _DATE.match(value.strip()):
-        try:
-            return _dt.date.fromisoformat(value.strip()).isoformat()
-        except ValueError:
-            pass
-    raise SourceError(f"{where}: field '{name}' must be a date like 2026-12-01, got {value!r}")
-
-
-def _text(value: Any, where: str, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise SourceError(f"{where}: field '{name}' must be non-empty text")
-    return " ".join(value.split())
-
-
-def _first_heading(body: str) -> str | None:
-    in_fence = False
-    for line in body.split("\n"):
-        if re.match(r"^\s*(```|~~~)", line):
-            in_fence = not in_fence
-        elif not in_fence and line.startswith("# "):
-            return line[2:].strip() or None
-    return None
-
-
 def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
     """Parse and validate one source page's front matter."""
     meta, body, fm_lines = split_front_matter(text, path)
-    lines = _field_lines(fm_lines)
+    lines = field_lines(fm_lines)
 
     def where(name: str) -> str:
         return f"{path} line {lines[name]}" if name in lines else str(path)
@@ -286,7 +172,7 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
                 f"{where(str(name))}: unknown front matter field {name!r} "
                 f"(a {kind} page takes {', '.join(sorted(allowed))})"
             )
-    title = _text(meta["title"], where("title"), "title") if "title" in meta else None
+    title = text_field(meta["title"], where("title"), "title") if "title" in meta else None
     evidence = meta.get("evidence", {})
     if evidence is None:
         evidence = {}
@@ -343,18 +229,18 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
                 )
             items.append(
                 Erratum(
-                    _date(entry["date"], spot, "date"),
-                    _text(entry["text"], spot, "text"),
+                    date_field(entry["date"], spot, "date"),
+                    text_field(entry["text"], spot, "text"),
                     tuple(sorted(set(applies))),
                 )
             )
         fields = {
             "summary": _summary(meta.get("summary"), where("summary")),
             "answer": _answer(meta.get("answer"), where("answer")),
-            "changes": _text(meta["changes"], where("changes"), "changes") if "changes" in meta else None,
+            "changes": text_field(meta["changes"], where("changes"), "changes") if "changes" in meta else None,
             "slug": path.parent.name,
             "version": version,
-            "date": _date(meta["date"], where("date"), "date"),
+            "date": date_field(meta["date"], where("date"), "date"),
             "supersedes": supersedes,
             "errata": tuple(items),
         }
@@ -363,7 +249,7 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
         rel=rel,
         kind=kind,
         body=body,
-        title=title or _first_heading(body),
+        title=title or first_heading(body),
         evidence=aliases,
         lines=lines,
         title_in_front_matter=title is not None,
@@ -383,10 +269,10 @@ def _summary(value: Any, where: str) -> tuple[Headline, ...]:
         spot = f"{where} (summary[{i}])"
         if not isinstance(entry, dict) or set(entry) != {"label", "value"}:
             raise SourceError(f"{spot}: each headline needs exactly the fields 'label' and 'value'")
-        expr = _text(entry["value"], spot, "value")
+        expr = text_field(entry["value"], spot, "value")
         if "{{" in expr or "}}" in expr or "{%" in expr:
             raise SourceError(f"{spot}: 'value' is a page expression without braces, e.g. fit(sweep).c")
-        out.append(Headline(_text(entry["label"], spot, "label"), expr))
+        out.append(Headline(text_field(entry["label"], spot, "label"), expr))
     return tuple(out)
 
 
@@ -408,10 +294,10 @@ def _answer(value: Any, where: str) -> tuple[Verdict, ...]:
         holds = entry["holds"] if isinstance(entry["holds"], list) else [entry["holds"]]
         if not holds:
             raise SourceError(f"{spot}: 'holds' must name at least one comparison, e.g. paired(abl, \"x\").saving > 0")
-        exprs = tuple(_text(h, spot, "holds") for h in holds)
+        exprs = tuple(text_field(h, spot, "holds") for h in holds)
         if any("{{" in e or "}}" in e or "{%" in e for e in exprs):
             raise SourceError(f"{spot}: 'holds' takes page expressions without braces, e.g. fit(a).c < fit(b).c")
-        out.append(Verdict(_text(entry["text"], spot, "text"), exprs))
+        out.append(Verdict(text_field(entry["text"], spot, "text"), exprs))
     return tuple(out)
 
 

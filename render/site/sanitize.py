@@ -1,7 +1,7 @@
 """The boundary between untrusted prose or evidence and the browser: an allowlist HTML sanitizer.
 
 Records are written by many hands and evidence comes from other machines, so Markdown-level
-guards (``render.pages.sandbox.inert_prose``, ``check_links``) cannot be the boundary: a Markdown parser
+guards (``render.pages.prose.inert_prose``, ``check_links``) cannot be the boundary: a Markdown parser
 recognises code spans, fences and reference links in ways no imitation matches exactly. After the
 site engine has written the HTML, the content area of every page (records, the playbook and every
 generated page, Changes included) goes through nh3 (the binding to the Rust ``ammonia``

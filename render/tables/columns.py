@@ -21,8 +21,8 @@ from measure.evidence import contracts
 from measure.evidence.envelope import canonical_bytes, digest
 from render.derive import lossmem
 from render.numbers.links import short_id
-from render.numbers.quantity import percent
 from render.numbers.reading import significant
+from render.numbers.units import percent
 from render.tables.cells import Layout
 
 if TYPE_CHECKING:

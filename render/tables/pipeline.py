@@ -8,8 +8,8 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.derive import kernels
 from render.derive import padding as padmod
-from render.numbers.quantity import percent
 from render.numbers.reading import significant
+from render.numbers.units import percent
 from render.tables.cells import origin
 from render.tables.columns import Column, columns, fmt_count, fmt_ms, fmt_text, shown_in
 
