@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
-from render.evidence import fields, marks, reproduction
+from render.evidence import fields, marks, points, reproduction
 from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
@@ -337,6 +337,9 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
     tail += [_with_anchor(SAMPLES, note), "", table]
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+    listed = points.section(doc)  # a campaign's points, one row each, before the field dump that stops at MAX_OTHER
+    if listed is not None:
+        tail += [listed]
     view = reproduction.section(ident, doc)  # a reproduction reads as data, not as a field dump (issue 24)
     if view is not None:
         tail += [view]
