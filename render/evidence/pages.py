@@ -226,6 +226,9 @@ def field_anchor(doc: dict[str, Any], path: str) -> str:
         return row_anchor(int(index)) if index.isdigit() else SAMPLES
     if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
         return _anchor(head, rest) or (head if head == "machine" else "")
+    top = rest.split(".", 1)[0]
+    if head in ("params", "code") and isinstance(doc.get(head), dict) and isinstance(doc[head].get(top), dict):
+        return _anchor(head, top) or ""  # a dict param (FLOPs per context) is one row, its entries side by side
     clocks = (doc.get("data") or {}).get("clocks")
     if head == "data" and rest.startswith("clocks.") and isinstance(clocks, dict) and rest[7:] in _RUN_CLOCKS:
         return machine_anchor(rest)  # a run's own clock shows in the machine table, beside the fingerprint's

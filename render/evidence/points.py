@@ -4,9 +4,9 @@ attempt's result in its columns, and an anchor on every cell a number links to.
 The generic "Other data" table flattens ``data.points`` into one row per field and stops at
 ``render.evidence.pages.MAX_OTHER`` fields, so a campaign of 34 points showed only some of them, each value many
 rows away from the point it belongs to. Here a follow-up's ``optimizer_share`` of point 12 is the cell
-``point-12-optimizer_share`` (``render.numbers.links.point_anchor``) in point 12's row. The anchor sits after the
-value in its cell: a browser following a link scrolls a wide table only until the anchor is in view, so the value
-before it is in view too.
+``point-12-optimizer_share`` (``render.numbers.links.point_anchor``) in point 12's row. The anchor is a span
+around the value, not an empty one beside it: a browser following a link scrolls a wide table only until the
+anchor is in view, so on a phone the value itself comes into view, whichever way the table had to scroll.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ def section(doc: dict[str, Any]) -> str | None:
     for i, point in enumerate(points[:MAX_POINTS]):
         result = last_result(point)
         cells = [
-            f"{fields.value_text(c, result[c])}<span id=\"{point_anchor(i, c)}\"></span>" if c in result else "—"
+            f'<span id="{point_anchor(i, c)}">{fields.value_text(c, result[c])}</span>' if c in result else "—"
             for c in columns
         ]
-        name = f'{escape_text(point.get("point") or "")}<span id="{point_anchor(i)}"></span>'
+        name = f'<span id="{point_anchor(i)}">{escape_text(point.get("point") or "")}</span>'
         attempts = len(point.get("attempts") or [])
         out.append(f"| {i} | {name} | {escape_text(point.get('state') or '')} | {attempts} | " + " | ".join(cells) + " |")
     if len(points) > MAX_POINTS:

@@ -10,6 +10,7 @@ cites the campaign and the point's instrumented evidence.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from measure.errors import ProbebookError
@@ -20,6 +21,7 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
 from render.numbers.links import POINTS, point_anchor
+from render.numbers.quantity import Quantity
 
 
 class OptimizerPointView(FieldView):
@@ -34,6 +36,12 @@ class OptimizerPointView(FieldView):
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
+    def __getattr__(self, name: str) -> Quantity:
+        q = super().__getattr__(name)
+        if name == "tok_s":  # the receipt's rate is the baseline run's (not archived), not the instrumented run's
+            return replace(q, evidence=q.evidence[:1], more_anchors=())
+        return q
+
 
 class OptimizerSummaryView(FieldView):
     FIELDS = {
@@ -46,7 +54,7 @@ class OptimizerSummaryView(FieldView):
 
 
 # Where each field of a point shows on the instrumented run's own page (render.evidence.pages.field_anchor); its
-# tok_s is the baseline run's, which the view does not cite, so that one lands on the campaign's row alone.
+# tok_s is the baseline run's, which the archive does not hold, so that one cites and lands on the campaign alone.
 _INSTRUMENTED = {
     "context": "params.seq_len",
     "batch": "params.batch",
