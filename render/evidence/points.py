@@ -63,7 +63,9 @@ def section(doc: dict[str, Any]) -> str | None:
         ]
         name = f'<span id="{point_anchor(i)}">{escape_text(point.get("point") or "")}</span>'
         attempts = len(point.get("attempts") or [])
-        out.append(f"| {i} | {name} | {escape_text(point.get('state') or '')} | {attempts} | " + " | ".join(cells) + " |")
+        out.append(
+            f"| {i} | {name} | {escape_text(point.get('state') or '')} | {attempts} | " + " | ".join(cells) + " |"
+        )
     if len(points) > MAX_POINTS:
         out.append(f"\n*{len(points) - MAX_POINTS} more points in the JSON download.*")
     return "\n".join(out) + "\n"

@@ -68,7 +68,7 @@ _INSTRUMENTED = {
 def _landing(page: Page, index: int, instrumented: str) -> dict[str, tuple[str, ...]]:
     """Each field's places: the point's cell in the campaign's points table, then the instrumented run's field."""
     doc = page.library.docs[instrumented]
-    out = {}
+    out: dict[str, tuple[str, ...]] = {}
     for name, (source, _, _) in OptimizerPointView.FIELDS.items():
         # context and batch are in the point's name (``20m-s1024-b8``); busy only on the instrumented run's page
         cell = point_anchor(index) if name in ("context", "batch", "busy") else point_anchor(index, source)

@@ -32,6 +32,7 @@ def count_anchor(name: str) -> str:
     top of the table (issue 28, item 3)."""
     return f"count-{name}"
 
+
 _UNIT = re.compile(r"[A-Za-z/µ·²³]{0,16}")
 """A unit the document states that a Quantity may show; anything else is shown without a unit (untrusted text)."""
 
