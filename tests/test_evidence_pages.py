@@ -111,9 +111,47 @@ def test_field_anchors_point_at_rows_that_exist() -> None:
     assert ep.field_anchor(DOC, "data.clocks.sm_mhz_after") == "machine-clocks.sm_mhz_after"  # the machine table's row
     assert ep.field_anchor(DOC, "data.windows.times_s.1") == "data-windows.times_s"  # one row holds the list
     assert ep.field_anchor(DOC, "params.missing") == ""
+    flops = {"params": {"model_flops_per_token": {"1024": 1.98e9}}}
+    assert ep.field_anchor(flops, "params.model_flops_per_token.1024") == "params-model_flops_per_token"  # one row
     weird = {"params": {'a"b': 1}}
     assert ep.field_anchor(weird, 'params.a"b') == ""  # no id from a key that is not id-safe
     assert 'id="params-a' not in ep.page_markdown(ID, weird, [])
+
+
+CAMPAIGN: dict[str, Any] = {
+    "probe": "campaign",
+    "data": {
+        "points": [
+            {"point": "20m-s512-b1", "state": "ok", "attempts": [{"result": {"tok_s": 14515.2, "pid": 7}}]},
+            {
+                "point": "20m-s512-b2",
+                "state": "ok",
+                "attempts": [
+                    {"result": {"tok_s": 1.0}},
+                    {"result": {"tok_s": 31917.6, "optimizer_share": 0.0272, "job_ended_unix": 1796175382.5}},
+                ],
+            },
+        ]
+    },
+}
+
+
+def test_a_campaign_page_tables_its_points_with_an_anchor_around_each_result() -> None:
+    page = ep.page_markdown(ID, CAMPAIGN, [])
+    assert "## Points (2)" in page and '<span id="points"></span>2 points' in page
+    table = page.split("## Points (2)")[1].split("## Other data")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| # | point | state | attempts | tokens | optimizer share |"  # no pid, no times of day
+    # the last attempt's result; the value inside its anchor, so a wide table scrolls to the value itself
+    assert (
+        rows[1]
+        == '| 0 | <span id="point-0">20m-s512-b1</span> | ok | 1 | <span id="point-0-tok_s">14.5152 ktok/s</span> | — |'
+    )
+    assert rows[2] == (
+        '| 1 | <span id="point-1">20m-s512-b2</span> | ok | 2 | <span id="point-1-tok_s">31.9176 ktok/s</span> | '
+        '<span id="point-1-optimizer_share">0.0272</span> |'
+    )
+    assert "## Points" not in ep.page_markdown(ID, DOC, [])  # a probe's own document has none
 
 
 def test_the_tarball_is_kept_under_its_inputs_and_only_the_newest(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Over the fixture site (built once per session) and, marked slow, over the repository's own site: each number
 link (an ``<a>`` with a title to an evidence page) names an evidence page that exists and an element id on it;
 a link to rows (``?rows=95-99&col=time_s#row-95``) names rows that all exist and a column the table has; a link
-to a machine or params row lands on a row whose text holds the linked number's digits.
+to a machine or params row lands on a row whose text holds the linked number's digits (a number's further links,
+``[2]``, the number they follow).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from render.build.stages import BuildPaths
 REPO = Path(__file__).resolve().parent.parent
 _LINK = re.compile(r'<a href="([^"]*evidence/[0-9a-f]{64}\.html(?:[?#][^"]*)?)" title="[^"]*">(.*?)</a>', re.S)
 _ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+_FURTHER = re.compile(r"\[[0-9]+\]")
+"""A number's link to a further evidence document (``render.numbers.links.number_links``)."""
 
 
 def _text(fragment: str) -> str:
@@ -35,13 +38,15 @@ def _numbers(text: str) -> list[float]:
 
 
 def _shows(row: str, shown: str) -> bool:
-    """Whether a row's text holds the linked number, to the figures shown, in any decimal or binary prefix
-    (``42.2 MiB`` is in ``42.19 MiB (44,244,480 B)``, ``1980 MHz`` in ``1,980 MHz``)."""
+    """Whether a row's text holds the linked number, to the figures shown, in any decimal or binary prefix, either
+    way (``42.2 MiB`` is in ``42.19 MiB (44,244,480 B)``, ``1980 MHz`` in ``1,980 MHz``, ``188,928`` in
+    ``64: 188.9 kFLOP``, ``300 ppm`` in ``"lr": 0.0003``)."""
     wanted = _numbers(shown)[:1]
     if not wanted:
         return True  # "n/a" links to where the value would be
     w = wanted[0]
-    return any(abs(v / f - w) <= 0.006 * max(abs(w), 1e-12) for v in _numbers(row) for f in _SCALES)
+    near = [v / f for v in _numbers(row) for f in _SCALES] + [v * f for v in _numbers(row) for f in _SCALES]
+    return any(abs(x - w) <= 0.006 * max(abs(w), 1e-12) for x in near)
 
 
 def check_site(site: Path) -> dict[str, int]:
@@ -53,7 +58,15 @@ def check_site(site: Path) -> dict[str, int]:
         if page.relative_to(site).parts[0] == "archive":
             continue
         source = page.read_text(encoding="utf-8")
-        for href, shown in _LINK.findall(source):
+        number, end = "", -1
+        for m in _LINK.finditer(source):
+            href, shown = m.groups()
+            # a number's further links ("[2]") hold that number, the link just before them
+            if _FURTHER.fullmatch(_text(shown)) and source[end : m.start()].strip() == "":
+                shown = number
+            else:
+                number = shown
+            end = m.end()
             url = urllib.parse.urlsplit(html.unescape(href))
             target = (page.parent / url.path).resolve()
             if target not in pages:

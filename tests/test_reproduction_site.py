@@ -215,6 +215,8 @@ def test_the_evidence_page_reads_as_data_and_links_the_comparison(site: BuildPat
     assert "What this reproduction found A reproduction of record gemm-ceiling version 1" in text
     assert "Other data" not in text
     assert 'id="reproduction-counts"' in html and 'id="number-4"' in html
+    # each count's own row, which the record's count links land on (issue 28, item 3)
+    assert re.search(r'<tr>\s*<td><span id="count-within"></span>within</td>\s*<td[^>]*>2</td>', html)
     assert f"comparison/{REPRO[7:]}" in html and "#original-evidence" in html and "#new-evidence" in html
 
 

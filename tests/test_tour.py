@@ -198,7 +198,8 @@ _WIDE_ROW = "".join(f"<td>{i}</td>" for i in range(29))
 _RECORD = (
     _HEAD
     + "<article><h1>Record</h1><div style='height:1200px'></div><div class='admonition answer'>It holds.</div>"
-    + "<p><a href='evidence/e.html#row-1'>1.5 ms</a> <a href='evidence/e.html#row-2'>9.9 ms</a> "
+    + "<p><a href='evidence/e.html#row-1'>1.5 ms</a> <a href='evidence/e.html#row-2'>[2]</a> "
+    + "<a href='evidence/e.html#row-1'>[3]</a> <a href='evidence/e.html#row-2'>9.9 ms</a> "
     + "<a href='evidence/e.html#far'>777</a> <a href='evidence/e.html#gone'>3</a> "
     + "<a href='evidence/e.html'>sha256:ab</a>"
     + " <a href='evidence/e.html#row-1'>sha256:abcdef</a></p>"
@@ -270,7 +271,9 @@ def test_the_tours_checks_find_each_planted_failure_and_pass_the_rest(browser: A
     missing = "no element has this id"
     far = "lands on <tr> around <span>; the value is out of sight"
     other = "lands on <tr> around <span> reading '21.0 ms'"  # row 2's text, the row number and its value
-    landings = [("'3' -> e.html…#gone", missing), ("'777' -> e.html…#far", far), ("'9.9 ms' -> e.html…#row-2", other)]
+    # "[2]" and "[3]" are followed as the number before them: [3] lands on 1.5 ms, [2] on row 2's other value
+    landings = [("'1.5 ms' -> e.html…#row-2", other), ("'3' -> e.html…#gone", missing)]
+    landings += [("'777' -> e.html…#far", far), ("'9.9 ms' -> e.html…#row-2", other)]
     assert [g for g in got if g[1] not in ("answer", "console", "offsite") and "'Wide'" not in g[2]] == [
         *[("1440 light", "number-link", f"{link}: {why}") for link, why in landings],
         ("1440 light", "table-hidden-columns", "table under 'Shifted' [key column | b] hides key column"),

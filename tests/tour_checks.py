@@ -22,7 +22,8 @@ ANSWER = ".admonition.answer"
 """Where a record states its Answer (issue 28's "An Answer at the top of every record version"): adjust it to
 the element the answers change emits."""
 NUMBER_LINK = 'article a[href*="evidence/"][href*=".html#"]'
-"""A number's link: to a place on an evidence page; links named ``sha256:...`` (an evidence id) are not numbers."""
+"""A number's link: to a place on an evidence page; links named ``sha256:...`` (an evidence id) are not numbers, and
+a number's further links (``[2]``, one per further evidence document) are checked for the number they follow."""
 WIDTHS = (1440, 390)
 SCHEMES = ("light", "dark")
 LINK_SCHEMES = ("light",)
@@ -42,8 +43,18 @@ LINK_SHOTS = 30
 PAGE_JS = """
 async ([answer, numberLink, withTables, withCharts]) => {
   const squash = s => s.replace(/\\s+/g, '');
+  const text = a => a.textContent.replace(/\\s+/g, ' ').trim();
+  // A number's further evidence links read "[2]", "[3]" after it: each is followed as the number it belongs to,
+  // which must show where that document's inputs are (render.numbers.links.number_links); one with no number
+  // link before it keeps its own text, and fails.
+  const further = /^\\[\\d+\\]$/;
+  const valueOf = a => {
+    let e = a;
+    while (e && e.tagName === 'A' && further.test(text(e))) e = e.previousElementSibling;
+    return e && e.tagName === 'A' ? text(e) : text(a);
+  };
   const links = [...document.querySelectorAll(numberLink)]
-    .map(a => ({href: a.href, text: a.textContent.replace(/\\s+/g, ' ').trim()}))
+    .map(a => ({href: a.href, text: further.test(text(a)) ? valueOf(a) : text(a)}))
     .filter(l => l.text && !l.text.startsWith('sha256:'));
   const a = document.querySelector(answer);
   const box = a && a.getBoundingClientRect();
@@ -168,16 +179,28 @@ async (targets) => {
       if (!want) return false;
       const plain = where.replace(/\u2212/g, '-').replace(/(\\d),(?=\\d{3})/g, '$1');
       const found = plain.match(/-?\\d+(?:\\.\\d+)?(?:e-?\\d+)?/g) || [];
+      // "0.1%" may be a fixed number of decimals ('.1%') as well as significant figures: 0.000697 reads 0.1%
+      const point = shown.replace(/\u2212/g, '-').match(/^-?\\d+\\.(\\d+)/);
+      const decimals = point ? point[1].length : 0;
       return found.some(f => {
         const x = parseFloat(f);
-        return [1, want.scale, 1 / want.scale].some(k => sig(x / k, want.digits) === sig(want.value, want.digits));
+        return [1, want.scale, 1 / want.scale].some(k => sig(x / k, want.digits) === sig(want.value, want.digits)
+          || (decimals > 0 && Number((x / k).toFixed(decimals)) === want.value));
       });
     };
     const results = texts.map(text => {
       const want = squash(text);
       if (!whole.includes(want)) {
         if (!holdsNumber(text, target.textContent)) return {text, held: false, seen: false};
-        return {text, held: true, seen: seen(target)};
+        // the smallest element that holds it at more digits (its cell), as for a text shown as it is
+        let holder = target;
+        for (let again = true; again;) {
+          again = false;
+          for (const child of holder.children) {
+            if (holdsNumber(text, child.textContent)) { holder = child; again = true; break; }
+          }
+        }
+        return {text, held: true, seen: seen(holder)};
       }
       let holder = target;
       for (let again = true; again;) {

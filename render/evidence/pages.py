@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
-from render.evidence import fields, marks, reproduction
+from render.evidence import fields, marks, points, reproduction
 from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
@@ -226,6 +226,9 @@ def field_anchor(doc: dict[str, Any], path: str) -> str:
         return row_anchor(int(index)) if index.isdigit() else SAMPLES
     if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
         return _anchor(head, rest) or (head if head == "machine" else "")
+    top = rest.split(".", 1)[0]
+    if head in ("params", "code") and isinstance(doc.get(head), dict) and isinstance(doc[head].get(top), dict):
+        return _anchor(head, top) or ""  # a dict param (FLOPs per context) is one row, its entries side by side
     clocks = (doc.get("data") or {}).get("clocks")
     if head == "data" and rest.startswith("clocks.") and isinstance(clocks, dict) and rest[7:] in _RUN_CLOCKS:
         return machine_anchor(rest)  # a run's own clock shows in the machine table, beside the fingerprint's
@@ -337,6 +340,9 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
     tail += [_with_anchor(SAMPLES, note), "", table]
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+    listed = points.section(doc)  # a campaign's points, one row each, before the field dump that stops at MAX_OTHER
+    if listed is not None:
+        tail += [listed]
     view = reproduction.section(ident, doc)  # a reproduction reads as data, not as a field dump (issue 24)
     if view is not None:
         tail += [view]

@@ -45,7 +45,10 @@ def section(ident: str, doc: dict[str, Any]) -> str | None:
         "| verdicts | count |",
         "|---|---:|",
     ]
-    out += [f"| {name.replace('_', ' ')} | {value} |" for name, value in counts.items()]
+    out += [
+        f'| <span id="{shown.count_anchor(name)}"></span>{name.replace("_", " ")} | {value} |'
+        for name, value in counts.items()
+    ]
     mismatch = derive.summary_mismatch(repro)
     if mismatch:
         out += ["", f"*The document's own summary disagrees with its rows on: {', '.join(mismatch)}.*"]

@@ -174,12 +174,21 @@ def _candidate_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) 
     if not found:
         return {}
     i, doc = found[0], page.doc(ref)
-    return {
+    out = {
         name: evidence_pages.field_anchor(
             doc, f"data.candidates.{i}.{source if source in candidates[i] else 'warm_median_s'}"
         )
         for name, (source, _, _) in HvpView.FIELDS.items()
     }
+    # the reference's vᵀHv is the fp32 reference's own row at this batch (correctness.reference_vhv), and the
+    # verdict the within-tolerance flag is read from is the candidate's
+    references = page.data(ref).get("references") or []
+    at = [j for j, r in enumerate(references) if isinstance(r, dict) and r.get("batch") == which.batch]
+    if at:
+        out["vhv_fp32"] = evidence_pages.field_anchor(doc, f"data.references.{at[0]}.fp32.vhv_nats")
+    if "verdict" in candidates[i]:
+        out["within"] = evidence_pages.field_anchor(doc, f"data.candidates.{i}.verdict")
+    return out
 
 
 @page_function
@@ -237,7 +246,15 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         spans["step"] = step_ci = intervals.median_interval(rounds)
         if _positive(rate):
             spans["tok_s"] = intervals.reciprocal(step_ci, rate * step)
-    return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, intervals=spans)
+    # each figure is the arm's own summary row on the evidence page's "Other data" (data.arms.<i>.<field>)
+    arms = page.data(ref).get("arms") or []
+    i = next(j for j, a in enumerate(arms) if isinstance(a, dict) and a.get("arm") == arm)
+    doc = page.doc(ref)
+    landing = {
+        name: evidence_pages.field_anchor(doc, f"data.arms.{i}.{source}")
+        for name, (source, _, _) in StreamView.FIELDS.items()
+    }
+    return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, landing, intervals=spans)
 
 
 def _positive(x: Any) -> bool:

@@ -19,7 +19,7 @@ from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, number, quantity
 from render.numbers import reading as numbers
 from render.numbers import said
-from render.numbers.links import escape_text
+from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
 
@@ -60,7 +60,7 @@ class ScalingView(FieldView):
             notes["overlap"] = "no all-reduce time was measured"
         gpus = numbers.counted(summary.gpus, "GPU")
         what = f"ddp evidence at {gpus}, {summary.tokens_per_rank} tokens per rank, medians"
-        super().__init__(vars(summary), (ref.id,), what, f"ddp({ref.alias})", notes)
+        super().__init__(vars(summary), (ref.id,), what, f"ddp({ref.alias})", notes, _landing(doc, summary.gpus))
         self._summary, self._doc, self._ref = summary, doc, ref
 
     def projected(self, gpus: Any) -> Quantity:
@@ -134,6 +134,26 @@ class ScalingView(FieldView):
             "",
         ]
         return Block("\n".join(lines))
+
+
+def _landing(doc: dict[str, Any], gpus: int) -> dict[str, str]:
+    """Where each figure's inputs are on the evidence page (``render.derive.scaling.summarize`` reads the same rows):
+    the GPU count on its params row, a 1-GPU figure on the 1-GPU step rows, the rest on the N-GPU rows of its phase."""
+    rows = (doc.get("data") or {}).get("samples") or []
+
+    def at(phase: str, n: int, column: str) -> str:
+        picked = [
+            i for i, r in enumerate(rows) if isinstance(r, dict) and r.get("phase") == phase and r.get("gpus") == n
+        ]
+        return with_column(rows_anchor(picked), column) if picked else ""
+
+    step_1, step_n = at("step", 1, "step_s"), at("step", gpus, "step_s")
+    comm, reduce = at("comm", gpus, "comm_s"), at("allreduce", gpus, "time_s")
+    out = dict.fromkeys(ScalingView.FIELDS, step_n)
+    out.update(gpus="params-gpus", tok_s_1=step_1, step_1=step_1, paired_efficiency=at("paired", gpus, "step_s"))
+    out.update(dict.fromkeys(("comm", "exposed", "instrumented_step", "comm_share", "exposed_share", "overlap"), comm))
+    out.update(dict.fromkeys(("grad_allreduce", "algbw", "busbw"), reduce))
+    return out
 
 
 @page_function

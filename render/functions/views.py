@@ -187,7 +187,7 @@ class FieldView:
         what: str,
         key: str,
         notes: dict[str, str] | None = None,
-        landing: tuple[str, ...] | dict[str, str] = (),
+        landing: tuple[str, ...] | dict[str, str] | dict[str, tuple[str, ...]] = (),
         intervals: dict[str, tuple[float, float] | None] | None = None,
     ):
         self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
@@ -202,8 +202,9 @@ class FieldView:
         value = self._values.get(source)
         note = self._notes.get(name) if value is None else None
         landing = self._landing
-        if isinstance(landing, dict):
-            landing = (landing.get(name, ""),)
+        if isinstance(landing, dict):  # one place per field, or one per evidence document for each field
+            got = landing.get(name, "")
+            landing = got if isinstance(got, tuple) else (got,)
         where = {"anchor": landing[0], "more_anchors": tuple(landing[1:])} if landing else {}
         ci = self._intervals.get(name) if value is not None else None
         return quantity(

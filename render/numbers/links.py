@@ -173,6 +173,16 @@ def number_links(page: str, text: str, title: str, evidence: tuple[str, ...], an
     return out + ("".join(f" {m}" for m in more) if more else "")
 
 
+POINTS = "points"
+"""The anchor of a campaign page's points table (the sentence that counts them): where a count of points lands."""
+
+
+def point_anchor(index: int, field: str = "") -> str:
+    """The element id of a campaign point's row on its evidence page (``point-12``), or of one result field in that
+    row (``point-12-tok_s``; ``render.evidence.points``); a field that is not id-safe is the row."""
+    return f"point-{index}-{field}" if field and _ID_SAFE.fullmatch(field) else f"point-{index}"
+
+
 def machine_anchor(field: str) -> str:
     """The element id of a machine fact's row on its evidence page: ``machine-power_limit_w`` for the fingerprint's
     ``machine.power_limit_w``, ``machine-clocks.sm_mhz_before`` for a clock the run recorded (``data.clocks``), which

@@ -24,7 +24,15 @@ from render.pages.layout import nav_title
 from render.pages.sources import Sources
 
 COUNTS_ANCHOR = "reproduction-counts"
-"""Where on a reproduction's evidence page its verdicts are tabled: what a count links to."""
+"""Where on a reproduction's evidence page its verdicts are tabled (the table as a whole)."""
+
+
+def count_anchor(name: str) -> str:
+    """The anchor of one row of that table (``count-within``): a count lands on the row that shows it, not on the
+    top of the table (issue 28, item 3)."""
+    return f"count-{name}"
+
+
 _UNIT = re.compile(r"[A-Za-z/µ·²³]{0,16}")
 """A unit the document states that a Quantity may show; anything else is shown without a unit (untrusted text)."""
 
@@ -65,7 +73,7 @@ def count(repro: derive.Reproduction, name: str, value: int) -> Quantity:
         evidence=(repro.ident,),
         derivation=derivation,
         key=f"reproduction {short_id(repro.ident)}.{name}",
-        anchor=COUNTS_ANCHOR,
+        anchor=count_anchor(name),
     )
 
 
