@@ -48,8 +48,10 @@ def show(part: str, d: dict[str, Any]) -> bool:
         for r in rows:
             peaks = {k: round(r[k] / GIB, 2) for k in ("setup_peak_bytes", "warmup_peak_bytes", "capture_peak_bytes",
                                                       "peak_bytes") if r.get(k) is not None}  # fmt: skip
-            print(f"  S={r['context']} B={r['batch']} {r['status']} tok/s {r.get('tok_s')} GiB {peaks}",
-                  f"compile {r.get('compile_engaged')} {r.get('error') or ''}")
+            print(
+                f"  S={r['context']} B={r['batch']} {r['status']} tok/s {r.get('tok_s')} GiB {peaks}",
+                f"compile {r.get('compile_engaged')} {r.get('error') or ''}",
+            )
         for f in data.get("failures", []):
             print(f"  S={f['context']} B={f['batch']} failed: {f['error']}")
         print(f"  oom_source: {d['params'].get('oom_source')}")
@@ -60,7 +62,10 @@ def show(part: str, d: dict[str, Any]) -> bool:
         return any(r["status"] == "ok" for r in rows)
     if part == "plugin-eval":
         s = data.get("summary") or {}
-        print("  ", {k: s.get(k) for k in ("training_only_tok_s", "eval_pass_s", "checkpoint_write_s", "checkpoint_read_s")})
+        print(
+            "  ",
+            {k: s.get(k) for k in ("training_only_tok_s", "eval_pass_s", "checkpoint_write_s", "checkpoint_read_s")},
+        )
         return d["status"] == "complete"
     if part in ("step", "gemm"):
         clock = window_clock_mhz(data.get("samples", []))
