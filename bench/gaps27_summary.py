@@ -33,9 +33,10 @@ def part_of(d: dict[str, Any]) -> str:
     return probe
 
 
-def show(part: str, d: dict[str, Any]) -> bool:
-    """Print the part's figures; True when it shows what the part was run for."""
+def show(part: str, d: dict[str, Any], smoke: bool) -> bool:
+    """Print the part's figures; True when it shows what the part was run for (on the GPU, a clock sampled)."""
     data = d["data"]
+    stored = d["status"] in ("complete", "unstable")  # unstable: stored, its noisy windows flagged
     if part.startswith("hvp") or part == "plugin-hvp":
         cands = data.get("candidates", [])
         for c in cands:
@@ -66,16 +67,16 @@ def show(part: str, d: dict[str, Any]) -> bool:
             "  ",
             {k: s.get(k) for k in ("training_only_tok_s", "eval_pass_s", "checkpoint_write_s", "checkpoint_read_s")},
         )
-        return d["status"] == "complete"
+        return stored
     if part in ("step", "gemm"):
         clock = window_clock_mhz(data.get("samples", []))
         print(f"  median window SM clock {clock} MHz; clocks {data.get('clocks')}; ceiling {data.get('ceiling')}")
-        return d["status"] == "complete"
+        return stored and (smoke or clock is not None)  # a CPU has no NVML clock to sample
     if part == "engage-plugin":
         marks = data.get("engagement_warnings", [])
         print("  marks:", sorted({m["kind"] for m in marks}), len(marks))
         return any(m["kind"] == "compile-not-engaged" for m in marks)
-    return d["status"] == "complete"
+    return stored
 
 
 def main(archive: str, smoke: bool, log: str) -> int:
@@ -83,7 +84,7 @@ def main(archive: str, smoke: bool, log: str) -> int:
     for ident, d in documents(archive):
         p, part = d["params"], part_of(d)
         print(ident[:19], part, d["probe"], p.get("preset"), p.get("workload_name"), d["status"], d.get("error") or "")
-        shown[part] = show(part, d) or shown.get(part, False)
+        shown[part] = show(part, d, smoke) or shown.get(part, False)
     want = ["hvp-20m", "hvp-90m", "oom", "plugin-hvp", "plugin-eval", "plugin-sweep", "step", "gemm", "peaks",
             "engage-plugin"]  # fmt: skip
     if smoke:  # the CPU's hvp parts both run the tiny preset, and its peaks part is a recorded refusal
