@@ -21,6 +21,7 @@ STRUCTURE = {
     "another page's number": "a record's headline on the index: a ledger row of the page it links to",
     "code": "text in code (a Reproduce command's options, hashes, a formula: `6·P`): what a reader types or compares",
     "citation": "a cited source's year or issue number (Kaplan et al. 2020, PyTorch issue 130730): the source's name",
+    "formula": "a formula's whole coefficient of a symbol (4·P_all + 2·P_trainable, 6·P): the method, not a result",
     "file size": "a file's size beside its SHA-256 on Benchmarks (807 bytes, SHA-256): its identity, like its hash",
 }
 """What may show a number that no ledger row holds: the page's own structure. Every other number on a page is
@@ -34,6 +35,7 @@ _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?Z?)?\b|\b\d
 _ORDINAL = re.compile(r"^\s*\d+[.)]?\s")
 _VERSION = re.compile(r"\b[Vv]ersions? \d+(?:(?:,| and) \d+)*\b")
 _CITATION = re.compile(r"\bet al\.,? (?:19|20)\d{2}\b|\b(?:PyTorch|GitHub) issues? #?\d+\b")
+_FORMULA = re.compile(r"(?<![\w.,])\d+·(?=[A-Za-z])")
 _FILE_SIZE = re.compile(r"^[\d,]+ bytes, SHA-256\b")
 _VERSION_ROWS = ("driver", "CUDA", "torch", "probebook", "git commit")
 """The Environment block's rows that show a version (CUDA 13.0), by their label."""
@@ -123,7 +125,7 @@ def unledgered(html_text: str, ledger_texts: list[str]) -> list[tuple[str, str, 
             text = _ORDINAL.sub("", text)
         for label in reversed(labels):  # a note above a table says a column's label again
             text = text.replace(label, " ")
-        text = _VERSION.sub(" ", _DATE.sub(" ", _CITATION.sub(" ", _FILE_SIZE.sub(" ", text))))
+        text = _VERSION.sub(" ", _DATE.sub(" ", _CITATION.sub(" ", _FORMULA.sub(" ", _FILE_SIZE.sub(" ", text)))))
         for _, _, shown, _ in numbers_in(text):
             if shown not in known:
                 found.append((kind_of(stack), shown, text[:160]))
@@ -168,13 +170,13 @@ def test_the_walk_finds_a_number_no_ledger_row_shows_and_allows_the_structure():
         '<p>It took <a href="../evidence/x.html#row-1">12.3 ms</a> <a href="#">[2]</a> on torch 2.11.0, v2.</p>'
         "<table><tr><th>CV over 5%</th></tr><tr><td>4,096</td><td>17</td></tr></table>"
         "<pre><code>probebook measure gemm --batch 8</code></pre>"
-        "<p>A typed 7.5 s here.</p><p>Kaplan et al. 2020 (PyTorch issue 130730) count <code>6·P</code>, not 6·P.</p>"
+        "<p>A typed 7.5 s here.</p><p>Kaplan et al. 2020 (PyTorch issue 130730) count <code>6·P</code> or 6·P, not 6 P.</p>"
         "<p>807 bytes, SHA-256 <code>9f2c</code>.</p></article>"
     )
     assert unledgered(page, ["12.3 ms", "4,096"]) == [
         ("table cell", "17", "17"),
         ("prose", "7.5", "A typed 7.5 s here."),
-        ("prose", "6", ", not 6·P."),
+        ("prose", "6", "or  P, not 6 P."),
     ]
     assert unledgered(page, ["12.3 ms", "4,096", "17", "7.5 s", "6"]) == []
 
