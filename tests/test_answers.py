@@ -4,6 +4,7 @@ direction is not resolved, the required Follow-ups and Not measured sections, on
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -122,6 +123,10 @@ def test_a_superseded_version_keeps_an_unresolved_verdict_marked_not_refused(tmp
     page = (paths.tree / "records" / "step-time" / "v2.md").read_text(encoding="utf-8")
     assert page.count(answers.UNRESOLVED_MARK.replace("'", "’")) + page.count(answers.UNRESOLVED_MARK) == 1
     assert answers.UNRESOLVED_MARK not in (paths.tree / "records" / "step-time" / "v3.md").read_text(encoding="utf-8")
+    # the mark's interval level is a ledger row of the page that shows it (issue 23), and of no other
+    rows = json.loads((paths.tree / "ledger.json").read_text(encoding="utf-8"))["rows"]
+    level = [(r["page"], r["text"], r["value"]) for r in rows if r["key"] == "constant(ci_level)"]
+    assert level == [("records/step-time/v2.md", "95%", 0.95)]
 
 
 # -- what a record must say ------------------------------------------------------------------------------------------

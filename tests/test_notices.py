@@ -4,6 +4,7 @@ architecture than the device get a warning. Real temp archives, rendered trees."
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,22 @@ def test_kernels_built_for_another_architecture_are_warned_about(tmp_path):
     assert page.count('!!! warning "Kernels built for another architecture"') == 1
     assert "`foreign` (sha256:" in page and "kernels tagged sm80 ran on it" in page
     assert "`native` (sha256:" not in page.split("## Evidence")[0]  # SM_750 is a namespace, not a tag
+
+
+def test_the_numbers_a_partial_runs_note_quotes_are_ledger_rows_linked_to_it(tmp_path):
+    # issue 23: the budget and the count a stop reason names are shown, so the ledger holds them
+    paths = _site(
+        tmp_path,
+        {"copy": _copy("partial", "BudgetSpent: time budget of 72 s spent after 8 points")},
+        'Copies ran at {{ median(copy, "gb_s") }}.',
+    )
+    build(paths, site=False)
+    ident = Store(paths.archive).ids()[0]
+    rows = json.loads((paths.tree / "ledger.json").read_text())["rows"]
+    quoted = [(r["key"], r["text"], r["value"], r["evidence"]) for r in rows if r["key"].startswith("notice(")]
+    assert quoted == [
+        ("notice(copy).stopped[0]", "72", 72.0, [ident]),
+        ("notice(copy).stopped[1]", "8", 8.0, [ident]),
+    ]
+    page = (paths.tree / "records" / "r" / "v1.md").read_text()
+    assert "time budget of [72](../../evidence/" in page

@@ -63,3 +63,12 @@ def test_interconnect_block_and_unswept_size(library: Library, tmp_path: Path) -
     assert "nvidia-smi was not available" in text and "none named" in text
     with pytest.raises(PageError, match=r"3 MiB was not swept in run \(MiB swept: 0\.25, 1\)"):
         render(library, "{{ ddp(run).sweep_busbw(3) }}", tmp_path)
+
+
+def test_a_projections_gpu_count_is_a_ledger_row_of_no_measurement(library: Library, tmp_path: Path) -> None:
+    _, state = render(library, "{{ ddp(run).projected(64) }} at {{ ddp(run).projected_gpus(64) }} GPUs", tmp_path)
+    gpus = dict(state.rows)["ddp(run).projected_gpus(64)"]
+    assert (gpus.value, gpus.unit, gpus.text) == (64, "", "64")
+    assert gpus.derivation == "the GPU count projected() is evaluated at (64): an input of the page, not a measurement"
+    with pytest.raises(PageError, match=r"projected_gpus\(\): gpus must be >= 1, got 0$"):
+        render(library, "{{ ddp(run).projected_gpus(0) }}", tmp_path)

@@ -86,7 +86,7 @@ def render_one(
     text = (
         layout.header(page, src, box)
         + layout.results_box(page.rel, headlines)
-        + notices.markdown(aliases, evidence.docs)
+        + notices.markdown(aliases, evidence.docs, page.rel)
         + body.strip("\n")
         + "\n"
         + blocks
@@ -101,6 +101,7 @@ def render_one(
         + reproduced
         + list(state.claims.values())
         + list(state.cells.values())
+        + notices.ledger_rows(page.rel, aliases, evidence.docs)
     )
     cited = sorted(state.cited | set(aliases.values()))
     return incremental.PageOutput(

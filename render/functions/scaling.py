@@ -50,7 +50,7 @@ class ScalingView(FieldView):
         "algbw": ("grad_algbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
         "busbw": ("grad_busbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
     }
-    TEMPLATE_ATTRS = frozenset(FIELDS) | {"projected", "sweep_busbw", "interconnect", "unstable"}
+    TEMPLATE_ATTRS = frozenset(FIELDS) | {"projected", "projected_gpus", "sweep_busbw", "interconnect", "unstable"}
 
     def __init__(self, summary: scaling.ScalingSummary, doc: dict[str, Any], ref: EvidenceRef):
         notes = {name: _N1 for name, (source, _, _) in self.FIELDS.items() if getattr(summary, source) is None}
@@ -79,6 +79,21 @@ class ScalingView(FieldView):
             f"{self._key}.projected({n})",
             fmt=".1%",
             note=None if s.grad_allreduce_s is not None else _N1,
+        )
+
+    def projected_gpus(self, gpus: Any) -> Quantity:
+        """The GPU count a projection is made at, as a ledger row: an input the page chooses, not a measurement,
+        so that ``diff`` sees it beside ``projected(n)`` (issue 23)."""
+        n = int(number(gpus, "projected_gpus() gpus"))
+        if n < 1:
+            raise ProbebookError(f"projected_gpus(): gpus must be >= 1, got {n}")
+        return quantity(
+            n,
+            "",
+            self._evidence,
+            f"the GPU count projected() is evaluated at ({n}): an input of the page, not a measurement",
+            f"{self._key}.projected_gpus({n})",
+            fmt="d",
         )
 
     def sweep_busbw(self, mib: Any) -> Quantity:

@@ -9,6 +9,9 @@
   capability (kernels built for another GPU, run through compatibility or JIT) gets a warning.
 - Evidence of a plug-in harness names it and its source hash; an option requested but not engaged and a
   device found busy before timing get a warning (``render.evidence.marks``, issue 27).
+
+The numbers these notes quote from the evidence (a partial run's budget, a harness's file count) are ledger rows
+of the page (``render.numbers.said``, issue 23), linked to the evidence they are quoted from.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from render.derive import kernels
 from render.evidence import marks
+from render.numbers import said
 from render.numbers.links import escape_text, short_id
 
 
@@ -54,16 +58,42 @@ def stop_reason(error: Any) -> str:
     return text or "stopped early"
 
 
-def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
-    """Admonitions for the top of a page: its partial evidence, its kernels built for another architecture."""
+def sentences(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> dict[str, said.Said]:
+    """The evidence's own words the notes quote, by alias and kind (``stop:run``, ``mark:run:1``), as sentences
+    whose numbers are ledger rows."""
+    out = {}
+    for alias in sorted(aliases):
+        ident, doc = aliases[alias], docs[aliases[alias]]
+        if doc.get("status") == "partial":
+            out[f"stop:{alias}"] = said.Said(
+                f"notice({alias}).stopped", stop_reason(doc.get("error")), (ident,), "the partial run's error field"
+            )
+        for i, mark in enumerate(marks.marks(doc)):
+            out[f"mark:{alias}:{i}"] = said.Said(f"notice({alias}).{mark.kind}[{i}]", mark.text, (ident,), mark.title)
+    return out
+
+
+def ledger_rows(page: str, aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ledger rows of the numbers the page's notes quote from its evidence."""
+    return [row for sentence in sentences(aliases, docs).values() for row in said.rows(page, sentence)]
+
+
+def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]], page: str = "") -> str:
+    """Admonitions for the top of a page: its partial evidence, its kernels built for another architecture;
+    ``page`` (its tree path) links the numbers they quote to the evidence."""
+    quoted = sentences(aliases, docs)
+
+    def shown(key: str) -> str:
+        text = escape_text(quoted[key].text)
+        return said.linked(page, text, quoted[key]) if page else text
+
     out = []
     partial = [a for a in sorted(aliases) if docs[aliases[a]].get("status") == "partial"]
     if partial:
         out += ['!!! warning "Partial evidence"', ""]
         for alias in partial:
-            error = stop_reason(docs[aliases[alias]].get("error"))
             out.append(
-                f"    - `{alias}` ({short_id(aliases[alias])}) stopped before it finished: {escape_text(error)}. "
+                f"    - `{alias}` ({short_id(aliases[alias])}) stopped before it finished: {shown(f'stop:{alias}')}. "
                 "What it holds is valid; numbers from it are marked *partial*."
             )
         out.append("")
@@ -80,23 +110,26 @@ def markdown(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> str:
                 "built for another architecture, so their times may not be what a native build achieves.",
                 "",
             ]
-    out += run_marks(aliases, docs)
+    out += run_marks(aliases, docs, shown)
     return "\n".join(out) + ("\n" if out else "")
 
 
-def run_marks(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[str]:
+def run_marks(aliases: dict[str, str], docs: dict[str, dict[str, Any]], shown: Any = None) -> list[str]:
     """Admonition lines for the cited evidence's marks: one note per harness (naming every alias that ran it),
-    then each warning as a warning."""
+    then each warning as a warning; ``shown(key)`` writes a mark's text (``markdown``'s, linking its numbers)."""
     harnesses: dict[str, list[str]] = {}
+    texts: dict[str, str] = {}
     warned = []
     for alias in sorted(aliases):
-        for mark in marks.marks(docs[aliases[alias]]):
+        for i, mark in enumerate(marks.marks(docs[aliases[alias]])):
             named = f"`{alias}` ({short_id(aliases[alias])})"
+            text = shown(f"mark:{alias}:{i}") if shown else escape_text(mark.text)
             if mark.kind == "harness":
                 harnesses.setdefault(mark.text, []).append(named)
+                texts.setdefault(mark.text, text)
             else:
-                warned += [f'!!! warning "{mark.title}"', "", f"    {named}: {escape_text(mark.text)}.", ""]
+                warned += [f'!!! warning "{mark.title}"', "", f"    {named}: {text}.", ""]
     out: list[str] = []
-    for text, runs in harnesses.items():
-        out += ['!!! note "Plug-in harness"', "", f"    {', '.join(runs)} {escape_text(text)}.", ""]
+    for same, runs in harnesses.items():
+        out += ['!!! note "Plug-in harness"', "", f"    {', '.join(runs)} {texts[same]}.", ""]
     return out + warned
