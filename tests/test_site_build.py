@@ -158,6 +158,7 @@ def test_ledger_has_one_row_per_published_number(built: BuildPaths) -> None:
             "median(ablation, step_s, arm=baseline)",
             "project(batch_summary(batch).fastest_tok_s, 250000000).time",
             "saving(ablation, no-optimizer)",
+            "value(sweep, data.samples.15.tokens)",  # the width the prose says, templated from the evidence
         ],
     }
     v1 = {r["key"]: r for r in rows if r["page"] == "records/step-time/v1.md"}
@@ -257,7 +258,7 @@ def test_every_evidence_id_has_a_page_with_downloads(built: BuildPaths) -> None:
 def test_changes_page_without_a_published_ledger_lists_every_number_as_added(built: BuildPaths) -> None:
     page = " ".join(_elements(_article(_html(built, "changes"))).text)
     assert "Nothing has been published yet" in page
-    assert "99 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
+    assert "100 added, 0 removed, 0 changed, 0 unchanged." in " ".join(page.split())
 
 
 def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_here) -> None:
@@ -300,11 +301,11 @@ def test_diff_after_a_changed_derivation(built: BuildPaths, tmp_path: Path, cli_
         assert "tokens 512:" in c["old"]["derivation"] and "tokens 1024:" in c["new"]["derivation"]
         old, new = c["old"]["value"], c["new"]["value"]
         assert c["relative_change"] == pytest.approx((new - old) / abs(old))
-    assert d["unchanged"] == 89  # v1, the playbook, v2's other numbers (its tables too) and its answer did not move
+    assert d["unchanged"] == 90  # v1, the playbook, v2's other numbers (its tables too) and its answer did not move
     fail = cli("diff", str(published), str(tmp_path / "site" / "ledger.json"), "--fail-on-change")
-    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "6 added, 6 removed, 4 changed, 89 unchanged"
+    assert fail.returncode == 1 and fail.stdout.splitlines()[-1] == "6 added, 6 removed, 4 changed, 90 unchanged"
     changes = " ".join(" ".join(_elements((tmp_path / "site" / "changes.html").read_text()).text).split())
-    assert "6 added, 6 removed, 4 changed, 89 unchanged." in changes
+    assert "6 added, 6 removed, 4 changed, 90 unchanged." in changes
     assert "was: step-scaling fit" in changes and "tokens 1024:" in changes
 
 
