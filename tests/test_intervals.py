@@ -63,3 +63,52 @@ def test_mfu_against_a_measured_peak_adds_relative_errors_or_states_none():
     assert (low, high) == pytest.approx((0.5 - 0.5 * 0.1 * 2**0.5, 0.5 + 0.5 * 0.1 * 2**0.5), rel=1e-12)
     shared = Quantity(value=1e15, unit="FLOP/s", uncertainty=(0.9e15, 1.1e15), evidence=(ID_A,), key="peak")
     assert _mfu_interval(_rate((90.0, 110.0)), shared, 0.5) is None  # one document: needs joint resampling
+
+
+# -- joint resampling of numbers that stand on one document ----------------------------------------------------
+
+
+def _median(values: list[float], rows: str, key: str = "m") -> Quantity:
+    recipe = intervals.median_recipe(values, f"{ID_A}|{rows}")
+    return Quantity(
+        value=sorted(values)[len(values) // 2],
+        unit="s",
+        uncertainty=intervals.median_interval(values),
+        evidence=(ID_A,),
+        key=key,
+        resample=recipe,
+    )
+
+
+def test_the_same_windows_are_redrawn_with_the_same_indices():
+    a = intervals.median_recipe([1.0, 2.0, 3.0, 4.0, 5.0], f"{ID_A}|[0, 1, 2, 3, 4]")
+    b = intervals.median_recipe([1.0, 2.0, 3.0, 4.0, 5.0], f"{ID_A}|[0, 1, 2, 3, 4]")
+    assert a is not None and b is not None
+    assert (intervals.draws(a) == intervals.draws(b)).all() and len(intervals.draws(a)) == intervals.RESAMPLES
+    assert intervals.median_recipe([1.0, 2.0], "x") is None  # fewer than three windows: nothing to redraw
+
+
+def test_numbers_of_one_document_combined_get_the_joint_interval():
+    a = _median([1.0, 2.0, 3.0, 4.0, 5.0], "[0, 1, 2, 3, 4]", "a")
+    same = _median([1.0, 2.0, 3.0, 4.0, 5.0], "[0, 1, 2, 3, 4]", "b")
+    # a number over itself: every replicate is exactly 1 (0), where first-order propagation states nothing
+    assert (a / same).uncertainty == (1.0, 1.0) and (a - same).uncertainty == (0.0, 0.0)
+    assert "resampled jointly" in (a / same).derivation
+    other = _median([2.0, 4.0, 6.0, 8.0, 10.0], "[5, 6, 7, 8, 9]", "c")
+    low, high = (other / a).uncertainty  # type: ignore[misc]
+    assert low < 2.0 < high  # other rows: drawn independently, so the ratio spreads
+
+
+def test_a_saving_recipe_is_one_minus_the_ratio_of_its_arms_replicates():
+    arm = intervals.median_recipe([1.0, 1.0, 1.0], "arm")
+    base = intervals.median_recipe([2.0, 2.0, 2.0], "base")
+    assert set(intervals.draws(("saving", arm, base)).tolist()) == {0.5}
+
+
+def test_recorded_params_are_exact_operands():
+    steps = Quantity(value=4.0, unit="", evidence=(ID_A,), key="value(k, params.steps)", exact=True)
+    time = _median([1.0, 2.0, 3.0, 4.0, 5.0], "[0, 1, 2, 3, 4]", "t")
+    per_step = time / steps  # one document, but the param is exact: the median's interval over 4
+    assert per_step.uncertainty == pytest.approx((time.uncertainty[0] / 4, time.uncertainty[1] / 4))  # type: ignore[index]
+    both = steps / Quantity(value=8.0, unit="", evidence=(ID_A,), key="value(k, params.n)", exact=True)
+    assert (both.value, both.uncertainty, both.exact) == (0.5, None, True)

@@ -14,7 +14,10 @@ third. Windows that are all equal give the degenerate interval ``(v, v)``, which
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -22,11 +25,16 @@ from scipy import stats
 from render.derive.paired import LEVEL, RESAMPLES, SEED
 
 __all__ = [
+    "JOINT",
     "LEVEL",
     "MIN_SAMPLES",
     "RESAMPLES",
     "SEED",
+    "Recipe",
+    "draws",
+    "joint_interval",
     "median_interval",
+    "median_recipe",
     "ratio_interval",
     "reciprocal",
     "saving_interval",
@@ -108,3 +116,63 @@ def reciprocal(interval: tuple[float, float] | None, factor: float) -> tuple[flo
     if interval is None or interval[0] <= 0:
         return None
     return factor / interval[1], factor / interval[0]
+
+
+# -- joint resampling: numbers that stand on one document's windows, combined (``Quantity`` arithmetic) --------
+
+JOINT = f"; 95% interval: the operands' windows resampled jointly ({RESAMPLES:,} resamples)"
+"""What a combined number's derivation says when its interval came from ``joint_interval``."""
+
+Recipe = tuple[Any, ...]
+"""How to redraw a page-function number from its windows: ``("median", values, key)`` or
+``("saving", arm_recipe, baseline_recipe)``, ``("exact", value)`` (a recorded param),
+``("reciprocal", k, recipe)``. ``key`` names the document and the rows (``sha256:…|rows``)."""
+
+
+def median_recipe(values: Sequence[float], key: str) -> Recipe | None:
+    """The recipe of a median of ``values`` (the rows ``key`` names); None below ``MIN_SAMPLES`` windows."""
+    if len(values) < MIN_SAMPLES:
+        return None
+    return ("median", tuple(float(v) for v in values), key)
+
+
+@functools.lru_cache(maxsize=512)
+def draws(recipe: Recipe, resamples: int = RESAMPLES) -> np.ndarray:
+    """``resamples`` bootstrap replicates of a recipe's number, in its base unit.
+
+    The resampling indices of a median come from a generator seeded by its ``key`` (the document and the rows it
+    reads), so two numbers over the same windows are redrawn with the same indices, jointly, and numbers over
+    different rows independently: combined replicate by replicate, their replicates are draws of the combination
+    (Efron & Tibshirani 1993, §6.2, the bootstrap of a function of several statistics)."""
+    if recipe[0] == "saving":
+        return np.asarray(1.0 - draws(recipe[1], resamples) / draws(recipe[2], resamples))
+    if recipe[0] == "exact":
+        return np.full(resamples, float(recipe[1]))
+    if recipe[0] == "reciprocal":  # ("reciprocal", k, inner): k / inner, a rate from a time, say
+        return np.asarray(float(recipe[1]) / draws(recipe[2], resamples))
+    values = np.asarray(recipe[1], dtype=float)
+    seed = int.from_bytes(hashlib.sha256(str(recipe[2]).encode()).digest()[:8], "little")
+    index = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
+    return np.asarray(np.median(values[index], axis=1))
+
+
+def _evaluate(expr: Any, leaves: list[np.ndarray]) -> np.ndarray:
+    kind = expr[0]
+    if kind == "leaf":
+        return np.asarray(leaves[expr[1]])
+    if kind == "num":
+        return np.asarray(float(expr[1]))
+    left, right = _evaluate(expr[1], leaves), _evaluate(expr[2], leaves) * expr[3]
+    ops = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(ops[kind](left, right))
+
+
+def joint_interval(expr: Any, recipes: Sequence[Recipe]) -> tuple[float, float] | None:
+    """95% percentile interval of ``expr`` (``render.numbers.quantity``'s expression over leaves) with every leaf
+    redrawn by its recipe, replicate by replicate; None when a replicate has no finite value (a zero divisor)."""
+    values = _evaluate(expr, [draws(r) for r in recipes])
+    if values.ndim == 0 or not np.all(np.isfinite(values)):
+        return None
+    low, high = np.percentile(values, [100 * (1 - LEVEL) / 2, 100 * (1 + LEVEL) / 2])
+    return float(low), float(high)

@@ -242,10 +242,13 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     spans: dict[str, tuple[float, float] | None] = {}
     # the interval is of the rounds' median, so only where the probe's median is that median (tokens/s is the
     # step's tokens over it, so its interval is those tokens over the step's)
+    recipes: dict[str, Any] = {}
     if rounds and _positive(step) and math.isclose(statistics.median(rounds), step, rel_tol=1e-9):
         spans["step"] = step_ci = intervals.median_interval(rounds)
+        recipes["step"] = intervals.median_recipe(rounds, f"{ref.id}|stream rounds of {arm}")
         if _positive(rate):
             spans["tok_s"] = intervals.reciprocal(step_ci, rate * step)
+            recipes["tok_s"] = ("reciprocal", rate * step, recipes["step"]) if recipes["step"] else None
     # each figure is the arm's own summary row on the evidence page's "Other data" (data.arms.<i>.<field>)
     arms = page.data(ref).get("arms") or []
     i = next(j for j, a in enumerate(arms) if isinstance(a, dict) and a.get("arm") == arm)
@@ -254,7 +257,9 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         name: evidence_pages.field_anchor(doc, f"data.arms.{i}.{source}")
         for name, (source, _, _) in StreamView.FIELDS.items()
     }
-    return StreamView(values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, landing, intervals=spans)
+    return StreamView(
+        values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, landing, intervals=spans, resamples=recipes
+    )
 
 
 def _positive(x: Any) -> bool:

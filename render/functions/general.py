@@ -26,7 +26,7 @@ from render.numbers import claims
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.propagation import propagated
-from render.numbers.quantity import Quantity
+from render.numbers.quantity import Quantity, recipes_of, shift_leaves, tree
 from render.numbers.units import conversion_factor
 from render.pages import comparative, methodology
 
@@ -73,7 +73,10 @@ def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", dis
     if isinstance(node, bool) or not isinstance(node, (int, float)):
         raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
     anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
-    q = quantity(node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor)
+    exact = str(path).startswith("params.")  # an input the run was given, not a measurement
+    q = quantity(
+        node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor, exact=exact
+    )
     return q.to(display) if display else q
 
 
@@ -191,14 +194,22 @@ def share_of(page: Page, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Q
     # A quotient's interval, to first order, where the two stand on different evidence (GUM §5.1.2); two numbers
     # of one document share its windows, and no interval is stated for them here.
     ci = propagated("/", part, whole, factor, value)
+    how = _PROPAGATED if ci else ""
+    recipes = recipes_of(part) + recipes_of(whole)
+    exact = all(r is not None and r[0] == "exact" for r in recipes)  # a ratio of recorded params is exact
+    if ci is None and not exact and value is not None and all(r is not None for r in recipes):  # resampled jointly
+        (top, leaves) = tree(part)
+        ci = intervals.joint_interval(("/", top, shift_leaves(tree(whole)[0], len(leaves)), factor), recipes)
+        how = intervals.JOINT if ci else ""
     return Quantity(
         value=value,
         unit="",
         fmt=fmt,
         evidence=tuple(dict.fromkeys(part.evidence + whole.evidence)),
-        derivation=f"{part.key} / {whole.key}" + (_PROPAGATED if ci else ""),
+        derivation=f"{part.key} / {whole.key}" + how,
         key=f"share_of({part.key}, {whole.key})",
         uncertainty=ci,
+        exact=exact,
         note=None if value is not None else "a missing or zero operand",
     )
 
@@ -229,6 +240,7 @@ def median(
         fmt=fmt or spec,
         anchor=with_column(rows_anchor(indices), field),
         uncertainty=intervals.median_interval(values),
+        resample=intervals.median_recipe(values, f"{ref.id}|{indices}"),
     )
     if display:
         return q.to(display)  # the page chose the unit
@@ -256,7 +268,15 @@ def saving(page: Page, ref: Any, arm: str, baseline: str = "baseline", field: st
         anchor=with_column(rows_anchor(arm_rows + base_rows), field),
         bounded=True,
         uncertainty=intervals.saving_interval(arm_values, base_values),
+        resample=_saving_recipe(
+            intervals.median_recipe(arm_values, f"{ref.id}|{arm_rows}"),
+            intervals.median_recipe(base_values, f"{ref.id}|{base_rows}"),
+        ),
     )
+
+
+def _saving_recipe(arm: intervals.Recipe | None, base: intervals.Recipe | None) -> intervals.Recipe | None:
+    return None if arm is None or base is None else ("saving", arm, base)
 
 
 @page_function

@@ -189,9 +189,11 @@ class FieldView:
         notes: dict[str, str] | None = None,
         landing: tuple[str, ...] | dict[str, str] | dict[str, tuple[str, ...]] = (),
         intervals: dict[str, tuple[float, float] | None] | None = None,
+        resamples: dict[str, Any] | None = None,
     ):
         self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
         self._intervals = intervals or {}  # a field's 95% interval in its unit, where the derivation gives one
+        self._resamples = resamples or {}  # a field's recipe for joint resampling (render.derive.intervals)
         # where each evidence document's inputs are (render.numbers.links.rows_anchor), or one place per field
         self._landing = landing
 
@@ -215,6 +217,7 @@ class FieldView:
             f"{self._key}.{name}",
             note=note,
             uncertainty=ci,
+            resample=self._resamples.get(name) if value is not None else None,
             **where,
             **kw,
         )

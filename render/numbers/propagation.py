@@ -15,6 +15,8 @@ class Operand(Protocol):
     def uncertainty(self) -> tuple[float, float] | None: ...
     @property
     def evidence(self) -> tuple[str, ...]: ...
+    @property
+    def exact(self) -> bool: ...
 
 
 Z95 = 1.959963984540054
@@ -26,15 +28,25 @@ def propagated(
 ) -> tuple[float, float] | None:
     """The 95% interval of ``qa op b`` from its operands' intervals, to first order; None where it cannot be stated.
 
-    The rule is the law of propagation of uncertainty for uncorrelated inputs (JCGM 100:2008, the GUM, §5.1.2):
-    ``u(f)² = Σ (∂f/∂xᵢ)² u(xᵢ)²``, each operand's standard error ``u`` read from its 95% interval as
-    ``(high − low) / (2·Z95)``. So a sum or difference adds the standard errors in quadrature (``b`` converted
-    by ``factor``), a product or quotient adds the relative ones, and a plain number is exact; the result is
-    ``value ± Z95·u`` (symmetric, as the first-order rule is). Uncorrelated means from disjoint evidence: two
-    operands that share an evidence document share its windows, and only resampling them jointly (as the
-    derivation that made them does) gives their interval, so none is stated here. None as well when an operand
-    has no interval (a number without one is not exact), or when a relative error needs a zero value.
+        The rule is the law of propagation of uncertainty for uncorrelated inputs (JCGM 100:2008, the GUM, §5.1.2):
+        ``u(f)² = Σ (∂f/∂xᵢ)² u(xᵢ)²``, each operand's standard error ``u`` read from its 95% interval as
+        ``(high − low) / (2·Z95)``. So a sum or difference adds the standard errors in quadrature (``b`` converted
+        by ``factor``), a product or quotient adds the relative ones, and a plain number is exact; the result is
+        ``value ± Z95·u`` (symmetric, as the first-order rule is). Uncorrelated means from disjoint evidence: two
+        operands that share an evidence document share its windows, and only resampling them jointly (as the
+        derivation that made them does) gives their interval, so none is stated here. None as well when an operand
+        has no interval (a number without one is not exact, unless it says so: ``exact``, a recorded param, counts as a
+    plain number), or when a relative error needs a zero value.
     """
+    if not isinstance(b, (int, float)) and b is not None and b.exact and b.value is not None:
+        b = b.value  # a recorded param: a plain number here
+    if qa.exact and qa.value is not None and not isinstance(b, (int, float)) and b is not None and op in ("*", "/"):
+        if op == "*":
+            return propagated("*", b, qa.value, factor, value)  # k·b: b's interval scaled
+        if b.value in (None, 0) or b.uncertainty is None or value is None:
+            return None
+        rel = (b.uncertainty[1] - b.uncertainty[0]) / (2 * Z95) / abs(b.value)
+        return value - Z95 * abs(value) * rel, value + Z95 * abs(value) * rel  # k / b: b's relative error
     if value is None or qa.value is None or qa.uncertainty is None:
         return None
     ua = (qa.uncertainty[1] - qa.uncertainty[0]) / (2 * Z95)

@@ -68,6 +68,14 @@ class Quantity:
     """For a number combined from others (``a / b``, ``a * 2``): its expression over ``leaves``."""
     leaves: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
     """For a combined number: the page-function numbers it is made of (key, evidence, value, unit)."""
+    exact: bool = field(default=False, compare=False)
+    """True for a number exact by nature (a recorded param, a count the probe set): no interval is shown, and
+    in arithmetic it counts as a plain number, where a measured number without an interval stops one."""
+    resample: Any = field(default=None, compare=False, hash=False, repr=False)
+    """For a page-function number drawn from windows: how to redraw it (``render.derive.intervals.Recipe``), so
+    numbers combined from one document's windows get an interval by resampling them jointly."""
+    leaf_resamples: tuple[Any, ...] = field(default=(), compare=False, hash=False, repr=False)
+    """For a combined number: each leaf's recipe (None where a leaf has none), position by position."""
 
     def __post_init__(self) -> None:
         if self.value is not None:
@@ -387,6 +395,14 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
             landing.setdefault(e, a)
     key = f"({qa.key} {op} {b_text})"
     interval = propagated(op, qa, qb if qb is not None else nb, factor, value)
+    recipes = recipes_of(qa) + (recipes_of(qb) if qb is not None else ())
+    how = "; 95% interval propagated to first order (GUM §5.1.2)" if interval else ""
+    exact = bool(recipes) and all(r is not None and r[0] == "exact" for r in recipes)  # params only: no interval
+    if interval is None and not exact and value is not None and recipes and all(r is not None for r in recipes):
+        from render.derive.intervals import JOINT, joint_interval  # numpy loads only where a number needs it
+
+        interval = joint_interval(expr, recipes)
+        how = JOINT if interval else ""
     return Quantity(
         value=value,
         unit=unit,
@@ -396,12 +412,21 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         evidence=evidence,
         anchor=landing.get(evidence[0], "") if evidence else "",
         more_anchors=tuple(landing.get(e, "") for e in evidence[1:]),
-        derivation=key[1:-1] + ("; 95% interval propagated to first order (GUM §5.1.2)" if interval else ""),
+        derivation=key[1:-1] + how,
         key=key[1:-1],
         note=None if value is not None else "a missing operand or a zero divisor",
         expr=expr,
         leaves=leaves,
+        leaf_resamples=recipes,
+        exact=exact,
     )
+
+
+def recipes_of(q: Quantity) -> tuple[Any, ...]:
+    """Each leaf's resampling recipe, aligned with ``tree(q)``'s leaves (an exact number's: itself)."""
+    if q.expr is not None:
+        return q.leaf_resamples
+    return (("exact", q.value),) if q.exact and q.value is not None else (q.resample,)
 
 
 def product_format(qa: Quantity, qb: Quantity) -> str:
