@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from conftest import synthetic_doc as doc
 
 from render.tables import cells, kinds
+from render.tables.columns import Column
 
 A = "sha256:" + "a" * 64
 B = "sha256:" + "b" * 64
@@ -45,9 +48,9 @@ def test_loss_memory_cells_are_ledger_rows_as_the_cells_show_them():
     }
     assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["value"] == 4096
     assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["text"] == "4,096"
-    # each cell links to the samples row it was read from
+    # each cell links to the samples row it was read from, naming the column that holds it
     md = cells.page_markdown(out.layout, PAGE, key, (A,), lambda t: t)
-    link = f"../../evidence/{'a' * 64}.md#row-1"
+    link = f"../../evidence/{'a' * 64}.md?rows=1&col=peak_bytes#row-1"
     title = "table(’loss-memory’, run): peak (GiB), arm=fused, microbatch=2; evidence sha256:aaaaaaaaaaaa"
     assert f'[5.00]({link} "{title}")' in md
     assert md.startswith("In every row — arm: fused; CV over 5%: none.\n\n")  # a name stays text
@@ -64,9 +67,13 @@ def test_a_row_from_two_documents_links_to_both_and_a_constant_is_one_row():
     assert (median["value"], median["unit"], median["text"], median["evidence"]) == (30.0, "ms", "30.00", [A, B])
     assert median["label"] == "median step (ms)"
     md = cells.page_markdown(out.layout, PAGE, key, (A, B), lambda t: t)
-    # the number links to the first document's row, a numbered link to the second's
-    assert f"[30.00](../../evidence/{'a' * 64}.md#row-0 " in md
-    assert f'[\\[2\\]](../../evidence/{"b" * 64}.md#row-0 "evidence 2 of 2: sha256:bbbbbbbbbbbb")' in md
+    # the number links to the first document's row, a numbered link to the second's, each naming the step times
+    assert f"[30.00](../../evidence/{'a' * 64}.md?rows=0&col=step_s#row-0 " in md
+    assert (
+        f'[\\[2\\]](../../evidence/{"b" * 64}.md?rows=0&col=step_s#row-0 "evidence 2 of 2: sha256:bbbbbbbbbbbb")' in md
+    )
+    # a count of windows is read from no one column: the rows alone
+    assert f"[2](../../evidence/{'a' * 64}.md#row-0 " in md
 
 
 def test_a_single_row_table_says_its_numbers_once_above_it_as_rows():
@@ -100,7 +107,10 @@ def test_constant_numbers_above_a_table_are_rows_of_every_row():
     assert ledger[f"{key}[every row].tok_s"] == (102400.0, "102,000")
     assert f"{key}[every row].mode" not in ledger  # a name
     md = cells.page_markdown(out.layout, PAGE, key, (A,), lambda t: t)
-    assert md.startswith(f"In every row — mode: eager; batch: [4](../../evidence/{'a' * 64}.md#samples ")
+    # a number of every row lands on every row, its column named
+    assert md.startswith(
+        f"In every row — mode: eager; batch: [4](../../evidence/{'a' * 64}.md?rows=0-1&col=batch#row-0 "
+    )
 
 
 def test_a_cell_that_lists_numbers_is_a_row_by_its_text():
@@ -120,3 +130,51 @@ def test_a_cell_that_lists_numbers_is_a_row_by_its_text():
 def test_the_json_download_holds_no_provenance_fields():
     out = kinds.render("step-scaling", [doc("step-scaling", [{"tokens": 512, "step_s": 0.02, "batch": 4}])])
     assert "_from" not in out.json and "_rows" not in out.json
+
+
+def test_a_cell_lands_on_its_rows_with_its_column_or_where_its_column_names():
+    record = {"_from": (0, 1), "_rows": {0: [95, 96, 97, 98, 99]}, "_at": {"documents": "data-length_histogram.counts"}}
+    tflops = Column("median_tflop_s", "TFLOP/s", str, source="time_s")
+    windows = Column("windows", "windows", str)
+    documents = Column("documents", "documents", str)
+    # document 1 is read whole (no rows): its link lands on its samples table
+    assert cells.provenance(record, 2, tflops) == ((0, 1), ("samples-r95-99~time_s", ""))
+    assert cells.provenance(record, 2, windows) == ((0, 1), ("samples-r95-99", ""))
+    assert cells.provenance(record, 2, documents) == ((0, 1), ("data-length_histogram.counts",) * 2)
+    assert cells.provenance({}, 2, tflops) == ((0, 1), ("", ""))
+
+
+def test_a_number_of_every_row_lands_on_the_rows_of_every_record():
+    records: list[dict[str, Any]] = [
+        {"_from": (0,), "_rows": {0: [3, 4]}, "_at": {"share": "data-x"}},
+        {"_from": (0, 1), "_rows": {0: [0], 1: [7]}, "_at": {"share": "data-x", "documents": "data-y"}},
+        {"_from": (1,), "_rows": {}},
+    ]
+    # document 1 is read whole by the third record: whole here too; only the _at all three name alike stays
+    assert cells.merged(records) == {"_from": (0, 1), "_rows": {0: [0, 3, 4]}}
+    assert cells.merged(records[:2]) == {"_from": (0, 1), "_rows": {0: [0, 3, 4], 1: [7]}, "_at": {"share": "data-x"}}
+    assert cells.merged([{"_from": (0,)}, {}]) == {}  # a record of every document: so is the merge
+
+
+def test_length_histogram_cells_land_on_the_histogram_rows_of_their_evidence_page():
+    hist = {"edges": [0, 1, 2, 4], "counts": [2, 0, 6]}
+    out = kinds.render("padding-lengths", [doc("padding", [], length_histogram=hist)])
+    assert out.layout is not None
+    md = cells.page_markdown(out.layout, PAGE, "t", (A,), lambda t: t)
+    page = f"../../evidence/{'a' * 64}.md"
+    assert f'[6]({page}#data-length_histogram.counts "t: documents, from_tokens=2; evidence sha256:aaaaaaaaaaaa")' in md
+    assert (
+        f'[4]({page}#data-length_histogram.edges "t: below (tokens), from_tokens=2; evidence sha256:aaaaaaaaaaaa")'
+        in md
+    )
+    assert "#samples" not in md
+
+
+def test_gemm_throughput_cells_land_on_the_shape_rows_with_their_times():
+    rows = [{"shape": "s", "m": 8, "n": 8, "k": 8, "time_s": t} for t in (1e-6, 2e-6, 3e-6)]
+    other = [{"shape": "o", "m": 4, "n": 4, "k": 4, "time_s": 1e-6}]
+    out = kinds.render("gemm", [doc("gemm", other + rows)])
+    assert out.layout is not None
+    md = cells.page_markdown(out.layout, PAGE, "t", (A,), lambda t: t)
+    # shape s is rows 1-3: 2·8³ FLOP over the median 2 µs is 0.000512 TFLOP/s, linked to those rows' times
+    assert f"[0.000512](../../evidence/{'a' * 64}.md?rows=1-3&col=time_s#row-1 " in md

@@ -3,9 +3,13 @@
 A table builder (``render.tables.kinds``) may give each record ``_from``, the positions in the table's documents
 of the evidence the record is derived from, and ``_rows``, for each of those positions the ``data.samples`` rows
 it read; a record without ``_from`` is derived from every document (a share of the whole, say), so its cells link
-to all of them. ``Layout`` keeps the shown grid as plain data (tables are kept between builds in a pickle, so
-nothing callable); a page turns it into linked Markdown and ledger rows with its own path and the evidence ids its
-aliases name, as ``Quantity.markdown`` and ``Quantity.ledger_row`` do for a page function's number.
+to all of them. A cell lands on its record's rows with the samples field its column reads (``Column.source``) named,
+so the landing scrolls that column into view; ``_at`` (column key -> anchor) names, for a column read from elsewhere
+on the evidence page (a ``data`` field such as the length histogram), where that is. A number the constants note
+says once for every row lands on the rows of every record. ``Layout`` keeps the shown grid as plain data (tables
+are kept between builds in a pickle, so nothing callable); a page turns it into linked Markdown and ledger rows with
+its own path and the evidence ids its aliases name, as ``Quantity.markdown`` and ``Quantity.ledger_row`` do for a
+page function's number.
 
 A cell's row holds the number as the cell shows it: ``value`` in the column's shown unit (ms, GiB, tokens/s; a
 percent column's value is the fraction), ``unit`` that unit, ``text`` the cell's text, and ``label`` the header.
@@ -17,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from render.numbers.links import number_links, rows_anchor, short_id, title_text
+from render.numbers.links import number_links, rows_anchor, short_id, title_text, with_column
 
 ROW_KEYS: dict[str, tuple[str, ...]] = {
     "step-scaling": ("mode", "batch", "tokens"),
@@ -85,11 +89,35 @@ def row_key(kind: str, record: dict[str, Any], position: int) -> str:
     return ", ".join(f"{k}={v}" for k, v in named) if named else f"row {position + 1}"
 
 
-def provenance(record: dict[str, Any], n_docs: int) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """(source positions, their anchors) of one record: its ``_from`` and ``_rows``, or every document."""
+def provenance(record: dict[str, Any], n_docs: int, column: Any = None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """(source positions, their anchors) of one record's cell in ``column``: its ``_from``, or every document; each
+    source's anchor the column's ``_at`` entry, else its ``_rows`` with the column's samples field, else "" (the
+    whole samples table)."""
     sources = tuple(sorted(set(record.get("_from", range(n_docs)))))
+    key, field = (column.key, column.source) if column is not None else ("", "")
+    at = (record.get("_at") or {}).get(key)
+    if at:
+        return sources, (at,) * len(sources)
     rows = record.get("_rows") or {}
-    return sources, tuple(rows_anchor(rows[s]) if s in rows else "" for s in sources)
+    return sources, tuple(with_column(rows_anchor(rows[s]), field) if s in rows else "" for s in sources)
+
+
+def merged(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The provenance of a number every record shares (the constants note's): every record's documents, and of
+    each document the rows of every record that read it; a document some record reads whole (no rows) is whole
+    here too, and an ``_at`` stays where every record names the same place. No ``_from`` on a record is every
+    document, so the merge is too."""
+    if not records or any("_from" not in r for r in records):
+        return {}
+    sources = sorted({s for r in records for s in r["_from"]})
+    rows: dict[int, list[int]] = {}
+    for s in sources:
+        reading = [r for r in records if s in r["_from"]]
+        if all(s in (r.get("_rows") or {}) for r in reading):
+            rows[s] = sorted({i for r in reading for i in r["_rows"][s]})
+    first = records[0].get("_at") or {}
+    at = {k: a for k, a in first.items() if all((r.get("_at") or {}).get(k) == a for r in records)}
+    return {"_from": tuple(sources), "_rows": rows, **({"_at": at} if at else {})}
 
 
 def origin(pairs: Any) -> dict[str, Any]:
@@ -104,7 +132,7 @@ def origin(pairs: Any) -> dict[str, Any]:
 
 
 def public(record: dict[str, Any]) -> dict[str, Any]:
-    """The record without its provenance fields (``_from``, ``_rows``): what the JSON download holds."""
+    """The record without its provenance fields (``_from``, ``_rows``, ``_at``): what the JSON download holds."""
     return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
@@ -131,20 +159,19 @@ def layout(
 ) -> Layout:
     """The table's ``Layout``: ``grid`` its escaped cells, ``texts`` the same cells' plain text, row by row."""
     cells: list[Cell] = []
-    every = tuple(range(n_docs))
+    every = merged(records)
     for j, (column, text) in enumerate(constant):
         value = records[0].get(column.key) if records else None
         number, shows = cell_of(column, value, text)
         if shows:
-            cells.append(
-                Cell(-1, j, column.key, column.header, EVERY_ROW, number, column.unit, text, every, ("",) * n_docs)
-            )
+            sources, anchors = provenance(every, n_docs, column)
+            cells.append(Cell(-1, j, column.key, column.header, EVERY_ROW, number, column.unit, text, sources, anchors))
     for i, record in enumerate(records):
-        sources, anchors = provenance(record, n_docs)
         key = row_key(kind, record, i)
         for j, column in enumerate(shown):
             number, shows = cell_of(column, record.get(column.key), texts[i][j])
             if shows:
+                sources, anchors = provenance(record, n_docs, column)
                 cells.append(
                     Cell(i, j, column.key, column.header, key, number, column.unit, texts[i][j], sources, anchors)
                 )

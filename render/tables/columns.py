@@ -69,6 +69,10 @@ class Column:
     """Shown value per raw value (1e3 for seconds shown in ms): a cell's ledger value is the number as shown."""
     counts: bool = False
     """A text column whose cells list numbers (``16 32``): each cell is a ledger row too, with its text only."""
+    source: str = ""
+    """The ``data.samples`` field the column's number is read or derived from (``step_s`` for a median step in ms):
+    its links name that column, so the landing on the rows scrolls it into view (``render.numbers.links.with_column``);
+    "" for a number read from no one field (a count of rows)."""
 
 
 # --- pure helpers (units in the names) --------------------------------------------------
@@ -353,22 +357,24 @@ def fmt_gib(x: float) -> str:
 
 
 def shown_in(field: str) -> dict[str, Any]:
-    """A ``Column``'s ``unit`` and ``scale`` for evidence field ``field`` (``unit_of``): ``**shown_in(f)``."""
+    """A ``Column``'s ``unit``, ``scale`` and ``source`` for evidence field ``field`` (``unit_of``):
+    ``**shown_in(f)``."""
     unit = unit_of(field)
-    return {"unit": unit.label, "scale": unit.per_raw}
+    return {"unit": unit.label, "scale": unit.per_raw, "source": field}
 
 
 COLUMNS: dict[str, Column] = {
     # text and counts shown under their own key
     **{k: Column(k, k, fmt_text, False) for k in ("mode", "model", "status", "arm", "shape", "category", "batching")},
     "kernel": Column("kernel", "kernel", fmt_text, False, abbreviate=True),
-    **{
-        k: Column(k, k, fmt_count)
-        for k in ("batch", "tokens", "context", "microbatch", "windows", "m", "n", "k", "calls")
-    },
-    **{k: Column(k, k, fmt_count) for k in ("rows", "documents")},
-    "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count),
-    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3), unit="tokens/s"),  # three figures, never six
+    # a count read from the samples field of its name (its links name that column); windows and documents are
+    # counted rows, read from no one field
+    **{k: Column(k, k, fmt_count, source=k) for k in ("batch", "tokens", "context", "microbatch", "m", "n", "k")},
+    **{k: Column(k, k, fmt_count, source=k) for k in ("calls", "rows")},
+    **{k: Column(k, k, fmt_count) for k in ("windows", "documents")},
+    "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count, source="tokens_per_step"),
+    # three figures, never six
+    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3), unit="tokens/s", source="tok_s"),
     "peak_bytes": Column("peak_bytes", f"peak ({unit_of('peak_bytes').label})", fmt_gib, **shown_in("peak_bytes")),
     "device_time_s": Column(
         "device_time_s", f"device time ({unit_of('device_time_s').label})", fmt_ms, **shown_in("device_time_s")

@@ -7,6 +7,7 @@ rows unformatted as CSV and JSON downloads. The columns, formatters and writers 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from render.numbers.reading import significant
 from render.tables import cells
 from render.tables.cells import origin
 from render.tables.columns import (
+    COLUMNS,
     NUMBER,
     Column,
     TableOutput,
@@ -95,12 +97,17 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
     if not spread:  # no probe points (imported rows): no CV column, in the page or the downloads
         for record in records:
             del record["cv"]
+    # tokens/s and tokens/step are derived from the step times and the tokens the rows name: their links say so
+    tok_s = dataclasses.replace(COLUMNS["tok_s"], source="step_s")
+    per_step = dataclasses.replace(COLUMNS["tokens_per_step"], source="tokens")
     cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
-        "mode batch tokens tok_s",
+        "mode batch tokens",
+        tok_s,
         Column("median_step_s", "median step (ms)", fmt_ms, **shown_in("step_s")),
         Column("min_step_s", "fastest (ms)", fmt_ms, **shown_in("step_s")),
         Column("max_step_s", "slowest (ms)", fmt_ms, **shown_in("step_s")),
-        "tokens_per_step windows",
+        per_step,
+        "windows",
         *(["cv"] if spread else []),  # the probe's per-point CV, where its evidence has points
         "unstable",
     )
@@ -168,19 +175,19 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         "model",
         "context",
         Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3), **shown_in("tok_s")),
-        Column("fastest_stable_batch", "fastest batch", fmt_count),
+        Column("fastest_stable_batch", "fastest batch", fmt_count, source="batch"),
         Column(
             "peak_bytes_at_fastest",
             f"peak at fastest ({unit_of('peak_bytes').label})",
             fmt_gib,
             **shown_in("peak_bytes"),
         ),
-        Column("largest_fitting_batch", "largest fitting batch", fmt_count),
-        Column("first_oom_batch", "first OOM batch", fmt_count),
+        Column("largest_fitting_batch", "largest fitting batch", fmt_count, source="batch"),
+        Column("first_oom_batch", "first OOM batch", fmt_count, source="batch"),
         Column("batches_tried", "batches tried", fmt_count),
-        Column("params", "parameters", lambda x: numbers.general(x, 3)),
-        Column("unstable_batches", "unstable batches (CV over 5%)", fmt_text, False, counts=True),
-        Column("spilled_batches", "spilled batches", fmt_text, False, counts=True),
+        Column("params", "parameters", lambda x: numbers.general(x, 3), source="params"),
+        Column("unstable_batches", "unstable batches (CV over 5%)", fmt_text, False, counts=True, source="batch"),
+        Column("spilled_batches", "spilled batches", fmt_text, False, counts=True, source="batch"),
     )
     return cols, records
 
@@ -234,8 +241,9 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
     tf = lambda x: significant(x, 3)  # noqa: E731 - a one-line formatter
     cols = columns(
         "shape",
-        Column("median_tflop_s", "TFLOP/s at median", tf, unit="TFLOP/s"),
-        Column("best_tflop_s", "best TFLOP/s", tf, unit="TFLOP/s"),
+        # TFLOP/s are 2·m·n·k over the window times: their links name the times' column
+        Column("median_tflop_s", "TFLOP/s at median", tf, unit="TFLOP/s", source="time_s"),
+        Column("best_tflop_s", "best TFLOP/s", tf, unit="TFLOP/s", source="time_s"),
         Column("median_time_s", "median time (ms)", fmt_ms, **shown_in("time_s")),
         "m n k windows",
     )

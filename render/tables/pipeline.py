@@ -8,6 +8,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.derive import kernels
 from render.derive import padding as padmod
+from render.evidence.pages import field_anchor
 from render.numbers.reading import significant
 from render.numbers.units import percent
 from render.tables.cells import origin
@@ -33,11 +34,12 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
             )
     cols = columns(
         "batching",
-        Column("bucket_size", "bucket (tokens)", fmt_count, unit="tokens"),
+        Column("bucket_size", "bucket (tokens)", fmt_count, unit="tokens", source="bucket_size"),
         "rows",
-        Column("padding_share", "padding, rows at width", percent),
-        Column("padding_share_longest", "padding, microbatch at longest", percent),
-        Column("roots_per_window", "roots per window", lambda x: significant(x, 3)),
+        # each share is 1 − tokens / slots: its link names the slots' column, the tokens beside it
+        Column("padding_share", "padding, rows at width", percent, source="slots_width"),
+        Column("padding_share_longest", "padding, microbatch at longest", percent, source="slots_longest"),
+        Column("roots_per_window", "roots per window", lambda x: significant(x, 3), source="distinct_roots"),
     )
     return cols, records
 
@@ -49,9 +51,22 @@ def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
         _need("padding-lengths", "padding", doc)
         hist = doc["data"]["length_histogram"]
         total = sum(hist["counts"])
+        # the histogram is a data field of its evidence page, not its samples: the cells land on its rows there
+        edges, counts = (
+            field_anchor(doc, "data.length_histogram.edges"),
+            field_anchor(doc, "data.length_histogram.counts"),
+        )
+        at = {"from_tokens": edges, "below_tokens": edges, "documents": counts, "share": counts}
         for low, high, n in zip(hist["edges"][:-1], hist["edges"][1:], hist["counts"], strict=True):
             records.append(
-                {"from_tokens": low, "below_tokens": high, "documents": n, "share": n / total, **origin([(d, None)])}
+                {
+                    "from_tokens": low,
+                    "below_tokens": high,
+                    "documents": n,
+                    "share": n / total,
+                    **origin([(d, None)]),
+                    "_at": at,
+                }
             )
     cols = columns(
         Column("from_tokens", "from (tokens)", fmt_count, unit="tokens"),
@@ -96,7 +111,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         Column("top_attention_kernel", "top attention kernel", fmt_text, False, abbreviate=True),
         Column("arch_tags", "arch", fmt_text, False),
         Column("median_step_s", "step (ms)", fmt_ms, **shown_in("step_s")),
-        Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}"),
+        Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}", source="step_s"),
         Column("rounds_cv", "CV of rounds", percent),
     ]
     return cols, records
