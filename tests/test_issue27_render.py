@@ -4,6 +4,8 @@ and the run marks (harness and hash, engagement, busy device) with their notices
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from measure.errors import ProbebookError
@@ -11,6 +13,7 @@ from render.derive import correctness, followup, gemm, lossmem, workload
 from render.evidence import marks
 from render.functions import general
 from render.functions.derivations import Library
+from render.functions.followup import optimizer_timing
 from render.functions.page import Page
 from render.pages import notices
 
@@ -203,3 +206,23 @@ def test_record_notices_group_one_harness_and_warn_per_alias():
     assert text.count('!!! note "Plug-in harness"') == 1
     assert "`a` (sha256:111111111111), `b` (sha256:222222222222) ran the plug-in harness" in text
     assert text.count("!!! warning") == 2 and '!!! warning "Device busy before timing"' in text
+
+
+def test_a_points_busy_flag_reads_as_its_evidence_page_shows_it_and_cites_that_run_alone():
+    camp, manifest, run = ("sha256:" + c * 64 for c in "cdf")
+    docs = {
+        camp: {
+            "probe": "campaign",
+            "params": {"manifest": manifest},
+            "data": {"points": [_point("20m-s512-b1", run, 0.02)]},
+        },
+        manifest: {"probe": "campaign", "params": {}, "data": {"kind": followup.KIND}},
+        run: {**_doc("20m", 512, 1, True), "probe": "optimizer"},
+    }
+    (point,) = optimizer_timing(Page(Library(docs), {"followup": camp}), "followup")
+    busy = point.busy
+    # the evidence page shows the boolean data.device_check.busy as "yes" (render.evidence.fields.value_text)
+    assert (busy.value, busy.text, busy.evidence, busy.anchor) == (1, "yes", (run,), "data-device_check.busy")
+    assert busy.more_anchors == ()
+    assert point.share.evidence == (camp, run)  # the receipt's numbers cite both
+    assert replace(busy, value=0).text == "no"

@@ -3,7 +3,8 @@
 
 ``optimizer_timing(ref)`` takes a collected follow-up (``campaign`` evidence whose manifest's ``data.kind`` is
 ``optimizer-timing``) and returns its measured points, each a view with ``.context .batch .share .optimizer
-.tok_s .overhead .busy`` (1 when the point's idle check found the device busy); a page loops over them.
+.tok_s .overhead .busy`` (``yes`` when the point's idle check found the device busy, as its evidence page shows
+it); a page loops over them.
 ``optimizer_timing_summary(ref)``: ``.points .busy .share_min .share_max`` over the same points. Each Quantity
 cites the campaign and the point's instrumented evidence.
 """
@@ -21,7 +22,7 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
 from render.numbers.links import POINTS, point_anchor
-from render.numbers.quantity import Quantity
+from render.numbers.quantity import FLAG, Quantity
 
 
 class OptimizerPointView(FieldView):
@@ -32,7 +33,7 @@ class OptimizerPointView(FieldView):
         "optimizer": ("optimizer_median_s", "s", {"display": "ms", "fmt": ".3g"}),
         "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
         "overhead": ("instrumentation_overhead", "", {"fmt": ".1%"}),
-        "busy": ("device_busy", "", {"fmt": "d"}),
+        "busy": ("device_busy", "", {"fmt": FLAG}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -40,6 +41,10 @@ class OptimizerPointView(FieldView):
         q = super().__getattr__(name)
         if name == "tok_s":  # the receipt's rate is the baseline run's (not archived), not the instrumented run's
             return replace(q, evidence=q.evidence[:1], more_anchors=())
+        if name == "busy":  # the instrumented run's own idle check, which the campaign's receipt does not hold
+            return replace(
+                q, evidence=q.evidence[1:], anchor=q.more_anchors[0] if q.more_anchors else "", more_anchors=()
+            )
         return q
 
 
@@ -70,7 +75,8 @@ def _landing(page: Page, index: int, instrumented: str) -> dict[str, tuple[str, 
     doc = page.library.docs[instrumented]
     out: dict[str, tuple[str, ...]] = {}
     for name, (source, _, _) in OptimizerPointView.FIELDS.items():
-        # context and batch are in the point's name (``20m-s1024-b8``); busy only on the instrumented run's page
+        # context and batch are in the point's name (``20m-s1024-b8``); busy only on the instrumented run's page,
+        # which alone it cites (OptimizerPointView.__getattr__)
         cell = point_anchor(index) if name in ("context", "batch", "busy") else point_anchor(index, source)
         path = _INSTRUMENTED.get(name)
         out[name] = (cell, evidence_pages.field_anchor(doc, path) if path else "")

@@ -24,6 +24,10 @@ from render.numbers.links import number_links, short_id, title_text
 from render.numbers.propagation import propagated
 from render.numbers.units import TIME, UnitError, conversion_factor
 
+FLAG = "yes/no"
+"""The ``fmt`` of a flag (1 or 0, say a device found busy): shown ``yes`` or ``no``, as an evidence page shows the
+boolean it was read from (``render.evidence.fields.value_text``), so the link lands on the text it shows."""
+
 
 @dataclass(frozen=True)
 class Quantity:
@@ -148,6 +152,8 @@ class Quantity:
 
     def _format(self, value: float, scale: float) -> str:
         """One number (a value or a bound, already in the shown unit) as text, without its unit."""
+        if self.fmt == FLAG:
+            return "yes" if value else "no"
         places = self._decimals(scale)
         if self.fmt.endswith("%"):
             if places is None:
