@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -16,6 +17,7 @@ from measure.errors import ProbebookError
 from render.build import dirty, incremental, sealed
 from render.build.stages import BuildPaths, build
 from render.charts.output import PENDING
+from render.pages import layout
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
 
@@ -164,3 +166,33 @@ def test_a_tree_only_build_makes_the_next_site_build_a_full_one(tmp_path: Path) 
     full = _paths(tmp_path / "full", docs)
     build(full, full=True)
     assert _files(paths.site) == _files(full.site)
+
+
+def _index(path: Path, *pages: str) -> None:
+    docs = [{"location": f"{p}#{n}" if n else p, "title": p, "text": str(n)} for p in pages for n in ("", "s")]
+    path.write_text(json.dumps({"config": {}, "docs": docs}), encoding="utf-8")
+
+
+def test_a_rebuilt_page_with_no_search_entries_loses_its_old_ones(tmp_path: Path) -> None:
+    previous, partial = tmp_path / "previous.json", tmp_path / "partial.json"
+    _index(previous, "a.html", "b.html", "c.html")
+    _index(partial, "b.html")
+    # a.html was rendered again and has no entries now (a version superseded since: search exclude); c.html was not
+    assert dirty.merge_search_index(previous, partial, {"a.html", "b.html"})
+    merged = json.loads(partial.read_text(encoding="utf-8"))["docs"]
+    assert [e["location"] for e in merged] == ["b.html", "b.html#s", "c.html", "c.html#s"]
+    # a rebuilt page its old index never held: its place is unknown, so the build is a full one
+    _index(partial, "d.html")
+    assert not dirty.merge_search_index(previous, partial, {"d.html"})
+
+
+def test_a_superseded_version_is_left_out_of_the_search_index(tmp_path: Path) -> None:
+    paths = _paths(tmp_path / "site", SITE / "docs")
+    build(paths, full=True)
+    (record,) = {p.parent.name for p in (SITE / "docs" / "records").glob("*/v2.md")}
+    pages = {e["location"].split("#")[0] for e in json.loads((paths.site / dirty.SEARCH_INDEX).read_bytes())["docs"]}
+    assert f"records/{record}/v2.html" in pages
+    assert f"records/{record}/v1.html" not in pages
+    assert (paths.site / "records" / record / "v1.html").is_file()  # built, linked, only not searched
+    assert (paths.tree / "records" / record / "v1.md").read_bytes().startswith(layout.UNSEARCHED_META)
+    assert (paths.tree / "records" / record / "v2.md").read_bytes().startswith(layout.SEALED_META)

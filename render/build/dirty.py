@@ -166,11 +166,13 @@ def _page_of(location: str) -> str:
     return location.split("#", 1)[0]
 
 
-def merge_search_index(previous: Path, partial: Path) -> bool:
+def merge_search_index(previous: Path, partial: Path, rebuilt: set[str] | frozenset[str] = frozenset()) -> bool:
     """Write into ``partial`` (the dirty build's index: rebuilt pages only) the full index; False if it cannot.
 
     The previous site's index already passed the sanitizer; the rebuilt pages' entries pass it now. Each
     rebuilt page's entries take the place its old ones held, so the order is the full build's page order.
+    ``rebuilt``: the site paths of the pages the engine rendered; one of them with no entries now (a version
+    superseded since, which ``search: exclude`` leaves out) loses its old ones, as a full build would have none.
     """
     try:
         old = json.loads(previous.read_bytes())
@@ -188,7 +190,8 @@ def merge_search_index(previous: Path, partial: Path) -> bool:
     for entry in old.get("docs", []):
         page = _page_of(entry["location"])
         if page not in fresh:
-            merged.append(entry)
+            if page not in rebuilt:
+                merged.append(entry)
         elif page not in placed:
             merged += fresh[page]
             placed.add(page)

@@ -111,7 +111,7 @@ def render_pages(
     ``later``: charts are described, not drawn, and drawn by it (``render.build.deferred``); pages and derivations
     holding its placeholders are cached once it has settled them.
     """
-    tree = Tree()
+    tree = Tree(unsearched=layout.superseded_pages(src))
     library = Library(evidence.docs, derived.load() if derived is not None else None)
     library.later = later is not None
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
@@ -272,7 +272,8 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
     Only files whose bytes changed are rewritten (``render.build.incremental.write_tree``); returns their paths.
     """
     _owned_or_empty(out, TREE_MARKER, "the build folder")
-    files = {rel: layout.sealed(rel, data) for rel, data in tree.files.items()}  # no page meta from prose
+    # no page meta from prose; render's own keeps superseded versions out of the search index
+    files = {rel: layout.sealed(rel, data, rel in tree.unsearched) for rel, data in tree.files.items()}
     return incremental.write_tree(files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
 
 
@@ -370,7 +371,8 @@ def make_site(
             started = None  # used: a second run starts its own
             changed = dirty.changed_since(out, seen)
             index = dirty.SEARCH_INDEX
-            reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index)
+            pages = {dirty.site_path(rel) for rel in rewritten or [] if rel.endswith(".md")}
+            reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index, pages)
             if reuse:
                 sanitize.clean_site(out, only=changed)
             else:  # a page's search entries cannot be placed, or a linked file was written: build it all

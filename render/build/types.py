@@ -81,6 +81,8 @@ class Tree:
     """Tree paths left as the last build wrote them (evidence pages whose inputs did not change)."""
     rewritten: list[str] | None = None
     """Tree paths this build wrote (bytes new or changed); None before the tree is written."""
+    unsearched: set[str] = field(default_factory=set)
+    """Tree paths of pages left out of the search index: superseded record versions (``layout.sealed``)."""
     units: dict[str, list[Any]] = field(default_factory=dict)
     """Evidence id -> [key, tree paths] of its page, for the next build's ``previous``."""
     headlines: dict[str, list[tuple[str, Quantity]]] = field(default_factory=dict)

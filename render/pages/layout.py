@@ -216,11 +216,23 @@ def nav_title(text: str) -> str:
 # no meta; whatever the prose or evidence put first is then body (only the first block is read), where the
 # sanitizer sees it. Titles reach the theme from the nav (``nav_title``) and the first heading alone.
 SEALED_META = b"---\n{}\n---\n"
+UNSEARCHED_META = b"---\nsearch:\n  exclude: true\n---\n"
+"""The meta of a page left out of the search index (mkdocs-material's ``search: exclude``), render's own: a
+superseded record version, which the current one's entries already answer for; an archived version is reached from
+its record's version line and the Archive page. Each was a record's worth of entries searched before an answer."""
 
 
-def sealed(rel: str, data: bytes) -> bytes:
-    """A tree file as the engine reads it: a Markdown page opens with ``SEALED_META``, anything else as it is."""
-    return SEALED_META + data if rel.endswith(".md") else data
+def sealed(rel: str, data: bytes, unsearched: bool = False) -> bytes:
+    """A tree file as the engine reads it: a Markdown page opens with ``SEALED_META`` (``UNSEARCHED_META`` when
+    ``unsearched``), anything else as it is."""
+    if not rel.endswith(".md"):
+        return data
+    return (UNSEARCHED_META if unsearched else SEALED_META) + data
+
+
+def superseded_pages(sources: Sources) -> set[str]:
+    """Tree paths of every record version a later one replaced."""
+    return {p.rel for r in sources.records for p in r.versions if p is not r.current}
 
 
 NOT_IN_NAV = "/evidence/\n/bench.md"
