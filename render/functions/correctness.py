@@ -158,7 +158,32 @@ def hvp(
         if selected
         else f"hvp({call_text(ref.alias, method, mode, dtype, which.batch)})"
     )
-    return HvpView(values, (ref.id,), what, key, landing=_candidate_rows(page, ref, which))
+    spans, recipes = _warm_spans(values, f"{ref.id}|hvp {which}")
+    return HvpView(
+        values, (ref.id,), what, key, landing=_candidate_rows(page, ref, which), intervals=spans, resamples=recipes
+    )
+
+
+def warm_times(values: dict[str, Any]) -> list[float]:
+    """A candidate's warm windows (s), where their median is the ``warm_median_s`` it reports (else none)."""
+    times = values.get("warm_times_s")
+    median: Any = values.get("warm_median_s")
+    if not isinstance(times, list) or not all(_positive(t) for t in times) or not times or not _positive(median):
+        return []
+    return [float(t) for t in times] if math.isclose(statistics.median(times), median, rel_tol=1e-9) else []
+
+
+def _warm_spans(values: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The warm call's interval and recipe (a bootstrap of its windows), and tokens/s's (tokens over the warm call)."""
+    times = warm_times(values)
+    spans: dict[str, Any] = {"warm": intervals.median_interval(times) if times else None}
+    recipes: dict[str, Any] = {"warm": intervals.median_recipe(times, key) if times else None}
+    rate: Any = values.get("tok_s")
+    if spans["warm"] is not None and _positive(rate):
+        tokens = rate * values["warm_median_s"]
+        spans["tok_s"] = intervals.reciprocal(spans["warm"], tokens)
+        recipes["tok_s"] = ("reciprocal", tokens, recipes["warm"]) if recipes["warm"] else None
+    return spans, recipes
 
 
 def _candidate_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) -> dict[str, str]:
@@ -205,19 +230,20 @@ def hvp_speedup(
 
     data = page.data(ref)
     try:
-        slow_s = correctness.hvp_candidate(data, key(slow))["warm_median_s"]
-        fast_s = correctness.hvp_candidate(data, key(fast))["warm_median_s"]
-        value = correctness.speedup(slow_s, fast_s)
+        slow_c, fast_c = correctness.hvp_candidate(data, key(slow)), correctness.hvp_candidate(data, key(fast))
+        value = correctness.speedup(slow_c["warm_median_s"], fast_c["warm_median_s"])
     except ProbebookError as exc:
         raise ProbebookError(f"hvp_speedup(): {ref.alias} ({ref.short}): {exc}") from None
     return quantity(
         value,
         "",
         ref,
-        f"warm median H·v time of {key(slow)} / that of {key(fast)}",
+        f"warm median H·v time of {key(slow)} / that of {key(fast)}; 95% interval: the two candidates' warm windows "
+        f"resampled apart ({intervals.RESAMPLES:,} resamples)",
         f"hvp_speedup({call_text(ref.alias, slow, fast, *([method] if slow in modes else []), dtype, b)})",
         fmt=".3g",
         order=(fast, slow) if value >= 1 else (slow, fast),
+        uncertainty=intervals.ratio_interval(warm_times(slow_c), warm_times(fast_c)),
     )
 
 
