@@ -94,6 +94,33 @@ def fixture_site_paths(root: Path, docs: Path | None = None) -> Any:
     )
 
 
+def repository_site_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's own site (docs/ and archive/, the published ledger read for the Changes page), built once
+    per session and shared by every test that reads it (``shared_folder``); read it, never write to it."""
+    from measure.cli import declarations
+    from render.build.stages import BuildPaths, build
+
+    def make(folder: Path) -> None:
+        build(
+            BuildPaths(
+                docs=REPO / "docs",
+                archive=REPO / "archive",
+                build=folder / "build",
+                site=folder / "site",
+                config=REPO / "mkdocs.yml",
+                declarations=declarations(),
+            )
+        )
+
+    return shared_folder(tmp_path_factory, "repository-site", make) / "site"
+
+
+@pytest.fixture(scope="session")
+def repository_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's own built site (``repository_site_build``)."""
+    return repository_site_build(tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
 def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The fixture site (tests/fixtures/site), built ONCE per session with the real pipeline and mkdocs.

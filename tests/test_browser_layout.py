@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, shared_folder
+from conftest import REPO
 from test_browser import CHARTS_JS, CHROMIUM, CHROMIUM_ARGS, MIN_TEXT_PX
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -59,27 +59,6 @@ def current(site: Path, slug: str) -> str:
     versions = sorted(site.glob(f"records/{slug}/v*.html"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
     assert versions, f"the repository's site has no record {slug}"
     return str(versions[-1].relative_to(site))
-
-
-@pytest.fixture(scope="module")
-def repository_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's own site (docs/ and archive/), built once per session; read it, never write to it."""
-    from measure.cli import declarations
-    from render.build.stages import BuildPaths, build
-
-    def make(folder: Path) -> None:
-        build(
-            BuildPaths(
-                docs=REPO / "docs",
-                archive=REPO / "archive",
-                build=folder / "build",
-                site=folder / "site",
-                config=REPO / "mkdocs.yml",
-                declarations=declarations(),
-            )
-        )
-
-    return shared_folder(tmp_path_factory, "repository-site", make) / "site"
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):

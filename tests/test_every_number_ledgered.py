@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, shared_folder
 
 from render.numbers.said import numbers_in
 from render.tables.columns import COLUMNS
@@ -196,27 +195,6 @@ def test_the_fixture_site_shows_no_number_outside_its_ledger(fixture_site: Any) 
     # tables, the Environment block, alt text, notes, intervals and headlines on the index are all ledger rows,
     # and so is the width the prose states for its share(4096) call: value() of the sweep's 4096-token row
     assert walk_site(fixture_site.site) == {}
-
-
-@pytest.fixture(scope="module")
-def repository_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's own site (docs/ and archive/), built once per session; read it, never write to it."""
-    from measure.cli import declarations
-    from render.build.stages import BuildPaths, build
-
-    def make(folder: Path) -> None:
-        build(
-            BuildPaths(
-                docs=REPO / "docs",
-                archive=REPO / "archive",
-                build=folder / "build",
-                site=folder / "site",
-                config=REPO / "mkdocs.yml",
-                declarations=declarations(),
-            )
-        )
-
-    return shared_folder(tmp_path_factory, "repository-site", make) / "site"
 
 
 _MOE_SHAPE = (

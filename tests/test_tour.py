@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_folder
+from conftest import repository_site_build
 from tour_checks import (
     LINK_SCHEMES,
     SCHEMES,
@@ -83,25 +83,7 @@ def repo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not (site / "records").is_dir():
             pytest.fail(f"{SITE_ENV}={given}: no records/ folder there (build it with probebook build)")
         return site
-    from measure.cli import declarations
-    from render.build.stages import BuildPaths, build
-
-    def paths(root: Path) -> BuildPaths:
-        return BuildPaths(
-            docs=REPO / "docs",
-            archive=REPO / "archive",
-            build=root / "build",
-            site=root / "site",
-            config=REPO / "mkdocs.yml",
-            published=REPO / "archive" / "published" / "ledger.json",
-            declarations=declarations(),
-        )
-
-    def make(folder: Path) -> None:
-        build(paths(folder))
-
-    root = shared_folder(tmp_path_factory, "repository-site", make)
-    return paths(root).site
+    return repository_site_build(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
