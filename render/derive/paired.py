@@ -26,17 +26,8 @@ import numpy as np
 from scipy import stats
 
 from measure.errors import ProbebookError
+from render.derive.intervals import median_interval
 
-RESAMPLES = 20_000
-"""Bootstrap resamples. The Monte-Carlo error of a percentile endpoint is about
-``sqrt(q(1−q)/R) / f(x_q)``; at R = 20,000 and q = 0.025 that is about 0.11% of the sampling distribution's
-mass, a shift of roughly 1/50 of the interval's half-width for a near-normal median, below the last digit
-the page shows (two figures of the smaller half-width, ``render.numbers.reading``). 200 would move the
-endpoints by a fifth of the half-width from seed to seed."""
-SEED = 23
-"""Fixed seed of the resampling, so that two builds of the same evidence show the same interval."""
-LEVEL = 0.95
-"""Confidence level of every interval here."""
 ALPHA = 0.05
 """Level of the signed-rank test where a verdict needs one: a p below it rejects "no change"."""
 
@@ -83,24 +74,6 @@ def by_round(rows: Sequence[dict[str, Any]], arm: str, field: str, by: str = "ar
     return out
 
 
-def _median_ci(values: np.ndarray) -> tuple[float, float] | None:
-    if len(values) < 3:
-        return None
-    if np.all(values == values[0]):
-        return float(values[0]), float(values[0])
-    res = stats.bootstrap(
-        (values,),
-        np.median,
-        n_resamples=RESAMPLES,
-        confidence_level=LEVEL,
-        method="percentile",
-        random_state=np.random.default_rng(SEED),
-        vectorized=True,
-        axis=-1,
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
 def paired_change(baseline: dict[int, float], arm: dict[int, float]) -> PairedChange:
     """The saving of ``arm`` against ``baseline`` (each ``round -> seconds``) over the rounds both timed."""
     common = sorted(set(baseline) & set(arm))
@@ -118,8 +91,8 @@ def paired_change(baseline: dict[int, float], arm: dict[int, float]) -> PairedCh
     return PairedChange(
         rounds=len(common),
         saving=float(statistics.median(relative.tolist())),
-        saving_ci=_median_ci(relative),
+        saving_ci=median_interval(relative.tolist()),
         difference_s=float(statistics.median(diff.tolist())),
-        difference_ci=_median_ci(diff),
+        difference_ci=median_interval(diff.tolist()),
         p_value=p,
     )

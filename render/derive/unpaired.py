@@ -32,7 +32,7 @@ MIN_SAMPLES = intervals.MIN_SAMPLES
 """Fewest samples per side for an interval and a test (``render.derive.intervals``'): with two, the two-sided
 U test cannot fall below p = 1/3."""
 RESAMPLES = intervals.RESAMPLES
-"""Bootstrap resamples of the ratio's interval (``render.derive.paired.RESAMPLES``, argued there)."""
+"""Bootstrap resamples of the ratio's interval (``render.derive.intervals.RESAMPLES``, argued there)."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
+from render.derive import intervals
 from render.derive import paired as pairedmod
 from render.derive import sessions as sessionsmod
 from render.derive import unpaired as unpairedmod
@@ -95,7 +96,7 @@ def paired(
     first = next(i for i, r in enumerate(rows) if r.get(by) == arm)
     what = (
         f"arm {arm} against {baseline} over {change.rounds} interleaved rounds, {field}: median of per-round "
-        f"1 − arm/baseline, 95% percentile bootstrap over rounds ({pairedmod.RESAMPLES} resamples), Wilcoxon p"
+        f"1 − arm/baseline, 95% percentile bootstrap over rounds ({intervals.RESAMPLES} resamples), Wilcoxon p"
     )
     named = {"baseline": None if baseline == "baseline" else baseline, "by": None if by == "arm" else by}
     key = f"paired({call_text(ref.alias, arm, **named)})"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from measure import constants as timing
 from measure.errors import ProbebookError
-from render.derive import fit, fit_numerics, lossmem, paired
+from render.derive import fit, fit_numerics, intervals, lossmem, paired
 from render.numbers.quantity import Quantity
 
 # name -> (value, unit, format, where the code keeps it)
@@ -28,7 +28,7 @@ CONSTANTS: dict[str, tuple[float, str, str, str]] = {
     "outlier_most": (fit_numerics.OUTLIER_MOST, "", ".0%", "render.derive.fit_numerics.OUTLIER_MOST"),
     "collapse": (lossmem.COLLAPSE, "", ".0%", "render.derive.lossmem.COLLAPSE"),
     "paired_alpha": (paired.ALPHA, "", ".0%", "render.derive.paired.ALPHA"),
-    "paired_resamples": (paired.RESAMPLES, "", ",d", "render.derive.paired.RESAMPLES"),
+    "paired_resamples": (intervals.RESAMPLES, "", ",d", "render.derive.intervals.RESAMPLES"),
 }
 
 
