@@ -115,12 +115,12 @@ def test_recorded_params_are_exact_operands():
 
 
 def test_an_hvp_candidates_warm_windows_give_its_interval_only_where_their_median_is_the_reported_one():
-    from render.functions.correctness import _warm_spans, warm_times
+    from render.functions.correctness import reported_windows, window_spans
 
-    values = {"warm_times_s": [0.02, 0.04, 0.03], "warm_median_s": 0.03, "tok_s": 1000.0}
-    assert warm_times(values) == [0.02, 0.04, 0.03]
-    spans, recipes = _warm_spans(values, "k")
+    assert reported_windows([0.02, 0.04, 0.03], 0.03) == [0.02, 0.04, 0.03]
+    spans, recipes = window_spans([0.02, 0.04, 0.03], 0.03, 1000.0, "k", "warm")
     assert spans["warm"] == (0.02, 0.04)  # three windows: their range (see above)
     assert spans["tok_s"] == pytest.approx((30.0 / 0.04, 30.0 / 0.02))  # 30 tokens over the warm call's ends
     assert recipes["warm"] == ("median", (0.02, 0.04, 0.03), "k")
-    assert warm_times({"warm_times_s": [0.02, 0.04, 0.03], "warm_median_s": 0.05}) == []  # another median: none
+    assert reported_windows([0.02, 0.04, 0.03], 0.05) == []  # another median: none
+    assert window_spans([], 0.03, 1000.0, "k", "warm") == ({}, {})

@@ -158,31 +158,36 @@ def hvp(
         if selected
         else f"hvp({call_text(ref.alias, method, mode, dtype, which.batch)})"
     )
-    spans, recipes = _warm_spans(values, f"{ref.id}|hvp {which}")
+    median = values.get("warm_median_s")
+    warm = reported_windows(values.get("warm_times_s"), median)
+    spans, recipes = window_spans(warm, median, values.get("tok_s"), f"{ref.id}|hvp {which}", "warm")
     return HvpView(
         values, (ref.id,), what, key, landing=_candidate_rows(page, ref, which), intervals=spans, resamples=recipes
     )
 
 
-def warm_times(values: dict[str, Any]) -> list[float]:
-    """A candidate's warm windows (s), where their median is the ``warm_median_s`` it reports (else none)."""
-    times = values.get("warm_times_s")
-    median: Any = values.get("warm_median_s")
-    if not isinstance(times, list) or not all(_positive(t) for t in times) or not times or not _positive(median):
+def reported_windows(times: Any, reported: Any) -> list[float]:
+    """The windows (s) a summary's median was taken over, where their median is the one it reports (else none:
+    an interval of other windows would not be the reported number's)."""
+    if not isinstance(times, list) or not times or not all(_positive(t) for t in times) or not _positive(reported):
         return []
-    return [float(t) for t in times] if math.isclose(statistics.median(times), median, rel_tol=1e-9) else []
+    return [float(t) for t in times] if math.isclose(statistics.median(times), reported, rel_tol=1e-9) else []
 
 
-def _warm_spans(values: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The warm call's interval and recipe (a bootstrap of its windows), and tokens/s's (tokens over the warm call)."""
-    times = warm_times(values)
-    spans: dict[str, Any] = {"warm": intervals.median_interval(times) if times else None}
-    recipes: dict[str, Any] = {"warm": intervals.median_recipe(times, key) if times else None}
-    rate: Any = values.get("tok_s")
-    if spans["warm"] is not None and _positive(rate):
-        tokens = rate * values["warm_median_s"]
-        spans["tok_s"] = intervals.reciprocal(spans["warm"], tokens)
-        recipes["tok_s"] = ("reciprocal", tokens, recipes["warm"]) if recipes["warm"] else None
+def window_spans(
+    times: list[float], reported: Any, rate: Any, key: str, name: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``name``'s interval and recipe (a bootstrap of its windows ``times``, the rows ``key`` names), and those of
+    ``tok_s`` (``rate``: the step's tokens over the reported median, so its interval is those tokens over the
+    median's); empty without windows."""
+    if not times:
+        return {}, {}
+    spans: dict[str, Any] = {name: intervals.median_interval(times)}
+    recipes: dict[str, Any] = {name: intervals.median_recipe(times, key)}
+    if spans[name] is not None and _positive(rate):
+        tokens = rate * reported
+        spans["tok_s"] = intervals.reciprocal(spans[name], tokens)
+        recipes["tok_s"] = ("reciprocal", tokens, recipes[name]) if recipes[name] else None
     return spans, recipes
 
 
@@ -243,7 +248,10 @@ def hvp_speedup(
         f"hvp_speedup({call_text(ref.alias, slow, fast, *([method] if slow in modes else []), dtype, b)})",
         fmt=".3g",
         order=(fast, slow) if value >= 1 else (slow, fast),
-        uncertainty=intervals.ratio_interval(warm_times(slow_c), warm_times(fast_c)),
+        uncertainty=intervals.ratio_interval(
+            reported_windows(slow_c.get("warm_times_s"), slow_c.get("warm_median_s")),
+            reported_windows(fast_c.get("warm_times_s"), fast_c.get("warm_median_s")),
+        ),
     )
 
 
@@ -263,18 +271,10 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         for r in page.rows(ref)
         if isinstance(r, dict) and r.get("arm") == arm and r.get("kind") == "round" and _positive(r.get("step_s"))
     ]
-    step: Any = values.get("median_step_s")
-    rate: Any = values.get("tok_s")
-    spans: dict[str, tuple[float, float] | None] = {}
-    # the interval is of the rounds' median, so only where the probe's median is that median (tokens/s is the
-    # step's tokens over it, so its interval is those tokens over the step's)
-    recipes: dict[str, Any] = {}
-    if rounds and _positive(step) and math.isclose(statistics.median(rounds), step, rel_tol=1e-9):
-        spans["step"] = step_ci = intervals.median_interval(rounds)
-        recipes["step"] = intervals.median_recipe(rounds, f"{ref.id}|stream rounds of {arm}")
-        if _positive(rate):
-            spans["tok_s"] = intervals.reciprocal(step_ci, rate * step)
-            recipes["tok_s"] = ("reciprocal", rate * step, recipes["step"]) if recipes["step"] else None
+    step = values.get("median_step_s")
+    spans, recipes = window_spans(
+        reported_windows(rounds, step), step, values.get("tok_s"), f"{ref.id}|stream rounds of {arm}", "step"
+    )
     # each figure is the arm's own summary row on the evidence page's "Other data" (data.arms.<i>.<field>)
     arms = page.data(ref).get("arms") or []
     i = next(j for j, a in enumerate(arms) if isinstance(a, dict) and a.get("arm") == arm)
