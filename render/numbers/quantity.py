@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from measure.errors import ProbebookError
+from render.numbers import basis as bases
 from render.numbers import reading as numbers
 from render.numbers.links import number_links, short_id, title_text
 from render.numbers.propagation import propagated
@@ -80,8 +81,12 @@ class Quantity:
     numbers combined from one document's windows get an interval by resampling them jointly."""
     leaf_resamples: tuple[Any, ...] = field(default=(), compare=False, hash=False, repr=False)
     """For a combined number: each leaf's recipe (None where a leaf has none), position by position."""
+    basis: str = field(default="", compare=False)
+    """Why the number shows no interval, one of ``render.numbers.basis.BASES`` (``observed``, ``few windows`` ...);
+    "" when it has one, is ``exact``, or has not said (``stated_basis`` gives what the ledger row says)."""
 
     def __post_init__(self) -> None:
+        bases.check(self.basis)
         if self.value is not None:
             if isinstance(self.value, bool) or not isinstance(self.value, (int, float)):
                 raise TypeError(f"Quantity value must be a number, got {type(self.value).__name__}")
@@ -111,6 +116,16 @@ class Quantity:
         except ValueError:
             raise ProbebookError(f"{spec!r} is not a Python number format (try '.3g' or ',.0f')") from None
         return replace(self, fmt=spec)
+
+    @property
+    def stated_basis(self) -> str:
+        """What the ledger row says of the number's uncertainty: ``interval`` when it shows one, ``exact`` for a
+        number exact by nature, else its ``basis`` ("" when it has not said why it has no interval)."""
+        if self.uncertainty is not None and self.value is not None:
+            return bases.INTERVAL
+        if self.exact:
+            return bases.EXACT
+        return self.basis
 
     # -- rendering (the rules are render.numbers.reading') ----------------------------------------
     @property
@@ -213,6 +228,8 @@ class Quantity:
         if self.interval_text:
             unit = "" if self.fmt.endswith("%") or not self.shown_unit else " " + numbers.unit_text(self.shown_unit)
             parts.append(f"95% interval {self.interval_text[1:-1]}{unit}")
+        elif self.basis and self.value is not None:
+            parts.append(f"no interval: {bases.BASES[self.basis]}")
         if self.note:
             parts.append(self.note)
         if self.mark:
@@ -253,6 +270,8 @@ class Quantity:
         }
         if self.interval_text is not None:
             row["interval"] = self.interval_text
+        if self.stated_basis:
+            row["basis"] = self.stated_basis
         return row
 
     def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
@@ -425,6 +444,7 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         leaves=leaves,
         leaf_resamples=recipes,
         exact=exact,
+        basis="" if interval is not None or exact else bases.combined([x.stated_basis for x in (qa, qb) if x]),
     )
 
 

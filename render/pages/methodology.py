@@ -37,4 +37,6 @@ def constant(name: str) -> Quantity:
     if name not in CONSTANTS:
         raise ProbebookError(f"constant({name!r}): no such constant (known: {', '.join(sorted(CONSTANTS))})")
     value, unit, fmt, home = CONSTANTS[name]
-    return Quantity(value=value, unit=unit, fmt=fmt, derivation=f"the code's constant {home}", key=f"constant({name})")
+    return Quantity(
+        value=value, unit=unit, fmt=fmt, derivation=f"the code's constant {home}", key=f"constant({name})", exact=True
+    )

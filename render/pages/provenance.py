@@ -29,6 +29,7 @@ from typing import Any
 
 from measure.errors import printable
 from measure.evidence.reruns import migrate
+from render.numbers import basis
 from render.numbers.links import escape_text, evidence_page, machine_anchor, relative_link, scrub_paths, short_id
 from render.numbers.quantity import Quantity
 
@@ -110,13 +111,19 @@ def _power(rel: str, ident: str, doc: dict[str, Any], key: str, ledger: Ledger) 
         evidence=(ident,),
         derivation="machine.power_limit_w as recorded",
         anchor=machine_anchor("power_limit_w"),
+        basis=basis.OBSERVED,
     )
     return _shown(rel, q, key, ledger)
 
 
 def _count(rel: str, ident: str, value: int, key: str, ledger: Ledger) -> str:
     q = Quantity(
-        value, "", evidence=(ident,), derivation="machine.gpu_count as recorded", anchor=machine_anchor("gpu_count")
+        value,
+        "",
+        evidence=(ident,),
+        derivation="machine.gpu_count as recorded",
+        anchor=machine_anchor("gpu_count"),
+        basis=basis.OBSERVED,
     )
     return _shown(rel, q, key, ledger)
 
@@ -132,6 +139,7 @@ def _clock(rel: str, ident: str, value: Any, what: str, field: str, key: str, le
         evidence=(ident,),
         derivation=f"{what} as recorded",
         anchor=machine_anchor(field),
+        basis=basis.OBSERVED,
     )
     return _shown(rel, q, key, ledger)
 

@@ -18,6 +18,7 @@ from typing import Any
 from measure.errors import ProbebookError, printable
 from render.derive import reproduction as derive
 from render.errors import BuildError
+from render.numbers import basis
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.layout import nav_title
@@ -74,6 +75,7 @@ def count(repro: derive.Reproduction, name: str, value: int) -> Quantity:
         derivation=derivation,
         key=f"reproduction {short_id(repro.ident)}.{name}",
         anchor=count_anchor(name),
+        exact=True,  # a count of verdicts
     )
 
 
@@ -175,6 +177,7 @@ def _value(repro: derive.Reproduction, row: derive.NumberRow, side: str) -> Quan
         key=f"numbers[{row.index}].{side}",
         anchor=number_anchor(row.index),
         note=None if value is not None else f"no {side} value",
+        basis=basis.RECORDED,  # where the reproduction recorded no interval
     )
 
 
@@ -189,6 +192,7 @@ def _change(repro: derive.Reproduction, row: derive.NumberRow) -> Quantity:
         key=f"numbers[{row.index}].change",
         anchor=number_anchor(row.index),
         note=None if value is not None else "no change: a value is missing or the old one is zero",
+        basis=basis.RECORDED,
     )
 
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from render.numbers import basis
 from render.numbers.links import number_links, rows_anchor, short_id, title_text, with_column
+from render.numbers.reading import significant
 
 ROW_KEYS: dict[str, tuple[str, ...]] = {
     "step-scaling": ("mode", "batch", "tokens"),
@@ -63,6 +65,11 @@ class Cell:
     """Positions, in the table's documents, of the evidence the number is derived from."""
     anchors: tuple[str, ...]
     """Per source, where its rows are on its evidence page (``render.numbers.links.rows_anchor``)."""
+    uncertainty: tuple[float, float] | None = None
+    """The number's 95% interval in ``unit``, as shown (the record's ``_ci`` for the column, scaled)."""
+    basis: str = ""
+    """What its ledger row says of its uncertainty (``render.numbers.basis``): ``interval`` with one, else the
+    column's ``basis``."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +143,16 @@ def public(record: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
+def uncertainty_of(column: Any, record: dict[str, Any]) -> tuple[tuple[float, float] | None, str]:
+    """(the cell's 95% interval in its shown unit, its basis) for ``column`` of ``record``: the record's ``_ci``
+    entry for the column (raw unit, like the column's value), else no interval and the column's basis."""
+    ci = (record.get("_ci") or {}).get(column.key)
+    if ci is not None and all(is_number(v) for v in ci):
+        low, high = sorted((ci[0] * column.scale, ci[1] * column.scale))
+        return (low, high), basis.INTERVAL
+    return None, column.basis
+
+
 def cell_of(column: Any, value: Any, text: str) -> tuple[float | None, bool]:
     """(the shown value, whether the cell shows a number) for one cell of ``column``."""
     if value is None:
@@ -165,15 +182,32 @@ def layout(
         number, shows = cell_of(column, value, text)
         if shows:
             sources, anchors = provenance(every, n_docs, column)
-            cells.append(Cell(-1, j, column.key, column.header, EVERY_ROW, number, column.unit, text, sources, anchors))
+            ci, said = uncertainty_of(column, records[0])
+            cells.append(
+                Cell(-1, j, column.key, column.header, EVERY_ROW, number, column.unit, text, sources, anchors, ci, said)
+            )
     for i, record in enumerate(records):
         key = row_key(kind, record, i)
         for j, column in enumerate(shown):
             number, shows = cell_of(column, record.get(column.key), texts[i][j])
             if shows:
                 sources, anchors = provenance(record, n_docs, column)
+                ci, said = uncertainty_of(column, record)
                 cells.append(
-                    Cell(i, j, column.key, column.header, key, number, column.unit, texts[i][j], sources, anchors)
+                    Cell(
+                        i,
+                        j,
+                        column.key,
+                        column.header,
+                        key,
+                        number,
+                        column.unit,
+                        texts[i][j],
+                        sources,
+                        anchors,
+                        ci,
+                        said,
+                    )
                 )
     return Layout(kind, tuple((c.header, t) for c, t in constant), head, tuple(map(tuple, grid)), tuple(cells))
 
@@ -184,9 +218,16 @@ def _derivation(table_key: str, cell: Cell) -> str:
 
 def _title(table_key: str, cell: Cell, ids: tuple[str, ...]) -> str:
     # a table cell's link title may not hold "|": it would end the cell
-    more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
-    said = f"{_derivation(table_key, cell)}; evidence {short_id(ids[0])}{more}" if ids else _derivation(table_key, cell)
-    return title_text(said).replace("|", "/")
+    parts = [_derivation(table_key, cell)]
+    if cell.uncertainty is not None:
+        low, high = (significant(v) for v in cell.uncertainty)
+        parts.append(f"95% interval {low}–{high} {cell.unit}".rstrip())
+    elif cell.basis and cell.basis != basis.EXACT:
+        parts.append(f"no interval: {basis.BASES[cell.basis]}")
+    if ids:
+        more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
+        parts.append(f"evidence {short_id(ids[0])}{more}")
+    return title_text("; ".join(parts)).replace("|", "/")
 
 
 def _ids(cell: Cell, ids: tuple[str, ...]) -> tuple[str, ...]:
@@ -232,9 +273,10 @@ def ledger_rows(lay: Layout, page: str, table_key: str, ids: tuple[str, ...]) ->
                 "value": cell.value,
                 "unit": cell.unit,
                 "text": cell.text,
-                "uncertainty": None,
+                "uncertainty": None if cell.uncertainty is None or cell.value is None else list(cell.uncertainty),
                 "evidence": list(_ids(cell, ids)),
                 "derivation": _derivation(table_key, cell),
+                **({"basis": cell.basis} if cell.basis else {}),
             }
         )
     return rows

@@ -73,6 +73,9 @@ class Column:
     """The ``data.samples`` field the column's number is read or derived from (``step_s`` for a median step in ms):
     its links name that column, so the landing on the rows scrolls it into view (``render.numbers.links.with_column``);
     "" for a number read from no one field (a count of rows)."""
+    basis: str = ""
+    """Why the column's numbers show no interval when a record gives none (``_ci``): one of
+    ``render.numbers.basis.BASES`` (``exact`` for a batch or a count, ``observed`` for the fastest window)."""
 
 
 # --- pure helpers (units in the names) --------------------------------------------------
