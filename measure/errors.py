@@ -49,10 +49,21 @@ EXIT = {
     "check failed": 1,  # a condition the command checks did not hold: diff --fail-on-change, verify, audit findings
     "bad input": 2,  # a ProbebookError or an argparse usage error: one line naming the file, field or option
     "budget spent": 3,  # campaign run --budget-s: nothing new submitted; resume later
+    "missing package": 69,  # a package the command needs is not installed (BSD sysexits' EX_UNAVAILABLE)
     "bug": 70,  # an exception no input should cause (BSD sysexits' EX_SOFTWARE): the traceback is printed
     "interrupted": 130,  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 }
 """Every exit status of ``probebook`` and ``python -m measure``, by meaning; nothing else exits with 1."""
+
+
+OWN_PACKAGES = ("measure", "render", "probebook")
+"""This project's packages: one of them missing is a broken checkout, a bug, not a package to install."""
+
+
+def missing_package(exc: ModuleNotFoundError) -> str | None:
+    """The top-level package an import could not find (``nh3`` for ``nh3.clean``); None for one of this project's."""
+    top = (exc.name or "").partition(".")[0]
+    return top if top and top not in OWN_PACKAGES else None
 
 
 def run_action(action: Callable[[], int | None], prog: str) -> int:
@@ -74,7 +85,21 @@ def run_action(action: Callable[[], int | None], prog: str) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT["interrupted"]
+    except ModuleNotFoundError as exc:
+        package = missing_package(exc)
+        if package is None:
+            return _bug(prog)
+        print(
+            f"{prog}: error: this command needs the Python package {package!r}, which is not installed here "
+            f"(`pip install -e .` from the repository installs what probebook needs)",
+            file=sys.stderr,
+        )
+        return EXIT["missing package"]
     except Exception:
-        traceback.print_exc()
-        print(f"{prog}: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
-        return EXIT["bug"]
+        return _bug(prog)
+
+
+def _bug(prog: str) -> int:
+    traceback.print_exc()
+    print(f"{prog}: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
+    return EXIT["bug"]

@@ -8,6 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
 from conftest import REPO, run_cli, run_cli_here
 
 from measure.errors import EXIT, ProbebookError, run_action
@@ -24,10 +25,27 @@ def test_each_exit_status_has_one_meaning_and_the_readme_lists_them_all() -> Non
         raise ProbebookError("sweep.csv, row 3, column 'mode': 'eager' is not one of fixed_batch, fixed_tokens")
 
     assert [run_action(f, "probebook") for f in (lambda: 0, lambda: 1, bad, bug)] == [0, 1, 2, 70]
-    assert sorted(EXIT.values()) == [0, 1, 2, 3, 70, 130]
+    assert sorted(EXIT.values()) == [0, 1, 2, 3, 69, 70, 130]
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     table = readme[readme.index("### Exit status") :].split("\n\n", 3)[2]
     assert [int(n) for n in re.findall(r"^\| `(\d+)` \|", table, re.M)] == sorted(EXIT.values())
+
+
+def test_a_missing_package_is_one_line_naming_it_and_a_missing_own_module_stays_a_bug(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def needs_nh3() -> int:
+        raise ModuleNotFoundError("No module named 'nh3'", name="nh3")
+
+    def broken_checkout() -> int:
+        raise ModuleNotFoundError("No module named 'render.site'", name="render.site")
+
+    assert run_action(needs_nh3, "probebook") == 69
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("probebook: error: this command needs the Python package 'nh3', which is not installed")
+    assert run_action(broken_checkout, "probebook") == 70
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_a_page_expression_where_fit_takes_a_range_is_one_line_and_bad_input() -> None:
