@@ -202,6 +202,7 @@ def test_ledger_row() -> None:
         "uncertainty": [0.012, 0.0126],
         "evidence": [ID],
         "derivation": "d",
+        "basis": "interval",  # why it has no interval, or that it has one (render.numbers.basis)
     }
 
 
