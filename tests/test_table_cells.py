@@ -45,13 +45,18 @@ def test_loss_memory_cells_are_ledger_rows_as_the_cells_show_them():
         "uncertainty": None,
         "evidence": [A],
         "derivation": f"{key}: peak (GiB), arm=fused, microbatch=2",
+        "basis": "observed",  # a peak is one run's high-water mark: no windows to resample
     }
     assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["value"] == 4096
     assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["text"] == "4,096"
     # each cell links to the samples row it was read from, naming the column that holds it
     md = cells.page_markdown(out.layout, PAGE, key, (A,), lambda t: t)
     link = f"../../evidence/{'a' * 64}.md?rows=1&col=peak_bytes#row-1"
-    title = "table(’loss-memory’, run): peak (GiB), arm=fused, microbatch=2; evidence sha256:aaaaaaaaaaaa"
+    title = (
+        "table(’loss-memory’, run): peak (GiB), arm=fused, microbatch=2; no interval: a reading as recorded, not an "
+        "estimate from repeated windows: a clock, a power limit, a machine field, the fastest or slowest window, a "
+        "peak, one run’s numerical error; evidence sha256:aaaaaaaaaaaa"
+    )
     assert f'[5.00]({link} "{title}")' in md
     assert md.startswith("In every row — arm: fused; CV over 5%: none.\n\n")  # a name stays text
 

@@ -19,6 +19,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence import contracts
 from render.derive.lossmem import COLLAPSE, row_device_bytes, spilled, stable_prefix, unstable
+from render.derive.windows import median_ci, rate_interval, recorded_windows
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,19 @@ def point_interval(rows: Sequence[dict[str, Any]], batch: float, tok_s: float) -
     """``throughput_interval`` of the ok row at ``batch``; None when the row lacks its CV and window count."""
     spread = _spread([r for r in rows if r.get("status") == "ok"], batch)
     return None if spread is None else throughput_interval(tok_s, spread[0], spread[1])
+
+
+def tok_s_interval(row: dict[str, Any], windows: Sequence[Any]) -> tuple[float, float] | None:
+    """95% bootstrap interval of an ok row's tokens/s from its timed windows (the document's ``data.windows``,
+    each ``context``, ``batch``, ``step_s``): the row's rate is ``batch × context`` tokens over the windows'
+    median, so the interval is the median's (``render.derive.windows``). None when the document keeps no windows
+    of the row (older evidence, imported rows) or fewer than 3."""
+    if row.get("status") != "ok":
+        return None
+    times = recorded_windows(windows, row, ("context", "batch"))
+    if times is None:
+        return None
+    return rate_interval(int(row["batch"]) * int(row["context"]), median_ci(times))
 
 
 def _spread(rows: Sequence[dict[str, Any]], batch: float) -> tuple[float, int] | None:

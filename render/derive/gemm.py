@@ -16,6 +16,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.clocks import window_clock_mhz
+from render.derive.windows import median_ci
 
 
 def gemm_tflop_s(m: int, n: int, k: int, time_s: float) -> float:
@@ -105,3 +106,22 @@ def shape_clock_mhz(rows: Sequence[dict[str, Any]], shape: str | None = None) ->
             "no window sampled the SM clock (gemm before version 2, a CPU run or no NVML: data.clock_sampling)"
         )
     return clock, sum(1 for r in chosen if r.get("sm_clock_mhz_median") is not None)
+
+
+def gemm_shape_intervals(
+    rows: Sequence[dict[str, Any]],
+) -> dict[tuple[str, int, int, int], tuple[tuple[float, float] | None, tuple[float, float] | None]]:
+    """Per shape (``shape``, ``m``, ``n``, ``k``), the 95% bootstrap intervals of ``GemmShape.median_time_s``
+    (seconds) and of ``median_tflop_s`` (TFLOP/s) from the same windows; None with fewer than 3 windows.
+
+    TFLOP/s is 2·m·n·k over the median time, a decreasing map of it, so its interval is the time's mapped: the
+    slower end of the time gives the lower rate. The best window's TFLOP/s is a reading and has none."""
+    groups: dict[tuple[str, int, int, int], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["shape"], r["m"], r["n"], r["k"]), []).append(r["time_s"])
+    out = {}
+    for (shape, m, n, k), times in groups.items():
+        ci = median_ci(times)
+        rate = None if ci is None else (gemm_tflop_s(m, n, k, ci[1]), gemm_tflop_s(m, n, k, ci[0]))
+        out[(shape, m, n, k)] = (ci, rate)
+    return out

@@ -21,6 +21,7 @@ from typing import Any
 
 from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError
+from render.derive.windows import median_ci, rate_interval, recorded_windows
 
 COLLAPSE = 0.5
 """A point collapses when its throughput is below this fraction of the previous point's."""
@@ -38,6 +39,17 @@ def step_tokens(microbatch: int, tokens_per_sequence: int) -> int:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ProbebookError(f"tokens per step needs a whole {name} >= 1, got {n!r}")
     return microbatch * tokens_per_sequence
+
+
+def tok_s_interval(row: dict[str, Any], windows: Sequence[Any]) -> tuple[float, float] | None:
+    """95% bootstrap interval of a row's tokens/s from its timed windows (the document's ``data.windows``, each
+    ``arm``, ``microbatch``, ``step_s``): the rate is ``step_tokens`` over the windows' median, so the interval is
+    the median's (``render.derive.windows``). None when the document keeps no windows of the row (imported rows)
+    or fewer than 3."""
+    times = recorded_windows(windows, row, ("arm", "microbatch"))
+    if times is None:
+        return None
+    return rate_interval(step_tokens(int(row["microbatch"]), int(row["tokens_per_step"])), median_ci(times))
 
 
 def spilled(peak_bytes: float | None, device_bytes: float | None) -> bool:

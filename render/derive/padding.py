@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from measure.errors import ProbebookError
+from render.derive.intervals import ratio_interval
+from render.derive.windows import median_ci
 
 KNEE_DROP = 0.05
 """Diversity has fallen once it is more than 5% below the sweep's best (a drop well clear of ties)."""
@@ -78,6 +80,22 @@ def mask_step_samples(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
 def mask_step_medians(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Median ``step_s`` (s) per mask kind over its interleaved rounds (``mask_step_samples``)."""
     return {kind: statistics.median(values) for kind, values in mask_step_samples(rows).items()}
+
+
+def mask_step_intervals(
+    rows: Sequence[dict[str, Any]],
+) -> dict[str, tuple[tuple[float, float] | None, tuple[float, float] | None]]:
+    """Per mask kind, the 95% bootstrap intervals of its median ``step_s`` (s) and of its ``slowdown`` against
+    ``causal`` (fraction), from the same rounds as ``mask_step_medians``; None with fewer than 3 rounds, and for
+    ``causal`` itself, whose slowdown is 0 by definition. The kinds' rounds are resampled apart, as the page's
+    ``mask_cost`` does, so a number shown on a page and in the table carries one interval."""
+    samples = mask_step_samples(rows)
+    causal = samples.get("causal")
+    out = {}
+    for kind, values in samples.items():
+        ratio = None if causal is None or kind == "causal" else ratio_interval(values, causal)
+        out[kind] = (median_ci(values), None if ratio is None else (ratio[0] - 1.0, ratio[1] - 1.0))
+    return out
 
 
 def slowdown(masked_s: float, causal_s: float) -> float:

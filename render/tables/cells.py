@@ -14,6 +14,11 @@ page function's number.
 A cell's row holds the number as the cell shows it: ``value`` in the column's shown unit (ms, GiB, tokens/s; a
 percent column's value is the fraction), ``unit`` that unit, ``text`` the cell's text, and ``label`` the header.
 Its key is the table's key, the row's key (the columns that name the row, ``ROW_KEYS``) and the column's key.
+
+A record's ``_ci`` (column key -> (low, high) in the column's raw unit) gives a cell its 95% interval, drawn by the
+derivation the builder called; a cell without one states why in its ``basis``: the record's ``_basis`` entry for the
+column where this row's reason differs from its column's (too few windows, a rate no kept windows back), else the
+column's ``Column.basis`` (issue 23).
 """
 
 from __future__ import annotations
@@ -139,18 +144,20 @@ def origin(pairs: Any) -> dict[str, Any]:
 
 
 def public(record: dict[str, Any]) -> dict[str, Any]:
-    """The record without its provenance fields (``_from``, ``_rows``, ``_at``): what the JSON download holds."""
+    """The record without its provenance and uncertainty fields (``_from``, ``_rows``, ``_at``, ``_ci``,
+    ``_basis``): what the JSON download holds."""
     return {k: v for k, v in record.items() if not k.startswith("_")}
 
 
 def uncertainty_of(column: Any, record: dict[str, Any]) -> tuple[tuple[float, float] | None, str]:
     """(the cell's 95% interval in its shown unit, its basis) for ``column`` of ``record``: the record's ``_ci``
-    entry for the column (raw unit, like the column's value), else no interval and the column's basis."""
+    entry for the column (raw unit, like the column's value), else no interval and the record's ``_basis`` entry
+    for the column (why this row has none: too few windows, say), else the column's basis."""
     ci = (record.get("_ci") or {}).get(column.key)
     if ci is not None and all(is_number(v) for v in ci):
         low, high = sorted((ci[0] * column.scale, ci[1] * column.scale))
         return (low, high), basis.INTERVAL
-    return None, column.basis
+    return None, basis.check((record.get("_basis") or {}).get(column.key, column.basis))
 
 
 def cell_of(column: Any, value: Any, text: str) -> tuple[float | None, bool]:

@@ -20,6 +20,7 @@ from measure.errors import ProbebookError
 from measure.evidence import contracts
 from measure.evidence.envelope import canonical_bytes, digest
 from render.derive import lossmem
+from render.numbers.basis import EXACT, OBSERVED, RECORDED
 from render.numbers.links import short_id
 from render.numbers.reading import significant
 from render.numbers.units import percent
@@ -371,19 +372,31 @@ COLUMNS: dict[str, Column] = {
     **{k: Column(k, k, fmt_text, False) for k in ("mode", "model", "status", "arm", "shape", "category", "batching")},
     "kernel": Column("kernel", "kernel", fmt_text, False, abbreviate=True),
     # a count read from the samples field of its name (its links name that column); windows and documents are
-    # counted rows, read from no one field
-    **{k: Column(k, k, fmt_count, source=k) for k in ("batch", "tokens", "context", "microbatch", "m", "n", "k")},
-    **{k: Column(k, k, fmt_count, source=k) for k in ("calls", "rows")},
-    **{k: Column(k, k, fmt_count) for k in ("windows", "documents")},
-    "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count, source="tokens_per_step"),
-    # three figures, never six
-    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3), unit="tokens/s", source="tok_s"),
-    "peak_bytes": Column("peak_bytes", f"peak ({unit_of('peak_bytes').label})", fmt_gib, **shown_in("peak_bytes")),
-    "device_time_s": Column(
-        "device_time_s", f"device time ({unit_of('device_time_s').label})", fmt_ms, **shown_in("device_time_s")
+    # counted rows, read from no one field; each is exact: a param the probe set or a count of its rows
+    **{
+        k: Column(k, k, fmt_count, source=k, basis=EXACT)
+        for k in ("batch", "tokens", "context", "microbatch", "m", "n", "k", "calls", "rows")
+    },
+    **{k: Column(k, k, fmt_count, basis=EXACT) for k in ("windows", "documents")},
+    "tokens_per_step": Column("tokens_per_step", "tokens/step", fmt_count, source="tokens_per_step", basis=EXACT),
+    # three figures, never six; a row whose document keeps its timed windows gets their interval (``_ci``), one
+    # that keeps only the rate (an imported row) shows it as recorded
+    "tok_s": Column("tok_s", "tokens/s", lambda x: significant(x, 3), unit="tokens/s", source="tok_s", basis=RECORDED),
+    # a peak is the allocator's high-water mark of one run, a reading, not an estimate from repeated windows
+    "peak_bytes": Column(
+        "peak_bytes", f"peak ({unit_of('peak_bytes').label})", fmt_gib, **shown_in("peak_bytes"), basis=OBSERVED
     ),
-    "cv": Column("cv", "CV of windows", percent),
-    "share": Column("share", "share", percent),
+    # the profiler's kernel times of one profiled run, and their shares: readings of that run
+    "device_time_s": Column(
+        "device_time_s",
+        f"device time ({unit_of('device_time_s').label})",
+        fmt_ms,
+        **shown_in("device_time_s"),
+        basis=OBSERVED,
+    ),
+    "share": Column("share", "share", percent, basis=OBSERVED),
+    # the CV the probe computed over the point's windows and stored with it: a description of their spread
+    "cv": Column("cv", "CV of windows", percent, basis=RECORDED),
     "unstable": Column("unstable", "CV over 5%", _flag, False),
 }
 """Columns that several tables show alike, by key: one header and one format for each (a table's own stay in it)."""

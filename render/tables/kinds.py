@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 from collections.abc import Callable
 from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts
 from measure.evidence.contracts import tokens_per_second
-from render.derive import batchsweep, kernels, lossmem
-from render.derive.gemm import gemm_shapes
+from render.derive import batchsweep, kernels, lossmem, windows
+from render.derive.gemm import gemm_shape_intervals, gemm_shapes
+from render.numbers import basis
 from render.numbers import reading as numbers
 from render.numbers.reading import significant
 from render.tables import cells
@@ -76,36 +76,39 @@ def _step_scaling(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[s
             read.setdefault(key, []).append((d, i))
     records = []
     for (mode, batch, tokens), times in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
-        median = statistics.median(times)
+        w = windows.timed_windows(times)
         per_step = tokens * (batch if batch is not None else 1)
         records.append(
             {
                 "mode": mode or None,
                 "batch": batch,
                 "tokens": tokens,
-                "windows": len(times),
-                "median_step_s": median,
-                "min_step_s": min(times),
-                "max_step_s": max(times),
+                "windows": w.count,
+                "median_step_s": w.median_s,
+                "min_step_s": w.fastest_s,
+                "max_step_s": w.slowest_s,
                 "tokens_per_step": per_step,
-                "tok_s": tokens_per_second(per_step, median),
+                "tok_s": tokens_per_second(per_step, w.median_s),
                 "unstable": shaky.get((mode, batch, tokens), False),
                 "cv": spread.get((mode, batch, tokens)),
                 **origin(read[(mode, batch, tokens)]),
+                # the median and the rate at it carry the interval of the windows (fewer than 3: the columns say)
+                "_ci": {"median_step_s": w.median_ci_s, "tok_s": windows.rate_interval(per_step, w.median_ci_s)},
             }
         )
     if not spread:  # no probe points (imported rows): no CV column, in the page or the downloads
         for record in records:
             del record["cv"]
     # tokens/s and tokens/step are derived from the step times and the tokens the rows name: their links say so
-    tok_s = dataclasses.replace(COLUMNS["tok_s"], source="step_s")
+    # (the rate is read from these windows, always kept: with none to resample there are fewer than 3)
+    tok_s = dataclasses.replace(COLUMNS["tok_s"], source="step_s", basis=basis.FEW)
     per_step = dataclasses.replace(COLUMNS["tokens_per_step"], source="tokens")
     cols = columns(  # results right after the columns that name the point, so a narrow screen shows them
         "mode batch tokens",
         tok_s,
-        Column("median_step_s", "median step (ms)", fmt_ms, **shown_in("step_s")),
-        Column("min_step_s", "fastest (ms)", fmt_ms, **shown_in("step_s")),
-        Column("max_step_s", "slowest (ms)", fmt_ms, **shown_in("step_s")),
+        Column("median_step_s", "median step (ms)", fmt_ms, **shown_in("step_s"), basis=basis.FEW),
+        Column("min_step_s", "fastest (ms)", fmt_ms, **shown_in("step_s"), basis=basis.OBSERVED),
+        Column("max_step_s", "slowest (ms)", fmt_ms, **shown_in("step_s"), basis=basis.OBSERVED),
         per_step,
         "windows",
         *(["cv"] if spread else []),  # the probe's per-point CV, where its evidence has points
@@ -118,6 +121,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     """Per model and context: batches tried, the best throughput and its batch, the largest fit, the first OOM."""
     rows: list[dict[str, Any]] = []
     where: list[tuple[int, int]] = []  # each row's (document, samples row)
+    timed = [(doc.get("data") or {}).get("windows") or [] for doc in docs]  # each document's timed windows
     for d, doc in enumerate(docs):
         need = {
             "model": (str,),
@@ -141,7 +145,10 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
             range(len(rows)), key=lambda n: (preset_key(rows[n]["model"]), rows[n]["context"], rows[n]["batch"])
         )
         picked = picked_rows(cols, [rows[n] for n in order])
-        return cols, [{**p, **origin([where[n]])} for p, n in zip(picked, order, strict=True)]
+        return cols, [
+            {**p, **origin([where[n]]), **_rate_uncertainty(rows[n], timed[where[n][0]], batchsweep.tok_s_interval)}
+            for p, n in zip(picked, order, strict=True)
+        ]
     if view != "summary":
         raise ProbebookError(f"table 'batch-sweep': view must be summary or rows, got {view!r}")
     # the summary is derive's: "fits" means ran, below the first OOM, and no throughput collapse
@@ -151,6 +158,11 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
     for g in batchsweep.summarize(rows, device_bytes=lossmem.machine_bytes(docs)):
         members = [n for n, r in enumerate(rows) if r["model"] == g.model and int(r["context"]) == g.context]
         group = [rows[n] for n in members]
+        # the rate at the fastest batch is its row's (one ok row there): that row's windows give its interval
+        at = [n for n in members if rows[n]["status"] == "ok" and rows[n]["batch"] == g.fastest_stable_batch]
+        rate: dict[str, Any] = {}
+        if len(at) == 1 and rows[at[0]]["tok_s"] == g.fastest_tok_s:
+            rate = _rate_uncertainty(rows[at[0]], timed[where[at[0]][0]], batchsweep.tok_s_interval)
         records.append(
             {
                 "model": g.model,
@@ -169,27 +181,59 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 "unstable_batches": " ".join(str(b) for b in g.unstable_batches) or None,
                 "spilled_batches": " ".join(str(b) for b in g.spilled_batches) or None,
                 **origin(where[n] for n in members),
+                **{k: {f"fastest_{c}": v for c, v in d.items()} for k, d in rate.items()},
             }
         )
     cols = columns(
         "model",
         "context",
-        Column("fastest_tok_s", "tokens/s at fastest", lambda x: significant(x, 3), **shown_in("tok_s")),
-        Column("fastest_stable_batch", "fastest batch", fmt_count, source="batch"),
+        # a rate several rows at one batch share (their median) is shown as they recorded it
+        Column(
+            "fastest_tok_s",
+            "tokens/s at fastest",
+            lambda x: significant(x, 3),
+            **shown_in("tok_s"),
+            basis=basis.RECORDED,
+        ),
+        # batches are params the sweep set; which one is fastest or fits is a verdict on them, not an estimate
+        Column("fastest_stable_batch", "fastest batch", fmt_count, source="batch", basis=basis.EXACT),
         Column(
             "peak_bytes_at_fastest",
             f"peak at fastest ({unit_of('peak_bytes').label})",
             fmt_gib,
             **shown_in("peak_bytes"),
+            basis=basis.OBSERVED,
         ),
-        Column("largest_fitting_batch", "largest fitting batch", fmt_count, source="batch"),
-        Column("first_oom_batch", "first OOM batch", fmt_count, source="batch"),
-        Column("batches_tried", "batches tried", fmt_count),
-        Column("params", "parameters", lambda x: numbers.general(x, 3), source="params"),
-        Column("unstable_batches", "unstable batches (CV over 5%)", fmt_text, False, counts=True, source="batch"),
-        Column("spilled_batches", "spilled batches", fmt_text, False, counts=True, source="batch"),
+        Column("largest_fitting_batch", "largest fitting batch", fmt_count, source="batch", basis=basis.EXACT),
+        Column("first_oom_batch", "first OOM batch", fmt_count, source="batch", basis=basis.EXACT),
+        Column("batches_tried", "batches tried", fmt_count, basis=basis.EXACT),
+        Column("params", "parameters", lambda x: numbers.general(x, 3), source="params", basis=basis.EXACT),
+        Column(
+            "unstable_batches",
+            "unstable batches (CV over 5%)",
+            fmt_text,
+            False,
+            counts=True,
+            source="batch",
+            basis=basis.EXACT,
+        ),
+        Column("spilled_batches", "spilled batches", fmt_text, False, counts=True, source="batch", basis=basis.EXACT),
     )
     return cols, records
+
+
+def _rate_uncertainty(
+    row: dict[str, Any], timed: list[Any], interval: Callable[[dict[str, Any], list[Any]], Any]
+) -> dict[str, Any]:
+    """A record's ``_ci`` or ``_basis`` for the ``tok_s`` of one probe row: ``interval`` (the probe's derivation)
+    of the row and its document's timed windows; without one, fewer than 3 windows where the row counts so few,
+    else the rate as the row recorded it (its document keeps no windows of it)."""
+    ci = interval(row, timed)
+    if ci is not None:
+        return {"_ci": {"tok_s": ci}}
+    count = row.get("windows")
+    few = isinstance(count, int) and not isinstance(count, bool) and windows.too_few(count)
+    return {"_basis": {"tok_s": basis.FEW if few else basis.RECORDED}}
 
 
 def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
@@ -203,7 +247,11 @@ def _loss_memory(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[st
             "loss-memory",
             nullable=("tok_s",),
         )
-        rows += [(r, origin([(d, i)])) for i, r in enumerate(checked)]
+        timed = doc["data"].get("windows") or []
+        rows += [
+            (r, {**origin([(d, i)]), **_rate_uncertainty(r, timed, lossmem.tok_s_interval)})
+            for i, r in enumerate(checked)
+        ]
     arms = list(dict.fromkeys(r["arm"] for r, _ in rows))
     ordered = sorted(rows, key=lambda ro: (arms.index(ro[0]["arm"]), ro[0]["microbatch"]))
     shown = [
@@ -222,6 +270,7 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         for i, r in enumerate(evidence_rows("table 'gemm'", doc, need, "gemm")):
             rows.append(r)
             where.append((d, i))
+    spans = gemm_shape_intervals(rows)
     records = [
         {
             "shape": g.shape,
@@ -235,16 +284,18 @@ def _gemm(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
             **origin(
                 where[n] for n, r in enumerate(rows) if (r["shape"], r["m"], r["n"], r["k"]) == (g.shape, g.m, g.n, g.k)
             ),
+            "_ci": dict(zip(("median_time_s", "median_tflop_s"), spans[(g.shape, g.m, g.n, g.k)], strict=True)),
         }
         for g in gemm_shapes(rows)
     ]
     tf = lambda x: significant(x, 3)  # noqa: E731 - a one-line formatter
     cols = columns(
         "shape",
-        # TFLOP/s are 2·m·n·k over the window times: their links name the times' column
-        Column("median_tflop_s", "TFLOP/s at median", tf, unit="TFLOP/s", source="time_s"),
-        Column("best_tflop_s", "best TFLOP/s", tf, unit="TFLOP/s", source="time_s"),
-        Column("median_time_s", "median time (ms)", fmt_ms, **shown_in("time_s")),
+        # TFLOP/s are 2·m·n·k over the window times: their links name the times' column; the median's interval is
+        # its windows' (fewer than 3: none), the best window is a reading
+        Column("median_tflop_s", "TFLOP/s at median", tf, unit="TFLOP/s", source="time_s", basis=basis.FEW),
+        Column("best_tflop_s", "best TFLOP/s", tf, unit="TFLOP/s", source="time_s", basis=basis.OBSERVED),
+        Column("median_time_s", "median time (ms)", fmt_ms, **shown_in("time_s"), basis=basis.FEW),
         "m n k windows",
     )
     return cols, records
@@ -274,7 +325,10 @@ def _kernels(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], l
     ]
     cols = columns(
         "kernel category share device_time_s calls",
-        Column("per_call_s", "per call (µs)", lambda x: significant(x * 1e6, 4), unit="µs", scale=1e6),
+        # summed device time over calls, both read off one profiled run
+        Column(
+            "per_call_s", "per call (µs)", lambda x: significant(x * 1e6, 4), unit="µs", scale=1e6, basis=basis.OBSERVED
+        ),
     )
     return cols, records
 

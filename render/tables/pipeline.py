@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -9,10 +10,11 @@ from measure.errors import ProbebookError
 from render.derive import kernels
 from render.derive import padding as padmod
 from render.evidence.pages import field_anchor
+from render.numbers import basis
 from render.numbers.reading import significant
 from render.numbers.units import percent
 from render.tables.cells import origin
-from render.tables.columns import Column, columns, fmt_count, fmt_ms, fmt_text, shown_in
+from render.tables.columns import COLUMNS, Column, columns, fmt_count, fmt_ms, fmt_text, shown_in
 
 
 def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]]]:
@@ -32,14 +34,28 @@ def _padding(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
                     **origin([(d, i)]),
                 }
             )
+    # the probe counts tokens, slots, rows and roots of a fixed corpus through a seeded pipeline (no timing):
+    # every number here is a count or arithmetic on counts, exact
     cols = columns(
         "batching",
-        Column("bucket_size", "bucket (tokens)", fmt_count, unit="tokens", source="bucket_size"),
+        Column("bucket_size", "bucket (tokens)", fmt_count, unit="tokens", source="bucket_size", basis=basis.EXACT),
         "rows",
         # each share is 1 − tokens / slots: its link names the slots' column, the tokens beside it
-        Column("padding_share", "padding, rows at width", percent, source="slots_width"),
-        Column("padding_share_longest", "padding, microbatch at longest", percent, source="slots_longest"),
-        Column("roots_per_window", "roots per window", lambda x: significant(x, 3), source="distinct_roots"),
+        Column("padding_share", "padding, rows at width", percent, source="slots_width", basis=basis.EXACT),
+        Column(
+            "padding_share_longest",
+            "padding, microbatch at longest",
+            percent,
+            source="slots_longest",
+            basis=basis.EXACT,
+        ),
+        Column(
+            "roots_per_window",
+            "roots per window",
+            lambda x: significant(x, 3),
+            source="distinct_roots",
+            basis=basis.EXACT,
+        ),
     )
     return cols, records
 
@@ -68,11 +84,12 @@ def _lengths(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, A
                     "_at": at,
                 }
             )
+    # a histogram of the corpus's document lengths: bin edges and counts, and a count over the total, all exact
     cols = columns(
-        Column("from_tokens", "from (tokens)", fmt_count, unit="tokens"),
-        Column("below_tokens", "below (tokens)", fmt_count, unit="tokens"),
+        Column("from_tokens", "from (tokens)", fmt_count, unit="tokens", basis=basis.EXACT),
+        Column("below_tokens", "below (tokens)", fmt_count, unit="tokens", basis=basis.EXACT),
         "documents",
-        "share",
+        dataclasses.replace(COLUMNS["share"], basis=basis.EXACT),
     )
     return cols, records
 
@@ -83,6 +100,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
     for d, doc in enumerate(docs):
         _need("mask", "mask", doc)
         medians = padmod.mask_step_medians(doc["data"]["samples"])
+        spans = padmod.mask_step_intervals(doc["data"]["samples"])
         causal = medians.get("causal")
         spread = {p["kind"]: p.get("cv") for p in doc["data"].get("points", []) if "kind" in p}
         for kind, seen in sorted(doc["data"]["observed"]["kinds"].items(), key=lambda kv: _ORDER.get(kv[0], 9)):
@@ -102,6 +120,7 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
                     **origin(
                         [(d, i) for i, r in enumerate(doc["data"]["samples"]) if r.get("kind") in (kind, "causal")]
                     ),
+                    **_mask_uncertainty(kind, spans.get(kind)),
                 }
             )
     cols = [
@@ -110,11 +129,20 @@ def _mask(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[str, Any]
         Column("sdpa_backend", "SDPA backend (traced)", fmt_text, False),
         Column("top_attention_kernel", "top attention kernel", fmt_text, False, abbreviate=True),
         Column("arch_tags", "arch", fmt_text, False),
-        Column("median_step_s", "step (ms)", fmt_ms, **shown_in("step_s")),
-        Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}", source="step_s"),
-        Column("rounds_cv", "CV of rounds", percent),
+        Column("median_step_s", "step (ms)", fmt_ms, **shown_in("step_s"), basis=basis.FEW),
+        Column("vs_causal", "vs is_causal", lambda x: f"{x:+.1%}", source="step_s", basis=basis.FEW),
+        # the CV the probe computed over the kind's rounds and stored with its point
+        Column("rounds_cv", "CV of rounds", percent, basis=basis.RECORDED),
     ]
     return cols, records
+
+
+def _mask_uncertainty(kind: str, spans: Any) -> dict[str, Any]:
+    """A mask record's ``_ci`` (``padmod.mask_step_intervals``: its median step's and its slowdown's, None with
+    fewer than 3 rounds, as its columns say), and the basis of is_causal's own slowdown, 0 by definition."""
+    step_ci, slowdown_ci = spans if spans is not None else (None, None)
+    said = {"vs_causal": basis.EXACT} if kind == "causal" else {}
+    return {"_ci": {"median_step_s": step_ci, "vs_causal": slowdown_ci}, "_basis": said}
 
 
 def _need(table: str, probe: str, doc: dict[str, Any]) -> None:
