@@ -76,6 +76,24 @@ def test_the_unstated_rows_are_counted_by_family() -> None:
     assert unstated(rows) == {"median of N samples of step_s": 2, "x": 1}
 
 
+def tables(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of the numbers tables show (``table('gemm', g)[shape=…].median_tflop_s``)."""
+    return [r for r in rows if r["key"].startswith("table(")]
+
+
+def test_every_table_number_of_the_fixture_site_states_its_basis(fixture_site: Any) -> None:
+    rows = tables(ledger_of(fixture_site.site))
+    assert rows and unstated(rows) == {}
+    by_column = collections.Counter((r["key"].split("[")[0], r["key"].rsplit(".", 1)[1], r["basis"]) for r in rows)
+    sweep, memory = "table('step-scaling', sweep)", "table('loss-memory', mem)"
+    # the sweep's points of 3 or more windows: their median and its rate carry the windows' interval
+    assert by_column[(sweep, "median_step_s", "interval")] == by_column[(sweep, "tok_s", "interval")] > 0
+    assert by_column[(sweep, "min_step_s", "interval")] == 0 and by_column[(sweep, "min_step_s", "observed")] > 0
+    # the fixture's loss-memory rows are imported: no windows kept, each rate as the row recorded it
+    assert {b for (t, c, b) in by_column if t == memory and c == "tok_s"} == {"as recorded"}
+    assert all(len(r["uncertainty"]) == 2 for r in rows if r["basis"] == "interval")
+
+
 def test_every_number_of_the_fixture_site_states_its_basis(fixture_site: Any) -> None:
     assert unstated(ledger_of(fixture_site.site)) == {}
 
@@ -83,3 +101,9 @@ def test_every_number_of_the_fixture_site_states_its_basis(fixture_site: Any) ->
 @pytest.mark.slow
 def test_every_number_of_the_repository_site_states_its_basis(repository_site: Path) -> None:
     assert unstated(ledger_of(repository_site)) == {}
+
+
+@pytest.mark.slow
+def test_every_table_number_of_the_repository_site_states_its_basis(repository_site: Path) -> None:
+    rows = tables(ledger_of(repository_site))
+    assert rows and unstated(rows) == {}

@@ -281,6 +281,25 @@ def test_kernel_shares_table_orders_by_time():
     ]
     out = kinds.render("kernel-shares", [doc("kernels", rows)])
     assert out.markdown.splitlines()[2:] == ["| gemm | 750.0 | 75.0% |", "| attention | 250.0 | 25.0% |"]
+    # one profiled run's kernel times and their shares are readings of it: no windows to resample
+    assert out.layout is not None
+    assert {(c.column, c.basis, c.uncertainty) for c in out.layout.cells} == {
+        ("device_time_s", "observed", None),
+        ("share", "observed", None),
+    }
+
+
+def test_every_shared_numeric_column_says_why_it_has_no_interval_when_its_record_gives_none():
+    numeric = {k: c.basis for k, c in tables.COLUMNS.items() if c.numeric or c.counts}
+    assert numeric == {
+        **dict.fromkeys(("batch", "tokens", "context", "microbatch", "m", "n", "k", "calls", "rows"), "exact"),
+        **dict.fromkeys(("windows", "documents", "tokens_per_step"), "exact"),
+        "tok_s": "as recorded",  # a rate whose windows the evidence keeps gets their interval (``_ci``)
+        "peak_bytes": "observed",
+        "device_time_s": "observed",
+        "share": "observed",
+        "cv": "as recorded",
+    }
 
 
 # --- escaping ---------------------------------------------------------------------------
