@@ -308,7 +308,8 @@ def test_a_mask_kinds_step_and_slowdown_carry_their_rounds_interval_is_causal_ag
     seen = {"sdpa_backends": ["math"], "attention_kernels": []}
     observed = {"kinds": dict.fromkeys(("causal", "padded", "sliding"), seen)}
     points = [{"kind": k, "cv": 0.04} for k in ("causal", "padded", "sliding")]
-    got = said(kinds.render("mask", [doc("mask", samples, observed=observed, points=points)]))
+    out = kinds.render("mask", [doc("mask", samples, observed=observed, points=points)])
+    got = said(out)
     assert got == {
         "kind=causal.median_step_s": ("interval", (0.011 * 1e3, 0.017 * 1e3)),
         "kind=causal.vs_causal": ("exact", None),  # is_causal / is_causal − 1 is 0 by definition
@@ -320,6 +321,9 @@ def test_a_mask_kinds_step_and_slowdown_carry_their_rounds_interval_is_causal_ag
     }
     # the padded kind's slowdown: the ratio of its rounds' median to is_causal's, resampled apart, less one
     assert got["kind=padded.vs_causal"][1] == pytest.approx((0.025 / 0.016 - 1, 0.031 / 0.012 - 1), rel=1e-12)
+    # a fraction shown as a percent states its interval in percent: 0.5625 and 1.58 are 56.2% and 158%
+    md = cells.page_markdown(out.layout, PAGE, "t", (A,), lambda t: t)
+    assert '"t: vs is_causal, kind=padded; 95% interval 56.2%–158%; evidence sha256:aaaaaaaaaaaa"' in md
 
 
 def test_the_padding_tables_numbers_are_counts_or_arithmetic_on_counts_exact():

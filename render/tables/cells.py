@@ -227,14 +227,21 @@ def _title(table_key: str, cell: Cell, ids: tuple[str, ...]) -> str:
     # a table cell's link title may not hold "|": it would end the cell
     parts = [_derivation(table_key, cell)]
     if cell.uncertainty is not None:
-        low, high = (significant(v) for v in cell.uncertainty)
-        parts.append(f"95% interval {low}–{high} {cell.unit}".rstrip())
+        parts.append(f"95% interval {_interval_text(cell, *cell.uncertainty)}")
     elif cell.basis and cell.basis != basis.EXACT:
         parts.append(f"no interval: {basis.BASES[cell.basis]}")
     if ids:
         more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
         parts.append(f"evidence {short_id(ids[0])}{more}")
     return title_text("; ".join(parts)).replace("|", "/")
+
+
+def _interval_text(cell: Cell, low: float, high: float) -> str:
+    """``low–high unit`` of a cell's interval; a fraction the cell shows as a percent (``+14.9%``) says its
+    interval in percent too, not as the fraction its ledger row holds."""
+    if not cell.unit and cell.text.endswith("%"):
+        return f"{significant(low * 100)}%–{significant(high * 100)}%"
+    return f"{significant(low)}–{significant(high)} {cell.unit}".rstrip()
 
 
 def _ids(cell: Cell, ids: tuple[str, ...]) -> tuple[str, ...]:
