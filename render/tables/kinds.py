@@ -181,7 +181,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
                 "unstable_batches": " ".join(str(b) for b in g.unstable_batches) or None,
                 "spilled_batches": " ".join(str(b) for b in g.spilled_batches) or None,
                 **origin(where[n] for n in members),
-                **{k: {f"fastest_{c}": v for c, v in d.items()} for k, d in rate.items()},
+                **{k: {f"fastest_{c}": v for c, v in d.items()} for k, d in rate.items()},  # under this column
             }
         )
     cols = columns(
