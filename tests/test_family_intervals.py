@@ -108,9 +108,7 @@ def test_a_follow_up_points_figures_resample_its_rounds_jointly() -> None:
     # a receipt whose figure is not the rounds' statistic gets no interval for that figure
     other = followup.point_intervals(rows, _point(0.3, 0.25, 0.25), "doc|rounds")
     assert other["optimizer_share"] is None and other["optimizer_median_s"] == (0.25, 0.25)
-    assert set(followup.point_intervals(_rounds(0.25, 1.0, 0.8, 2), _point(0.25, 0.25, 0.25), "k").values()) == {
-        None
-    }
+    assert set(followup.point_intervals(_rounds(0.25, 1.0, 0.8, 2), _point(0.25, 0.25, 0.25), "k").values()) == {None}
 
 
 def _ddp_doc(step_1: float, step_2: float, comm: float, exposed: float, allreduce: float) -> dict[str, Any]:
