@@ -20,6 +20,7 @@ from measure.errors import ProbebookError
 from measure.evidence import contracts
 from render.derive.lossmem import COLLAPSE, row_device_bytes, spilled, stable_prefix, unstable
 from render.derive.windows import median_ci, rate_interval, recorded_windows
+from render.numbers import basis
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,21 @@ def tied(
     se_fast = fast_tok_s * fast_cv / fast_windows**0.5
     se_next = next_tok_s * next_cv / next_windows**0.5
     return bool(abs(fast_tok_s - next_tok_s) <= TIE_Z * (se_fast**2 + se_next**2) ** 0.5)
+
+
+def fastest_basis(runner_up: int | None, tie: bool | None) -> tuple[str, str]:
+    """Why the fastest stable batch has no interval of its own, and what its ledger row adds to its derivation:
+    the batch is a choice among points, and the choice's uncertainty is ``tied``'s test against the runner-up.
+
+    Returns (basis, words): ``a test`` with the test's verdict when it ran; ``exact`` when no runner-up was
+    stable (nothing to tell it from); ``observed`` when either point lacks its windows' CV and count (the
+    fastest as observed, untested)."""
+    if runner_up is None:
+        return basis.EXACT, "; the only stable fitting batch: no runner-up to tell it from"
+    if tie is None:
+        return basis.OBSERVED, f"; runner-up batch {runner_up} not tested (a point lacks its windows' CV or count)"
+    verdict = "a tie within noise" if tie else f"distinguishable (gap over {TIE_Z} standard errors)"
+    return basis.TEST, f"; against runner-up batch {runner_up}: {verdict}"
 
 
 def throughput_interval(tok_s: float, cv: float, windows: int) -> tuple[float, float]:

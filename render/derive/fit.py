@@ -562,6 +562,8 @@ def _intervals(
     for w in widths if "b" in model else ():
         shares = (quadratic_share(a, b, w) for a, b in zip(a_draws, b_draws, strict=True))
         derived[f"quadratic_share:{width_key(w)}"] = [v for v in shares if v is not None]
+    for w in widths:  # the step's time at W, c + a·W + b·W², from the same replicates (padding's epoch time)
+        derived[f"step_s:{width_key(w)}"] = list(draws[0] * units["c"] + a_draws * w + b_draws * w * w)
     tail = 100 * (1 - CI_LEVEL) / 2
     for key, values in derived.items():
         if values:

@@ -8,8 +8,12 @@ read from the collected campaign's points and the instrumented documents' params
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from measure.errors import ProbebookError
 
@@ -86,3 +90,62 @@ def share_range(rows: list[OptimizerPoint]) -> tuple[float, float]:
         raise ProbebookError("the follow-up has no measured points")
     shares = [r.optimizer_share for r in rows]
     return min(shares), max(shares)
+
+
+# -- 95% intervals of a point's figures (issue 23): the instrumented run's rounds resampled ----------------------
+
+FIGURES = ("optimizer_median_s", "optimizer_share", "instrumentation_overhead")
+"""A point's figures that its instrumented run's rounds can redraw; ``tok_s`` is the baseline worker's, whose
+windows the archive does not hold."""
+
+
+def point_intervals(
+    samples: list[dict[str, Any]], point: OptimizerPoint, key: str
+) -> dict[str, tuple[float, float] | None]:
+    """95% intervals of ``FIGURES`` from the instrumented document's ``samples`` (its interleaved rounds: an
+    ``instrumented`` row with ``step_s`` and ``optimizer_s``, a ``baseline`` row with ``step_s``), each the
+    percentile interval of its statistic over rounds resampled jointly (``render.derive.intervals.draws``, seeded
+    by ``key``): one set of indices draws a round's optimizer time with its own step, and its instrumented step
+    with the same round's baseline step, so the pairing the probe built stays.
+
+    A figure gets None where the rounds are fewer than ``MIN_SAMPLES`` or their statistic is not the figure the
+    receipt reports (relative 1e-9): an interval of other numbers would not be the shown number's."""
+    from render.derive import intervals  # numpy loads only where a figure needs it
+
+    rounds: dict[Any, dict[str, dict[str, Any]]] = {}
+    for r in samples:
+        if isinstance(r, dict) and r.get("arm") in ("instrumented", "baseline") and isinstance(r.get("round"), int):
+            rounds.setdefault(r["round"], {})[str(r["arm"])] = r
+    paired = [
+        (a["instrumented"], a["baseline"])
+        for _, a in sorted(rounds.items())
+        if _timed(a.get("instrumented"), "optimizer_s") and _timed(a.get("baseline"), "step_s")
+    ]
+    out: dict[str, tuple[float, float] | None] = dict.fromkeys(FIGURES)
+    if len(paired) < intervals.MIN_SAMPLES:
+        return out
+    columns = {
+        "optimizer": [float(i["optimizer_s"]) for i, _ in paired],
+        "step": [float(i["step_s"]) for i, _ in paired],
+        "baseline": [float(b["step_s"]) for _, b in paired],
+    }
+    drawn = {name: intervals.draws(("median", tuple(v), key)) for name, v in columns.items()}
+    median = {name: statistics.median(v) for name, v in columns.items()}
+    figures = {
+        "optimizer_median_s": (median["optimizer"], drawn["optimizer"]),
+        "optimizer_share": (median["optimizer"] / median["step"], drawn["optimizer"] / drawn["step"]),
+        "instrumentation_overhead": (median["step"] / median["baseline"] - 1, drawn["step"] / drawn["baseline"] - 1),
+    }
+    for name, (value, replicates) in figures.items():
+        if math.isclose(value, getattr(point, name), rel_tol=1e-9, abs_tol=1e-15):
+            low, high = np.percentile(replicates, [100 * (1 - intervals.LEVEL) / 2, 100 * (1 + intervals.LEVEL) / 2])
+            out[name] = (float(low), float(high))
+    return out
+
+
+def _timed(row: dict[str, Any] | None, field: str) -> bool:
+    """Whether ``row`` has a positive ``step_s`` and ``field``."""
+    return row is not None and all(
+        isinstance(row.get(f), (int, float)) and not isinstance(row.get(f), bool) and row[f] > 0
+        for f in ("step_s", field)
+    )

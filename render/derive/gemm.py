@@ -9,13 +9,17 @@ own median (the ``gemm`` probe's rule, ``measure/probes/gemm.py``; the counts ar
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from measure.errors import ProbebookError
 from measure.evidence.clocks import window_clock_mhz
+from render.derive import intervals
 from render.derive.windows import median_ci
 
 
@@ -44,6 +48,13 @@ class GemmShape:
     """TFLOP/s at the median window: the same-session ceiling."""
     best_tflop_s: float
     """TFLOP/s of the fastest window."""
+    times_s: tuple[float, ...] = ()
+    """The shape's window times, seconds, in row order (what its intervals resample)."""
+
+    @property
+    def flops(self) -> float:
+        """FLOPs of one product: 2·m·n·k."""
+        return 2.0 * self.m * self.n * self.k
 
 
 def gemm_shapes(rows: Sequence[dict[str, Any]]) -> list[GemmShape]:
@@ -56,7 +67,15 @@ def gemm_shapes(rows: Sequence[dict[str, Any]]) -> list[GemmShape]:
         median = statistics.median(times)
         out.append(
             GemmShape(
-                shape, m, n, k, len(times), median, gemm_tflop_s(m, n, k, median), gemm_tflop_s(m, n, k, min(times))
+                shape,
+                m,
+                n,
+                k,
+                len(times),
+                median,
+                gemm_tflop_s(m, n, k, median),
+                gemm_tflop_s(m, n, k, min(times)),
+                tuple(float(t) for t in times),
             )
         )
     return out
@@ -125,3 +144,44 @@ def gemm_shape_intervals(
         rate = None if ci is None else (gemm_tflop_s(m, n, k, ci[1]), gemm_tflop_s(m, n, k, ci[0]))
         out[(shape, m, n, k)] = (ci, rate)
     return out
+
+
+# -- 95% intervals (issue 23): the windows of each shape resampled (render.derive.intervals) ----------------------
+
+
+def ceiling_recipe(g: GemmShape, key: str) -> intervals.Recipe | None:
+    """How to redraw a shape's ceiling (FLOP/s): its FLOPs over the median of its windows, resampled as the rows
+    ``key`` names; None below ``MIN_SAMPLES`` windows."""
+    median = intervals.median_recipe(g.times_s, key)
+    return None if median is None else ("reciprocal", g.flops, median)
+
+
+@functools.lru_cache(maxsize=256)  # pages cite one shape's ceiling many times; its windows resample once
+def ceiling_interval(g: GemmShape) -> tuple[float, float] | None:
+    """95% interval of a shape's ceiling (FLOP/s): 2·m·n·k over the bootstrap interval of its median window."""
+    return intervals.reciprocal(intervals.median_interval(g.times_s), g.flops)
+
+
+def workload_interval(shapes: Sequence[GemmShape], counts: dict[str, int], key: str) -> tuple[float, float] | None:
+    """95% interval of ``workload_ceiling_flop_s`` (FLOP/s): each counted shape's windows resampled on their own
+    (independent samples, seeded by ``key`` and the shape), Σ count·FLOPs over Σ count·median, replicate by
+    replicate; None when a counted shape has fewer than ``MIN_SAMPLES`` windows."""
+    used = [(g, counts.get(g.shape, 0)) for g in shapes if counts.get(g.shape, 0)]
+    recipes = [intervals.median_recipe(g.times_s, f"{key}|{g.shape}") for g, _ in used]
+    if not used or any(r is None for r in recipes):
+        return None
+    flops = sum(n * g.flops for g, n in used)
+    seconds = sum(n * intervals.draws(r) for (_, n), r in zip(used, recipes, strict=True))
+    low, high = np.percentile(flops / seconds, [100 * (1 - intervals.LEVEL) / 2, 100 * (1 + intervals.LEVEL) / 2])
+    return float(low), float(high)
+
+
+def clock_interval(rows: Sequence[dict[str, Any]], shape: str | None = None) -> tuple[float, float] | None:
+    """95% interval (MHz) of ``shape_clock_mhz``: the median of the windows' own median clocks, bootstrapped over
+    the windows; None below ``MIN_SAMPLES`` sampled windows."""
+    values = [
+        float(r["sm_clock_mhz_median"])
+        for r in rows
+        if (shape is None or r.get("shape") == shape) and r.get("sm_clock_mhz_median") is not None
+    ]
+    return intervals.median_interval(values)

@@ -85,7 +85,13 @@ def _array(values: Sequence[float]) -> np.ndarray:
 
 def median_interval(values: Sequence[float], resamples: int = RESAMPLES) -> tuple[float, float] | None:
     """95% interval of the median of ``values`` (same unit); None with fewer than ``MIN_SAMPLES``."""
+    return _median_interval(tuple(float(v) for v in values), resamples)
 
+
+# Pages cite one set of windows many times (a candidate's warm time on several pages and versions); the interval
+# is a function of the windows alone (fixed seed), so identical windows are resampled once per build process.
+@functools.lru_cache(maxsize=4096)
+def _median_interval(values: tuple[float, ...], resamples: int) -> tuple[float, float] | None:
     def med(x: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.asarray(np.median(x, axis=axis))
 
@@ -96,7 +102,13 @@ def ratio_interval(
     numerator: Sequence[float], denominator: Sequence[float], resamples: int = RESAMPLES
 ) -> tuple[float, float] | None:
     """95% interval of ``median(numerator) / median(denominator)``, the two resampled independently."""
+    return _ratio_interval(tuple(float(v) for v in numerator), tuple(float(v) for v in denominator), resamples)
 
+
+@functools.lru_cache(maxsize=4096)
+def _ratio_interval(
+    numerator: tuple[float, ...], denominator: tuple[float, ...], resamples: int
+) -> tuple[float, float] | None:
     def ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.asarray(np.median(a, axis=axis) / np.median(b, axis=axis))
 

@@ -13,6 +13,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from measure.errors import ProbebookError
 
 
@@ -197,3 +199,105 @@ def projected_efficiency(summary: ScalingSummary, n_target: int) -> float | None
         return None
     step = projected_step_s(summary.step_n_s, summary.grad_allreduce_s, summary.gpus, n_target)
     return scaling_efficiency(summary.step_1_s, step)
+
+
+# -- 95% intervals (issue 23): every median's windows resampled, the derived terms replicate by replicate ---------
+
+
+def replicates(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    """Bootstrap replicates (``render.derive.intervals.draws``) of each median ``summarize`` takes, by the name of
+    the field it gives (``step_1_s``, ``step_n_s``, ``comm_s``, ``exposed_s``, ``instrumented_step_s``,
+    ``grad_allreduce_s``, ``sweep:<bytes>``), and ``paired_efficiency``'s from its rounds' ratios. The fields of
+    one set of rows (a comm window's comm, exposed and step times) share their resampling indices, seeded by
+    ``key`` and the rows; different rows are independent samples. A median of fewer than ``MIN_SAMPLES`` windows
+    has none."""
+    from render.derive import intervals  # numpy loads only where a figure needs it
+
+    rows = [r for r in (doc.get("data") or {}).get("samples") or [] if isinstance(r, dict)]
+    gpus = int(doc["params"]["gpus"])
+
+    def drawn(picked: list[dict[str, Any]], field: str, name: str) -> Any:
+        values = [float(r[field]) for r in picked if isinstance(r.get(field), (int, float))]
+        recipe = intervals.median_recipe(values, f"{key}|{name}") if len(values) == len(picked) else None
+        return None if recipe is None else intervals.draws(recipe)
+
+    def phase(name: str, n: int) -> list[dict[str, Any]]:
+        return [r for r in rows if r.get("phase") == name and r.get("gpus") == n]
+
+    out: dict[str, Any] = {"step_1_s": drawn(phase("step", 1), "step_s", "step 1")}
+    if gpus > 1:
+        out["step_n_s"] = drawn(phase("step", gpus), "step_s", f"step {gpus}")
+        for field in ("comm_s", "exposed_s"):
+            out[field] = drawn(phase("comm", gpus), field, "comm")
+        out["instrumented_step_s"] = drawn(phase("comm", gpus), "step_s", "comm")
+        reduce_rows = phase("allreduce", gpus)
+        for kind in ("gradient", "sweep"):
+            for nbytes in sorted({r["bytes"] for r in reduce_rows if r.get("kind") == kind}):
+                picked = [r for r in reduce_rows if r.get("kind") == kind and r["bytes"] == nbytes]
+                name = "grad_allreduce_s" if kind == "gradient" else f"sweep:{int(nbytes)}"
+                out[name] = drawn(picked, "time_s", f"allreduce {kind} {nbytes}")
+        paired = sorted(phase("paired", gpus), key=lambda r: r["round"])
+        local = [r["step_s"] for r in paired if r.get("arm") == "no_sync"]
+        ddp = [r["step_s"] for r in paired if r.get("arm") == "ddp"]
+        if local and len(local) == len(ddp):
+            ratios = [a / b for a, b in zip(local, ddp, strict=True)]
+            recipe = intervals.median_recipe(ratios, f"{key}|paired")
+            out["paired_efficiency"] = None if recipe is None else intervals.draws(recipe)
+    return out
+
+
+def summary_intervals(summary: ScalingSummary, reps: dict[str, Any]) -> dict[str, tuple[float, float] | None]:
+    """95% percentile intervals of ``summary``'s fields from ``replicates``: each derived term computed replicate
+    by replicate with the same functions ``summarize`` applies (a share, the overlap, the bandwidths); None where
+    a median it needs has no replicates. ``sweep:<bytes>`` gives each swept size's bus bandwidth."""
+    from render.derive import intervals
+
+    def span(values: Any) -> tuple[float, float] | None:
+        if values is None or not np.all(np.isfinite(values)):
+            return None
+        low, high = np.percentile(values, [100 * (1 - intervals.LEVEL) / 2, 100 * (1 + intervals.LEVEL) / 2])
+        return float(low), float(high)
+
+    r = reps
+    tokens, gpus = summary.tokens_per_rank, summary.gpus
+    terms: dict[str, Any] = {name: r.get(name) for name in ("step_1_s", "step_n_s", "comm_s", "exposed_s")}
+    terms.update(instrumented_step_s=r.get("instrumented_step_s"), paired_efficiency=r.get("paired_efficiency"))
+    one, n, comm, exposed = r.get("step_1_s"), r.get("step_n_s"), r.get("comm_s"), r.get("exposed_s")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if one is not None:
+            terms["tok_s_1"] = tokens / one
+        if n is not None:
+            terms.update(tok_s_n=tokens / n, tok_s_all=gpus * tokens / n)
+            if one is not None:
+                terms.update(efficiency=one / n)
+            if comm is not None and exposed is not None:
+                terms.update(comm_share=comm / n, exposed_share=exposed / n)
+                if summary.overlap is not None:
+                    terms["overlap"] = 1.0 - exposed / comm
+                if one is not None:
+                    terms.update(other_s=n - one - exposed, other_share=(n - one - exposed) / n)
+        t = r.get("grad_allreduce_s")
+        if t is not None and gpus > 1:
+            terms.update(grad_allreduce_s=t, grad_algbw_b_s=summary.grad_bytes / t)
+            terms["grad_busbw_b_s"] = summary.grad_bytes / t * ring_factor(gpus)
+        for name, values in r.items():
+            if name.startswith("sweep:") and values is not None:
+                terms[name] = int(name.split(":")[1]) / values * ring_factor(gpus)
+    return {name: span(values) for name, values in terms.items()}
+
+
+def projected_interval(summary: ScalingSummary, reps: dict[str, Any], n_target: int) -> tuple[float, float] | None:
+    """95% percentile interval of ``projected_efficiency`` at ``n_target`` GPUs: ``projected_step_s`` and the
+    efficiency computed replicate by replicate from the 1-GPU step, the N-GPU step and the gradient all-reduce
+    (the projection's model stays as stated; the interval is only the measured terms' window noise)."""
+    from render.derive import intervals
+
+    one, n, t = reps.get("step_1_s"), reps.get("step_n_s"), reps.get("grad_allreduce_s")
+    if one is None or n is None or t is None or summary.gpus < 2:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = one / (n + t * ring_factor(n_target) / ring_factor(summary.gpus) - t)
+    if not np.all(np.isfinite(values)):
+        return None
+    low, high = np.percentile(values, [100 * (1 - intervals.LEVEL) / 2, 100 * (1 + intervals.LEVEL) / 2])
+    return float(low), float(high)

@@ -59,6 +59,17 @@ def window_summary(samples: list[dict[str, Any]], tokens: int) -> dict[str, Any]
     return out
 
 
+def window_intervals(samples: list[dict[str, Any]], tokens: int) -> dict[str, tuple[float, float] | None]:
+    """The 95% bootstrap interval of each median-of-window-medians figure ``window_summary`` gives at ``tokens``
+    (its unit), the windows resampled (``render.derive.intervals.median_interval``); None with fewer than
+    ``MIN_SAMPLES`` windows recording the field. The lowest and highest readings get none: an extreme is a
+    reading, not an estimate a resample of windows says anything about."""
+    from render.derive import intervals  # numpy and scipy load only where a figure needs them
+
+    rows = [r for r in samples if r.get("tokens") == tokens]
+    return {name: intervals.median_interval(_present(rows, field)) for name, field in _MEDIAN.items()}
+
+
 def clock_sag(summary: dict[str, Any], nominal_mhz: float) -> float | None:
     """How far the lowest SM clock fell below ``nominal_mhz`` (fraction, 0 when it never fell)."""
     lowest = summary.get("sm_clock_mhz_min")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
@@ -31,6 +32,7 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
+from render.numbers import basis
 from render.numbers.links import machine_anchor, rows_anchor
 
 if TYPE_CHECKING:
@@ -62,44 +64,60 @@ class AgreementView(FieldView):
 
 
 class UtilisationView(FieldView):
+    # the lowest clock and the highest power or temperature are readings (observed); a median of the windows'
+    # medians carries the windows' bootstrap interval (render.derive.utilisation.window_intervals), and says why
+    # not where there are fewer than 3 windows; the counts are exact
     FIELDS = {
-        "sm_clock_min": ("sm_clock_mhz_min", "MHz", {"fmt": ".0f"}),
-        "sm_clock": ("sm_clock_mhz_median", "MHz", {"fmt": ".0f"}),
-        "clock_sag": ("clock_sag", "", {"fmt": ".1%"}),
-        "power_max": ("power_w_max", "W", {"fmt": ".0f"}),
-        "power": ("power_w_median", "W", {"fmt": ".0f"}),
-        "power_limit": ("power_limit_w", "W", {"fmt": ".0f"}),
-        "temperature_max": ("temperature_c_max", "°C", {"fmt": ".0f"}),
-        "sm_util": ("sm_util_pct_median", "%", {"fmt": ".0f"}),
-        "mem_util": ("mem_util_pct_median", "%", {"fmt": ".0f"}),
-        "windows": ("windows", "", {"fmt": "d"}),
-        "readings": ("readings", "", {"fmt": "d"}),
+        "sm_clock_min": ("sm_clock_mhz_min", "MHz", {"fmt": ".0f", "basis": basis.OBSERVED}),
+        "sm_clock": ("sm_clock_mhz_median", "MHz", {"fmt": ".0f", "basis": basis.FEW}),
+        "clock_sag": ("clock_sag", "", {"fmt": ".1%", "basis": basis.OBSERVED}),
+        "power_max": ("power_w_max", "W", {"fmt": ".0f", "basis": basis.OBSERVED}),
+        "power": ("power_w_median", "W", {"fmt": ".0f", "basis": basis.FEW}),
+        "power_limit": ("power_limit_w", "W", {"fmt": ".0f", "basis": basis.OBSERVED}),
+        "temperature_max": ("temperature_c_max", "°C", {"fmt": ".0f", "basis": basis.OBSERVED}),
+        "sm_util": ("sm_util_pct_median", "%", {"fmt": ".0f", "basis": basis.FEW}),
+        "mem_util": ("mem_util_pct_median", "%", {"fmt": ".0f", "basis": basis.FEW}),
+        "windows": ("windows", "", {"fmt": "d", "exact": True}),
+        "readings": ("readings", "", {"fmt": "d", "exact": True}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
+_ONE_RUN = {"basis": basis.OBSERVED}  # one run's numerical result or error: no repeated windows to resample
 
 
 class HvpView(FieldView):
+    # warm times carry their windows' interval (window_spans), else say there were too few; a first call is one
+    # window, a peak and a numerical error are one run's readings; the batch and tolerance are params, and the
+    # within-tolerance flag is the probe's test verdict
     FIELDS = {
-        "warm": ("warm_median_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "first_call": ("first_call_s", "s", {"fmt": ".3g"}),
-        "compile": ("first_call_extra_s", "s", {"fmt": ".3g"}),
-        "first_peak": ("first_peak_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
-        "warm_peak": ("warm_peak_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
-        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
-        "error": ("rel_l2_vs_float64", "", _REL),
-        "batch": ("batch", "", {"fmt": "d"}),
+        "warm": ("warm_median_s", "s", {"display": "ms", "fmt": ".4g", "basis": basis.FEW}),
+        "first_call": ("first_call_s", "s", {"fmt": ".3g", "basis": basis.FEW}),
+        "compile": ("first_call_extra_s", "s", {"fmt": ".3g", "basis": basis.FEW}),
+        "first_peak": ("first_peak_bytes", "B", {"display": "GiB", "fmt": ".3g", **_ONE_RUN}),
+        "warm_peak": ("warm_peak_bytes", "B", {"display": "GiB", "fmt": ".3g", **_ONE_RUN}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g", "basis": basis.FEW}),
+        "error": ("rel_l2_vs_float64", "", {**_REL, **_ONE_RUN}),
+        "batch": ("batch", "", {"fmt": "d", "exact": True}),
         # the quadratic form against the fp32 reference (hvp v2, measure/curvature.py)
-        "vhv": ("vhv_nats", "nats", {"fmt": ".4g"}),
-        "vhv_fp32": ("reference_vhv_nats", "nats", {"fmt": ".4g"}),
-        "vhv_error": ("vhv_rel_error", "", {"fmt": ".2%"}),
-        "error_fp32": ("rel_l2_vs_fp32", "", _REL),
-        "angle": ("angle_deg_vs_fp32", "°", {"fmt": ".3g"}),
-        "curvature_share": ("curvature_share_vs_fp32", "", {"fmt": ".2%"}),
-        "direction_share": ("direction_share_vs_fp32", "", {"fmt": ".2%"}),
-        "tolerance": ("tolerance", "", {"fmt": ".0%"}),
-        "within": ("within_tolerance", "", {"fmt": "d"}),
+        "vhv": ("vhv_nats", "nats", {"fmt": ".4g", **_ONE_RUN}),
+        "vhv_fp32": ("reference_vhv_nats", "nats", {"fmt": ".4g", **_ONE_RUN}),
+        "vhv_error": ("vhv_rel_error", "", {"fmt": ".2%", **_ONE_RUN}),
+        "error_fp32": ("rel_l2_vs_fp32", "", {**_REL, **_ONE_RUN}),
+        "angle": ("angle_deg_vs_fp32", "°", {"fmt": ".3g", **_ONE_RUN}),
+        "curvature_share": ("curvature_share_vs_fp32", "", {"fmt": ".2%", **_ONE_RUN}),
+        "direction_share": ("direction_share_vs_fp32", "", {"fmt": ".2%", **_ONE_RUN}),
+        "tolerance": ("tolerance", "", {"fmt": ".0%", "exact": True}),
+        "within": ("within_tolerance", "", {"fmt": "d", "basis": basis.TEST}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
+
+    def __getattr__(self, name: str) -> Quantity:
+        q = super().__getattr__(name)
+        if name in ("warm", "tok_s") and q.uncertainty is None and len(self._values.get("warm_times_s") or []) >= 3:
+            # windows enough, but their median is not the one the summary reports: shown as recorded
+            return replace(q, basis=basis.RECORDED)
+        return q
 
 
 class StreamView(FieldView):
@@ -312,4 +330,6 @@ def utilisation(page: Page, ref: Any, tokens: Any) -> UtilisationView:
     windows = rows_anchor(i for i, r in enumerate(page.rows(ref)) if isinstance(r, dict) and r.get("tokens") == t)
     landing = dict.fromkeys(UtilisationView.FIELDS, windows)  # the windows at t; the limit on its machine row
     landing["power_limit"] = machine_anchor("power_limit_w")
-    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes, landing)
+    spans = utilmod.window_intervals(page.rows(ref), t)
+    named = {view: spans.get(source) for view, (source, _, _) in UtilisationView.FIELDS.items()}
+    return UtilisationView(values, (ref.id,), what, f"utilisation({ref.alias}, {t})", notes, landing, named)

@@ -24,6 +24,7 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, defined, quantity
+from render.numbers import basis
 from render.numbers.links import rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.numbers.units import conversion_factor
@@ -240,11 +241,20 @@ def between_sessions(page: Page, *figures: Any) -> Quantity:
         spread = sessionsmod.relative_range(values)
     except ProbebookError as exc:
         raise ProbebookError(f"between_sessions({keys}): {exc}") from None
+    # each session's figure redrawn from its own windows (its recipe), the range taken replicate by replicate
+    ci = None
+    if all(q.expr is None and q.resample is not None for q in figures):
+        ci = sessionsmod.relative_range_interval(
+            [intervals.draws(q.resample) * conversion_factor(q.unit, figures[0].unit) for q in figures]
+        )
     return quantity(
         spread,
         "",
         tuple(dict.fromkeys(e for q in figures for e in q.evidence)),
-        f"(max − min) / min of {keys}, each from its own session's evidence",
+        f"(max − min) / min of {keys}, each from its own session's evidence"
+        + (f"; 95% interval: each session's windows resampled apart ({intervals.RESAMPLES:,} resamples)" if ci else ""),
         f"between_sessions({keys})",
         fmt=".1%",
+        uncertainty=ci,
+        basis=basis.carried([q.stated_basis for q in figures]),
     )

@@ -15,25 +15,29 @@ from dataclasses import replace
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import followup
+from render.derive import followup, intervals
 from render.evidence import pages as evidence_pages
 from render.evidence.points import last_result
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
+from render.numbers import basis
 from render.numbers.links import POINTS, point_anchor
 from render.numbers.quantity import FLAG, Quantity
 
 
 class OptimizerPointView(FieldView):
+    # the share, optimizer time and overhead carry the instrumented run's rounds' interval
+    # (render.derive.followup.point_intervals), else show the receipt's figure as recorded; the rate is the
+    # baseline worker's as its receipt recorded it; the idle check is a reading; context and batch are params
     FIELDS = {
-        "context": ("context", "", {"fmt": "d"}),
-        "batch": ("batch", "", {"fmt": "d"}),
-        "share": ("optimizer_share", "", {"fmt": ".1%"}),
-        "optimizer": ("optimizer_median_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
-        "overhead": ("instrumentation_overhead", "", {"fmt": ".1%"}),
-        "busy": ("device_busy", "", {"fmt": FLAG}),
+        "context": ("context", "", {"fmt": "d", "exact": True}),
+        "batch": ("batch", "", {"fmt": "d", "exact": True}),
+        "share": ("optimizer_share", "", {"fmt": ".1%", "basis": basis.RECORDED}),
+        "optimizer": ("optimizer_median_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.RECORDED}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g", "basis": basis.RECORDED}),
+        "overhead": ("instrumentation_overhead", "", {"fmt": ".1%", "basis": basis.RECORDED}),
+        "busy": ("device_busy", "", {"fmt": FLAG, "basis": basis.OBSERVED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -49,11 +53,12 @@ class OptimizerPointView(FieldView):
 
 
 class OptimizerSummaryView(FieldView):
+    # counts of points are exact; the smallest and largest share carry the interval of the point that has it
     FIELDS = {
-        "points": ("points", "", {"fmt": "d"}),
-        "busy": ("busy", "", {"fmt": "d"}),
-        "share_min": ("share_min", "", {"fmt": ".1%"}),
-        "share_max": ("share_max", "", {"fmt": ".1%"}),
+        "points": ("points", "", {"fmt": "d", "exact": True}),
+        "busy": ("busy", "", {"fmt": "d", "exact": True}),
+        "share_min": ("share_min", "", {"fmt": ".1%", "basis": basis.RECORDED}),
+        "share_max": ("share_max", "", {"fmt": ".1%", "basis": basis.RECORDED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -88,16 +93,38 @@ def optimizer_timing(page: Page, ref: Any, preset: str | None = None) -> list[Op
     """An optimizer-timing follow-up's measured points (optionally of one ``preset``), by context and batch."""
     picked = _points(page, ref, preset, "optimizer_timing()")
     index = _point_index(page, picked)
-    return [
-        OptimizerPointView(
-            vars(r),
-            (ref_id, r.instrumented_evidence),
-            f"optimizer-timing follow-up point {r.preset}, context {r.context}, batch {r.batch}: its receipt's result",
-            f"optimizer_timing({alias}, {r.preset}, {r.context}, {r.batch})",
-            landing=_landing(page, index[r.instrumented_evidence], r.instrumented_evidence),
+    views = []
+    for alias, ref_id, r in picked:
+        spans = _intervals(page, r)
+        views.append(
+            OptimizerPointView(
+                vars(r),
+                (ref_id, r.instrumented_evidence),
+                f"optimizer-timing follow-up point {r.preset}, context {r.context}, batch {r.batch}: its receipt's "
+                "result" + (_ROUNDS if any(spans.values()) else ""),
+                f"optimizer_timing({alias}, {r.preset}, {r.context}, {r.batch})",
+                landing=_landing(page, index[r.instrumented_evidence], r.instrumented_evidence),
+                intervals={name: spans.get(source) for name, (source, _, _) in OptimizerPointView.FIELDS.items()},
+            )
         )
-        for alias, ref_id, r in picked
-    ]
+    return views
+
+
+_ROUNDS = (
+    f"; 95% interval: the instrumented run's interleaved rounds resampled jointly ({intervals.RESAMPLES:,} resamples)"
+)
+
+
+def _intervals(page: Page, point: followup.OptimizerPoint) -> dict[str, tuple[float, float] | None]:
+    """A point's intervals (``render.derive.followup.point_intervals``), once per build."""
+    doc = page.library.docs[point.instrumented_evidence]
+    samples = (doc.get("data") or {}).get("samples") or []
+    key = f"{point.instrumented_evidence}|optimizer rounds"
+    spans: dict[str, tuple[float, float] | None] = page.library.memo(
+        ("optimizer rounds", point.instrumented_evidence, point),
+        lambda: followup.point_intervals(samples, point, key),
+    )
+    return spans
 
 
 def _point_index(page: Page, picked: list[tuple[str, str, followup.OptimizerPoint]]) -> dict[str, int]:
@@ -123,8 +150,15 @@ def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) ->
     # the campaign holds every receipt these numbers are read from; each point's own evidence is cited by its row.
     # The smallest and largest share land on the point that has it; the counts on the sentence counting the points.
     index = _point_index(page, picked)
-    low_at = min(rows, key=lambda r: r.optimizer_share).instrumented_evidence
-    high_at = max(rows, key=lambda r: r.optimizer_share).instrumented_evidence
+    low_point = min(rows, key=lambda r: r.optimizer_share)
+    high_point = max(rows, key=lambda r: r.optimizer_share)
+    low_at, high_at = low_point.instrumented_evidence, high_point.instrumented_evidence
+    spans = {
+        "share_min": _intervals(page, low_point).get("optimizer_share"),
+        "share_max": _intervals(page, high_point).get("optimizer_share"),
+    }
+    if any(spans.values()):
+        what += "; smallest and largest share: the interval of the point that has it" + _ROUNDS
     landing = {
         "points": POINTS,
         "busy": POINTS,
@@ -132,7 +166,7 @@ def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) ->
         "share_max": point_anchor(index[high_at], "optimizer_share"),
     }
     return OptimizerSummaryView(
-        values, (ref_id,), what, f"optimizer_timing_summary({alias}, {preset})", landing=landing
+        values, (ref_id,), what, f"optimizer_timing_summary({alias}, {preset})", landing=landing, intervals=spans
     )
 
 

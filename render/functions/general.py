@@ -22,6 +22,7 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FitView, ProjectionView, call_text, defined, number, quantity
+from render.numbers import basis as bases
 from render.numbers import claims
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, rows_anchor, with_column
@@ -108,7 +109,7 @@ def project(
         + (f", {bt} tokens per update" if bt else "")
     )
     return ProjectionView(
-        vars(proj),
+        {**vars(proj), ProjectionView.RATE_BASIS: rate.stated_basis},
         rate.evidence,
         what,
         f"project({rate.key}, {numbers.exact(p)})",
@@ -159,6 +160,8 @@ def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity 
         f"mfu({rate.key})",
         fmt=".1%",
         uncertainty=_mfu_interval(rate, peak, value),
+        # without an interval, the rate's reason (and a measured peak's): a datasheet peak is a constant
+        basis=bases.carried([rate.stated_basis] + ([peak.stated_basis] if peak is not None else [])),
     )
 
 
@@ -211,6 +214,7 @@ def share_of(page: Page, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Q
         uncertainty=ci,
         exact=exact,
         note=None if value is not None else "a missing or zero operand",
+        basis="" if ci or exact else bases.carried([part.stated_basis, whole.stated_basis]),
     )
 
 

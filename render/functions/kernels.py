@@ -10,13 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import gemm, kernels
+from render.derive import gemm, intervals, kernels
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, quantity
+from render.numbers import basis
 from render.numbers.links import rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.tables import columns as tables
+
+_BOOT = f"; 95% interval: bootstrap of the windows ({intervals.RESAMPLES:,} resamples)"
+_SUMMED = "; the profile sums each kernel over the profiled steps, with no per-step rows to resample"
 
 
 @page_function
@@ -36,15 +40,19 @@ def gemm_ceiling(page: Page, ref: Any, shape: str | None = None) -> Quantity:
         g, flop_s = gemm.gemm_ceiling_flop_s(rows, shape)
     except ProbebookError as exc:
         raise ProbebookError(f"gemm_ceiling(): {exc}") from None
+    ci = gemm.ceiling_interval(g)
     return quantity(
         flop_s,
         "FLOP/s",
         ref,
-        f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows",
+        f"GEMM {g.shape} ({g.m}×{g.n}×{g.k}): 2·m·n·k / median of {g.windows} windows" + (_BOOT if ci else ""),
         f"gemm_ceiling({call_text(ref.alias, shape=shape)})",
         display="TFLOP/s",
         fmt=".4g",
         anchor=_shape_rows(page, ref, {g.shape}),
+        uncertainty=ci,
+        resample=gemm.ceiling_recipe(g, f"{ref.id}|gemm {g.shape}"),
+        basis=basis.FEW,
     )
 
 
@@ -55,6 +63,7 @@ def gemm_clock(page: Page, ref: Any, shape: str | None = None) -> Quantity:
     ref = page.ref(ref, "gemm", "gemm_clock()")
     try:
         mhz, windows = gemm.shape_clock_mhz(page.rows(ref), shape)
+        ci = gemm.clock_interval(page.rows(ref), shape)
     except ProbebookError as exc:
         raise ProbebookError(f"gemm_clock(): {ref.alias} ({ref.short}): {exc}") from None
     return quantity(
@@ -62,9 +71,12 @@ def gemm_clock(page: Page, ref: Any, shape: str | None = None) -> Quantity:
         "MHz",
         ref,
         f"median over {windows} windows of each window's median SM clock (NVML)"
-        + (f", shape {shape}" if shape else ", every shape"),
+        + (f", shape {shape}" if shape else ", every shape")
+        + (_BOOT if ci else ""),
         f"gemm_clock({call_text(ref.alias, shape=shape)})",
         fmt=".4g",
+        uncertainty=ci,
+        basis=basis.FEW,
     )
 
 
@@ -85,15 +97,19 @@ def _workload_ceiling(page: Page, ref: EvidenceRef, rows: list[dict[str, Any]]) 
     except ProbebookError as exc:
         raise ProbebookError(f"gemm_ceiling(): {ref.alias}: {exc}") from None
     used = sum(1 for g in shapes if counts.get(g.shape, 0))
+    ci = gemm.workload_interval(shapes, counts, f"{ref.id}|gemm workload")
     return quantity(
         flop_s,
         "FLOP/s",
         ref,
-        f"GEMM workload mix: Σ count·2·m·n·k / Σ count·median window time over the {used} shapes a step runs",
+        f"GEMM workload mix: Σ count·2·m·n·k / Σ count·median window time over the {used} shapes a step runs"
+        + (f"; 95% interval: each shape's windows resampled ({intervals.RESAMPLES:,} resamples)" if ci else ""),
         f"gemm_ceiling({call_text(ref.alias, shape='workload')})",
         display="TFLOP/s",
         fmt=".4g",
         anchor=_shape_rows(page, ref, {g.shape for g in shapes if counts.get(g.shape, 0)}),
+        uncertainty=ci,
+        basis=basis.FEW,
     )
 
 
@@ -111,10 +127,11 @@ def kernel_share(page: Page, ref: Any, category: str) -> Quantity:
         shares[category],
         "",
         ref,
-        f"device kernel time in {category} / all device kernel time (user annotation rows left out)",
+        f"device kernel time in {category} / all device kernel time (user annotation rows left out)" + _SUMMED,
         f"kernel_share({ref.alias}, {category})",
         fmt=".1%",
         bounded=True,
+        basis=basis.OBSERVED,
     )
 
 
@@ -138,8 +155,9 @@ def kernel_time(page: Page, ref: Any, category: str | None = None) -> Quantity:
         "s",
         ref,
         f"device kernel time{' in ' + category if category else ''} summed over {steps} profiled steps / "
-        f"{steps} (user annotation rows left out)",
+        f"{steps} (user annotation rows left out)" + _SUMMED,
         f"kernel_time({call_text(ref.alias, *([category] if category else []))})",
         display="ms",
         fmt=".3g",
+        basis=basis.OBSERVED,
     )

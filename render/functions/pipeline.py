@@ -54,12 +54,13 @@ def padding(page: Page, ref: Any, bucket: Any = None, fit: Any = None, **fit_opt
     notes = {"knee": "diversity never falls 5% below its best across the sweep"}
     what = f"padding of corpus {corpus.get('name')!r} at width {doc['params'].get('width')}, bucket {size}"
     fit_ref = _padding_fit(page, ref, doc, fit)
+    spans: dict[str, tuple[float, float] | None] = {}
     if fit_ref is None:
         for name in ("step", "epoch", "saving"):
             notes[name] = "no step-scaling fit given (padding(pad, fit=sweep) or the probe's --fit)"
     else:
-        f = page.fit(fit_ref, {k: v for k, v in fit_options.items() if v is not None}, ())
         width = float(doc["params"]["width"])
+        f = page.fit(fit_ref, {k: v for k, v in fit_options.items() if v is not None}, (width,))
         per_step = fitmod.step_batch(page.doc(fit_ref), fit_options.get("mode"))
         step = padmod.step_time_s(f.c_s, f.a_s_per_token, f.b_s_per_token2, width)
         values.update(
@@ -69,12 +70,22 @@ def padding(page: Page, ref: Any, bucket: Any = None, fit: Any = None, **fit_opt
                 "saving_s": padmod.epoch_saving_s(naive["rows"], picked["rows"], per_step, step),
             }
         )
+        # the fit's interval of the step at this width, scaled by the exact rows per step (epoch_saving_s is linear)
+        step_ci = f.ci.get(f"step_s:{fitmod.width_key(width)}")
+        spans = {
+            "step": step_ci,
+            "epoch": intervals.scaled(step_ci, padmod.epoch_saving_s(naive["rows"], 0, per_step, 1.0)),
+            "saving": intervals.scaled(step_ci, padmod.epoch_saving_s(naive["rows"], picked["rows"], per_step, 1.0)),
+        }
         evidence += (fit_ref.id,)
         what += (
             f"; step at width {width:g} from the fit of {fit_ref.alias} ({fit_ref.short}), "
             f"{per_step:g} rows per step: (rows naive − rows bucketed) / rows per step × step"
+            + ("; 95% interval: the fit's bootstrap of the step at this width" if step_ci else "")
         )
-    return PaddingView(values, evidence, what, f"padding({call_text(ref.alias, bucket=bucket)})", notes)
+    return PaddingView(
+        values, evidence, what, f"padding({call_text(ref.alias, bucket=bucket)})", notes, intervals=spans
+    )
 
 
 def _padding_fit(page: Page, ref: EvidenceRef, doc: dict[str, Any], fit: Any) -> EvidenceRef | None:

@@ -14,45 +14,52 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import scaling
+from render.derive.intervals import RESAMPLES
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, number, quantity
+from render.numbers import basis, said
 from render.numbers import reading as numbers
-from render.numbers import said
 from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines its header row with terminal escapes
 _N1 = "N=1: only the 1-GPU baseline ran (one visible GPU)"
+_BOOT = f"; 95% intervals: the windows of each median resampled, derived terms replicate by replicate ({RESAMPLES:,})"
 
 
 class ScalingView(FieldView):
+    # every median carries its windows' interval and every term derived from medians the interval of its
+    # replicates (render.derive.scaling.summary_intervals); below 3 windows it says so; the GPU count and the
+    # gradient's bytes are params
     FIELDS = {
-        "gpus": ("gpus", "", {"fmt": "d"}),
-        "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g"}),
-        "tok_s_n": ("tok_s_n", "tok/s", {"fmt": ".3g"}),
-        "tok_s_all": ("tok_s_all", "tok/s", {"fmt": ".3g"}),
-        "step_1": ("step_1_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "step_n": ("step_n_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "efficiency": ("efficiency", "", {"fmt": ".1%"}),
-        "paired_efficiency": ("paired_efficiency", "", {"fmt": ".1%"}),
-        "comm": ("comm_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "exposed": ("exposed_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "instrumented_step": ("instrumented_step_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "comm_share": ("comm_share", "", {"fmt": ".1%"}),
-        "exposed_share": ("exposed_share", "", {"fmt": ".1%"}),
-        "overlap": ("overlap", "", {"fmt": ".0%"}),
-        "other": ("other_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "other_share": ("other_share", "", {"fmt": ".1%"}),
-        "grad_bytes": ("grad_bytes", "B", {"display": "MiB", "fmt": ".4g"}),
-        "grad_allreduce": ("grad_allreduce_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "algbw": ("grad_algbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
-        "busbw": ("grad_busbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g"}),
+        "gpus": ("gpus", "", {"fmt": "d", "exact": True}),
+        "tok_s_1": ("tok_s_1", "tok/s", {"fmt": ".3g", "basis": basis.FEW}),
+        "tok_s_n": ("tok_s_n", "tok/s", {"fmt": ".3g", "basis": basis.FEW}),
+        "tok_s_all": ("tok_s_all", "tok/s", {"fmt": ".3g", "basis": basis.FEW}),
+        "step_1": ("step_1_s", "s", {"display": "ms", "fmt": ".4g", "basis": basis.FEW}),
+        "step_n": ("step_n_s", "s", {"display": "ms", "fmt": ".4g", "basis": basis.FEW}),
+        "efficiency": ("efficiency", "", {"fmt": ".1%", "basis": basis.FEW}),
+        "paired_efficiency": ("paired_efficiency", "", {"fmt": ".1%", "basis": basis.FEW}),
+        "comm": ("comm_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "exposed": ("exposed_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "instrumented_step": ("instrumented_step_s", "s", {"display": "ms", "fmt": ".4g", "basis": basis.FEW}),
+        "comm_share": ("comm_share", "", {"fmt": ".1%", "basis": basis.FEW}),
+        "exposed_share": ("exposed_share", "", {"fmt": ".1%", "basis": basis.FEW}),
+        "overlap": ("overlap", "", {"fmt": ".0%", "basis": basis.FEW}),
+        "other": ("other_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "other_share": ("other_share", "", {"fmt": ".1%", "basis": basis.FEW}),
+        "grad_bytes": ("grad_bytes", "B", {"display": "MiB", "fmt": ".4g", "exact": True}),
+        "grad_allreduce": ("grad_allreduce_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "algbw": ("grad_algbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g", "basis": basis.FEW}),
+        "busbw": ("grad_busbw_b_s", "B/s", {"display": "GB/s", "fmt": ".3g", "basis": basis.FEW}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"projected", "projected_gpus", "sweep_busbw", "interconnect", "unstable"}
 
-    def __init__(self, summary: scaling.ScalingSummary, doc: dict[str, Any], ref: EvidenceRef):
+    def __init__(
+        self, summary: scaling.ScalingSummary, doc: dict[str, Any], ref: EvidenceRef, reps: dict[str, Any]
+    ) -> None:
         notes = {name: _N1 for name, (source, _, _) in self.FIELDS.items() if getattr(summary, source) is None}
         if summary.paired_efficiency is None and summary.gpus > 1:
             notes["paired_efficiency"] = "no paired rounds in this evidence (ddp probe version 1)"
@@ -60,7 +67,10 @@ class ScalingView(FieldView):
             notes["overlap"] = "no all-reduce time was measured"
         gpus = numbers.counted(summary.gpus, "GPU")
         what = f"ddp evidence at {gpus}, {summary.tokens_per_rank} tokens per rank, medians"
-        super().__init__(vars(summary), (ref.id,), what, f"ddp({ref.alias})", notes, _landing(doc, summary.gpus))
+        self._reps, self._spans = reps, scaling.summary_intervals(summary, reps)
+        what += _BOOT if any(self._spans.values()) else ""
+        named = {name: self._spans.get(source) for name, (source, _, _) in self.FIELDS.items()}
+        super().__init__(vars(summary), (ref.id,), what, f"ddp({ref.alias})", notes, _landing(doc, summary.gpus), named)
         self._summary, self._doc, self._ref = summary, doc, ref
 
     def projected(self, gpus: Any) -> Quantity:
@@ -69,16 +79,20 @@ class ScalingView(FieldView):
         if n < 1:
             raise ProbebookError(f"projected(): gpus must be >= 1, got {n}")
         s = self._summary
+        ci = scaling.projected_interval(s, self._reps, n)
         return quantity(
             scaling.projected_efficiency(s, n),
             "",
             self._evidence,
             f"PROJECTION, not a measurement: efficiency at {n} GPUs = step(1) / step({n}), "
             f"step({n}) = step({s.gpus}) + a·(ring({n})/ring({s.gpus}) − 1), a = the standalone all-reduce of "
-            "the gradient, ring(n) = 2(n−1)/n at the measured bus bandwidth",
+            "the gradient, ring(n) = 2(n−1)/n at the measured bus bandwidth"
+            + ("; 95% interval: the measured terms' windows resampled, the model as stated" if ci else ""),
             f"{self._key}.projected({n})",
             fmt=".1%",
             note=None if s.grad_allreduce_s is not None else _N1,
+            uncertainty=ci,
+            basis=basis.FEW,
         )
 
     def projected_gpus(self, gpus: Any) -> Quantity:
@@ -94,6 +108,7 @@ class ScalingView(FieldView):
             f"the GPU count projected() is evaluated at ({n}): an input of the page, not a measurement",
             f"{self._key}.projected_gpus({n})",
             fmt="d",
+            exact=True,
         )
 
     def sweep_busbw(self, mib: Any) -> Quantity:
@@ -112,6 +127,8 @@ class ScalingView(FieldView):
             display="GB/s",
             fmt=".3g",
             note=None if nbytes in swept else _N1,
+            uncertainty=self._spans.get(f"sweep:{nbytes}") if nbytes in swept else None,
+            basis=basis.FEW,
         )
 
     @property
@@ -177,4 +194,5 @@ def ddp(page: Page, ref: Any) -> ScalingView:
     ref = page.ref(ref, "ddp", "ddp()")
     doc = page.doc(ref)
     summary = page.library.memo(("ddp", ref.id), lambda: scaling.summarize(doc))
-    return ScalingView(summary, doc, ref)
+    reps = page.library.memo(("ddp replicates", ref.id), lambda: scaling.replicates(doc, f"{ref.id}|ddp"))
+    return ScalingView(summary, doc, ref, reps)

@@ -13,9 +13,10 @@ from typing import Any, ClassVar
 import jinja2
 
 from measure.errors import ProbebookError
+from render.derive import batchsweep
 from render.derive import fit as fitmod
 from render.derive import project as projmod
-from render.numbers import said
+from render.numbers import basis, said
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -225,16 +226,21 @@ class FieldView:
 
 class BatchView(FieldView):
     FIELDS = {
+        # the fastest batch's basis is its tie test against the runner-up (__getattr__); its rate's interval is
+        # the normal one of its windows' CV and count, as recorded where the row lacks them; the rest are params
         "fastest_batch": ("fastest_stable_batch", "", {"fmt": "d"}),
-        "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ".3g"}),
-        "largest_batch": ("largest_fitting_batch", "", {"fmt": "d"}),
-        "first_oom": ("first_oom_batch", "", {"fmt": "d"}),
-        "context": ("context", "", {"fmt": "d"}),
+        "fastest_tok_s": ("fastest_tok_s", "tok/s", {"fmt": ".3g", "basis": basis.RECORDED}),
+        "largest_batch": ("largest_fitting_batch", "", {"fmt": "d", "exact": True}),
+        "first_oom": ("first_oom_batch", "", {"fmt": "d", "exact": True}),
+        "context": ("context", "", {"fmt": "d", "exact": True}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
 
     def __getattr__(self, name: str) -> Quantity:
         q = super().__getattr__(name)
+        if name == "fastest_batch":
+            said_basis, words = batchsweep.fastest_basis(self._values.get("runner_up_batch"), self._values.get("tie"))
+            q = replace(q, basis=said_basis, derivation=q.derivation + words)
         if name in ("fastest_batch", "fastest_tok_s") and self._values.get("tie"):
             # a tie within noise is shown as one wherever the fastest batch is (issue 23)
             return replace(q, mark=f"tie with batch {self._values['runner_up_batch']}")
@@ -284,20 +290,22 @@ def _batch_note(view: Any, name: str, batches: Any, heading: str, why: str) -> B
 class CampaignTimeView(FieldView):
     """A campaign's wall time (``render.derive.campaign``): totals, and per measured point the phases."""
 
+    # one campaign's wall clock, as its receipts recorded it: readings of the one run there was, not estimates
+    # from repeated windows; the counts are exact
     FIELDS = {
-        "wall": ("wall_s", "s", {"fmt": ",.0f"}),
-        "device_busy": ("device_busy_s", "s", {"fmt": ",.0f"}),
-        "points": ("points", "", {"fmt": "d"}),
-        "attempts": ("attempts", "", {"fmt": "d"}),
-        "runs": ("runs", "", {"fmt": "d"}),
-        "job_start": ("job_start_s", "s", {}),
-        "imports": ("imports_s", "s", {}),
-        "device_wait": ("device_wait_s", "s", {}),
-        "setup": ("setup_s", "s", {}),
-        "warmup": ("warmup_s", "s", {}),
-        "timed": ("timed_s", "s", {}),
-        "observe": ("observe_s", "s", {}),
-        "trace": ("trace_s", "s", {}),
+        "wall": ("wall_s", "s", {"fmt": ",.0f", "basis": basis.OBSERVED}),
+        "device_busy": ("device_busy_s", "s", {"fmt": ",.0f", "basis": basis.OBSERVED}),
+        "points": ("points", "", {"fmt": "d", "exact": True}),
+        "attempts": ("attempts", "", {"fmt": "d", "exact": True}),
+        "runs": ("runs", "", {"fmt": "d", "exact": True}),
+        "job_start": ("job_start_s", "s", {"basis": basis.OBSERVED}),
+        "imports": ("imports_s", "s", {"basis": basis.OBSERVED}),
+        "device_wait": ("device_wait_s", "s", {"basis": basis.OBSERVED}),
+        "setup": ("setup_s", "s", {"basis": basis.OBSERVED}),
+        "warmup": ("warmup_s", "s", {"basis": basis.OBSERVED}),
+        "timed": ("timed_s", "s", {"basis": basis.OBSERVED}),
+        "observe": ("observe_s", "s", {"basis": basis.OBSERVED}),
+        "trace": ("trace_s", "s", {"basis": basis.OBSERVED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -317,30 +325,43 @@ class ProjectionView(FieldView):
         "time": ("seconds", "s", {"display": "h", "fmt": ".3g"}),
         "gpu_hours": ("gpu_hours", "GPU-h", {"fmt": ",.0f"}),
         "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
-        "tokens": ("tokens", "tok", {"fmt": ".3g"}),
-        "updates": ("optimizer_updates", "", {"fmt": ",d"}),
+        "tokens": ("tokens", "tok", {"fmt": ".3g", "exact": True}),  # k·P: arithmetic on the page's inputs
+        "updates": ("optimizer_updates", "", {"fmt": ",d", "exact": True}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
+    RATE_BASIS = "rate_basis"
+    """The values' entry holding the rate's own basis: a time without an interval says the rate's reason."""
+
+    def __getattr__(self, name: str) -> Quantity:
+        q = super().__getattr__(name)
+        if name in ("time", "gpu_hours", "per_billion_tokens") and q.uncertainty is None:
+            said = self._values.get(self.RATE_BASIS) or ""
+            return replace(q, basis="" if said == basis.INTERVAL else said)
+        return q
+
+
+_CORPUS = {"exact": True}  # arithmetic on a tokenized corpus, not a timing: nothing to resample
 
 
 class PaddingView(FieldView):
     FIELDS = {
-        "documents": ("documents", "", {"fmt": ",d"}),
-        "tokens": ("tokens", "tok", {"fmt": ",d"}),
-        "sequences": ("sequences", "", {"fmt": ",d"}),
-        "before": ("naive_share", "", {"fmt": ".1%"}),
-        "before_longest": ("naive_longest_share", "", {"fmt": ".1%"}),
-        "after": ("bucket_share", "", {"fmt": ".1%"}),
-        "after_longest": ("bucket_longest_share", "", {"fmt": ".1%"}),
-        "rows_before": ("naive_rows", "", {"fmt": ",d"}),
-        "rows_after": ("bucket_rows", "", {"fmt": ",d"}),
-        "diversity": ("bucket_diversity", "", {"fmt": ".3g"}),
-        "naive_diversity": ("naive_diversity", "", {"fmt": ".3g"}),
-        "bucket": ("bucket_size", "tok", {"fmt": "d"}),
-        "knee": ("knee", "tok", {"fmt": "d"}),
-        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "epoch": ("epoch_s", "s", {"fmt": ",.0f"}),
-        "saving": ("saving_s", "s", {"fmt": ",.0f"}),
+        "documents": ("documents", "", {"fmt": ",d", **_CORPUS}),
+        "tokens": ("tokens", "tok", {"fmt": ",d", **_CORPUS}),
+        "sequences": ("sequences", "", {"fmt": ",d", **_CORPUS}),
+        "before": ("naive_share", "", {"fmt": ".1%", **_CORPUS}),
+        "before_longest": ("naive_longest_share", "", {"fmt": ".1%", **_CORPUS}),
+        "after": ("bucket_share", "", {"fmt": ".1%", **_CORPUS}),
+        "after_longest": ("bucket_longest_share", "", {"fmt": ".1%", **_CORPUS}),
+        "rows_before": ("naive_rows", "", {"fmt": ",d", **_CORPUS}),
+        "rows_after": ("bucket_rows", "", {"fmt": ",d", **_CORPUS}),
+        "diversity": ("bucket_diversity", "", {"fmt": ".3g", **_CORPUS}),
+        "naive_diversity": ("naive_diversity", "", {"fmt": ".3g", **_CORPUS}),
+        "bucket": ("bucket_size", "tok", {"fmt": "d", **_CORPUS}),
+        "knee": ("knee", "tok", {"fmt": "d", **_CORPUS}),
+        # from the step-scaling fit at the corpus's width: the fit's bootstrap interval, where it has one
+        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "epoch": ("epoch_s", "s", {"fmt": ",.0f", "basis": basis.FEW}),
+        "saving": ("saving_s", "s", {"fmt": ",.0f", "basis": basis.FEW}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 

@@ -46,3 +46,9 @@ def combined(bases: list[str]) -> str:
     if not rest:
         return EXACT if bases else ""
     return rest.pop() if len(rest) == 1 and INTERVAL not in rest and "" not in rest else ""
+
+
+def carried(bases: list[str]) -> str:
+    """The basis of a number computed from operands that gives it no interval: ``few windows`` where an operand
+    says it has too few windows to resample (so the result cannot be resampled either), else ``combined``."""
+    return FEW if FEW in bases else combined(bases)
