@@ -31,32 +31,36 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
+from render.numbers import basis
 from render.numbers.links import machine_anchor, rows_anchor
 
 if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
 
 _REL = {"fmt": ".2e"}
+_ONE_RUN = {"basis": basis.OBSERVED}
+"""An agreement arm's figures are one batch's numerical errors against the reference, one run each: readings,
+not estimates from windows. Its limits are the tolerances the probe stated, and ``passed`` is the test's verdict."""
 
 
 class AgreementView(FieldView):
     FIELDS = {
-        "loss": ("loss_rel_l2", "", _REL),
-        "logits": ("logits_rel_l2", "", _REL),
-        "grads": ("grads_rel_l2", "", _REL),
-        "noise_loss": ("loss_noise", "", _REL),
-        "noise_logits": ("logits_noise", "", _REL),
-        "noise_grads": ("grads_noise", "", _REL),
-        "limit_loss": ("loss_limit", "", _REL),
-        "limit_logits": ("logits_limit", "", _REL),
-        "limit_grads": ("grads_limit", "", _REL),
-        "loss_times_noise": ("loss_times_noise", "", {"fmt": ".3g"}),
-        "grads_times_noise": ("grads_times_noise", "", {"fmt": ".3g"}),
-        "grads_cosine": ("grads_cosine", "", {"fmt": ".8f"}),
-        "grads_sign": ("grads_sign", "", {"fmt": ".4%"}),
-        "grads_max_abs": ("grads_max_abs", "", _REL),
-        "floor": ("floor", "", _REL),
-        "passed": ("passed", "", {"fmt": "d"}),
+        "loss": ("loss_rel_l2", "", {**_REL, **_ONE_RUN}),
+        "logits": ("logits_rel_l2", "", {**_REL, **_ONE_RUN}),
+        "grads": ("grads_rel_l2", "", {**_REL, **_ONE_RUN}),
+        "noise_loss": ("loss_noise", "", {**_REL, **_ONE_RUN}),
+        "noise_logits": ("logits_noise", "", {**_REL, **_ONE_RUN}),
+        "noise_grads": ("grads_noise", "", {**_REL, **_ONE_RUN}),
+        "limit_loss": ("loss_limit", "", {**_REL, "exact": True}),
+        "limit_logits": ("logits_limit", "", {**_REL, "exact": True}),
+        "limit_grads": ("grads_limit", "", {**_REL, "exact": True}),
+        "loss_times_noise": ("loss_times_noise", "", {"fmt": ".3g", **_ONE_RUN}),
+        "grads_times_noise": ("grads_times_noise", "", {"fmt": ".3g", **_ONE_RUN}),
+        "grads_cosine": ("grads_cosine", "", {"fmt": ".8f", **_ONE_RUN}),
+        "grads_sign": ("grads_sign", "", {"fmt": ".4%", **_ONE_RUN}),
+        "grads_max_abs": ("grads_max_abs", "", {**_REL, **_ONE_RUN}),
+        "floor": ("floor", "", {**_REL, **_ONE_RUN}),
+        "passed": ("passed", "", {"fmt": "d", "basis": basis.TEST}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -102,14 +106,20 @@ class HvpView(FieldView):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+_RECORDED = {"basis": basis.RECORDED}
+
+
 class StreamView(FieldView):
+    # each figure is the arm's summary as the probe recorded it, with an interval where its windows are stored and
+    # reproduce it (stream()): the rounds for the step, the observed steps' visits for the stall and the copies;
+    # the stall share's per-step step times are not stored
     FIELDS = {
-        "step": ("median_step_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
-        "stall": ("stall_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "stall_share": ("stall_share", "", {"fmt": ".1%"}),
-        "layer_copy": ("layer_copy_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "layer_grad_copy": ("layer_grad_copy_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "step": ("median_step_s", "s", {"display": "ms", "fmt": ".4g", **_RECORDED}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g", **_RECORDED}),
+        "stall": ("stall_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
+        "stall_share": ("stall_share", "", {"fmt": ".1%", **_RECORDED}),
+        "layer_copy": ("layer_copy_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
+        "layer_grad_copy": ("layer_grad_copy_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -275,6 +285,13 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     spans, recipes = window_spans(
         reported_windows(rounds, step), step, values.get("tok_s"), f"{ref.id}|stream rounds of {arm}", "step"
     )
+    for name, observed in correctness.stream_step_windows(page.rows(ref), arm).items():
+        source = StreamView.FIELDS[name][0]
+        found = reported_windows(observed, values.get(source))
+        if found:
+            spans[name] = intervals.median_interval(found)
+            recipes[name] = intervals.median_recipe(found, f"{ref.id}|stream {source} of {arm}")
+    bases = {name: basis.FEW for name, ci in spans.items() if ci is None}  # windows found, under 3 of them
     # each figure is the arm's own summary row on the evidence page's "Other data" (data.arms.<i>.<field>)
     arms = page.data(ref).get("arms") or []
     i = next(j for j, a in enumerate(arms) if isinstance(a, dict) and a.get("arm") == arm)
@@ -284,7 +301,15 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         for name, (source, _, _) in StreamView.FIELDS.items()
     }
     return StreamView(
-        values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, landing, intervals=spans, resamples=recipes
+        values,
+        (ref.id,),
+        what,
+        f"stream({ref.alias}, {arm})",
+        notes,
+        landing,
+        intervals=spans,
+        resamples=recipes,
+        bases=bases,
     )
 
 
