@@ -155,3 +155,13 @@ def test_median_of_fewer_than_three_samples_says_why_it_has_no_interval() -> Non
     assert (one.value, one.stated_basis) == (5.0, basis.OBSERVED)  # one window's own reading
     assert "bootstrap" not in one.derivation
     assert fns["median"]("ev", "step_s", arm="baseline").stated_basis == "interval"
+
+
+def test_a_share_of_two_readings_is_a_reading() -> None:
+    fns = _page({"data": {"clocks": {"sm_mhz_before": 1980.0, "sm_mhz_after": 1650.0}}})
+    share = fns["share_of"](
+        fns["value"]("ev", "data.clocks.sm_mhz_after"), fns["value"]("ev", "data.clocks.sm_mhz_before")
+    )
+    assert (share.value, share.stated_basis) == (1650.0 / 1980.0, basis.OBSERVED)
+    mixed = fns["share_of"](fns["value"]("ev", "data.clocks.sm_mhz_after"), fns["value"]("ev", "params.batch"))
+    assert mixed.stated_basis == basis.OBSERVED  # an exact operand keeps the other's basis

@@ -233,6 +233,7 @@ def share_of(page: Page, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Q
         key=f"share_of({part.key}, {whole.key})",
         uncertainty=ci,
         exact=exact,
+        basis=basis.combined([part.stated_basis, whole.stated_basis]),  # a ratio of two readings is one, say
         note=None if value is not None else "a missing or zero operand",
     )
 
