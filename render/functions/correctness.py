@@ -276,22 +276,9 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     no_events = "this arm records no per-layer events"
     notes = dict.fromkeys(("stall", "stall_share", "layer_copy", "layer_grad_copy"), no_events)
     what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
-    rounds = [
-        r["step_s"]
-        for r in page.rows(ref)
-        if isinstance(r, dict) and r.get("arm") == arm and r.get("kind") == "round" and _positive(r.get("step_s"))
-    ]
-    step = values.get("median_step_s")
-    spans, recipes = window_spans(
-        reported_windows(rounds, step), step, values.get("tok_s"), f"{ref.id}|stream rounds of {arm}", "step"
+    spans, recipes, bases = page.library.memo(
+        ("stream intervals", ref.id, str(arm)), lambda: _stream_spans(page.rows(ref), str(arm), values, ref.id)
     )
-    for name, observed in correctness.stream_step_windows(page.rows(ref), arm).items():
-        source = StreamView.FIELDS[name][0]
-        found = reported_windows(observed, values.get(source))
-        if found:
-            spans[name] = intervals.median_interval(found)
-            recipes[name] = intervals.median_recipe(found, f"{ref.id}|stream {source} of {arm}")
-    bases = {name: basis.FEW for name, ci in spans.items() if ci is None}  # windows found, under 3 of them
     # each figure is the arm's own summary row on the evidence page's "Other data" (data.arms.<i>.<field>)
     arms = page.data(ref).get("arms") or []
     i = next(j for j, a in enumerate(arms) if isinstance(a, dict) and a.get("arm") == arm)
@@ -311,6 +298,31 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         resamples=recipes,
         bases=bases,
     )
+
+
+def _stream_spans(
+    rows: list[dict[str, Any]], arm: str, values: dict[str, Any], ident: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """A stream arm's intervals, recipes and bases: the step's and tokens/s from its interleaved rounds, the stall's
+    and copies' from its observed steps' visits (``correctness.stream_step_windows``), each only where the windows
+    reproduce the recorded median; ``few windows`` where they do, under 3 of them."""
+    rounds = [
+        r["step_s"]
+        for r in rows
+        if isinstance(r, dict) and r.get("arm") == arm and r.get("kind") == "round" and _positive(r.get("step_s"))
+    ]
+    step = values.get("median_step_s")
+    spans, recipes = window_spans(
+        reported_windows(rounds, step), step, values.get("tok_s"), f"{ident}|stream rounds of {arm}", "step"
+    )
+    for name, observed in correctness.stream_step_windows(rows, arm).items():
+        source = StreamView.FIELDS[name][0]
+        found = reported_windows(observed, values.get(source))
+        if found:
+            spans[name] = intervals.median_interval(found)
+            recipes[name] = intervals.median_recipe(found, f"{ident}|stream {source} of {arm}")
+    bases = {name: basis.FEW for name, ci in spans.items() if ci is None}  # windows found, under 3 of them
+    return spans, recipes, bases
 
 
 def _positive(x: Any) -> bool:

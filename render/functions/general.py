@@ -73,9 +73,8 @@ def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", dis
     if isinstance(node, bool) or not isinstance(node, (int, float)):
         raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
     anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
-    said = dict(
-        page.library.memo(("value basis", ref.id, str(path)), lambda: _field_uncertainty(page, ref, path, node))
-    )
+    # memoised: one document's field has one answer, and a page may show it several times
+    said = dict(page.library.memo(("value basis", ref.id, path), lambda: _field_uncertainty(page, ref, path, node)))
     how = said.pop("derivation", f"evidence field {path}")
     q = quantity(node, unit, ref, how, f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor, **said)
     return q.to(display) if display else q
