@@ -165,3 +165,35 @@ def test_a_share_of_two_readings_is_a_reading() -> None:
     assert (share.value, share.stated_basis) == (1650.0 / 1980.0, basis.OBSERVED)
     mixed = fns["share_of"](fns["value"]("ev", "data.clocks.sm_mhz_after"), fns["value"]("ev", "params.batch"))
     assert mixed.stated_basis == basis.OBSERVED  # an exact operand keeps the other's basis
+
+
+def _context(probe: str, data: dict[str, Any]) -> dict[str, Any]:
+    return Page(Library({IDENT: {"probe": probe, "params": {}, "data": data}}), {"ev": IDENT}).context()
+
+
+def test_a_stream_arm_gives_its_stall_and_copies_the_interval_of_its_observed_steps() -> None:
+    visits = [
+        {"kind": "visit", "arm": "d1", "step": s, "layer": 0, "stall_s": st, "copy_s": c, "grad_copy_s": None}
+        for s, st, c in ((0, 0.5, 1.0), (1, 0.25, 2.0), (2, 0.75, 3.0), (3, 1.0, 4.0))
+    ]
+    rounds = [{"kind": "round", "arm": "d1", "round": i, "step_s": v} for i, v in enumerate((2.0, 3.0))]
+    arm = {"arm": "d1", "median_step_s": 2.5, "tok_s": 400.0, "stall_s": 0.625, "stall_share": 0.25}
+    arm |= {"layer_copy_s": 2.5, "layer_grad_copy_s": None}
+    view = _context("stream", {"arms": [arm], "samples": visits + rounds})["stream"]("ev", "d1")
+    assert view.stall.uncertainty == intervals.median_interval([0.5, 0.25, 0.75, 1.0])
+    assert view.layer_copy.uncertainty == intervals.median_interval([1.0, 2.0, 3.0, 4.0])
+    assert view.step.stated_basis == basis.FEW  # its 2 rounds reproduce it, too few to resample
+    assert view.stall_share.stated_basis == basis.RECORDED  # the observed steps' times are not stored
+
+
+def test_an_agreement_arms_errors_are_readings_its_limits_exact_its_verdict_a_test() -> None:
+    rows = [
+        {"arm": "bf16", "quantity": q, "rel_l2": 2e-3, "noise_floor": 1e-3, "limit": 1e-2, "cosine": 0.99}
+        for q in ("loss", "logits", "grads")
+    ]
+    arms = [{"arm": "bf16", "status": "ok", "passed": True, "floor": 1e-3}]
+    view = _context("agreement", {"arms": arms, "samples": rows})["agreement"]("ev", "bf16")
+    said = {name: getattr(view, name).stated_basis for name in ("grads", "noise_grads", "limit_grads", "passed")}
+    assert said == {"grads": "observed", "noise_grads": "observed", "limit_grads": "exact", "passed": "a test"}
+    assert view.grads_times_noise.value == pytest.approx(2.0)
+    assert view.grads_times_noise.stated_basis == basis.OBSERVED
