@@ -135,3 +135,19 @@ def stream_arm(data: dict[str, Any], arm: str) -> dict[str, Any]:
             return found
     names = ", ".join(str(a.get("arm")) for a in data.get("arms") or [])
     raise ProbebookError(f"no arm {arm!r} in the stream evidence (arms: {names})")
+
+
+def stream_step_windows(rows: list[dict[str, Any]], arm: str) -> dict[str, list[float]]:
+    """The windows behind a stream arm's event figures, from its ``visit`` rows (one per layer visit of each
+    observed step, seconds): ``stall``, each observed step's summed stall; ``layer_copy`` and ``layer_grad_copy``,
+    every visit's copy time that was recorded. The probe's figures are their medians (``measure.probes.stream``)."""
+    visits = [r for r in rows if isinstance(r, dict) and r.get("kind") == "visit" and r.get("arm") == arm]
+    stalls: dict[Any, float] = {}
+    for r in visits:
+        if isinstance(r.get("stall_s"), (int, float)):
+            stalls[r.get("step")] = stalls.get(r.get("step"), 0.0) + float(r["stall_s"])
+    return {
+        "stall": list(stalls.values()),
+        "layer_copy": [float(r["copy_s"]) for r in visits if isinstance(r.get("copy_s"), (int, float))],
+        "layer_grad_copy": [float(r["grad_copy_s"]) for r in visits if isinstance(r.get("grad_copy_s"), (int, float))],
+    }

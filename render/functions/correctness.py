@@ -39,26 +39,29 @@ if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
 
 _REL = {"fmt": ".2e"}
+_ONE_RUN = {"basis": basis.OBSERVED}
+"""An agreement arm's figures are one batch's numerical errors against the reference, one run each: readings,
+not estimates from windows. Its limits are the tolerances the probe stated, and ``passed`` is the test's verdict."""
 
 
 class AgreementView(FieldView):
     FIELDS = {
-        "loss": ("loss_rel_l2", "", _REL),
-        "logits": ("logits_rel_l2", "", _REL),
-        "grads": ("grads_rel_l2", "", _REL),
-        "noise_loss": ("loss_noise", "", _REL),
-        "noise_logits": ("logits_noise", "", _REL),
-        "noise_grads": ("grads_noise", "", _REL),
-        "limit_loss": ("loss_limit", "", _REL),
-        "limit_logits": ("logits_limit", "", _REL),
-        "limit_grads": ("grads_limit", "", _REL),
-        "loss_times_noise": ("loss_times_noise", "", {"fmt": ".3g"}),
-        "grads_times_noise": ("grads_times_noise", "", {"fmt": ".3g"}),
-        "grads_cosine": ("grads_cosine", "", {"fmt": ".8f"}),
-        "grads_sign": ("grads_sign", "", {"fmt": ".4%"}),
-        "grads_max_abs": ("grads_max_abs", "", _REL),
-        "floor": ("floor", "", _REL),
-        "passed": ("passed", "", {"fmt": "d"}),
+        "loss": ("loss_rel_l2", "", {**_REL, **_ONE_RUN}),
+        "logits": ("logits_rel_l2", "", {**_REL, **_ONE_RUN}),
+        "grads": ("grads_rel_l2", "", {**_REL, **_ONE_RUN}),
+        "noise_loss": ("loss_noise", "", {**_REL, **_ONE_RUN}),
+        "noise_logits": ("logits_noise", "", {**_REL, **_ONE_RUN}),
+        "noise_grads": ("grads_noise", "", {**_REL, **_ONE_RUN}),
+        "limit_loss": ("loss_limit", "", {**_REL, "exact": True}),
+        "limit_logits": ("logits_limit", "", {**_REL, "exact": True}),
+        "limit_grads": ("grads_limit", "", {**_REL, "exact": True}),
+        "loss_times_noise": ("loss_times_noise", "", {"fmt": ".3g", **_ONE_RUN}),
+        "grads_times_noise": ("grads_times_noise", "", {"fmt": ".3g", **_ONE_RUN}),
+        "grads_cosine": ("grads_cosine", "", {"fmt": ".8f", **_ONE_RUN}),
+        "grads_sign": ("grads_sign", "", {"fmt": ".4%", **_ONE_RUN}),
+        "grads_max_abs": ("grads_max_abs", "", {**_REL, **_ONE_RUN}),
+        "floor": ("floor", "", {**_REL, **_ONE_RUN}),
+        "passed": ("passed", "", {"fmt": "d", "basis": basis.TEST}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -120,14 +123,20 @@ class HvpView(FieldView):
         return q
 
 
+_RECORDED = {"basis": basis.RECORDED}
+
+
 class StreamView(FieldView):
+    # each figure is the arm's summary as the probe recorded it, with an interval where its windows are stored and
+    # reproduce it (stream()): the rounds for the step, the observed steps' visits for the stall and the copies;
+    # the stall share's per-step step times are not stored
     FIELDS = {
-        "step": ("median_step_s", "s", {"display": "ms", "fmt": ".4g"}),
-        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g"}),
-        "stall": ("stall_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "stall_share": ("stall_share", "", {"fmt": ".1%"}),
-        "layer_copy": ("layer_copy_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "layer_grad_copy": ("layer_grad_copy_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "step": ("median_step_s", "s", {"display": "ms", "fmt": ".4g", **_RECORDED}),
+        "tok_s": ("tok_s", "tok/s", {"fmt": ".3g", **_RECORDED}),
+        "stall": ("stall_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
+        "stall_share": ("stall_share", "", {"fmt": ".1%", **_RECORDED}),
+        "layer_copy": ("layer_copy_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
+        "layer_grad_copy": ("layer_grad_copy_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -284,14 +293,8 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     no_events = "this arm records no per-layer events"
     notes = dict.fromkeys(("stall", "stall_share", "layer_copy", "layer_grad_copy"), no_events)
     what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
-    rounds = [
-        r["step_s"]
-        for r in page.rows(ref)
-        if isinstance(r, dict) and r.get("arm") == arm and r.get("kind") == "round" and _positive(r.get("step_s"))
-    ]
-    step = values.get("median_step_s")
-    spans, recipes = window_spans(
-        reported_windows(rounds, step), step, values.get("tok_s"), f"{ref.id}|stream rounds of {arm}", "step"
+    spans, recipes, bases = page.library.memo(
+        ("stream intervals", ref.id, str(arm)), lambda: _stream_spans(page.rows(ref), str(arm), values, ref.id)
     )
     # each figure is the arm's own summary row on the evidence page's "Other data" (data.arms.<i>.<field>)
     arms = page.data(ref).get("arms") or []
@@ -302,8 +305,41 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         for name, (source, _, _) in StreamView.FIELDS.items()
     }
     return StreamView(
-        values, (ref.id,), what, f"stream({ref.alias}, {arm})", notes, landing, intervals=spans, resamples=recipes
+        values,
+        (ref.id,),
+        what,
+        f"stream({ref.alias}, {arm})",
+        notes,
+        landing,
+        intervals=spans,
+        resamples=recipes,
+        bases=bases,
     )
+
+
+def _stream_spans(
+    rows: list[dict[str, Any]], arm: str, values: dict[str, Any], ident: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """A stream arm's intervals, recipes and bases: the step's and tokens/s from its interleaved rounds, the stall's
+    and copies' from its observed steps' visits (``correctness.stream_step_windows``), each only where the windows
+    reproduce the recorded median; ``few windows`` where they do, under 3 of them."""
+    rounds = [
+        r["step_s"]
+        for r in rows
+        if isinstance(r, dict) and r.get("arm") == arm and r.get("kind") == "round" and _positive(r.get("step_s"))
+    ]
+    step = values.get("median_step_s")
+    spans, recipes = window_spans(
+        reported_windows(rounds, step), step, values.get("tok_s"), f"{ident}|stream rounds of {arm}", "step"
+    )
+    for name, observed in correctness.stream_step_windows(rows, arm).items():
+        source = StreamView.FIELDS[name][0]
+        found = reported_windows(observed, values.get(source))
+        if found:
+            spans[name] = intervals.median_interval(found)
+            recipes[name] = intervals.median_recipe(found, f"{ident}|stream {source} of {arm}")
+    bases = {name: basis.FEW for name, ci in spans.items() if ci is None}  # windows found, under 3 of them
+    return spans, recipes, bases
 
 
 def _positive(x: Any) -> bool:

@@ -69,12 +69,12 @@ class PairedView:
     def p(self) -> Quantity:
         """Two-sided Wilcoxon signed-rank p over the rounds."""
         note = None if self._c.p_value is not None else "fewer than 6 rounds, or no difference in any round"
-        return self._q("p", self._c.p_value, "", fmt=".2g", note=note)
+        return self._q("p", self._c.p_value, "", fmt=".2g", note=note, basis=basis.TEST)
 
     @property
     def rounds(self) -> Quantity:
         """Rounds that timed both arms."""
-        return self._q("rounds", self._c.rounds, "", fmt="d")
+        return self._q("rounds", self._c.rounds, "", fmt="d", exact=True)
 
 
 @page_function
@@ -194,6 +194,7 @@ def written(page: Page, ref: Any) -> Quantity:
         f"the evidence's created_at, {doc.get('created_at')}, as seconds since 1970-01-01 UTC",
         f"written({ref.alias})",
         fmt=",.0f",
+        basis=basis.OBSERVED,  # the clock's reading when the document was written
         anchor="envelope-created_at",
     )
 
@@ -216,6 +217,7 @@ def sources(page: Page, *refs: Any) -> Quantity:
         + (f"; not recorded by {', '.join(unrecorded)} (older evidence)" if unrecorded else ""),
         f"sources({call_text(*(r.alias for r in picked))})",
         fmt="d",
+        exact=True,  # a count of recorded hashes
     )
 
 

@@ -14,16 +14,15 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
-from render.derive import intervals, peaks, workload
+from render.derive import fields, intervals, peaks, workload
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import FitView, ProjectionView, call_text, defined, number, quantity
-from render.numbers import basis as bases
-from render.numbers import claims
+from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
+from render.numbers import basis, claims
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.propagation import propagated
@@ -74,11 +73,33 @@ def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", dis
     if isinstance(node, bool) or not isinstance(node, (int, float)):
         raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
     anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
-    exact = str(path).startswith("params.")  # an input the run was given, not a measurement
-    q = quantity(
-        node, unit, ref, f"evidence field {path}", f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor, exact=exact
-    )
+    # memoised: one document's field has one answer, and a page may show it several times
+    said = dict(page.library.memo(("value basis", ref.id, path), lambda: _field_uncertainty(page, ref, path, node)))
+    how = said.pop("derivation", f"evidence field {path}")
+    q = quantity(node, unit, ref, how, f"value({ref.alias}, {path})", fmt=fmt, anchor=anchor, **said)
     return q.to(display) if display else q
+
+
+def _field_uncertainty(page: Page, ref: EvidenceRef, path: str, recorded: float) -> dict[str, Any]:
+    """What ``value()`` says of a stored number's uncertainty, by what the field is (``render.derive.fields``): a
+    count or param is exact, a reading observed, a recorded time or rate whose windows the document keeps carries
+    their median's bootstrap interval (``few windows`` under three), any other summary is as recorded."""
+    said = fields.field_basis(path)
+    if said == basis.EXACT:
+        return {"exact": True}  # an input the run was given or a count: in arithmetic, a plain number
+    found = fields.windows(page.data(ref), path, recorded) if fields.timed(path) else None
+    if found is None:
+        return {"basis": said}
+    n, where = len(found.values), f"its {len(found.values)} windows, {found.source}"
+    if n < intervals.MIN_SAMPLES:
+        return {"basis": basis.FEW, "derivation": f"evidence field {path}; the median of {where}, too few to resample"}
+    rows = f"{ref.id}|{list(found.rows)}" if found.rows is not None else f"{ref.id}|{path}"
+    return {
+        "uncertainty": intervals.median_interval(found.values),
+        "resample": intervals.median_recipe(found.values, rows),
+        "derivation": f"evidence field {path}; 95% interval: percentile bootstrap of the median over {where}, "
+        f"{intervals.RESAMPLES:,} resamples",
+    }
 
 
 @page_function
@@ -161,7 +182,7 @@ def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity 
         fmt=".1%",
         uncertainty=_mfu_interval(rate, peak, value),
         # without an interval, the rate's reason (and a measured peak's): a datasheet peak is a constant
-        basis=bases.carried([rate.stated_basis] + ([peak.stated_basis] if peak is not None else [])),
+        basis=basis.carried([rate.stated_basis] + ([peak.stated_basis] if peak is not None else [])),
     )
 
 
@@ -214,7 +235,7 @@ def share_of(page: Page, part: Quantity, whole: Quantity, fmt: str = ".1%") -> Q
         uncertainty=ci,
         exact=exact,
         note=None if value is not None else "a missing or zero operand",
-        basis="" if ci or exact else bases.carried([part.stated_basis, whole.stated_basis]),
+        basis="" if ci or exact else basis.carried([part.stated_basis, whole.stated_basis]),  # two readings make one
     )
 
 
@@ -235,16 +256,23 @@ def median(
     values = [rows[i][field] for i in indices]
     base, shown, spec = field_unit(field)
     condition = ", ".join(f"{k}={v!r}" for k, v in sorted(where.items()))
+    ci = intervals.median_interval(values)
     q = quantity(
         statistics.median(values),
         unit if unit is not None else base,
         ref,
-        f"median of {len(values)} samples of {field}" + (f" where {condition}" if where else "") + _BOOT,
+        f"median of {len(values)} samples of {field}"
+        + (f" where {condition}" if where else "")
+        + (_BOOT if ci else ""),
         f"median({call_text(ref.alias, field, *(f'{k}={v}' for k, v in sorted(where.items())))})",
         fmt=fmt or spec,
         anchor=with_column(rows_anchor(indices), field),
-        uncertainty=intervals.median_interval(values),
+        uncertainty=ci,
         resample=intervals.median_recipe(values, f"{ref.id}|{indices}"),
+        # under 3 samples no interval (one sample is that window's own reading); from 3 up every field's median
+        # gets one, peak_bytes as well as step_s: a peak moves with the allocator's state from window to window,
+        # and equal peaks give the interval (v, v), which is what they show
+        basis="" if ci else basis.OBSERVED if len(values) == 1 else basis.FEW,
     )
     if display:
         return q.to(display)  # the page chose the unit

@@ -13,6 +13,7 @@ from render.derive import lossmem
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import LossMemoryView, call_text, number, quantity
+from render.numbers import basis
 from render.numbers.quantity import Quantity
 
 
@@ -52,6 +53,7 @@ def logit_bytes(page: Page, ref: Any, heavy: str, light: str, vocab: Any = None)
         f"(slope {heavy} − slope {light}) / (tokens_per_step × vocab)",
         f"logit_bytes({ref.alias}, {heavy}, {light})",
         fmt=".3g",
+        basis=basis.OBSERVED,  # arithmetic on two lines through peaks (LossMemoryView says why peaks are readings)
     )
 
 
@@ -84,4 +86,5 @@ def phase_peak(
         f"phase_peak({call_text(ref.alias, phase, **where)})",
         display="MiB",
         fmt=".4g",
+        basis=basis.OBSERVED,  # a peak: the largest reading, not an estimate from windows
     )

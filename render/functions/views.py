@@ -16,6 +16,7 @@ from measure.errors import ProbebookError
 from render.derive import batchsweep
 from render.derive import fit as fitmod
 from render.derive import project as projmod
+from render.derive.fit_numerics import TERMS
 from render.numbers import basis, said
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
@@ -95,6 +96,12 @@ class FitView:
 
     def _make(self, name: str, value: float | None, unit: str, ci_name: str | None, **kw: Any) -> Quantity:
         ci = self._fit.ci.get(ci_name) if ci_name else None
+        if name in TERMS and name not in self._fit.terms:
+            kw["exact"] = True  # a term the chosen model leaves out is zero by construction
+        elif ci is None and "exact" not in kw:
+            # the fit's residual and noise are readings of its points; a coefficient without an interval had no
+            # repeated windows at a point to resample (render.derive.fit)
+            kw.setdefault("basis", basis.FEW)
         if self._fit.misfit and name in MISFIT_MARKED:
             kw["mark"] = MISFIT  # the model failed its own test: every number taken from it says so (issue 23)
         return quantity(value, unit, self._ref, f"{self._what}; {name}", f"{self._key}.{name}", uncertainty=ci, **kw)
@@ -123,18 +130,18 @@ class FitView:
     @property
     def max_residual(self) -> Quantity:
         """Largest distance of a point mean from the model."""
-        return self._make("max_residual", self._fit.max_abs_residual_s, "s", None, display="ms")
+        return self._make("max_residual", self._fit.max_abs_residual_s, "s", None, display="ms", basis=basis.OBSERVED)
 
     @property
     def noise(self) -> Quantity:
         """Pooled within-S standard deviation of the samples."""
         note = None if self._fit.noise_floor_s is not None else "no repeated samples: no noise floor"
-        return self._make("noise", self._fit.noise_floor_s, "s", None, display="ms", note=note)
+        return self._make("noise", self._fit.noise_floor_s, "s", None, display="ms", note=note, basis=basis.OBSERVED)
 
     @property
     def n_points(self) -> Quantity:
         """Distinct token counts fitted."""
-        return self._make("n_points", self._fit.n_points, "", None, fmt="d")
+        return self._make("n_points", self._fit.n_points, "", None, fmt="d", exact=True)
 
     def share(self, width: Any) -> Quantity:
         """Quadratic share ``b·W / (a + b·W)`` of the per-token cost at width W tokens."""
@@ -153,6 +160,7 @@ class FitView:
             fmt=".1%",
             bounded=True,
             uncertainty=f.ci.get(f"quadratic_share:{k}"),
+            basis=basis.FEW,  # stated only where the fit's replicates gave no interval
             note=note,
         )
 
@@ -191,10 +199,13 @@ class FieldView:
         landing: tuple[str, ...] | dict[str, str] | dict[str, tuple[str, ...]] = (),
         intervals: dict[str, tuple[float, float] | None] | None = None,
         resamples: dict[str, Any] | None = None,
+        bases: dict[str, str] | None = None,
     ):
         self._values, self._evidence, self._what, self._key, self._notes = values, evidence, what, key, notes or {}
         self._intervals = intervals or {}  # a field's 95% interval in its unit, where the derivation gives one
         self._resamples = resamples or {}  # a field's recipe for joint resampling (render.derive.intervals)
+        # why a field has no interval where this instance knows better than FIELDS (few windows found, say)
+        self._bases = bases or {}
         # where each evidence document's inputs are (render.numbers.links.rows_anchor), or one place per field
         self._landing = landing
 
@@ -210,6 +221,8 @@ class FieldView:
             landing = got if isinstance(got, tuple) else (got,)
         where = {"anchor": landing[0], "more_anchors": tuple(landing[1:])} if landing else {}
         ci = self._intervals.get(name) if value is not None else None
+        if name in self._bases:
+            kw = {**kw, "basis": self._bases[name]}
         return quantity(
             value,
             unit,
@@ -310,12 +323,17 @@ class CampaignTimeView(FieldView):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+_PEAKS = {"basis": basis.OBSERVED}
+"""A line through peaks, and what it reads off them: peaks are readings of the allocator, one per microbatch, not
+windows that could be resampled (``render.derive.lossmem``)."""
+
+
 class LossMemoryView(FieldView):
     FIELDS = {
-        "per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g"}),
-        "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g"}),
-        "max_residual": ("max_abs_residual_bytes", "B", {"display": "MiB", "fmt": ".3g"}),
-        "largest_microbatch": ("largest_usable_microbatch", "", {"fmt": "d"}),
+        "per_microbatch": ("bytes_per_microbatch", "B", {"display": "GiB", "fmt": ".3g", **_PEAKS}),
+        "intercept": ("intercept_bytes", "B", {"display": "GiB", "fmt": ".3g", **_PEAKS}),
+        "max_residual": ("max_abs_residual_bytes", "B", {"display": "MiB", "fmt": ".3g", **_PEAKS}),
+        "largest_microbatch": ("largest_usable_microbatch", "", {"fmt": "d", **_PEAKS}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -367,14 +385,16 @@ class PaddingView(FieldView):
 
 
 class MaskView(FieldView):
+    # the step times and slowdown carry their rounds' interval, and lack one only under 3 rounds; the padding share
+    # and the window are arithmetic on the batch the probe built; attention is one profile's kernel time, as read
     FIELDS = {
-        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "causal_step": ("causal_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "slowdown": ("slowdown", "", {"fmt": ".1%"}),
-        "padding_share": ("padding_share", "", {"fmt": ".1%"}),
-        "window": ("window", "tok", {"fmt": "d"}),
-        "attention": ("attention_s", "s", {"display": "ms", "fmt": ".3g"}),
-        "causal_attention": ("causal_attention_s", "s", {"display": "ms", "fmt": ".3g"}),
+        "step": ("step_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "causal_step": ("causal_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.FEW}),
+        "slowdown": ("slowdown", "", {"fmt": ".1%", "basis": basis.FEW}),
+        "padding_share": ("padding_share", "", {"fmt": ".1%", "exact": True}),
+        "window": ("window", "tok", {"fmt": "d", "exact": True}),
+        "attention": ("attention_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.OBSERVED}),
+        "causal_attention": ("causal_attention_s", "s", {"display": "ms", "fmt": ".3g", "basis": basis.OBSERVED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 

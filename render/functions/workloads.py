@@ -19,12 +19,13 @@ from render.functions.views import FieldView
 
 
 class ParamsView(FieldView):
+    # recorded counts, and arithmetic on them alone: exact (in arithmetic, plain numbers)
     FIELDS = {
-        "total": ("total", "", {"fmt": ",d"}),
-        "trainable": ("trainable", "", {"fmt": ",d"}),
-        "active": ("active", "", {"fmt": ",d"}),
-        "flops": ("dense_flops", "", {"fmt": ",d"}),
-        "trainable_only_flops": ("trainable_only_flops", "", {"fmt": ",d"}),
+        "total": ("total", "", {"fmt": ",d", "exact": True}),
+        "trainable": ("trainable", "", {"fmt": ",d", "exact": True}),
+        "active": ("active", "", {"fmt": ",d", "exact": True}),
+        "flops": ("dense_flops", "", {"fmt": ",d", "exact": True}),
+        "trainable_only_flops": ("trainable_only_flops", "", {"fmt": ",d", "exact": True}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
