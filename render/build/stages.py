@@ -37,6 +37,7 @@ from render.build import dirty
 from render.site import engines
 from render.evidence import index as evidence_index
 from render.evidence import pages as evidence_pages
+from render.evidence import taken as evidence_taken
 from render.pages import history
 from render.build import incremental
 from render.pages import layout
@@ -198,9 +199,16 @@ def generate_pages(
     ``prepared``: evidence pages made while the records rendered (``prepare_evidence_pages``), less their lists.
     """
     cited = tree.cited
+    numbers = evidence_taken.by_evidence(tree.ledger)  # each page's entries: its key changes when they do
     todo: list[tuple[str, str]] = []
     for ident in sorted(evidence.docs):
-        key = incremental.page_key([("evidence", ident.encode()), ("cited", json.dumps(cited.get(ident, [])).encode())])
+        key = incremental.page_key(
+            [
+                ("evidence", ident.encode()),
+                ("cited", json.dumps(cited.get(ident, [])).encode()),
+                ("numbers", json.dumps(numbers.get(ident, [])).encode()),
+            ]
+        )
         before = (previous or {}).get(ident)
         if before is not None and before[0] == key:
             tree.kept.update(before[1])
@@ -211,7 +219,9 @@ def generate_pages(
     docs, raw = evidence.docs, evidence.raw
     for ident, key in todo:
         if ident in ready:  # made apart while the records rendered: only the "Cited by" list is added here
-            files = evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), ready[ident])
+            files = evidence_pages.page_files(
+                ident, docs[ident], raw[ident], cited.get(ident, []), ready[ident], numbers.get(ident, [])
+            )
             tree.files.update(files)
             tree.units[ident] = [key, sorted(files)]
     todo = [(ident, key) for ident, key in todo if ident not in ready]
@@ -219,7 +229,8 @@ def generate_pages(
 
     def make(n: int) -> list[dict[str, bytes]]:
         return [
-            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, [])) for ident, _key in chunks[n]
+            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), None, numbers.get(ident, []))
+            for ident, _key in chunks[n]
         ]
 
     with page_pool.WorkerPool(make, len(chunks)) as made:

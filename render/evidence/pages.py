@@ -25,14 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
-from render.evidence import fields, marks, points, reproduction
+from render.evidence import fields, marks, points, reproduction, taken
 from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
     SAMPLES,
+    Landing,
     escape_text,
     evidence_page,
     machine_anchor,
+    plain_text,
     relative_link,
     rows_anchor,
     scrub_paths,
@@ -240,6 +242,55 @@ def field_anchor(doc: dict[str, Any], path: str) -> str:
     return ""
 
 
+def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
+    """What the page shows where each anchor of its rows and fields lands (the text of the anchor's table row, or of
+    one samples cell for ``row-12~time_s``), as plain text: what ``render.numbers.links.lands_on_value`` reads to
+    tell whether a number's link may land there. Built from the same rows and texts as the tables."""
+    out: dict[str, str] = {}
+    for prefix in ("code", "params"):
+        found = doc.get(prefix)
+        mapping: dict[str, Any] = found if isinstance(found, dict) else {}
+        for k in sorted(mapping):
+            anchor = _anchor(prefix, str(k))
+            if anchor:
+                out[anchor] = f"{fields.label(str(k))} {fields.value_text(str(k), mapping[k])}"
+    for label, value, anchor, unit in _machine_rows(doc):
+        if anchor:
+            out[anchor] = f"{label} {fields.value_text(unit, value)}"
+    other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+    for path, value in flatten(other)[:MAX_OTHER]:
+        anchor = _anchor("data", path)
+        if anchor:
+            cell = _list_cell(path, value) if isinstance(value, list) else fields.value_text(path, value)
+            out[anchor] = f"{fields.label(path)} {cell}"
+    columns, cells = tables.samples_columns(doc)
+    for i, row in enumerate(cells[:MAX_ROWS]):
+        shown = [readable(None if _missing(v) else v) for v in row]
+        out[row_anchor(i)] = " ".join([str(i), *shown])
+        out.update((f"{row_anchor(i)}~{c}", text) for c, text in zip(columns, shown, strict=True))
+    return {anchor: plain_text(text) for anchor, text in out.items()}
+
+
+_TEXTS: dict[str, dict[str, str]] = {}
+"""``anchor_texts`` by evidence id (an id names its bytes, so a kept one is never stale), in this process."""
+
+
+def landing_texts(docs: dict[str, dict[str, Any]]) -> Landing:
+    """``render.numbers.links.LANDING`` for a build over ``docs``: the text at an anchor of an evidence page, None
+    for an id or anchor it does not know (a campaign point's cell, the envelope)."""
+
+    def shown_at(ident: str, anchor: str) -> str | None:
+        if ident not in docs:
+            return None
+        if ident not in _TEXTS:
+            if len(_TEXTS) >= 512:
+                _TEXTS.clear()
+            _TEXTS[ident] = anchor_texts(docs[ident])
+        return _TEXTS[ident].get(anchor)
+
+    return shown_at
+
+
 def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
     # plain rows, not samples_frame: a DataFrame per page and itertuples cost ~2 ms a page (bench/render.py)
     columns, cells = tables.samples_columns(doc)
@@ -351,9 +402,16 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"))
 
 
-def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]]) -> str:
-    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it."""
-    return _page(ident, prepare(ident, doc), cited_by)
+Entry = tuple[str, str, str, str, str]
+"""A number taken from the evidence (``render.evidence.taken.by_evidence``)."""
+
+
+def page_markdown(
+    ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]], numbers_taken: list[Entry] | None = None
+) -> str:
+    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it, ``numbers_taken`` the ledger
+    numbers that cite it (``render.evidence.taken``)."""
+    return _page(ident, prepare(ident, doc), cited_by, numbers_taken or [])
 
 
 _VERSION = re.compile(r"/v([0-9]+)\.md$")
@@ -382,20 +440,28 @@ def cited_lines(rel: str, cited_by: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]]) -> str:
+def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]], numbers_taken: list[Entry]) -> str:
     rel = evidence_page(ident)
     cited = cited_lines(rel, cited_by)
-    return "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
+    page = "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
+    listed = taken.section(rel, numbers_taken, dict(cited_by))
+    return page + ("\n" + listed if listed else "")
 
 
 def page_files(
-    ident: str, doc: dict[str, Any], raw: bytes, cited_by: list[tuple[str, str]], prepared: Prepared | None = None
+    ident: str,
+    doc: dict[str, Any],
+    raw: bytes,
+    cited_by: list[tuple[str, str]],
+    prepared: Prepared | None = None,
+    numbers_taken: list[Entry] | None = None,
 ) -> dict[str, bytes]:
-    """The page and its two downloads, by tree path; ``prepared``: the page as ``prepare`` made it earlier."""
+    """The page and its two downloads, by tree path; ``prepared``: the page as ``prepare`` made it earlier;
+    ``numbers_taken``: the ledger numbers that cite it (``render.evidence.taken``)."""
     hexpart = ident.split(":", 1)[1]
     made = prepared if prepared is not None else prepare(ident, doc)
     return {
-        evidence_page(ident): _page(ident, made, cited_by).encode("utf-8"),
+        evidence_page(ident): _page(ident, made, cited_by, numbers_taken or []).encode("utf-8"),
         f"evidence/{hexpart}.json": raw,
         f"evidence/{hexpart}.csv": made.csv,
     }
