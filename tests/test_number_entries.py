@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from render.evidence import pages, taken
+from render.evidence import landing, taken
 from render.numbers import links
 from render.numbers.quantity import Quantity
 
@@ -44,7 +44,8 @@ def _shown(table: dict[tuple[str, str], str]) -> links.Landing:
 
 
 def test_a_derived_number_lands_on_its_entry_and_a_raw_one_on_its_row() -> None:
-    token = links.LANDING.set(_shown({(A, "row-3~k"): "4", (A, "params-flops"): "flops 16: 111.6 kFLOP"}))
+    shown = {(A, "row-0~k"): "12.1", (A, "row-3~k"): "4", (A, "params-flops"): "flops 16: 111.6 kFLOP"}
+    token = links.LANDING.set(_shown(shown))
     try:
         cited = (PAGE, "k")
         entry = links.entry_anchor(*cited)
@@ -54,6 +55,9 @@ def test_a_derived_number_lands_on_its_entry_and_a_raw_one_on_its_row() -> None:
         # the samples table: the entry, with no rows to mark
         whole = links.number_links(PAGE, "3", "t", (A,), ("",), cited)
         assert whole == f'[3](../../evidence/{"a" * 64}.md#{entry} "t")'
+        # a value every row of 0-4 shows, as the first row (where the link lands) shows it: that row
+        constant = links.number_links(PAGE, "12.1", "t", (A,), ("samples-r0-4~k",), cited)
+        assert constant == f'[12.1](../../evidence/{"a" * 64}.md?rows=0-4&col=k#row-0 "t")'
         # the value of row 3's cell as the row shows it: the row
         raw = links.number_links(PAGE, "4", "t", (A,), ("row-3~k",), cited)
         assert raw == f'[4](../../evidence/{"a" * 64}.md?rows=3&col=k#row-3 "t")'
@@ -69,7 +73,11 @@ def test_a_derived_number_lands_on_its_entry_and_a_raw_one_on_its_row() -> None:
 def test_each_further_document_lands_on_the_numbers_entry_there() -> None:
     cited = (PAGE, "ratio")
     entry = links.entry_anchor(*cited)
-    md = links.number_links(PAGE, "3.61", "t", (A, B), ("", "samples-r1-2"), cited)
+    token = links.LANDING.set(_shown({(B, "row-1"): "1 0.452 0.519"}))
+    try:
+        md = links.number_links(PAGE, "3.61", "t", (A, B), ("", "samples-r1-2"), cited)
+    finally:
+        links.LANDING.reset(token)
     assert md == (
         f'[3.61](../../evidence/{"a" * 64}.md#{entry} "t") '
         f'[\\[2\\]](../../evidence/{"b" * 64}.md?rows=1-2#{entry} "evidence 2 of 2: sha256:bbbbbbbbbbbb")'
@@ -80,7 +88,11 @@ def test_a_quantity_on_its_page_links_to_its_entry_and_its_ledger_row_says_what_
     q = Quantity(0.459, "", fmt=".1%", uncertainty=(0.437, 0.481), evidence=(A,), anchor="samples-r0-9~share", key="s")
     q = Quantity(**{**q.__dict__, "mark": "partial", "cited_as": (PAGE, "s")})
     assert q.shown_text == "45.9% (43.7–48.1%) (partial)"
-    assert f"?rows=0-9&col=share#{links.entry_anchor(PAGE, 's')}" in q.markdown(PAGE)
+    token = links.LANDING.set(_shown({(A, "row-0~share"): "0.41"}))
+    try:
+        assert f"?rows=0-9&col=share#{links.entry_anchor(PAGE, 's')}" in q.markdown(PAGE)
+    finally:
+        links.LANDING.reset(token)
     row = q.ledger_row(PAGE, "s")
     assert row["shown"] == "45.9% (43.7–48.1%) (partial)" and row["anchors"] == ["samples-r0-9~share"]
     plain = Quantity(2.0, "", fmt=".0f", evidence=(A,), key="n").ledger_row(PAGE, "n")
@@ -98,6 +110,7 @@ def test_by_evidence_lists_each_number_under_every_document_it_cites_sorted() ->
             "anchors": ["", "row-1"],
         },
         {"page": "records/a/v1.md", "key": "y", "text": "1", "shown": "1 (partial)", "evidence": [A], "derivation": ""},
+        {"page": "records/a/v1.md", "key": "claim: a", "unit": "claim", "text": "true", "evidence": [A]},
     ]
     assert taken.by_evidence(rows) == {
         A: [("records/a/v1.md", "y", "1 (partial)", "", "samples"), ("records/b/v1.md", "x", "2", "d", "samples")],
@@ -137,7 +150,7 @@ def test_anchor_texts_are_what_the_evidence_page_shows_at_each_anchor() -> None:
         "params": {"batch": 4},
         "data": {"samples": [{"step_s": 0.0123}, {"step_s": 0.0125}], "verdict": "within tolerance"},
     }
-    texts = pages.anchor_texts(doc)
+    texts = landing.anchor_texts(doc)
     assert texts["row-1"] == "1 0.0125" and texts["row-1~step_s"] == "0.0125"
     assert texts["params-batch"] == "batch 4"
     assert texts["data-verdict"] == "verdict within tolerance"

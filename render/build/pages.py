@@ -16,7 +16,7 @@ from render.pages import notices
 from render.pages import provenance
 from render.pages import reproductions
 from render.errors import BuildError
-from render.evidence import pages as evidence_pages
+from render.evidence import landing
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
@@ -57,7 +57,7 @@ def render_one(
     declarations: provenance.Declarations | None,
 ) -> incremental.PageOutput:
     # while this page renders, a number's link knows what each evidence page shows where it would land
-    token = LANDING.set(evidence_pages.landing_texts(evidence.docs))
+    token = LANDING.set(landing.landing_texts(evidence.docs))
     try:
         return _render(page, src, evidence, library, env, aliases, partial, declarations)
     finally:

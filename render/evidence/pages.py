@@ -4,7 +4,8 @@ A page is titled by what was measured (probe, preset, shape, date) with the id b
 with one sentence saying what the document holds, and shows the envelope, the machine (its idle
 clock at fingerprint and the clocks the run itself recorded, each labelled), the params, the raw
 samples as a table whose rows carry anchors (``#row-12``) that number links land on, any other data
-as a field table, the pages that cite it, and downloads: the archived JSON bytes unchanged, the
+as a field table, the pages that cite it, the numbers taken from it (``render.evidence.taken``: where a derived
+number's link lands), and downloads: the archived JSON bytes unchanged, the
 samples as CSV, the whole archive as one reproducible tarball and the site's ledger. Raw floats
 show six significant figures without exponents (``render.numbers.reading.readable_float``); the exact
 values stay in the JSON download. Every text taken from the evidence (notes, source, column names,
@@ -30,11 +31,9 @@ from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
     SAMPLES,
-    Landing,
     escape_text,
     evidence_page,
     machine_anchor,
-    plain_text,
     relative_link,
     rows_anchor,
     scrub_paths,
@@ -240,55 +239,6 @@ def field_anchor(doc: dict[str, Any], path: str) -> str:
             if rest == shown or rest.startswith(shown + "."):
                 return _anchor("data", shown) or ""
     return ""
-
-
-def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
-    """What the page shows where each anchor of its rows and fields lands (the text of the anchor's table row, or of
-    one samples cell for ``row-12~time_s``), as plain text: what ``render.numbers.links.lands_on_value`` reads to
-    tell whether a number's link may land there. Built from the same rows and texts as the tables."""
-    out: dict[str, str] = {}
-    for prefix in ("code", "params"):
-        found = doc.get(prefix)
-        mapping: dict[str, Any] = found if isinstance(found, dict) else {}
-        for k in sorted(mapping):
-            anchor = _anchor(prefix, str(k))
-            if anchor:
-                out[anchor] = f"{fields.label(str(k))} {fields.value_text(str(k), mapping[k])}"
-    for label, value, anchor, unit in _machine_rows(doc):
-        if anchor:
-            out[anchor] = f"{label} {fields.value_text(unit, value)}"
-    other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
-    for path, value in flatten(other)[:MAX_OTHER]:
-        anchor = _anchor("data", path)
-        if anchor:
-            cell = _list_cell(path, value) if isinstance(value, list) else fields.value_text(path, value)
-            out[anchor] = f"{fields.label(path)} {cell}"
-    columns, cells = tables.samples_columns(doc)
-    for i, row in enumerate(cells[:MAX_ROWS]):
-        shown = [readable(None if _missing(v) else v) for v in row]
-        out[row_anchor(i)] = " ".join([str(i), *shown])
-        out.update((f"{row_anchor(i)}~{c}", text) for c, text in zip(columns, shown, strict=True))
-    return {anchor: plain_text(text) for anchor, text in out.items()}
-
-
-_TEXTS: dict[str, dict[str, str]] = {}
-"""``anchor_texts`` by evidence id (an id names its bytes, so a kept one is never stale), in this process."""
-
-
-def landing_texts(docs: dict[str, dict[str, Any]]) -> Landing:
-    """``render.numbers.links.LANDING`` for a build over ``docs``: the text at an anchor of an evidence page, None
-    for an id or anchor it does not know (a campaign point's cell, the envelope)."""
-
-    def shown_at(ident: str, anchor: str) -> str | None:
-        if ident not in docs:
-            return None
-        if ident not in _TEXTS:
-            if len(_TEXTS) >= 512:
-                _TEXTS.clear()
-            _TEXTS[ident] = anchor_texts(docs[ident])
-        return _TEXTS[ident].get(anchor)
-
-    return shown_at
 
 
 def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:

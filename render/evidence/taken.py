@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from render.numbers import claims
 from render.numbers.links import SAMPLES, anchor_href, entry_anchor, escape_text, relative_link
 
 HEADING = "Numbers taken from this evidence"
@@ -22,9 +23,12 @@ HEADING = "Numbers taken from this evidence"
 def by_evidence(rows: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, str, str]]]:
     """Ledger ``rows`` as the entries of each evidence page they cite: evidence id -> (page, key, the number as its
     page shows it, derivation, where its rows are on that evidence page) per row, sorted by page and key, so the
-    list, and the evidence page's cache key made from it, is the same however the pages were rendered."""
+    list, and the evidence page's cache key made from it, is the same however the pages were rendered. A checked
+    claim's row is no number shown: it has no entry."""
     out: dict[str, list[tuple[str, str, str, str, str]]] = {}
     for row in rows:
+        if row.get("unit") == claims.KIND:
+            continue  # a checked claim shows as its sentence, linked to nothing: no number to land
         evidence = row.get("evidence") or []
         anchors = row.get("anchors") or []
         shown = str(row.get("shown") or row.get("text") or "")

@@ -230,12 +230,20 @@ LANDING: ContextVar[Landing | None] = ContextVar("probebook_landing", default=No
 
 def lands_on_value(ident: str, anchor: str, text: str) -> bool:
     """Whether a number shown as ``text`` (its link's Markdown) may land on ``anchor`` of ``ident``'s page: the raw
-    samples table or several rows never (no element there holds a value derived from them); one row or field when
-    its text holds the number as ``holds`` reads it, or when what it shows is not known (``LANDING`` unset)."""
-    if not anchor or anchor == SAMPLES or anchor.startswith("samples-r"):
+    samples table never (no element there holds a value); rows when the first row (its cell in the anchor's column)
+    holds the number as ``holds`` reads it, where the link lands; a field when its row holds it. What the place
+    shows comes from ``LANDING``; a place it does not know (or none set) keeps the link."""
+    if not anchor or anchor == SAMPLES:
         return False
     known = LANDING.get()
-    shown = known(ident, anchor) if known is not None else None
+    if known is None:
+        return True
+    m = _ROWS.fullmatch(anchor)
+    if m is not None:
+        spec, one, column = m.groups()
+        first = re.match(r"[0-9]+", spec if spec is not None else one)
+        anchor = f"row-{first.group(0) if first else one}" + (f"~{column}" if column else "")
+    shown = known(ident, anchor)
     return shown is None or holds(plain_text(text), shown)
 
 
