@@ -154,3 +154,42 @@ def test_anchor_texts_are_what_the_evidence_page_shows_at_each_anchor() -> None:
     assert texts["row-1"] == "1 0.0125" and texts["row-1~step_s"] == "0.0125"
     assert texts["params-batch"] == "batch 4"
     assert texts["data-verdict"] == "verdict within tolerance"
+
+
+def test_landing_place_names_the_column_a_row_holds_the_number_in_and_sections_land_on_the_entry() -> None:
+    shown = {
+        (A, "row-2"): "2 4096 0.0412",
+        (A, links.COLUMNS): "tokens\nstep_s",
+        (A, "row-2~tokens"): "4096",
+        (A, "row-2~step_s"): "0.0412",
+        (A, "params"): "",
+        (A, "data-counts"): "",
+    }
+    token = links.LANDING.set(_shown(shown))
+    try:
+        # the row holds each in one cell: the link names that column, so numbers.js scrolls it into view
+        assert links.landing_place(A, "row-2", "4,096") == "row-2~tokens"
+        assert links.landing_place(A, "row-2", "41.2\u202fms") == ""  # another unit: no cell reads so
+        assert links.landing_place(A, "row-2", "0.0412") == "row-2~step_s"
+        assert links.landing_place(A, "row-2", "12.5") == ""
+        assert links.landing_place(A, "params", "6,144") == ""  # the heading of the params table
+        assert links.landing_place(A, "data-counts", "85") == ""  # a list of values in one cell
+        assert links.landing_place(A, "point-3-tok_s", "85") == "point-3-tok_s"  # a place it does not know
+        assert links.landing_place(A, "samples", "3") == ""
+    finally:
+        links.LANDING.reset(token)
+    assert links.landing_place(A, "params", "6,144") == "params"  # no LANDING: the link as it was
+
+
+def test_anchor_texts_hold_no_value_for_sections_and_lists() -> None:
+    texts = landing.anchor_texts({"probe": "x", "data": {"samples": [{"a": 1}], "counts": [85, 57]}})
+    assert texts["params"] == "" and texts["data-counts"] == "" and texts[links.COLUMNS] == "a"
+
+
+def test_a_sentences_numbers_land_on_their_entries() -> None:
+    from render.numbers import said
+
+    sentence = said.Said("fit(s).warnings[0]", "2 of 5 samples are left out", (A,), "fit(s) warning")
+    md = said.linked(PAGE, "2 of 5 samples are left out", sentence)
+    first, second = links.entry_anchor(PAGE, "fit(s).warnings[0][0]"), links.entry_anchor(PAGE, "fit(s).warnings[0][1]")
+    assert f"[2](../../evidence/{'a' * 64}.md#{first} " in md and f"[5](../../evidence/{'a' * 64}.md#{second} " in md

@@ -2,7 +2,7 @@
 
 ``anchor_texts`` reads a document as its page shows it (``render.evidence.pages``: the params, machine and field
 tables, each samples row and cell) into plain text by anchor; ``landing_texts`` serves them to
-``render.numbers.links.lands_on_value`` while a page renders (``render.build.pages``), which keeps a number's link on
+``render.numbers.links.landing_place`` while a page renders (``render.build.pages``), which keeps a number's link on
 a raw row or field only when that place shows the number as the page does (``render.numbers.links.holds``).
 """
 
@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from render.evidence import fields, pages
-from render.numbers.links import MAX_ROWS, Landing, plain_text
+from render.numbers.links import COLUMNS, MAX_ROWS, SAMPLES, Landing, plain_text
 from render.tables import columns as tables
 
 
 def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
     """What the page shows where each anchor of its rows and fields lands (the text of the anchor's table row, or of
-    one samples cell for ``row-12~time_s``), as plain text: what ``render.numbers.links.lands_on_value`` reads to
+    one samples cell for ``row-12~time_s``), as plain text: what ``render.numbers.links.landing_place`` reads to
     tell whether a number's link may land there. Built from the same rows and texts as the tables."""
-    out: dict[str, str] = {}
+    # a section's heading, the samples note, a list of values in one cell (wider than a phone): no one value shown
+    out: dict[str, str] = {"code": "", "params": "", "machine": "", "envelope": "", SAMPLES: ""}
     for prefix in ("code", "params"):
         found = doc.get(prefix)
         mapping: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -34,14 +35,14 @@ def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
     for path, value in pages.flatten(other)[: pages.MAX_OTHER]:
         anchor = pages._anchor("data", path)
         if anchor:
-            cell = pages._list_cell(path, value) if isinstance(value, list) else fields.value_text(path, value)
-            out[anchor] = f"{fields.label(path)} {cell}"
+            out[anchor] = "" if isinstance(value, list) else f"{fields.label(path)} {fields.value_text(path, value)}"
     columns, cells = tables.samples_columns(doc)
+    out[COLUMNS] = "\n".join(columns)
     for i, row in enumerate(cells[:MAX_ROWS]):
         shown = [pages.readable(None if pages._missing(v) else v) for v in row]
         out[pages.row_anchor(i)] = " ".join([str(i), *shown])
         out.update((f"{pages.row_anchor(i)}~{c}", text) for c, text in zip(columns, shown, strict=True))
-    return {anchor: plain_text(text) for anchor, text in out.items()}
+    return {anchor: text if anchor == COLUMNS else plain_text(text) for anchor, text in out.items()}
 
 
 _TEXTS: dict[str, dict[str, str]] = {}

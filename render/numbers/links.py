@@ -171,16 +171,17 @@ def number_links(
     ``cited_as``: the (page, ledger key) of the number's ledger row. With it, a number that the place its rows are
     does not show as the page shows it (a median, a share, a count, a value in another unit) lands on its own entry
     in that evidence page's "Numbers taken from this evidence" (``entry_anchor``), its rows still highlighted; one
-    that place shows (a raw cell or field) lands there (``lands_on_value``)."""
+    that place shows (a raw cell or field) lands there (``landing_place``)."""
     if not evidence:
         return text
 
     def target(i: int) -> str:
         anchor = anchors[i] if i < len(anchors) and anchors[i] else SAMPLES
         here = relative_link(page, evidence_page(evidence[i]))
-        if cited_as is not None and not lands_on_value(evidence[i], anchor, text):
-            return here + entry_href(entry_anchor(*cited_as), anchor)
-        return here + anchor_href(anchor)
+        if cited_as is None:
+            return here + anchor_href(anchor)
+        place = landing_place(evidence[i], anchor, text)
+        return here + (anchor_href(place) if place else entry_href(entry_anchor(*cited_as), anchor))
 
     out = f'[{text}]({target(0)} "{title}")'
     # plain Markdown, "[2]" as the link's text: raw HTML such as <sup> is escaped at the page's boundary
@@ -228,23 +229,41 @@ LANDING: ContextVar[Landing | None] = ContextVar("probebook_landing", default=No
 """What the build knows of the evidence pages while a page renders (``render.evidence.pages.landing_texts``)."""
 
 
-def lands_on_value(ident: str, anchor: str, text: str) -> bool:
-    """Whether a number shown as ``text`` (its link's Markdown) may land on ``anchor`` of ``ident``'s page: the raw
-    samples table never (no element there holds a value); rows when the first row (its cell in the anchor's column)
-    holds the number as ``holds`` reads it, where the link lands; a field when its row holds it. What the place
-    shows comes from ``LANDING``; a place it does not know (or none set) keeps the link."""
+COLUMNS = "~columns"
+"""The key under which ``LANDING`` gives an evidence page's samples columns, one a line, for ``landing_place``."""
+
+
+def landing_place(ident: str, anchor: str, text: str) -> str:
+    """Where a number shown as ``text`` (its link's Markdown) lands on ``ident``'s page: ``anchor`` when the place it
+    names shows the number as ``holds`` reads it, "" when it does not (the number then lands on its own entry).
+
+    The raw samples table, or a section (``params``), shows no value: "". Rows land on the first one (its cell in
+    the anchor's column); rows named without a column get the column of the first cell that holds the number, so
+    ``numbers.js`` scrolls it into view, or "" when no cell does. A field lands on its row when the row holds it.
+    What each place shows comes from ``LANDING``; a place it does not know (or none set) keeps ``anchor``."""
     if not anchor or anchor == SAMPLES:
-        return False
+        return ""
     known = LANDING.get()
     if known is None:
-        return True
+        return anchor
+    plain = plain_text(text)
     m = _ROWS.fullmatch(anchor)
-    if m is not None:
-        spec, one, column = m.groups()
-        first = re.match(r"[0-9]+", spec if spec is not None else one)
-        anchor = f"row-{first.group(0) if first else one}" + (f"~{column}" if column else "")
-    shown = known(ident, anchor)
-    return shown is None or holds(plain_text(text), shown)
+    if m is None:
+        shown = known(ident, anchor)
+        return anchor if shown is None or holds(plain, shown) else ""
+    spec, one, column = m.groups()
+    first = re.match(r"[0-9]+", spec if spec is not None else one)
+    row = f"row-{first.group(0) if first else one}"
+    if column:
+        shown = known(ident, f"{row}~{column}")
+        return anchor if shown is None or holds(plain, shown) else ""
+    if known(ident, row) is None:
+        return anchor
+    for name in (known(ident, COLUMNS) or "").split("\n"):
+        cell = known(ident, f"{row}~{name}") if name else None
+        if cell is not None and holds(plain, cell):
+            return with_column(anchor, name)
+    return ""
 
 
 _ESCAPED = re.compile(r"\\(.)")
