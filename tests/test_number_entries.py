@@ -111,10 +111,11 @@ def test_by_evidence_lists_each_number_under_every_document_it_cites_sorted() ->
         },
         {"page": "records/a/v1.md", "key": "y", "text": "1", "shown": "1 (partial)", "evidence": [A], "derivation": ""},
         {"page": "records/a/v1.md", "key": "claim: a", "unit": "claim", "text": "true", "evidence": [A]},
+        {"page": "records/c/v1.md", "key": "z", "text": "3", "evidence": [B], "anchors": ['x") [y](javascript:']},
     ]
     assert taken.by_evidence(rows) == {
         A: [("records/a/v1.md", "y", "1 (partial)", "", "samples"), ("records/b/v1.md", "x", "2", "d", "samples")],
-        B: [("records/b/v1.md", "x", "2", "d", "row-1")],
+        B: [("records/b/v1.md", "x", "2", "d", "row-1"), ("records/c/v1.md", "z", "3", "", "samples")],
     }
 
 

@@ -18,6 +18,7 @@ from render.numbers import claims
 from render.numbers.links import SAMPLES, anchor_href, entry_anchor, escape_text, relative_link
 
 HEADING = "Numbers taken from this evidence"
+_ANCHOR = re.compile(r"[A-Za-z0-9_.~-]{1,200}")
 
 
 def by_evidence(rows: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, str, str, str]]]:
@@ -34,6 +35,7 @@ def by_evidence(rows: list[dict[str, Any]]) -> dict[str, list[tuple[str, str, st
         shown = str(row.get("shown") or row.get("text") or "")
         for i, ident in enumerate(evidence):
             anchor = str(anchors[i]) if i < len(anchors) and anchors[i] else SAMPLES
+            anchor = anchor if _ANCHOR.fullmatch(anchor) else SAMPLES  # a link target, from data: id-safe or none
             entry = (str(row["page"]), str(row["key"]), shown, str(row.get("derivation") or ""), anchor)
             out.setdefault(str(ident), []).append(entry)
     for entries in out.values():
