@@ -226,7 +226,7 @@ def entry_href(entry: str, anchor: str) -> str:
 Landing = Callable[[str, str], str | None]
 """(evidence id, anchor) -> the text of the element a link to that anchor lands on, None when not known."""
 LANDING: ContextVar[Landing | None] = ContextVar("probebook_landing", default=None)
-"""What the build knows of the evidence pages while a page renders (``render.evidence.pages.landing_texts``)."""
+"""What the build knows of the evidence pages while a page renders (``render.evidence.landing.landing_texts``)."""
 
 
 COLUMNS = "~columns"
