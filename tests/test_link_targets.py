@@ -4,7 +4,8 @@ Over the fixture site (built once per session) and, marked slow, over the reposi
 link (an ``<a>`` with a title to an evidence page) names an evidence page that exists and an element id on it;
 a link to rows (``?rows=95-99&col=time_s#row-95``) names rows that all exist and a column the table has; a link
 to a machine or params row lands on a row whose text holds the linked number's digits (a number's further links,
-``[2]``, the number they follow).
+``[2]``, the number they follow); a derived number's link to its own entry (``#n-…``, "Numbers taken from this
+evidence") lands on a row whose first cell holds the linked text as the page shows it.
 """
 
 from __future__ import annotations
@@ -49,10 +50,14 @@ def _shows(row: str, shown: str) -> bool:
     return any(abs(x - w) <= 0.006 * max(abs(w), 1e-12) for x in near)
 
 
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
 def check_site(site: Path) -> dict[str, int]:
     """Problems found (a list that must stay empty) and counts of the links checked, by kind."""
     pages: dict[Path, str] = {}
-    counts = {"rows": 0, "field": 0, "other": 0}
+    counts = {"rows": 0, "field": 0, "entry": 0, "other": 0}
     problems: list[str] = []
     for page in sorted(site.rglob("*.html")):
         if page.relative_to(site).parts[0] == "archive":
@@ -83,10 +88,16 @@ def check_site(site: Path) -> dict[str, int]:
                 problems.append(f"{where}: no element with id {url.fragment!r}")
                 continue
             query = urllib.parse.parse_qs(url.query)
+            if url.fragment.startswith("n-"):
+                counts["entry"] += 1
+                row = next((r for r in _ROW.findall(body) if f'id="{url.fragment}"' in r), "")
+                first_cell = _text(re.split(r"</td>", row, maxsplit=1)[0])
+                if _squash(_text(shown)) not in _squash(first_cell):
+                    problems.append(f"{where}: its entry does not show {_text(shown)!r}: {first_cell[:120]!r}")
             if "rows" in query:
                 counts["rows"] += 1
                 first = int(re.match(r"[0-9]+", query["rows"][0]).group(0))  # type: ignore[union-attr]
-                if url.fragment != f"row-{first}":
+                if url.fragment != f"row-{first}" and not url.fragment.startswith("n-"):
                     problems.append(f"{where}: lands on {url.fragment}, not on its first row")
                 for run in query["rows"][0].split("_"):
                     a, _, b = run.partition("-")
@@ -100,7 +111,7 @@ def check_site(site: Path) -> dict[str, int]:
                 row = next((r for r in _ROW.findall(body) if f'id="{url.fragment}"' in r), "")
                 if not _shows(_text(row), _text(shown)):
                     problems.append(f"{where}: its row does not show {_text(shown)!r}: {_text(row)[:120]!r}")
-            else:
+            elif not url.fragment.startswith("n-"):
                 counts["other"] += 1
     assert problems == [], "\n".join(problems[:20])
     return counts
@@ -109,6 +120,7 @@ def check_site(site: Path) -> dict[str, int]:
 def test_fixture_site_links_land_on_rows_that_hold_their_value(fixture_site: BuildPaths) -> None:
     counts = check_site(fixture_site.site)
     assert counts["rows"] > 0 and counts["field"] > 0  # the fixture records link both kinds
+    assert counts["entry"] > 0  # and derived numbers (a median, a fit's coefficient) to their own entries
 
 
 @pytest.mark.slow

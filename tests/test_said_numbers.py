@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from render.functions import views
 from render.numbers import said
+from render.numbers.links import entry_anchor
 
 A = "sha256:" + "a" * 64
 
@@ -28,10 +29,11 @@ def test_each_number_of_a_warning_is_a_ledger_row_and_a_link():
         ("fit(sweep).warnings[0][2]", 5.0, "%", "5%"),
     ]
     assert rows[0]["label"] == "outlier at S=512 took 0.02 s; CV over 5%" and rows[0]["evidence"] == [A]
-    link = f"../../evidence/{'a' * 64}.md#samples"
+    # each lands on its own entry of the evidence page (render.evidence.taken): no row there shows it
+    link = [f"../../evidence/{'a' * 64}.md#{entry_anchor('records/x/v1.md', r['key'])}" for r in rows]
     title = "fit warning 1; evidence sha256:aaaaaaaaaaaa"
     assert said.linked("records/x/v1.md", sentence.text, sentence) == (
-        f'outlier at S=[512]({link} "{title}") took [0.02]({link} "{title}") s; CV over [5%]({link} "{title}")'
+        f'outlier at S=[512]({link[0]} "{title}") took [0.02]({link[1]} "{title}") s; CV over [5%]({link[2]} "{title}")'
     )
 
 

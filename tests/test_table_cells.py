@@ -47,6 +47,7 @@ def test_loss_memory_cells_are_ledger_rows_as_the_cells_show_them():
         "evidence": [A],
         "derivation": f"{key}: peak (GiB), arm=fused, microbatch=2",
         "basis": "observed",  # a peak is one run's high-water mark: no windows to resample
+        "anchors": ["row-1~peak_bytes"],  # where its entry on the evidence page says it was read from
     }
     assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["value"] == 4096
     assert by_key[f"{key}[arm=fused, microbatch=2].tokens_per_step"]["text"] == "4,096"

@@ -2,7 +2,9 @@
    number was computed from reads "?rows=95-99&col=time_s#row-95" ("rows": runs joined by "_"): the browser lands
    on the first row's own element; this marks every row named (class pb-hit) and scrolls the first one's cell in
    that column into view both ways, so the value is on screen at 390 px as at 1440 px (the row number stays
-   pinned at the left, numbers.css). Without scripts the reader still lands on the first row, highlighted. */
+   pinned at the left, numbers.css). Without scripts the reader still lands on the first row, highlighted. A number
+   no row shows as its page does lands on its own entry ("?rows=95-99&col=time_s#n-…"): the rows are marked, and
+   the entry, not the rows, stays in view. */
 (function () {
   "use strict";
   var ROWS = /^[0-9]+(?:-[0-9]+)?(?:_[0-9]+(?:-[0-9]+)?)*$/;
@@ -30,7 +32,7 @@
     var spec = query.get("rows") || "";
     var column = query.get("col") || "";
     var target = /^#row-([0-9]+)$/.exec(location.hash);
-    if (!target || !ROWS.test(spec)) return;
+    if (!ROWS.test(spec)) return;
     var first = null;
     rowsOf(spec).forEach(function (i) {
       var mark = document.getElementById("row-" + i);
@@ -39,7 +41,8 @@
       tr.classList.add("pb-hit");
       if (!first) first = tr;
     });
-    if (!first) return;
+    // a number landing on its own entry ("#n-…", render/evidence/taken.py): its rows are marked, the entry stays
+    if (!first || !target) return;
     var cell = first.children[column ? columnIndex(first.closest("table"), column) : 0] || first.children[0];
     cell.classList.add("pb-value");
     cell.scrollIntoView({ block: "center", inline: "center" });

@@ -16,9 +16,11 @@ from render.pages import notices
 from render.pages import provenance
 from render.pages import reproductions
 from render.errors import BuildError
+from render.evidence import landing
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
+from render.numbers.links import LANDING
 from render.pages.prose import check_links, inert_prose
 from render.pages.sandbox import PageState, evaluate_summary, render_body
 from render.pages.sources import Sources
@@ -45,6 +47,24 @@ def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes
 
 
 def render_one(
+    page: Any,
+    src: Sources,
+    evidence: Archive,
+    library: Library,
+    env: Any,
+    aliases: dict[str, str],
+    partial: frozenset[str],
+    declarations: provenance.Declarations | None,
+) -> incremental.PageOutput:
+    # while this page renders, a number's link knows what each evidence page shows where it would land
+    token = LANDING.set(landing.landing_texts(evidence.docs))
+    try:
+        return _render(page, src, evidence, library, env, aliases, partial, declarations)
+    finally:
+        LANDING.reset(token)
+
+
+def _render(
     page: Any,
     src: Sources,
     evidence: Archive,

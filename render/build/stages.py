@@ -31,12 +31,15 @@ from measure.evidence.store import Store
 from measure.progress import Progress
 from render.pages import benchfiles
 from render.pages import changes
+from render.numbers.links import LANDING
 from render.numbers import claims
 from render.pages import colophon
 from render.build import dirty
 from render.site import engines
 from render.evidence import index as evidence_index
 from render.evidence import pages as evidence_pages
+from render.evidence import landing
+from render.evidence import taken as evidence_taken
 from render.pages import history
 from render.build import incremental
 from render.pages import layout
@@ -198,9 +201,16 @@ def generate_pages(
     ``prepared``: evidence pages made while the records rendered (``prepare_evidence_pages``), less their lists.
     """
     cited = tree.cited
+    numbers = evidence_taken.by_evidence(tree.ledger)  # each page's entries: its key changes when they do
     todo: list[tuple[str, str]] = []
     for ident in sorted(evidence.docs):
-        key = incremental.page_key([("evidence", ident.encode()), ("cited", json.dumps(cited.get(ident, [])).encode())])
+        key = incremental.page_key(
+            [
+                ("evidence", ident.encode()),
+                ("cited", json.dumps(cited.get(ident, [])).encode()),
+                ("numbers", json.dumps(numbers.get(ident, [])).encode()),
+            ]
+        )
         before = (previous or {}).get(ident)
         if before is not None and before[0] == key:
             tree.kept.update(before[1])
@@ -211,7 +221,9 @@ def generate_pages(
     docs, raw = evidence.docs, evidence.raw
     for ident, key in todo:
         if ident in ready:  # made apart while the records rendered: only the "Cited by" list is added here
-            files = evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), ready[ident])
+            files = evidence_pages.page_files(
+                ident, docs[ident], raw[ident], cited.get(ident, []), ready[ident], numbers.get(ident, [])
+            )
             tree.files.update(files)
             tree.units[ident] = [key, sorted(files)]
     todo = [(ident, key) for ident, key in todo if ident not in ready]
@@ -219,7 +231,8 @@ def generate_pages(
 
     def make(n: int) -> list[dict[str, bytes]]:
         return [
-            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, [])) for ident, _key in chunks[n]
+            evidence_pages.page_files(ident, docs[ident], raw[ident], cited.get(ident, []), None, numbers.get(ident))
+            for ident, _key in chunks[n]
         ]
 
     with page_pool.WorkerPool(make, len(chunks)) as made:
@@ -231,7 +244,13 @@ def generate_pages(
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
     reproduced = reproductions.index_status(src, evidence.docs)
-    index = layout.records_index(src, tree.headlines, tree.machines, tree.verdicts, reproduced)
+    # the indexes show records' headlines: their links choose a raw row or their entry as on the record's page
+    token = LANDING.set(landing.landing_texts(evidence.docs))
+    try:
+        index = layout.records_index(src, tree.headlines, tree.machines, tree.verdicts, reproduced)
+        latest = layout.latest_results(src, tree.headlines, tree.machines, tree.verdicts)
+    finally:
+        LANDING.reset(token)
     tree.files["records/index.md"] = index.encode("utf-8")
     compared, compared_rows = reproductions.comparison_pages(evidence.docs, src)  # one page per reproduction
     tree.files.update(compared)
@@ -239,7 +258,7 @@ def generate_pages(
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")
     if "index.md" not in tree.files:
         tree.files["index.md"] = b"# probebook\n\nWrite docs/index.md to replace this page.\n"
-    tree.files["index.md"] += layout.latest_results(src, tree.headlines, tree.machines, tree.verdicts).encode("utf-8")
+    tree.files["index.md"] += latest.encode("utf-8")
     if "playbook/index.md" not in tree.files:
         tree.files["playbook/index.md"] = b"# Playbook\n\nNo lessons yet.\n"
     tree.diff = ledger.diff(published or [], tree.ledger)

@@ -4,7 +4,8 @@ A page is titled by what was measured (probe, preset, shape, date) with the id b
 with one sentence saying what the document holds, and shows the envelope, the machine (its idle
 clock at fingerprint and the clocks the run itself recorded, each labelled), the params, the raw
 samples as a table whose rows carry anchors (``#row-12``) that number links land on, any other data
-as a field table, the pages that cite it, and downloads: the archived JSON bytes unchanged, the
+as a field table, the pages that cite it, the numbers taken from it (``render.evidence.taken``: where a derived
+number's link lands), and downloads: the archived JSON bytes unchanged, the
 samples as CSV, the whole archive as one reproducible tarball and the site's ledger. Raw floats
 show six significant figures without exponents (``render.numbers.reading.readable_float``); the exact
 values stay in the JSON download. Every text taken from the evidence (notes, source, column names,
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from render.build import incremental
-from render.evidence import fields, marks, points, reproduction
+from render.evidence import fields, marks, points, reproduction, taken
 from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
@@ -351,9 +352,16 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"))
 
 
-def page_markdown(ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]]) -> str:
-    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it."""
-    return _page(ident, prepare(ident, doc), cited_by)
+Entry = tuple[str, str, str, str, str]
+"""A number taken from the evidence (``render.evidence.taken.by_evidence``)."""
+
+
+def page_markdown(
+    ident: str, doc: dict[str, Any], cited_by: list[tuple[str, str]], numbers_taken: list[Entry] | None = None
+) -> str:
+    """The evidence page; ``cited_by`` lists (tree path, title) of pages that use it, ``numbers_taken`` the ledger
+    numbers that cite it (``render.evidence.taken``)."""
+    return _page(ident, prepare(ident, doc), cited_by, numbers_taken or [])
 
 
 _VERSION = re.compile(r"/v([0-9]+)\.md$")
@@ -382,20 +390,28 @@ def cited_lines(rel: str, cited_by: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]]) -> str:
+def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]], numbers_taken: list[Entry]) -> str:
     rel = evidence_page(ident)
     cited = cited_lines(rel, cited_by)
-    return "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
+    page = "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
+    listed = taken.section(rel, numbers_taken, dict(cited_by))
+    return page + ("\n" + listed if listed else "")
 
 
 def page_files(
-    ident: str, doc: dict[str, Any], raw: bytes, cited_by: list[tuple[str, str]], prepared: Prepared | None = None
+    ident: str,
+    doc: dict[str, Any],
+    raw: bytes,
+    cited_by: list[tuple[str, str]],
+    prepared: Prepared | None = None,
+    numbers_taken: list[Entry] | None = None,
 ) -> dict[str, bytes]:
-    """The page and its two downloads, by tree path; ``prepared``: the page as ``prepare`` made it earlier."""
+    """The page and its two downloads, by tree path; ``prepared``: the page as ``prepare`` made it earlier;
+    ``numbers_taken``: the ledger numbers that cite it (``render.evidence.taken``)."""
     hexpart = ident.split(":", 1)[1]
     made = prepared if prepared is not None else prepare(ident, doc)
     return {
-        evidence_page(ident): _page(ident, made, cited_by).encode("utf-8"),
+        evidence_page(ident): _page(ident, made, cited_by, numbers_taken or []).encode("utf-8"),
         f"evidence/{hexpart}.json": raw,
         f"evidence/{hexpart}.csv": made.csv,
     }

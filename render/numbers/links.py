@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 _UNSAFE_TITLE = re.compile(r"[\\<>`]")
@@ -153,16 +156,32 @@ def scrub_paths(text: str) -> str:
     return _ABS_PATH.sub(one, text)
 
 
-def number_links(page: str, text: str, title: str, evidence: tuple[str, ...], anchors: tuple[str, ...]) -> str:
+def number_links(
+    page: str,
+    text: str,
+    title: str,
+    evidence: tuple[str, ...],
+    anchors: tuple[str, ...],
+    cited_as: tuple[str, str] | None = None,
+) -> str:
     """Markdown of a number linked to each evidence document it is derived from: the text to the first, then one
     small numbered link per further document (``[2]``, ``[3]``, after a space), each to the rows it used there
-    (``anchors``, position by position; a document without one lands on its samples table)."""
+    (``anchors``, position by position; a document without one lands on its samples table).
+
+    ``cited_as``: the (page, ledger key) of the number's ledger row. With it, a number that the place its rows are
+    does not show as the page shows it (a median, a share, a count, a value in another unit) lands on its own entry
+    in that evidence page's "Numbers taken from this evidence" (``entry_anchor``), its rows still highlighted; one
+    that place shows (a raw cell or field) lands there (``landing_place``)."""
     if not evidence:
         return text
 
     def target(i: int) -> str:
         anchor = anchors[i] if i < len(anchors) and anchors[i] else SAMPLES
-        return relative_link(page, evidence_page(evidence[i])) + anchor_href(anchor)
+        here = relative_link(page, evidence_page(evidence[i]))
+        if cited_as is None:
+            return here + anchor_href(anchor)
+        place = landing_place(evidence[i], anchor, text)
+        return here + (anchor_href(place) if place else entry_href(entry_anchor(*cited_as), anchor))
 
     out = f'[{text}]({target(0)} "{title}")'
     # plain Markdown, "[2]" as the link's text: raw HTML such as <sup> is escaped at the page's boundary
@@ -171,6 +190,132 @@ def number_links(page: str, text: str, title: str, evidence: tuple[str, ...], an
         for i in range(1, len(evidence))
     ]
     return out + ("".join(f" {m}" for m in more) if more else "")
+
+
+def landing_fields(shown: str, text: str, anchors: tuple[str, ...], evidence: tuple[str, ...]) -> dict[str, Any]:
+    """What a ledger row adds for its entries on evidence pages (``render.evidence.taken``): ``shown``, the number as
+    its link reads when that is more than ``text`` (an interval, a mark), and ``anchors``, where on each evidence
+    page its rows are, position by position ("" for the samples table), when any document names a place."""
+    out: dict[str, Any] = {}
+    if shown != text:
+        out["shown"] = shown
+    named = [a for a, _ in zip(anchors, evidence, strict=False)]
+    if any(named):
+        out["anchors"] = named + [""] * (len(evidence) - len(named))
+    return out
+
+
+def entry_anchor(page: str, key: str) -> str:
+    """The element id of the entry, on an evidence page, of the ledger number ``key`` of ``page``: ``n-`` and 16 hex
+    digits of the SHA-256 of both, so it is the same whichever way the build ran (ARCHITECTURE.md §Invariants, 5)
+    and id-safe whatever the key holds."""
+    return "n-" + hashlib.sha256(f"{page}\0{key}".encode()).hexdigest()[:16]
+
+
+def entry_href(entry: str, anchor: str) -> str:
+    """The tail of a link that lands on the entry ``entry`` and still names the rows ``anchor`` names, for
+    ``numbers.js`` to highlight: ``?rows=95-99&col=time_s#n-…``; ``#n-…`` when the anchor names no rows."""
+    m = _ROWS.fullmatch(anchor or "")
+    if not m:
+        return "#" + entry
+    spec, one, column = m.groups()
+    query = f"rows={spec if spec is not None else one}" + (f"&col={column}" if column else "")
+    return f"?{query}#{entry}"
+
+
+Landing = Callable[[str, str], str | None]
+"""(evidence id, anchor) -> the text of the element a link to that anchor lands on, None when not known."""
+LANDING: ContextVar[Landing | None] = ContextVar("probebook_landing", default=None)
+"""What the build knows of the evidence pages while a page renders (``render.evidence.landing.landing_texts``)."""
+
+
+COLUMNS = "~columns"
+"""The key under which ``LANDING`` gives an evidence page's samples columns, one a line, for ``landing_place``."""
+
+
+def landing_place(ident: str, anchor: str, text: str) -> str:
+    """Where a number shown as ``text`` (its link's Markdown) lands on ``ident``'s page: ``anchor`` when the place it
+    names shows the number as ``holds`` reads it, "" when it does not (the number then lands on its own entry).
+
+    The raw samples table, or a section (``params``), shows no value: "". Rows land on the first one (its cell in
+    the anchor's column); rows named without a column get the column of the first cell that holds the number, so
+    ``numbers.js`` scrolls it into view, or "" when no cell does. A field lands on its row when the row holds it.
+    What each place shows comes from ``LANDING``; a place it does not know (or none set) keeps ``anchor``."""
+    if not anchor or anchor == SAMPLES:
+        return ""
+    known = LANDING.get()
+    if known is None:
+        return anchor
+    plain = plain_text(text)
+    m = _ROWS.fullmatch(anchor)
+    if m is None:
+        shown = known(ident, anchor)
+        return anchor if shown is None or holds(plain, shown) else ""
+    spec, one, column = m.groups()
+    first = re.match(r"[0-9]+", spec if spec is not None else one)
+    row = f"row-{first.group(0) if first else one}"
+    if column:
+        shown = known(ident, f"{row}~{column}")
+        return anchor if shown is None or holds(plain, shown) else ""
+    if known(ident, row) is None:
+        return anchor
+    for name in (known(ident, COLUMNS) or "").split("\n"):
+        cell = known(ident, f"{row}~{name}") if name else None
+        if cell is not None and holds(plain, cell):
+            return with_column(anchor, name)
+    return ""
+
+
+_ESCAPED = re.compile(r"\\(.)")
+_ENTITY = re.compile(r"&(amp|lt|gt|#[0-9]+);")
+
+
+def plain_text(markdown: str) -> str:
+    """The text a reader sees of inline Markdown made by ``escape_text`` and ``Quantity.markdown``: backslash
+    escapes and ``*`` emphasis dropped, the entities read (``1.2\u202fms *(partial)*`` -> ``1.2\u202fms (partial)``)."""
+
+    def entity(m: re.Match[str]) -> str:
+        name = m.group(1)
+        return chr(int(name[1:])) if name.startswith("#") else _ENTITIES_BACK[name]
+
+    marked = re.sub(r"(?<!\\)\*", "", markdown)
+    return _ESCAPED.sub(r"\1", _ENTITY.sub(entity, marked))
+
+
+_ENTITIES_BACK = {"amp": "&", "lt": "<", "gt": ">"}
+_SCALE = {"%": 0.01, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+_GROUPED = re.compile(r"([0-9]),(?=[0-9]{3})")
+
+
+def _squash(s: str) -> str:
+    return _GROUPED.sub(r"\1", re.sub(r"\s+", "", s))
+
+
+def _sig(x: float, digits: int) -> float:
+    return 0.0 if x == 0 else float(f"{x:.{min(max(digits, 1), 21)}g}")
+
+
+def holds(shown: str, where: str) -> bool:
+    """Whether the text ``where`` holds the number shown as ``shown``, as the browser tour reads it
+    (``tests/tour_checks.py``): ``shown`` in it, spaces and thousands commas aside, or a number in it that, rounded
+    to ``shown``'s significant figures (or decimals), is ``shown``'s number, read plain, as a percent or with its
+    SI prefix (``70.2743`` holds ``70.3``; ``0.00190934`` holds ``0.19%``; ``148.5`` does not hold ``148,480``)."""
+    if _squash(shown) in _squash(where):
+        return True
+    flat = re.sub(r"[\s\u202f\u2009]", "", shown.replace("\u2212", "-"))
+    m = re.match(r"(-?[0-9]+(?:\.[0-9]+)?)(%|k|M|G|T)?", _GROUPED.sub(r"\1", flat))
+    if not m:
+        return False
+    want, scale = float(m.group(1)), _SCALE.get(m.group(2) or "", 1.0)
+    digits = len(re.sub(r"^-?0*\.?0*", "", m.group(1)).replace(".", "")) or 1
+    point = re.match(r"-?[0-9]+\.([0-9]+)", shown.replace("\u2212", "-"))
+    decimals = len(point.group(1)) if point else 0
+    for found in re.findall(r"-?[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?", _GROUPED.sub(r"\1", where.replace("\u2212", "-"))):
+        x = float(found)
+        for k in (1.0, scale, 1 / scale):
+            if _sig(x / k, digits) == _sig(want, digits) or (decimals > 0 and round(x / k, decimals) == want):
+                return True
+    return False
 
 
 POINTS = "points"

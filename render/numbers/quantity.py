@@ -21,7 +21,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.numbers import basis as bases
 from render.numbers import reading as numbers
-from render.numbers.links import number_links, short_id, title_text
+from render.numbers.links import landing_fields, number_links, short_id, title_text
 from render.numbers.propagation import propagated
 from render.numbers.units import TIME, UnitError, conversion_factor
 
@@ -84,6 +84,9 @@ class Quantity:
     basis: str = field(default="", compare=False)
     """Why the number shows no interval, one of ``render.numbers.basis.BASES`` (``observed``, ``few windows`` ...);
     "" when it has one, is ``exact``, or has not said (``stated_basis`` gives what the ledger row says)."""
+    cited_as: tuple[str, str] | None = field(default=None, compare=False)
+    """(page, ledger key) of the ledger row the number is shown as, once its page recorded it: its link may then
+    land on its own entry of the evidence page (``render.numbers.links.number_links``)."""
 
     def __post_init__(self) -> None:
         bases.check(self.basis)
@@ -246,6 +249,13 @@ class Quantity:
             parts.append(f"evidence {short_id(self.evidence[0])}{more}")
         return title_text("; ".join(parts))
 
+    @property
+    def shown_text(self) -> str:
+        """The number as its link reads, plain spaces: ``text``, its interval and its mark (``45.9% (43.7–48.1%)``)."""
+        return " ".join([self.text, *([self.interval_text] if self.interval_text else [])]) + (
+            f" ({self.mark})" if self.mark else ""
+        )
+
     def markdown(self, page: str) -> str:
         """The Markdown a page shows: the number and its interval, linked to its evidence, titled by its derivation."""
         text = self.text.replace(" ", numbers.NNBSP)  # number and unit on one line, a narrow space apart (SI §5.4.3)
@@ -253,7 +263,8 @@ class Quantity:
             text += "\u00a0" + self.interval_text.replace(" ", "\u00a0")
         if self.mark:
             text += f" *({self.mark})*"
-        return number_links(page, text, self.title, self.evidence, (self.anchor, *self.more_anchors))
+        anchors = (self.anchor, *self.more_anchors)
+        return number_links(page, text, self.title, self.evidence, anchors, self.cited_as)
 
     def ledger_row(self, page: str, key: str) -> dict[str, Any]:
         """One ledger row for this number as published on ``page`` under ``key``; a number shown with its interval
@@ -272,7 +283,7 @@ class Quantity:
             row["interval"] = self.interval_text
         if self.stated_basis:
             row["basis"] = self.stated_basis
-        return row
+        return row | landing_fields(self.shown_text, self.text, (self.anchor, *self.more_anchors), self.evidence)
 
     def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
         return self.text

@@ -78,8 +78,10 @@ def linked(page: str, escaped: str, said: Said) -> str:
     more = f" (+{len(said.evidence) - 1} more)" if len(said.evidence) > 1 else ""
     title = title_text(f"{said.derivation}; evidence {short_id(said.evidence[0])}{more}")
     parts, at = [], 0
-    for start, end, shown, _ in numbers_in(escaped):
+    found = numbers_in(escaped)
+    keyed = len(found) == len(numbers_in(said.text))  # the i-th number is row KEY[i]: its link lands on its entry
+    for i, (start, end, shown, _) in enumerate(found):
         parts.append(escaped[at:start])
-        parts.append(number_links(page, shown, title, said.evidence, ()))
+        parts.append(number_links(page, shown, title, said.evidence, (), (page, f"{said.key}[{i}]") if keyed else None))
         at = end
     return "".join(parts) + escaped[at:]

@@ -156,8 +156,8 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
     if isinstance(value, Quantity):
         if state.partial.intersection(value.evidence) and not is_input(value):
             value = replace(value, mark=f"{value.mark}, partial" if value.mark else "partial")
-        state.record(value)
-        return value.markdown(state.rel)
+        key = state.record(value)
+        return replace(value, cited_as=(state.rel, key)).markdown(state.rel)
     if isinstance(value, Block):
         for sentence in value.said:
             state.cells.update((row["key"], row) for row in said.rows(state.rel, sentence))
@@ -531,6 +531,6 @@ def evaluate_summary(
         marks += [m for m in (directions.headline_mark(value),) if m]
         if marks:
             value = replace(value, mark=", ".join(marks))
-        state.record(value)
-        out.append((headline.label, value))
+        key = state.record(value)
+        out.append((headline.label, replace(value, cited_as=(state.rel, key))))
     return out

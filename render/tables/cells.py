@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from render.numbers import basis
-from render.numbers.links import number_links, rows_anchor, short_id, title_text, with_column
+from render.numbers.links import landing_fields, number_links, rows_anchor, short_id, title_text, with_column
 from render.numbers.reading import significant
 
 ROW_KEYS: dict[str, tuple[str, ...]] = {
@@ -251,10 +251,12 @@ def _ids(cell: Cell, ids: tuple[str, ...]) -> tuple[str, ...]:
 def page_markdown(lay: Layout, page: str, table_key: str, ids: tuple[str, ...], escape: Any) -> str:
     """The table's Markdown on ``page``: each number a link to the evidence it is derived from (all of it)."""
     linked = {(c.row, c.col): c for c in lay.cells}
+    keys = {(c.row, c.col): key for c, key in zip(lay.cells, _keys(lay, table_key), strict=True)}
 
     def shown(cell: Cell, text: str) -> str:
         evidence = _ids(cell, ids)
-        return number_links(page, text, _title(table_key, cell, evidence), evidence, cell.anchors)
+        title = _title(table_key, cell, evidence)
+        return number_links(page, text, title, evidence, cell.anchors, (page, keys[(cell.row, cell.col)]))
 
     out = ""
     if lay.note:
@@ -272,13 +274,8 @@ def page_markdown(lay: Layout, page: str, table_key: str, ids: tuple[str, ...], 
 
 def ledger_rows(lay: Layout, page: str, table_key: str, ids: tuple[str, ...]) -> list[dict[str, Any]]:
     """One ledger row per number the table shows on ``page``, keyed ``TABLE[ROW].COLUMN``."""
-    rows, seen = [], set()
-    for cell in lay.cells:
-        key, n = f"{table_key}[{cell.row_key}].{cell.column}", 1
-        while key in seen:  # two rows named alike (a configuration measured twice): numbered, as a page's repeats
-            n += 1
-            key = f"{table_key}[{cell.row_key}].{cell.column}#{n}"
-        seen.add(key)
+    rows = []
+    for cell, key in zip(lay.cells, _keys(lay, table_key), strict=True):
         rows.append(
             {
                 "page": page,
@@ -291,6 +288,21 @@ def ledger_rows(lay: Layout, page: str, table_key: str, ids: tuple[str, ...]) ->
                 "evidence": list(_ids(cell, ids)),
                 "derivation": _derivation(table_key, cell),
                 **({"basis": cell.basis} if cell.basis else {}),
+                **landing_fields(cell.text, cell.text, cell.anchors, _ids(cell, ids)),
             }
         )
     return rows
+
+
+def _keys(lay: Layout, table_key: str) -> list[str]:
+    """Each cell's ledger key, ``TABLE[ROW].COLUMN``, in the order of ``lay.cells``; the link of a number names it
+    too (``render.numbers.links.entry_anchor``)."""
+    out, seen = [], set()
+    for cell in lay.cells:
+        key, n = f"{table_key}[{cell.row_key}].{cell.column}", 1
+        while key in seen:  # two rows named alike (a configuration measured twice): numbered, as a page's repeats
+            n += 1
+            key = f"{table_key}[{cell.row_key}].{cell.column}#{n}"
+        seen.add(key)
+        out.append(key)
+    return out
