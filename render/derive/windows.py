@@ -15,7 +15,6 @@ they are the ones the row's median was taken over before an interval is drawn fr
 
 from __future__ import annotations
 
-import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -43,16 +42,10 @@ class Windows:
     """95% bootstrap interval of ``median_s``; None with fewer than ``MIN_SAMPLES`` windows."""
 
 
-@functools.lru_cache(maxsize=4096)
-def _median_ci(times: tuple[float, ...]) -> Interval | None:
-    # a site shows one point's windows in several places (a table on two pages, a table and its chart): the
-    # bootstrap of the same windows is drawn once per process; it is seeded, so the cache changes no digit
-    return median_interval(times)
-
-
 def median_ci(times: Sequence[float]) -> Interval | None:
-    """95% bootstrap interval of the median of ``times`` (same unit); None with fewer than ``MIN_SAMPLES``."""
-    return _median_ci(tuple(float(t) for t in times))
+    """95% bootstrap interval of the median of ``times`` (same unit); None with fewer than ``MIN_SAMPLES``.
+    ``median_interval`` draws identical windows once per build process (its cache), however many tables show them."""
+    return median_interval(times)
 
 
 def timed_windows(times: Sequence[float]) -> Windows:

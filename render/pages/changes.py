@@ -68,7 +68,8 @@ def counted_line(display: int, jitter: int) -> str:
         return ""
     return (
         f"Not listed: {display} display-only (the shown text changed, the value did not) and {jitter} whose shown "
-        "text did not change (float jitter below the figures shown, or a derivation's wording)."
+        "text did not change (float jitter below the figures shown, a newly stated interval or basis, or a "
+        "derivation's wording)."
     )
 
 
