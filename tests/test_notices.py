@@ -88,9 +88,9 @@ def test_partial_evidence_marks_each_number_and_the_page(tmp_path):
     page = (paths.tree / "records" / "r" / "v1.md").read_text()
     assert '!!! warning "Partial evidence"' in page
     assert "stopped at its time budget" in page
-    assert "Copies ran at [52.0\u202fGB/s\u00a0(50.0–54.0) *(partial)*](" in page
+    assert "Copies ran at [52.0\u202fGB/s (50.0–54.0) *(partial)*](" in page
     assert "from partial evidence" in page
-    assert "the full run at [52.0\u202fGB/s\u00a0(50.0–54.0)](" in page  # complete evidence: no mark
+    assert "the full run at [52.0\u202fGB/s (50.0–54.0)](" in page  # complete evidence: no mark
 
 
 def test_kernels_built_for_another_architecture_are_warned_about(tmp_path):

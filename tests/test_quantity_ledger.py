@@ -86,7 +86,7 @@ def test_interval_sets_the_figures_and_shows_on_the_page() -> None:
     a = Quantity(3.85e-6, "s/token", display="µs/token", uncertainty=(1.74e-6, 5.75e-6), evidence=(ID,))
     assert a.text == "3.9 µs/token"
     assert a.interval_text == "(1.7–5.8)"
-    assert a.markdown("index.md").startswith("[3.9\u202fµs/token\u00a0(1.7–5.8)](evidence/")
+    assert a.markdown("index.md").startswith("[3.9\u202fµs/token (1.7–5.8)](evidence/")
     share = Quantity(0.625, "", fmt=".1%", uncertainty=(0.53, 0.79))
     assert (share.text, share.interval_text) == ("62.5%", "(53.0–79.0%)")
     wide = Quantity(0.5, "", fmt=".0%", uncertainty=(-0.4, 1.4))
@@ -147,7 +147,7 @@ def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None
     )
     link = "../../evidence/" + "ab" * 32 + ".md#samples"  # no rows named: the samples table
     assert q.markdown("records/step/v1.md") == (
-        f"[12.30\u202fms\u00a0(12.00–12.60)]({link} "
+        f"[12.30\u202fms (12.00–12.60)]({link} "
         '"fit c+a; c; 95% interval 12.00–12.60 ms; evidence sha256:abababababab")'
     )
 

@@ -89,7 +89,7 @@ def test_home_page_shows_the_latest_headline_results_and_the_machine(fixture_sit
     article = _article(_html(fixture_site, "index"))
     latest = article[article.index("Latest results") :]
     assert 'href="records/step-time/v2.html"' in latest and "on NVIDIA H200" in latest
-    assert 'href="evidence/f581ac542e3b' in latest and "11.91%&nbsp;(11.78–12.04%)" in latest
+    assert 'href="evidence/f581ac542e3b' in latest and "11.91% (11.78–12.04%)" in latest
 
 
 def test_a_headline_must_be_a_quantity_and_an_unknown_name_names_the_file_and_entry(tmp_path: Path) -> None:

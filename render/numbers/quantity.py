@@ -260,7 +260,9 @@ class Quantity:
         """The Markdown a page shows: the number and its interval, linked to its evidence, titled by its derivation."""
         text = self.text.replace(" ", numbers.NNBSP)  # number and unit on one line, a narrow space apart (SI §5.4.3)
         if self.interval_text:
-            text += "\u00a0" + self.interval_text.replace(" ", "\u00a0")
+            # a plain space before the interval: a table cell (tables.css) may break the line there, never inside
+            # the number or the interval, so a table of many intervals still fits its column
+            text += " " + self.interval_text.replace(" ", "\u00a0")
         if self.mark:
             text += f" *({self.mark})*"
         anchors = (self.anchor, *self.more_anchors)
