@@ -147,8 +147,7 @@ def test_markdown_links_the_evidence_page_with_the_derivation_as_title() -> None
     )
     link = "../../evidence/" + "ab" * 32 + ".md#samples"  # no rows named: the samples table
     assert q.markdown("records/step/v1.md") == (
-        f"[12.30\u202fms (12.00–12.60)]({link} "
-        '"fit c+a; c; 95% interval 12.00–12.60 ms; evidence sha256:abababababab")'
+        f'[12.30\u202fms (12.00–12.60)]({link} "fit c+a; c; 95% interval 12.00–12.60 ms; evidence sha256:abababababab")'
     )
 
 
