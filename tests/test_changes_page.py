@@ -52,13 +52,19 @@ def test_number_label_is_the_derivation_not_the_key() -> None:
 def test_publish_headings_are_distinct() -> None:
     seeded = {"date": "2026-11-29", "ledger_sha256": "8" * 64, "numbers": 83, "added": 83, "changed": [],
               "source": "Seeded from git: commit 52300cb372ec accepted this ledger"}  # fmt: skip
-    plain = {"date": "2026-11-29", "ledger_sha256": "a1af5841" + "0" * 56, "numbers": 1086, "added": 3, "changed": [{}]}
+    plain = {
+        "date": "2026-11-29",
+        "ledger_sha256": "a1af5841" + "0" * 56,
+        "numbers": 1086,
+        "added": 3,
+        "changed": [{}],
+    }  # a change with no texts: not a move
     assert (
         changes.publish_heading(1, seeded)
-        == "Publish 1: 2026-11-29, commit 52300cb372ec, 83 numbers (0 changed, 83 added)"
+        == "Publish 1: 2026-11-29, commit 52300cb372ec, 83 numbers (0 moved, 83 added)"
     )
     assert changes.publish_heading(2, plain) == (
-        "Publish 2: 2026-11-29, ledger a1af58410000, 1,086 numbers (1 changed, 3 added)"
+        "Publish 2: 2026-11-29, ledger a1af58410000, 1,086 numbers (0 moved, 3 added)"
     )
 
 
@@ -108,8 +114,8 @@ def test_history_lists_moves_only_under_distinct_headings() -> None:
     text = changes.page_markdown(ledger.diff([], []), True, {"records/a/v1.md"}, {}, [], past, None, current)
     headings = [line for line in text.splitlines() if line.startswith("### Publish")]
     assert headings == [
-        "### Publish 2: 2026-11-29, ledger bbbbbbbbbbbb, 4 numbers (4 changed, 0 added)",
-        "### Publish 1: 2026-11-29, ledger aaaaaaaaaaaa, 4 numbers (0 changed, 4 added)",
+        "### Publish 2: 2026-11-29, ledger bbbbbbbbbbbb, 4 numbers (2 moved, 0 added)",
+        "### Publish 1: 2026-11-29, ledger aaaaaaaaaaaa, 4 numbers (0 moved, 4 added)",
     ]
     rows = [line for line in text.splitlines() if line.startswith(("| [", "| k"))]
     assert [r.split(" | ")[0] for r in rows] == ["| [the second step time](records/a/v1.md)", "| [k3](records/a/v1.md)"]

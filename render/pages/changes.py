@@ -127,10 +127,15 @@ _COMMIT = re.compile(r"\bcommit ([0-9a-f]{7,40})\b")
 
 def publish_heading(ordinal: int, e: dict[str, Any]) -> str:
     """A publish's heading, distinct for every publish: ``Publish 3: 2026-11-30, commit c59473468646, 416 numbers
-    (32 changed, 330 added)``; the ledger's digest stands in for a commit the entry does not name."""
+    (12 moved, 330 added)``; the ledger's digest stands in for a commit the entry does not name. It counts the
+    numbers the section lists (``MOVED``), not every ledger change: a display-only change or a newly stated interval
+    is counted in the section's own line."""
     m = _COMMIT.search(str(e.get("source") or ""))
     which = f"commit {m.group(1)[:12]}" if m else f"ledger {str(e.get('ledger_sha256'))[:12]}"
-    counts = f"{len(e.get('changed') or [])} changed, {e.get('added', 0)} added"
+    moved = sum(
+        classify(str(c.get("old")), str(c.get("new")), c.get("relative")) == MOVED for c in e.get("changed") or []
+    )
+    counts = f"{moved} moved, {e.get('added', 0)} added"
     if e.get("removed"):
         counts += f", {e['removed']} removed"
     return f"Publish {ordinal}: {e.get('date')}, {which}, {e.get('numbers', 0):,} numbers ({counts})"
