@@ -82,10 +82,10 @@ def _render(
         context = functions.context()
     except ProbebookError as exc:
         raise BuildError(f"{page.where('evidence')}: {exc}") from None
-    state = PageState(page.rel, partial=partial)
-    headlines = evaluate_summary(env, page, context, state)
     record = next((r for r in src.records if r.slug == page.slug), None) if page.kind == "record" else None
     superseded = record is not None and answers.successor(page, record) is not None
+    state = PageState(page.rel, partial=partial, superseded=superseded)
+    headlines = evaluate_summary(env, page, context, state)
     verdicts = answers.evaluate(env, page, context, state, superseded) if page.kind == "record" else []
     body = render_body(env, page, context, state)
     blocks, machine, box = "", None, ""

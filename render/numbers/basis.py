@@ -15,6 +15,7 @@ FEW = "few windows"
 RECORDED = "as recorded"
 WORDS = "in words"
 TEST = "a test"
+END = "an interval's end"
 
 BASES: dict[str, str] = {
     INTERVAL: "a 95% interval is stated with it",
@@ -25,6 +26,7 @@ BASES: dict[str, str] = {
     ),
     FEW: "fewer than 3 timed windows (render.derive.intervals.MIN_SAMPLES): too few to resample",
     RECORDED: "a value another document recorded, shown as that document recorded it",
+    END: "the low or high end of another number's stated 95% interval: that interval is its uncertainty",
     TEST: "a test's own result (a p-value, a count of rounds or checks that passed): the test is its uncertainty",
     WORDS: "a number a generated sentence states (alt text, a warning); where it restates an estimate, that "
     "estimate's own row carries the interval",

@@ -121,6 +121,43 @@ class Quantity:
         return replace(self, fmt=spec)
 
     @property
+    def low(self) -> Quantity:
+        """The low end of the number's 95% interval, a number of its own: a claim that two numbers are not resolved
+        apart compares ends (``claim(a.low <= b.high, b.low <= a.high, "...")``), as ``directions.unresolved``
+        resolves a direction. An exact number is its own end; a measured one without an interval has none."""
+        return self._end("low")
+
+    @property
+    def high(self) -> Quantity:
+        """The high end of the number's 95% interval, a number of its own (``low``'s mirror)."""
+        return self._end("high")
+
+    def _end(self, which: str) -> Quantity:
+        name = self.key if self.expr is None else f"({self.key})"
+        if self.value is None:
+            raise ProbebookError(f"{name}.{which}: {self.key} has no value ({self.note or 'not derived'})")
+        if self.uncertainty is None and not self.exact:
+            why = bases.BASES.get(self.basis, "it states none")
+            raise ProbebookError(f"{name}.{which}: {self.key} has no interval to take an end of ({why})")
+        lo, hi = self.uncertainty or (self.value, self.value)
+        return replace(
+            self,
+            value=lo if which == "low" else hi,
+            uncertainty=None,
+            key=f"{name}.{which}",
+            derivation=f"the {which} end of the 95% interval of {self.key}: {self.derivation}",
+            mark=None,
+            order=None,
+            expr=None,
+            leaves=(),
+            resample=None,
+            leaf_resamples=(),
+            bounded=False,
+            basis=bases.EXACT if self.exact else bases.END,
+            cited_as=None,
+        )
+
+    @property
     def stated_basis(self) -> str:
         """What the ledger row says of the number's uncertainty: ``interval`` when it shows one, ``exact`` for a
         number exact by nature, else its ``basis`` ("" when it has not said why it has no interval)."""

@@ -25,8 +25,15 @@ from typing import Any
 from measure.errors import ProbebookError
 from render.numbers import claims, directions
 from render.numbers.links import escape_text, relative_link
-from render.pages import methodology
-from render.pages.sandbox import PageEnvironment, PageError, PageState, evaluate_expression, render_text
+from render.pages.sandbox import (
+    LEVEL,
+    UNRESOLVED_MARK,
+    PageEnvironment,
+    PageError,
+    PageState,
+    evaluate_expression,
+    render_text,
+)
 from render.pages.sources import Record, SourcePage
 
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.DOTALL)
@@ -36,14 +43,6 @@ def plain(text: str) -> str:
     """A verdict's sentence with its placeholders as ``…``: what the ledger names it by, and what is read for a
     direction word (a word inside an expression is no statement)."""
     return " ".join(_PLACEHOLDER.sub("…", text).split())
-
-
-_LEVEL = methodology.constant("ci_level")
-"""The intervals' level the mark names, a ledger row of each page that shows the mark (issue 23)."""
-UNRESOLVED_MARK = f"not resolved by today's {_LEVEL.text} intervals: a later version states it otherwise"
-"""What a superseded version's verdict carries when the intervals the build computes today do not resolve the
-direction it states: the archived words stay (the version is a record of what was published), marked, and the
-current version must state only what its intervals resolve (for it the same finding fails the build)."""
 
 
 def evaluate(
@@ -68,8 +67,8 @@ def evaluate(
             raise PageError(f"{where}: the answer {sentence!r} says {word!r}: {unresolved[0]}")
         shown = render_text(env, verdict.text, where, context, state).strip()
         out.append(shown + (f" *({escape_text(UNRESOLVED_MARK)})*" if unresolved else ""))
-        if unresolved and _LEVEL.key not in dict(state.rows):
-            state.rows.append((_LEVEL.key, _LEVEL))
+        if unresolved and LEVEL.key not in dict(state.rows):
+            state.rows.append((LEVEL.key, LEVEL))
         row = claims.ledger_row(state.rel, list(checked), f"answer: {sentence}")
         state.claims[row["key"]] = row
         state.cited.update(e for c in checked for q in (c.left, c.right) for e in q.evidence)

@@ -35,7 +35,7 @@ from render.numbers import claims, directions, said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
-from render.pages import bounded, limits, lint
+from render.pages import bounded, limits, lint, methodology
 from render.pages.bounded import TemplateLimitError
 from render.pages.sources import SourcePage
 
@@ -95,6 +95,8 @@ class PageState:
     """Evidence ids the page shows numbers or blocks from."""
     partial: frozenset[str] = frozenset()
     """Ids of partial evidence: a number derived from one is shown with a "partial" mark."""
+    superseded: bool = False
+    """A later version replaced the page: a claim today's intervals do not resolve is marked, not refused."""
     claims: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Ledger rows of the page's checked claims, by key (``render.numbers.claims``)."""
     cells: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -128,6 +130,13 @@ class PageState:
         self.cited.update(asset.evidence)
         return stem.rsplit("/", 1)[-1]
 
+
+LEVEL = methodology.constant("ci_level")
+"""The intervals' level the mark names, a ledger row of each page that shows the mark (issue 23)."""
+UNRESOLVED_MARK = f"not resolved by today's {LEVEL.text} intervals: a later version states it otherwise"
+"""What a superseded version's verdict or claim carries when the intervals the build computes today do not
+resolve it (``render.numbers.directions.unresolved``): the archived words stay (the version is a record of what
+was published), marked; on a current version the same sentence fails the build."""
 
 # The page being rendered, for ``_finalize`` only: Jinja calls it with the template context,
 # not with the page, so the page that collects what its placeholders yield is kept here.
@@ -173,10 +182,17 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
             raise TemplateOutputError(
                 f"claim sentence {value.sentence!r} holds a hand-typed measurement; show numbers as quantities"
             )
+        unresolved = [why for why in map(directions.unresolved, value.comparisons) if why] if claims.checking() else []
+        if unresolved and not state.superseded:
+            raise TemplateOutputError(f"claim {value.sentence!r} is not resolved: {unresolved[0]}")
         row = claims.ledger_row(state.rel, list(value.comparisons), value.sentence)
         state.claims[row["key"]] = row
         state.cited.update(value.evidence)
-        return escape_text(value.sentence)
+        if not unresolved:
+            return escape_text(value.sentence)
+        if LEVEL.key not in dict(state.rows):
+            state.rows.append((LEVEL.key, LEVEL))
+        return f"{escape_text(value.sentence)} *({escape_text(UNRESOLVED_MARK)})*"
     markdown = getattr(value, "template_markdown", None)
     if callable(markdown):
         state.cited.update(getattr(value, "evidence", ()))
@@ -340,7 +356,7 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
         if allowed is not None:
             return attr in allowed
         if isinstance(obj, Quantity):
-            return attr in ("to", "format")
+            return attr in ("to", "format", "low", "high")
         return super().is_safe_attribute(obj, attr, value)
 
 
