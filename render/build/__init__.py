@@ -1,1 +1,2 @@
-"""The build: stages (render.build.stages.build), incremental caches, dirty builds, forked workers, deferred work, serve."""
+"""The build: stages (render.build.stages.build), incremental caches, dirty builds, forked workers, deferred work,
+serve."""

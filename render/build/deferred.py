@@ -11,7 +11,8 @@ When the engine is done, each placeholder is replaced in the tree and in the bui
 sanitizer, the stamp and the swap.
 mkdocs copies a file that is not a page as it is, to the same path, so the site is byte-identical to one
 built with every file made first (``tests/test_later.py``). Once everything is drawn and made, a thread of
-this process sanitizes the pages the engine has finished writing (``render.site.sanitize.BackgroundSanitizer``), so that after the
+this process sanitizes the pages the engine has finished writing (``render.site.sanitize.BackgroundSanitizer``), so
+that after the
 engine only the last pages written are left to clean.
 
 A page's Markdown needs each chart's alt text, which ``render.charts.draw.describe`` gives without drawing.
@@ -27,14 +28,15 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
 from render.build import parallel as page_pool
-from render.errors import BuildError
 from render.charts.output import PENDING, ChartOutput, PendingChart
+from render.errors import BuildError
 from render.site.sanitize import BackgroundSanitizer
 
 LATER_MIN = 16
@@ -107,7 +109,12 @@ class DeferredWork:
         self.made = {token: make() for token, make in self.makers.items()}
 
     def start(
-        self, files: dict[str, bytes], tree: Path, manifest: Path, sweep: BackgroundSanitizer | None = None, apart: bool | None = None
+        self,
+        files: dict[str, bytes],
+        tree: Path,
+        manifest: Path,
+        sweep: BackgroundSanitizer | None = None,
+        apart: bool | None = None,
     ) -> None:
         """While this process waits on the engine: draw and make, settle ``files`` (the tree's, as ``write_tree``
         wrote them to ``tree`` with ``manifest``) and write what was made into the tree, then, until ``finish``,
@@ -154,7 +161,7 @@ class DeferredWork:
             incremental.replace_in_tree(tree, manifest, made, temp=manifest.parent)
             while sweep is not None and not self._swept.is_set():  # look again soon while pages keep coming
                 self._swept.wait(0.05 if sweep.once(self._swept.is_set) else 0.25)
-        except BaseException as exc:  # noqa: BLE001 - raised again in the build's own thread, by finish()
+        except BaseException as exc:
             self._error = exc
 
     def finish(self) -> None:
@@ -178,14 +185,16 @@ class DeferredWork:
             self._thread = None
 
     def _draw(self, key: tuple) -> ChartOutput:
-        from render.charts import draw as charts  # here: the build imports this module before it may fork (render.build.parallel)
+        from render.charts import (
+            draw as charts,  # here: the build imports this module before it may fork (render.build.parallel)
+        )
 
         p = self.charts[key]
         try:
             return charts.render(p.kind, [self.docs[i] for i in p.ids], **p.options)
         except BuildError:
             raise
-        except Exception as exc:  # noqa: BLE001 - every input error was raised when the chart was described
+        except Exception as exc:
             raise BuildError(f"chart {p.kind!r} of {', '.join(p.ids)}: {exc}") from None
 
     def replacements(self) -> dict[bytes, bytes]:

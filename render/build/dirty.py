@@ -1,4 +1,5 @@
-"""Incremental builds, the site engine's half: rebuild only the pages whose Markdown changed (ARCHITECTURE.md §The build).
+"""Incremental builds, the site engine's half: rebuild only the pages whose Markdown changed
+(ARCHITECTURE.md §The build).
 
 ``render.build.incremental`` rewrites only the tree files whose bytes changed, so an unchanged page keeps its
 modification time. When the last build's state (``<build>/site.json``) says the current site was built
@@ -102,7 +103,7 @@ def can_reuse(saved: SiteState | None, site: Path, now: SiteState) -> bool:
         return False
     try:
         stamp = ledger.read_build(site / "ledger.json")
-    except Exception:  # noqa: BLE001 - an unreadable site ledger means a full build, whatever the reason
+    except Exception:
         return False
     if stamp is None or stamp.get("inputs") != saved.inputs or stamp.get("status") != "complete":
         return False
@@ -111,7 +112,8 @@ def can_reuse(saved: SiteState | None, site: Path, now: SiteState) -> bool:
 
 # What mkdocs writes in every build, dirty or not (its theme's static templates, sitemap and search plugin).
 ALWAYS_WRITTEN = ("404.html", "sitemap.xml", "sitemap.xml.gz", SEARCH_INDEX, "search/search_index.js")
-# search_index.js: the offline plugin's copy of the index, written at every build (render.site.sanitize.inline_search_index)
+# search_index.js: the offline plugin's copy of the index, written at every build
+# (render.site.sanitize.inline_search_index)
 
 
 def site_path(tree_rel: str) -> str:

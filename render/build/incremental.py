@@ -1,4 +1,5 @@
-"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md §The build).
+"""Incremental builds, render's half: a cache of rendered pages and a tree written file by file (ARCHITECTURE.md
+§The build).
 
 A hand-written page's output (its Markdown, the charts and downloads its functions made, its ledger
 rows and claims, the evidence it cites) is a function of its inputs: its source bytes, the evidence
@@ -28,11 +29,12 @@ import os
 import pickle
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from render.build import sealed
 
@@ -153,7 +155,8 @@ class PageCache:
 
 
 class DerivedCache:
-    """The derivations of earlier builds (``render.functions.derivations.Library``), kept in one file under the code digest.
+    """The derivations of earlier builds (``render.functions.derivations.Library``), kept in one file under the
+    code digest.
 
     A derivation's key names everything it is computed from except render's code and libraries, which the
     digest stands for: a file written by other code is not read. Entries whose evidence left the archive
@@ -187,7 +190,7 @@ class DerivedCache:
             return
         try:
             data = _pickled(kept)
-        except Exception:  # noqa: BLE001 - some value pickle refuses: find it, and keep the rest
+        except Exception:
             data = _pickled({k: v for k, v in kept.items() if _pickles(v)})
         write_atomic(self.path, sealed.seal(data))
 
@@ -223,7 +226,7 @@ def _pickled(entries: dict[tuple, Any]) -> bytes:
 def _pickles(value: Any) -> bool:
     try:
         pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - whatever a value holds that pickle refuses, it is only not kept
+    except Exception:
         return False
     return True
 
@@ -237,7 +240,8 @@ def write_atomic(path: Path, data: bytes, temp: Path | None = None) -> None:
 
 
 MakeLater = Callable[[Callable[[], bytes]], bytes]
-"""What takes a file's maker and gives a placeholder for its bytes, made later (``render.build.deferred.DeferredWork.file``)."""
+"""What takes a file's maker and gives a placeholder for its bytes, made later
+(``render.build.deferred.DeferredWork.file``)."""
 
 
 def kept_file(

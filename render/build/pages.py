@@ -1,4 +1,5 @@
-"""One hand-written page, rendered: its cache key, and its Markdown with header, results, notices and footer (ARCHITECTURE.md §Pages).
+"""One hand-written page, rendered: its cache key, and its Markdown with header, results, notices and footer
+(ARCHITECTURE.md §Pages).
 
 ``render.build.stages.render_pages`` calls these for every page, in this process or in a worker
 (``render.build.parallel``); a page's output depends only on what its key names (``render.build.incremental``).
@@ -11,16 +12,13 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
-from render.pages import answers, bounded, layout
-from render.pages import notices
-from render.pages import provenance
-from render.pages import reproductions
 from render.errors import BuildError
 from render.evidence import landing
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
 from render.numbers.links import LANDING
+from render.pages import answers, bounded, layout, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
 from render.pages.sandbox import PageState, evaluate_summary, render_body
 from render.pages.sources import Sources

@@ -1,4 +1,5 @@
-"""Pages rendered on every core: a pool of forked workers for a build with many pages to render (ARCHITECTURE.md §The build).
+"""Pages rendered on every core: a pool of forked workers for a build with many pages to render (ARCHITECTURE.md
+§The build).
 
 A page's output is a function of its inputs (``render.build.incremental``), so pages can be rendered in any
 order and in any process; the build assembles them in page order, and the first error in page order
@@ -27,8 +28,9 @@ import multiprocessing
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from measure.errors import ProbebookError
 from measure.lifetime import die_with_parent
@@ -189,7 +191,7 @@ def _apart(task: Callable[[], Any], send: Any, nice: int, parent: int) -> None:
         message: tuple[str, Any] = ("done", task())
     except ProbebookError as exc:
         message = ("refused", str(exc))
-    except BaseException as exc:  # noqa: BLE001 - sent to the build, which raises it as one line
+    except BaseException as exc:
         message = ("failed", f"{type(exc).__name__}: {exc}")
     send.send(message)
     send.close()

@@ -18,12 +18,13 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from measure.errors import ProbebookError
-from render.pages import limits
 from render.build.stages import BuildPaths, build
+from render.pages import limits
 from render.site.engines import DEFAULT
 
 
@@ -117,11 +118,13 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     interval: float = 0.25,
-    log: Callable[[str], None] = logging.getLogger(__name__).info,
+    log: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     engine: str = DEFAULT,
 ) -> None:
-    """Build, then serve ``paths.site`` and rebuild on change until ``stop`` is set (or Ctrl-C)."""
+    """Build, then serve ``paths.site`` and rebuild on change until ``stop`` is set (or Ctrl-C); ``log`` gets each
+    line (default: this module's logger at INFO)."""
+    log = log or logging.getLogger(__name__).info
     stop = stop or threading.Event()
     evidence = [paths.archive / "evidence"]
     # taken before each build reads the files: a save made while it runs differs, and builds again

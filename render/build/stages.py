@@ -29,43 +29,41 @@ from typing import Any
 from measure.evidence.files import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
-from render.pages import benchfiles
-from render.pages import changes
-from render.numbers.links import LANDING
-from render.numbers import claims
-from render.pages import colophon
-from render.build import dirty
-from render.site import engines
-from render.evidence import index as evidence_index
-from render.evidence import pages as evidence_pages
-from render.evidence import landing
-from render.evidence import taken as evidence_taken
-from render.pages import history
-from render.build import incremental
-from render.pages import layout
-from render.numbers import ledger
-from render.pages import lint
-from render.pages import notices
-from render.build import parallel as page_pool
+from render.build import dirty, incremental
 from render.build import pages as page_render
-from render.pages import provenance
-from render.pages import reproductions
-from render.site import sanitize
-from render.site import folder as sitedir
-from render.pages import sources as sourcesmod
-from render.pages import limits
-from render.errors import BuildError
-from render.build.types import BuildPaths, BuildResult, Tree
-from render.evidence.archive import Archive
-from render.site.config import write_config, writes_pages_once
-from render.evidence.archive import load_evidence
-from render.functions.derivations import Library, load_libraries
+from render.build import parallel as page_pool
 from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, DeferredWork, write_made
+from render.build.types import BuildPaths, BuildResult, Tree
+from render.errors import BuildError
+from render.evidence import index as evidence_index
+from render.evidence import landing
+from render.evidence import pages as evidence_pages
+from render.evidence import taken as evidence_taken
+from render.evidence.archive import Archive, load_evidence
+from render.functions.derivations import Library, load_libraries
+from render.numbers import claims, ledger
+from render.numbers.links import LANDING
+from render.pages import (
+    benchfiles,
+    changes,
+    colophon,
+    history,
+    layout,
+    limits,
+    lint,
+    notices,
+    provenance,
+    reproductions,
+)
+from render.pages import sources as sourcesmod
 from render.pages.prose import check_links
 from render.pages.sandbox import make_environment
-from render.site.assets import site_files
 from render.pages.sources import Sources
+from render.site import engines, sanitize
+from render.site import folder as sitedir
+from render.site.assets import site_files
+from render.site.config import write_config, writes_pages_once
 
 log = logging.getLogger(__name__)
 
@@ -421,7 +419,12 @@ def make_site(
 
 
 def _run_engine(
-    chosen: engines.Engine, config: Path, out: Path, epoch: int, incremental: bool, started: engines.RunningEngine | None
+    chosen: engines.Engine,
+    config: Path,
+    out: Path,
+    epoch: int,
+    incremental: bool,
+    started: engines.RunningEngine | None,
 ) -> None:
     try:
         chosen.run(config, out, epoch, incremental, started)
@@ -505,7 +508,13 @@ def render_tree(
 
 
 def _stages(
-    paths: BuildPaths, site: bool, clean: bool, full: bool, reuse: bool, engine: str, started: engines.RunningEngine | None
+    paths: BuildPaths,
+    site: bool,
+    clean: bool,
+    full: bool,
+    reuse: bool,
+    engine: str,
+    started: engines.RunningEngine | None,
 ) -> tuple[Tree, Archive, Sources]:
     """``build``'s stages, under its lock."""
     inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
@@ -543,7 +552,7 @@ def build(
         if started is None and site:  # started now, so its start overlaps render's work
             started = engines.start(engine)
         with sitedir.build_lock(paths.build):
-            tree, evidence, src = _stages(paths, site, clean, full, reuse, engine, started)
+            tree, evidence, _ = _stages(paths, site, clean, full, reuse, engine, started)
     finally:
         if started is not None:  # ended if the build stopped before the engine
             started.close()

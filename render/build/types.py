@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from render.pages import provenance
 from render.build.deferred import DeferredWork
 from render.errors import BuildError
 from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.numbers.quantity import Quantity
+from render.pages import provenance
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,8 @@ class Tree:
     verdicts: dict[str, str] = field(default_factory=dict)
     """Record page -> its Answer as Markdown for that page (``render.pages.answers``), for the index and home page."""
     later: DeferredWork | None = None
-    """What makes the files that hold placeholders while the site engine runs (``render.build.deferred``); None: none do."""
+    """What makes the files that hold placeholders while the site engine runs (``render.build.deferred``); None:
+    none do."""
 
 
 @dataclass(frozen=True)

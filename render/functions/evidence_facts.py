@@ -50,15 +50,20 @@ class PairedView:
 
     @property
     def low(self) -> Quantity:
-        """The saving interval's lower end (a claim that the arm saves time: ``.low > 0``)."""
+        """The saving interval's lower end (a claim that the arm saves time: ``.low > 0``); ``saving.low`` with the
+        paired view's own key."""
         lo = self._c.saving_ci[0] if self._c.saving_ci else None
-        return self._q("low", lo, "", fmt=".1%", note=None if lo is not None else "fewer than 3 rounds")
+        return self._q(
+            "low", lo, "", fmt=".1%", note=None if lo is not None else "fewer than 3 rounds", basis=basis.END
+        )
 
     @property
     def high(self) -> Quantity:
         """The saving interval's upper end (a claim that the arm costs time: ``.high < 0``)."""
         hi = self._c.saving_ci[1] if self._c.saving_ci else None
-        return self._q("high", hi, "", fmt=".1%", note=None if hi is not None else "fewer than 3 rounds")
+        return self._q(
+            "high", hi, "", fmt=".1%", note=None if hi is not None else "fewer than 3 rounds", basis=basis.END
+        )
 
     @property
     def difference(self) -> Quantity:

@@ -1,4 +1,5 @@
-"""Files render adds to every site: stylesheets and scripts under ``assets/probebook/`` (ARCHITECTURE.md §Charts and tables).
+"""Files render adds to every site: stylesheets and scripts under ``assets/probebook/``
+(ARCHITECTURE.md §Charts and tables).
 
 Each is a file in ``render/assets/`` (or, for vega-embed, made at build time), copied into the tree
 and named in the engine config's ``extra_css`` or ``extra_javascript``, so every page loads it from
@@ -16,9 +17,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from render.build import incremental
 

@@ -1,4 +1,5 @@
-"""The engine's config, ``build/mkdocs.yml``: the site's base config plus what render generates (ARCHITECTURE.md §The build).
+"""The engine's config, ``build/mkdocs.yml``: the site's base config plus what render generates (ARCHITECTURE.md
+§The build).
 
 Render writes a plain config any engine can read (mkdocs-material or Zensical: ``render.site.engines``): the
 base ``mkdocs.yml`` with ``docs_dir`` pointed at the rendered tree, the generated ``nav``, the evidence
@@ -12,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from render.pages import layout
 from render.errors import BuildError
+from render.pages import layout
 from render.site.assets import add_to_config
 
 
@@ -61,7 +62,8 @@ ONCE_PLUGINS = frozenset({"search", "offline", "material/search", "material/offl
 
 def writes_pages_once(config: Path) -> bool:
     """Whether an engine run with the generated ``config`` writes each page once and never again: no hooks, and
-    only ``ONCE_PLUGINS`` (what ``render.site.sanitize.BackgroundSanitizer`` needs to clean pages while the engine runs)."""
+    only ``ONCE_PLUGINS`` (what ``render.site.sanitize.BackgroundSanitizer`` needs to clean pages while the engine
+    runs)."""
     data = yaml.safe_load(config.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("hooks"):
         return False

@@ -1,4 +1,5 @@
-"""The site engines: how each turns render's Markdown tree and ``build/mkdocs.yml`` into HTML (ARCHITECTURE.md §The build).
+"""The site engines: how each turns render's Markdown tree and ``build/mkdocs.yml`` into HTML
+(ARCHITECTURE.md §The build).
 
 Render's output is engine-neutral (a plain Markdown tree and a plain ``mkdocs.yml`` with a generated
 ``nav``); this module is the only place that knows how an engine is started, where it writes, how it
@@ -23,9 +24,9 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -167,7 +168,9 @@ def start_mkdocs() -> RunningEngine:
     return RunningEngine(_MKDOCS_DRIVER)
 
 
-def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False, started: RunningEngine | None = None) -> None:
+def run_mkdocs(
+    config: Path, out: Path, epoch: int, incremental: bool = False, started: RunningEngine | None = None
+) -> None:
     """``mkdocs build --strict`` into ``out``, in ``started`` (``start_mkdocs``), else in a process started now.
 
     ``incremental`` adds ``--dirty``: only pages whose Markdown is newer than their HTML in ``out`` (a copy of
@@ -182,7 +185,9 @@ def run_mkdocs(config: Path, out: Path, epoch: int, incremental: bool = False, s
     _check("mkdocs", status, output, config.parent, _first_mkdocs)
 
 
-def run_zensical(config: Path, out: Path, epoch: int, incremental: bool = True, started: RunningEngine | None = None) -> None:
+def run_zensical(
+    config: Path, out: Path, epoch: int, incremental: bool = True, started: RunningEngine | None = None
+) -> None:
     """``python -m zensical build --strict`` into the build folder, then moved into ``out`` (``started`` is always
     None: Zensical's process is not started ahead of its work).
 

@@ -8,7 +8,8 @@ builds. (Where the kernel lacks the call, two renames leave a moment with no ``s
 a mixed one.) The stamp is a ``build`` entry in ``site/ledger.json``: ``status`` and the digest
 of the build's inputs, and the digest of the rows it wrote (``ledger.rows_digest``); ``probebook publish``
 accepts only a ``complete`` build whose inputs are unchanged and whose rows are the ones it wrote (issue 25,
-item 9: a value edited into ``site/ledger.json`` after the build was published while the page said another). A ``filelock`` lock in the build folder serialises concurrent builds of one project.
+item 9: a value edited into ``site/ledger.json`` after the build was published while the page said another). A
+``filelock`` lock in the build folder serialises concurrent builds of one project.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ import hashlib
 import os
 import re
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import filelock
 
@@ -125,9 +127,7 @@ def _exchange(a: Path, b: Path) -> bool:
     except (OSError, AttributeError):
         return False
     call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    if call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
-        return True
-    return False
+    return bool(call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0)
 
 
 def swap_in(new: Path, site: Path) -> None:

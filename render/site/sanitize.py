@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import nh3
 
@@ -188,7 +189,8 @@ def searchable(entry: dict) -> bool:
 
 
 def write_search_index(path: Path, index: dict) -> None:
-    """The index in one form whatever the sanitizer changed, so a merged index (``render.build.dirty``) matches a full one."""
+    """The index in one form whatever the sanitizer changed, so a merged index (``render.build.dirty``) matches a
+    full one."""
     path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
 
 
@@ -212,7 +214,8 @@ def clean_site(
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
-    ``render.build.dirty`` merged the index from entries that did); ``swept``: pages a ``BackgroundSanitizer`` cleaned while the
+    ``render.build.dirty`` merged the index from entries that did); ``swept``: pages a ``BackgroundSanitizer``
+    cleaned while the
     engine ran are skipped if they are still as it left them.
     """
     pages = sorted(site.rglob("*.html")) if only is None else [p for p in only if p.suffix == ".html"]
@@ -320,4 +323,6 @@ if __name__ == "__main__":  # python -m render.site.sanitize --frame SITE THEME:
     if len(sys.argv) != 4 or sys.argv[1] != "--frame":
         raise SystemExit("usage: python -m render.site.sanitize --frame SITE THEME (mkdocs-material or zensical)")
     chosen = {t.name: t for t in (MATERIAL, ZENSICAL)}[sys.argv[3]]
-    (frame.FOLDER / f"{chosen.name}.json").write_text(learn_frame(Path(sys.argv[2]), chosen).to_json(), encoding="utf-8")
+    (frame.FOLDER / f"{chosen.name}.json").write_text(
+        learn_frame(Path(sys.argv[2]), chosen).to_json(), encoding="utf-8"
+    )
