@@ -26,13 +26,12 @@ from measure.errors import ProbebookError
 from render.numbers import claims, directions
 from render.numbers.links import escape_text, relative_link
 from render.pages.sandbox import (
-    LEVEL,
-    UNRESOLVED_MARK,
     PageEnvironment,
     PageError,
     PageState,
     evaluate_expression,
     render_text,
+    unresolved_mark,
 )
 from render.pages.sources import Record, SourcePage
 
@@ -66,9 +65,7 @@ def evaluate(
         if unresolved and not superseded:
             raise PageError(f"{where}: the answer {sentence!r} says {word!r}: {unresolved[0]}")
         shown = render_text(env, verdict.text, where, context, state).strip()
-        out.append(shown + (f" *({escape_text(UNRESOLVED_MARK)})*" if unresolved else ""))
-        if unresolved and LEVEL.key not in dict(state.rows):
-            state.rows.append((LEVEL.key, LEVEL))
+        out.append(shown + (unresolved_mark(state) if unresolved else ""))
         row = claims.ledger_row(state.rel, list(checked), f"answer: {sentence}")
         state.claims[row["key"]] = row
         state.cited.update(e for c in checked for q in (c.left, c.right) for e in q.evidence)

@@ -138,6 +138,15 @@ UNRESOLVED_MARK = f"not resolved by today's {LEVEL.text} intervals: a later vers
 resolve it (``render.numbers.directions.unresolved``): the archived words stay (the version is a record of what
 was published), marked; on a current version the same sentence fails the build."""
 
+
+def unresolved_mark(state: PageState) -> str:
+    """The Markdown after a superseded version's unresolved verdict or claim (`` *(UNRESOLVED_MARK)*``); the level
+    it names becomes a ledger row of the page, once."""
+    if LEVEL.key not in dict(state.rows):
+        state.rows.append((LEVEL.key, LEVEL))
+    return f" *({escape_text(UNRESOLVED_MARK)})*"
+
+
 # The page being rendered, for ``_finalize`` only: Jinja calls it with the template context,
 # not with the page, so the page that collects what its placeholders yield is kept here.
 _STATE: contextvars.ContextVar[PageState] = contextvars.ContextVar("probebook_page_state")
@@ -188,11 +197,7 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         row = claims.ledger_row(state.rel, list(value.comparisons), value.sentence)
         state.claims[row["key"]] = row
         state.cited.update(value.evidence)
-        if not unresolved:
-            return escape_text(value.sentence)
-        if LEVEL.key not in dict(state.rows):
-            state.rows.append((LEVEL.key, LEVEL))
-        return f"{escape_text(value.sentence)} *({escape_text(UNRESOLVED_MARK)})*"
+        return escape_text(value.sentence) + (unresolved_mark(state) if unresolved else "")
     markdown = getattr(value, "template_markdown", None)
     if callable(markdown):
         state.cited.update(getattr(value, "evidence", ()))
