@@ -59,6 +59,8 @@ def test_moe_built_model_matches_count_and_variants_agree():
     for impl in ("looped", "grouped"):
         w = load_workload(WorkloadOptions(preset="moe-tiny", experts_impl=impl, dtype="fp32"))
         assert w.n_params == param_count(PRESETS["moe-tiny"]) and w.n_params_active == 362_112
+        pad = {"expert_pad_rows": 8} if impl == "grouped" else {}  # only grouped experts pad their groups
+        assert w.moe_shape == {"n_experts": 4, "experts_top_k": 2, **pad}  # what a page states, from evidence
         loss = w.forward(w.make_batch(2, 16))[0]
         loss.backward()
         losses[impl] = loss.detach()
@@ -214,3 +216,5 @@ def test_kernels_reports_the_expert_gemm_share_of_a_moe_step(cli, archive, impl)
     assert doc["probe_version"] == 5 and expert["experts_impl"] == impl and expert["category"] == "expert-gemm"
     assert 0 < expert["share"] <= 1 and expert["calls"] > 0
     assert doc["params"]["n_params_active"] == 362_112
+    assert (doc["params"]["n_experts"], doc["params"]["experts_top_k"]) == (4, 2)
+    assert doc["params"].get("expert_pad_rows") == (8 if impl == "grouped" else None)

@@ -88,6 +88,7 @@ def workload_facts(workload: Any) -> dict[str, Any]:
         "uses_preset": workload.uses_preset,
         "workload_source": workload.source,
         "n_params_active": workload.n_params_active,
+        "moe_shape": workload.moe_shape,
     }
 
 
@@ -106,6 +107,7 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
     rec.params.update({k: facts[k] for k in PARAM_FACTS})
     if facts.get("n_params_active") is not None:  # a mixture of experts: what a token's forward uses
         rec.params["n_params_active"] = facts["n_params_active"]
+    rec.params.update(facts.get("moe_shape") or {})  # and its shape, which a page states (issue 23)
     if not facts["uses_preset"]:
         rec.params.pop("preset", None)
     if facts["workload_source"] is not None:

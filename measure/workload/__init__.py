@@ -109,6 +109,10 @@ class Workload:
     """Unique parameters, frozen ones included (filled in by ``load_workload``; a LoRA base counts here)."""
     n_params_active: int | None = None
     """Parameters a token's forward uses, where fewer than all (a mixture of experts: only routed experts count)."""
+    moe_shape: dict[str, int] | None = None
+    """A mixture of experts' shape, recorded in params so a page templates it from evidence, not from code:
+    ``n_experts`` per block, ``experts_top_k`` a token is routed to, and for grouped experts ``expert_pad_rows``
+    (each group padded to a multiple of it, ``measure.workload.experts.GROUP_ALIGN_ROWS``). None: dense."""
     head: Callable[[Any], tuple[Any, Any, Any]] | None = None
     """``head(batch) -> (hidden, head_weight, targets)``: the final hidden state before the output head, the head's
     weight (vocab x width) and the targets, for the chunked-loss arms of ``agreement`` and ``loss-memory``."""

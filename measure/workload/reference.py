@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from measure.workload import Arm, StreamParts, Workload, WorkloadOptions
+from measure.workload.experts import GROUP_ALIGN_ROWS
 from measure.workload.model import Attention, Decoder, rope_tables
-from measure.workload.presets import active_param_count, get_preset
+from measure.workload.presets import Preset, active_param_count, get_preset
 
 LEARNING_RATE = 3e-4  # any finite rate: the probes time the update, they do not train to a target
 
@@ -147,4 +148,15 @@ def build_reference(options: WorkloadOptions) -> Workload:
         heads=preset.heads,
         head_dim=preset.head_dim,
         n_params_active=active_param_count(preset) if preset.experts else None,
+        moe_shape=moe_shape(preset, options.experts_impl),
     )
+
+
+def moe_shape(preset: Preset, experts_impl: str) -> dict[str, int] | None:
+    """``Workload.moe_shape`` of ``preset`` run with ``experts_impl`` (None for a dense preset)."""
+    if not preset.experts:
+        return None
+    shape = {"n_experts": preset.experts, "experts_top_k": preset.top_k}
+    if experts_impl == "grouped":
+        shape["expert_pad_rows"] = GROUP_ALIGN_ROWS
+    return shape
