@@ -7,6 +7,8 @@
 #                                one session so they compare; the looped run overran 60 s last time, so 240 s here
 #   hvp-90m-b4                   forward-over-reverse H.v in bf16 at 90m, batch 4 of 1024 tokens, compiled and eager,
 #                                against float64 and fp32 (eager missed the 5% curvature tolerance there)
+#   MOE_ONLY=1 runs the two kernels parts alone: moe-experts-h200's runs again, now that a mixture's run records
+#                                its shape in params (n_experts, experts_top_k, expert_pad_rows) for the record to state
 # Evidence goes to $OUT/archive.tgz; logs and a summary to $OUT.
 set -u
 TAG=experts
@@ -27,7 +29,7 @@ fi
 
 probe kernels-moe-grouped "$L_GROUPED" kernels $MOE --steps 2 --experts-impl grouped
 probe kernels-moe-looped "$L_LOOPED" kernels $MOE --steps 2 --experts-impl looped
-probe hvp-90m-b4 "$L_HVP" hvp $HVP --methods forward-over-reverse --dtypes bf16
+[ "${MOE_ONLY:-0}" = 1 ] || probe hvp-90m-b4 "$L_HVP" hvp $HVP --methods forward-over-reverse --dtypes bf16
 
 recover_journals
 "$PY" -m bench.summary "$ARCHIVE" 2>&1 | tee "$OUT/summary.txt" | tee -a "$LOG"
