@@ -124,3 +124,19 @@ def test_an_hvp_candidates_warm_windows_give_its_interval_only_where_their_media
     assert recipes["warm"] == ("median", (0.02, 0.04, 0.03), "k")
     assert reported_windows([0.02, 0.04, 0.03], 0.05) == []  # another median: none
     assert window_spans([], 0.03, 1000.0, "k", "warm") == ({}, {})
+
+
+def test_order_ranks_are_the_narrowest_pair_at_the_level_and_state_their_coverage():
+    # Binomial(n, 1/2) sums by hand: n=5 [x1,x5] 1 - 2/32; n=7 [x1,x7] 1 - 2/128 (x2..x6 is 1 - 16/128 = 87.5%,
+    # below 95%); n=9 [x2,x8] 1 - 2*(1+9)/512; n=3 [x1,x3] 1 - 2/8
+    assert intervals.order_ranks(5) == (1, 5, 1 - 2 / 32)
+    assert intervals.order_ranks(7) == (1, 7, 1 - 2 / 128)
+    assert intervals.order_ranks(9) == (2, 8, 1 - 20 / 512)
+    assert intervals.order_ranks(3) == (1, 3, 0.75)
+    assert intervals.median_coverage(5) == 0.9375
+
+
+def test_median_interval_takes_the_order_statistics_not_a_resample():
+    values = [9.0, 1.0, 8.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0]
+    assert intervals.median_interval(values) == (2.0, 8.0)
+    assert intervals.median_interval([4.0, 1.0, 3.0, 2.0, 5.0, 6.0, 7.0]) == (1.0, 7.0)

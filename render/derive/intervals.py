@@ -1,9 +1,12 @@
 """95% bootstrap intervals of the statistics a page shows from raw windows: a median, a ratio of two medians,
 a saving, a ratio of two rates (issue 23, "Uncertainty that reaches the conclusion").
 
-A median of timed windows is a claim about the step's time, and its interval says how far another session's
-windows could put it: ``scipy.stats.bootstrap`` of the statistic over the windows (percentile method,
-``RESAMPLES`` resamples, fixed ``SEED``, so two builds of the same evidence show the same interval). Two arms
+A median of timed windows has an exact, distribution-free interval from its order statistics (``order_ranks``,
+issue 38): the percentile bootstrap of a median only ever picks two order statistics, and at the five or seven
+windows probes take it covers less than it says. A ratio or saving of two samples is ``scipy.stats.bootstrap``
+of the statistic (percentile method, ``RESAMPLES`` resamples, fixed ``SEED``, so two builds of the same evidence
+show the same interval). These intervals describe *this run's windows*: where another session lands is
+``render.derive.replication``'s. Two arms
 of one document that were *not* timed in interleaved rounds are resampled independently (``paired=False``):
 their windows are two samples. Arms timed in rounds are ``render.derive.paired``'s job, which keeps the pairing
 (and takes its median's interval from here).
@@ -31,7 +34,9 @@ __all__ = [
     "Recipe",
     "draws",
     "joint_interval",
+    "median_coverage",
     "median_interval",
+    "order_ranks",
     "median_recipe",
     "ratio_interval",
     "reciprocal",
@@ -47,6 +52,8 @@ the page shows (two figures of the smaller half-width, ``render.numbers.reading`
 endpoints by a fifth of the half-width from seed to seed."""
 SEED = 23
 """Fixed seed of the resampling, so that two builds of the same evidence show the same interval."""
+MEDIAN_METHOD = "exact order-statistic interval of the median (distribution-free)"
+"""What a derivation says of a median's interval (``median_interval``)."""
 LEVEL = 0.95
 """Confidence level of every interval here."""
 MIN_SAMPLES = 3
@@ -84,18 +91,47 @@ def _array(values: Sequence[float]) -> np.ndarray:
 
 
 def median_interval(values: Sequence[float], resamples: int = RESAMPLES) -> tuple[float, float] | None:
-    """95% interval of the median of ``values`` (same unit); None with fewer than ``MIN_SAMPLES``."""
+    """The exact order-statistic interval of the median of ``values`` (same unit, ``order_ranks``: 95% or more
+    from six values, ``[min, max]`` below); None with fewer than ``MIN_SAMPLES``."""
     return _median_interval(tuple(float(v) for v in values), resamples)
 
 
+def order_ranks(n: int) -> tuple[int, int, float]:
+    """The 1-based ranks ``(l, u)`` of the order statistics ``x(l) <= median <= x(u)`` that bound the median of
+    ``n`` values with at least ``LEVEL`` coverage, narrowest first, and that coverage (a fraction).
+
+    Distribution-free: the count of values below the population median is Binomial(n, 1/2), so
+    ``P(x(l) <= m <= x(u)) = P(l <= B <= u - 1)`` exactly (asv's ``statistics.quantile_ci``; Conover 1999 §3.2).
+    Below six values no pair reaches 95%, and ``[min, max]`` is the widest there is: its coverage (93.75% at
+    five, 75% at three) is what the page states. The percentile bootstrap of a median is an order-statistic
+    interval too, chosen by resampling: [x(2), x(6)] at seven windows, 87.5%, below the level it claimed."""
+    from scipy.stats import binom  # scipy loads only where an interval is drawn
+
+    best = (1, n, float(1.0 - 2.0 * binom.cdf(0, n, 0.5)))
+    for low in range(2, (n + 1) // 2 + 1):
+        high = n + 1 - low
+        coverage = float(binom.cdf(high - 1, n, 0.5) - binom.cdf(low - 1, n, 0.5))
+        if coverage < LEVEL:
+            break
+        best = (low, high, coverage)
+    return best
+
+
+def median_coverage(n: int) -> float:
+    """The coverage of ``median_interval`` over ``n`` values (a fraction): ``LEVEL`` or more from six values."""
+    return order_ranks(n)[2]
+
+
 # Pages cite one set of windows many times (a candidate's warm time on several pages and versions); the interval
-# is a function of the windows alone (fixed seed), so identical windows are resampled once per build process.
+# is a function of the windows alone, so identical windows are sorted once per build process.
 @functools.lru_cache(maxsize=4096)
 def _median_interval(values: tuple[float, ...], resamples: int) -> tuple[float, float] | None:
-    def med(x: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.asarray(np.median(x, axis=axis))
-
-    return _bootstrap((_array(values),), med, resamples)
+    del resamples  # exact: no resampling (the parameter stays for the callers that pass one)
+    if len(values) < MIN_SAMPLES:
+        return None
+    ordered = sorted(values)
+    low, high, _ = order_ranks(len(ordered))
+    return ordered[low - 1], ordered[high - 1]
 
 
 def ratio_interval(

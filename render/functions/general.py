@@ -97,8 +97,8 @@ def _field_uncertainty(page: Page, ref: EvidenceRef, path: str, recorded: float)
     return {
         "uncertainty": intervals.median_interval(found.values),
         "resample": intervals.median_recipe(found.values, rows),
-        "derivation": f"evidence field {path}; 95% interval: percentile bootstrap of the median over {where}, "
-        f"{intervals.RESAMPLES:,} resamples",
+        "derivation": f"evidence field {path}; this run's interval: {intervals.MEDIAN_METHOD} over {where}, "
+        f"coverage {intervals.median_coverage(n):.1%}",
     }
 
 
@@ -340,7 +340,7 @@ def context(page: Page) -> ContextMark:
 
 
 _PROPAGATED = "; 95% interval propagated to first order (GUM §5.1.2)"
-_BOOT = f"; 95% interval: percentile bootstrap of the median over the windows ({intervals.RESAMPLES:,} resamples)"
+_BOOT = f"; this run's interval: {intervals.MEDIAN_METHOD} over the windows"
 """What a median's derivation says of its interval (``render.derive.intervals``)."""
 
 

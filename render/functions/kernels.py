@@ -19,7 +19,7 @@ from render.numbers.links import rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.tables import columns as tables
 
-_BOOT = f"; 95% interval: bootstrap of the windows ({intervals.RESAMPLES:,} resamples)"
+_BOOT = f"; this run's interval: the {intervals.MEDIAN_METHOD} of the windows, mapped to the rate"
 _SUMMED = "; the profile sums each kernel over the profiled steps, with no per-step rows to resample"
 
 
