@@ -68,7 +68,7 @@ def test_a_current_page_s_claim_its_intervals_do_not_resolve_is_refused_in_one_l
     assert "\n" not in text
     assert text.startswith(f"{docs / 'records' / 'step-time' / 'v2.md'} line ")
     assert "claim 'the saving is above its own low end' is not resolved: " in text
-    assert "the 95% intervals overlap, so it is not resolved" in text
+    assert "its 95% interval reaches the line, so it is not resolved" in text
 
 
 def test_a_superseded_page_s_unresolved_claim_is_shown_marked_and_a_not_resolved_claim_holds(tmp_path: Path) -> None:

@@ -7,20 +7,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
 from render.errors import BuildError
-from render.evidence import landing
+from render.evidence import landing, series
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
 from render.numbers.links import LANDING
 from render.pages import answers, bounded, layout, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
-from render.pages.sandbox import PageState, evaluate_summary, render_body
+from render.pages.sandbox import ACROSS, PageState, evaluate_summary, render_body
 from render.pages.sources import Sources
 
 
@@ -56,10 +57,20 @@ def render_one(
 ) -> incremental.PageOutput:
     # while this page renders, a number's link knows what each evidence page shows where it would land
     token = LANDING.set(landing.landing_texts(evidence.docs))
+    # while this page renders, an absolute time or rate states where a new session lands (issue 38)
+    across = ACROSS.set(series.across(library.docs, pools(library)))
     try:
         return _render(page, src, evidence, library, env, aliases, partial, declarations)
     finally:
+        ACROSS.reset(across)
         LANDING.reset(token)
+
+
+def pools(library: Library) -> dict[str, Any]:
+    """Each probe class's between-session SD over the whole archive (``render.evidence.series``), once per build:
+    kept under the digest of every id, so an archive with another document computes it afresh."""
+    ids = hashlib.sha256("\n".join(sorted(library.docs)).encode()).hexdigest()
+    return library.memo(("series-pools", ids), lambda: series.class_pools(library.docs.values()))
 
 
 def _render(

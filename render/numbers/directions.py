@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import re
 
+from render.derive import replication
 from render.numbers.claims import checking
 from render.numbers.quantity import COMPARE, ClaimError, Comparison, Quantity
+from render.numbers.units import split_unit
 
 WORDS: dict[str, str] = {
     "speed-up": "faster",
@@ -96,21 +98,75 @@ def verdict_direction(text: str) -> str | None:
 
 
 def unresolved(c: Comparison) -> str | None:
-    """Why the 95% intervals do not resolve comparison ``c`` (None: they do).
+    """Why comparison ``c`` is not resolved (None: it is), by the one three-way rule of claims, Answers and
+    reproductions (``render.derive.replication.verdict``, issue 38).
 
-    A side without an interval counts as its value. ``a > b`` is resolved when ``a``'s low end is above ``b``'s
-    high end (``a < b`` the mirror), so a difference inside the noise cannot carry a direction, the rule
-    ``headline_mark`` applies to one number: an interval that contains zero does not tell a change from none.
+    Two measured sides: the relative difference ``a / b − 1`` (an amount's difference for fractions and signed
+    numbers), its interval from both sides' intervals, must exclude zero in the stated direction and exceed the
+    practical band of the runs' class; two numbers of one run are judged by this run's windows (``Quantity.within``:
+    the session moves both alike), numbers of different runs by where a new session lands. A side that is a
+    threshold (a number in the page, an exact param, an interval's end) is a line the other's interval must clear.
+    A measured side without an interval cannot resolve a direction.
     """
     left, right = c.left, c.right
     if left.value is None or right.value is None:
         return f"{c.text} has a side with no value"
-    lo_a, hi_a = left.uncertainty or (left.value, left.value)
-    lo_b, hi_b = (x * c.factor for x in (right.uncertainty or (right.value, right.value)))
-    if c.op in (">", ">="):
-        held = COMPARE[c.op](lo_a, hi_b)
-        ends = f"the low end of {left.key} ({lo_a:.4g}) is not above the high end of {right.key} ({hi_b:.4g})"
+    for side in (left, right):
+        if not _threshold(side) and side.uncertainty is None and _timed(side):
+            return f"{c.text}, but {side.key} is measured and states no interval, so it cannot resolve a direction"
+    if _threshold(right) and not (right.value == 0 and _change(left)):
+        return _clears(c)
+    one_run = bool(left.evidence) and left.evidence == right.evidence
+    a_int, b_int = _interval(left, one_run), _scaled(_interval(right, one_run), c.factor)
+    a, b = left.value, right.value * c.factor
+    band = max((q.band for q in (left, right) if q.band is not None), default=replication.DELTA["step"])
+    if a > 0 and b > 0 and not _change(left):
+        effect, interval = replication.relative_difference(a, a_int, b, b_int)
     else:
-        held = COMPARE[c.op](hi_a, lo_b)
-        ends = f"the high end of {left.key} ({hi_a:.4g}) is not below the low end of {right.key} ({lo_b:.4g})"
-    return None if held else f"{c.text}, but {ends}: the 95% intervals overlap, so it is not resolved"
+        effect, interval = replication.absolute_difference(a, a_int, b, b_int)
+    judged = replication.verdict(effect, interval, band)
+    wanted = 1 if c.op in (">", ">=") else -1
+    if judged.outcome == replication.RESOLVED and wanted * effect > 0:
+        return None
+    basis = "this run's windows" if one_run else "across sessions"
+    return f"{c.text}, but it is {judged.words()} ({basis}), so it is not resolved as stated"
+
+
+def _timed(q: Quantity) -> bool:
+    """A time or a rate: measured over windows, so its interval is what a direction stands on (a count, a batch
+    or a share read from a profile is judged as its value)."""
+    split = split_unit(q.unit)
+    return split is not None and split[1] in ("s", "s/token", "tok/s", "FLOP/s", "B/s")
+
+
+def _threshold(q: Quantity) -> bool:
+    """A side that is a line rather than a measurement: exact, a number in the page, or an interval's end."""
+    return q.exact or q.basis in ("exact", "an interval's end") or q.expr is not None and q.expr[0] == "num"
+
+
+def _change(q: Quantity) -> bool:
+    """A signed change (a saving, a slowdown, a difference): compared by amount, not by ratio."""
+    return q.bounded or q.fmt.endswith("%") and not q.unit
+
+
+def _interval(q: Quantity, one_run: bool) -> tuple[float, float] | None:
+    return q.within if one_run and q.within is not None else q.uncertainty
+
+
+def _scaled(interval: tuple[float, float] | None, factor: float) -> tuple[float, float] | None:
+    return None if interval is None else (interval[0] * factor, interval[1] * factor)
+
+
+def _clears(c: Comparison) -> str | None:
+    """``a op threshold``: resolved when ``a``'s whole interval is on the stated side of the line."""
+    left, right = c.left, c.right
+    assert left.value is not None and right.value is not None
+    lo_a, hi_a = left.uncertainty or (left.value, left.value)
+    line = right.value * c.factor
+    if c.op in (">", ">="):
+        held = COMPARE[c.op](lo_a, line)
+        ends = f"the low end of {left.key} ({lo_a:.4g}) is not above {right.key} ({line:.4g})"
+    else:
+        held = COMPARE[c.op](hi_a, line)
+        ends = f"the high end of {left.key} ({hi_a:.4g}) is not below {right.key} ({line:.4g})"
+    return None if held else f"{c.text}, but {ends}: its 95% interval reaches the line, so it is not resolved"

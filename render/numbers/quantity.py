@@ -84,6 +84,12 @@ class Quantity:
     basis: str = field(default="", compare=False)
     """Why the number shows no interval, one of ``render.numbers.basis.BASES`` (``observed``, ``few windows`` ...);
     "" when it has one, is ``exact``, or has not said (``stated_basis`` gives what the ledger row says)."""
+    within: tuple[float, float] | None = field(default=None, compare=False)
+    """This run's windows' 95% interval, kept where ``uncertainty`` is the across-sessions one (an absolute time or
+    rate: ``render.evidence.series.across``); None where the two are one (a ratio or saving within one run)."""
+    band: float | None = field(default=None, compare=False)
+    """The practical band of its probe class (a fraction, ``render.derive.replication.DELTA``): a difference smaller
+    than this is judged equivalent or not resolved, never a direction; None where no run's class is known."""
     cited_as: tuple[str, str] | None = field(default=None, compare=False)
     """(page, ledger key) of the ledger row the number is shown as, once its page recorded it: its link may then
     land on its own entry of the evidence page (``render.numbers.links.number_links``)."""
@@ -267,7 +273,12 @@ class Quantity:
         parts = [self.derivation or "derived from evidence"]
         if self.interval_text:
             unit = "" if self.fmt.endswith("%") or not self.shown_unit else " " + numbers.unit_text(self.shown_unit)
-            parts.append(f"95% interval {self.interval_text[1:-1]}{unit}")
+            named = "across sessions" if self.within is not None and self.within != self.uncertainty else "95% interval"
+            parts.append(f"{named} {self.interval_text[1:-1]}{unit}")
+            if self.within is not None and self.within != self.uncertainty and self.value is not None:
+                scale = self._scale()
+                lo, hi = (self._format(v * scale, scale) for v in self.within)
+                parts.append(f"this run's windows {lo}–{hi}{unit}")
         elif self.basis and self.value is not None:
             parts.append(f"no interval: {bases.BASES[self.basis]}")
         if self.note:
@@ -320,6 +331,8 @@ class Quantity:
         }
         if self.interval_text is not None:
             row["interval"] = self.interval_text
+        if self.within is not None and self.within != self.uncertainty and self.value is not None:
+            row["within"] = list(self.within)  # this run's windows' interval, where the published one is across sessions
         if self.stated_basis:
             row["basis"] = self.stated_basis
         return row | landing_fields(self.shown_text, self.text, (self.anchor, *self.more_anchors), self.evidence)

@@ -147,6 +147,17 @@ def unresolved_mark(state: PageState) -> str:
     return f" *({escape_text(UNRESOLVED_MARK)})*"
 
 
+ACROSS: contextvars.ContextVar[Callable[[Any], Any]] = contextvars.ContextVar("probebook_across_sessions")
+"""While a page renders: what gives a number its across-sessions interval (``render.evidence.series.across``),
+set by the build that holds the archive; a number a template reads (an attribute, an item, a call's result) passes
+through it once, so claims, Answers and the page all judge and show the interval the methodology page names."""
+
+
+def _across(value: Any) -> Any:
+    apply = ACROSS.get(None)
+    return value if apply is None else apply(value)
+
+
 # The page being rendered, for ``_finalize`` only: Jinja calls it with the template context,
 # not with the page, so the page that collects what its placeholders yield is kept here.
 _STATE: contextvars.ContextVar[PageState] = contextvars.ContextVar("probebook_page_state")
@@ -349,10 +360,16 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        return bounded.checked_method(obj, attribute, _checked_format(obj, attribute, super().getattr(obj, attribute)))
+        found = super().getattr(obj, attribute)
+        return _across(bounded.checked_method(obj, attribute, _checked_format(obj, attribute, found)))
 
     def getitem(self, obj: Any, argument: Any) -> Any:
-        return bounded.checked_method(obj, argument, _checked_format(obj, argument, super().getitem(obj, argument)))
+        found = super().getitem(obj, argument)
+        return _across(bounded.checked_method(obj, argument, _checked_format(obj, argument, found)))
+
+    def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        # jinja2's own signature: the dunder names keep a template's keyword arguments from shadowing them
+        return _across(super().call(__context, __obj, *args, **kwargs))
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         if isinstance(obj, jinja2.Undefined):

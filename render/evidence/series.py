@@ -1,0 +1,158 @@
+"""The archive's runs as series of one configuration, and the across-sessions interval they give (issue 38).
+
+Every measured run belongs to the series of its configuration key (``measure.evidence.configkey``). Where the
+archive holds two or more runs (sessions) of a key, each of their points (a token count, an arm, a shape: the
+fields ``POINTS`` names) is measured once per session; the spread of a point's session figures around their own
+mean, pooled over every repeated point of a probe class, is that class's between-session SD
+(``render.derive.replication.pooled_log_sd``). A published absolute number (a time or a rate) then states where a
+new session lands: ``across`` replaces its interval by the prediction interval and keeps this run's windows'
+interval beside it (``Quantity.within``), saying which is which in its derivation.
+
+Built once per build from the archive (``Library.memo``); a new document makes the next build a full one
+(``render.build.incremental``), so no page keeps a pool an older archive gave.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from measure.evidence.configkey import config_key
+from render.derive import replication
+from render.numbers.quantity import Quantity
+from render.numbers.units import split_unit
+
+POINTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "step-scaling": (("mode", "batch", "tokens"), "step_s"),
+    "copy": (("direction", "memory", "pattern", "bytes"), "time_s"),
+    "gemm": (("shape", "m", "n", "k"), "time_s"),
+    "optimizer": (("arm",), "step_s"),
+    "ablate": (("arm",), "step_s"),
+    "mask": (("kind",), "step_s"),
+    "stream": (("arm", "kind"), "step_s"),
+    "hvp": (("method", "mode", "dtype", "batch"), "hvp_s"),
+    "ddp": (("gpus", "phase"), "step_s"),
+    "eval-boundary": (("phase", "label"), "seconds"),
+    "batch-sweep": (("model", "context", "batch"), "tok_s"),
+    "loss-memory": (("arm", "microbatch"), "tok_s"),
+}
+"""Each timing probe's point identity (the row fields that name one measured point) and the figure of it that
+sessions repeat (its median over the point's windows)."""
+
+TIMED_BASES = ("s", "s/token", "tok/s", "FLOP/s", "B/s")
+"""Base units of an absolute number that a session's clocks, host and allocator move: times and rates."""
+
+_MEASURED = ("complete", "unstable")
+
+
+def point_figures(doc: dict[str, Any]) -> dict[tuple[Any, ...], float]:
+    """Each point of a run and its figure: the median of the point's ``POINTS`` field over its rows (positive
+    values only). Empty for a probe without points here, or a run without rows."""
+    spec = POINTS.get(str(doc.get("probe")))
+    rows = (doc.get("data") or {}).get("samples")
+    if spec is None or not isinstance(rows, list):
+        return {}
+    names, field = spec
+    found: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        value = row.get(field)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            found[tuple(_hashable(row.get(n)) for n in names)].append(float(value))
+    return {point: statistics.median(values) for point, values in found.items()}
+
+
+def repeated_points(docs: Iterable[dict[str, Any]]) -> dict[str, list[list[float]]]:
+    """By probe class, the session figures of every point the archive measured in two or more runs of one
+    configuration key (measured runs that measured every point they planned; imports are not sessions)."""
+    by_key: dict[tuple[str, Any], list[float]] = defaultdict(list)
+    class_of: dict[str, str] = {}
+    for doc in docs:
+        if (doc.get("origin") or {}).get("kind") != "measured" or doc.get("status") not in _MEASURED:
+            continue
+        key = config_key(doc)
+        class_of[key.ident] = replication.probe_class(key.probe)
+        for point, figure in point_figures(doc).items():
+            by_key[(key.ident, point)].append(figure)
+    out: dict[str, list[list[float]]] = defaultdict(list)
+    for (ident, _point), figures in sorted(by_key.items(), key=lambda item: repr(item[0])):
+        if len(figures) >= 2:
+            out[class_of[ident]].append(figures)
+    return dict(out)
+
+
+def class_pools(docs: Iterable[dict[str, Any]]) -> dict[str, replication.Spread]:
+    """Each probe class's between-session SD pooled over its repeated points (a class without any is absent)."""
+    pools = {}
+    for name, groups in repeated_points(docs).items():
+        spread = replication.pooled_log_sd(groups)
+        if spread is not None:
+            pools[name] = spread
+    return pools
+
+
+def is_timed(q: Quantity) -> bool:
+    """Whether ``q`` is an absolute time or rate from windows: the numbers whose published interval says where a
+    new session lands (a ratio, a saving or a share of one run keeps its windows' interval, and says so)."""
+    if q.value is None or q.exact or q.uncertainty is None or q.value <= 0:
+        return False
+    split = split_unit(q.unit)
+    return split is not None and split[1] in TIMED_BASES
+
+
+def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]) -> Callable[[Any], Any]:
+    """A function that gives an absolute timed number (``is_timed``) from one run its across-sessions interval:
+    this run's figure as one session, the class's pooled between-session SD (``replication.prediction``); anything
+    else passes through unchanged. A class the archive never repeated keeps this run's interval, saying so."""
+
+    def apply(value: Any) -> Any:
+        if not isinstance(value, Quantity) or value.band is not None:
+            return value
+        probes = {str(docs[i].get("probe")) for i in value.evidence if i in docs}
+        if len(probes) != 1:
+            return value
+        name = replication.probe_class(probes.pop())
+        value = replace(value, band=replication.DELTA[name])
+        if not is_timed(value):
+            return value
+        pool = pools.get(name)
+        if pool is None:
+            return replace(
+                value,
+                within=value.uncertainty,
+                derivation=f"{value.derivation}; {NO_POOL.format(name=name)}",
+            )
+        assert value.value is not None  # is_timed
+        predicted = replication.prediction([value.value], pool)
+        assert predicted is not None  # one positive figure and a pool
+        return replace(
+            value,
+            uncertainty=(predicted.low, predicted.high),
+            within=value.uncertainty,
+            derivation=f"{value.derivation}; {describe(pool, name)}",
+        )
+
+    return apply
+
+
+NO_POOL = (
+    "the interval is this run's windows only: the archive repeats no {name} configuration in another session, "
+    "so where a new session lands is not estimated"
+)
+
+
+def describe(pool: replication.Spread, name: str) -> str:
+    """What a number's derivation says of its across-sessions interval."""
+    return (
+        f"95% interval across sessions: where a new session on this card lands, from this run and the "
+        f"between-session SD of the archive's repeated {name} configurations ({pool.sd_log:.1%} on the log scale, "
+        f"{pool.configurations} points, {pool.df} degrees of freedom; replication.prediction)"
+    )
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
