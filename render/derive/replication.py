@@ -36,6 +36,9 @@ OWN_SESSIONS = 5
 """Sessions of its own a configuration needs before its own between-session SD is used: with fewer, the
 t quantile (12.7 at two sessions, 4.3 at three) makes its interval wider than the class's pooled estimate says,
 and an SD from two or three values is itself off by a factor of two half the time."""
+LEASE_S = 30 * 60
+"""The longest a device lease holds a machine: two runs of one host written within this of each other ran in one
+lease, on one card and host state, and are compared by their own windows (the session moved both alike)."""
 THROTTLE = 0.75
 """A window whose SM clock is below this fraction of the card's top clock ran throttled (nvbench's rule)."""
 
@@ -214,6 +217,11 @@ def throttled(clocks_mhz: Sequence[float | None], top_mhz: float | None) -> floa
         return None
     lowest = min(known) / top_mhz
     return lowest if lowest < THROTTLE else None
+
+
+def same_lease(a: tuple[str, float] | None, b: tuple[str, float] | None) -> bool:
+    """Whether two runs' (host, unix time) put them in one lease: one host, written within ``LEASE_S``."""
+    return a is not None and b is not None and bool(a[0]) and a[0] == b[0] and abs(a[1] - b[1]) <= LEASE_S
 
 
 def _logs(figures: Sequence[float]) -> list[float]:

@@ -14,6 +14,7 @@ Built once per build from the archive (``Library.memo``); a new document makes t
 
 from __future__ import annotations
 
+import datetime
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -116,7 +117,7 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
         if len(probes) != 1:
             return value
         name = replication.probe_class(probes.pop())
-        value = replace(value, band=replication.DELTA[name])
+        value = replace(value, band=replication.DELTA[name], lease=lease_of(docs, value.evidence))
         if not is_timed(value):
             return value
         pool = pools.get(name)
@@ -152,6 +153,19 @@ def describe(pool: replication.Spread, name: str) -> str:
         f"between-session SD of the archive's repeated {name} configurations ({pool.sd_log:.1%} on the log scale, "
         f"{pool.configurations} points, {pool.df} degrees of freedom; replication.prediction)"
     )
+
+
+def lease_of(docs: dict[str, dict[str, Any]], ids: tuple[str, ...]) -> tuple[str, float] | None:
+    """(host, unix time written) of the one run ``ids`` names; None for several runs or an unknown host."""
+    if len(ids) != 1 or ids[0] not in docs:
+        return None
+    doc = docs[ids[0]]
+    host = (doc.get("machine") or {}).get("hostname_hash")
+    try:
+        written = datetime.datetime.fromisoformat(str(doc.get("created_at")).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+    return (host, written) if isinstance(host, str) and host else None
 
 
 def _hashable(value: Any) -> Any:

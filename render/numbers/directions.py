@@ -112,23 +112,30 @@ def unresolved(c: Comparison) -> str | None:
     if left.value is None or right.value is None:
         return f"{c.text} has a side with no value"
     for side in (left, right):
-        if not _threshold(side) and side.uncertainty is None and _timed(side):
+        if not _threshold(side) and side.uncertainty is None and _timed(side) and side.basis in ("", "few windows"):
             return f"{c.text}, but {side.key} is measured and states no interval, so it cannot resolve a direction"
-    if _threshold(right) and not (right.value == 0 and _change(left)):
-        return _clears(c)
-    one_run = bool(left.evidence) and left.evidence == right.evidence
+    if left.uncertainty is None or right.uncertainty is None or _threshold(left) or _threshold(right):
+        if right.value == 0 and _change(left) and left.uncertainty is not None and not _threshold(left):
+            pass  # a measured change against none: judged against the band below, like two measurements
+        else:
+            return _clears(c)
+    one_run = bool(left.evidence) and left.evidence == right.evidence or replication.same_lease(left.lease, right.lease)
     a_int, b_int = _interval(left, one_run), _scaled(_interval(right, one_run), c.factor)
     a, b = left.value, right.value * c.factor
     band = max((q.band for q in (left, right) if q.band is not None), default=replication.DELTA["step"])
-    if a > 0 and b > 0 and not _change(left):
+    positive = all(x > 0 for x in (a, b, *(a_int or ()), *(b_int or ())))
+    if positive and not _change(left):
         effect, interval = replication.relative_difference(a, a_int, b, b_int)
+    elif b > 0 and not _change(left):  # an interval that reaches zero: the difference, as a fraction of b
+        amount, (lo, hi) = replication.absolute_difference(a, a_int, b, b_int)
+        effect, interval = amount / b, (lo / b, hi / b)
     else:
         effect, interval = replication.absolute_difference(a, a_int, b, b_int)
     judged = replication.verdict(effect, interval, band)
     wanted = 1 if c.op in (">", ">=") else -1
     if judged.outcome == replication.RESOLVED and wanted * effect > 0:
         return None
-    basis = "this run's windows" if one_run else "across sessions"
+    basis = "this lease's windows" if one_run else "across sessions"
     return f"{c.text}, but it is {judged.words()} ({basis}), so it is not resolved as stated"
 
 
@@ -158,15 +165,16 @@ def _scaled(interval: tuple[float, float] | None, factor: float) -> tuple[float,
 
 
 def _clears(c: Comparison) -> str | None:
-    """``a op threshold``: resolved when ``a``'s whole interval is on the stated side of the line."""
+    """``a op b`` where a side is a line (a threshold, a reading without an interval): resolved when the other
+    side's whole interval is on the stated side of it (two lines: their values, which hold)."""
     left, right = c.left, c.right
     assert left.value is not None and right.value is not None
     lo_a, hi_a = left.uncertainty or (left.value, left.value)
-    line = right.value * c.factor
+    lo_b, hi_b = (x * c.factor for x in (right.uncertainty or (right.value, right.value)))
     if c.op in (">", ">="):
-        held = COMPARE[c.op](lo_a, line)
-        ends = f"the low end of {left.key} ({lo_a:.4g}) is not above {right.key} ({line:.4g})"
+        held = COMPARE[c.op](lo_a, hi_b)
+        ends = f"the low end of {left.key} ({lo_a:.4g}) is not above the high end of {right.key} ({hi_b:.4g})"
     else:
-        held = COMPARE[c.op](hi_a, line)
-        ends = f"the high end of {left.key} ({hi_a:.4g}) is not below {right.key} ({line:.4g})"
+        held = COMPARE[c.op](hi_a, lo_b)
+        ends = f"the high end of {left.key} ({hi_a:.4g}) is not below the low end of {right.key} ({lo_b:.4g})"
     return None if held else f"{c.text}, but {ends}: its 95% interval reaches the line, so it is not resolved"

@@ -90,6 +90,9 @@ class Quantity:
     band: float | None = field(default=None, compare=False)
     """The practical band of its probe class (a fraction, ``render.derive.replication.DELTA``): a difference smaller
     than this is judged equivalent or not resolved, never a direction; None where no run's class is known."""
+    lease: tuple[str, float] | None = field(default=None, compare=False)
+    """(host, unix time written) of the one run the number comes from: two runs of one host within one device lease
+    (``render.derive.replication.LEASE_S``) shared its host and card, and are compared as one session."""
     cited_as: tuple[str, str] | None = field(default=None, compare=False)
     """(page, ledger key) of the ledger row the number is shown as, once its page recorded it: its link may then
     land on its own entry of the evidence page (``render.numbers.links.number_links``)."""
@@ -332,7 +335,9 @@ class Quantity:
         if self.interval_text is not None:
             row["interval"] = self.interval_text
         if self.within is not None and self.within != self.uncertainty and self.value is not None:
-            row["within"] = list(self.within)  # this run's windows' interval, where the published one is across sessions
+            row["within"] = list(
+                self.within
+            )  # this run's windows' interval, where the published one is across sessions
         if self.stated_basis:
             row["basis"] = self.stated_basis
         return row | landing_fields(self.shown_text, self.text, (self.anchor, *self.more_anchors), self.evidence)
