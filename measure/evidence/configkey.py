@@ -75,8 +75,9 @@ def shaping(params: dict[str, Any]) -> dict[str, Any]:
 def config_key(doc: dict[str, Any]) -> ConfigKey:
     """The configuration key of one evidence document (as render reads it: ``measure.evidence.older.for_reading``)."""
     probe = str(doc.get("probe", ""))
-    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
-    params = shaping(doc.get("params") if isinstance(doc.get("params"), dict) else {})
+    found_machine, found_params = doc.get("machine"), doc.get("params")
+    machine: dict[str, Any] = found_machine if isinstance(found_machine, dict) else {}
+    params = shaping(found_params if isinstance(found_params, dict) else {})
     card = card_of(machine)
     raw = json.dumps({"probe": probe, "card": card, "params": params}, sort_keys=True, separators=(",", ":"))
     ident = "cfg-" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -119,7 +119,9 @@ def unresolved(c: Comparison) -> str | None:
             pass  # a measured change against none: judged against the band below, like two measurements
         else:
             return _clears(c)
-    one_run = bool(left.evidence) and left.evidence == right.evidence or replication.same_lease(left.lease, right.lease)
+    one_run = (bool(left.evidence) and left.evidence == right.evidence) or replication.same_lease(
+        left.lease, right.lease
+    )
     a_int, b_int = _interval(left, one_run), _scaled(_interval(right, one_run), c.factor)
     a, b = left.value, right.value * c.factor
     band = max((q.band for q in (left, right) if q.band is not None), default=replication.DELTA["step"])
@@ -148,12 +150,12 @@ def _timed(q: Quantity) -> bool:
 
 def _threshold(q: Quantity) -> bool:
     """A side that is a line rather than a measurement: exact, a number in the page, or an interval's end."""
-    return q.exact or q.basis in ("exact", "an interval's end") or q.expr is not None and q.expr[0] == "num"
+    return q.exact or q.basis in ("exact", "an interval's end") or (q.expr is not None and q.expr[0] == "num")
 
 
 def _change(q: Quantity) -> bool:
     """A signed change (a saving, a slowdown, a difference): compared by amount, not by ratio."""
-    return q.bounded or q.fmt.endswith("%") and not q.unit
+    return q.bounded or (q.fmt.endswith("%") and not q.unit)
 
 
 def _interval(q: Quantity, one_run: bool) -> tuple[float, float] | None:

@@ -367,7 +367,7 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
         found = super().getitem(obj, argument)
         return _across(bounded.checked_method(obj, argument, _checked_format(obj, argument, found)))
 
-    def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         # jinja2's own signature: the dunder names keep a template's keyword arguments from shadowing them
         return _across(super().call(__context, __obj, *args, **kwargs))
 
