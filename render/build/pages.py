@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -58,19 +57,12 @@ def render_one(
     # while this page renders, a number's link knows what each evidence page shows where it would land
     token = LANDING.set(landing.landing_texts(evidence.docs))
     # while this page renders, an absolute time or rate states where a new session lands (issue 38)
-    across = ACROSS.set(series.across(library.docs, pools(library)))
+    across = ACROSS.set(series.across(library.docs, series.cached_pools(library)))
     try:
         return _render(page, src, evidence, library, env, aliases, partial, declarations)
     finally:
         ACROSS.reset(across)
         LANDING.reset(token)
-
-
-def pools(library: Library) -> dict[str, Any]:
-    """Each probe class's between-session SD over the whole archive (``render.evidence.series``), once per build:
-    kept under the digest of every id, so an archive with another document computes it afresh."""
-    ids = hashlib.sha256("\n".join(sorted(library.docs)).encode()).hexdigest()
-    return library.memo(("series-pools", ids), lambda: series.class_pools(library.docs.values()))
 
 
 def _render(

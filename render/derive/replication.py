@@ -119,6 +119,16 @@ def pooled_log_sd(groups: Sequence[Sequence[float]]) -> Spread | None:
     return Spread(math.sqrt(squares / df), df, used, "class")
 
 
+def sd_interval(spread: Spread) -> tuple[float, float]:
+    """The ``LEVEL`` interval of a pooled SD from its degrees of freedom (chi-square: ``df·s²/σ²`` ~ χ²(df))."""
+    from scipy.stats import chi2
+
+    tail = (1 - LEVEL) / 2
+    low = spread.sd_log * math.sqrt(spread.df / float(chi2.ppf(1 - tail, spread.df)))
+    high = spread.sd_log * math.sqrt(spread.df / float(chi2.ppf(tail, spread.df)))
+    return low, high
+
+
 @dataclass(frozen=True)
 class Prediction:
     """Where a new session's figure lands, with ``LEVEL`` probability (the figures' unit)."""

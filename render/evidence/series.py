@@ -15,6 +15,7 @@ Built once per build from the archive (``Library.memo``); a new document makes t
 from __future__ import annotations
 
 import datetime
+import hashlib
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -94,6 +95,25 @@ def class_pools(docs: Iterable[dict[str, Any]]) -> dict[str, replication.Spread]
         if spread is not None:
             pools[name] = spread
     return pools
+
+
+def cached_pools(library: Any) -> dict[str, replication.Spread]:
+    """``class_pools`` of a build's ``Library`` (its ``docs`` and ``memo``), once per build: kept under the digest
+    of every id, so an archive with another document computes it afresh."""
+    ids = hashlib.sha256("\n".join(sorted(library.docs)).encode()).hexdigest()
+    return dict(library.memo(("series-pools", ids), lambda: class_pools(library.docs.values())))
+
+
+def pooled_ids(docs: dict[str, dict[str, Any]], name: str) -> tuple[str, ...]:
+    """The ids of the measured runs whose repeated points make class ``name``'s pool, in id order."""
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for ident, doc in sorted(docs.items()):
+        if (doc.get("origin") or {}).get("kind") != "measured" or doc.get("status") not in _MEASURED:
+            continue
+        key = config_key(doc)
+        if replication.probe_class(key.probe) == name and point_figures(doc):
+            by_key[key.ident].append(ident)
+    return tuple(i for ids in by_key.values() if len(ids) >= 2 for i in ids)
 
 
 def is_timed(q: Quantity) -> bool:

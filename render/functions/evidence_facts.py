@@ -16,11 +16,12 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
-from render.derive import intervals
+from render.derive import intervals, replication
 from render.derive import paired as pairedmod
 from render.derive import sessions as sessionsmod
 from render.derive import unpaired as unpairedmod
 from render.evidence import pages as evidence_pages
+from render.evidence import series
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, defined, quantity
@@ -264,4 +265,31 @@ def between_sessions(page: Page, *figures: Any) -> Quantity:
         fmt=".1%",
         uncertainty=ci,
         basis=basis.carried([q.stated_basis for q in figures]),
+    )
+
+
+@page_function
+def session_spread(page: Page, kind: str = "step") -> Quantity:
+    """The between-session SD of a probe class (``step`` or ``kernel``) on the log scale, pooled over the archive's
+    repeated configurations (``render.evidence.series``): what an across-sessions interval stands on."""
+    if kind not in replication.DELTA:
+        raise ProbebookError(f"session_spread({kind!r}): a probe class is one of {', '.join(replication.DELTA)}")
+    pool = series.cached_pools(page.library).get(kind)
+    ids = series.pooled_ids(page.library.docs, kind)
+    if pool is None or not ids:
+        return Quantity(
+            value=None, unit="", key=f"session_spread({kind})", note=f"the archive repeats no {kind} configuration"
+        )
+    return Quantity(
+        value=pool.sd_log,
+        unit="",
+        fmt=".1%",
+        evidence=ids,
+        key=f"session_spread({kind})",
+        uncertainty=replication.sd_interval(pool),
+        derivation=(
+            f"SD of the log session figures around each configuration's mean, pooled over {pool.configurations} "
+            f"repeated points of {len(ids)} runs ({pool.df} degrees of freedom; replication.pooled_log_sd); "
+            "95% interval: chi-square on those degrees of freedom"
+        ),
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from measure import constants as timing
 from measure.errors import ProbebookError
-from render.derive import fit, fit_numerics, intervals, lossmem, paired
+from render.derive import fit, fit_numerics, intervals, lossmem, paired, replication
 from render.numbers.quantity import Quantity
 
 # name -> (value, unit, format, where the code keeps it)
@@ -29,6 +29,14 @@ CONSTANTS: dict[str, tuple[float, str, str, str]] = {
     "collapse": (lossmem.COLLAPSE, "", ".0%", "render.derive.lossmem.COLLAPSE"),
     "paired_alpha": (paired.ALPHA, "", ".0%", "render.derive.paired.ALPHA"),
     "paired_resamples": (intervals.RESAMPLES, "", ",d", "render.derive.intervals.RESAMPLES"),
+    "median_coverage_5": (intervals.median_coverage(5), "", ".2%", "render.derive.intervals.median_coverage(5)"),
+    "median_coverage_7": (intervals.median_coverage(7), "", ".2%", "render.derive.intervals.median_coverage(7)"),
+    "median_coverage_9": (intervals.median_coverage(9), "", ".2%", "render.derive.intervals.median_coverage(9)"),
+    "band_step": (replication.DELTA["step"], "", ".0%", "render.derive.replication.DELTA['step']"),
+    "band_kernel": (replication.DELTA["kernel"], "", ".0%", "render.derive.replication.DELTA['kernel']"),
+    "own_sessions": (replication.OWN_SESSIONS, "", "d", "render.derive.replication.OWN_SESSIONS"),
+    "lease_minutes": (replication.LEASE_S / 60, "", "g", "render.derive.replication.LEASE_S (in minutes)"),
+    "throttle": (replication.THROTTLE, "", ".0%", "render.derive.replication.THROTTLE"),
 }
 
 
