@@ -10,9 +10,31 @@ CV_THRESHOLD = 0.05
 unstable (issue 4: "A CV above 5% adds five more windows")."""
 EXTRA_WINDOWS = 5
 """Windows (or interleaved rounds) added once when the CV is above ``CV_THRESHOLD``."""
-WARMUP = 3
-"""Untimed calls before timing each point or arm, by default."""
-WINDOWS = 5
-"""Timed windows (or interleaved rounds) per point, by default; the point's value is their median."""
-ITERS = 3
-"""Calls per timed window, by default; a window's time is their mean."""
+WARMUP = 2
+"""Untimed calls before timing each point or arm, by default, in every session (issue 38: two, down from three;
+the first call compiles and autotunes, the second settles the allocator and an optimizer's lazily made state)."""
+WINDOWS = 9
+"""Timed windows (or interleaved rounds) per point and session, by default; the point's value is their median.
+
+Odd, so the median is one window's time, and nine, the fewest whose exact order-statistic interval for the median
+leaves out the extremes: [x(2), x(8)] covers 96.1% (5 windows give only [min, max] at 93.8%; issue 38)."""
+ITERS = 1
+"""Calls per timed window, by default; a window's time is their mean.
+
+One (down from three, issue 38): the spread that matters lies between sessions, not between calls, so the
+GPU time goes to more windows and more sessions instead of longer windows. A probe whose one call is too short
+to time alone sizes its windows by time instead (``--window-s`` of gemm and copy,
+``measure.timing.calls_per_window``). A point then costs ``WARMUP + WINDOWS`` = 11 calls per session, 33 in
+``SESSIONS`` sessions, against 12 to 18 in one process before (2 + 5 x 2 for the 250m records' runs, 3 + 5 x 3 by
+default): with the spawned-ahead interpreter (``measure.run.sessions``) and torch's compile cache on disk, a
+record's runs cost about twice one session's (``bench/h200_sessions.sh`` measures the ratio)."""
+SESSIONS = 3
+"""Fresh processes a GPU run measures its windows in, by default (``--sessions``; issue 38): the fewest that give a
+between-session spread, each with its own warm-up, allocator and compile state."""
+SESSIONS_CPU = 1
+"""Sessions of a CPU run by default: the CPU runs are tests and smoke runs, whose times no page publishes."""
+MAX_SESSIONS = 20
+"""The most sessions one run may ask for (pyperf's default is 20 worker processes)."""
+THROTTLE_FRACTION = 0.75
+"""A window whose SM clock (``sm_clock_mhz``, read right after it) is below this fraction of the card's top SM
+clock (``machine.sm_clock_max_mhz``) ran throttled (nvbench's rule, issue 38); render marks its numbers."""

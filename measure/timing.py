@@ -10,6 +10,11 @@
   (five) more windows are run once; a point still above the threshold is flagged ``unstable``.
 * Interleaved arms run A, B, C, D in that order in every round, so slow drift (clock, thermals)
   lands on every arm alike instead of favouring whichever ran first.
+* On CUDA the SM clock (NVML) is read right after every window's end event (``CudaEventClock``) and kept
+  with the window (``sm_clock_mhz``), so a window that ran throttled can be told from one that did not
+  (issue 38: below ``THROTTLE_FRACTION`` of the card's top clock, ``machine.sm_clock_max_mhz``).
+* A run's windows are measured in ``sessions`` fresh processes (``SessionFields``, ``measure.run.sessions``):
+  the session, not the window, is the unit a re-measurement replicates.
 
 Importing this module does not import torch.
 """
@@ -21,9 +26,18 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from measure.constants import CV_THRESHOLD, EXTRA_WINDOWS, ITERS, WARMUP, WINDOWS  # shared with render
+from measure.constants import (  # shared with render
+    CV_THRESHOLD,
+    EXTRA_WINDOWS,
+    ITERS,
+    MAX_SESSIONS,
+    SESSIONS,
+    SESSIONS_CPU,
+    WARMUP,
+    WINDOWS,
+)
 from measure.errors import ProbebookError
 
 # --- pure statistics (seconds in, seconds or fractions out) ----------------------------
@@ -79,12 +93,21 @@ class HostClock:
 
 
 class CudaEventClock:
-    """CUDA events recorded on the current stream around the loop; the host waits on the end event."""
+    """CUDA events recorded on the current stream around the loop; the host waits on the end event.
+
+    Right after the end event, the SM clock is read through NVML into ``last_sm_clock_mhz`` (None where
+    NVML cannot say): the clock the window ended at, read once per window (tens of microseconds, outside
+    the events), as nvbench reads it to flag throttled samples.
+    """
 
     def __init__(self) -> None:
         import torch
 
+        from measure.utilisation import sm_clock_reader
+
         self.torch = torch
+        self.read_sm_clock = sm_clock_reader()
+        self.last_sm_clock_mhz: int | None = None
 
     def time(self, fn: Callable[[], Any], iters: int) -> float:
         torch = self.torch
@@ -94,7 +117,14 @@ class CudaEventClock:
             fn()
         end.record()
         end.synchronize()
+        self.last_sm_clock_mhz = self.read_sm_clock() if self.read_sm_clock is not None else None
         return start.elapsed_time(end) / 1000.0  # elapsed_time is in milliseconds
+
+
+def window_clock(clock: Clock) -> int | None:
+    """The SM clock (MHz) the clock's last window ended at; None for a host clock or where NVML cannot say."""
+    value = getattr(clock, "last_sm_clock_mhz", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def clock_for(device: str) -> Clock:
@@ -138,6 +168,48 @@ class TimingFields:
         for name, low in (("warmup", 0), ("windows", 1), ("iters", 1)):
             if getattr(self, name) < low:
                 raise ProbebookError(f"--{name} must be >= {low}, got {getattr(self, name)}")
+
+
+def session_count(requested: int | None, device: str) -> int:
+    """The sessions a run measures in: as requested, else ``SESSIONS`` on CUDA and ``SESSIONS_CPU`` elsewhere."""
+    if requested is not None:
+        return requested
+    return SESSIONS if device == "cuda" else SESSIONS_CPU
+
+
+@dataclass(frozen=True)
+class SessionFields:
+    """How many fresh processes measure a run: the field every timing probe's config shares (declared here only).
+
+    Why sessions: a re-measurement in another process lands outside one process's window interval far more
+    often than 5% (issue 38: end-to-end step times vary about 20% between sessions against a 3% standard
+    error within one), so the variance a reader cares about is between processes. Each session is a fresh
+    process with its own warm-up, allocator and compile state (``measure.run.sessions``); the run is one
+    evidence document whose every row carries its ``session``. The default, ``SESSIONS`` (3) on CUDA, is the
+    fewest that give a between-session spread; the CPU (tests, smoke runs) defaults to ``SESSIONS_CPU`` (1).
+    """
+
+    SESSIONED: ClassVar[bool] = True
+    """False for a probe whose stored rows a reader sums or keys by point (kernels' profile rows, a sweep's one
+    row per point, which already runs in a fresh process per point): it measures in one session only."""
+
+    sessions: int | None = None
+    """Fresh processes that each measure every window of the run, stored as one document whose rows carry
+    ``session`` (default 3 on CUDA, 1 on CPU)."""
+
+    def check_sessions(self) -> None:
+        """Refuse a session count below 1 or above ``MAX_SESSIONS``, or above 1 for a one-session probe, in one line."""
+        if self.sessions is not None and not 1 <= self.sessions <= MAX_SESSIONS:
+            raise ProbebookError(f"--sessions must be between 1 and {MAX_SESSIONS}, got {self.sessions}")
+        if not self.SESSIONED and self.sessions not in (None, 1):
+            raise ProbebookError(
+                f"--sessions {self.sessions}: this probe measures in one session (its rows are summed or keyed by "
+                "point, so repeated sessions would be misread); drop it"
+            )
+
+    def session_count(self, device: str) -> int:
+        """How many sessions this run measures in on ``device`` (1 for a one-session probe)."""
+        return session_count(self.sessions, device) if self.SESSIONED else 1
 
 
 @dataclass(frozen=True)
@@ -209,6 +281,8 @@ class WindowResult:
     """What the watch saw in each timed window (aligned with ``times_s``); None entries without a watch."""
     failures: list[dict[str, Any]] = field(default_factory=list)
     """Windows that failed their checks (a non-finite loss, a wrong update count): never timings."""
+    sm_clock_mhz: list[int | None] = field(default_factory=list)
+    """The SM clock each timed window ended at (aligned with ``times_s``); None entries on CPU or without NVML."""
 
     @property
     def checked_median_s(self) -> float:
@@ -236,16 +310,19 @@ def time_windows(
     times: list[float] = []
     checks: list[dict[str, Any] | None] = []
     failures: list[dict[str, Any]] = []
+    clocks: list[int | None] = []
 
     def run(count: int) -> None:
         for _ in range(count):
             index = len(times) + len(failures)
             seconds, seen = watched(fn, clock, plan.iters, watch)
+            mhz = window_clock(clock)
             if seen is not None and seen.get("failure"):
-                failures.append({"window": index, "seconds_per_call": seconds, **seen})
+                failures.append({"window": index, "seconds_per_call": seconds, "sm_clock_mhz": mhz, **seen})
             else:
                 times.append(seconds)
                 checks.append(seen)
+                clocks.append(mhz)
 
     run(plan.windows)
     extended = False
@@ -261,6 +338,7 @@ def time_windows(
         extended=extended,
         checks=checks,
         failures=failures,
+        sm_clock_mhz=clocks,
     )
 
 
@@ -278,6 +356,8 @@ class ArmResult:
     """What the watch saw in each timed round of this arm (aligned with ``times_s``)."""
     failures: list[dict[str, Any]] = field(default_factory=list)
     """Rounds of this arm that failed their checks: never timings."""
+    sm_clock_mhz: list[int | None] = field(default_factory=list)
+    """The SM clock each timed round of this arm ended at (aligned with ``times_s``); None without NVML."""
 
 
 @dataclass
@@ -293,13 +373,14 @@ def time_interleaved(
     clock: Clock,
     plan: WindowPlan,
     sync: Callable[[], None] | None = None,
-    on_round: Callable[[int, dict[str, float]], None] | None = None,
+    on_round: Callable[[int, dict[str, float], dict[str, int | None]], None] | None = None,
     watch: Watch | dict[str, Watch] | None = None,
 ) -> InterleavedResult:
     """Warm up each arm, then run rounds of A, B, C, ... (``plan.windows`` rounds, ``plan.iters`` calls each).
 
     If any arm's CV is above the threshold, ``plan.extra`` more rounds are run once for all arms.
-    ``on_round(round, {arm: seconds per call})`` is called after every round (to persist it); with a
+    ``on_round(round, {arm: seconds per call}, {arm: SM clock in MHz or None})`` is called after every round (to
+    persist it, each arm's window with the clock it ended at); with a
     ``watch`` (one for every arm, or one per arm name), an arm whose window failed its checks is left out
     of that round's dict and of its timings.
     """
@@ -315,18 +396,24 @@ def time_interleaved(
 
     def rounds(first: int, count: int) -> None:
         for r in range(first, first + count):
-            this_round = {}
+            this_round: dict[str, float] = {}
+            round_clocks: dict[str, int | None] = {}
             for name, fn in arms.items():
                 seconds, seen = watched(fn, clock, plan.iters, watch.get(name) if isinstance(watch, dict) else watch)
+                mhz = window_clock(clock)
                 order.append((r, name))
                 if seen is not None and seen.get("failure"):
-                    results[name].failures.append({"round": r, "seconds_per_call": seconds, **seen})
+                    results[name].failures.append(
+                        {"round": r, "seconds_per_call": seconds, "sm_clock_mhz": mhz, **seen}
+                    )
                     continue
                 this_round[name] = seconds
+                round_clocks[name] = mhz
                 results[name].times_s.append(seconds)
                 results[name].checks.append(seen)
+                results[name].sm_clock_mhz.append(mhz)
             if on_round is not None:
-                on_round(r, this_round)
+                on_round(r, this_round, round_clocks)
 
     rounds(0, plan.windows)
     extended = False

@@ -15,6 +15,7 @@ off and on between interleaved rounds without restarting the thread.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -96,6 +97,32 @@ def nvml_reader() -> tuple[Callable[[], dict[str, Any]] | None, str | None]:
 
     read.device = which  # type: ignore[attr-defined]
     return read, None
+
+
+@functools.cache
+def sm_clock_reader() -> Callable[[], int | None] | None:
+    """A function returning the current SM clock (MHz) of the GPU torch computes on, or None without NVML.
+
+    Made once per process (NVML initialised once, the handle found by ``nvml_handle``), so a window's clock
+    costs one ``nvmlDeviceGetClockInfo`` call (tens of microseconds), not an NVML start and stop.
+    """
+    try:
+        import pynvml  # nvidia-ml-py
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        handle, _ = nvml_handle(pynvml)
+    except Exception:  # no driver, no device, no mapping: windows record no clock rather than a guess
+        return None
+
+    def read() -> int | None:
+        try:
+            return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        except Exception:  # a failed read leaves the window's clock unknown, never fails the timing
+            return None
+
+    return read
 
 
 class Sampler:

@@ -21,11 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from measure.constants import WINDOWS
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device, tree_map
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "ablate"
 VERSION = 2  # 2: what the step ran (backend, compilation, dtype) in data.observed, not params
@@ -39,7 +41,7 @@ class Config(OneStepConfig):
 
     arms: tuple[str, ...] | None = None
     """Arms to run besides baseline (default: no-input-copy and every arm the workload offers)."""
-    windows: int = option(7, aliases=("--rounds",))
+    windows: int = option(WINDOWS, aliases=("--rounds",))
     """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
 
     def __post_init__(self) -> None:
@@ -66,6 +68,7 @@ def summarize(
     }
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the baseline and every arm, interleaved; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -115,9 +118,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rec.data["skipped"] = skipped
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
 
-        def persist(r: int, times: dict[str, float]) -> None:
+        def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
             rec.point(
-                [{"arm": a, "round": r, "step_s": t} for a, t in times.items()],
+                [{"arm": a, "round": r, "step_s": t, "sm_clock_mhz": clocks.get(a)} for a, t in times.items()],
                 None,
                 f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()),
             )

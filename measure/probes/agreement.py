@@ -68,6 +68,8 @@ DEFAULT_ARMS = ("identical", "bf16", "compiled", "bf16-compiled", "chunked", "ch
 class Config(CommonConfig):
     """Options of the agreement probe (shared ones from ``CommonConfig``; a plug-in must set ``Workload.forward``)."""
 
+    SESSIONED = False  # a numerical comparison, not a timing
+
     dtype: str = option("fp32", choices=("fp32",))
     """The reference arm computes in fp32; the bf16 arms are variants (``--arms``)."""
     batch: int | None = None

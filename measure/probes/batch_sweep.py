@@ -73,6 +73,8 @@ CPU_MAX_TOKENS = 512
 class Config(CommonConfig, WatchFields):
     """Options of the batch-sweep probe."""
 
+    SESSIONED = False  # each point already runs in a fresh process; a sweep's rows are one per point
+
     contexts: tuple[int, ...] | None = option(None, metavar="S,S,...")
     """Sequence lengths to sweep, each walked separately (default 1024,2048,4096 on CUDA; 32,64 on CPU)."""
     start_batch: int = 1
@@ -260,7 +262,8 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
         "status": "ok",
         "times_s": timed.times_s,
         "window_checks": [
-            {"updates": (c or {}).get("updates"), **utilisation_row((c or {}).get("utilisation"))} for c in timed.checks
+            {"updates": (c or {}).get("updates"), "sm_clock_mhz": mhz, **utilisation_row((c or {}).get("utilisation"))}
+            for c, mhz in zip(timed.checks, timed.sm_clock_mhz, strict=True)
         ],
         "median_s": timed.median_s,
         "cv": timed.cv,

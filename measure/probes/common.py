@@ -8,7 +8,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.options import check_choices, option
-from measure.timing import TimingFields, WindowPlan
+from measure.timing import SessionFields, TimingFields, WindowPlan
 from measure.workload import WorkloadFields, WorkloadOptions, check_window
 from measure.workload.presets import PRESETS
 
@@ -25,8 +25,9 @@ class BudgetSpent(RuntimeError):
 
 
 @dataclass(frozen=True)
-class CommonConfig(TimingFields, WorkloadFields):
-    """Options every workload probe takes: the workload's and the timing's fields, the device and a plug-in."""
+class CommonConfig(TimingFields, SessionFields, WorkloadFields):
+    """Options every workload probe takes: the workload's, the timing's and the sessions' fields, the device and a
+    plug-in."""
 
     device: str = option("auto", choices=DEVICE_CHOICES)
     """Where to run: ``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one, else cpu)."""
@@ -38,6 +39,7 @@ class CommonConfig(TimingFields, WorkloadFields):
         if self.workload is None and self.preset not in PRESETS:
             raise ProbebookError(f"--preset {self.preset!r} is unknown; choose one of {', '.join(PRESETS)}")
         check_choices(self)
+        self.check_sessions()
         super().__post_init__()
 
     def plan(self) -> WindowPlan:
@@ -49,6 +51,7 @@ class CommonConfig(TimingFields, WorkloadFields):
         out["device"] = device
         out["device_requested"] = self.device
         out["iters_per_window"] = self.iters
+        out["sessions"] = self.session_count(device)  # as resolved: how many processes measured the run
         return out
 
     def workload_options(self, device: str) -> WorkloadOptions:

@@ -22,6 +22,7 @@ from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import CommonConfig, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "copy"
 VERSION = 1
@@ -74,6 +75,7 @@ def cases(device: str, directions: tuple[str, ...]) -> tuple[list[tuple[str, str
     return run, skipped
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time every (direction, memory, pattern) case; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -137,8 +139,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "window": i,
                     "time_s": t,
                     "gb_s": gb_s(nbytes, t),
+                    "sm_clock_mhz": mhz,
                 }
-                for i, t in enumerate(result.times_s)
+                for i, (t, mhz) in enumerate(zip(result.times_s, result.sm_clock_mhz, strict=True))
             ]
             point = {
                 "direction": direction,

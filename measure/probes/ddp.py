@@ -42,6 +42,8 @@ CPU_ALLREDUCE_MIB = (0.25, 1.0)
 class Config(CommonConfig):
     """Options of the ddp probe."""
 
+    SESSIONED = False  # torchrun's ranks are its processes
+
     gpus: int | None = None
     """Processes of the data-parallel run (default: every visible GPU on CUDA, 2 on CPU); 1 runs the baseline only."""
     batch: int | None = None

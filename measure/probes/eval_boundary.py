@@ -38,6 +38,7 @@ from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "eval-boundary"
 VERSION = 1
@@ -85,6 +86,7 @@ def boundary_share(interval_s: float, steps: int, steady_step_s: float) -> float
     return 1.0 - steps * steady_step_s / interval_s
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time steady training, the eval pass, checkpoint write/read and the interval; return the evidence."""
     device = resolve_device(config.device)
@@ -134,8 +136,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "seconds": t,
                     "tokens": tokens,
                     "tok_s": tokens_per_second(tokens, t),
+                    "sm_clock_mhz": mhz,
                 }
-                for i, t in enumerate(steady.times_s)
+                for i, (t, mhz) in enumerate(zip(steady.times_s, steady.sm_clock_mhz, strict=True))
             ],
             None,
             f"steady: {step_s * 1e3:.2f} ms/step",

@@ -24,6 +24,7 @@ from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "gemm"
 VERSION = 2  # 2: the SM clock sampled in every timed window
@@ -105,6 +106,7 @@ def _operands(torch: Any, name: str, m: int, n: int, k: int, dtype: Any, device:
     return rand(m, k), rand(k, n)  # dgrad dY @ W, and the square reference
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time every workload GEMM shape and the square reference; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -209,9 +211,10 @@ def _time_shapes(
                 "window": i,
                 "time_s": t,
                 "tflop_s": tflop_s(flops, t),
+                "sm_clock_mhz": mhz,
                 **utilisation_row((c or {}).get("utilisation")),
             }
-            for i, (t, c) in enumerate(zip(result.times_s, result.checks, strict=True))
+            for i, (t, c, mhz) in enumerate(zip(result.times_s, result.checks, result.sm_clock_mhz, strict=True))
         ]
         point = {
             "shape": name,

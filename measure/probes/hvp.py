@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from measure.constants import WINDOWS
 from measure.curvature import TOLERANCE, error_split, quadratic_form, verdict
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
@@ -48,6 +49,7 @@ from measure.probes.common import (
     resolve_device,
 )
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 from measure.workload import DTYPES
 
 PROBE = "hvp"
@@ -79,7 +81,7 @@ class Config(CommonConfig):
     """SDPA kernel: math (differentiable twice) or default (torch's choice; may fail and is recorded)."""
     warmup: int = 2
     """Untimed warm calls after the first call, before the windows."""
-    windows: int = 5
+    windows: int = WINDOWS
     """Timed windows per candidate."""
     iters: int = 1
     """H·v calls per window."""
@@ -189,6 +191,7 @@ def modes_for(device: str, asked: tuple[str, ...] | None) -> list[str]:
     return list(asked or (MODES if device == "cuda" else ("eager",)))
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time and check every H·v candidate; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -340,6 +343,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         "warm_cv": timed.cv,
                         "warm_unstable": timed.unstable,
                         "warm_times_s": timed.times_s,
+                        "warm_sm_clock_mhz": timed.sm_clock_mhz,
                         "warm_peak_bytes": warm_peak,
                         "tok_s": tokens_per_second(batch_size * seq_len, timed.checked_median_s),
                         "rel_l2_vs_float64": total_m["rel_l2"],
@@ -350,9 +354,15 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 )
             release_device(device)
             rec.data["candidates"].append(cand)
+            clocks = cand.get("warm_sm_clock_mhz") or [None] * len(cand.get("warm_times_s", []))
             rows = [
-                {**{k: cand[k] for k in ("method", "mode", "dtype", "batch")}, "window": i, "hvp_s": t}
-                for i, t in enumerate(cand.get("warm_times_s", []))
+                {
+                    **{k: cand[k] for k in ("method", "mode", "dtype", "batch")},
+                    "window": i,
+                    "hvp_s": t,
+                    "sm_clock_mhz": c,
+                }
+                for i, (t, c) in enumerate(zip(cand.get("warm_times_s", []), clocks, strict=True))
             ]
             note = (
                 f"first {cand['first_call_s']:.2f} s, warm {cand['warm_median_s'] * 1e3:.2f} ms, "

@@ -64,6 +64,8 @@ CONSISTENCY_BOUNDS = {"cuda": (0.5, 1.1), "cpu": (0.2, 5.0)}
 class Config(OneStepConfig):
     """Options of the kernels probe."""
 
+    SESSIONED = False  # its profile's kernel rows are summed per step (render.derive.kernels): one session's
+
     steps: int = 3
     """Steps under the profiler (keep it small: long traces drop events)."""
 
@@ -178,7 +180,12 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 "shares": shares(rows),
                 "annotations": sorted(annotations, key=lambda r: r["kernel"]),
                 "consistency": consistency(total, config.steps, timed.checked_median_s, device) if rows else None,
-                "event_step": {"median_s": timed.median_s, "cv": timed.cv, "windows_s": timed.times_s},
+                "event_step": {
+                    "median_s": timed.median_s,
+                    "cv": timed.cv,
+                    "windows_s": timed.times_s,
+                    "sm_clock_mhz": timed.sm_clock_mhz,
+                },
                 "unit": "device kernel self time" if on_device else "operator self CPU time",
                 "expert_gemm": {
                     "category": EXPERT_CATEGORY,

@@ -67,6 +67,8 @@ LOSS_AGREEMENT = 1e-2  # relative: bf16 logits from GEMMs of different M round d
 class Config(CommonConfig):
     """Options of the loss-memory probe."""
 
+    SESSIONED = False  # each point already runs in a fresh process; its rows are keyed by point
+
     context: int | None = None
     """Sequence length in tokens (default 2048 on CUDA, 256 on CPU)."""
     microbatches: tuple[int, ...] = MICROBATCHES
@@ -231,6 +233,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
     return {
         "status": "ok",
         "times_s": timed.times_s,
+        "sm_clock_mhz": timed.sm_clock_mhz,
         "median_s": timed.median_s,
         "cv": timed.cv,
         "unstable": timed.unstable,
@@ -377,9 +380,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     row = _row(arm, mb, context, chunk, result, outcome)
                     if "workload_name" not in rec.params:
                         record_facts(rec, result)
+                    clocks = result.get("sm_clock_mhz") or [None] * len(result["times_s"])
                     rec.data["windows"] += [
-                        {"arm": arm, "microbatch": mb, "window": w, "step_s": t}
-                        for w, t in enumerate(result["times_s"])
+                        {"arm": arm, "microbatch": mb, "window": w, "step_s": t, "sm_clock_mhz": c}
+                        for w, (t, c) in enumerate(zip(result["times_s"], clocks, strict=True))
                     ]
                     rec.point(
                         [row],

@@ -39,11 +39,13 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from measure.constants import WINDOWS
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
 from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "mask"
 VERSION = 2  # 2: the padded-causal kind and the padded equivalence check
@@ -64,7 +66,7 @@ class Config(OneStepConfig):
     """Documents packed into each row of the ``document`` batch (equal lengths)."""
     steps: int = 2
     """Steps per kind under the profiler (the backend and kernels are read from them)."""
-    windows: int = option(7, aliases=("--rounds",))
+    windows: int = option(WINDOWS, aliases=("--rounds",))
     """Interleaved rounds of all kinds (``--rounds`` is the same option)."""
 
     def __post_init__(self) -> None:
@@ -129,6 +131,7 @@ def _sdpa_ops(counts: dict[str, int]) -> dict[str, int]:
     return {name: n for name, n in sorted(counts.items()) if "scaled_dot_product" in name}
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Observe and time every mask kind; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -226,8 +229,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             clock_for(device),
             config.plan(),
             sync,
-            on_round=lambda r, times: rec.point(
-                [{"kind": k, "round": r, "step_s": s} for k, s in times.items()], None, f"round {r}"
+            on_round=lambda r, times, clocks: rec.point(
+                [{"kind": k, "round": r, "step_s": s, "sm_clock_mhz": clocks.get(k)} for k, s in times.items()],
+                None,
+                f"round {r}",
             ),
         )
         rec.data["clocks"]["sm_mhz_after"] = sm_clock(device)

@@ -36,12 +36,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from measure.constants import WINDOWS
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
 from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "optimizer"
 VERSION = 2  # 2: gradient clipping in every arm (--clip 1.0 by default), --mode captured, burst-weighted means
@@ -54,7 +56,7 @@ EXAMPLE = "probebook measure optimizer --preset 250m"
 class Config(OneStepConfig, WatchFields):
     """Options of the optimizer probe."""
 
-    windows: int = option(7, aliases=("--rounds",))
+    windows: int = option(WINDOWS, aliases=("--rounds",))
     """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
     mode: str = option("eager", choices=MODES)
     """eager: CUDA events at the optimizer hooks in the real step; captured: paired replay of the update graph."""
@@ -122,6 +124,7 @@ def apply_hyperparameters(optimizer: Any, config: Config) -> dict[str, Any]:
     }
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Interleave instrumented and baseline steps; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -213,7 +216,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         arms = {name: integrity.wrap(fn) for name, fn in arms.items()}
         per_round: list[float] = []
 
-        def persist(r: int, times: dict[str, float]) -> None:
+        def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
             # this round's instrumented calls: after the warm-up calls, plan.iters per round
             first = plan.warmup + r * plan.iters
             calls = pairs[first : first + plan.iters]
@@ -226,7 +229,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             if "instrumented" in times:  # a round that failed its check is no timing (time_interleaved leaves it out)
                 per_round.append(t_o)
             rows = [
-                {"arm": arm, "round": r, "step_s": t, "optimizer_s": t_o if arm == "instrumented" else None}
+                {
+                    "arm": arm,
+                    "round": r,
+                    "step_s": t,
+                    "optimizer_s": t_o if arm == "instrumented" else None,
+                    "sm_clock_mhz": clocks.get(arm),
+                }
                 for arm, t in times.items()
             ]
             rec.point(rows, None, f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()))
@@ -319,8 +328,11 @@ def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, dev
     arms = {"captured": integrity.wrap(full), "captured-no-update": still.wrap(bare)}
     watches: dict[str, Watch] = {"captured": watch, "captured-no-update": WindowWatch(still, sampler)}
 
-    def persist(r: int, times: dict[str, float]) -> None:
-        rows = [{"arm": arm, "round": r, "step_s": t, "burst": plan.iters} for arm, t in times.items()]
+    def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
+        rows = [
+            {"arm": arm, "round": r, "step_s": t, "burst": plan.iters, "sm_clock_mhz": clocks.get(arm)}
+            for arm, t in times.items()
+        ]
         rec.point(rows, None, f"round {r}: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items()))
 
     try:

@@ -30,6 +30,7 @@ from measure.probes.common import (
     resolve_device,
 )
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "step-scaling"
 VERSION = 2  # 2: what the steps ran (backend, compilation, dtype) in data.observed, not params
@@ -82,6 +83,7 @@ def plan_points(
     return points
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the training step at every (mode, S) point; return the evidence (not stored)."""
     device = resolve_device(config.device)
@@ -164,10 +166,11 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "tokens_per_step": b * s,
                     "window": i,
                     "step_s": t,
+                    "sm_clock_mhz": mhz,
                     "updates": (c or {}).get("updates"),
                     **(utilisation_row((c or {}).get("utilisation")) if config.utilisation else {}),
                 }
-                for i, (t, c) in enumerate(zip(result.times_s, result.checks, strict=True))
+                for i, (t, c, mhz) in enumerate(zip(result.times_s, result.checks, result.sm_clock_mhz, strict=True))
             ]
             summary.update(
                 {

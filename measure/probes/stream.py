@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from measure.constants import ITERS, WINDOWS
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.probes.common import (
@@ -41,6 +42,7 @@ from measure.probes.common import (
     resolve_device,
 )
 from measure.run.runner import Recorder, execute
+from measure.run.sessions import in_sessions
 
 PROBE = "stream"
 VERSION = 1
@@ -61,9 +63,9 @@ class Config(CommonConfig):
     """Prefetch depths to time, each 1 or 2 (copies issued that many visits ahead)."""
     warmup: int = 2
     """Untimed steps of every arm before the rounds."""
-    windows: int = 5
+    windows: int = WINDOWS
     """Interleaved rounds."""
-    iters: int = 2
+    iters: int = ITERS
     """Steps per arm per round."""
     observe_steps: int = 3
     """Steps per streamed arm whose per-layer copy and stall events are kept."""
@@ -308,6 +310,7 @@ class Streamer:
         return {"loss": loss.detach().float().clone(), "logits": None, "grads": grads}
 
 
+@in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Time the streamed, resident and control arms interleaved, read per-layer events, check agreement."""
     device = resolve_device(config.device)
@@ -366,9 +369,12 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         arms.update({name: (lambda s=s: s.step(batch)) for name, s in streamers.items()})
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
 
-        def persist(r: int, times: dict[str, float]) -> None:
+        def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
             rec.point(
-                [{"kind": "round", "arm": a, "round": r, "step_s": t} for a, t in times.items()],
+                [
+                    {"kind": "round", "arm": a, "round": r, "step_s": t, "sm_clock_mhz": clocks.get(a)}
+                    for a, t in times.items()
+                ],
                 None,
                 f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()),
             )

@@ -80,6 +80,12 @@ class Recorder:
         self._append({"rows": rows, "point": summary})
         self.progress.step(label)
 
+    def journal_rows(self, rows: list[dict[str, Any]], points: list[dict[str, Any]]) -> None:
+        """Journal rows and point summaries measured elsewhere (another session's process), without keeping them."""
+        self._append({"rows": rows, "point": None})
+        for p in points:
+            self._append({"rows": [], "point": p})
+
     def check_device(self) -> None:
         """Record whether the card is idle and ours (``measure.device_check``), on the device ``params`` name."""
         from measure import device_check
