@@ -298,7 +298,7 @@ def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
     from render.pages.methodology import CONSTANTS, constant
 
     assert constant("cv_threshold").text == "5%" and constant("cv_threshold").value == constants.CV_THRESHOLD
-    assert constant("windows").text == "5" and constant("extra_windows").value == constants.EXTRA_WINDOWS
+    assert constant("windows").text == "9" and constant("extra_windows").value == constants.EXTRA_WINDOWS
     assert constant("bootstrap").text == "4000" and constant("ci_level").text == "95%"
     with pytest.raises(ProbebookError, match=r"constant\('nope'\): no such constant"):
         constant("nope")
