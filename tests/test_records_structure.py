@@ -306,8 +306,10 @@ def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
     shutil.copy(REPO / "docs" / "methodology.md", docs / "methodology.md")
     tree, _evidence, _src = render_tree(_tree_paths(tmp_path, docs))
     text = (tree.files["methodology.md"]).decode()
-    rows = {r["key"]: r for r in tree.ledger if r["page"] == "methodology.md"}
+    rows = {r["key"]: r for r in tree.ledger if r["page"] == "methodology.md" and r["key"].startswith("constant(")}
     used = {k.removeprefix("constant(").removesuffix(")") for k in rows}
+    spread = {r["key"] for r in tree.ledger if r["page"] == "methodology.md" and r["key"].startswith("session_")}
+    assert spread == {"session_spread(step)", "session_spread(kernel)"}  # the archive's own, from evidence
     assert used == set(CONSTANTS)  # every constant the page may print, printed; none typed by hand
     assert all(r["evidence"] == [] and r["derivation"].startswith("the code's constant ") for r in rows.values())
     assert f"above\n  {constant('cv_threshold').text}, {constant('extra_windows').text} more windows" in text
