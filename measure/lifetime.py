@@ -4,7 +4,8 @@ A process killed by SIGKILL (or SIGTERM, whose default action runs no cleanup) c
 child left behind can block forever writing to a pipe that another child still holds open, while it keeps the
 parent's stdout and stderr (a test's or CI's output pipe) open, so whoever reads them waits forever too. The
 build's workers (``render.build.parallel``) and ``archive verify``'s copies (``measure.evidence.archive_check``)
-call ``die_with_parent`` first thing after the fork.
+call ``die_with_parent`` first thing after the fork. A job ``probebook reproduce`` starts through submitit's
+controller (its parent is that controller, not the runner) follows the runner itself: ``watch_token``.
 """
 
 from __future__ import annotations
@@ -45,3 +46,56 @@ def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(PARENT_POLL_S)
     os._exit(1)
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22); None when it is gone.
+    A pid is reused once its process ends: the start time tells the process apart from a later one."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # the command name, in parentheses, may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+def die_with_process(pid: int, started: str | None = None) -> bool:
+    """End this process (``os._exit``) once process ``pid``, not its parent, ends: a job a runner started through
+    another process (submitit's controller) that must not outlive the runner. Polls every ``PARENT_POLL_S``.
+
+    ``started``: the runner's start time as ``_started`` reads it (default: now). False (nothing watched) where
+    ``/proc`` is missing or ``pid`` is already gone."""
+    first = _started(pid)
+    if first is None or (started is not None and first != started):
+        return False
+
+    def watch() -> None:
+        while _started(pid) == first:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-runner", daemon=True).start()
+    return True
+
+
+def process_token(pid: int) -> str | None:
+    """``pid:start-time:boot-id`` of a process of this machine, which ``watch_token`` can follow from another."""
+    started, boot = _started(pid), _boot_id()
+    return f"{pid}:{started}:{boot}" if started is not None and boot is not None else None
+
+
+def _boot_id() -> str | None:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def watch_token(token: str | None) -> bool:
+    """``die_with_process`` for a ``process_token``; nothing on another machine or boot (a Slurm node)."""
+    parts = (token or "").split(":")
+    if len(parts) != 3 or not parts[0].isdigit():
+        return False
+    return _boot_id() == parts[2] and die_with_process(int(parts[0]), parts[1])

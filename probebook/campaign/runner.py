@@ -43,6 +43,12 @@ def _settings(manifest: dict[str, Any], max_concurrent: int | None) -> Executor:
     return Executor(**raw)
 
 
+def device(point: dict[str, Any]) -> str:
+    """The device a point's job runs on: its config's, or the CPU for a probe that takes no ``--device``
+    (``padding`` reads a corpus on the CPU; a reproduction of it has no device to ask the executor for)."""
+    return str(point["config"].get("device") or "cpu")
+
+
 def _setup(point: dict[str, Any], source: Path | None) -> list[str]:
     """Shell lines run before the job's process starts: the frozen source first on the import path, and
     the CPU allocator settings a CPU memory limit needs."""
@@ -54,7 +60,7 @@ def _setup(point: dict[str, Any], source: Path | None) -> list[str]:
     # would import it, not the snapshot, so it starts in the snapshot
     quoted = shlex.quote(str(source)) if source else ""
     lines = [f"cd {quoted}", f"export PYTHONPATH={quoted}${{PYTHONPATH:+:$PYTHONPATH}}"] if source else []
-    if point["config"]["device"] != "cpu" or point["config"].get("cpu_memory_limit_bytes") is None:
+    if device(point) != "cpu" or point["config"].get("cpu_memory_limit_bytes") is None:
         return lines
     return lines + [f"export {k}={v}" for k, v in sorted(peakmem.cpu_env(limited=True).items())]
 
@@ -108,9 +114,7 @@ class Runner:
     def _params(self, key: str, n: int) -> dict[str, Any]:
         name = executors.job_name(self.name, self.manifest_id, key, n)
         point = self.points[key]
-        return executors.parameters(
-            self.kind, self.settings, name, _setup(point, self.source), point["config"]["device"]
-        )
+        return executors.parameters(self.kind, self.settings, name, _setup(point, self.source), device(point))
 
     def _submit(self, key: str) -> None:
         import importlib

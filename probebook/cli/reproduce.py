@@ -80,6 +80,23 @@ def register(sub: Any) -> None:
         help="store the new runs and the reproduction here (default: the global --archive, read for the cited runs)",
     )
     p.add_argument("--json", action="store_true", help="print the archived document's data and its id as JSON")
+    p.add_argument(
+        "--trust-evidence",
+        action="store_true",
+        help="run every value the cited evidence names (a plug-in, a path), as printed before anything runs; "
+        "without it such a value runs only when given here with the same value (read the commands with --dry-run)",
+    )
+    from probebook.reproduce.trust import every_open_option
+
+    for name, flag in every_open_option().items():
+        p.add_argument(
+            flag,
+            dest=f"given_{name}",
+            action="append",
+            default=[],
+            metavar="VALUE",
+            help=f"run the cited runs whose evidence names {flag} VALUE (repeatable; probebook measure's {flag})",
+        )
 
 
 def _table(data: dict[str, Any], ident: str) -> None:
@@ -102,8 +119,9 @@ def _table(data: dict[str, Any], ident: str) -> None:
     console.print(table, markup=False)
     s = data["summary"]
     print(
-        f"numbers {s['numbers']}: within {s['within']}, outside {s['outside']}, not comparable "
-        f"{s['not_comparable']}, missing {s['missing']}; claims {s['claims']}: held {s['held']}, "
+        f"measured numbers {s['measured']}: within {s['within']}, outside {s['outside']}, not comparable "
+        f"{s['not_comparable']}, missing {s['missing']}; recorded numbers (params, constants, environment) "
+        f"{s['recorded']}: {s['recorded_same']} the same; claims {s['claims']}: held {s['held']}, "
         f"flipped {s['flipped']}; stored {ident}"
     )
 
@@ -128,6 +146,8 @@ def _reproduce(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         point_timeout_s=args.point_timeout_s,
         json=args.json,
+        trust_evidence=args.trust_evidence,
+        given={k.removeprefix("given_"): v for k, v in vars(args).items() if k.startswith("given_") and v},
     )
     outcome = reproduce(opts)
     for line in outcome.lines:

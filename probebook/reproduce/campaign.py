@@ -6,12 +6,18 @@ cited run, ``parallel``), receipts only the runner writes, and a write-once ``ar
 into. The same command run again finds the folder, checks that it plans the same commands, and resumes:
 every receipt is settled first and a run that finished is never run again. ``--budget-s`` stops submitting
 once spent (exit 3); the next call resumes.
+
+Unlike ``campaign run``, whose jobs outlive their runner to be adopted later, no job outlives ``reproduce``:
+Ctrl-C or SIGTERM cancels every live job and waits for it to end (its receipt says ``cancelled``), and a local
+job follows the runner's life itself (``job.RUNNER_ENV``), so even a runner killed by SIGKILL leaves none.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -21,7 +27,8 @@ from probebook.campaign import receipts
 from probebook.campaign.plan import PROBE, VERSION, frozen, load_manifest, snapshot
 from probebook.campaign.runner import Runner
 from probebook.campaign.spec import Executor
-from probebook.reproduce.commands import Run
+from probebook.reproduce.commands import CampaignPart, Run
+from probebook.reproduce.job import RUNNER_ENV
 
 KIND = "reproduction"
 log = logging.getLogger(__name__)
@@ -111,23 +118,92 @@ class _Shown(Runner):
         self.bar.advance(self.task)
 
 
+CANCEL_WAIT_S = 30.0
+"""How long a cancelled job's process may take to end before it is killed (submitit's controller interrupts its
+job, then kills it a second later)."""
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def cancel_live(runner: Runner, why: str) -> list[str]:
+    """Cancel every job the runner has in flight, wait for each to end, and settle its receipt ``cancelled``
+    (a failed state: the next run's ``--retry-failed`` runs it again); the keys cancelled."""
+    from probebook.campaign import executors
+
+    cancelled = []
+    for key, handle in sorted(runner.live.items()):
+        kind = runner.receipts[key]["attempts"][-1]["executor"]
+        executors.cancel(kind, handle)
+        process = getattr(handle, "_process", None)
+        if process is not None:  # a local job's controller, started by this runner
+            try:
+                process.wait(timeout=CANCEL_WAIT_S)
+            except Exception:  # still running: it goes now, and its job follows it (the job watches the runner)
+                process.kill()
+                process.wait()
+        runner._settle(key, handle, "failed", f"cancelled: {why}")
+        cancelled.append(key)
+    return cancelled
+
+
 def run(
     folder: Path, kind: str, budget_s: float | None, retry_failed: bool, max_concurrent: int | None = None
 ) -> tuple[int, float]:
-    """Run (or resume) the folder's jobs: (the runner's exit status, the seconds it took)."""
+    """Run (or resume) the folder's jobs: (the runner's exit status, the seconds it took). Ctrl-C or SIGTERM
+    cancels the jobs in flight before the KeyboardInterrupt goes on (exit 130)."""
     from filelock import FileLock, Timeout
+
+    from measure.lifetime import process_token
 
     started = time.perf_counter()
     runner = _Shown(folder, kind, max_concurrent, budget_s)
+    token = process_token(os.getpid()) if kind == "local" else None
+    before = signal.signal(signal.SIGTERM, _interrupt)
+    if token:
+        os.environ[RUNNER_ENV] = token  # each local job's environment is this process's, copied at submission
     try:
         with FileLock(str(runner.folder / "runner.lock"), timeout=0), runner.bar:
-            runner.reconcile()
-            if retry_failed:
-                runner.retry_failed()
-            code = runner.run()
+            try:
+                runner.reconcile()
+                if retry_failed:
+                    runner.retry_failed()
+                code = runner.run()
+            except KeyboardInterrupt as exc:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cancelling short
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                try:
+                    gone = cancel_live(runner, f"reproduce was stopped ({exc or 'Ctrl-C'})")
+                finally:
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                say(
+                    f"reproduce: stopped; {len(gone)} job(s) cancelled and ended; run the same command with "
+                    f"--retry-failed to resume ({folder})"
+                )
+                raise
     except Timeout:
         raise ProbebookError(f"{folder}: another reproduce holds this folder (runner.lock)") from None
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        os.environ.pop(RUNNER_ENV, None)
     return code, time.perf_counter() - started
+
+
+def write_specs(parts: list[CampaignPart]) -> None:
+    """Write each campaign part's spec (the one its manifest froze) where its command names it; an existing file is
+    left as it is (written by an earlier call: the same manifest, the same spec)."""
+    import yaml
+
+    for part in parts:
+        if part.spec is None:
+            continue
+        path = Path(part.spec_path)
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(part.spec, sort_keys=True), encoding="utf-8")
+        say(f"reproduce: wrote {path}: the spec campaign {part.name!r} ran with")
 
 
 def results(folder: Path) -> tuple[dict[str, str], dict[str, str]]:

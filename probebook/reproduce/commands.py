@@ -6,8 +6,12 @@ the same argument parser ``probebook measure`` uses and built into today's probe
 today's probe would refuse is refused here, before anything runs, naming the record, the alias and the id.
 
 One more adjustment is this machine's, not the probe's: a param naming a folder of the recording machine
-(``LOCAL_FOLDERS``) that does not exist here is left out, so the probe's default (the working folder)
-applies, and the command says so.
+(``LOCAL_FOLDERS``) is never used (evidence could name any host folder, and the run writes there): it is left
+out, so the probe's default (the working folder) applies, and the command says so. What else a command takes
+from evidence only on the user's word, and the bounds on its numbers, is ``probebook.reproduce.trust``.
+
+A document no probe run wrote (a campaign's: ``CAMPAIGN_PROBES``) is not re-run by reproduce; ``campaign_parts``
+names the ``probebook campaign`` commands that redo it.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ import argparse
 import dataclasses
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from measure.errors import ProbebookError
+from measure.errors import ProbebookError, printable
+from probebook.reproduce import trust
 
 LOCAL_FOLDERS: dict[str, tuple[str, ...]] = {"eval-boundary": ("checkpoint_dir",)}
 """Probe -> params that name a folder on the machine that measured (``--checkpoint-dir``)."""
@@ -39,6 +43,15 @@ class Run:
     config: dict[str, Any]
     """``dataclasses.asdict`` of today's probe ``Config`` built from ``command``."""
     notes: tuple[str, ...]
+    asks: tuple[str, ...] = ()
+    """Open values from the evidence this command line did not give (``trust.asks``): run only on the user's word."""
+    bounds: tuple[str, ...] = ()
+    """Recorded numbers past a re-run's bounds (``measure.evidence.reruns.out_of_bounds``): never run."""
+
+    @property
+    def who(self) -> str:
+        """``alias (sha256:0123456789ab)``: how a line names this run."""
+        return f"{self.alias} ({self.original[:19]})"
 
 
 class _Refusing(argparse.ArgumentParser):
@@ -63,14 +76,14 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _here(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The document with its recording machine's missing folders left out of its params, and a note for each."""
+    """The document with its recording machine's folders left out of its params, and a note for each."""
     params = dict(doc.get("params") or {})
     notes = []
     for name in LOCAL_FOLDERS.get(str(doc.get("probe")), ()):
-        folder = params.get(name)
-        if isinstance(folder, str) and not Path(folder).is_dir():
-            del params[name]
-            notes.append(f"{name} {folder} was a folder of the machine that measured; not here, so the default applies")
+        folder = params.pop(name, None)
+        if isinstance(folder, str):
+            shown = printable(folder, 120)
+            notes.append(f"{name} {shown} names a folder of the machine that measured; never used: the default applies")
     return {**doc, "params": params}, notes
 
 
@@ -85,8 +98,19 @@ def build_config(command: str) -> Any:
     return from_args(args.probe_name, args)
 
 
-def rebuild(alias: str, ident: str, doc: dict[str, Any], declarations: dict[str, Any], where: str) -> Run:
-    """The run repeating ``doc`` (cited as ``alias`` at ``where``) with today's probe; one line if it cannot."""
+def rebuild(
+    alias: str,
+    ident: str,
+    doc: dict[str, Any],
+    declarations: dict[str, Any],
+    where: str,
+    given: dict[str, list[str]] | None = None,
+) -> Run:
+    """The run repeating ``doc`` (cited as ``alias`` at ``where``) with today's probe; one line if it cannot.
+
+    ``given``: the open options' values this command line gave (param -> values); every other open value the
+    command takes from the evidence is in the run's ``asks``, every number past its bound in its ``bounds``."""
+    from measure.evidence.reruns import out_of_bounds
     from render.pages.provenance import command
 
     here, local = _here(doc)
@@ -101,4 +125,92 @@ def rebuild(alias: str, ident: str, doc: dict[str, Any], declarations: dict[str,
     except (TypeError, ValueError) as exc:
         raise ProbebookError(f"{what}: today's {doc.get('probe')} probe refuses its command ({exc}): {cmd}") from None
     values = dataclasses.asdict(config)
-    return Run(alias, ident, str(doc["probe"]), cmd, values, tuple(notes + local))
+    declared = declarations[str(doc["probe"])]["options"]
+    defaults = {name: spec["default"] for name, spec in declared.items()}
+    wanted = trust.asks(str(doc["probe"]), values, defaults, given or {})
+    over = out_of_bounds(values, {name: spec["flag"] for name, spec in declared.items()})
+    return Run(alias, ident, str(doc["probe"]), cmd, values, tuple(notes + local), tuple(wanted), tuple(over))
+
+
+CAMPAIGN_PROBES = ("campaign", "campaign-plan", "campaign-audit")
+"""Documents a campaign writes (``campaign collect``, ``plan``, ``audit``), not one probe run: redone by a campaign."""
+
+
+@dataclass(frozen=True)
+class CampaignPart:
+    """The cited documents of one campaign, and the ``probebook campaign`` commands that redo it."""
+
+    manifest: str
+    """The campaign's manifest id (a ``campaign-plan`` document)."""
+    name: str
+    aliases: tuple[str, ...]
+    spec: dict[str, Any] | None
+    """The spec the manifest froze (a batch sweep's; None for a follow-up or a manifest not in the archive)."""
+    spec_path: str
+    command: str
+    notes: tuple[str, ...]
+
+
+def is_campaign_part(doc: dict[str, Any]) -> bool:
+    return str(doc.get("probe")) in CAMPAIGN_PROBES
+
+
+def _manifest_of(ident: str, doc: dict[str, Any]) -> str | None:
+    if doc.get("probe") == "campaign-plan":
+        return ident
+    manifest = (doc.get("params") or {}).get("manifest")
+    return manifest if isinstance(manifest, str) else None
+
+
+def _runs_folder(name: str) -> str:
+    """``runs/NAME`` for a campaign name from evidence, its characters limited to a file name's safe ones."""
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "-" for c in name)[:80].lstrip(".")
+    return f"runs/{safe or 'campaign'}"
+
+
+def campaign_parts(
+    aliases: dict[str, str], docs: dict[str, dict[str, Any]], lookup: Any, archive: str, specs: str
+) -> list[CampaignPart]:
+    """One part per campaign the record cites documents of (``aliases``: alias -> id; ``lookup(id)``: an archived
+    document or None; ``specs``: the folder a batch sweep's spec is written to). Text from evidence is quoted."""
+    by_manifest: dict[str, list[str]] = {}
+    for alias in sorted(aliases):
+        doc = docs[aliases[alias]]
+        if is_campaign_part(doc):
+            by_manifest.setdefault(_manifest_of(aliases[alias], doc) or f"(none: {alias})", []).append(alias)
+    out = []
+    for manifest, names in sorted(by_manifest.items()):
+        plan = lookup(manifest) if manifest.startswith("sha256:") else None
+        first = docs[aliases[names[0]]]
+        params = (plan or {}).get("params") or {}
+        name = str(params.get("name") or (first.get("params") or {}).get("campaign") or "campaign")
+        data = (plan or {}).get("data") or {}
+        folder = _runs_folder(name)
+        spec_path = f"{specs}/campaign-{manifest.removeprefix('sha256:')[:12]}.yaml"
+        spec: dict[str, Any] | None = None
+        notes = [
+            f"{', '.join(names)}: documents of campaign {printable(name, 80)!r} (manifest {manifest[:19]}), not one "
+            "probe run: reproduce does not re-run it, and its numbers are missing from the comparison; this redoes it"
+        ]
+        if plan is None:
+            plan_cmd = f"probebook campaign plan SPEC --output {shlex.quote(folder)}"
+            notes.append(f"SPEC: a spec like the one manifest {manifest[:19]} froze (not in this archive)")
+        elif data.get("kind") == "optimizer-timing":
+            follows = lookup(str(data.get("follows"))) or {}
+            followed = str((follows.get("params") or {}).get("name") or "SWEEP")
+            source = _runs_folder(followed)
+            plan_cmd = (
+                f"probebook campaign plan --optimizer-timing-from {shlex.quote(source)} --output {shlex.quote(folder)}"
+            )
+            notes.append(f"{source}: the batch-sweep campaign it follows, run first")
+        else:
+            spec = dict(params)
+            plan_cmd = f"probebook campaign plan {shlex.quote(spec_path)} --output {shlex.quote(folder)}"
+            notes.append(f"{spec_path}: the spec manifest {manifest[:19]} froze (written there when reproduce runs)")
+        quoted, arch = shlex.quote(folder), shlex.quote(archive)
+        command = (
+            f"{plan_cmd} && probebook campaign run {quoted} && probebook --archive {arch} campaign collect {quoted} "
+            f"&& probebook --archive {arch} campaign audit {quoted}"
+        )
+        out.append(CampaignPart(manifest, name, tuple(names), spec, spec_path, printable(command), tuple(notes)))
+    return out

@@ -86,6 +86,7 @@ def numbers(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]], labe
                 "verdict": verdict.number_verdict(
                     o, n, oi, ni, verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {}), new is not None
                 ),
+                "basis": verdict.number_basis(old),
             }
         )
     return out
@@ -119,9 +120,16 @@ def claim_rows(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]]) -
 
 
 def summary(nums: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[str, int]:
-    """The counts of each verdict (a claim not comparable is counted in ``claims`` only)."""
-    out = {"numbers": len(nums), "within": 0, "outside": 0, "not_comparable": 0, "missing": 0}
+    """The counts of each verdict (a claim not comparable is counted in ``claims`` only). The verdicts count the
+    measured numbers; the recorded ones (``verdict.number_basis``) are counted apart, with how many are the same."""
+    out = {"numbers": len(nums), "measured": 0, "within": 0, "outside": 0, "not_comparable": 0, "missing": 0}
+    out.update({"recorded": 0, "recorded_same": 0})
     for n in nums:
+        if n.get("basis") == verdict.RECORDED:
+            out["recorded"] += 1
+            out["recorded_same"] += n["verdict"] == "within"
+            continue
+        out["measured"] += 1
         out[n["verdict"].replace(" ", "_")] += 1
     out.update({"claims": len(claims), "held": 0, "flipped": 0})
     for c in claims:

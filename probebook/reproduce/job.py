@@ -13,11 +13,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+RUNNER_ENV = "PROBEBOOK_REPRODUCE_RUNNER"
+"""Set by a local ``reproduce`` for its jobs: the runner's ``measure.lifetime.process_token``. A job ends when that
+runner does (killed, even by SIGKILL), so no job outlives the ``reproduce`` that started it."""
+
 
 def run_one(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, Any]:
     """Run the point's probe with its config; store the evidence; return what the receipt records."""
     started = time.time()
     from filelock import FileLock
+
+    from measure.lifetime import watch_token
+
+    watch_token(os.environ.get(RUNNER_ENV))  # on another machine (a Slurm node) it watches nothing
 
     from measure.cli import probe_module
     from measure.evidence.envelope import MEASURED

@@ -17,9 +17,11 @@ The rule, for a cited document D and a document C of the other archive:
    machines, and the whole result is labelled ``cross-machine``, never called a reproduction.
 
 Exactly one match (of D's GPU model if any, else of the others) is D's counterpart. None is *missing*;
-several are *ambiguous* and all are listed. Missing or ambiguous documents stop ``reproduce`` with one
-line naming them, unless ``--partial``: then the comparison goes on with the documents that matched, and
-every number of the others is ``missing``.
+several are *ambiguous* and all are listed. A record may cite one command twice (``sweep`` and
+``sweep_again``), so a plain archive holding both new runs has two matches for each; given a reproduction's own
+folder instead, its manifest names the alias each run answers (``by_manifest``) and the rule is not needed.
+Missing or ambiguous documents stop ``reproduce`` with one line naming them, unless ``--partial``: then the
+comparison goes on with the documents that matched, and every number of the others is ``missing``.
 """
 
 from __future__ import annotations
@@ -125,4 +127,27 @@ def match(
             result.found[alias] = picked[0]
             if not same:
                 result.across[alias] = gpu(others[picked[0]]) or "CPU"
+    return result
+
+
+def by_manifest(
+    points: list[dict[str, Any]],
+    done: dict[str, str],
+    cited: dict[str, str],
+    docs: dict[str, dict[str, Any]],
+    others: dict[str, dict[str, Any]],
+) -> Matches:
+    """``--with`` a reproduction's folder: each cited alias's run as the folder's manifest planned it (``points``:
+    one per alias, with the ``original`` id it repeats; ``done``: alias -> the evidence its run stored). An alias the
+    folder planned for another original, or whose run stored nothing, is missing; rule 3 labels the result."""
+    planned = {str(p.get("key")): p.get("original") for p in points}
+    result = Matches()
+    for alias, ident in sorted(cited.items()):
+        got = done.get(alias)
+        if planned.get(alias) != ident or got is None or got not in others:
+            result.missing.append(alias)
+            continue
+        result.found[alias] = got
+        if gpu(others[got]) != gpu(docs[ident]):
+            result.across[alias] = gpu(others[got]) or "CPU"
     return result

@@ -2,13 +2,18 @@
 
 1. The record version is read from the sources (``--docs``) and its cited evidence from ``--archive``.
 2. Re-measure (the default): each cited run's command is rebuilt with today's probe
-   (``probebook.reproduce.commands``) and run as one job of a campaign folder
+   (``probebook.reproduce.commands``), printed, and run as one job of a campaign folder
    (``probebook.reproduce.campaign``: resumable, local or Slurm, ``--budget-s``). ``--dry-run`` prints the
    commands and runs nothing; ``--measure-only`` stops once the runs are stored (for a GPU machine that
    lacks what the comparison needs; compare later with ``--with`` the folder). Or ``--with ARCHIVE``: each
    cited document's counterpart in another archive (``probebook.reproduce.match``), nothing run. Or
    ``--with sha256:ID``, an earlier reproduction of the same record version in ``--archive``: its new runs, as it
    paired them, compared again by today's code (after a derivation changed, say, intervals on medians), nothing run.
+   A value a command takes from evidence that could run code or open a path (``--workload``, ``--corpus``) runs
+   only on the user's word, and numbers past a re-run's bounds are refused (``probebook.reproduce.trust``).
+   Documents a campaign wrote are not re-run: the ``probebook campaign`` commands that redo them are named
+   (``commands.campaign_parts``) and their numbers are missing from the comparison. New runs on another GPU model
+   than the cited ones make the result ``cross-machine``, never a reproduction.
 3. The record is rendered on both id sets and every number and claim compared
    (``probebook.reproduce.compare``, verdicts by ``probebook.reproduce.verdict``).
 4. The result is stored in ``--archive`` (or ``--out``) as evidence of probe ``reproduction`` (its data's layout below),
@@ -18,14 +23,16 @@
 The data layout (the site reads it: ``render.derive.reproduction``): ``record``, ``version``, ``title``,
 ``mode`` (``reproduction`` or ``cross-machine``), ``original`` and ``new`` (alias -> id), ``rule``,
 ``numbers`` (key, label, old, new, old_low, old_high, new_low, new_high, unit, shown_old, shown_new, change,
-verdict), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``commands``, ``wall_s``.
+verdict, basis), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``commands``,
+``campaign_commands`` (alias -> the campaign command that redoes it), ``wall_s``.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +64,10 @@ class Options:
     retry_failed: bool = False
     point_timeout_s: float = 3600.0
     json: bool = False
+    trust_evidence: bool = False
+    """Run every value the cited evidence names (after printing the commands), as if given here."""
+    given: dict[str, list[str]] = field(default_factory=dict)
+    """The open options' values given on this command line (param -> values): those run without --trust-evidence."""
 
 
 def record_page(docs: Path, slug: str, version: int | None) -> tuple[Any, Any]:
@@ -150,15 +161,18 @@ def default_folder(slug: str, version: int) -> Path:
     return Path("runs") / f"reproduce-{slug}-v{version}"
 
 
-def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str, str], dict[str, dict]]:
-    """Run (or resume) the runs' campaign; (status, alias -> new id, new id -> document)."""
+def remeasure(
+    opts: Options, page: Any, runs: list[Any], parts: list[Any]
+) -> tuple[int, dict[str, str], dict[str, dict]]:
+    """Run (or resume) the runs' campaign; (status, alias -> new id, new id -> document). Writes the spec of each
+    campaign part its command names into the folder."""
     import os
 
     from measure.evidence.store import Store
     from probebook.campaign.spec import Executor, executor_from, read_yaml
     from probebook.reproduce import campaign
 
-    folder = opts.folder or default_folder(page.slug, page.version)
+    folder = folder_of(opts, page)
     # a job starts in the folder's source snapshot: a relative entry (PYTHONPATH=.) would name the wrong folder there
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if paths:
@@ -170,6 +184,7 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
             raise ProbebookError(f"--executor-spec {opts.executor_spec}: a YAML mapping with one key, executor")
         executor = executor_from(doc, f"--executor-spec {opts.executor_spec}")
     campaign.plan(folder, f"reproduce-{page.slug}-v{page.version}", runs, executor)
+    campaign.write_specs(parts)
     code, _wall = campaign.run(folder, opts.executor, opts.budget_s, opts.retry_failed)
     done, not_done = campaign.results(folder)
     line = campaign.status_line(code, folder)
@@ -188,6 +203,64 @@ def remeasure(opts: Options, page: Any, runs: list[Any]) -> tuple[int, dict[str,
         target.put_bytes(raw)  # the new runs are evidence of the archive the reproduction is stored in
         docs[ident] = doc
     return 0, done, docs
+
+
+def folder_of(opts: Options, page: Any) -> Path:
+    """The reproduction's campaign folder: ``--folder``, else ``runs/reproduce-RECORD-vN``."""
+    return Path(opts.folder or default_folder(page.slug, page.version))
+
+
+def across_machines(
+    aliases: dict[str, str], docs: dict[str, dict[str, Any]], new: dict[str, str], new_docs: dict[str, dict[str, Any]]
+) -> dict[str, str]:
+    """alias -> ``old GPU -> new GPU`` of each new run measured on another GPU model (``machine.gpu``; None is the
+    CPU) than the run it repeats: a comparison across machines, not a reproduction."""
+    from probebook.reproduce.match import gpu
+
+    out = {}
+    for alias, ident in sorted(new.items()):
+        old, now = gpu(docs[aliases[alias]]), gpu(new_docs[ident])
+        if old != now:
+            out[alias] = f"{old or 'CPU'} -> {now or 'CPU'}"
+    return out
+
+
+def listing(runs: list[Any], parts: list[Any]) -> list[str]:
+    """The commands reproduce runs (and the campaign commands it does not), each after its comment lines."""
+    lines = []
+    for r in runs:
+        lines += [f"# {r.who}: {r.probe}", *(f"# {n}" for n in r.notes)]
+        if r.asks:
+            lines.append(f"# needs your word (pass it to reproduce yourself, or --trust-evidence): {', '.join(r.asks)}")
+        lines.append(r.command)
+    for part in parts:
+        lines += [*(f"# {n}" for n in part.notes), part.command]
+    return lines
+
+
+def _refuse_unbounded(runs: list[Any], where: str) -> None:
+    over = {r.who: r.bounds for r in runs if r.bounds}
+    if over:
+        named = "; ".join(f"evidence {who} names {', '.join(b)}" for who, b in sorted(over.items()))
+        raise ProbebookError(f"{where}: {named} (bounds: measure/evidence/reruns.py BOUNDS); nothing was run")
+
+
+def _refuse_unasked(runs: list[Any], where: str, trusted: bool) -> None:
+    from probebook.reproduce import trust
+
+    wanted = {r.who: list(r.asks) for r in runs if r.asks}
+    if wanted and not trusted:
+        raise ProbebookError(trust.consent_error(where, wanted))
+
+
+def _show(lines: list[str], to_stderr: bool) -> None:
+    """The commands before anything runs: on stdout, or as log lines on stderr where stdout carries --json."""
+    for line in lines:
+        if to_stderr:
+            log.warning("reproduce: %s", line)
+        else:
+            sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def measured_on(new_docs: dict[str, dict[str, Any]], here: dict[str, Any]) -> dict[str, Any]:
@@ -242,17 +315,33 @@ def reproduce(opts: Options) -> Outcome:
     aliases, docs = cited(page, opts.archive)
     declared = declarations()
     where = str(page.path)
+    parts = commands.campaign_parts(
+        aliases, docs, _lookup(opts.archive), str(opts.archive), str(folder_of(opts, page) / "campaigns")
+    )
+    set_aside = {a for part in parts for a in part.aliases}
+    measurable = {a: i for a, i in aliases.items() if a not in set_aside}  # the runs reproduce itself compares
+    campaign_commands = {a: part.command for part in parts for a in part.aliases}
     if opts.other is None:
-        runs = [commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where) for a in sorted(aliases)]
+        runs = [
+            commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where, opts.given) for a in sorted(measurable)
+        ]
+        lines = listing(runs, parts)
         if opts.dry_run:
-            lines = []
-            for r in runs:
-                lines += [f"# {r.alias} ({r.original[:19]}): {r.probe}", *(f"# {n}" for n in r.notes), r.command]
+            _refuse_unbounded(runs, where)
             return Outcome(0, lines)
-        code, new, new_docs = remeasure(opts, page, runs)
+        _show(lines, opts.json)
+        _refuse_unbounded(runs, where)
+        _refuse_unasked(runs, where, opts.trust_evidence)
+        if not runs:
+            log.warning("reproduce: %s: every cited document comes from a campaign; run the commands above", where)
+            return Outcome(0, [])
+        code, new, new_docs = remeasure(opts, page, runs, parts)
         if code != 0 or opts.measure_only:
             return Outcome(code, [f"{alias} {ident}" for alias, ident in sorted(new.items())] if code == 0 else [])
-        mode, command_lines = "reproduction", [r.command for r in runs]
+        across = across_machines(aliases, docs, new, new_docs)
+        for alias, moved in across.items():
+            log.warning("reproduce: %s: measured on another GPU model (%s): a comparison across machines", alias, moved)
+        mode, command_lines = ("cross-machine" if across else "reproduction"), [r.command for r in runs]
     elif str(opts.other).startswith("sha256:"):
         new, mode = earlier_runs(opts.archive, str(opts.other), page, aliases)
         store = Store(opts.archive)
@@ -265,7 +354,11 @@ def reproduce(opts: Options) -> Outcome:
     else:
         other = other_archive(opts.other)
         others = other.docs
-        found = match.match(aliases, docs, others, declared)
+        planned = reproduction_folder(Path(opts.other))
+        if planned is not None:  # a reproduction's folder pairs its runs as its own manifest planned them
+            found = match.by_manifest(planned[0], planned[1], measurable, docs, others)
+        else:
+            found = match.match(measurable, docs, others, declared)
         problems = found.problems()
         if problems and not opts.partial:
             raise ProbebookError(
@@ -279,6 +372,9 @@ def reproduce(opts: Options) -> Outcome:
         target = Store(opts.out or opts.archive)
         for ident in sorted(new_docs):  # the matched documents join the archive the reproduction is stored in
             target.put_bytes(other.raw[ident])
+    if opts.other is not None:
+        for part in parts:
+            log.warning("reproduce: %s: %s", part.notes[0], part.command)
     result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared)
     data = {
         "record": page.slug,
@@ -290,6 +386,37 @@ def reproduce(opts: Options) -> Outcome:
         "rule": verdict.RULE,
         **result,
         "commands": command_lines,
+        "campaign_commands": dict(sorted(campaign_commands.items())),
         "wall_s": time.perf_counter() - started,
     }
     return Outcome(0, [], data, archived(opts, page, data, new_docs))
+
+
+def _lookup(archive: Path) -> Any:
+    """``id -> document or None`` in ``archive`` (a campaign's manifest, which a record need not cite)."""
+    from measure.evidence.store import Store
+
+    store = Store(archive)
+
+    def get(ident: str) -> dict[str, Any] | None:
+        try:
+            return _read(store, store.resolve(ident))[0]
+        except ProbebookError:
+            return None
+
+    return get
+
+
+def reproduction_folder(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]] | None:
+    """A reproduction's folder given to ``--with``: (its manifest's points, point key -> the evidence its run
+    stored); None for anything else (an archive, another campaign's folder)."""
+    from probebook.campaign.plan import load_manifest
+    from probebook.reproduce import campaign
+
+    if not (path / "manifest.id").is_file():
+        return None
+    _ident, manifest = load_manifest(path)
+    if manifest["data"].get("kind") != campaign.KIND:
+        return None
+    done, _not_done = campaign.results(path)
+    return list(manifest["data"]["points"]), done

@@ -71,6 +71,21 @@ def exact_by_nature(row: dict[str, Any]) -> bool:
     return derivation.startswith(("evidence field params.", "the code's constant"))
 
 
+MEASURED = "measured"
+RECORDED = "recorded"
+"""A number's basis in a reproduction: counted apart (``compare.summary``), as a recorded number that agrees is the
+evidence restated, not a measurement that reproduced."""
+
+
+def number_basis(row: dict[str, Any]) -> str:
+    """``recorded`` for a ledger row whose number the evidence recorded rather than measured: a param or a code
+    constant (``exact_by_nature``), or a reading of the machine (the record's Environment block, keyed
+    ``environment…``: GPU count, power limit, clocks; or a ``machine.`` field); else ``measured``."""
+    key, derivation = str(row.get("key") or ""), str(row.get("derivation") or "")
+    machine = key.startswith("environment") or derivation.startswith("evidence field machine.")
+    return RECORDED if exact_by_nature(row) or machine else MEASURED
+
+
 def claim_verdict(old: bool, new: bool | None) -> str:
     """``held``, ``flipped`` or ``not comparable`` for a claim true (``old``) or false on the original evidence.
 

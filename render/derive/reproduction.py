@@ -21,6 +21,8 @@ PROBE = "reproduction"
 MODES = ("reproduction", "cross-machine")
 NUMBER_VERDICTS = ("within", "outside", "not comparable", "missing")
 CLAIM_VERDICTS = ("held", "flipped", "not comparable")
+NUMBER_BASES = ("measured", "recorded")
+"""What a number is: measured, or recorded (a param, a constant, a reading of the machine), counted apart."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class NumberRow:
     shown_old: str
     shown_new: str
     verdict: str
+    basis: str = "measured"
+    """``measured`` or ``recorded`` (``NUMBER_BASES``); a document older than the field counts every number measured."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,7 @@ def parse(ident: str, doc: dict[str, Any]) -> Reproduction:
                 shown_old=_text(ident, f"{where}.shown_old", row.get("shown_old", "")),
                 shown_new=_text(ident, f"{where}.shown_new", row.get("shown_new", "")),
                 verdict=_choice(ident, f"{where}.verdict", row.get("verdict"), NUMBER_VERDICTS),
+                basis=_choice(ident, f"{where}.basis", row.get("basis", "measured"), NUMBER_BASES),
             )
         )
     claims = []
@@ -196,14 +201,22 @@ def relative_change(old: float | None, new: float | None) -> float | None:
 
 COUNTED = ("within", "outside", "not_comparable", "missing", "held", "flipped")
 """The counts a reproduction is summarised by, as ``verdict_counts`` names them."""
+APART = ("measured", "recorded", "recorded_same")
+"""The measured numbers (whose verdicts ``COUNTED`` counts), and the recorded ones, counted apart with how many of
+them the new evidence states the same: a recorded param that agrees is not a measurement that reproduced."""
 
 
 def verdict_counts(numbers: tuple[NumberRow, ...], claims: tuple[ClaimRow, ...]) -> dict[str, int]:
     """How many numbers and claims got each verdict, and how many of each there are (plain counts)."""
     counts = {"numbers": len(numbers), "claims": len(claims)}
-    for name in COUNTED:
+    for name in COUNTED + APART:
         counts[name] = 0
     for n in numbers:
+        if n.basis == "recorded":
+            counts["recorded"] += 1
+            counts["recorded_same"] += n.verdict == "within"
+            continue
+        counts["measured"] += 1
         counts[n.verdict.replace(" ", "_")] += 1
     for c in claims:
         if c.verdict != "not comparable":

@@ -68,6 +68,14 @@ def count(repro: derive.Reproduction, name: str, value: int) -> Quantity:
     what = "claims" if name in ("claims", "held", "flipped") else "numbers"
     verdict = name.replace("_", " ")
     derivation = f"count of data.{what}" if name == what else f"count of data.{what} with verdict '{verdict}'"
+    if name in derive.APART:  # counted by basis; a measured number's verdicts are counted among the measured only
+        derivation = {
+            "measured": "count of data.numbers with basis 'measured'",
+            "recorded": "count of data.numbers with basis 'recorded'",
+            "recorded_same": "count of data.numbers with basis 'recorded' and verdict 'within'",
+        }[name]
+    elif what == "numbers" and name != what:
+        derivation += " among those with basis 'measured'"
     return Quantity(
         value,
         "",
@@ -91,12 +99,14 @@ def _all(docs: dict[str, dict[str, Any]]) -> dict[tuple[str, int], list[derive.R
 
 
 def _sentence(rel: str, q: dict[str, Quantity]) -> str:
-    """``41 of 45 numbers within their uncertainty, 3 outside, 1 not comparable, 0 missing``."""
+    """``21 of 24 measured numbers within their uncertainty, 2 outside, 1 not comparable, 0 missing; 18 of 18 recorded
+    numbers the same``."""
     return (
-        f"{q['within'].markdown(rel)} of {q['numbers'].markdown(rel)} numbers within their uncertainty, "
+        f"{q['within'].markdown(rel)} of {q['measured'].markdown(rel)} measured numbers within their uncertainty, "
         f"{q['outside'].markdown(rel)} outside it, {q['not_comparable'].markdown(rel)} not comparable, "
-        f"{q['missing'].markdown(rel)} missing; {q['flipped'].markdown(rel)} of {q['claims'].markdown(rel)} "
-        "claims flipped"
+        f"{q['missing'].markdown(rel)} missing; {q['recorded_same'].markdown(rel)} of {q['recorded'].markdown(rel)} "
+        f"recorded numbers (params, constants, readings of the machine) the same; "
+        f"{q['flipped'].markdown(rel)} of {q['claims'].markdown(rel)} claims flipped"
     )
 
 
@@ -154,8 +164,8 @@ def index_status(sources: Sources, docs: dict[str, dict[str, Any]]) -> dict[str,
         claims = "claim" if newest.claims and len(newest.claims) == 1 else "claims"
         out[page.rel] = (
             f"[{word} {escape_text(newest.date)}]({link}): {q['within'].markdown(here)} of "
-            f"{q['numbers'].markdown(here)} within, {q['flipped'].markdown(here)} of {q['claims'].markdown(here)} "
-            f"{claims} flipped"
+            f"{q['measured'].markdown(here)} measured numbers within, {q['flipped'].markdown(here)} of "
+            f"{q['claims'].markdown(here)} {claims} flipped"
         )
     return out
 
