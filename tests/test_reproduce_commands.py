@@ -172,10 +172,11 @@ def test_with_an_archive_of_the_same_runs_every_number_is_within_and_every_claim
         ("environment.gpu_count", "within"),  # the Environment block's numbers are ledger rows too
     ]
     assert [c["verdict"] for c in data["claims"]] == ["held", "held"]  # the Answer and the body's claim
+    assert [n["basis"] for n in data["numbers"]] == ["measured", "measured", "recorded"]
     assert data["summary"] == {
-        "numbers": 3, "within": 3, "outside": 0, "not_comparable": 0, "missing": 0,
-        "claims": 2, "held": 2, "flipped": 0,
-    }  # fmt: skip
+        "numbers": 3, "measured": 2, "within": 2, "outside": 0, "not_comparable": 0, "missing": 0,
+        "recorded": 1, "recorded_same": 1, "claims": 2, "held": 2, "flipped": 0,
+    }  # fmt: skip  # the GPU count is a reading of the machine, counted apart from the two measured fits
     assert set(data["new"].values()) <= set(Store(tmp_path / "archive").ids())  # the matches joined the archive
     stored = Store(tmp_path / "archive").get(data["evidence"])
     assert stored["probe"] == "reproduction" and stored["data"] == {k: v for k, v in data.items() if k != "evidence"}
@@ -211,7 +212,7 @@ def test_executor_spec_is_read_like_a_campaign_specs_executor_section(cli_here, 
     shutil.copytree(FIXTURE / "archive", archive)
     spec = tmp_path / "executor.yaml"
     spec.write_text("executor:\n  max_concurrent: 0\n", encoding="utf-8")
-    args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs")]
+    args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs"), "--trust-evidence"]
     r = cli_here(*args, "--executor-spec", str(spec), "--folder", str(tmp_path / "run"))
     assert r.returncode == 2 and "executor.max_concurrent must be >= 1" in r.stderr, r.stderr
     spec.write_text("executor:\n  slurm:\n    gpus: 1\n    no_such: 2\n", encoding="utf-8")

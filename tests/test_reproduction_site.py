@@ -118,16 +118,34 @@ def test_verdict_counts_count_every_verdict_and_the_summary_is_checked_against_t
     assert derive.verdict_counts(repro.numbers, repro.claims) == {
         "numbers": 5,
         "claims": 2,
+        "measured": 5,  # a document older than data.numbers[].basis: every number counted measured
         "within": 2,
         "outside": 1,
         "not_comparable": 1,
         "missing": 1,
+        "recorded": 0,
+        "recorded_same": 0,
         "held": 1,
         "flipped": 1,
     }
     assert derive.summary_mismatch(repro) == []
     doc["data"]["summary"]["within"] = 4
     assert derive.summary_mismatch(derive.parse(REPRO, doc)) == ["within"]
+
+
+def test_recorded_numbers_are_counted_apart_from_the_measured_ones_and_their_verdicts() -> None:
+    rows = (
+        _number(0, "within", 1.0, 1.01),
+        _number(1, "outside", 1.0, 0.5),
+        dataclasses.replace(_number(2, "within", 4.0, 4.0), basis="recorded"),  # a param restated: not a reproduction
+        dataclasses.replace(_number(3, "outside", 4.0, 8.0), basis="recorded"),
+        dataclasses.replace(_number(4, "missing", 4.0, None), basis="recorded"),
+    )
+    counts = derive.verdict_counts(rows, ())
+    assert {k: counts[k] for k in ("numbers", "measured", "within", "outside", "missing")} == {
+        "numbers": 5, "measured": 2, "within": 1, "outside": 1, "missing": 0,
+    }  # fmt: skip
+    assert (counts["recorded"], counts["recorded_same"]) == (3, 1)
 
 
 @pytest.mark.parametrize(
@@ -137,6 +155,11 @@ def test_verdict_counts_count_every_verdict_and_the_summary_is_checked_against_t
         ("version", "6", "data.version must be a whole number"),
         ("original", {"run": "sha256:abc"}, "data.original.run must be a full evidence id"),
         ("numbers", [{"key": "k", "old": "1.0", "verdict": "within"}], "data.numbers[0].old must be a finite number"),
+        (
+            "numbers",
+            [{"key": "k", "verdict": "within", "basis": "guessed"}],
+            "data.numbers[0].basis must be one of measured, recorded",
+        ),
     ],
 )
 def test_a_malformed_reproduction_is_refused_in_one_line_naming_its_field(field: str, value: Any, said: str) -> None:
@@ -173,12 +196,11 @@ def test_fixture_archive_regenerates_byte_for_byte(tmp_path: Path) -> None:
 def test_the_record_shows_each_reproduction_with_its_counts_and_flipped_claims(site: BuildPaths) -> None:
     text = _text((site.site / f"{RECORD}.html").read_text(encoding="utf-8"))
     section = text.split("Reproductions", 1)[1].split("Environment", 1)[0]
-    assert "Reproduction of 2026-12-02 On 1 × NVIDIA H200: 2 of 5 numbers within their uncertainty, 1 outside it, " in (
-        section
-    )
-    assert "1 not comparable, 1 missing; 1 of 2 claims flipped" in section
+    said = "Reproduction of 2026-12-02 On 1 × NVIDIA H200: 2 of 5 measured numbers within their uncertainty, "
+    assert said + "1 outside it, 1 not comparable, 1 missing; 0 of 0 recorded numbers " in section
+    assert "(params, constants, readings of the machine) the same; 1 of 2 claims flipped" in section
     # the one measured on another GPU model is a comparison across machines, never a reproduction
-    assert "Comparison across machines of 2026-12-02 On 2 × NVIDIA H100 80GB HBM3: 0 of 1 numbers" in section
+    assert "Comparison across machines of 2026-12-02 On 2 × NVIDIA H100 80GB HBM3: 0 of 1 measured numbers" in section
     assert "Flipped claims: **bold** <img src=x onerror=alert(1)> [link](javascript:alert(2)) `code` | a pipe" in (
         section
     )
@@ -206,7 +228,7 @@ def test_the_comparison_page_sorts_by_how_far_each_number_moved(site: BuildPaths
 
 def test_the_records_index_shows_each_records_newest_reproduction(site: BuildPaths) -> None:
     text = _text((site.site / "records" / "index.html").read_text(encoding="utf-8"))
-    assert "reproduced 2026-12-02: 2 of 5 within, 1 of 2 claims flipped" in text
+    assert "reproduced 2026-12-02: 2 of 5 measured numbers within, 1 of 2 claims flipped" in text
 
 
 def test_the_evidence_page_reads_as_data_and_links_the_comparison(site: BuildPaths) -> None:
@@ -305,7 +327,7 @@ def test_a_new_reproduction_rebuilds_its_record_page_incrementally(tmp_path: Pat
     build(inc)
     assert page.stat().st_mtime_ns != before
     text = _text(page.read_text(encoding="utf-8"))
-    assert "Reproduction of 2026-12-03 On 1 × NVIDIA H200: 1 of 1 numbers within their uncertainty" in text
+    assert "Reproduction of 2026-12-03 On 1 × NVIDIA H200: 1 of 1 measured numbers within their uncertainty" in text
     index = _text((inc.site / "records" / "index.html").read_text(encoding="utf-8"))
     assert "reproduced 2026-12-03: 1 of 1 within, 0 of 0 claims flipped" in index
     assert (inc.site / "evidence" / "comparison" / f"{added[7:]}.html").is_file()
