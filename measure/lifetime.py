@@ -49,34 +49,32 @@ def _watch_parent(parent: int) -> None:
 
 
 def _started(pid: int) -> str | None:
-    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22); None when it is gone.
-    A pid is reused once its process ends: the start time tells the process apart from a later one."""
+    """When process ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22); None when it is gone
+    or a zombie (ended, not yet reaped). A pid is reused once its process ends: the start time tells the process
+    apart from a later one."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
             stat = fh.read()
     except OSError:
         return None
     fields = stat.rpartition(")")[2].split()  # the command name, in parentheses, may hold spaces
-    return fields[19] if len(fields) > 19 else None
+    return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else None
 
 
-def die_with_process(pid: int, started: str | None = None) -> bool:
+def die_with_process(pid: int, started: str) -> None:
     """End this process (``os._exit``) once process ``pid``, not its parent, ends: a job a runner started through
-    another process (submitit's controller) that must not outlive the runner. Polls every ``PARENT_POLL_S``.
-
-    ``started``: the runner's start time as ``_started`` reads it (default: now). False (nothing watched) where
-    ``/proc`` is missing or ``pid`` is already gone."""
-    first = _started(pid)
-    if first is None or (started is not None and first != started):
-        return False
+    another process (submitit's controller) that must not outlive the runner. Polls every ``PARENT_POLL_S``;
+    ``started`` is the runner's start time as ``_started`` read it, so a later process given the same pid is not
+    taken for it. A runner already gone ends this process at once: it started a job nobody waits for."""
+    if _started(pid) != started:
+        os._exit(1)
 
     def watch() -> None:
-        while _started(pid) == first:
+        while _started(pid) == started:
             time.sleep(PARENT_POLL_S)
         os._exit(1)
 
     threading.Thread(target=watch, name="watch-runner", daemon=True).start()
-    return True
 
 
 def process_token(pid: int) -> str | None:
@@ -94,8 +92,10 @@ def _boot_id() -> str | None:
 
 
 def watch_token(token: str | None) -> bool:
-    """``die_with_process`` for a ``process_token``; nothing on another machine or boot (a Slurm node)."""
+    """``die_with_process`` for a ``process_token``; whether it watches (not on another machine or boot: a Slurm
+    node, where the runner's pid names nothing)."""
     parts = (token or "").split(":")
-    if len(parts) != 3 or not parts[0].isdigit():
+    if len(parts) != 3 or not parts[0].isdigit() or _boot_id() != parts[2]:
         return False
-    return _boot_id() == parts[2] and die_with_process(int(parts[0]), parts[1])
+    die_with_process(int(parts[0]), parts[1])
+    return True
