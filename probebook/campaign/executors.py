@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -176,12 +177,47 @@ def finished_local(handle: Any) -> bool | None:
     return False if _local_alive(handle.job_id) else None
 
 
-def cancel(kind: str, handle: Any) -> None:
-    """Stop a job (local: interrupt its controller, which kills the job's process)."""
-    if kind == "local" and getattr(handle, "_process", None) is None:
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it, parents first (from ``/proc``'s parent links; just ``pid`` without it)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            os.kill(int(handle.job_id), 2)
-        except (OSError, ValueError):
-            pass
+            fields = stat.read_text(encoding="ascii", errors="replace").rpartition(")")[2].split()
+        except OSError:  # ended while listed
+            continue
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        out.append(todo.pop(0))
+        todo += children.get(out[-1], [])
+    return out
+
+
+def _controls(pid: int) -> bool:
+    """Whether ``pid`` is a local job's shell or submitit controller (not the job's own process)."""
+    try:
+        return b"submitit.local._local" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def cancel(kind: str, handle: Any, force: bool = False) -> None:
+    """Stop a job. Local: interrupt the job's own process (and any it started), below the shell that runs the job's
+    setup lines and submitit's controller: neither passes a signal on, and an interrupted controller prints a
+    traceback on the runner's stderr, while the job's goes to its own log. The controller ends once the job has.
+    ``force``: kill the whole tree, shell and controller included (a job that did not end when interrupted)."""
+    if kind == "local":
+        try:
+            tree = process_tree(int(handle.job_id))
+        except ValueError:
+            return
+        for pid in tree:
+            if not force and _controls(pid):
+                continue
+            try:
+                os.kill(pid, signal.SIGKILL if force else signal.SIGINT)
+            except OSError:  # already gone
+                pass
         return
     handle.cancel(check=False)

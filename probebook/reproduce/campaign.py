@@ -119,8 +119,7 @@ class _Shown(Runner):
 
 
 CANCEL_WAIT_S = 30.0
-"""How long a cancelled job's process may take to end before it is killed (submitit's controller interrupts its
-job, then kills it a second later)."""
+"""How long an interrupted job may take to end (its probe stores what it has) before it is killed."""
 
 
 def _interrupt(signum: int, _frame: Any) -> None:
@@ -128,8 +127,8 @@ def _interrupt(signum: int, _frame: Any) -> None:
 
 
 def cancel_live(runner: Runner, why: str) -> list[str]:
-    """Cancel every job the runner has in flight, wait for each to end, and settle its receipt ``cancelled``
-    (a failed state: the next run's ``--retry-failed`` runs it again); the keys cancelled."""
+    """Cancel every job the runner has in flight, wait for each to end (killed after ``CANCEL_WAIT_S``), and settle
+    its receipt failed, ``cancelled: ...`` (the next run's ``--retry-failed`` runs it again); the keys cancelled."""
     from probebook.campaign import executors
 
     cancelled = []
@@ -137,11 +136,11 @@ def cancel_live(runner: Runner, why: str) -> list[str]:
         kind = runner.receipts[key]["attempts"][-1]["executor"]
         executors.cancel(kind, handle)
         process = getattr(handle, "_process", None)
-        if process is not None:  # a local job's controller, started by this runner
+        if process is not None:  # a local job's shell, started by this runner: it ends when the job has
             try:
                 process.wait(timeout=CANCEL_WAIT_S)
-            except Exception:  # still running: it goes now, and its job follows it (the job watches the runner)
-                process.kill()
+            except Exception:  # the job did not end when interrupted: it goes now
+                executors.cancel(kind, handle, force=True)
                 process.wait()
         runner._settle(key, handle, "failed", f"cancelled: {why}")
         cancelled.append(key)
