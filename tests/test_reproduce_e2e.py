@@ -21,11 +21,11 @@ from make_fixtures import SHORT_SLEEP_S  # noqa: E402
 
 LAYOUT = {
     "record", "version", "title", "mode", "original", "new", "rule", "numbers", "claims", "summary", "commands",
-    "wall_s",
+    "campaign_commands", "wall_s",
 }  # fmt: skip
 NUMBER = {
     "key", "label", "old", "new", "old_low", "old_high", "new_low", "new_high", "unit", "shown_old", "shown_new",
-    "change", "verdict",
+    "change", "verdict", "basis",
 }  # fmt: skip
 
 
@@ -38,6 +38,7 @@ def test_reproduce_remeasures_resumes_and_finds_the_flipped_claim(cli, tmp_path:
         "PROBEBOOK_TEST_SLEEP_S": SHORT_SLEEP_S,  # the original ran with a long sleep
     }
     args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs")]
+    args += ["--workload", "sleepy:factory", "--workload", "sleepy:fixed"]  # the plug-ins its evidence names
     args += ["--folder", str(folder), "--json"]
     # a budget spent once the first run is submitted: it finishes, the second waits (exit 3)
     first = cli(*args, "--budget-s", "0.5", env=env, timeout=300)
@@ -77,8 +78,11 @@ def test_reproduce_remeasures_resumes_and_finds_the_flipped_claim(cli, tmp_path:
     # the two-machine path: the measuring half (here: nothing left to run), then --with the folder it filled
     measured = cli(*args[:-1], "--measure-only", env=env, timeout=300)
     assert measured.returncode == 0, measured.stderr
-    assert measured.stdout.split() == ["reference", done, "sweep", receipts["sweep"]["evidence"]]
-    matched = cli(*args[:6], "--with", str(folder), "--json", env=env, timeout=300)
+    shown = [ln for ln in measured.stdout.splitlines() if ln.startswith(("# ", "probebook measure "))]
+    assert sum(ln.startswith("probebook measure step-scaling ") for ln in shown) == 2  # printed before running
+    ids = [ln for ln in measured.stdout.splitlines() if ln not in shown]
+    assert " ".join(ids).split() == ["reference", done, "sweep", receipts["sweep"]["evidence"]]
+    matched = cli(*args[:6], "--with", str(folder), "--json", env=env, timeout=300)  # paired by its manifest
     assert matched.returncode == 0, matched.stderr
     again = json.loads(matched.stdout)
     assert again["mode"] == "reproduction" and again["new"] == data["new"]
