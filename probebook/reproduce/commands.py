@@ -24,9 +24,7 @@ from typing import Any
 
 from measure.errors import ProbebookError, printable
 from probebook.reproduce import trust
-
-LOCAL_FOLDERS: dict[str, tuple[str, ...]] = {"eval-boundary": ("checkpoint_dir",)}
-"""Probe -> params that name a folder on the machine that measured (``--checkpoint-dir``)."""
+from probebook.reproduce.trust import LOCAL_FOLDERS
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ The rule, for a cited document D and a document C of the other archive:
    later, or earlier, probe version added) must be at today's default there (the ``Config`` field's
    default, from ``measure.cli.declarations``). So a document measured by a later probe version matches
    when the params the original recorded agree and the options it lacked are at their defaults. Params
-   naming a folder of the measuring machine (``commands.LOCAL_FOLDERS``) are not compared, nor is a param only
+   naming a folder of the measuring machine (``trust.LOCAL_FOLDERS``) are not compared, nor is a param only
    one of them recorded that is no option of today's probe (no ``Config`` field: a fact the run recorded
    about itself, such as ``n_params_total``, not an input that shaped it).
 3. The GPU model (``machine.gpu``; ``None`` is the CPU) decides what the match is: the same model is a
@@ -32,7 +32,7 @@ from typing import Any
 
 from measure.evidence.envelope import MEASURED
 from measure.evidence.reruns import migrate
-from probebook.reproduce.commands import LOCAL_FOLDERS
+from probebook.reproduce.trust import LOCAL_FOLDERS
 
 
 def _same(a: Any, b: Any) -> bool:

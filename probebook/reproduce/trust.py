@@ -6,7 +6,7 @@ wrote it. ``reproduce`` prints every command before it runs anything; of the val
 - a **closed** value: a flag, a number within its bound (``measure.evidence.reruns.BOUNDS``; past it the command
   is refused whatever the user says), one of the option's declared choices, or a text the probe reads as a label or
   an id only (``INERT``);
-- **never** a folder of the machine that measured (``commands.LOCAL_FOLDERS``: eval-boundary's
+- **never** a folder of the machine that measured (``LOCAL_FOLDERS``: eval-boundary's
   ``--checkpoint-dir``): the probe's default applies, so nothing is written into a host folder the evidence names.
 
 Any other (**open**) value (``--workload``, a ``module:callable`` the job would import and call; ``--corpus`` or
@@ -23,6 +23,9 @@ import functools
 import types
 import typing
 from typing import Any
+
+LOCAL_FOLDERS: dict[str, tuple[str, ...]] = {"eval-boundary": ("checkpoint_dir",)}
+"""Probe -> params that name a folder on the machine that measured (``--checkpoint-dir``): never taken from evidence."""
 
 INERT: dict[str, str] = {
     "fit": "an evidence id (the probe accepts sha256: and hex digits only) the page reads, never the probe",
@@ -50,7 +53,6 @@ def open_fields(probe: str) -> dict[str, tuple[str, bool]]:
     (never taken from evidence at all)."""
     from measure.cli import probe_module
     from measure.options import flag_name
-    from probebook.reproduce.commands import LOCAL_FOLDERS
 
     cls = probe_module(probe).Config
     hints = typing.get_type_hints(cls)
