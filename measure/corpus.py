@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from measure.errors import ProbebookError
+from measure.evidence.files import given_file
 
 _CHUNK = 1 << 20
 
@@ -111,6 +112,14 @@ def load(
     label = name or p.resolve().name
     if p.is_dir():
         return _folder(p, glob, exclude, tokenizer, roots, label)
+    given_file(p, "--corpus")  # a FIFO would block the read forever, a device never end
+    try:
+        return _file(p, tokenizer, column, roots, label)
+    except UnicodeDecodeError as exc:
+        raise ProbebookError(f"--corpus {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+
+
+def _file(p: Path, tokenizer: str, column: str | None, roots: str, label: str) -> Corpus:
     suffix = p.suffix.lower()
     if suffix == ".csv":
         return _csv(p, column or "length", roots, label)

@@ -44,7 +44,7 @@ def test_window_iters():
         ({"config": {"device": "tpu"}}, "--device must be one of"),
         ({"grid": {"preset": ["tiny"]}}, "exactly the lists 'preset' and 'context'"),
         ({"grid": {"preset": ["huge"], "context": [32]}}, "--preset 'huge' is unknown"),
-        ({"walk": {"max_tokens": 0}}, "walk.max_tokens must be an integer >= 1"),
+        ({"walk": {"max_tokens": 0}}, "walk.max_tokens must be an integer from 1"),
         ({"executor": {"slurm": {"time_min": 1}}}, "must cover point_timeout_s + grace_s"),
         ({"executor": {"nodes": 2}}, "unknown field 'nodes'"),
         ({"campaign": "a b"}, "'campaign' must be a name"),

@@ -13,8 +13,9 @@ from pathlib import Path
 from conftest import REPO
 
 TABLE = Path(__file__).with_name("hostile_counts.csv")
-SUITE = ["test_hostile_archive.py", "test_hostile_bounds.py", "test_hostile_inputs.py", "test_hostile_pages.py",
-         "test_hostile_publish.py", "test_hostile_tree.py", "test_whole_page.py"]  # fmt: skip
+SUITE = ["test_hostile_archive.py", "test_hostile_bounds.py", "test_hostile_charts.py", "test_hostile_inputs.py",
+         "test_hostile_pages.py", "test_hostile_paths.py", "test_hostile_publish.py", "test_hostile_specs.py",
+         "test_hostile_tree.py", "test_whole_page.py"]  # fmt: skip
 
 
 def collected() -> dict[tuple[str, str], int]:

@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from measure.errors import StoreError
+from measure.errors import ProbebookError, StoreError
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows has no symbolic-link opens to guard against
 TEMP_PREFIX = ".tmp-"
@@ -79,6 +79,45 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
         return b"".join(chunks)
     except OSError as exc:
         raise StoreError(f"{path}: cannot read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+
+
+def given_file(path: str | os.PathLike[str], what: str = "") -> None:
+    """Refuse, in one line, a path given on a command line that is there but is not a regular file (a FIFO would
+    block its reader forever, a device never end); ``what`` names the option (``--corpus``). Unlike
+    ``read_regular`` a link is followed: the user named it. A path that is not there is left to its reader."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise ProbebookError(
+            f"{what}{' ' if what else ''}{path}: {kind_of(mode)}, not a regular file; nothing was read"
+        )
+
+
+def read_given(path: str | os.PathLike[str], limit: int, what: str = "") -> bytes:
+    """The bytes of a regular file a command line names (a link is followed), at most ``limit`` bytes; a FIFO, a
+    device, a folder or a larger file is refused in one line before a byte is read, and opening never blocks."""
+    named = f"{what}{' ' if what else ''}{path}"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ProbebookError(f"{named}: cannot read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ProbebookError(f"{named}: {kind_of(st.st_mode)}, not a regular file; nothing was read")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            size += len(chunk)
+            if size > limit:
+                raise ProbebookError(f"{named}: over {limit} bytes, more than such a file holds; nothing was read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ProbebookError(f"{named}: cannot read ({exc.strerror})") from None
     finally:
         os.close(fd)
 

@@ -24,6 +24,7 @@ from typing import Any
 from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now
+from measure.evidence.files import max_bytes, read_given
 from measure.machine import code_fingerprint, fingerprint
 from measure.progress import HEARTBEAT_S, Progress
 
@@ -187,10 +188,12 @@ def journal_path(archive: Path, probe: str) -> Path:
 
 def recover(path: Path) -> Evidence:
     """Evidence (``partial``) from a journal left by a process that died before storing its result."""
+    # a FIFO or device given as a journal is refused in one line, never waited on or read forever
+    raw = read_given(path, max_bytes(), "journal")
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ProbebookError(f"{path}: cannot read journal ({exc.strerror})") from None
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ProbebookError(f"{path}: not a journal (not UTF-8 at byte {exc.start})") from None
     records = []
     for i, line in enumerate(lines, 1):
         if not line.strip():

@@ -18,6 +18,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence, digest, parse
+from measure.evidence.files import read_given
 from measure.evidence.store import Store
 from measure.machine import code_fingerprint
 from probebook.campaign import spec as specmod
@@ -115,12 +116,10 @@ def plan(spec_path: Path, folder: Path) -> str:
 def load_manifest(folder: Path) -> tuple[str, dict[str, Any]]:
     """The manifest id and document of a campaign folder, hash-checked."""
     folder = Path(folder)
-    try:
-        ident = (folder / "manifest.id").read_text(encoding="utf-8").strip()
-    except OSError:
-        raise ProbebookError(
-            f"{folder}: not a campaign folder (no manifest.id); run `probebook campaign plan`"
-        ) from None
+    if not (folder / "manifest.id").exists():
+        raise ProbebookError(f"{folder}: not a campaign folder (no manifest.id); run `probebook campaign plan`")
+    # a FIFO or device planted as manifest.id is refused in one line, not waited on
+    ident = read_given(folder / "manifest.id", 1024).decode("utf-8", errors="replace").strip()
     doc = checked(Store(folder / "archive"), ident)
     if doc.get("probe") != PROBE:
         raise ProbebookError(f"{folder}/manifest.id: {ident} is {doc.get('probe')} evidence, not a campaign manifest")

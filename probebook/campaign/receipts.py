@@ -14,6 +14,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts
+from measure.evidence.files import read_given
 
 IN_FLIGHT = ("submitting", "submitted")
 """A job may exist for the latest attempt: resume asks the scheduler before anything is submitted."""
@@ -45,6 +46,10 @@ def write(folder: Path, receipt: dict[str, Any]) -> None:
         os.close(fd)
 
 
+RECEIPT_BYTES = 1 << 20
+"""The largest receipt read (one is a few hundred bytes)."""
+
+
 def load_all(folder: Path) -> dict[str, dict[str, Any]]:
     """Every receipt of a campaign folder, by point key."""
     out = {}
@@ -52,8 +57,8 @@ def load_all(folder: Path) -> dict[str, dict[str, Any]]:
         if file.name.startswith(".tmp-"):
             continue
         try:
-            receipt = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            receipt = json.loads(read_given(file, RECEIPT_BYTES))  # a FIFO or device there is refused, not read
+        except (ProbebookError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ProbebookError(f"{file}: not a readable receipt ({exc})") from None
         if not isinstance(receipt, dict) or receipt.get("point") != file.stem or receipt.get("state") not in STATES:
             raise ProbebookError(f"{file}: not a receipt of point {file.stem} with a known state")

@@ -9,17 +9,54 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.files import read_given
 
 PROBES = ("batch-sweep",)  # probes whose points a campaign can walk (to an OOM or a cap)
 EXECUTORS = ("local", "slurm")
 WALK_KEYS = ("start_batch", "max_batch", "max_tokens", "window_tokens")
 # set per point by the walk; a spec's shared config may not fix them
 PER_POINT = ("preset", "contexts", "start_batch", "max_batch", "max_tokens", "budget_s", "point_timeout_s")
+
+# Every value a spec gives reaches a job: Slurm strings and the campaign's names become lines of the sbatch script
+# (``#SBATCH --partition=...``, ``--job-name=pb-<campaign>-...-<preset>-s<context>-b<batch>``), where a newline
+# or a space would start a new option or a shell command. So strings match a strict ASCII pattern, numbers are
+# real integers (never a string, which would reach the script as written) within bounds, and the file's size,
+# nesting and grid are bounded before anything is built from them.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+"""A campaign name: ASCII letters, digits and ``-`` (``str.isalnum`` passes other scripts' digits)."""
+PRESET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A grid preset (part of every job's name)."""
+SLURM_PUNCTUATION = "._,:=+-"
+"""What ``account`` and ``partition`` (Slurm's names, one ``#SBATCH`` option each) may hold besides letters and
+digits."""
+CONSTRAINT_PUNCTUATION = SLURM_PUNCTUATION + "&|[]*"
+"""``constraint`` also joins features by Slurm's operators (``h100&ib``, ``[rack1|rack2]``)."""
+SLURM_TEXT = re.compile(f"[A-Za-z0-9{re.escape(SLURM_PUNCTUATION)}]{{1,128}}")
+SLURM_CONSTRAINT = re.compile(f"[A-Za-z0-9{re.escape(CONSTRAINT_PUNCTUATION)}]{{1,256}}")
+SLURM_INTS = {"gpus": (0, 64), "time_min": (1, 366 * 24 * 60), "cpus": (1, 4096), "mem_gb": (1, 1 << 16)}
+"""Slurm's numbers and their bounds (inclusive)."""
+EXECUTOR_NUMBERS = {"max_concurrent": (1, 4096), "point_timeout_s": (0, 7 * 86400), "grace_s": (0, 86400)}
+EXECUTOR_NUMBERS["poll_s"] = (0, 3600)
+"""The executor's numbers: ``max_concurrent`` an integer >= its low; the seconds above 0, at most the high."""
+WALK_MAX = 1 << 40
+"""The largest walk value (``max_tokens`` ~1e12: past any GPU's memory)."""
+CONFIG_TEXT = re.compile(r"[\x20-\x7e]{0,256}")
+"""A string of the probe's config (``dtype``, ``workload``): printable ASCII, no newline."""
+CONFIG_INT_MAX = 1 << 53
+MAX_SPEC_BYTES = 1 << 20
+"""The largest spec file read (a spec is a few hundred bytes)."""
+MAX_DEPTH = 16
+"""The deepest nesting of mappings and lists a spec may have (a spec needs 3)."""
+MAX_GRID = 64
+"""The most values ``grid.preset`` or ``grid.context`` may list."""
+MAX_POINTS = 4096
+"""The most points a campaign may plan (each is one job)."""
 
 
 @dataclass(frozen=True)
@@ -120,8 +157,10 @@ def parse(doc: Any, where: str) -> Spec:
     if extra:
         raise ProbebookError(f"{where}: unknown key {extra[0]!r} (a spec has {', '.join(sorted(known))})")
     name = doc.get("campaign")
-    if not isinstance(name, str) or not name or not all(c.isalnum() or c == "-" for c in name):
-        raise ProbebookError(f"{where}: 'campaign' must be a name of letters, digits and '-', got {name!r}")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ProbebookError(
+            f"{where}: 'campaign' must be a name of ASCII letters, digits and '-' (at most 64), got {_shown(name)}"
+        )
     probe = doc.get("probe")
     if probe not in PROBES:
         raise ProbebookError(
@@ -131,9 +170,12 @@ def parse(doc: Any, where: str) -> Spec:
     fixed = sorted(set(config) & set(PER_POINT))
     if fixed:
         raise ProbebookError(f"{where}: config.{fixed[0]} is set per point by the grid and the walk; remove it")
-    unknown = sorted(set(config) - set(_fields(probe_config_class(probe))))
+    options = _fields(probe_config_class(probe))
+    unknown = sorted(set(config) - set(options))
     if unknown:
         raise ProbebookError(f"{where}: config.{unknown[0]} is not an option of the {probe} probe")
+    for key, value in config.items():
+        _config_value(value, options[key].type, f"{where}: config.{key}")
     grid = _section(doc, "grid", where)
     if set(grid) != {"preset", "context"}:
         raise ProbebookError(f"{where}: 'grid' needs exactly the lists 'preset' and 'context'")
@@ -141,9 +183,17 @@ def parse(doc: Any, where: str) -> Spec:
         values = grid[key]
         if not isinstance(values, list) or not values or len(set(map(str, values))) != len(values):
             raise ProbebookError(f"{where}: grid.{key} must be a non-empty list without repeats")
-    if not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in grid["context"]):
-        raise ProbebookError(f"{where}: grid.context must list positive integers")
-    grid = {"preset": [str(p) for p in grid["preset"]], "context": list(grid["context"])}
+        if len(values) > MAX_GRID:
+            raise ProbebookError(f"{where}: grid.{key} lists {len(values)} values; at most {MAX_GRID}")
+    for preset in grid["preset"]:
+        if not isinstance(preset, str) or not PRESET.fullmatch(preset):
+            raise ProbebookError(
+                f"{where}: grid.preset must list preset names (ASCII letters, digits, '.', '_', '-'), "
+                f"got {_shown(preset)}"
+            )
+    if not all(_integer(s) and 0 < s <= WALK_MAX for s in grid["context"]):
+        raise ProbebookError(f"{where}: grid.context must list positive integers (at most {WALK_MAX})")
+    grid = {"preset": list(grid["preset"]), "context": list(grid["context"])}
     walk = {
         "start_batch": 1,
         "max_batch": None,
@@ -157,10 +207,10 @@ def parse(doc: Any, where: str) -> Spec:
     for key in WALK_KEYS:
         value = walk[key]
         low = 0 if key == "window_tokens" else 1
-        if not (value is None and key == "max_batch") and (
-            not isinstance(value, int) or isinstance(value, bool) or value < low
-        ):
-            raise ProbebookError(f"{where}: walk.{key} must be an integer >= {low}, got {value!r}")
+        if not (value is None and key == "max_batch") and (not _integer(value) or not low <= value <= WALK_MAX):
+            raise ProbebookError(
+                f"{where}: walk.{key} must be an integer from {low} to {WALK_MAX}, got {_shown(value)}"
+            )
     executor = executor_from(doc, where)
     spec = Spec(name, probe, dict(config), grid, walk, executor)
     points(spec, where)  # every point's config is built (and so checked) now, not when it runs
@@ -172,8 +222,37 @@ def executor_from(doc: dict[str, Any], where: str) -> Executor:
 
     ``probebook reproduce --executor-spec`` reads the same section, so its jobs take the same settings."""
     raw = dict(_section(doc, "executor", where))
-    slurm = _build(Slurm, _section(raw, "slurm", where + " executor"), f"{where}: executor.slurm")
+    given = _section(raw, "slurm", where + " executor")
+    _known(Slurm, given, f"{where}: executor.slurm")
+    for key, value in given.items():
+        field_name = f"{where}: executor.slurm.{key}"
+        if key in SLURM_INTS:
+            low, high = SLURM_INTS[key]
+            if not _integer(value) or not low <= value <= high:
+                raise ProbebookError(f"{field_name} must be an integer from {low} to {high}, got {_shown(value)}")
+        elif value is not None:
+            pattern, allowed = (
+                (SLURM_CONSTRAINT, CONSTRAINT_PUNCTUATION) if key == "constraint" else (SLURM_TEXT, SLURM_PUNCTUATION)
+            )
+            if not isinstance(value, str) or not pattern.fullmatch(value):
+                raise ProbebookError(
+                    f"{field_name} must be one Slurm word (ASCII letters, digits and {' '.join(allowed)}; no space "
+                    f"or newline; at most {128 if key != 'constraint' else 256}), got {_shown(value)}"
+                )
+    slurm = _build(Slurm, given, f"{where}: executor.slurm")
     raw.pop("slurm", None)
+    _known(Executor, raw, f"{where}: executor")
+    for key, value in raw.items():
+        if key == "gpu_lock":
+            if not isinstance(value, bool):
+                raise ProbebookError(f"{where}: executor.gpu_lock must be true or false, got {_shown(value)}")
+            continue
+        low, high = EXECUTOR_NUMBERS[key]
+        whole = key == "max_concurrent"
+        number = _integer(value) or (not whole and isinstance(value, float) and math.isfinite(value))
+        if not number or not (low <= value if whole else low < value) or value > high:
+            kind = f"an integer from {low}" if whole else f"a number of seconds above {low}"
+            raise ProbebookError(f"{where}: executor.{key} must be {kind}, at most {high}, got {_shown(value)}")
     executor = _build(Executor, {**raw, "slurm": slurm}, f"{where}: executor")
     if executor.max_concurrent < 1 or executor.point_timeout_s <= 0 or executor.grace_s <= 0 or executor.poll_s <= 0:
         raise ProbebookError(f"{where}: executor.max_concurrent must be >= 1 and the time limits and poll_s > 0")
@@ -186,15 +265,94 @@ def executor_from(doc: dict[str, Any], where: str) -> Executor:
 
 
 def read_yaml(path: Path) -> Any:
-    """A YAML file's document; one line when it cannot be read or parsed."""
+    """A YAML file's document; one line when it cannot be read or parsed.
+
+    Only a regular file is read (a FIFO would block, a device never end), of at most ``MAX_SPEC_BYTES``, as UTF-8;
+    aliases are refused (an alias bomb expands a few hundred bytes into gigabytes), as are a key given twice (the
+    last would win silently) and nesting past ``MAX_DEPTH`` (the parser recurses)."""
     import yaml
 
+    raw = read_given(path, MAX_SPEC_BYTES)
     try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ProbebookError(f"{path}: cannot read ({exc.strerror})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProbebookError(f"{path}: not UTF-8 text (byte {exc.start} is {raw[exc.start]:#04x})") from None
+    try:
+        return yaml.load(text, Loader=_strict_loader(str(path)))  # a SafeLoader, made stricter
     except yaml.YAMLError as exc:
         raise ProbebookError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
+def _strict_loader(where: str) -> Any:
+    """PyYAML's ``SafeLoader`` that refuses aliases, duplicate keys and nesting deeper than ``MAX_DEPTH``."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise ProbebookError(f"{where} line {mark.line + 1}: a YAML alias (*name); write the value out")
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise ProbebookError(f"{where} line {mark.line + 1}: nested more than {MAX_DEPTH} levels deep")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[Any] = set()
+            for key_node, _value in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, list | dict):
+                    raise ProbebookError(f"{where} line {key_node.start_mark.line + 1}: a key that is not a name")
+                if key in seen:
+                    raise ProbebookError(f"{where} line {key_node.start_mark.line + 1}: key {key!r} is given twice")
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+
+    return StrictLoader
+
+
+def _integer(value: Any) -> bool:
+    """A real integer: not a bool, not a float, not a string of digits."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shown(value: Any) -> str:
+    """A value as an error line shows it: its repr, clipped (a spec value may be megabytes or hold newlines)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _known(cls: Any, values: dict[str, Any], where: str) -> None:
+    unknown = sorted(set(values) - set(_fields(cls)), key=str)
+    if unknown:
+        raise ProbebookError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(_fields(cls))})")
+
+
+def _config_value(value: Any, annotation: Any, where: str) -> None:
+    """One value of the probe's config against its field's type (``int``, ``float | None``, ``str``...), bounded."""
+    kinds = {k.strip() for k in str(annotation).split("|")}
+    if value is None:
+        ok = "None" in kinds
+    elif isinstance(value, bool):
+        ok = "bool" in kinds
+    elif isinstance(value, int):
+        ok = bool(kinds & {"int", "float"}) and abs(value) <= CONFIG_INT_MAX
+    elif isinstance(value, float):
+        ok = "float" in kinds and math.isfinite(value) and abs(value) <= CONFIG_INT_MAX
+    elif isinstance(value, str):
+        ok = "str" in kinds and CONFIG_TEXT.fullmatch(value) is not None
+    else:
+        ok = False
+    if not ok:
+        wanted = " or ".join(sorted(k.replace("None", "null") for k in kinds))
+        text = ", a string of printable ASCII" if "str" in kinds else ""
+        raise ProbebookError(f"{where} must be {wanted}{text} (at most {CONFIG_INT_MAX}), got {_shown(value)}")
 
 
 def load(path: Path) -> Spec:
@@ -238,6 +396,8 @@ def points(spec: Spec, where: str = "spec") -> list[dict[str, Any]]:
                 config = _build(cls, values, f"{where}: curve {curve} batch {batch}")
                 resolved = dataclasses.asdict(config)
                 resolved["contexts"] = list(resolved["contexts"])
+                if len(out) == MAX_POINTS:
+                    raise ProbebookError(f"{where}: the grid and walk plan over {MAX_POINTS} points (jobs); split it")
                 out.append(
                     {
                         "key": f"{curve}-b{batch}",

@@ -72,7 +72,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     owner = COMMANDS.get(command_word(argv) or "")
     parser = build_parser((owner,) if owner else COMMAND_MODULES)
     args = parser.parse_args(argv)
-    return run_action(lambda: args.func(args), "probebook")
+
+    def action() -> int:
+        source_date_epoch()
+        return int(args.func(args) or 0)
+
+    return run_action(action, "probebook")
+
+
+def source_date_epoch() -> None:
+    """Refuse an out-of-range ``$SOURCE_DATE_EPOCH`` in one line before a command imports anything that reads it:
+    numpy's ``f2py``, which scipy imports, formats it as a date when it is imported, and a 20-digit one ended any
+    command that derives a number (``derive``, ``build``) with ``OverflowError`` before the build's own check
+    (``render.build.stages``) was reached."""
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given is None:
+        return
+    from measure.errors import ProbebookError
+    from render.pages.limits import EPOCH_RANGE
+
+    low, high = EPOCH_RANGE
+    if not (given.isascii() and given.lstrip("-").isdigit() and len(given) <= 20 and low <= int(given) <= high):
+        raise ProbebookError(
+            f"SOURCE_DATE_EPOCH={given[:40]!r} is outside {low}..{high} (1970 to 2106) or not a whole number of seconds"
+        )
 
 
 def run() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from measure.errors import EXIT, EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import archive_check, contracts
 from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
-from measure.evidence.files import TEMP_PREFIX, read_regular
+from measure.evidence.files import TEMP_PREFIX, kind_of, read_regular
 from measure.evidence.store import Store, claimed_id, stored_id
 from probebook.cli import command
 from probebook.cli.output import json_text
@@ -130,6 +130,8 @@ def _evidence_files(path: Path) -> tuple[list[Path], list[str]]:
     if path.is_symlink() or path.is_file():
         return [path], []
     if not path.is_dir():
+        if os.path.lexists(path):  # a FIFO, a device, a socket: named as what it is, never opened
+            raise ProbebookError(f"{path}: {kind_of(path.lstat().st_mode)}, not an evidence file; nothing was added")
         raise ProbebookError(f"{path}: no such file or folder")
     if (path / "evidence" / "sha256").is_dir():
         foreign = Store(path)

@@ -14,6 +14,7 @@ import http
 import http.server
 import logging
 import os
+import stat
 import sys
 import threading
 import time
@@ -82,7 +83,10 @@ def rebuild(paths: BuildPaths, log: Callable[[str], None], engine: str = DEFAULT
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    """The site's files, quietly; a request path holding a NUL byte is a 400, not a traceback (``GET /%00``)."""
+    """The site's files, quietly; a request path holding a NUL byte is a 400, not a traceback (``GET /%00``).
+
+    Only the site's own files and folders are served: a symbolic link anywhere on the path (one planted in
+    ``site/`` would hand out any file of the host) and a FIFO or device (opening one blocks the thread) are a 404."""
 
     timeout = limits.SERVE_TIMEOUT  # socketserver.StreamRequestHandler: a client that sends nothing is let go
 
@@ -93,7 +97,30 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         if "\0" in urllib.parse.unquote(self.path):
             self.send_error(http.HTTPStatus.BAD_REQUEST, "a path with a NUL byte")
             return None
+        if not self._own(Path(self.translate_path(self.path))):
+            self.send_error(http.HTTPStatus.NOT_FOUND, "not a file of the site")
+            return None
         return super().send_head()
+
+    def _own(self, path: Path) -> bool:
+        """Whether ``path`` (under the served folder, as ``translate_path`` makes it) is reached through real
+        folders only and is a folder or a regular file; a path that is not there is the parent's 404 to give."""
+        root = Path(self.directory)
+        try:
+            parts = path.relative_to(root).parts
+        except ValueError:
+            return False
+        current = root
+        mode = os.lstat(root).st_mode
+        for part in parts:
+            current = current / part
+            try:
+                mode = os.lstat(current).st_mode
+            except OSError:
+                return True
+            if stat.S_ISLNK(mode):
+                return False
+        return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
 
 
 class _Server(http.server.ThreadingHTTPServer):

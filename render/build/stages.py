@@ -62,7 +62,7 @@ from render.pages.sandbox import make_environment
 from render.pages.sources import Sources
 from render.site import engines, sanitize
 from render.site import folder as sitedir
-from render.site.assets import site_files
+from render.site.assets import CHARTS, chart_manifest, site_files
 from render.site.config import write_config, writes_pages_once
 
 log = logging.getLogger(__name__)
@@ -267,6 +267,8 @@ def generate_pages(
         tree.diff, published is not None, existing, titles, moved, past, history.snapshot(src), tree.ledger
     ).encode("utf-8")
     tree.files["ledger.json"] = ledger.to_bytes(tree.ledger)
+    # the specs charts.js may draw: those pages' functions made, never a copied source (render.site.assets)
+    tree.files[CHARTS] = chart_manifest((*tree.files, *tree.kept), (rel for rel, _ in src.files))
     tree.nav = layout.nav(src)
     if not any(p.kind == "home" for p in src.pages):
         tree.nav.insert(0, {"Home": "index.md"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,10 +58,25 @@ class BuildPaths:
                     )
             if out.exists() and not out.is_dir():
                 raise BuildError(f"{flag} {out}: a file, not a folder; give a folder (made if absent)")
+            _can_make(flag, self.build if flag == "--build-dir" else self.site)
         if (self.build / "mkdocs.yml").resolve() == self.config.resolve():
             raise BuildError(f"--build-dir {self.build}: the build writes its mkdocs.yml over --config {self.config}")
         if self.config.is_dir():
             raise BuildError(f"--config {self.config}: a folder, not a mkdocs.yml")
+
+
+def _can_make(flag: str, folder: Path) -> None:
+    """Refuse, before anything is built, a folder the build could not make: one under ``/proc`` or ``/sys`` (the
+    kernel's), below a file, or read-only. A folder is made beside it and removed, as the build's own will be."""
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        probe = folder.parent / f".{folder.name}.probebook-check-{os.getpid()}"
+        probe.mkdir()
+        probe.rmdir()
+    except (FileExistsError, NotADirectoryError):
+        raise BuildError(f"{flag} {folder}: a file stands on its path; give a folder that can be made") from None
+    except OSError as exc:
+        raise BuildError(f"{flag} {folder}: no folder can be made there ({exc.strerror}); give another") from None
 
 
 @dataclass

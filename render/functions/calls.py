@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import SecurityError
 
 from measure.errors import ProbebookError
 from render.functions.derivations import Library
@@ -28,6 +29,7 @@ from render.functions.registry import registry
 from render.numbers.claims import Claim
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Asset, Block, PageEnvironment, make_environment
+from render.pages.sandbox import _raised_by_template as raised_by_template
 
 ALIAS = "ev"
 """The alias of the first evidence id on the command line."""
@@ -137,11 +139,20 @@ def parse_word(text: str) -> Any:
 
 def _evaluate(env: PageEnvironment, text: str, context: dict[str, Any]) -> Any:
     try:
-        return env.compile_expression(text, undefined_to_none=False)(**context)
+        result = env.compile_expression(text, undefined_to_none=False)(**context)
+        if isinstance(result, jinja2.Undefined):  # an unsafe or missing attribute: its own error, raised here
+            str(result)
+        return result
     except jinja2.TemplateSyntaxError as exc:
         raise ProbebookError(f"argument {text!r}: {exc.message}") from None
     except jinja2.UndefinedError as exc:
         raise ProbebookError(f"argument {text!r}: {exc} (known: {', '.join(sorted(context))})") from None
+    except SecurityError as exc:  # ``(1).__class__``: the sandbox refuses it, as it does in a page
+        raise ProbebookError(f"argument {text!r}: not allowed in a page: {exc}") from None
+    except (ArithmeticError, LookupError) as exc:  # ``(1/0)``, ``[1][5]``: the expression's own, as in a page
+        if not raised_by_template(exc.__traceback__, "<template>"):
+            raise
+        raise ProbebookError(f"argument {text!r}: {type(exc).__name__}: {exc}") from None
 
 
 # -- what a result shows ------------------------------------------------------------------

@@ -11,13 +11,17 @@ with a vega-embed view of its Vega-Lite spec in the page's colour scheme. vega-e
 Vega come from vl-convert's own offline bundle (``vl_convert.javascript_bundle``), so the build needs
 no network, and the bundle's bytes depend only on the vl-convert version, so the site stays
 byte-identical for the same inputs.
+
+``charts.js`` draws only the specs the build itself wrote: ``CHARTS`` lists them (``chart_manifest``), so a link in
+prose to a spec elsewhere, or to a ``.json`` file copied from the sources, is never drawn, whatever its shape.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,22 @@ POLYFILLS = ("iframe-worker-shim.js",)
 """Scripts the theme loads in the page head before its own (``extra.polyfills``): the iframe-worker shim that
 mkdocs-material's offline plugin needs for search on file:// pages (the plugin would fetch it from a CDN when
 none is named; one named here is used instead)."""
+
+
+CHARTS = f"{FOLDER}/charts.json"
+"""The manifest of chart specs the build wrote (``chart_manifest``), beside ``charts.js``, which reads it."""
+SPEC_SUFFIX = ".vl.json"
+"""A chart spec's file suffix (``render.charts.output.FILES``); the dark theme's is ``.dark.vl.json``."""
+
+
+def chart_manifest(made: Iterable[str], copied: Iterable[str]) -> bytes:
+    """The manifest ``charts.js`` reads: every chart spec among the tree paths ``made`` by the build, sorted, and
+    none of the files ``copied`` from the sources (a copied ``.json`` may be named like a spec; it is prose's).
+
+    A chart is drawn only when both its light and its dark spec are listed."""
+    kept = set(copied)
+    specs = sorted(p for p in set(made) if p.endswith(SPEC_SUFFIX) and p not in kept)
+    return json.dumps({"specs": specs}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 _BUNDLE_EXPORT = "window.vegaEmbed = vegaEmbed;"

@@ -13,9 +13,13 @@ from typing import Any
 
 import yaml
 
+from measure.evidence.files import read_given
 from render.errors import BuildError
 from render.pages import layout
 from render.site.assets import add_to_config
+
+CONFIG_BYTES = 16 << 20
+"""The largest base config read (the repository's is under 2 KB)."""
 
 
 def write_config(base: Path, nav: list[Any], build_dir: Path, footer: str | None = None) -> Path:
@@ -23,10 +27,13 @@ def write_config(base: Path, nav: list[Any], build_dir: Path, footer: str | None
 
     ``footer`` (``render.pages.colophon``) becomes ``copyright``, after the base config's own if it has one.
     """
+    if not base.exists():
+        raise BuildError(f"{base}: no such mkdocs config (give --config the site's mkdocs.yml)")
     try:
-        config = yaml.safe_load(base.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BuildError(f"{base}: no such mkdocs config (give --config the site's mkdocs.yml)") from None
+        # a FIFO or a device given as --config is refused, never waited on or read forever
+        config = yaml.safe_load(read_given(base, CONFIG_BYTES, "--config").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"--config {base}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise BuildError(
             f"{base}: not plain YAML ({str(exc).splitlines()[0]}); keep mkdocs.yml free of "

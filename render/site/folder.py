@@ -28,6 +28,7 @@ import filelock
 
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
+from render.errors import BuildError
 from render.numbers import ledger
 
 LOCK_NAME = ".probebook.lock"
@@ -79,11 +80,15 @@ def inputs_digest(docs: Path, archive: Path, config: Path) -> str:
 
 
 def temp_folder(site: Path) -> Path:
-    """A new empty folder beside ``site`` for the engine to write into."""
-    site.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(site)
-    path = site.parent / f".{site.name}{TEMP_INFIX}{os.getpid()}-{os.urandom(4).hex()}"
-    path.mkdir()
+    """A new empty folder beside ``site`` for the engine to write into; one line when none can be made there
+    (``--out /proc/x``: a folder the kernel makes, where nothing can be created)."""
+    try:
+        site.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale(site)
+        path = site.parent / f".{site.name}{TEMP_INFIX}{os.getpid()}-{os.urandom(4).hex()}"
+        path.mkdir()
+    except OSError as exc:
+        raise BuildError(f"--out {site}: cannot make the site's folder beside it ({exc.strerror})") from None
     return path
 
 
