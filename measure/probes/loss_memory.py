@@ -158,7 +158,9 @@ def _observe_loss(step: Any, batch: Any, device: str) -> dict[str, int]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    from measure.progress import profiler_stderr
+
+    with profiler_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         step(batch)
         if device == "cuda":
             torch.cuda.synchronize()
