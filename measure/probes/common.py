@@ -6,7 +6,7 @@ import logging
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from measure.errors import ProbebookError
+from measure.errors import MissingPackage, ProbebookError
 from measure.options import check_choices, option
 from measure.timing import TimingFields, WindowPlan
 from measure.workload import WorkloadFields, WorkloadOptions, check_window
@@ -193,8 +193,9 @@ def resolve_device(requested: str) -> str:
     try:
         import torch
     except ImportError:
-        raise ProbebookError(
-            "probes need torch, which is not installed here: pip install torch (CPU-only: pip install torch==2.13.0)"
+        raise MissingPackage(
+            "probes need the Python package 'torch', which is not installed here: pip install torch "
+            "(CPU-only: pip install torch==2.13.0)"
         ) from None
     available = torch.cuda.is_available()
     if requested == "auto":

@@ -371,7 +371,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         stopped.add(arm)  # a larger microbatch of this arm would fare no better
                         if progress:  # the point's progress line on stderr, as the runner prints the others
                             print(  # noqa: T201
-                                f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
+                                f"probebook: {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
                                 file=sys.stderr,
                                 flush=True,
                             )
