@@ -13,13 +13,12 @@ import argparse
 import importlib
 import logging
 import os
-import signal
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from measure.errors import run_action
+from measure.errors import EXIT, run_action
 from measure.options import add_options, config_from_args, declared
 from measure.probes import PROBES
 
@@ -113,8 +112,8 @@ def run_probe(args: argparse.Namespace) -> int:
     separate_foreign_logs()  # torch's lines and warnings apart from the progress lines (issue 29)
     module, config = probe_module(args.probe_name), build_config(args.probe_name, args)
     archive = Path(args.out or args.archive)
-    # SIGTERM (e.g. from `timeout`) becomes KeyboardInterrupt, which the runner turns into partial evidence
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGTERM (e.g. from `timeout`) becomes KeyboardInterrupt (measure.errors.run_action), which the runner turns
+    # into partial evidence: stored, then the command exits 130 as any interrupted command does
     journal = journal_path(archive, args.probe_name)
     evidence = module.run(config, journal=journal, progress=not args.quiet)
     if args.notes:
@@ -124,14 +123,13 @@ def run_probe(args: argparse.Namespace) -> int:
     ident = Store(archive).put(evidence)
     journal.unlink(missing_ok=True)
     print(ident)
+    if (evidence.error or "").startswith("KeyboardInterrupt"):
+        log.warning("interrupted: %s evidence stored as %s (%s)", args.probe_name, evidence.status, evidence.error)
+        return EXIT["interrupted"]
     if evidence.status != "complete":
         log.warning("warning: %s evidence stored as %s: %s", args.probe_name, evidence.status, evidence.error)
         return 1
     return 0
-
-
-def _interrupt(signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def run_recover(args: argparse.Namespace) -> int:

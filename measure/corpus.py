@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from measure.errors import ProbebookError
+from measure.errors import MissingPackage, ProbebookError
 from measure.evidence.files import given_file
 
 _CHUNK = 1 << 20
@@ -76,8 +76,8 @@ def _tokenizer(spec: str) -> tuple[Callable[[list[str]], list[int]], dict[str, A
     try:
         from tokenizers import Tokenizer  # optional: only for --tokenizer FILE
     except ImportError:
-        raise ProbebookError(
-            f"--tokenizer {spec}: the tokenizers package is not installed (pip install tokenizers)"
+        raise MissingPackage(
+            f"--tokenizer {spec}: needs the Python package 'tokenizers' (pip install tokenizers)"
         ) from None
     try:
         tok = Tokenizer.from_file(str(path))
@@ -203,7 +203,7 @@ def _parquet(p: Path, column: str, roots: str) -> tuple[list[str], list[str]]:
     try:
         import pyarrow.parquet as pq  # optional: only for Parquet corpora
     except ImportError:
-        raise ProbebookError(f"{p}: reading Parquet needs pyarrow (pip install pyarrow)") from None
+        raise MissingPackage(f"{p}: reading Parquet needs the Python package 'pyarrow' (pip install pyarrow)") from None
     table = pq.read_table(p)
     if column not in table.column_names:
         raise ProbebookError(f"{p}: no column {column!r} (columns: {', '.join(table.column_names)})")

@@ -6,9 +6,12 @@ listed in the README's "Exit status").
 """
 
 import re
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 # C0 and C1 controls (terminal escape codes, newlines), DEL, and the bidirectional overrides that
 # reorder what a terminal shows: text from evidence or a ledger is printed with these escaped.
@@ -44,6 +47,13 @@ class StoreError(ProbebookError):
     """The archive cannot satisfy a request (unknown id, ambiguous prefix, bad id)."""
 
 
+class MissingPackage(ProbebookError):
+    """An optional Python package the request needs is not installed (pyarrow for a Parquet corpus): exit 69, not 2.
+
+    The message names the package and how to install it; ``run_action`` prints it as one line.
+    """
+
+
 EXIT = {
     "ok": 0,
     "check failed": 1,  # a condition the command checks did not hold: diff --fail-on-change, verify, audit findings
@@ -51,7 +61,7 @@ EXIT = {
     "budget spent": 3,  # campaign run --budget-s: nothing new submitted; resume later
     "missing package": 69,  # a package the command needs is not installed (BSD sysexits' EX_UNAVAILABLE)
     "bug": 70,  # an exception no input should cause (BSD sysexits' EX_SOFTWARE): the traceback is printed
-    "interrupted": 130,  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
+    "interrupted": 130,  # Ctrl-C or SIGTERM (128 + SIGINT, as shells report it); a probe stores what it measured
 }
 """Every exit status of ``probebook`` and ``python -m measure``, by meaning; nothing else exits with 1."""
 
@@ -75,8 +85,12 @@ def run_action(action: Callable[[], int | None], prog: str) -> int:
     from measure.progress import configure
 
     configure(prog)
+    previous = _term_as_interrupt()
     try:
         return int(action() or 0)
+    except MissingPackage as exc:
+        print(f"{prog}: error: {printable(str(exc), ERROR_LINE_LIMIT)}", file=sys.stderr)
+        return EXIT["missing package"]
     except ProbebookError as exc:
         print(f"{prog}: error: {printable(str(exc), ERROR_LINE_LIMIT)}", file=sys.stderr)
         return EXIT["bad input"]
@@ -97,6 +111,22 @@ def run_action(action: Callable[[], int | None], prog: str) -> int:
         return EXIT["missing package"]
     except Exception:
         return _bug(prog)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def _term_as_interrupt() -> Any:
+    """SIGTERM (``timeout``, a scheduler, ``kill``) raises KeyboardInterrupt as Ctrl-C does, so every command ends as
+    ``interrupted`` (exit 130) after its own clean-up; returns the handler it replaced (None off the main thread,
+    where Python lets no handler be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
 
 
 def _bug(prog: str) -> int:

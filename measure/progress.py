@@ -10,9 +10,12 @@ line-oriented. rich is optional here: ``python -m measure`` runs where only torc
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -67,6 +70,51 @@ def separate_foreign_logs() -> None:
         handler._probebook = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
         logger.propagate = False
+
+
+KINETO_LINE = re.compile(r"^(USDT|STAGE|INFO|WARNING|ERROR):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+\.cpp:\d+\]")
+"""A line torch's profiler (kineto, C++) writes straight to file descriptor 2, past every Python handler."""
+SILENT_KINETO = ("USDT:", "STAGE:")
+"""Its tracing markers (``profiler_start``, ``Completed Stage: Warm Up``): nothing a reader acts on."""
+
+
+def foreign_line(line: str) -> str | None:
+    """One line written to stderr during a profiled region, as it is shown: a kineto marker dropped (None), any
+    other kineto line prefixed ``[torch profiler]``, anything else (a progress line, a warning) unchanged."""
+    if not KINETO_LINE.match(line):
+        return line
+    return None if line.startswith(SILENT_KINETO) else f"[torch profiler] {line}"
+
+
+@contextlib.contextmanager
+def profiler_stderr() -> Iterator[None]:
+    """Hold what reaches file descriptor 2 while a ``torch.profiler`` runs, then show it through ``foreign_line``.
+
+    Kineto prints ``USDT:`` lines from C++ on every profiler start and stop, whatever ``KINETO_LOG_LEVEL`` says, so
+    no Python logging setting reaches them (issue 40): the descriptor itself is borrowed for the region. Lines
+    written meanwhile by Python keep their order and text; they show once the region ends.
+    """
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a stderr without a descriptor (a test's capture): nothing to hold
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, fd)
+            os.close(saved)
+            held.seek(0)
+            for line in held.read().decode("utf-8", errors="replace").splitlines():
+                shown = foreign_line(line)
+                if shown is not None:
+                    print(shown, file=sys.stderr)  # noqa: T201 -- replaying lines already written to stderr
+            sys.stderr.flush()
 
 
 def _bar_wanted() -> bool:

@@ -225,7 +225,7 @@ def test_lint_lists_every_hit(tmp_path: Path, cli) -> None:
         "'About 40% faster, see `1.5 s` in code.'; make it a claim(...) the evidence checks, or end it with "
         "{{ context() }}",
     ]
-    assert out.stderr.strip() == "2 hand-typed measurement(s), 1 unchecked comparative sentence(s)"
+    assert out.stderr.strip() == "probebook: 2 hand-typed measurement(s), 1 unchecked comparative sentence(s)"
     ok = "ok: no hand-typed measurements, no unchecked comparative sentences"
     assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == ok
 

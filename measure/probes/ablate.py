@@ -25,7 +25,14 @@ from measure.constants import WINDOWS
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device, tree_map
+from measure.probes.common import (
+    OneStepConfig,
+    add_marks,
+    mark_engagement,
+    record_workload,
+    resolve_device,
+    tree_map,
+)
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 
@@ -80,7 +87,6 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from measure.workload import Arm, load_workload
 
         workload = load_workload(config.workload_options(device), config.workload)
-        record_workload(rec, workload)
         on_device = workload.make_batch(batch, seq_len)
         if device == "cuda":
             host = tree_map(lambda t: t.cpu().pin_memory(), on_device)
@@ -107,6 +113,14 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             raise ProbebookError(
                 f"--arms: {', '.join(unknown)} not offered by {workload.name}; choose from {', '.join(offered)}"
             )
+        runnable = [a for a in chosen if a in offered]
+        if not runnable:  # a baseline alone compares nothing: refused before anything is timed (exit 2)
+            why = "; ".join(f"{s['arm']} skipped: {s['reason']}" for s in skipped) or "no arm given"
+            raise ProbebookError(
+                f"ablate: nothing to compare: {workload.name} offers no arm on {device} besides baseline ({why}); "
+                "give the workload arms (Workload.arms, README 'Measure your own model') or run on cuda"
+            )
+        record_workload(rec, workload)  # after the refusal above, so bad input stays one line
         arms: dict[str, Any] = {"baseline": lambda: workload.step(fetch())}
         for name in chosen:
             if name in offered:
@@ -116,6 +130,19 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 )
         rec.params["arms"] = list(arms)
         rec.data["skipped"] = skipped
+        add_marks(
+            rec,
+            [
+                {
+                    "kind": "arm-skipped",
+                    "where": s["arm"],
+                    "observed": None,
+                    "message": f"ablate arm {s['arm']} skipped: {s['reason']}",
+                }
+                for s in skipped
+                if s["arm"] in chosen or config.arms is None
+            ],
+        )
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
 
         def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:

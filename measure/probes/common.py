@@ -6,7 +6,7 @@ import logging
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from measure.errors import ProbebookError
+from measure.errors import MissingPackage, ProbebookError
 from measure.options import check_choices, option
 from measure.timing import SessionFields, TimingFields, WindowPlan
 from measure.workload import WorkloadFields, WorkloadOptions, check_window
@@ -92,7 +92,16 @@ def workload_facts(workload: Any) -> dict[str, Any]:
         "workload_source": workload.source,
         "n_params_active": workload.n_params_active,
         "moe_shape": workload.moe_shape,
+        "lost": lost_marks(workload),
     }
+
+
+def lost_marks(workload: Any) -> list[dict[str, Any]]:
+    """What the loaded workload cannot record or did not take (``measure.workload.observe.workload_marks``)."""
+    from measure.workload.observe import workload_marks
+
+    shaped = workload.layers is not None and bool(workload.heads) and bool(workload.head_dim)
+    return workload_marks(attention_shape=shaped, ignored=workload.ignored)
 
 
 PARAM_FACTS = ("workload_name", "n_params", "n_params_trainable", "n_params_total")
@@ -115,6 +124,21 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
         rec.params.pop("preset", None)
     if facts["workload_source"] is not None:
         rec.add_code("workload_source", facts["workload_source"])
+    add_marks(rec, facts.get("lost") or [])
+
+
+def add_marks(rec: Any, marks: list[dict[str, Any]]) -> None:
+    """Warn on stderr (``probebook: warning: ...``) and add to ``data.engagement_warnings`` each mark not already
+    there: the one place a run records what it could not record or did not honour (README "Measure your own
+    model"). The run is kept (what it measured is true of what ran); the mark says what it is not."""
+    kept = rec.data.setdefault("engagement_warnings", [])
+    for mark in marks:
+        if mark in kept:  # a fact of the workload, recorded again by a later point's process
+            continue
+        log.warning("warning: %s", mark["message"])
+        kept.append(mark)
+    if not kept:
+        rec.data.pop("engagement_warnings")
 
 
 def model_flops_per_token(
@@ -157,10 +181,7 @@ def mark_engagement(
     from measure.workload.observe import engagement_marks
 
     marks = engagement_marks(observed, compile_requested=compile_requested, device=device, dtype=dtype, where=where)
-    for mark in marks:
-        log.warning("%s", mark["message"])
-    if marks:
-        rec.data.setdefault("engagement_warnings", []).extend(marks)
+    add_marks(rec, marks)
     return marks
 
 
@@ -175,8 +196,9 @@ def resolve_device(requested: str) -> str:
     try:
         import torch
     except ImportError:
-        raise ProbebookError(
-            "probes need torch, which is not installed here: pip install torch (CPU-only: pip install torch==2.13.0)"
+        raise MissingPackage(
+            "probes need the Python package 'torch', which is not installed here: pip install torch "
+            "(CPU-only: pip install torch==2.13.0)"
         ) from None
     available = torch.cuda.is_available()
     if requested == "auto":

@@ -119,6 +119,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from torch.autograd import DeviceType
         from torch.profiler import ProfilerActivity, profile
 
+        from measure.progress import profiler_stderr
         from measure.timing import clock_for, sm_clock, sync_for, time_windows
         from measure.workload import load_workload
         from measure.workload.observe import observe
@@ -142,7 +143,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         mark_engagement(rec, rec.data["observed"], compile_requested=config.compile, device=device, dtype=config.dtype)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         sync()
-        with profile(activities=activities) as prof:
+        with profiler_stderr(), profile(activities=activities) as prof:
             for _ in range(config.steps):
                 workload.step(data)
             sync()

@@ -160,7 +160,9 @@ def _observe_loss(step: Any, batch: Any, device: str) -> dict[str, int]:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    from measure.progress import profiler_stderr
+
+    with profiler_stderr(), profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         step(batch)
         if device == "cuda":
             torch.cuda.synchronize()
@@ -372,7 +374,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         stopped.add(arm)  # a larger microbatch of this arm would fare no better
                         if progress:  # the point's progress line on stderr, as the runner prints the others
                             print(  # noqa: T201
-                                f"  {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
+                                f"probebook: {PROBE}: {where}: {'OOM' if oom else 'failed'}: {entry['error']}",
                                 file=sys.stderr,
                                 flush=True,
                             )

@@ -149,6 +149,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from torch.profiler import ProfilerActivity, profile
 
         from measure.evidence.kernel_names import categorize
+        from measure.progress import profiler_stderr
         from measure.timing import clock_for, sm_clock, sync_for, time_interleaved
         from measure.workload import load_workload
         from measure.workload.observe import sdpa_backend
@@ -189,7 +190,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         for kind, fn in steps.items():
             fn()  # one unprofiled step first: lazy initialisation stays out of the trace
             sync()
-            with profile(activities=activities) as prof:
+            with profiler_stderr(), profile(activities=activities) as prof:
                 for _ in range(config.steps):
                     fn()
                 sync()

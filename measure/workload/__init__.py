@@ -124,6 +124,8 @@ class Workload:
     """Whether ``--preset`` shaped this workload (a plug-in's factory read ``options.preset``)."""
     source: dict[str, Any] | None = None
     """A plug-in's source fingerprint (``plugin.source_fingerprint``); None for the reference decoder."""
+    ignored: dict[str, Any] = field(default_factory=dict)
+    """Options set on the command line that a plug-in's factory never read, with their values (``load_plugin``)."""
 
 
 @dataclass

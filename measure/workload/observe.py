@@ -39,8 +39,8 @@ def _tensor_dtype(value: Any) -> str | None:
         return str(value.dtype).replace("torch.", "")
     if isinstance(value, (tuple, list)) and value:
         return _tensor_dtype(value[0])
-    if isinstance(value, dict) and value:
-        return _tensor_dtype(next(iter(value.values())))
+    if isinstance(value, dict) and value:  # a HuggingFace output: its logits, not a loss computed in float32
+        return _tensor_dtype(value["logits"] if "logits" in value else next(iter(value.values())))
     return None
 
 
@@ -53,6 +53,8 @@ def profiled_step(workload: Any, batch: Any, device: str) -> tuple[Any, dict[str
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from measure.progress import profiler_stderr
+
     seen: dict[str, str | None] = {}
 
     def hook(_module: Any, _inputs: Any, output: Any) -> None:
@@ -60,7 +62,7 @@ def profiled_step(workload: Any, batch: Any, device: str) -> tuple[Any, dict[str
 
     handle = workload.model.register_forward_hook(hook)
     try:
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with profiler_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
             workload.step(batch)
             if device == "cuda":
                 torch.cuda.synchronize()
@@ -104,18 +106,70 @@ EXPECTED_SDPA: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# the model output's dtype each --dtype gives: bf16 autocast leaves its matmuls' outputs in bfloat16; fp32 runs none
+# in a half type. A harness that returns float32 logits under bf16 autocast (an explicit upcast) is marked too:
+# the hook cannot tell an upcast from a step that never entered autocast, and says what it saw.
+EXPECTED_OUTPUT_DTYPES: dict[str, tuple[str, ...]] = {"bf16": ("bfloat16",), "fp32": ("float32", "float64")}
+
+
+def workload_marks(*, attention_shape: bool, ignored: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a loaded workload cannot record or did not take, as evidence marks (pure; see ``engagement_marks``).
+
+    ``flops-unknown`` when the workload gives no attention shape (``layers``, ``heads``, ``head_dim``): model FLOPs
+    per token are not recorded and a parameter-only estimate leaves the attention term out. ``option-ignored``
+    for each option of ``ignored``, ``{name: value}`` (set on the command line, never read by the plug-in's factory).
+    """
+    marks: list[dict[str, Any]] = []
+    if not attention_shape:
+        marks.append(
+            {
+                "kind": "flops-unknown",
+                "where": "",
+                "observed": None,
+                "message": "the workload gives no layers/heads/head_dim: model FLOPs per token are not recorded "
+                "(params.model_flops_per_token null; a 6·P estimate leaves attention out)",
+            }
+        )
+    for name, value in ignored.items():
+        flag = "--" + name.replace("_", "-")
+        marks.append(
+            {
+                "kind": "option-ignored",
+                "where": "",
+                "requested": value,
+                "observed": None,
+                "message": f"{flag} {value} was given but the plug-in's factory never read options.{name}: "
+                "it did not shape the run",
+            }
+        )
+    return marks
+
+
 def engagement_marks(
     observed: dict[str, Any], *, compile_requested: bool, device: str, dtype: str, where: str = ""
 ) -> list[dict[str, Any]]:
     """What was requested or expected but did not run, as evidence marks (pure; ``observed`` from ``read_trace``).
 
     A mark is ``{"kind", "where", "requested" or "expected", "observed", "message"}``: ``compile-not-engaged``
-    when ``--compile`` was given and no compiled region ran; ``unexpected-sdpa-backend`` when attention ran on a
-    backend outside ``EXPECTED_SDPA`` for the device and dtype. No attention op (a plug-in without attention):
-    no backend mark.
+    when ``--compile`` was given and no compiled region ran; ``dtype-not-honoured`` when the model's output came
+    out in another dtype than ``--dtype`` asks (``float32`` under ``bf16``, or a half type under ``fp32``);
+    ``unexpected-sdpa-backend`` when attention ran on a backend outside ``EXPECTED_SDPA`` for the device and dtype.
+    No attention op (a plug-in without attention): no backend mark. No output seen: no dtype mark.
     """
     marks: list[dict[str, Any]] = []
     at = f" ({where})" if where else ""
+    ran = observed.get("dtype", observed.get("observed_dtype"))  # a batch-sweep row names it observed_dtype
+    if ran is not None and ran not in EXPECTED_OUTPUT_DTYPES.get(dtype, (ran,)):
+        marks.append(
+            {
+                "kind": "dtype-not-honoured",
+                "where": where,
+                "requested": dtype,
+                "observed": ran,
+                "message": f"--dtype {dtype} was requested but the model's output was {ran}{at}: the step did not "
+                f"run in {dtype} (the harness ignores options.dtype?)",
+            }
+        )
     if compile_requested and not observed.get("compile_engaged"):
         marks.append(
             {

@@ -6,8 +6,9 @@ wrong (bad spec, missing module, factory raising, wrong return shape) is one cle
 
 Two facts are recorded about the harness itself (issue 27): its source, hashed (the module
 file, and every Python file of its top-level package, recursively), so two harnesses under one
-name are told apart; and whether the factory read ``options.preset``, so a preset the
-plug-in ignored is not recorded as if it had shaped the run.
+name are told apart; and which options the factory read, so a preset the plug-in ignored is not
+recorded as if it had shaped the run, and an option set on the command line that the factory never
+read is named in a warning and in the evidence (``Workload.ignored``; README "Measure your own model").
 """
 
 from __future__ import annotations
@@ -27,25 +28,48 @@ _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 SOURCE_SUFFIXES = (".py",)  # a package's code; data files or checkpoints beside it are not hashed
 
 
+_NAMES = frozenset(f.name for f in fields(WorkloadOptions))
+OBSERVED_OPTIONS = ("compile", "dtype", "device")
+"""Options whose effect is read from the step itself (``measure.workload.observe``), not from the factory's reads."""
+
+
 class _WatchedOptions(WorkloadOptions):
-    """The options handed to a factory, noting whether it read ``preset``."""
+    """The options handed to a factory, noting which of them it read."""
 
     def __getattribute__(self, name: str) -> Any:
-        if name == "preset":
-            object.__setattr__(self, "_preset_read", True)
+        if name in _NAMES:
+            object.__getattribute__(self, "__dict__").setdefault("_read", set()).add(name)
         return super().__getattribute__(name)
 
 
 def watched(options: WorkloadOptions) -> _WatchedOptions:
-    """A copy of ``options`` that records a read of ``preset`` (construction's own checks reset)."""
+    """A copy of ``options`` that records the options read (construction's own checks reset)."""
     copy = _WatchedOptions(**{f.name: getattr(options, f.name) for f in fields(WorkloadOptions)})
-    object.__setattr__(copy, "_preset_read", False)
+    object.__setattr__(copy, "_read", set())
     return copy
+
+
+def options_read(options: WorkloadOptions) -> set[str]:
+    """The option names ``options`` (made by ``watched``) had read since; every name for plain options."""
+    return set(object.__getattribute__(options, "__dict__").get("_read", _NAMES))
 
 
 def preset_read(options: WorkloadOptions) -> bool:
     """Whether ``options`` (made by ``watched``) had its ``preset`` read since."""
-    return bool(object.__getattribute__(options, "__dict__").get("_preset_read", True))
+    return "preset" in options_read(options)
+
+
+def ignored_options(options: WorkloadOptions, read: set[str]) -> dict[str, Any]:
+    """Options set away from their default that the factory never read (pure): they cannot have shaped the run.
+
+    ``compile``, ``dtype`` and ``device`` are left out: what ran is observed from the step (a harness may honour
+    bf16 without reading ``options.dtype``), and the device is where the probe puts its own tensors.
+    """
+    return {
+        f.name: getattr(options, f.name)
+        for f in fields(WorkloadOptions)
+        if f.name not in OBSERVED_OPTIONS and f.name not in read and getattr(options, f.name) != f.default
+    }
 
 
 def source_fingerprint(spec: str, module: ModuleType) -> dict[str, Any]:
@@ -105,7 +129,9 @@ def load_plugin(spec: str, options: WorkloadOptions) -> Workload:
     except Exception as exc:  # the user's code failed: say where, keep it to one line
         raise ProbebookError(f"--workload {spec!r}: the factory raised {type(exc).__name__}: {exc}") from None
     workload = _as_workload(spec, result)
-    workload.uses_preset = preset_read(seen)
+    read = options_read(seen)
+    workload.uses_preset = "preset" in read
+    workload.ignored = ignored_options(options, read)
     workload.source = source_fingerprint(spec, module)
     return workload
 

@@ -184,7 +184,7 @@ class Runner:
 
     def _say(self, text: str) -> None:
         self.log.append(text)
-        print(f"  campaign: {text}", file=sys.stderr, flush=True)
+        print(f"probebook: campaign: {text}", file=sys.stderr, flush=True)
 
     # -- outcomes ------------------------------------------------------------------------
     def _settle(self, key: str, handle: Any, state: str | None = None, error: str | None = None) -> None:
@@ -329,7 +329,7 @@ class Runner:
         if any(s == "ready" for s in states):
             left = sum(s == "ready" for s in states)
             print(
-                f"campaign: stopped at the {self.budget_s:g} s budget with {left} curve(s) to go; "
+                f"probebook: campaign: stopped at the {self.budget_s:g} s budget with {left} curve(s) to go; "
                 f"resume with: probebook campaign run {self.folder} --resume",
                 file=sys.stderr,
             )
@@ -337,7 +337,7 @@ class Runner:
         blocked = [c for c, keys in self.curves.items() if receipts.curve_state(keys, self.receipts)[0] == "blocked"]
         if blocked:
             print(
-                f"campaign: {len(blocked)} curve(s) blocked by a failed point ({', '.join(blocked)}); "
+                f"probebook: campaign: {len(blocked)} curve(s) blocked by a failed point ({', '.join(blocked)}); "
                 f"see `probebook campaign status {self.folder}`, then run --resume --retry-failed",
                 file=sys.stderr,
             )

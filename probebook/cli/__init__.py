@@ -47,10 +47,22 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
         formatter_class=HelpFormatter,
     )
     archive_option(parser)
+    parser.add_argument("--version", action="version", version=f"probebook {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in modules:
         importlib.import_module(f"probebook.cli.{name}").register(sub)
     return parser
+
+
+def version() -> str:
+    """The installed distribution's version (``pyproject.toml``); ``unknown`` for a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("probebook")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def command_word(argv: Sequence[str]) -> str | None:
@@ -70,7 +82,8 @@ def command_word(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     owner = COMMANDS.get(command_word(argv) or "")
-    parser = build_parser((owner,) if owner else COMMAND_MODULES)
+    quick = argv == ["--version"]  # nothing to register: the version needs no command module
+    parser = build_parser((owner,) if owner else () if quick else COMMAND_MODULES)
     args = parser.parse_args(argv)
 
     def action() -> int:

@@ -195,5 +195,6 @@ def _audit(args: argparse.Namespace) -> int:
         print(json_text({"findings": findings, "counts": counts, "evidence": ident}, indent=1, ensure_ascii=False))
         return EXIT["check failed"] if findings else EXIT["ok"]
     verdict = "clean" if not findings else f"{len(findings)} finding(s)"
-    print(f"audit: {counts['points_checked']} points, {counts['curves']} curves: {verdict}; {ident}", file=sys.stderr)
+    said = f"{counts['points_checked']} points, {counts['curves']} curves: {verdict}; {ident}"
+    print(f"probebook: audit: {said}", file=sys.stderr)
     return EXIT["check failed"] if findings else EXIT["ok"]

@@ -283,7 +283,7 @@ def _lint(args: Any) -> int:
         print(h)
     if hits or unchecked:
         counts = f"{len(hits)} hand-typed measurement(s), {len(unchecked)} unchecked comparative sentence(s)"
-        print(counts, file=sys.stderr)
+        print(f"probebook: {counts}", file=sys.stderr)
         return 1
     print("ok: no hand-typed measurements, no unchecked comparative sentences")
     return 0

@@ -1,5 +1,6 @@
 """What a run says about itself that a reader of its numbers must see (issue 27): the plug-in harness it timed,
-by name and source hash; options requested but not engaged; a device that was busy before timing.
+by name and source hash; options requested but not engaged, and what it could not record (issue 40); a device
+that was busy before timing.
 
 Evidence records the harness as ``params.workload`` (its ``package.module:factory`` spec) and
 ``code.workload_source`` (the module's and its package's SHA-256, ``measure.machine``); engagement marks as
@@ -24,6 +25,15 @@ class Mark:
     """Plain text (the caller escapes it for Markdown)."""
 
 
+LOST_TITLES = {
+    "flops-unknown": "Not recorded",
+    "option-ignored": "Option not taken",
+    "dtype-not-honoured": "Requested but not honoured",
+    "arm-skipped": "Arm skipped",
+}
+"""The notice title of each kind of ``data.engagement_warnings`` entry that is not an engagement (issue 40)."""
+
+
 def harness(doc: dict[str, Any]) -> Mark | None:
     """The plug-in harness the run timed and its source hashes; None for the reference decoder."""
     spec = (doc.get("params") or {}).get("workload")
@@ -45,7 +55,8 @@ def warnings(doc: dict[str, Any]) -> list[Mark]:
     out = []
     for entry in data.get("engagement_warnings") or []:
         message = entry.get("message") if isinstance(entry, dict) else entry
-        out.append(Mark("engagement", "Requested but not engaged", f"{message}"))
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        out.append(Mark("engagement", LOST_TITLES.get(str(kind), "Requested but not engaged"), f"{message}"))
     check = data.get("device_check") or {}
     if isinstance(check, dict) and check.get("busy"):
         reason = check.get("reason") or "the idle check found it busy"

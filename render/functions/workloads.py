@@ -41,6 +41,8 @@ def params(page: Page, ref: Any) -> ParamsView:
     what = "params.n_params_total, n_params_trainable, n_params_active; FLOPs: 4·P_all + 2·P_trainable"
     notes = {"active": "a dense model: every parameter is active"}
     recorded = page.doc(ref).get("params") or {}
+    if recorded.get("model_flops_per_token", 0) is None:  # a plug-in that gave no layers/heads/head_dim (issue 40)
+        what += " (attention's term missing: the run recorded no attention shape, model_flops_per_token null)"
     landing = {  # each count on its params row; the FLOPs, made from two of them, on the params table
         name: f"params-n_params_{name}" if f"n_params_{name}" in recorded else "params"
         for name in ("total", "trainable", "active")
