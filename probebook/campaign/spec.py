@@ -374,7 +374,7 @@ def points(spec: Spec, where: str = "spec") -> list[dict[str, Any]]:
     from measure.probes.batch_sweep import plan_batches
 
     cls = probe_config_class(spec.probe)
-    out = []
+    out: list[dict[str, Any]] = []
     for preset in spec.grid["preset"]:
         for context in spec.grid["context"]:
             curve = f"{preset}-s{context}"

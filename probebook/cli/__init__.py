@@ -55,7 +55,7 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
 
 
 def version() -> str:
-    """The installed distribution's version (``pyproject.toml``); ``unknown`` for a checkout that was never installed."""
+    """The installed distribution's version (``pyproject.toml``); ``unknown`` for a checkout never installed."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
