@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -17,6 +18,7 @@ from render.evidence import landing, series
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
+from render.numbers import claims
 from render.numbers.links import LANDING
 from render.pages import answers, bounded, layout, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
@@ -86,9 +88,10 @@ def _render(
     record = next((r for r in src.records if r.slug == page.slug), None) if page.kind == "record" else None
     superseded = record is not None and answers.successor(page, record) is not None
     state = PageState(page.rel, partial=partial, superseded=superseded)
-    headlines = evaluate_summary(env, page, context, state)
-    verdicts = answers.evaluate(env, page, context, state, superseded) if page.kind == "record" else []
-    body = render_body(env, page, context, state)
+    with claims.superseded_page() if superseded else contextlib.nullcontext():
+        headlines = evaluate_summary(env, page, context, state)
+        verdicts = answers.evaluate(env, page, context, state, superseded) if page.kind == "record" else []
+        body = render_body(env, page, context, state)
     blocks, machine, box = "", None, ""
     reproduced: list[dict[str, Any]] = []
     if page.kind == "record":

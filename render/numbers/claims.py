@@ -46,6 +46,21 @@ def unchecked() -> Iterator[None]:
         _UNCHECKED.reset(token)
 
 
+_SUPERSEDED: contextvars.ContextVar[bool] = contextvars.ContextVar("probebook_claims_superseded", default=False)
+
+
+@contextlib.contextmanager
+def superseded_page() -> Iterator[None]:
+    """Inside it a claim whose comparison no longer holds is kept, not refused: a superseded version keeps the
+    words it was published with, and the page marks each claim today's intervals do not resolve (a comparison
+    that is now false among them: its interval moved, issue 38's exact median intervals)."""
+    token = _SUPERSEDED.set(True)
+    try:
+        yield
+    finally:
+        _SUPERSEDED.reset(token)
+
+
 def checking() -> bool:
     """Whether claims are refused when false (always, outside ``unchecked``)."""
     return not _UNCHECKED.get()
@@ -69,7 +84,7 @@ def make(conditions: tuple[Any, ...], sentence: Any) -> Claim:
     """A checked claim: every condition true, else a ``ClaimError`` naming the sentence and both values.
 
     Inside ``unchecked`` the conditions need only be comparisons; whether they hold goes in the ledger row."""
-    if not checking():
+    if not checking() or _SUPERSEDED.get():
         if not isinstance(sentence, str) or not conditions or not all(isinstance(c, Comparison) for c in conditions):
             raise ClaimError(f"claim({sentence!r}): each condition must compare quantities, like a < b")
         return Claim(tuple(conditions), sentence)

@@ -142,8 +142,7 @@ was published), marked; on a current version the same sentence fails the build."
 def unresolved_mark(state: PageState) -> str:
     """The Markdown after a superseded version's unresolved verdict or claim (`` *(UNRESOLVED_MARK)*``); the level
     it names becomes a ledger row of the page, once."""
-    if LEVEL.key not in dict(state.rows):
-        state.rows.append((LEVEL.key, LEVEL))
+    state.record(LEVEL)  # once: a page that also prints the level itself shows it as the same row
     return f" *({escape_text(UNRESOLVED_MARK)})*"
 
 
