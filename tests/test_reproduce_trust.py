@@ -75,7 +75,7 @@ def test_a_workload_from_evidence_is_shown_and_refused_until_the_user_names_it(c
     assert f"--workload '{HOSTILE}' (evidence run" in _one_line(other)  # another value is not this one
     for word in (["--workload", HOSTILE], ["--trust-evidence"]):  # the user's word: it goes on (to the bad executor)
         given = cli_here(*args, *stop, *word)
-        assert "executor.max_concurrent must be >= 1" in _one_line(given)
+        assert "executor.max_concurrent must be an integer from 1" in _one_line(given)
 
 
 def test_dry_run_shows_what_needs_the_users_word_and_runs_nothing(cli_here, tmp_path: Path) -> None:
@@ -97,7 +97,7 @@ def test_a_corpus_path_from_evidence_runs_only_when_given(cli_here, tmp_path: Pa
     only_glob = _one_line(cli_here(*args, *stop, "--corpus", str(corpus)))  # one given, one not
     assert "--glob '*.txt'" in only_glob and "--corpus" not in only_glob
     given = cli_here(*args, *stop, "--corpus", str(corpus), "--glob", "*.txt")
-    assert "executor.max_concurrent must be >= 1" in _one_line(given)
+    assert "executor.max_concurrent must be an integer from 1" in _one_line(given)
 
 
 def test_a_checkpoint_folder_named_in_evidence_is_never_used(cli_here, tmp_path: Path) -> None:
