@@ -214,7 +214,7 @@ def test_executor_spec_is_read_like_a_campaign_specs_executor_section(cli_here, 
     spec.write_text("executor:\n  max_concurrent: 0\n", encoding="utf-8")
     args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs"), "--trust-evidence"]
     r = cli_here(*args, "--executor-spec", str(spec), "--folder", str(tmp_path / "run"))
-    assert r.returncode == 2 and "executor.max_concurrent must be >= 1" in r.stderr, r.stderr
+    assert r.returncode == 2 and "executor.max_concurrent must be an integer from 1" in r.stderr, r.stderr
     spec.write_text("executor:\n  slurm:\n    gpus: 1\n    no_such: 2\n", encoding="utf-8")
     r = cli_here(*args, "--executor-spec", str(spec), "--folder", str(tmp_path / "run"))
     assert r.returncode == 2 and "executor.slurm: unknown field 'no_such'" in r.stderr, r.stderr

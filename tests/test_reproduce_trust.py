@@ -67,15 +67,15 @@ def test_a_workload_from_evidence_is_shown_and_refused_until_the_user_names_it(c
     stop = _stopped_after_consent(tmp_path)
     r = cli_here(*args, *stop)
     line = _one_line(r)
-    assert "evidence run (sha256:" in line and f"names --workload '{HOSTILE}'" in line and "--trust-evidence" in line
+    assert f"--workload '{HOSTILE}' (evidence run (sha256:" in line and "--trust-evidence" in line
     [command] = [ln for ln in r.stdout.splitlines() if ln.startswith("probebook measure ")]
     assert f"--workload {HOSTILE}" in command  # printed before the refusal: what would have run
     assert not (tmp_path / "run").exists()  # nothing planned, nothing run
     other = cli_here(*args, *stop, "--workload", "some.other:factory")
-    assert f"names --workload '{HOSTILE}'" in _one_line(other)  # another value is not this one
+    assert f"--workload '{HOSTILE}' (evidence run" in _one_line(other)  # another value is not this one
     for word in (["--workload", HOSTILE], ["--trust-evidence"]):  # the user's word: it goes on (to the bad executor)
         given = cli_here(*args, *stop, *word)
-        assert "executor.max_concurrent must be >= 1" in _one_line(given)
+        assert "executor.max_concurrent must be an integer from 1" in _one_line(given)
 
 
 def test_dry_run_shows_what_needs_the_users_word_and_runs_nothing(cli_here, tmp_path: Path) -> None:
@@ -93,10 +93,11 @@ def test_a_corpus_path_from_evidence_runs_only_when_given(cli_here, tmp_path: Pa
     args = _record(tmp_path, "padding", corpus=str(corpus), glob="*.txt")
     stop = _stopped_after_consent(tmp_path)
     line = _one_line(cli_here(*args, *stop))
-    assert f"names --corpus '{corpus}', --glob '*.txt'" in line
-    assert "--glob '*.txt'" in _one_line(cli_here(*args, *stop, "--corpus", str(corpus)))  # one given, one not
+    assert f"--corpus '{corpus}' (evidence run (sha256:" in line and "; --glob '*.txt' (evidence run" in line
+    only_glob = _one_line(cli_here(*args, *stop, "--corpus", str(corpus)))  # one given, one not
+    assert "--glob '*.txt'" in only_glob and "--corpus" not in only_glob
     given = cli_here(*args, *stop, "--corpus", str(corpus), "--glob", "*.txt")
-    assert "executor.max_concurrent must be >= 1" in _one_line(given)
+    assert "executor.max_concurrent must be an integer from 1" in _one_line(given)
 
 
 def test_a_checkpoint_folder_named_in_evidence_is_never_used(cli_here, tmp_path: Path) -> None:

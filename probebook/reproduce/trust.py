@@ -107,9 +107,14 @@ def asks(probe: str, values: dict[str, Any], defaults: dict[str, Any], given: di
 
 
 def consent_error(where: str, wanted: dict[str, list[str]]) -> str:
-    """The one line that refuses runs whose evidence names open values (``wanted``: 'alias (id)' -> phrases)."""
-    named = "; ".join(f"evidence {who} names {', '.join(phrases)}" for who, phrases in sorted(wanted.items()))
+    """The one line that refuses runs whose evidence names open values (``wanted``: 'alias (id)' -> phrases): what
+    to do first, then each value with the evidence naming it (a long line is cut at its end, never the advice)."""
+    by_value: dict[str, list[str]] = {}
+    for who, phrases in sorted(wanted.items()):
+        for phrase in phrases:
+            by_value.setdefault(phrase, []).append(who)
+    named = "; ".join(f"{phrase} (evidence {', '.join(whos)})" for phrase, whos in by_value.items())
     return (
-        f"{where}: {named}: a value reproduce would import, run or open only on your word; pass each option with "
-        "that value to reproduce yourself (as printed), or --trust-evidence having read the commands above"
+        f"{where}: values from evidence that reproduce would import, run or open need your word: pass each option "
+        f"with that value to reproduce yourself, or --trust-evidence having read the commands above: {named}"
     )
