@@ -125,17 +125,9 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
 
 
 def add_marks(rec: Any, marks: list[dict[str, Any]]) -> None:
-    """Warn on stderr (``probebook: warning: ...``) and add to ``data.engagement_warnings`` each mark not already
-    there: the one place a run records what it could not record or did not honour (README "Measure your own
-    model"). The run is kept (what it measured is true of what ran); the mark says what it is not."""
-    kept = rec.data.setdefault("engagement_warnings", [])
-    for mark in marks:
-        if mark in kept:  # a fact of the workload, recorded again by a later point's process
-            continue
-        log.warning("warning: %s", mark["message"])
-        kept.append(mark)
-    if not kept:
-        rec.data.pop("engagement_warnings")
+    """Mark ``data.engagement_warnings`` and warn on stderr (``probebook: warning: ...``; ``Recorder.mark``). The
+    run is kept (what it measured is true of what ran); the mark says what it is not."""
+    rec.mark(marks)
 
 
 def model_flops_per_token(
