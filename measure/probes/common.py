@@ -31,7 +31,8 @@ class CommonConfig(TimingFields, WorkloadFields):
     device: str = option("auto", choices=DEVICE_CHOICES)
     """Where to run: ``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one, else cpu)."""
     workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
-    """Time your own harness, ``package.module:factory`` returning (model, make_batch, step[, optimizer])."""
+    """Time your own model: ``package.module:factory`` returning a Workload or (model, make_batch, step[, optimizer]);
+    the contract, what each field enables and an example: README.md, "Measure your own model"."""
 
     def __post_init__(self) -> None:
         check_window(self.sliding_window, self.global_every)
