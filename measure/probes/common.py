@@ -32,7 +32,8 @@ class CommonConfig(TimingFields, SessionFields, WorkloadFields):
     device: str = option("auto", choices=DEVICE_CHOICES)
     """Where to run: ``cpu``, ``cuda``, or ``auto`` (cuda when torch sees one, else cpu)."""
     workload: str | None = option(None, metavar="PKG.MOD:FACTORY")
-    """Time your own harness, ``package.module:factory`` returning (model, make_batch, step[, optimizer])."""
+    """Time your own model: ``package.module:factory`` returning a Workload or (model, make_batch, step[, optimizer]);
+    the contract, what each field enables and an example: README.md, "Measure your own model"."""
 
     def __post_init__(self) -> None:
         check_window(self.sliding_window, self.global_every)
@@ -128,17 +129,9 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
 
 
 def add_marks(rec: Any, marks: list[dict[str, Any]]) -> None:
-    """Warn on stderr (``probebook: warning: ...``) and add to ``data.engagement_warnings`` each mark not already
-    there: the one place a run records what it could not record or did not honour (README "Measure your own
-    model"). The run is kept (what it measured is true of what ran); the mark says what it is not."""
-    kept = rec.data.setdefault("engagement_warnings", [])
-    for mark in marks:
-        if mark in kept:  # a fact of the workload, recorded again by a later point's process
-            continue
-        log.warning("warning: %s", mark["message"])
-        kept.append(mark)
-    if not kept:
-        rec.data.pop("engagement_warnings")
+    """Mark ``data.engagement_warnings`` and warn on stderr (``probebook: warning: ...``; ``Recorder.mark``). The
+    run is kept (what it measured is true of what ran); the mark says what it is not."""
+    rec.mark(marks)
 
 
 def model_flops_per_token(

@@ -43,6 +43,8 @@ class Recorder:
         self.code: dict[str, Any] = {}
         self.status = "complete"
         self.error: str | None = None
+        self.warned = 0
+        """How many of ``data.engagement_warnings`` have been said on stderr (``mark``, ``say_marks``)."""
         self.journal = journal
         self.progress = Progress(probe, log, enabled=progress, heartbeat_s=HEARTBEAT_S)
 
@@ -86,6 +88,24 @@ class Recorder:
         self._append({"rows": rows, "point": None})
         for p in points:
             self._append({"rows": [], "point": p})
+
+    def mark(self, marks: list[dict[str, Any]]) -> None:
+        """Add each mark not already there to ``data.engagement_warnings``, the one place a run records what it
+        could not record or did not honour (README "Measure your own model"); say it on stderr as a warning once
+        the run has measured (before that, a refusal of bad input must stay one line: ``execute`` says the rest)."""
+        kept = self.data.setdefault("engagement_warnings", [])
+        kept.extend(m for i, m in enumerate(marks) if m not in kept and m not in marks[:i])
+        if not kept:
+            del self.data["engagement_warnings"]
+        elif self.samples:
+            self.say_marks()
+
+    def say_marks(self) -> None:
+        """Log each mark not yet said as ``warning: MESSAGE`` (``probebook: warning: ...`` on stderr)."""
+        kept = self.data.get("engagement_warnings") or []
+        for mark in kept[self.warned :]:
+            log.warning("warning: %s", mark.get("message"))
+        self.warned = len(kept)
 
     def check_device(self) -> None:
         """Record whether the card is idle and ours (``measure.device_check``), on the device ``params`` name."""
@@ -156,6 +176,7 @@ def execute(
                 f"{flagged} point(s) with a CV of their windows above {CV_THRESHOLD:.0%} after the extra windows "
                 "(rows flagged unstable): the times are noisy; rerun on a quiet device"
             )
+    rec.say_marks()  # what the run could not record, said before its result
     rec.data["host_load"]["after"] = host_load.sample()
     before = rec.data["host_load"]["before"]
     if before["busy"]:  # said once the run has measured, so that bad input stays one line (it is raised above)
