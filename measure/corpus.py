@@ -252,3 +252,21 @@ def _csv(p: Path, column: str, roots: str, label: str) -> Corpus:
     else:
         root_ids, n_roots = _root_ids(labels)
     return Corpus(label, file_sha256(p), "csv", arr, root_ids, n_roots, {"kind": "lengths"})
+
+
+def portable_path(given: str, cwd: Path | None = None, home: Path | None = None) -> str:
+    """``given`` as evidence may keep it, naming no folder of this host (issue 40): a relative path as given; an
+    absolute one relative to the working directory when under it, ``~/...`` when under the home folder, else only
+    its last name after ``.../`` (the corpus itself is named by its SHA-256 in ``data.corpus``). Pure but for the
+    defaults of ``cwd`` and ``home``."""
+    p = Path(given)
+    if not p.is_absolute():
+        return given
+    for root, shown in ((cwd or Path.cwd(), None), (home or Path.home(), "~")):
+        try:
+            rel = p.relative_to(root)
+        except ValueError:
+            continue
+        text = rel.as_posix()
+        return text if shown is None else f"{shown}/{text}" if text != "." else shown
+    return f".../{p.name}"

@@ -19,14 +19,26 @@ import measure
 REPO = Path(__file__).resolve().parent.parent
 
 
+CPU_MODEL_KEYS = ("model name", "Model Name", "Hardware", "cpu model", "Processor")
+"""/proc/cpuinfo's name for the CPU model: x86 says ``model name``; ARM and others one of the rest."""
+
+
+def cpu_model_from(cpuinfo: str) -> str | None:
+    """The CPU model named in the text of /proc/cpuinfo (pure): the first of ``CPU_MODEL_KEYS`` with a value."""
+    found: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() in CPU_MODEL_KEYS and value.strip():
+            found.setdefault(key.strip(), value.strip())
+    return next((found[k] for k in CPU_MODEL_KEYS if k in found), None)
+
+
 def _cpu_model() -> str | None:
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        named = cpu_model_from(Path("/proc/cpuinfo").read_text())
     except OSError:
-        pass
-    return platform.processor() or None
+        named = None
+    return named or platform.processor() or platform.machine() or None
 
 
 def _nvml(index: int) -> dict[str, Any]:

@@ -90,6 +90,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     )
     read_s = time.perf_counter() - t0
     params = {**asdict(config), "bucket_sizes": sorted(set(config.bucket_sizes))}
+    # no host folder in evidence (or on the site built from it): the corpus is named by its SHA-256 in data.corpus
+    params["corpus"] = corpus.portable_path(config.corpus)
+    if config.tokenizer != "bytes":
+        params["tokenizer"] = corpus.portable_path(config.tokenizer)
 
     def body(rec: Recorder) -> None:
         start = time.perf_counter()

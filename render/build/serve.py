@@ -14,6 +14,7 @@ import http
 import http.server
 import logging
 import os
+import re
 import stat
 import sys
 import threading
@@ -100,6 +101,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         if not self._own(Path(self.translate_path(self.path))):
             self.send_error(http.HTTPStatus.NOT_FOUND, "not a file of the site")
             return None
+        current = current_version(Path(self.translate_path(self.path)))
+        if current is not None:  # a record's folder: its current version, not a directory listing (issue 40)
+            path = urllib.parse.urlsplit(self.path).path
+            self.send_response(http.HTTPStatus.FOUND)
+            self.send_header("Location", f"{path.rstrip('/')}/{current}/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         return super().send_head()
 
     def _own(self, path: Path) -> bool:
@@ -121,6 +130,22 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
             if stat.S_ISLNK(mode):
                 return False
         return stat.S_ISDIR(mode) or stat.S_ISREG(mode)
+
+
+_VERSION_FOLDER = re.compile(r"v([1-9]\d*)")
+
+
+def current_version(folder: Path) -> str | None:
+    """``vN``, the highest version page under a folder that has no page of its own (a record's folder,
+    ``records/<slug>/``, whose versions the build writes as ``vN/index.html``); None for any other path."""
+    if not folder.is_dir() or (folder / "index.html").exists():
+        return None
+    versions = [
+        int(m.group(1))
+        for child in folder.iterdir()
+        if (m := _VERSION_FOLDER.fullmatch(child.name)) and (child / "index.html").is_file()
+    ]
+    return f"v{max(versions)}" if versions else None
 
 
 class _Server(http.server.ThreadingHTTPServer):

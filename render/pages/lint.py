@@ -4,7 +4,7 @@ A hand-typed measurement is a number with a decimal point, a number with a perce
 number followed by a unit, found in prose: outside fenced code, inline code, Jinja tags (where
 numbers come from evidence as Quantities), link targets, URLs and character references.
 Titles and errata in front matter are prose too. Numbers inside words (H200, fp16, v2) are not
-measurements; a plain count ("20 layers") is not either.
+measurements; a plain count ("20 layers") is not either, nor a version ("Python 3.11", "CUDA 12.4", "3.11.7").
 """
 
 from __future__ import annotations
@@ -39,6 +39,18 @@ _LINK_TARGET = re.compile(r"\]\([^)\n]*\)")
 _REF_DEFINITION = re.compile(r"^[ \t]*\[[^\]\n]+\]:[^\n]*$", re.MULTILINE)
 _URL = re.compile(r"<?(?:https?|mailto|ftp):[^\s>)]*>?")
 _ENTITY = re.compile(r"&#?\w+;")
+_PRODUCTS = (
+    "Python|CPython|PyPy|CUDA|cuDNN|cuBLAS|NCCL|ROCm|torch|PyTorch|Triton|JAX|transformers|numpy|NumPy|"
+    "driver|version|Version|release|Ubuntu|Debian|RHEL|Linux|kernel|GCC|gcc|clang|Slurm|mkdocs|MkDocs|Zensical|"
+    "Chrome|Chromium|Firefox|SM|sm|compute capability"
+)
+_VERSION = re.compile(
+    rf"(?<![\w.])(?:(?:{_PRODUCTS})[ \t]+v?|v)\d+(?:\.\d+)+(?![\w.%])"  # Python 3.11, CUDA 12.4, v2.13
+    r"|(?<![\w.])\d+\.\d+\.\d+(?:\.\d+)*(?![\w.])"  # 3.11.7: three parts are a version, never a measurement
+)
+_UNIT_AFTER = re.compile(rf"\s?(?:%|(?:{'|'.join(_UNITS)})(?![\w/]))")
+"""A version string: a number with a point right after a product's name (or ``v``), or any three-part number.
+Not a measurement (issue 40: "Python 3.11" was refused); a unit after it (``CUDA 12.4 ms``) still is one."""
 
 
 class LintError(ProbebookError):
@@ -87,7 +99,12 @@ def mask(text: str) -> str:
     text = "\n".join(lines)
     for pattern in (_INLINE_CODE, _LINK_TARGET, _REF_DEFINITION, _URL, _ENTITY):
         text = pattern.sub(_blank, text)
-    return text
+    return _VERSION.sub(_version, text)
+
+
+def _version(match: re.Match[str]) -> str:
+    """A version string blanked, unless a unit follows it (then the lint still sees a measurement)."""
+    return match.group(0) if _UNIT_AFTER.match(match.string, match.end()) else _blank(match)
 
 
 def find(text: str, where: str, first_line: int = 1) -> list[Hit]:

@@ -40,6 +40,7 @@ Declarations = dict[str, dict[str, Any]]
 _FIELDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("GPU", ("machine", "gpu")),
     ("GPUs in the machine", ("machine", "gpu_count")),
+    ("CPU", ("machine", "cpu_model")),  # shown where a cited run ran on the CPU (issue 40)
     ("driver", ("machine", "driver")),
     ("CUDA", ("machine", "cuda")),
     ("torch", ("machine", "torch")),
@@ -159,7 +160,10 @@ def environment_block(rel: str, aliases: dict[str, str], docs: dict[str, dict[st
         "|---|---|",
     ]
     disagree = []
+    on_cpu = any(_get(docs[i], ("machine", "gpu")) is None for i in ids)
     for label, path in _FIELDS:
+        if path == ("machine", "cpu_model") and not on_cpu:
+            continue  # the host's CPU is the machine of a CPU run only; a GPU record's hosts may differ there
         groups = _groups(ids, aliases, docs, path)
         counted = path == ("machine", "gpu_count")
 
