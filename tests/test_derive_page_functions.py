@@ -174,7 +174,7 @@ SHOWN = [n for n, case in CASES.items() if case[3] and n not in ("fit", "batch_s
 def test_each_number_is_the_one_the_page_shows(results, name, tmp_path):
     archive, alias, _, expression = CASES[name]
     got = results[name]
-    if set(got) == {"value", "unit", "derivation", "evidence"}:
+    if set(got) == {"value", "unit", "interval", "basis", "derivation", "evidence"}:
         assert [got["value"]] == list(page_values(archive, expression, IDS[alias], tmp_path).values())
         if name == "constant":
             assert got["evidence"] == []  # a number of the methods, not of a measurement
@@ -223,6 +223,8 @@ def test_exact_values_from_the_fixture_evidence(results):
     assert results["value"] == {
         "value": 5,
         "unit": "",
+        "interval": None,
+        "basis": None,
         "derivation": "evidence field params.windows",
         "evidence": [IDS["ceiling"]],
     }

@@ -21,11 +21,29 @@ PROBE = "campaign"
 VERSION = 1
 
 
+def largest_batch(store: Store, done: list[dict[str, Any]]) -> int | None:
+    """The largest fitting batch of one batch-sweep curve by ``batch_summary``'s own rule
+    (``render.derive.batchsweep.summarize``: up to the first OOM, spill or throughput collapse), from its measured
+    points' evidence, so ``campaign status`` and a page never disagree (issue 40); None before a batch fits."""
+    from render.derive.batchsweep import summarize
+
+    rows = [
+        row
+        for r in done
+        if r["state"] in receipts.MEASURED and r.get("evidence")
+        for row in store.get(r["evidence"])["data"]["samples"]
+    ]
+    fits = [g.largest_fitting_batch for g in summarize(rows) if g.largest_fitting_batch is not None] if rows else []
+    return max(fits) if fits else None
+
+
 def curves(folder: Path) -> list[dict[str, Any]]:
-    """One summary per curve: its state, points measured, last fitting batch, OOM batch, failures."""
+    """One summary per curve: its state, points measured, largest fitting batch, OOM batch, failures."""
     _ident, manifest = load_manifest(folder)
     got = receipts.load_all(folder)
     points = {p["key"]: p for p in manifest["data"]["points"]}
+    sweep = manifest["params"].get("probe") == "batch-sweep" and not manifest["data"].get("kind")
+    store = Store(Path(folder) / "archive")
     out = []
     for curve in manifest["data"]["curves"]:
         keys = curve["points"]
@@ -39,7 +57,8 @@ def curves(folder: Path) -> list[dict[str, Any]]:
                 "at": points[at]["batch"] if at else None,
                 "measured": sum(r["state"] in receipts.MEASURED for r in done),
                 "planned": len(keys),
-                "largest_ok": max(ok) if ok else None,
+                # a throughput sweep's by batch_summary's rule; a follow-up's points all fit once: its largest ok
+                "largest_batch": largest_batch(store, done) if sweep else max(ok) if ok else None,
                 "oom": next((points[r["point"]]["batch"] for r in done if r["state"] == "oom"), None),
                 "attempts": sum(len(r["attempts"]) for r in done),
                 "failed_attempts": sum(a["state"] in receipts.FAILED for r in done for a in r["attempts"]),
@@ -56,7 +75,7 @@ def render_status(folder: Path) -> Any:
 
     rows = curves(folder)
     table = Table(title=f"campaign {Path(folder).name}")
-    for column in ("curve", "state", "at batch", "measured", "largest ok", "OOM at", "attempts", "failed"):
+    for column in ("curve", "state", "at batch", "measured", "largest batch", "OOM at", "attempts", "failed"):
         table.add_column(column, justify="left" if column in ("curve", "state") else "right")
     for r in rows:
         table.add_row(
@@ -64,7 +83,7 @@ def render_status(folder: Path) -> Any:
             r["state"],
             str(r["at"] or "-"),
             f"{r['measured']}/{r['planned']}",
-            str(r["largest_ok"] or "-"),
+            str(r["largest_batch"] or "-"),
             str(r["oom"] or "-"),
             str(r["attempts"]),
             str(r["failed_attempts"]),

@@ -63,7 +63,12 @@ def register(sub: Any) -> None:
     p.add_argument("--terms", default="auto", help="auto (default) or terms from c, a, b joined by +, e.g. c+a")
     p.add_argument("--at", metavar="W,...", help="widths at which to report the quadratic share b·W/(a+b·W)")
     p.add_argument("--mode", choices=MODES, help="rows of this mode (default fixed_batch where a mode column exists)")
-    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for intervals (default 200)")
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=None,
+        help="bootstrap replicates for intervals (default: the pages' own count, so `fit` and `derive fit` agree)",
+    )
     p.add_argument("--json", action="store_true", help="print the fit as one JSON object only")
 
     p = command(
@@ -113,7 +118,7 @@ def _fit(args: Any) -> int:
         tokens=args.tokens,
         at=_widths(args.at),
         mode=args.mode,
-        bootstrap=args.bootstrap,
+        bootstrap=fitting.BOOTSTRAP if args.bootstrap is None else args.bootstrap,  # one rule: the pages' fit
         source=f"evidence {ident}",
     )
     for line in result.warnings:

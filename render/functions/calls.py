@@ -183,8 +183,18 @@ def attributes(result: Any, at: Any = ()) -> list[tuple[str, Any]]:
 
 
 def quantity_json(q: Quantity) -> dict[str, Any]:
-    """A Quantity as ``{"value", "unit", "derivation", "evidence"}`` (value null when it has none)."""
-    return {"value": q.value, "unit": q.unit, "derivation": q.derivation, "evidence": list(q.evidence)}
+    """A Quantity as ``{"value", "unit", "interval", "basis", "derivation", "evidence"}`` (value null when it has
+    none): ``interval`` is its 95% interval ``{"low", "high"}`` as the page shows it, or null with ``basis`` saying
+    why it has none (``render/numbers/basis.py``)."""
+    low_high = None if q.uncertainty is None or q.value is None else dict(zip(("low", "high"), q.uncertainty))
+    return {
+        "value": q.value,
+        "unit": q.unit,
+        "interval": low_high,
+        "basis": q.basis or None,
+        "derivation": q.derivation,
+        "evidence": list(q.evidence),
+    }
 
 
 def claim_json(claim: Claim) -> dict[str, Any]:
