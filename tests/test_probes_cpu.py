@@ -136,7 +136,9 @@ def test_kernels(cli, archive):
     assert check["kernel_total_s"] == pytest.approx(sum(r["device_time_s"] for r in rows) / 2)
     # record_function labels are kept apart, never summed (since version 2 of the probe); what ran is
     # observed data, not params (version 3); the expert GEMM share (4, from the launched kernels in 5)
-    assert doc["probe_version"] == 5 and "sdpa_backend" in doc["data"]["observed"]
+    assert doc["probe_version"] == 6 and "sdpa_backend" in doc["data"]["observed"]
+    # version 6: inside optimizer.step is the optimizer's, whatever the operator's name
+    assert {r["category"] for r in rows if (r.get("within") or "").startswith("Optimizer.step#")} == {"optimizer"}
     assert "sdpa_backend" not in doc["params"]
     assert not [r for r in rows if r["kernel"].startswith(("Optimizer.", "ProfilerStep#"))]
     assert "Optimizer.step#AdamW.step" in [a["kernel"] for a in doc["data"]["annotations"]]

@@ -60,6 +60,33 @@ def categorize(name: str) -> str:
     return "other"
 
 
+OPTIMIZER_RANGE = re.compile(r"^Optimizer\.step#")
+"""The profiler range ``torch.optim`` opens around every ``optimizer.step`` (``Optimizer.step#AdamW.step``)."""
+ATTENTION_OPS = re.compile(
+    r"^aten::(_?scaled_dot_product|_efficient_attention|_flash_attention|_cudnn_attention)"
+    r"|^autograd::engine::evaluate_function: _?ScaledDotProduct\w*Backward"
+)
+"""The aten operators of SDPA and autograd's node of their backward: every kernel or operator they run is
+attention's, a math backend's bmm included."""
+
+
+def enclosing(ancestors: list[str]) -> str | None:
+    """The range a kernel or operator ran inside that decides its category (pure): the innermost of the optimizer's
+    step range or an SDPA operator among ``ancestors`` (its enclosing profiler ranges, innermost first); None."""
+    return next((a for a in ancestors if OPTIMIZER_RANGE.match(a) or ATTENTION_OPS.match(a)), None)
+
+
+def categorize_in(name: str, ancestors: list[str]) -> str:
+    """The category of a kernel or operator where the trace says where it ran (issue 40): inside the optimizer's
+    step range, ``optimizer`` (AdamW's elementwise kernels on the CPU are ``aten::mul_``, ``aten::add_``); inside
+    an SDPA operator, ``attention`` (the math backend's ``aten::bmm`` and softmax); else ``categorize(name)``."""
+    if any(OPTIMIZER_RANGE.match(a) for a in ancestors):
+        return "optimizer"
+    if any(ATTENTION_OPS.match(a) for a in ancestors):
+        return "attention"
+    return categorize(name)
+
+
 def is_expert_annotation(name: str) -> bool:
     """Whether a profiler row is the MoE layer's expert-GEMM annotation (``EXPERT_GEMM``)."""
     return name == EXPERT_GEMM

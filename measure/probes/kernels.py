@@ -36,17 +36,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.evidence.envelope import Evidence
-from measure.evidence.kernel_names import CATEGORIES, EXPERT_CATEGORY, categorize, is_expert_annotation
+from measure.evidence.kernel_names import (
+    CATEGORIES,
+    EXPERT_CATEGORY,
+    categorize,
+    categorize_in,
+    enclosing,
+    is_expert_annotation,
+)
 from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"
 # 5: the expert share from the kernels launched inside the annotation, never its GPU span;
 # 4: data.expert_gemm, the MoE expert GEMMs' time and share (from their annotation); 3: data.observed
-VERSION = 5
+# 6: a row's category from the range it ran in (optimizer.step, an SDPA operator), its name's otherwise (``within``)
+VERSION = 6
 HELP = (
-    "torch.profiler over a few steps: device-kernel time shares (attention, GEMM, norm/elementwise, "
-    "loss, optimizer, other)."
+    "torch.profiler over a few steps: device-kernel time shares (attention, gemm, norm-elementwise, "
+    "loss, optimizer, other; a kernel inside optimizer.step or an SDPA operator counts there)."
 )
 EXAMPLE = "probebook measure kernels --preset 250m --compile"
 # GPU user annotations by name, for a profiler whose events lack ``is_user_annotation``:
@@ -100,6 +108,66 @@ def consistency(kernel_total_s: float, steps: int, event_step_s: float, device: 
         "bounds": [low, high],
         "ok": low <= ratio <= high,
     }
+
+
+def _ancestors(event: Any) -> list[str]:
+    """The names of the profiler ranges ``event`` ran inside, innermost first."""
+    out, parent = [], event.cpu_parent
+    while parent is not None:
+        out.append(parent.name)
+        parent = parent.cpu_parent
+    return out
+
+
+def placed(events: Any, on_device: bool) -> list[dict[str, Any]]:
+    """Each kernel (on a device) or operator (on the CPU) of the trace with the range it ran inside:
+    ``{kernel, time_s, ancestors}``; a device kernel is placed through the host call that launched it."""
+    from torch.autograd import DeviceType
+
+    out = []
+    for event in events:
+        if event.device_type != DeviceType.CPU or getattr(event, "is_async", False):
+            continue
+        if on_device:
+            chain = [event.name, *_ancestors(event)]
+            out += [{"kernel": k.name, "time_s": k.duration / 1e6, "ancestors": chain} for k in event.kernels]
+        elif not is_annotation(event.name, getattr(event, "is_user_annotation", False)):
+            out.append(
+                {"kernel": event.name, "time_s": event.self_cpu_time_total / 1e6, "ancestors": _ancestors(event)}
+            )
+    return out
+
+
+def placed_rows(rows: list[dict[str, Any]], where: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The kernel rows (``{kernel, calls, device_time_s}`` per name) split by the range each call ran inside (pure).
+
+    A name's time inside the optimizer's step range or an SDPA operator (``kernel_names.categorize_in``) becomes
+    a row of that category with ``within`` naming the range; the rest of its time, by its name's category
+    (``within`` null). Calls are split in proportion to time. Rows keep ``device_time_s`` and sum as before.
+    """
+    inside: dict[tuple[str, str, str], float] = {}
+    for p in where:
+        within = enclosing(p["ancestors"])
+        if within is not None and p["time_s"] > 0:
+            key = (p["kernel"], categorize_in(p["kernel"], p["ancestors"]), within)
+            inside[key] = inside.get(key, 0.0) + p["time_s"]
+    out = []
+    for row in rows:
+        total, left = row["device_time_s"], row["device_time_s"]
+        for (name, category, within), seconds in sorted(inside.items()):
+            if name != row["kernel"] or left <= 0:
+                continue
+            take = min(seconds, left)
+            left -= take
+            share = take / total if total else 0.0
+            out.append({**row, "calls": round(row["calls"] * share), "device_time_s": take, "category": category,
+                        "within": within})  # fmt: skip
+        if left > 1e-12 * max(total, 1.0):
+            calls = row["calls"] - sum(r["calls"] for r in out if r["kernel"] == row["kernel"])
+            out.append({**row, "calls": calls, "device_time_s": left, "category": categorize(row["kernel"]),
+                        "within": None})  # fmt: skip
+    out.sort(key=lambda r: -r["device_time_s"])
+    return out
 
 
 def _self_time_us(event: Any, device: bool) -> float:
@@ -172,8 +240,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 continue
             if seconds <= 0:
                 continue
-            rows.append({**row, "category": categorize(event.key)})
-        rows.sort(key=lambda r: -r["device_time_s"])
+            rows.append(row)
+        rows = placed_rows(rows, placed(prof.events(), on_device))
         rec.point(rows, None, f"{len(rows)} kernel rows over {config.steps} steps")
         total = sum(r["device_time_s"] for r in rows)
         rec.data.update(
