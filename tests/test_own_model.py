@@ -97,3 +97,9 @@ def test_the_guide_s_plugin_through_step_scaling_and_ablate_on_cpu(cli, archive,
     doc = parse(Store(archive).read_bytes(ident), ident)
     assert doc["params"]["arms"] == ["baseline", "no-optimizer"]
     assert [m["kind"] for m in doc["data"]["engagement_warnings"]] == ["arm-skipped"]  # no input copy on CPU
+
+
+def test_the_guide_s_plugin_fails_the_mask_check_as_the_guide_says(cli, plugin):
+    out = cli("check", "masks", "--workload", SPEC, "--sliding-window", "8", env={"PYTHONPATH": f"{plugin}:{REPO}"})
+    assert out.returncode == 1, out.stderr
+    assert "FAIL layer 0 is local but took is_causal (no window applied)" in out.stdout

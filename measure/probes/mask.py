@@ -46,6 +46,7 @@ from measure.options import option
 from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.workload.maskcheck import band_check  # the one band rule, shared with `probebook check masks`
 
 PROBE = "mask"
 VERSION = 2  # 2: the padded-causal kind and the padded equivalence check
@@ -96,35 +97,6 @@ def document_ids(seq_len: int, documents: int) -> list[int]:
     if documents > seq_len:
         raise ProbebookError(f"--documents {documents} exceeds --seq-len {seq_len}: a document needs a token")
     return [pos * documents // seq_len for pos in range(seq_len)]
-
-
-def band_check(allowed: Any, window: int) -> dict[str, Any]:
-    """Check a boolean mask (S, S) or (B, 1, S, S), ``True`` = may attend, against a window of ``window`` keys.
-
-    ``ok`` when no query row allows more than ``window`` keys, no key after the query (look-ahead) and
-    no key ``window`` or more positions back. Works on numpy arrays and CPU tensors alike.
-    """
-    import numpy as np
-
-    mask = np.asarray(allowed, dtype=bool)
-    if mask.ndim == 2:
-        mask = mask[None, None]
-    if mask.ndim != 4 or mask.shape[-1] != mask.shape[-2]:
-        raise ProbebookError(f"band check: expected a square mask (S, S) or (B, 1, S, S), got shape {mask.shape}")
-    s = mask.shape[-1]
-    q = np.arange(s)[:, None]
-    k = np.arange(s)[None, :]
-    lookahead = int((mask & (k > q)).sum())
-    too_far = int((mask & (q - k >= window)).sum())
-    max_keys = int(mask.sum(axis=-1).max()) if s else 0
-    return {
-        "window": window,
-        "rows": int(mask.shape[0] * mask.shape[1] * s),
-        "max_keys_per_row": max_keys,
-        "lookahead_keys": lookahead,
-        "beyond_window_keys": too_far,
-        "ok": max_keys <= window and lookahead == 0 and too_far == 0,
-    }
 
 
 def _sdpa_ops(counts: dict[str, int]) -> dict[str, int]:

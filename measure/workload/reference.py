@@ -73,10 +73,17 @@ def build_reference(options: WorkloadOptions) -> Workload:
 
     def loss_and_logits(batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
         inputs, targets = batch[0], batch[1]
-        mask_request = batch[2] if len(batch) > 2 else {}
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
-            logits = model(inputs, **mask_request)
-            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)), logits
+        mask_request = dict(batch[2]) if len(batch) > 2 else {}
+        window = mask_request.pop("sliding_window", None), mask_request.pop("global_every", None)
+        before = model.sliding_window, model.global_every
+        if window[0] is not None:  # a sliding request, as forward_loss takes it
+            model.sliding_window, model.global_every = window
+        try:
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_on):
+                logits = model(inputs, **mask_request)
+                return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1)), logits
+        finally:
+            model.sliding_window, model.global_every = before
 
     def step(batch: Any) -> torch.Tensor:
         loss = forward_loss(batch)

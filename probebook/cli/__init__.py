@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action
 
-COMMAND_MODULES = ("archive", "campaign", "derive", "measure", "reproduce", "site")
+COMMAND_MODULES = ("archive", "campaign", "check", "derive", "measure", "reproduce", "site")
 COMMANDS = {
     "archive": "archive",
     "campaign": "campaign",
+    "check": "check",
     "derive": "derive",
     "fit": "derive",
     "project": "derive",
