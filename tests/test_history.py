@@ -146,8 +146,9 @@ def test_publish_appends_a_dated_entry_and_the_built_changes_page_shows_it(tmp_p
     out = run("publish", *common)
     assert "dated 2025-12-01 in" in out
     (entry,) = history.read(archive / "published" / history.NAME)
-    # 100: the numbers of the fixture site (its tables, alt text and Environment block too) and its Answer's claim
-    assert entry["numbers"] == 100 and entry["added"] == 100 and set(entry["records"]) == {"step-time"}
+    # 100: the numbers of the fixture site (its tables, alt text and Environment block too) and its Answer's claim;
+    # 89 added: a diff leaves the 11 numbers read out of its charts' alt text out (issue 40)
+    assert entry["numbers"] == 100 and entry["added"] == 89 and set(entry["records"]) == {"step-time"}
     assert "as last published" in run("publish", *common)
     assert len(history.read(archive / "published" / history.NAME)) == 1  # nothing new: no second entry
     run("build", *common, "--build-dir", str(tmp_path / "build"))

@@ -12,7 +12,8 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,9 @@ class Diff:
     """Rows in both whose value, text or derivation differs, sorted by (page, key)."""
     unchanged: int
     """How many rows are the same in both."""
+    versions: list[Change] = field(default_factory=list)
+    """Added rows of a record's new version beside the same key on the version it follows (``v1 → v2``), sorted by
+    (page, key): what a correction moved, number by number (issue 40). Those rows stay in ``added`` too."""
 
     @property
     def any(self) -> bool:
@@ -172,7 +176,28 @@ class Diff:
                 for c in self.changed
             ],
             "unchanged": self.unchanged,
+            "versions": [
+                {"old_page": c.old["page"], "page": c.page, "key": c.key, "old": c.old, "new": c.new}
+                | {"relative_change": c.relative}
+                for c in self.versions
+            ],
         }
+
+
+_ALT = re.compile(r"\.alt\[\d+\]$")
+_VERSION_PAGE = re.compile(r"^(records/[^/]+/)v([1-9]\d*)\.md$")
+
+
+def is_alt_text(row: dict[str, Any]) -> bool:
+    """A number read back out of a chart's alt text (``chart(...).alt[N]``): the chart's numbers in words, which a
+    diff leaves out (they repeat the chart's inputs and pad every change; issue 40)."""
+    return bool(_ALT.search(str(row.get("key", ""))))
+
+
+def previous_version(page: str) -> str | None:
+    """``records/x/v1.md`` for ``records/x/v2.md``: the record version a version follows; None for any other page."""
+    m = _VERSION_PAGE.match(page)
+    return f"{m.group(1)}v{int(m.group(2)) - 1}.md" if m and int(m.group(2)) > 1 else None
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -187,9 +212,10 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Diff:
-    """Numbers added, removed and changed from ``old`` to ``new`` (rows matched by page and key)."""
-    before = {(r["page"], r["key"]): r for r in old}
-    after = {(r["page"], r["key"]): r for r in new}
+    """Numbers added, removed and changed from ``old`` to ``new`` (rows matched by page and key), alt text left out;
+    a new record version's rows also beside the version it follows (``Diff.versions``)."""
+    before = {(r["page"], r["key"]): r for r in old if not is_alt_text(r)}
+    after = {(r["page"], r["key"]): r for r in new if not is_alt_text(r)}
     added = [after[k] for k in sorted(after.keys() - before.keys())]
     removed = [before[k] for k in sorted(before.keys() - after.keys())]
     changed, unchanged = [], 0
@@ -198,7 +224,13 @@ def diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Diff:
             unchanged += 1
         else:
             changed.append(Change(before[k], after[k]))
-    return Diff(added, removed, changed, unchanged)
+    versions = []
+    for row in added:  # the previous version as this build renders it, else as it was published
+        prior = previous_version(str(row["page"]))
+        match = None if prior is None else after.get((prior, row["key"])) or before.get((prior, row["key"]))
+        if match is not None and not _same(match, row):
+            versions.append(Change(match, row))
+    return Diff(added, removed, changed, unchanged, versions)
 
 
 def change_percent(rel: float | None) -> str:
@@ -218,5 +250,9 @@ def format_diff(d: Diff) -> list[str]:
         if c.old["derivation"] != c.new["derivation"]:
             what += f"; derivation {c.old['derivation']!r} -> {c.new['derivation']!r}"
         lines.append(f"changed  {c.page} {c.key}: {what}")
+    for c in d.versions:
+        old_v, new_v = (str(p).rsplit("/", 1)[-1].removesuffix(".md") for p in (c.old["page"], c.page))
+        what = f"{c.old['text']} -> {c.new['text']} ({change_percent(c.relative)})"
+        lines.append(f"version  {c.page} {c.key}: {old_v} -> {new_v}: {what}")
     lines.append(f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed, {d.unchanged} unchanged")
     return lines

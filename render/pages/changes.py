@@ -283,6 +283,15 @@ def page_markdown(
     if d.changed:
         out += ["### Changed", "", "Numbers whose shown text changed, largest relative change first.", ""]
         out += _moved_rows([_as_dict(c) for c in d.changed], existing, titles, rows)
+    if d.versions:
+        out += [
+            "### New record versions",
+            "",
+            "Each new version's numbers beside the same number of the version it follows (old: that version's), "
+            "largest relative change first.",
+            "",
+        ]
+        out += _moved_rows([_as_dict(c) for c in d.versions], existing, titles, rows)
     if published and moved:
         out += _claims_section(moved, existing, titles)
     if d.added:
