@@ -5,9 +5,9 @@ decoder) with the window, runs one forward of one batch under a torch function m
 ``torch.nn.functional.scaled_dot_product_attention`` (its ``attn_mask`` and ``is_causal``), and checks each call
 in order as one layer: a local layer (``measure.evidence.flops.is_local``: every layer, or all but every K-th with
 ``--global-every K``) must get a mask in which no query row allows more than W keys, none looks ahead and none
-reaches W or more positions back (``band_check``); a global layer must stay causal and reach past the window. A plug-in that lists
-``sliding`` in ``Workload.mask_kinds`` also gets the request as its batch's third item, as ``measure mask`` sends
-it. Attention that does not go through SDPA is not seen: the check says so rather than passing. Torch is imported
+reaches W or more positions back (``band_check``); a global layer must stay causal and reach past the window. A
+plug-in that lists ``sliding`` in ``Workload.mask_kinds`` also gets the request as its batch's third item, as
+``measure mask`` sends it. Attention that does not go through SDPA is not seen: the check says so rather than passing. Torch is imported
 inside the functions.
 """
 
@@ -133,15 +133,13 @@ def check_masks(options: Any, spec: str | None, batch: int, seq_len: int) -> dic
     data = workload.make_batch(batch, seq_len)
     if "sliding" in workload.mask_kinds:  # the request ``measure mask`` sends a plug-in for its sliding kind
         data = (*tuple(data)[:2], {"sliding_window": window, "global_every": options.global_every})
-    if workload.forward is not None:
+    forward = workload.forward
 
-        def run() -> Any:
-            with torch.no_grad():
-                return workload.forward(data)
-    else:  # a tuple plug-in: its step is the only way in (one update, on a throwaway model)
-
-        def run() -> Any:
+    def run() -> Any:
+        if forward is None:  # a tuple plug-in: its step is the only way in (one update, on a throwaway model)
             return workload.step(data)
+        with torch.no_grad():
+            return forward(data)
 
     result = judge(capture(run), window, options.global_every)
     result.update(
