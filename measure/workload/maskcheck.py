@@ -7,8 +7,8 @@ in order as one layer: a local layer (``measure.evidence.flops.is_local``: every
 ``--global-every K``) must get a mask in which no query row allows more than W keys, none looks ahead and none
 reaches W or more positions back (``band_check``); a global layer must stay causal and reach past the window. A
 plug-in that lists ``sliding`` in ``Workload.mask_kinds`` also gets the request as its batch's third item, as
-``measure mask`` sends it. Attention that does not go through SDPA is not seen: the check says so rather than passing. Torch is imported
-inside the functions.
+``measure mask`` sends it. Attention that does not go through SDPA is not seen: the check says so rather than
+passing. Torch is imported inside the functions.
 """
 
 from __future__ import annotations
