@@ -36,12 +36,18 @@ def _q(value: float, interval: tuple[float, float] | None = None, key: str = "a"
 def test_a_difference_whose_interval_includes_zero_does_not_resolve_a_direction() -> None:
     assert directions.unresolved(Comparison.of(">", _q(0.05, (-0.01, 0.11)), 0)) is not None
     assert "not resolved" in directions.unresolved(Comparison.of(">", _q(0.05, (-0.01, 0.11)), 0))  # type: ignore[operator]
-    assert directions.unresolved(Comparison.of(">", _q(0.05, (0.02, 0.11)), 0)) is None
-    # both sides with intervals: resolved only when they do not overlap
+    # a saving whose interval excludes zero but whose size is within the practical band (5%) is not a direction
+    assert "band" in directions.unresolved(Comparison.of(">", _q(0.05, (0.02, 0.11)), 0))  # type: ignore[operator]
+    assert directions.unresolved(Comparison.of(">", _q(0.08, (0.06, 0.11)), 0)) is None
+    # both sides with intervals: the difference's interval (half-widths in quadrature), not their overlap:
+    # 0.30 − 0.20 = 0.10, low end 0.10 − hypot(0.05, 0.06) = 0.022 > 0, and 0.10 is beyond the band
     a, b = _q(0.30, (0.25, 0.35), "a"), _q(0.20, (0.15, 0.26), "b")
-    assert directions.unresolved(Comparison.of(">", a, b)) is not None
-    assert directions.unresolved(Comparison.of(">", a, _q(0.20, (0.15, 0.24), "b"))) is None
-    assert directions.unresolved(Comparison.of("<", b, a)) is not None
+    assert directions.unresolved(Comparison.of(">", a, b)) is None
+    assert directions.unresolved(Comparison.of(">", a, _q(0.20, (0.10, 0.30), "b"))) is not None  # 0.10 − 0.112 < 0
+    assert directions.unresolved(Comparison.of("<", b, a)) is None
+    assert "equivalent" in directions.unresolved(
+        Comparison.of(">", _q(0.31, (0.30, 0.32)), _q(0.30, (0.29, 0.31), "b"))
+    )  # type: ignore[operator]
     # no interval on either side: the values decide (an agreement error against its stated limit)
     assert directions.unresolved(Comparison.of("<", _q(0.01), _q(0.02, key="b"))) is None
 

@@ -521,6 +521,7 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence.flops",  # torch-free: model FLOPs with frozen weights (render.derive.workload)
         "measure.evidence.reruns",  # torch-free: old params migrated for the Reproduce block (render.pages.provenance)
         "measure.evidence.clocks",  # torch-free: the SM clock of gemm windows (render.derive.gemm)
+        "measure.evidence.configkey",  # torch-free: a run's configuration key (render.evidence.series)
         "measure.progress",
         "measure.constants",
         "measure.lifetime",

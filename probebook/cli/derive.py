@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from measure.evidence.older import for_reading
 from measure.evidence.store import Store
 from measure.probes.step_scaling import MODES
 from probebook.cli import command, command_group
@@ -220,7 +221,7 @@ def _archive_docs(store: Store) -> dict[str, dict[str, Any]]:
     for path in store.iter_paths():
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
-            docs[ident] = store.get(ident)
+            docs[ident] = for_reading(store.get(ident))  # as a build reads it: older versions in today's layout
         except ProbebookError:
             continue
     return docs
@@ -250,7 +251,7 @@ def _derive(args: Any) -> int:
             options[key] = list(calls.aliases(ids))[-1]
     call = calls.plan(args.name, words, options)
     docs = _archive_docs(store)  # a page sees the whole archive too (padding() finds its fit by id)
-    docs.update({ident: store.get(ident) for ident in ids})
+    docs.update({ident: for_reading(store.get(ident)) for ident in ids})
     try:
         with time_limit(limits.TEMPLATE_SECONDS, f"{args.name}(...)"):  # a page's CPU-time limit, in the shell too
             result = calls.run(call, docs, ids)
