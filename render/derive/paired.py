@@ -9,8 +9,9 @@ unresolvable). So, as criterion.rs reports a change (a bootstrap interval plus a
 
 - the saving is the median over rounds of the per-round relative difference ``1 − arm_i / baseline_i``
   (fraction; the difference ``baseline_i − arm_i`` in seconds likewise);
-- its 95% interval is ``scipy.stats.bootstrap`` of that median over rounds (percentile method,
-  ``RESAMPLES`` resamples, fixed seed, so a build is reproducible);
+- its interval is the exact order-statistic interval of that median over rounds
+  (``render.derive.intervals.median_interval``, issue 38: the percentile bootstrap it replaced covered less
+  than it said at seven rounds);
 - "within noise" means that interval contains zero, nothing else;
 - where a verdict needs a test, ``scipy.stats.wilcoxon`` (two-sided signed-rank) over the paired rounds.
 """

@@ -3,7 +3,7 @@ and of a rate read at it (issue 23: every number that depends on timings carries
 
 A table row of a point shows the median of its windows (a step, a GEMM), the rate at that median (tokens/s,
 TFLOP/s) and its fastest and slowest windows. The median's interval is ``render.derive.intervals.median_interval``
-of the windows; a rate is ``amount / median``, a decreasing map of the median, and a percentile bootstrap interval
+of the windows; a rate is ``amount / median``, a decreasing map of the median, and an order-statistic interval
 goes through a monotone map, so the rate's interval is the median's mapped (``reciprocal``). The fastest and
 slowest windows are readings, not estimates from repeated windows: they get none. Fewer than ``MIN_SAMPLES``
 windows give none either (None).

@@ -103,7 +103,8 @@ def paired(
     first = next(i for i, r in enumerate(rows) if r.get(by) == arm)
     what = (
         f"arm {arm} against {baseline} over {change.rounds} interleaved rounds, {field}: median of per-round "
-        f"1 − arm/baseline, 95% percentile bootstrap over rounds ({intervals.RESAMPLES} resamples), Wilcoxon p"
+        f"1 − arm/baseline; this run's interval: the {intervals.MEDIAN_METHOD} over rounds, coverage "
+        f"{intervals.median_coverage(change.rounds):.1%}; Wilcoxon p"
     )
     named = {"baseline": None if baseline == "baseline" else baseline, "by": None if by == "arm" else by}
     key = f"paired({call_text(ref.alias, arm, **named)})"

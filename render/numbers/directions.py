@@ -114,14 +114,13 @@ def unresolved(c: Comparison) -> str | None:
     for side in (left, right):
         if not _threshold(side) and side.uncertainty is None and _timed(side) and side.basis in ("", "few windows"):
             return f"{c.text}, but {side.key} is measured and states no interval, so it cannot resolve a direction"
+    one_run = bool(left.evidence) and left.evidence == right.evidence
+    one_run = one_run or replication.same_lease(left.lease, right.lease)
     if left.uncertainty is None or right.uncertainty is None or _threshold(left) or _threshold(right):
         if right.value == 0 and _change(left) and left.uncertainty is not None and not _threshold(left):
             pass  # a measured change against none: judged against the band below, like two measurements
         else:
-            return _clears(c)
-    one_run = (bool(left.evidence) and left.evidence == right.evidence) or replication.same_lease(
-        left.lease, right.lease
-    )
+            return _clears(c, one_run)
     a_int, b_int = _interval(left, one_run), _scaled(_interval(right, one_run), c.factor)
     a, b = left.value, right.value * c.factor
     band = max((q.band for q in (left, right) if q.band is not None), default=replication.DELTA["step"])
@@ -166,13 +165,13 @@ def _scaled(interval: tuple[float, float] | None, factor: float) -> tuple[float,
     return None if interval is None else (interval[0] * factor, interval[1] * factor)
 
 
-def _clears(c: Comparison) -> str | None:
+def _clears(c: Comparison, one_run: bool = False) -> str | None:
     """``a op b`` where a side is a line (a threshold, a reading without an interval): resolved when the other
     side's whole interval is on the stated side of it (two lines: their values, which hold)."""
     left, right = c.left, c.right
     assert left.value is not None and right.value is not None
-    lo_a, hi_a = left.uncertainty or (left.value, left.value)
-    lo_b, hi_b = (x * c.factor for x in (right.uncertainty or (right.value, right.value)))
+    lo_a, hi_a = _interval(left, one_run) or (left.value, left.value)
+    lo_b, hi_b = (x * c.factor for x in (_interval(right, one_run) or (right.value, right.value)))
     if c.op in (">", ">="):
         held = COMPARE[c.op](lo_a, hi_b)
         ends = f"the low end of {left.key} ({lo_a:.4g}) is not above the high end of {right.key} ({hi_b:.4g})"
