@@ -79,6 +79,13 @@ def register(sub: Any) -> None:
         metavar="ARCHIVE",
         help="store the new runs and the reproduction here (default: the global --archive, read for the cited runs)",
     )
+    p.add_argument(
+        "--sessions",
+        type=int,
+        metavar="N",
+        help="measure each re-run in N fresh processes (probebook measure's --sessions), where its probe measures "
+        "in sessions; the others run as recorded",
+    )
     p.add_argument("--json", action="store_true", help="print the archived document's data and its id as JSON")
     p.add_argument(
         "--trust-evidence",
@@ -107,22 +114,26 @@ def _table(data: dict[str, Any], ident: str) -> None:
 
     console = Console(stderr=False, highlight=False)
     table = Table(title=printable(f"{data['record']} v{data['version']}: {data['mode']}"))
-    for column in ("number", "old", "new", "change", "verdict"):
+    for column in ("number", "old", "new", "change", "verdict", "three-way (judged by)"):
         table.add_column(column)
     moved = sorted(data["numbers"], key=lambda n: -abs(n["change"] or 0.0))
     for n in moved:
         change = f"{n['change']:+.1%}" if n["change"] is not None else ""
-        table.add_row(printable(n["label"]), printable(n["shown_old"]), printable(n["shown_new"]), change, n["verdict"])
+        three = f"{n['outcome']} ({n['judged_by']})" if n.get("outcome") else ""
+        cells = (printable(n["label"]), printable(n["shown_old"]), printable(n["shown_new"]), change, n["verdict"])
+        table.add_row(*cells, three)
     for c in data["claims"]:
         shown = {True: "true", False: "false", None: "–"}
-        table.add_row(printable(c["text"]), shown[c["old"]], shown[c["new"]], "", c["verdict"])
+        table.add_row(printable(c["text"]), shown[c["old"]], shown[c["new"]], "", c["verdict"], "")
     console.print(table, markup=False)
     s = data["summary"]
     print(
         f"measured numbers {s['measured']}: within {s['within']}, outside {s['outside']}, not comparable "
         f"{s['not_comparable']}, missing {s['missing']}; recorded numbers (params, constants, environment) "
         f"{s['recorded']}: {s['recorded_same']} the same; claims {s['claims']}: held {s['held']}, "
-        f"flipped {s['flipped']}; stored {ident}"
+        f"flipped {s['flipped']}, not resolved {s.get('claims_not_resolved', 0)}; three-way: resolved different "
+        f"{s.get('different', 0)}, equivalent {s.get('equivalent', 0)}, not resolved {s.get('not_resolved', 0)}; "
+        f"stored {ident}"
     )
 
 
@@ -145,6 +156,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         budget_s=args.budget_s,
         retry_failed=args.retry_failed,
         point_timeout_s=args.point_timeout_s,
+        sessions=args.sessions,
         json=args.json,
         trust_evidence=args.trust_evidence,
         given={k.removeprefix("given_"): v for k, v in vars(args).items() if k.startswith("given_") and v},

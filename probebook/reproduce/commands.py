@@ -103,11 +103,14 @@ def rebuild(
     declarations: dict[str, Any],
     where: str,
     given: dict[str, list[str]] | None = None,
+    sessions: int | None = None,
 ) -> Run:
     """The run repeating ``doc`` (cited as ``alias`` at ``where``) with today's probe; one line if it cannot.
 
     ``given``: the open options' values this command line gave (param -> values); every other open value the
-    command takes from the evidence is in the run's ``asks``, every number past its bound in its ``bounds``."""
+    command takes from the evidence is in the run's ``asks``, every number past its bound in its ``bounds``.
+    ``sessions``: ``--sessions N`` in place of the recorded one, where today's probe measures in sessions
+    (``SESSIONED``); a probe that measures in one session runs as recorded, and the run's notes say so."""
     from measure.evidence.reruns import out_of_bounds
     from render.pages.provenance import command
 
@@ -122,12 +125,35 @@ def rebuild(
         raise ProbebookError(f"{what}: today's {doc.get('probe')} probe refuses its command ({exc}): {cmd}") from None
     except (TypeError, ValueError) as exc:
         raise ProbebookError(f"{what}: today's {doc.get('probe')} probe refuses its command ({exc}): {cmd}") from None
+    if sessions is not None:
+        if getattr(config, "SESSIONED", False):
+            cmd = with_sessions(cmd, sessions)
+            try:
+                config = build_config(cmd)
+            except ProbebookError as exc:
+                raise ProbebookError(f"{what}: --sessions {sessions}: {exc}") from None
+        else:
+            notes.append(f"--sessions {sessions} not given: this probe measures in one session")
     values = dataclasses.asdict(config)
     declared = declarations[str(doc["probe"])]["options"]
     defaults = {name: spec["default"] for name, spec in declared.items()}
     wanted = trust.asks(str(doc["probe"]), values, defaults, given or {})
     over = out_of_bounds(values, {name: spec["flag"] for name, spec in declared.items()})
     return Run(alias, ident, str(doc["probe"]), cmd, values, tuple(notes + local), tuple(wanted), tuple(over))
+
+
+def with_sessions(command: str, sessions: int) -> str:
+    """``command`` with ``--sessions N`` in place of any ``--sessions`` it gives (``--sessions X`` or
+    ``--sessions=X``)."""
+    words, out, skip = shlex.split(command), [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--sessions":
+            skip = True
+        elif not word.startswith("--sessions="):
+            out.append(word)
+    return shlex.join([*out, "--sessions", str(sessions)])
 
 
 CAMPAIGN_PROBES = ("campaign", "campaign-plan", "campaign-audit")

@@ -11,20 +11,31 @@ rather than failing the render. Numbers pair by ledger key (keys name aliases, n
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from measure.errors import ProbebookError
 from probebook.reproduce import verdict
+from render.derive.reproduction import THREE_WAY as OUTCOMES
 
 CLAIM = "claim"
 log = logging.getLogger(__name__)
 
 
 def render_rows(
-    page: Any, src: Any, docs: dict[str, dict[str, Any]], aliases: dict[str, str], declarations: dict | None
+    page: Any,
+    src: Any,
+    docs: dict[str, dict[str, Any]],
+    aliases: dict[str, str],
+    declarations: dict | None,
+    pools: dict[str, Any] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """(the page's ledger rows rendered with ``aliases`` -> ids of ``docs``, ledger key -> headline label)."""
+    """(the page's ledger rows rendered with ``aliases`` -> ids of ``docs``, ledger key -> headline label).
+
+    ``pools``: the archive's between-session SD per probe class (``render.evidence.series.class_pools``), so an
+    absolute time or rate gets the across-sessions interval the site publishes; None pools the rendered runs only."""
     from render.build import pages as page_render
+    from render.evidence import series
     from render.evidence.archive import Archive
     from render.functions.derivations import Library
     from render.numbers import claims
@@ -32,7 +43,7 @@ def render_rows(
     from render.pages.sandbox import make_environment
 
     archive = Archive({i: docs[i] for i in sorted(set(aliases.values()))}, {})
-    library = Library(archive.docs, None)
+    library = Library(archive.docs, None if pools is None else {series.pools_key(archive.docs): pools})
     library.later = True  # charts are described, not drawn: their numbers are what is compared
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     with claims.unchecked():
@@ -59,8 +70,37 @@ def _value(row: dict[str, Any] | None) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def numbers(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]], labels: dict[str, str]) -> list[dict]:
-    """One comparison per number of the original render (claims apart), in its ledger order."""
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def three_way(old: dict[str, Any], new: dict[str, Any] | None, probes: dict[str, str]) -> dict[str, Any]:
+    """A number's three-way fields: ``outcome``, ``judged_by``, ``effect`` and its interval (``effect_low``,
+    ``effect_high``; None where it is unbounded) and the band ``delta`` of the probes its evidence comes from."""
+    judged = verdict.judged_by(old)
+    delta = verdict.band(probes[i] for i in old.get("evidence") or () if i in probes)
+    exact = verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {})
+    found = verdict.three_way(_value(old), _value(new), _interval(old), _interval(new), judged, delta, exact)
+    if new is None or found is None:
+        return {"outcome": None, "judged_by": judged, "effect": None, "effect_low": None, "effect_high": None}
+    return {
+        "outcome": found.outcome,
+        "judged_by": judged,
+        "effect": _finite(found.effect),
+        "effect_low": _finite(found.interval[0]),
+        "effect_high": _finite(found.interval[1]),
+        "delta": delta,
+    }
+
+
+def numbers(
+    old_rows: list[dict[str, Any]],
+    new_rows: list[dict[str, Any]],
+    labels: dict[str, str],
+    probes: dict[str, str] | None = None,
+) -> list[dict]:
+    """One comparison per number of the original render (claims apart), in its ledger order (``probes``: evidence
+    id -> probe, for each number's practical band)."""
     new_by_key = {r["key"]: r for r in new_rows if r.get("unit") != CLAIM}
     out = []
     for old in old_rows:
@@ -87,6 +127,7 @@ def numbers(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]], labe
                     o, n, oi, ni, verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {}), new is not None
                 ),
                 "basis": verdict.number_basis(old),
+                **three_way(old, new, probes or {}),
             }
         )
     return out
@@ -105,7 +146,8 @@ def claim_rows(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]]) -
         if old.get("unit") != CLAIM:
             continue
         was = _truth(old)
-        now = _truth(new_by_key.get(old["key"]))
+        found = new_by_key.get(old["key"])
+        now = _truth(found)
         sentence = (old.get("claim") or {}).get("sentence") or old["key"].removeprefix("claim: ")
         out.append(
             {
@@ -113,7 +155,7 @@ def claim_rows(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]]) -
                 "text": str(sentence),
                 "old": bool(was),
                 "new": now,
-                "verdict": verdict.claim_verdict(bool(was), now),
+                "verdict": verdict.claim_outcome(bool(was), now, (found or {}).get("outcome")),
             }
         )
     return out
@@ -123,7 +165,7 @@ def summary(nums: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[st
     """The counts of each verdict (a claim not comparable is counted in ``claims`` only). The verdicts count the
     measured numbers; the recorded ones (``verdict.number_basis``) are counted apart, with how many are the same."""
     out = {"numbers": len(nums), "measured": 0, "within": 0, "outside": 0, "not_comparable": 0, "missing": 0}
-    out.update({"recorded": 0, "recorded_same": 0})
+    out.update({"recorded": 0, "recorded_same": 0, **dict.fromkeys(OUTCOMES.values(), 0)})
     for n in nums:
         if n.get("basis") == verdict.RECORDED:
             out["recorded"] += 1
@@ -131,10 +173,12 @@ def summary(nums: list[dict[str, Any]], claims: list[dict[str, Any]]) -> dict[st
             continue
         out["measured"] += 1
         out[n["verdict"].replace(" ", "_")] += 1
-    out.update({"claims": len(claims), "held": 0, "flipped": 0})
+        if n.get("outcome") in OUTCOMES:
+            out[OUTCOMES[n["outcome"]]] += 1
+    out.update({"claims": len(claims), "held": 0, "flipped": 0, "claims_not_resolved": 0})
     for c in claims:
         if c["verdict"] != "not comparable":
-            out[c["verdict"]] += 1
+            out["claims_not_resolved" if c["verdict"] == "not resolved" else c["verdict"]] += 1
     return out
 
 
@@ -145,8 +189,10 @@ def compare(
     original: dict[str, str],
     new: dict[str, str],
     declarations: dict | None,
+    pools: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``numbers``, ``claims`` and ``summary`` of the record rendered on ``original`` against ``new`` ids.
+    """``numbers``, ``claims`` and ``summary`` of the record rendered on ``original`` against ``new`` ids (``pools``:
+    as ``render_rows`` takes them).
 
     The page is rendered with every new id first. Where it does not render (a page function refuses a new
     document: a later probe version that no longer records a field the record reads), the new ids are swapped
@@ -155,11 +201,12 @@ def compare(
     under ``--partial``) is left out of the comparison: every number or claim that reads it is dropped from the
     new render, so it is ``missing`` (a claim ``not comparable``), never compared with itself.
     """
-    old_rows, labels = render_rows(page, src, docs, original, declarations)
-    swapped, new_rows = _swap(page, src, docs, original, new, declarations)
+    old_rows, labels = render_rows(page, src, docs, original, declarations, pools)
+    swapped, new_rows = _swap(page, src, docs, original, new, declarations, pools)
     kept = {original[a] for a in original if a not in swapped}
     new_rows = [r for r in new_rows if not kept.intersection(r.get("evidence") or ())]
-    nums, claims = numbers(old_rows, new_rows, labels), claim_rows(old_rows, new_rows)
+    probes = {i: str(d.get("probe")) for i, d in docs.items()}
+    nums, claims = numbers(old_rows, new_rows, labels, probes), claim_rows(old_rows, new_rows)
     return {"numbers": nums, "claims": claims, "summary": summary(nums, claims)}
 
 
@@ -170,12 +217,13 @@ def _swap(
     original: dict[str, str],
     new: dict[str, str],
     declarations: dict | None,
+    pools: dict[str, Any] | None = None,
 ) -> tuple[set[str], list[dict[str, Any]]]:
     """(the aliases whose new document the page renders with, the ledger rows of that render)."""
     from render.errors import BuildError
 
     try:
-        return set(new), render_rows(page, src, docs, {**original, **new}, declarations)[0]
+        return set(new), render_rows(page, src, docs, {**original, **new}, declarations, pools)[0]
     except (BuildError, ProbebookError) as exc:
         first = exc
     swapped: set[str] = set()
@@ -183,7 +231,7 @@ def _swap(
     for alias in sorted(new):
         trial = {**original, **{a: new[a] for a in swapped | {alias}}}
         try:
-            rows = render_rows(page, src, docs, trial, declarations)[0]
+            rows = render_rows(page, src, docs, trial, declarations, pools)[0]
         except (BuildError, ProbebookError) as exc:
             log.warning("reproduce: %s: the record does not render on its new evidence: %s", alias, exc)
             continue

@@ -16,7 +16,13 @@ The rule, for a cited document D and a document C of the other archive:
    reproduction; when the other archive holds matches of D on other models only, D is compared across
    machines, and the whole result is labelled ``cross-machine``, never called a reproduction.
 
-Exactly one match (of D's GPU model if any, else of the others) is D's counterpart. None is *missing*;
+First, by configuration key (``measure.evidence.configkey``: probe, the params that shape the work, GPU model;
+effort such as windows, sessions and iterations left out), both documents read as today's (``for_reading``):
+C is a counterpart of D when it passes rule 1 and has D's key, so a re-measurement with other effort settings
+pairs. Where the record cites a key once, the newest such C (``created_at``, then id) is D's counterpart; where
+it cites the key more than once (``sweep`` and ``sweep_again``) and the other archive holds more than one such C,
+which answers which is not known: *ambiguous*. Only where no C has D's key do rules 2 and 3 apply:
+exactly one match (of D's GPU model if any, else of the others) is D's counterpart. None is *missing*;
 several are *ambiguous* and all are listed. A record may cite one command twice (``sweep`` and
 ``sweep_again``), so a plain archive holding both new runs has two matches for each; given a reproduction's own
 folder instead, its manifest names the alias each run answers (``by_manifest``) and the rule is not needed.
@@ -30,7 +36,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from measure.evidence.configkey import config_key
 from measure.evidence.envelope import MEASURED
+from measure.evidence.older import for_reading
 from measure.evidence.reruns import migrate
 from probebook.reproduce.trust import LOCAL_FOLDERS
 
@@ -107,12 +115,48 @@ def candidates(doc: dict[str, Any], ident: str, others: dict[str, dict[str, Any]
     return out
 
 
+def key_of(doc: dict[str, Any]) -> str:
+    """A document's configuration key (``config_key(...).ident``), on the document read as today's."""
+    return config_key(for_reading(doc)).ident
+
+
+def by_key(
+    cited: dict[str, str], docs: dict[str, dict[str, Any]], others: dict[str, dict[str, Any]]
+) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(alias -> counterpart, alias -> its several candidates) of the cited aliases whose key ``others`` holds."""
+    keys = {alias: key_of(docs[ident]) for alias, ident in cited.items()}
+    runs: dict[str, list[str]] = {}
+    for other_id, other in sorted(others.items()):
+        if other.get("status") not in MEASURED or (other.get("origin") or {}).get("kind") == "imported":
+            continue
+        if other_id in cited.values():
+            continue
+        runs.setdefault(key_of(other), []).append(other_id)
+    found, several = {}, {}
+    for key in sorted(set(keys.values())):
+        if key not in runs:
+            continue
+        mine = [a for a in sorted(keys) if keys[a] == key]
+        theirs = runs[key]
+        if len(mine) == 1 or len(theirs) == 1:  # one citation takes the newest run; one run answers every citation
+            newest = max(theirs, key=lambda i: (str(others[i].get("created_at", "")), i))
+            found.update(dict.fromkeys(mine, newest))
+        else:
+            several.update(dict.fromkeys(mine, theirs))
+    return found, several
+
+
 def match(
     cited: dict[str, str], docs: dict[str, dict[str, Any]], others: dict[str, dict[str, Any]], declarations: dict
 ) -> Matches:
     """Every cited alias's counterpart in ``others`` by the rule above (``docs``: the cited documents by id)."""
     result = Matches()
+    keyed, several = by_key(cited, docs, others)
+    result.found.update(keyed)
+    result.ambiguous.update(several)
     for alias, ident in sorted(cited.items()):
+        if alias in keyed or alias in several:
+            continue
         doc = docs[ident]
         declared = declarations.get(str(doc.get("probe"))) or {"options": {}}
         defaults = {name: spec["default"] for name, spec in declared["options"].items()}

@@ -63,6 +63,8 @@ class Options:
     budget_s: float | None = None
     retry_failed: bool = False
     point_timeout_s: float = 3600.0
+    sessions: int | None = None
+    """``--sessions N`` given to each re-run probe that measures in sessions (``measure.timing.TimingFields``)."""
     json: bool = False
     trust_evidence: bool = False
     """Run every value the cited evidence names (after printing the commands), as if given here."""
@@ -155,6 +157,19 @@ def earlier_runs(archive: Path, ident: str, page: Any, aliases: dict[str, str]) 
     if not isinstance(new, dict) or original != aliases:
         raise ProbebookError(f"{what}: its original runs are not the ones {page.path} cites today")
     return {str(a): str(i) for a, i in new.items()}, str(data.get("mode") or "reproduction")
+
+
+def archive_pools(archive: Path) -> dict[str, Any]:
+    """The between-session SD per probe class of ``--archive`` (``render.evidence.series.class_pools``): what the
+    site's build gives the record's absolute times and rates their across-sessions interval from."""
+    from render.errors import BuildError
+    from render.evidence.archive import load_evidence
+    from render.evidence.series import class_pools
+
+    try:
+        return class_pools(load_evidence(Path(archive)).docs.values())
+    except BuildError as exc:
+        raise ProbebookError(f"--archive {archive}: {exc}") from None
 
 
 def default_folder(slug: str, version: int) -> Path:
@@ -311,6 +326,8 @@ def reproduce(opts: Options) -> Outcome:
     started = time.perf_counter()
     if opts.other is not None and (opts.dry_run or opts.measure_only):
         raise ProbebookError("--with compares evidence measured elsewhere: --dry-run and --measure-only run nothing")
+    if opts.other is not None and opts.sessions is not None:
+        raise ProbebookError("--sessions sets the re-runs' sessions; --with runs nothing")
     page, src = record_page(opts.docs, opts.record, opts.version)
     aliases, docs = cited(page, opts.archive)
     declared = declarations()
@@ -323,7 +340,8 @@ def reproduce(opts: Options) -> Outcome:
     campaign_commands = {a: part.command for part in parts for a in part.aliases}
     if opts.other is None:
         runs = [
-            commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where, opts.given) for a in sorted(measurable)
+            commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where, opts.given, opts.sessions)
+            for a in sorted(measurable)
         ]
         lines = listing(runs, parts)
         if opts.dry_run:
@@ -375,7 +393,7 @@ def reproduce(opts: Options) -> Outcome:
     if opts.other is not None:
         for part in parts:
             log.warning("reproduce: %s: %s", part.notes[0], part.command)
-    result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared)
+    result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared, archive_pools(opts.archive))
     data = {
         "record": page.slug,
         "version": page.version,

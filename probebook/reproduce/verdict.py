@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
+
+from render.derive import replication
 
 EXACT_REL_TOL = 1e-9
 """Relative tolerance for a number exact by nature (a recorded param, a code constant): a double's rounding."""
@@ -21,9 +24,15 @@ RULE = (
     f"when the values agree to a relative {EXACT_REL_TOL:g}, else outside; any other number without intervals "
     "is not comparable, unless the two runs gave the same value to that relative tolerance (a deterministic "
     "computation reproduced exactly, such as a numerical error on a seeded batch): within. A number the new "
-    "evidence cannot produce is missing. A claim held when it is true on "
-    "both runs, flipped when the new evidence makes it false, and not comparable when the new render cannot "
-    "evaluate it."
+    "evidence cannot produce is missing. "
+    "Each number is also judged three ways (render.derive.replication.verdict, the rule of claims and Answers): "
+    "the relative difference new / old - 1 and its 95% interval, against the practical band of its probe class. "
+    "A time or rate the record publishes across sessions (where a new session lands) is judged by that interval "
+    "alone, as it already holds a new session's spread; a number the record publishes with this run's windows "
+    "(a ratio or saving within one run) by both runs' intervals in quadrature. Resolved different when the interval "
+    "excludes zero and the difference exceeds the band; equivalent when the interval lies within the band; "
+    "otherwise not resolved. A claim held when the new evidence resolves it as stated, flipped when it resolves it "
+    "the other way, not resolved otherwise, and not comparable when the new render cannot evaluate it."
 )
 """The verdict rule as the archived reproduction states it."""
 
@@ -102,3 +111,69 @@ def relative_change(old: float | None, new: float | None) -> float | None:
     from render.numbers.ledger import relative_change as change
 
     return change(old, new)
+
+
+ACROSS, WINDOWS, EXACT = "across sessions", "this run's windows", "exact"
+"""Which interval a number was judged by: the record's across-sessions interval (an absolute time or rate whose
+ledger row keeps this run's windows' interval apart, ``within``), this run's windows (a ratio, a saving, or a class
+the archive never repeated), or none (a number exact by nature, or one without an interval)."""
+DIFFERENT = "resolved different"
+"""How a number's ``resolved`` outcome reads in a reproduction: the re-measurement differs, beyond the band."""
+
+
+def judged_by(row: dict[str, Any]) -> str:
+    """``ACROSS``, ``WINDOWS`` or ``EXACT`` for a ledger row of the original render."""
+    if isinstance(row.get("within"), list):
+        return ACROSS
+    return WINDOWS if isinstance(row.get("uncertainty"), list) else EXACT
+
+
+def band(probes: Iterable[str]) -> float:
+    """The practical band of the probes a number comes from: the widest of their classes' (``replication.DELTA``)."""
+    classes = {replication.probe_class(p) for p in probes} or {replication.DEFAULT_CLASS}
+    return max(replication.DELTA[c] for c in classes)
+
+
+def three_way(
+    old: float | None,
+    new: float | None,
+    old_interval: tuple[float, float] | None,
+    new_interval: tuple[float, float] | None,
+    judged: str,
+    delta: float,
+    exact: bool = False,
+) -> replication.Verdict | None:
+    """The three-way verdict of a number's re-measurement (``replication.verdict``); None when a value is missing.
+
+    ``judged`` (``judged_by``) picks the intervals: across sessions, the original's alone (it already says where a
+    new session lands); this run's windows, both runs' in quadrature (``replication.relative_difference``). Two
+    positive values compare by their ratio; others (a saving, a signed change) by their difference as an amount.
+    A number without an interval is equivalent when it is exact by nature or reproduced to a double's rounding,
+    resolved when exact by nature and different beyond the band, and otherwise not resolved (it cannot be judged)."""
+    if old is None or new is None or not (math.isfinite(old) and math.isfinite(new)):
+        return None
+    if judged == ACROSS:
+        new_interval = None
+    elif judged == EXACT or old_interval is None or new_interval is None:
+        same = abs(new - old) <= EXACT_REL_TOL * max(abs(old), abs(new))
+        effect = 0.0 if same else (new / old - 1 if old > 0 and new > 0 else new - old)
+        if same or exact:
+            return replication.verdict(effect, (effect, effect), delta)
+        return replication.Verdict(replication.NOT_RESOLVED, effect, (-math.inf, math.inf), delta)
+    ends = [new, old, *(old_interval or ()), *(new_interval or ())]
+    if all(v > 0 for v in ends):
+        effect, interval = replication.relative_difference(new, new_interval, old, old_interval)
+    else:
+        effect, interval = replication.absolute_difference(new, new_interval, old, old_interval)
+    return replication.verdict(effect, interval, delta)
+
+
+def claim_outcome(was: bool, now: bool | None, outcome: str | None) -> str:
+    """A claim's verdict: ``held``, ``flipped``, ``not resolved`` or ``not comparable``, from its truth before and
+    after and the new render's three-way ``outcome`` (``render.numbers.directions.claim_outcome``: ``resolved``,
+    ``against``, ``not resolved``). A render that did not judge it (None) falls back to its truth."""
+    if now is None:
+        return "not comparable"
+    if outcome is None or not was:
+        return claim_verdict(was, now)
+    return {"resolved": "held", "against": "flipped"}.get(outcome, "not resolved")

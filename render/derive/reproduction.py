@@ -20,7 +20,11 @@ PROBE = "reproduction"
 """The probe name ``probebook reproduce`` archives its result under."""
 MODES = ("reproduction", "cross-machine")
 NUMBER_VERDICTS = ("within", "outside", "not comparable", "missing")
-CLAIM_VERDICTS = ("held", "flipped", "not comparable")
+CLAIM_VERDICTS = ("held", "flipped", "not resolved", "not comparable")
+OUTCOMES = ("resolved", "equivalent", "not resolved")
+"""A number's three-way outcome (``render.derive.replication.VERDICTS``); a document older than it has none."""
+JUDGED = ("across sessions", "this run's windows", "exact")
+"""Which interval a number's outcome was judged by (``probebook.reproduce.verdict.judged_by``)."""
 NUMBER_BASES = ("measured", "recorded")
 """What a number is: measured, or recorded (a param, a constant, a reading of the machine), counted apart."""
 
@@ -43,6 +47,15 @@ class NumberRow:
     verdict: str
     basis: str = "measured"
     """``measured`` or ``recorded`` (``NUMBER_BASES``); a document older than the field counts every number measured."""
+    outcome: str | None = None
+    """The three-way outcome (``OUTCOMES``); None for a missing number or a document older than the field."""
+    judged_by: str | None = None
+    """The interval the outcome was judged by (``JUDGED``)."""
+    effect: float | None = None
+    """new / old − 1 (or new − old for a signed number) as the outcome judged it."""
+    effect_interval: tuple[float, float] | None = None
+    delta: float | None = None
+    """The practical band it was judged against."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,10 @@ def _choice(ident: str, field: str, value: Any, allowed: tuple[str, ...]) -> str
     return str(value)
 
 
+def _optional(ident: str, field: str, value: Any, allowed: tuple[str, ...]) -> str | None:
+    return None if value is None else _choice(ident, field, value, allowed)
+
+
 def _rows(ident: str, field: str, value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not all(isinstance(r, dict) for r in value):
         raise _fail(ident, field, "must be a list of objects")
@@ -152,6 +169,11 @@ def parse(ident: str, doc: dict[str, Any]) -> Reproduction:
                 shown_new=_text(ident, f"{where}.shown_new", row.get("shown_new", "")),
                 verdict=_choice(ident, f"{where}.verdict", row.get("verdict"), NUMBER_VERDICTS),
                 basis=_choice(ident, f"{where}.basis", row.get("basis", "measured"), NUMBER_BASES),
+                outcome=_optional(ident, f"{where}.outcome", row.get("outcome"), OUTCOMES),
+                judged_by=_optional(ident, f"{where}.judged_by", row.get("judged_by"), JUDGED),
+                effect=_number(ident, f"{where}.effect", row.get("effect")),
+                effect_interval=_interval(ident, where, row, "effect"),
+                delta=_number(ident, f"{where}.delta", row.get("delta")),
             )
         )
     claims = []
@@ -201,6 +223,9 @@ def relative_change(old: float | None, new: float | None) -> float | None:
 
 COUNTED = ("within", "outside", "not_comparable", "missing", "held", "flipped")
 """The counts a reproduction is summarised by, as ``verdict_counts`` names them."""
+THREE_WAY = {"resolved": "different", "equivalent": "equivalent", "not resolved": "not_resolved"}
+"""Each three-way outcome of a measured number and the count it adds to (``different``: resolved different); a
+claim not resolved counts in ``claims_not_resolved``."""
 APART = ("measured", "recorded", "recorded_same")
 """The measured numbers (whose verdicts ``COUNTED`` counts), and the recorded ones, counted apart with how many of
 them the new evidence states the same: a recorded param that agrees is not a measurement that reproduced."""
@@ -209,7 +234,7 @@ them the new evidence states the same: a recorded param that agrees is not a mea
 def verdict_counts(numbers: tuple[NumberRow, ...], claims: tuple[ClaimRow, ...]) -> dict[str, int]:
     """How many numbers and claims got each verdict, and how many of each there are (plain counts)."""
     counts = {"numbers": len(numbers), "claims": len(claims)}
-    for name in COUNTED + APART:
+    for name in COUNTED + APART + (*THREE_WAY.values(), "claims_not_resolved"):
         counts[name] = 0
     for n in numbers:
         if n.basis == "recorded":
@@ -218,9 +243,11 @@ def verdict_counts(numbers: tuple[NumberRow, ...], claims: tuple[ClaimRow, ...])
             continue
         counts["measured"] += 1
         counts[n.verdict.replace(" ", "_")] += 1
+        if n.outcome is not None:
+            counts[THREE_WAY[n.outcome]] += 1
     for c in claims:
         if c.verdict != "not comparable":
-            counts[c.verdict] += 1
+            counts["claims_not_resolved" if c.verdict == "not resolved" else c.verdict] += 1
     return counts
 
 

@@ -100,8 +100,13 @@ def class_pools(docs: Iterable[dict[str, Any]]) -> dict[str, replication.Spread]
 def cached_pools(library: Any) -> dict[str, replication.Spread]:
     """``class_pools`` of a build's ``Library`` (its ``docs`` and ``memo``), once per build: kept under the digest
     of every id, so an archive with another document computes it afresh."""
-    ids = hashlib.sha256("\n".join(sorted(library.docs)).encode()).hexdigest()
-    return dict(library.memo(("series-pools", ids), lambda: class_pools(library.docs.values())))
+    return dict(library.memo(pools_key(library.docs), lambda: class_pools(library.docs.values())))
+
+
+def pools_key(docs: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """The ``Library`` key ``cached_pools`` keeps its pools under for ``docs``: a render of a few documents (a
+    reproduction's) is given the whole archive's pools under it, so its intervals are the ones the site publishes."""
+    return ("series-pools", hashlib.sha256("\n".join(sorted(docs)).encode()).hexdigest())
 
 
 def pooled_ids(docs: dict[str, dict[str, Any]], name: str) -> tuple[str, ...]:

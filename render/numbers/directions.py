@@ -140,6 +140,22 @@ def unresolved(c: Comparison) -> str | None:
     return f"{c.text}, but it is {judged.words()} ({basis}), so it is not resolved as stated"
 
 
+REVERSED = {">": "<", ">=": "<", "<": ">", "<=": ">"}
+"""Each comparison's opposite direction: what a comparison resolved the other way states."""
+
+
+def claim_outcome(comparisons: tuple[Comparison, ...] | list[Comparison]) -> str:
+    """A claim judged by ``unresolved``'s rule: ``resolved`` when every comparison is resolved as stated,
+    ``against`` when one is resolved the other way (the evidence says the opposite), else ``not resolved``
+    (``probebook reproduce``'s held, flipped and not resolved)."""
+    if all(unresolved(c) is None for c in comparisons):
+        return "resolved"
+    for c in comparisons:
+        if c.holds is False and unresolved(Comparison(REVERSED[c.op], c.left, c.right, c.factor)) is None:
+            return "against"
+    return "not resolved"
+
+
 def _timed(q: Quantity) -> bool:
     """A time or a rate: measured over windows, so its interval is what a direction stands on (a count, a batch
     or a share read from a profile is judged as its value)."""

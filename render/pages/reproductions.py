@@ -65,10 +65,13 @@ def machine_text(doc: dict[str, Any]) -> str:
 
 def count(repro: derive.Reproduction, name: str, value: int) -> Quantity:
     """One exact count of a reproduction's verdicts (no interval), linked to its evidence page."""
-    what = "claims" if name in ("claims", "held", "flipped") else "numbers"
-    verdict = name.replace("_", " ")
+    what = "claims" if name in ("claims", "held", "flipped", "claims_not_resolved") else "numbers"
+    verdict = name.removeprefix("claims_").replace("_", " ")
     derivation = f"count of data.{what}" if name == what else f"count of data.{what} with verdict '{verdict}'"
-    if name in derive.APART:  # counted by basis; a measured number's verdicts are counted among the measured only
+    outcome = {v: k for k, v in derive.THREE_WAY.items()}.get(name)
+    if outcome is not None:  # a three-way outcome, not a within/outside verdict
+        derivation = f"count of data.numbers with outcome '{outcome}' among those with basis 'measured'"
+    elif name in derive.APART:  # counted by basis; a measured number's verdicts are counted among the measured only
         derivation = {
             "measured": "count of data.numbers with basis 'measured'",
             "recorded": "count of data.numbers with basis 'recorded'",
@@ -100,13 +103,17 @@ def _all(docs: dict[str, dict[str, Any]]) -> dict[tuple[str, int], list[derive.R
 
 def _sentence(rel: str, q: dict[str, Quantity]) -> str:
     """``21 of 24 measured numbers within their uncertainty, 2 outside, 1 not comparable, 0 missing; 18 of 18 recorded
-    numbers the same``."""
+    numbers the same; 0 of 3 claims flipped, 1 not resolved. Three ways: 2 resolved different, 15 equivalent, 7 not
+    resolved``."""
     return (
         f"{q['within'].markdown(rel)} of {q['measured'].markdown(rel)} measured numbers within their uncertainty, "
         f"{q['outside'].markdown(rel)} outside it, {q['not_comparable'].markdown(rel)} not comparable, "
         f"{q['missing'].markdown(rel)} missing; {q['recorded_same'].markdown(rel)} of {q['recorded'].markdown(rel)} "
         f"recorded numbers (params, constants, readings of the machine) the same; "
-        f"{q['flipped'].markdown(rel)} of {q['claims'].markdown(rel)} claims flipped"
+        f"{q['flipped'].markdown(rel)} of {q['claims'].markdown(rel)} claims flipped, "
+        f"{q['claims_not_resolved'].markdown(rel)} not resolved. Three ways: {q['different'].markdown(rel)} "
+        f"resolved different, {q['equivalent'].markdown(rel)} equivalent, {q['not_resolved'].markdown(rel)} "
+        "not resolved"
     )
 
 
@@ -206,6 +213,14 @@ def _change(repro: derive.Reproduction, row: derive.NumberRow) -> Quantity:
     )
 
 
+def three_way_text(row: derive.NumberRow) -> str:
+    """A number's three-way outcome as a cell: ``resolved different (band ±5%)``; ``–`` where it has none."""
+    if row.outcome is None:
+        return "–"
+    word = "resolved different" if row.outcome == "resolved" else row.outcome
+    return word + (f" (band ±{row.delta:.0%})" if row.delta is not None else "")
+
+
 def _id_list(rel: str, ids: dict[str, str], docs: dict[str, dict[str, Any]]) -> list[str]:
     out = []
     for name in sorted(ids):
@@ -248,16 +263,25 @@ def comparison(repro: derive.Reproduction, docs: dict[str, dict[str, Any]], sour
     out += [
         "## Every number, most moved first",
         "",
-        "Sorted by how far each number moved (|change|); numbers with no change to show come last.",
+        "Sorted by how far each number moved (|change|); numbers with no change to show come last. *Three ways* "
+        "is the verdict of the difference against its probe class's practical band, and the interval it was "
+        "judged by: *across sessions* (where the record says a new session lands) or *this run's windows*.",
         "",
-        "| number | old | new | change | verdict |",
-        "|---|---:|---:|---:|---|",
+        "| number | old | new | change | verdict | three ways | judged by |",
+        "|---|---:|---:|---:|---|---|---|",
     ]
     for row in derive.moved_order(repro.numbers):
         cells = [_value(repro, row, "old"), _value(repro, row, "new"), _change(repro, row)]
         rows += [c.ledger_row(rel, c.key) for c in cells]
         name = escape_text(row.label or row.key) + (f" ({escape_text(row.key)})" if row.label else "")
-        out.append(f"| {name} | " + " | ".join(c.markdown(rel) for c in cells) + f" | {row.verdict} |")
+        three = [three_way_text(row), row.judged_by or "–"]
+        out.append(
+            f"| {name} | "
+            + " | ".join(c.markdown(rel) for c in cells)
+            + f" | {row.verdict} | "
+            + " | ".join(three)
+            + " |"
+        )
     out += ["", "## Claims", ""]
     if repro.claims:
         out += ["| claim | before | after | verdict |", "|---|---|---|---|"]

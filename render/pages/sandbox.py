@@ -205,6 +205,8 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
         if unresolved and not state.superseded:
             raise TemplateOutputError(f"claim {value.sentence!r} is not resolved: {unresolved[0]}")
         row = claims.ledger_row(state.rel, list(value.comparisons), value.sentence)
+        if not claims.checking():  # a reproduction's render: whether the evidence resolves it, three ways
+            row["outcome"] = directions.claim_outcome(value.comparisons)
         state.claims[row["key"]] = row
         state.cited.update(value.evidence)
         return escape_text(value.sentence) + (unresolved_mark(state) if unresolved else "")
