@@ -55,9 +55,61 @@ def test_exact_by_nature_reads_the_derivation() -> None:
     assert not verdict.exact_by_nature({"derivation": "median of 5 samples of step_s"})
 
 
+def test_three_way_across_sessions_judges_by_the_originals_interval_alone() -> None:
+    # old 1.00 s published across sessions as [0.80, 1.25]; new 1.30 s: new/old - 1 = +30%, its interval
+    # 1.30/1.25 - 1 = +4% to 1.30/0.80 - 1 = +62.5% excludes zero and the effect is past the 5% band: resolved
+    got = verdict.three_way(1.0, 1.3, (0.8, 1.25), (1.2, 1.4), verdict.ACROSS, 0.05)
+    assert got is not None and got.outcome == "resolved"
+    assert math.isclose(got.effect, 0.3) and math.isclose(got.interval[0], 0.04) and math.isclose(got.interval[1], 0.625)
+    # new 1.10 s lands inside the across-sessions interval: not resolved (never "no difference")
+    assert verdict.three_way(1.0, 1.1, (0.8, 1.25), (1.0, 1.2), verdict.ACROSS, 0.05).outcome == "not resolved"
+    # a tight kernel interval, a new value 0.5% off: equivalent within the 2% band
+    kernel = verdict.three_way(1.0, 1.005, (0.995, 1.005), None, verdict.ACROSS, 0.02)
+    assert kernel.outcome == "equivalent"
+
+
+def test_three_way_by_this_runs_windows_combines_both_intervals() -> None:
+    # ratio 2.0 [1.9, 2.1] against 2.3 [2.2, 2.4]: log halves ~0.0513 and ~0.0445 in quadrature: resolved
+    got = verdict.three_way(2.0, 2.3, (1.9, 2.1), (2.2, 2.4), verdict.WINDOWS, 0.05)
+    assert got.outcome == "resolved" and math.isclose(got.effect, 0.15)
+    assert got.interval[0] > 0.05  # the new run's interval made it wider than the old's alone would be
+    alone = verdict.three_way(2.0, 2.3, (1.9, 2.1), None, verdict.ACROSS, 0.05)
+    assert alone.interval[0] > got.interval[0]
+    # a saving compares by amount: 0.10 [0.05, 0.15] against 0.12 [0.07, 0.17], half-widths 0.05 in quadrature
+    saving = verdict.three_way(0.10, 0.12, (0.05, 0.15), (0.07, 0.17), verdict.WINDOWS, 0.05, change=True)
+    assert saving.outcome == "not resolved" and math.isclose(saving.effect, 0.02)
+    assert math.isclose(saving.interval[0], 0.02 - math.hypot(0.05, 0.05))
+    as_ratio = verdict.three_way(0.10, 0.12, (0.05, 0.15), (0.07, 0.17), verdict.WINDOWS, 0.05)
+    assert math.isclose(as_ratio.effect, 0.2)  # the same two numbers as positive amounts: their ratio
+    signed = verdict.three_way(-0.02, 0.03, (-0.04, 0.0), (0.01, 0.05), verdict.WINDOWS, 0.02)
+    assert signed.outcome == "resolved" and math.isclose(signed.effect, 0.05)
+
+
+def test_three_way_without_intervals() -> None:
+    assert verdict.three_way(4.0, 4.0, None, None, verdict.EXACT, 0.05, exact=True).outcome == "equivalent"
+    assert verdict.three_way(4.0, 8.0, None, None, verdict.EXACT, 0.05, exact=True).outcome == "resolved"
+    assert verdict.three_way(0.5, 0.5, None, None, verdict.EXACT, 0.05).outcome == "equivalent"  # to the bit
+    unjudged = verdict.three_way(0.5, 0.6, None, None, verdict.EXACT, 0.05)
+    assert unjudged.outcome == "not resolved" and unjudged.interval == (-math.inf, math.inf)
+    assert verdict.three_way(1.0, None, (0.9, 1.1), None, verdict.ACROSS, 0.05) is None
+
+
+def test_judged_by_and_band_read_the_ledger_row_and_the_probes() -> None:
+    assert verdict.judged_by({"uncertainty": [0.8, 1.2], "within": [0.95, 1.05]}) == verdict.ACROSS
+    assert verdict.judged_by({"uncertainty": [0.8, 1.2]}) == verdict.WINDOWS
+    assert verdict.judged_by({"uncertainty": None}) == verdict.EXACT
+    assert verdict.band(["gemm"]) == 0.02 and verdict.band(["gemm", "ablate"]) == 0.05 and verdict.band([]) == 0.05
+
+
 def test_claim_verdicts() -> None:
     assert verdict.claim_verdict(True, True) == "held"
     assert verdict.claim_verdict(True, False) == "flipped"
+    assert verdict.claim_outcome(True, True, "resolved") == "held"
+    assert verdict.claim_outcome(True, True, "not resolved") == "not resolved"  # true, but not by its interval
+    assert verdict.claim_outcome(True, False, "not resolved") == "not resolved"  # false, but within noise
+    assert verdict.claim_outcome(True, False, "against") == "flipped"
+    assert verdict.claim_outcome(True, None, "against") == "not comparable"
+    assert verdict.claim_outcome(True, False, None) == "flipped"  # a render that did not judge it: its truth
     assert verdict.claim_verdict(True, None) == "not comparable"
     assert verdict.relative_change(2.0, 1.5) == -0.25
     assert verdict.relative_change(0.0, 1.5) is None
@@ -138,10 +190,29 @@ def test_a_different_param_value_or_probe_does_not_match() -> None:
     assert got.missing == ["sweep"] and got.problems() == ["sweep: no match"]
 
 
-def test_several_matches_are_ambiguous_and_listed() -> None:
-    got = found({"sha256:a": doc(dict(ORIGINAL["params"])), "sha256:b": doc(dict(ORIGINAL["params"]))})
-    assert got.ambiguous == {"sweep": ["sha256:a", "sha256:b"]}
-    assert got.problems() == ["sweep: 2 matches (sha256:a, sha256:b)"]
+def test_several_runs_of_a_key_cited_once_pair_with_the_newest() -> None:
+    newer = doc(dict(ORIGINAL["params"]), created_at="2026-12-02T06:00:00Z")
+    older = doc(dict(ORIGINAL["params"]), created_at="2026-12-01T06:00:00Z")
+    got = found({"sha256:a": newer, "sha256:b": older})
+    assert got.found == {"sweep": "sha256:a"} and not got.problems()
+
+
+def test_a_key_matches_whatever_effort_the_re_measurement_spent() -> None:
+    # other warm-up, sweep points walked, sessions: effort, not the configuration (measure.evidence.configkey)
+    effort = {"batch": 4, "seq_lens": [512], "warmup": 5, "sessions": 3, "windows": 9}
+    assert found({"sha256:a": doc(effort)}).found == {"sweep": "sha256:a"}
+    assert found({"sha256:a": doc({**effort, "batch": 8})}).missing == ["sweep"]  # a shaping param differs
+
+
+def test_a_key_cited_twice_with_several_runs_is_ambiguous_and_listed() -> None:
+    cited = {"sweep": "sha256:orig", "sweep_again": "sha256:orig2"}
+    docs = {"sha256:orig": ORIGINAL, "sha256:orig2": doc(dict(ORIGINAL["params"]))}
+    others = {"sha256:a": doc(dict(ORIGINAL["params"])), "sha256:b": doc(dict(ORIGINAL["params"]))}
+    got = match.match(cited, docs, others, DECLARED)
+    assert got.ambiguous == {"sweep": ["sha256:a", "sha256:b"], "sweep_again": ["sha256:a", "sha256:b"]}
+    assert got.problems()[0] == "sweep: 2 matches (sha256:a, sha256:b)"
+    one = match.match(cited, docs, {"sha256:a": others["sha256:a"]}, DECLARED)
+    assert one.found == {"sweep": "sha256:a", "sweep_again": "sha256:a"}
 
 
 def test_another_gpu_model_is_a_comparison_across_machines() -> None:
@@ -220,3 +291,50 @@ def test_a_reproduction_names_the_machine_that_measured_its_runs_not_the_one_tha
     assert measured_on(runs, here) == warm  # one model and count: the newest run's fingerprint
     assert measured_on({**runs, "sha256:c": {"machine": here, "created_at": "2026-12-02T06:00:00Z"}}, here) == here
     assert measured_on({}, here) == here
+
+
+def test_a_claim_is_judged_three_ways_by_the_rule_of_claims() -> None:
+    from render.numbers import directions
+    from render.numbers.quantity import Quantity
+
+    def step(value: float, low: float, high: float, ident: str) -> Quantity:
+        return Quantity(value=value, unit="s", key=ident, evidence=(ident,), uncertainty=(low, high), band=0.05)
+
+    slow, fast = step(2.0, 1.9, 2.1, "sha256:a"), step(1.0, 0.95, 1.05, "sha256:b")
+    assert directions.claim_outcome([slow > fast]) == "resolved"
+    assert directions.claim_outcome([fast > slow]) == "against"  # the evidence says the opposite
+    near = step(1.02, 0.9, 1.15, "sha256:c")
+    assert directions.claim_outcome([near > fast]) == "not resolved"  # true, within noise
+    assert directions.claim_outcome([fast > near]) == "not resolved"  # false, within noise: no flip
+
+
+def test_compare_counts_three_way_outcomes_and_names_the_interval_judged_by() -> None:
+    from probebook.reproduce import compare
+
+    def row(key: str, value: float, unc: list | None, within: list | None = None, **extra: object) -> dict:
+        out = {"key": key, "value": value, "unit": "s", "text": f"{value} s", "uncertainty": unc,
+               "evidence": ["sha256:old"], "derivation": "median of windows", **extra}  # fmt: skip
+        return out | ({"within": within} if within else {})
+
+    old = [
+        row("step", 1.0, [0.8, 1.25], within=[0.98, 1.02]),  # published across sessions
+        row("ratio", 2.0, [1.9, 2.1], unit=""),  # this run's windows
+        row("kernel", 1.0, [0.999, 1.001]),
+        {"key": "claim: faster", "value": 1, "unit": "claim", "claim": {"sentence": "faster"}},
+    ]
+    new = [
+        row("step", 1.1, [0.9, 1.35], within=[1.08, 1.12]),
+        row("ratio", 2.3, [2.2, 2.4], unit=""),
+        row("kernel", 1.001, [1.0, 1.002]),
+        {"key": "claim: faster", "value": 0, "unit": "claim", "outcome": "not resolved"},
+    ]
+    nums = compare.numbers(old, new, {}, {"sha256:old": "gemm"})
+    by = {n["key"]: n for n in nums}
+    assert (by["step"]["judged_by"], by["step"]["outcome"]) == ("across sessions", "not resolved")
+    assert (by["ratio"]["judged_by"], by["ratio"]["outcome"]) == ("this run's windows", "resolved")
+    assert (by["kernel"]["outcome"], by["kernel"]["delta"]) == ("equivalent", 0.02)  # a gemm's band
+    claims = compare.claim_rows(old, new)
+    assert [c["verdict"] for c in claims] == ["not resolved"]
+    s = compare.summary(nums, claims)
+    assert (s["different"], s["equivalent"], s["not_resolved"]) == (1, 1, 1)
+    assert (s["held"], s["flipped"], s["claims_not_resolved"]) == (0, 0, 1)

@@ -80,7 +80,8 @@ def three_way(old: dict[str, Any], new: dict[str, Any] | None, probes: dict[str,
     judged = verdict.judged_by(old)
     delta = verdict.band(probes[i] for i in old.get("evidence") or () if i in probes)
     exact = verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {})
-    found = verdict.three_way(_value(old), _value(new), _interval(old), _interval(new), judged, delta, exact)
+    change = not old.get("unit") and str(old.get("text") or "").strip().endswith("%")  # a saving, a share
+    found = verdict.three_way(_value(old), _value(new), _interval(old), _interval(new), judged, delta, exact, change)
     if new is None or found is None:
         return {"outcome": None, "judged_by": judged, "effect": None, "effect_low": None, "effect_high": None}
     return {

@@ -142,12 +142,14 @@ def three_way(
     judged: str,
     delta: float,
     exact: bool = False,
+    change: bool = False,
 ) -> replication.Verdict | None:
     """The three-way verdict of a number's re-measurement (``replication.verdict``); None when a value is missing.
 
     ``judged`` (``judged_by``) picks the intervals: across sessions, the original's alone (it already says where a
     new session lands); this run's windows, both runs' in quadrature (``replication.relative_difference``). Two
-    positive values compare by their ratio; others (a saving, a signed change) by their difference as an amount.
+    positive values compare by their ratio; a ``change`` (a saving, a share shown in percent) or a signed number by
+    their difference as an amount, as ``render.numbers.directions.unresolved`` compares them.
     A number without an interval is equivalent when it is exact by nature or reproduced to a double's rounding,
     resolved when exact by nature and different beyond the band, and otherwise not resolved (it cannot be judged)."""
     if old is None or new is None or not (math.isfinite(old) and math.isfinite(new)):
@@ -161,7 +163,7 @@ def three_way(
             return replication.verdict(effect, (effect, effect), delta)
         return replication.Verdict(replication.NOT_RESOLVED, effect, (-math.inf, math.inf), delta)
     ends = [new, old, *(old_interval or ()), *(new_interval or ())]
-    if all(v > 0 for v in ends):
+    if not change and all(v > 0 for v in ends):
         effect, interval = replication.relative_difference(new, new_interval, old, old_interval)
     else:
         effect, interval = replication.absolute_difference(new, new_interval, old, old_interval)
