@@ -175,8 +175,13 @@ def test_with_an_archive_of_the_same_runs_every_number_is_within_and_every_claim
     assert [n["basis"] for n in data["numbers"]] == ["measured", "measured", "recorded"]
     assert data["summary"] == {
         "numbers": 3, "measured": 2, "within": 2, "outside": 0, "not_comparable": 0, "missing": 0,
-        "recorded": 1, "recorded_same": 1, "claims": 2, "held": 2, "flipped": 0,
+        "recorded": 1, "recorded_same": 1, "claims": 2, "held": 2, "flipped": 0, "claims_not_resolved": 0,
+        "different": 0, "equivalent": 2, "not_resolved": 0,
     }  # fmt: skip  # the GPU count is a reading of the machine, counted apart from the two measured fits
+    # the same runs: each fit equivalent within the step band, judged by its published interval
+    assert [(n["outcome"], n["judged_by"], n["effect"]) for n in data["numbers"][:2]] == [
+        ("equivalent", n["judged_by"], 0.0) for n in data["numbers"][:2]
+    ] and {n["judged_by"] for n in data["numbers"][:2]} <= {"across sessions", "this run's windows"}
     assert set(data["new"].values()) <= set(Store(tmp_path / "archive").ids())  # the matches joined the archive
     stored = Store(tmp_path / "archive").get(data["evidence"])
     assert stored["probe"] == "reproduction" and stored["data"] == {k: v for k, v in data.items() if k != "evidence"}
@@ -189,8 +194,16 @@ def test_with_another_gpu_model_is_labelled_cross_machine(cli_here, tmp_path: Pa
     assert "matched on another GPU model (NVIDIA H200)" in r.stderr
 
 
+def test_with_several_runs_of_a_key_pairs_the_newest(cli_here, tmp_path: Path) -> None:
+    r = _with(cli_here, tmp_path, _other(tmp_path, None, copies=2))
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    newest = {Store(tmp_path / "other").get(i)["created_at"] for i in data["new"].values()}
+    assert newest == {"2026-12-02T05:01:00Z"}  # each alias's key cited once: the newest of its two runs
+
+
 def test_with_ambiguous_and_missing_matches_listed_and_partial_goes_on(cli_here, tmp_path: Path) -> None:
-    other = _other(tmp_path, None, copies=2)
+    other = _other(tmp_path, "NVIDIA H200", copies=2)  # another card: no key matches, the params rule finds two
     r = _with(cli_here, tmp_path, other)
     assert r.returncode == 2 and "reference: 2 matches" in r.stderr and "sweep: 2 matches" in r.stderr
     empty = tmp_path / "empty"

@@ -60,7 +60,9 @@ def test_three_way_across_sessions_judges_by_the_originals_interval_alone() -> N
     # 1.30/1.25 - 1 = +4% to 1.30/0.80 - 1 = +62.5% excludes zero and the effect is past the 5% band: resolved
     got = verdict.three_way(1.0, 1.3, (0.8, 1.25), (1.2, 1.4), verdict.ACROSS, 0.05)
     assert got is not None and got.outcome == "resolved"
-    assert math.isclose(got.effect, 0.3) and math.isclose(got.interval[0], 0.04) and math.isclose(got.interval[1], 0.625)
+    assert (
+        math.isclose(got.effect, 0.3) and math.isclose(got.interval[0], 0.04) and math.isclose(got.interval[1], 0.625)
+    )
     # new 1.10 s lands inside the across-sessions interval: not resolved (never "no difference")
     assert verdict.three_way(1.0, 1.1, (0.8, 1.25), (1.0, 1.2), verdict.ACROSS, 0.05).outcome == "not resolved"
     # a tight kernel interval, a new value 0.5% off: equivalent within the 2% band

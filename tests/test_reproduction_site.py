@@ -127,6 +127,10 @@ def test_verdict_counts_count_every_verdict_and_the_summary_is_checked_against_t
         "recorded_same": 0,
         "held": 1,
         "flipped": 1,
+        "claims_not_resolved": 0,
+        "different": 0,  # a document older than data.numbers[].outcome: no three-way outcome to count
+        "equivalent": 0,
+        "not_resolved": 0,
     }
     assert derive.summary_mismatch(repro) == []
     doc["data"]["summary"]["within"] = 4
@@ -146,6 +150,50 @@ def test_recorded_numbers_are_counted_apart_from_the_measured_ones_and_their_ver
         "numbers": 5, "measured": 2, "within": 1, "outside": 1, "missing": 0,
     }  # fmt: skip
     assert (counts["recorded"], counts["recorded_same"]) == (3, 1)
+
+
+def test_three_way_outcomes_are_read_counted_and_shown_with_the_interval_judged_by() -> None:
+    from render.pages import sources
+
+    doc = Store(FIXTURE / "archive").get(REPRO)
+    outcomes = [
+        {"outcome": "resolved", "judged_by": "across sessions", "effect": -0.044, "effect_low": -0.08,
+         "effect_high": -0.01, "delta": 0.02},
+        {"outcome": "equivalent", "judged_by": "this run's windows", "effect": 0.04, "effect_low": 0.01,
+         "effect_high": 0.045, "delta": 0.05},
+        {"outcome": "not resolved", "judged_by": "across sessions", "delta": 0.05},
+        {"outcome": "not resolved", "judged_by": "this run's windows"},
+        {"judged_by": "across sessions"},  # missing: no outcome
+    ]  # fmt: skip
+    doc["data"]["numbers"] = [{**n, **o} for n, o in zip(doc["data"]["numbers"], outcomes, strict=True)]
+    doc["data"]["claims"][0]["verdict"] = "not resolved"  # was flipped: within noise, by today's rule
+    repro = derive.parse(REPRO, doc)
+    first = repro.numbers[0]
+    assert (first.outcome, first.judged_by, first.effect_interval, first.delta) == (
+        "resolved", "across sessions", (-0.08, -0.01), 0.02,
+    )  # fmt: skip
+    counts = derive.verdict_counts(repro.numbers, repro.claims)
+    named = ("different", "equivalent", "not_resolved", "claims_not_resolved", "flipped", "held")
+    assert {k: counts[k] for k in named} == {
+        "different": 1, "equivalent": 1, "not_resolved": 2, "claims_not_resolved": 1, "flipped": 0, "held": 1,
+    }  # fmt: skip
+    text, _rows = reproductions.comparison(repro, {REPRO: doc}, sources.load(FIXTURE / "docs"))
+    assert "| three ways | judged by |" in text
+    lines = {line.split(" | ")[0]: line for line in text.splitlines() if line.startswith("| ")}
+    assert any(
+        line.endswith("| outside | resolved different (band ±2%) | across sessions |") for line in lines.values()
+    )
+    assert any(line.endswith("| equivalent (band ±5%) | this run's windows |") for line in lines.values())
+    assert any(line.endswith("| missing | – | across sessions |") for line in lines.values())
+    assert "1 resolved different" in _plainer(text) and "1 not resolved. Three ways" in _plainer(text)
+    doc["data"]["numbers"][0]["judged_by"] = "a guess"
+    with pytest.raises(ProbebookError, match=r"data.numbers\[0\].judged_by must be one of across sessions"):
+        derive.parse(REPRO, doc)
+
+
+def _plainer(markdown: str) -> str:
+    """Markdown with its links reduced to their text."""
+    return re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
 
 
 @pytest.mark.parametrize(

@@ -58,14 +58,15 @@ def section(ident: str, doc: dict[str, Any]) -> str | None:
         "",
         "Values as recorded, in each number's unit, six significant figures; intervals in parentheses.",
         "",
-        "| # | key | label | old | new | unit | verdict |",
-        "|---:|---|---|---:|---:|---|---|",
+        "| # | key | label | old | new | unit | verdict | three ways | judged by |",
+        "|---:|---|---|---:|---:|---|---|---|---|",
     ]
     for n in repro.numbers:
         out.append(
             f'| <span id="{shown.number_anchor(n.index)}"></span>{n.index} | {escape_text(n.key)} | '
             f"{escape_text(n.label)} | {_plain(n.old)}{_interval(n.old_interval)} | "
-            f"{_plain(n.new)}{_interval(n.new_interval)} | {escape_text(n.unit)} | {n.verdict} |"
+            f"{_plain(n.new)}{_interval(n.new_interval)} | {escape_text(n.unit)} | {n.verdict} | "
+            f"{shown.three_way_text(n)} | {n.judged_by or '–'} |"
         )
     out += ["", "## Claims compared", ""]
     out += ["| # | claim | before | after | verdict |", "|---:|---|---|---|---|"]
