@@ -84,6 +84,39 @@ def test_dry_run_prints_each_cited_run_and_runs_nothing(cli_here, tmp_path: Path
     assert not (tmp_path / "runs").exists() and not (REPO / "runs" / "reproduce-sleepy-step-v1").exists()
 
 
+def test_sessions_replace_the_recorded_ones_on_each_sessioned_probes_command(cli_here, tmp_path: Path) -> None:
+    from probebook.reproduce.commands import with_sessions
+
+    assert with_sessions("probebook measure gemm --sessions 1 --device cpu", 5) == (
+        "probebook measure gemm --device cpu --sessions 5"
+    )
+    assert with_sessions("probebook measure gemm --sessions=2 --shape 'a b'", 3) == (
+        "probebook measure gemm --shape 'a b' --sessions 3"
+    )
+    archive = tmp_path / "archive"
+    shutil.copytree(FIXTURE / "archive", archive)
+    args = ["--archive", str(archive), "reproduce", "sleepy-step", "--docs", str(FIXTURE / "docs")]
+    r = cli_here(*args, "--dry-run", "--sessions", "3")
+    assert r.returncode == 0, r.stderr
+    commands = [ln for ln in r.stdout.splitlines() if ln.startswith("probebook measure ")]
+    assert len(commands) == 2 and all(c.endswith("--sessions 3") and c.count("--sessions") == 1 for c in commands)
+    refused = cli_here(*args, "--dry-run", "--sessions", "0")
+    assert refused.returncode == 2 and "--sessions must be between 1 and" in refused.stderr, refused.stderr
+    both = cli_here(*args, "--with", str(archive), "--sessions", "3")
+    assert both.returncode == 2 and "--with runs nothing" in both.stderr
+
+
+def test_a_probe_measuring_in_one_session_runs_as_recorded_with_a_note() -> None:
+    from measure.cli import declarations
+    from probebook.reproduce.commands import rebuild
+
+    declared = declarations()
+    kernels = next(doc for _rel, _a, _i, doc in _cited() if doc["probe"] == "kernels")
+    run = rebuild("k", "sha256:" + "0" * 64, kernels, declared, "here", None, 3)
+    assert "--sessions" not in run.command
+    assert "--sessions 3 not given: this probe measures in one session" in run.notes
+
+
 def _record(docs: Path, ident: str) -> None:
     page = docs / "records" / "bad-run" / "v1.md"
     page.parent.mkdir(parents=True)
