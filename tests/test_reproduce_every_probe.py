@@ -210,4 +210,5 @@ def test_recorded_numbers_are_told_from_measured_ones_by_their_ledger_row() -> N
     assert summary(rows, []) == {
         "numbers": 4, "measured": 2, "within": 1, "outside": 1, "not_comparable": 0, "missing": 0,
         "recorded": 2, "recorded_same": 1, "claims": 0, "held": 0, "flipped": 0,
+        "different": 0, "equivalent": 0, "not_resolved": 0, "claims_not_resolved": 0,
     }  # fmt: skip

@@ -229,7 +229,8 @@ def test_a_step_time_and_its_rate_carry_their_windows_interval_and_every_other_c
     assert (median["value"], median["uncertainty"], median["basis"]) == (14.0, [11.0, 17.0], "interval")
     assert ledger[f"t[{two}].median_step_s"]["basis"] == "few windows"
     md = cells.page_markdown(out.layout, PAGE, "t", (A,), lambda t: t)
-    assert '"t: median step (ms), mode=eager, batch=4, tokens=512; 95% interval 11.0–17.0 ms; evidence' in md
+    title = "t: median step (ms), mode=eager, batch=4, tokens=512; 95% interval of the windows of this run 11.0–17.0 ms"
+    assert f'"{title}; evidence' in md
     assert "tokens=1024; no interval: fewer than 3 timed windows" in md
     assert "_ci" not in out.json and "_basis" not in out.csv  # the downloads hold the values only
 

@@ -125,6 +125,19 @@ def rebuild(
         raise ProbebookError(f"{what}: today's {doc.get('probe')} probe refuses its command ({exc}): {cmd}") from None
     except (TypeError, ValueError) as exc:
         raise ProbebookError(f"{what}: today's {doc.get('probe')} probe refuses its command ({exc}): {cmd}") from None
+    # an open option this command line gave one value of stands in for the evidence's: the user's own word, and the
+    # only way to name a folder the evidence kept no host path of (a padding corpus is stored as ``.../name``)
+    chosen = {
+        flag: given[name][0]
+        for name, (flag, _many) in trust.open_fields(str(doc.get("probe"))).items()
+        if given and len(given.get(name, [])) == 1 and getattr(config, name, None) is not None
+    }
+    if chosen:
+        cmd = with_options(cmd, chosen)
+        try:
+            config = build_config(cmd)
+        except (ProbebookError, TypeError, ValueError) as exc:
+            raise ProbebookError(f"{what}: {', '.join(chosen)} as given: {exc}") from None
     if sessions is not None:
         if getattr(config, "SESSIONED", False):
             cmd = with_sessions(cmd, sessions)
@@ -145,15 +158,23 @@ def rebuild(
 def with_sessions(command: str, sessions: int) -> str:
     """``command`` with ``--sessions N`` in place of any ``--sessions`` it gives (``--sessions X`` or
     ``--sessions=X``)."""
+    return with_options(command, {"--sessions": str(sessions)})
+
+
+def with_options(command: str, values: dict[str, str]) -> str:
+    """``command`` with each ``--flag VALUE`` of ``values`` in place of the one it gives (``--flag X`` or
+    ``--flag=X``), appended at the end."""
     words, out, skip = shlex.split(command), [], False
     for word in words:
         if skip:
             skip = False
-        elif word == "--sessions":
+        elif word in values:
             skip = True
-        elif not word.startswith("--sessions="):
+        elif not any(word.startswith(f"{flag}=") for flag in values):
             out.append(word)
-    return shlex.join([*out, "--sessions", str(sessions)])
+    for flag, value in values.items():
+        out += [flag, value]
+    return shlex.join(out)
 
 
 CAMPAIGN_PROBES = ("campaign", "campaign-plan", "campaign-audit")

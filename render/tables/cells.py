@@ -29,6 +29,7 @@ from typing import Any
 from render.numbers import basis
 from render.numbers.links import landing_fields, number_links, rows_anchor, short_id, title_text, with_column
 from render.numbers.reading import significant
+from render.numbers.units import split_unit
 
 ROW_KEYS: dict[str, tuple[str, ...]] = {
     "step-scaling": ("mode", "batch", "tokens"),
@@ -227,13 +228,21 @@ def _title(table_key: str, cell: Cell, ids: tuple[str, ...]) -> str:
     # a table cell's link title may not hold "|": it would end the cell
     parts = [_derivation(table_key, cell)]
     if cell.uncertainty is not None:
-        parts.append(f"95% interval {_interval_text(cell, *cell.uncertainty)}")
+        # a table's cells show the interval of the run's own windows; the prose number of the same figure shows
+        # where a new session lands (render.evidence.series.across): the title names which one this is
+        named = "95% interval of the windows of this run" if _timed(cell.unit) else "95% interval"
+        parts.append(f"{named} {_interval_text(cell, *cell.uncertainty)}")
     elif cell.basis and cell.basis != basis.EXACT:
         parts.append(f"no interval: {basis.BASES[cell.basis]}")
     if ids:
         more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
         parts.append(f"evidence {short_id(ids[0])}{more}")
     return title_text("; ".join(parts)).replace("|", "/")
+
+
+def _timed(unit: str) -> bool:
+    split = split_unit(unit)
+    return split is not None and split[1] in ("s", "s/token", "tok/s", "FLOP/s", "B/s")
 
 
 def _interval_text(cell: Cell, low: float, high: float) -> str:
