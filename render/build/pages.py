@@ -18,7 +18,7 @@ from render.evidence import landing, series
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
-from render.numbers import claims
+from render.numbers import claims, directions
 from render.numbers.links import LANDING
 from render.pages import answers, bounded, layout, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
@@ -60,9 +60,12 @@ def render_one(
     token = LANDING.set(landing.landing_texts(evidence.docs))
     # while this page renders, an absolute time or rate states where a new session lands (issue 38)
     across = ACROSS.set(series.across(library.docs, series.cached_pools(library)))
+    # and a claim comparing two runs reads their configurations, to see that it names where they differ
+    configs = directions.CONFIGS.set(series.shaping_of(library.docs))
     try:
         return _render(page, src, evidence, library, env, aliases, partial, declarations)
     finally:
+        directions.CONFIGS.reset(configs)
         ACROSS.reset(across)
         LANDING.reset(token)
 

@@ -16,7 +16,9 @@ freedom come from the top level), the replicate here is the session:
   the difference exceeds the class's practical band ``DELTA``; *equivalent* when the interval lies inside
   ``±DELTA``; otherwise *not resolved* (never "no difference").
 - ``throttled``: nvbench flags windows below 75% of the card's default clock; a window below ``THROTTLE`` of the
-  card's top SM clock marks the number.
+  card's top SM clock marks the number. ``sagged``: a point whose windows' clock fell below ``SAG`` of their own
+  median ran at two speeds within the run. ``host_bound``: a step whose GPU was busy less than ``HOST_BOUND`` of
+  it waited on the host. ``in_cycles``: a difference between runs is also judged on time × SM clock.
 
 Pure functions of numbers; ``render.evidence.series`` reads the archive for them.
 """
@@ -40,7 +42,24 @@ LEASE_S = 30 * 60
 """The longest a device lease holds a machine: two runs of one host written within this of each other ran in one
 lease, on one card and host state, and are compared by their own windows (the session moved both alike)."""
 THROTTLE = 0.75
-"""A window whose SM clock is below this fraction of the card's top clock ran throttled (nvbench's rule)."""
+"""A window whose SM clock is below this fraction of the card's top clock ran throttled (nvbench's rule:
+``--throttle-threshold``, "percentage of the device's default clock rate", default 75; NVIDIA/nvbench
+docs/cli_help.md)."""
+SAG = 0.90
+"""A point whose lowest window clock is below this fraction of its windows' median clock sagged within the run.
+nvbench drops a sample taken while the clock is below its threshold and waits for the clock to recover
+(``--throttle-recovery-delay``): a clock that moves during a run moves the samples with it. The reference here is
+the point's own median, not the card's top clock, because a card under a power cap (an H100 running large GEMMs
+at 1.4–1.7 GHz of 1.98) holds a steady clock below its top that is the card's real speed for that work; a drop of
+10% below that steady clock changes a device-bound window's time by up to 10%, twice the step class's practical
+band (``DELTA``), so the run's spread holds a clock's change and not only the work's."""
+HOST_BOUND = 0.80
+"""A step during which the GPU was busy (one or more kernels running) less than this share of the time waited on
+the host: Python, the launches, the data or a synchronisation held the GPU idle for a fifth of the step or more.
+A device-bound 250m step reads 87–98% on the utilisation sampler (NVML's ``utilization.gpu``: the share of the
+sample period with a kernel running) across this archive's H200 windows; a kernels profile's summed kernel time
+covers the event-timed step to within its consistency bounds when the device is the bottleneck. Below 80%, a
+faster GPU or a faster kernel moves the step by less than it moves the kernel, and a reader should know."""
 
 CLASSES: dict[str, tuple[str, ...]] = {
     "kernel": ("gemm", "copy"),
@@ -227,6 +246,40 @@ def throttled(clocks_mhz: Sequence[float | None], top_mhz: float | None) -> floa
         return None
     lowest = min(known) / top_mhz
     return lowest if lowest < THROTTLE else None
+
+
+def sagged(points: Sequence[Sequence[float | None]]) -> float | None:
+    """The lowest ratio of a point's lowest window clock to its windows' median clock, over ``points`` (each the
+    SM clocks, MHz, of one measured point's windows), when it is below ``SAG`` (the clock sagged within the run),
+    else None; points with fewer than two known clocks say nothing."""
+    worst = None
+    for clocks in points:
+        known = [c for c in clocks if isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0]
+        if len(known) < 2:
+            continue
+        ratio = min(known) / statistics.median(known)
+        worst = ratio if worst is None else min(worst, ratio)
+    return worst if worst is not None and worst < SAG else None
+
+
+def host_bound(busy: float | None) -> float | None:
+    """The GPU's busy share of a step (0–1) when it is below ``HOST_BOUND`` (the step waited on the host), else
+    None; None too where it is unknown."""
+    if not isinstance(busy, (int, float)) or isinstance(busy, bool) or not 0 <= busy <= 1.5:
+        return None
+    return float(busy) if busy < HOST_BOUND else None
+
+
+def in_cycles(
+    value: float, interval: tuple[float, float] | None, clock_mhz: float, rate: bool
+) -> tuple[float, tuple[float, float] | None]:
+    """A time (or a rate, ``rate``) and its interval in cycle space (nvbench_compare's check): a time times the SM
+    clock, a rate divided by it, so two runs at different clocks compare the work per cycle. The clock is taken
+    as exact (its reading's error is far below a window's)."""
+    if not clock_mhz > 0:
+        raise ProbebookError(f"a clock must be positive, got {clock_mhz}")
+    scale = 1 / clock_mhz if rate else clock_mhz
+    return value * scale, None if interval is None else (interval[0] * scale, interval[1] * scale)
 
 
 def same_lease(a: tuple[str, float] | None, b: tuple[str, float] | None) -> bool:

@@ -24,6 +24,7 @@ from typing import Any
 
 from measure.evidence.configkey import config_key
 from render.derive import replication
+from render.evidence import conditions
 from render.numbers.quantity import Quantity
 from render.numbers.units import split_unit
 
@@ -143,6 +144,7 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
             return value
         name = replication.probe_class(probes.pop())
         value = replace(value, band=replication.DELTA[name], lease=lease_of(docs, value.evidence))
+        value = marked(docs, value)
         if not is_timed(value):
             return value
         pool = pools.get(name)
@@ -163,6 +165,43 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
         )
 
     return apply
+
+
+def shaping_of(docs: dict[str, dict[str, Any]]) -> Callable[[str], dict[str, Any] | None]:
+    """A function from an evidence id to its run's shaping params (``config_key(doc).params``; None: not in
+    ``docs``), each computed once."""
+    known: dict[str, dict[str, Any]] = {}
+
+    def params(ident: str) -> dict[str, Any] | None:
+        if ident not in docs:
+            return None
+        if ident not in known:
+            known[ident] = config_key(docs[ident]).params
+        return known[ident]
+
+    return params
+
+
+def marked(docs: dict[str, dict[str, Any]], value: Quantity) -> Quantity:
+    """``value`` with the marks of the runs it comes from (``conditions.run_marks``: throttled, clock sag,
+    host-bound), each explained in its title, and the one run's median SM clock; a number exact by nature (a
+    param, a count) takes no mark: the clock and the host do not move it."""
+    runs = [docs[i] for i in value.evidence if i in docs]
+    clock = conditions.median_clock(runs[0]) if len(runs) == 1 else None
+    value = replace(value, clock_mhz=clock)
+    exact = value.exact or value.basis == "exact" or value.derivation.startswith("evidence field params.")
+    if value.value is None or exact:
+        return value
+    found: dict[str, str] = {}
+    for doc in runs:
+        for mark, said in conditions.run_marks(doc):
+            found.setdefault(mark, said)
+    if not found:
+        return value
+    words = [m.strip() for m in (value.mark or "").split(",") if m.strip()]
+    words += [m for m in found if m not in words]
+    extra = tuple((f"{m}:", said.split(": ", 1)[1]) for m, said in found.items())
+    return replace(value, mark=", ".join(words), extra=value.extra + extra)
 
 
 NO_POOL = (

@@ -16,7 +16,11 @@ forward-over-reverse being the faster, when the number says double backward is (
 
 from __future__ import annotations
 
+import contextvars
+import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 from render.derive import replication
 from render.numbers.claims import checking
@@ -135,7 +139,7 @@ def unresolved(c: Comparison) -> str | None:
     judged = replication.verdict(effect, interval, band)
     wanted = 1 if c.op in (">", ">=") else -1
     if judged.outcome == replication.RESOLVED and wanted * effect > 0:
-        return None
+        return None if one_run else _cycles(c, a_int, b_int, band, wanted)
     basis = "this lease's windows" if one_run else "across sessions"
     return f"{c.text}, but it is {judged.words()} ({basis}), so it is not resolved as stated"
 
@@ -154,6 +158,76 @@ def claim_outcome(comparisons: tuple[Comparison, ...] | list[Comparison]) -> str
         if c.holds is False and unresolved(Comparison(REVERSED[c.op], c.left, c.right, c.factor)) is None:
             return "against"
     return "not resolved"
+
+
+def _cycles(
+    c: Comparison, a_int: tuple[float, float] | None, b_int: tuple[float, float] | None, band: float, wanted: int
+) -> str | None:
+    """Why a difference between two runs that resolves in time does not in cycles (None: it does, or a side's
+    clock is unknown): each side's time times its run's median SM clock, a rate divided by it (nvbench_compare
+    judges in cycle space), so a difference that is only the two runs' clocks is not taken for the work's."""
+    left, right = c.left, c.right
+    if left.clock_mhz is None or right.clock_mhz is None or not (_timed(left) and _timed(right)):
+        return None
+    if left.unit != right.unit or _change(left):
+        return None
+    assert left.value is not None and right.value is not None
+    rate = (split_unit(left.unit) or ("", ""))[1] != "s"
+    a, a_c = replication.in_cycles(left.value, a_int, left.clock_mhz, rate)
+    b, b_c = replication.in_cycles(right.value * c.factor, b_int, right.clock_mhz, rate)
+    if not (a > 0 and b > 0):
+        return None
+    effect, interval = replication.relative_difference(a, a_c, b, b_c)
+    judged = replication.verdict(effect, interval, band)
+    if judged.outcome == replication.RESOLVED and wanted * effect > 0:
+        return None
+    return (
+        f"{c.text} resolves in time, but in cycles (time × SM clock: {left.clock_mhz:.0f} against "
+        f"{right.clock_mhz:.0f} MHz) it is {judged.words()}, so it is not resolved: the clocks may be the difference"
+    )
+
+
+CONFIGS: contextvars.ContextVar[Callable[[str], dict[str, Any] | None]] = contextvars.ContextVar("probebook_configs")
+"""While a page renders: the shaping params (``measure.evidence.configkey.config_key``) of an evidence id (None:
+not in the archive), set by the build that holds the archive beside ``render.pages.sandbox.ACROSS``."""
+
+
+def unnamed_difference(c: Comparison, sentence: str) -> str | None:
+    """Why a claim or an Answer comparing numbers of two different runs does not hold as stated (None: it does):
+    the runs' configurations differ in a param that shapes the work (8 against 16 eval batches), and the sentence
+    names neither the param (its name, ``_`` as a space) nor either value, so a reader takes the difference for the
+    compared thing's alone (issue 38, item 4). Params one side lacks, and sides without evidence, say nothing."""
+    configs = CONFIGS.get(None)
+    left, right = c.left.evidence, c.right.evidence
+    if configs is None or not left or not right or set(left) & set(right):
+        return None
+    sides = [_one_config(configs, ids) for ids in (left, right)]
+    if sides[0] is None or sides[1] is None:
+        return None
+    text = " ".join(sentence.lower().replace("_", " ").split())
+    for name in sorted(set(sides[0]) & set(sides[1])):
+        va, vb = sides[0][name], sides[1][name]
+        if va == vb:
+            continue
+        said = [name.replace("_", " ").lower(), *(_value_text(v) for v in (va, vb))]
+        if not any(w and w in text for w in said):
+            return (
+                f"{c.text} compares runs whose {name} differs ({_value_text(va)} against {_value_text(vb)}), "
+                f"and the sentence names neither the param nor its values"
+            )
+    return None
+
+
+def _one_config(configs: Callable[[str], dict[str, Any] | None], ids: tuple[str, ...]) -> dict[str, Any] | None:
+    """The shaping params the runs ``ids`` share (None: any is unknown, or they differ among themselves)."""
+    found = [configs(i) for i in ids]
+    if not found or any(f is None for f in found) or any(f != found[0] for f in found[1:]):
+        return None
+    return found[0]
+
+
+def _value_text(value: Any) -> str:
+    return (value if isinstance(value, str) else json.dumps(value, sort_keys=True)).lower().replace("_", " ")
 
 
 def _timed(q: Quantity) -> bool:

@@ -93,6 +93,9 @@ class Quantity:
     lease: tuple[str, float] | None = field(default=None, compare=False)
     """(host, unix time written) of the one run the number comes from: two runs of one host within one device lease
     (``render.derive.replication.LEASE_S``) shared its host and card, and are compared as one session."""
+    clock_mhz: float | None = field(default=None, compare=False)
+    """The median SM clock (MHz) of the one run's windows the number comes from (``render.evidence.conditions``):
+    a comparison between runs is also judged in cycles, time × clock (``render.numbers.directions.unresolved``)."""
     cited_as: tuple[str, str] | None = field(default=None, compare=False)
     """(page, ledger key) of the ledger row the number is shown as, once its page recorded it: its link may then
     land on its own entry of the evidence page (``render.numbers.links.number_links``)."""
@@ -293,7 +296,8 @@ class Quantity:
                 "within noise": "within noise: its interval contains zero",
                 "lack of fit": "from a model that fails its own lack-of-fit test (the fit's warnings say how)",
             }
-            parts.extend(said.get(m, m) for m in marks)
+            explained = {label for label, _ in self.extra}  # a mark that its own extra explains is said there
+            parts.extend(said.get(m, m) for m in marks if f"{m}:" not in explained)
         parts.extend(f"{label} {value}" for label, value in self.extra)
         if self.evidence:
             more = f" (+{len(self.evidence) - 1} more)" if len(self.evidence) > 1 else ""

@@ -64,6 +64,9 @@ def evaluate(
         unresolved = [why for why in map(directions.unresolved, checked) if why is not None] if word else []
         if unresolved and not superseded and claims.checking():  # a reproduction's render records, never refuses
             raise PageError(f"{where}: the answer {sentence!r} says {word!r}: {unresolved[0]}")
+        unnamed = [why for why in (directions.unnamed_difference(c, sentence) for c in checked) if why]
+        if unnamed and word and claims.checking() and not superseded:
+            raise PageError(f"{where}: the answer {sentence!r} does not name a difference: {unnamed[0]}")
         shown = render_text(env, verdict.text, where, context, state).strip()
         out.append(shown + (unresolved_mark(state) if unresolved else ""))
         row = claims.ledger_row(state.rel, list(checked), f"answer: {sentence}")

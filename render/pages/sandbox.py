@@ -202,6 +202,10 @@ def _finalize(context: jinja2.runtime.Context, value: Any) -> str:
                 f"claim sentence {value.sentence!r} holds a hand-typed measurement; show numbers as quantities"
             )
         unresolved = [why for why in map(directions.unresolved, value.comparisons) if why] if claims.checking() else []
+        unnamed = [directions.unnamed_difference(c, value.sentence) for c in value.comparisons]
+        unnamed = [why for why in unnamed if why] if claims.checking() else []
+        if unnamed and not state.superseded:
+            raise TemplateOutputError(f"claim {value.sentence!r} does not name a difference: {unnamed[0]}")
         if unresolved and not state.superseded:
             raise TemplateOutputError(f"claim {value.sentence!r} is not resolved: {unresolved[0]}")
         row = claims.ledger_row(state.rel, list(value.comparisons), value.sentence)
