@@ -195,27 +195,36 @@ not in the archive), set by the build that holds the archive beside ``render.pag
 def unnamed_difference(c: Comparison, sentence: str) -> str | None:
     """Why a claim or an Answer comparing numbers of two different runs does not hold as stated (None: it does):
     the runs' configurations differ in a param that shapes the work (8 against 16 eval batches), and the sentence
-    names neither the param (its name, ``_`` as a space) nor either value, so a reader takes the difference for the
-    compared thing's alone (issue 38, item 4). Params one side lacks, and sides without evidence, say nothing."""
+    names no differing param (its name, ``_`` as a space) nor either of its values, so a reader takes the difference
+    for the compared thing's alone (issue 38, item 4). Params one side lacks, list- or table-valued params, and
+    sides that are lines (exact numbers: counts, times written, params) say nothing."""
     configs = CONFIGS.get(None)
     left, right = c.left.evidence, c.right.evidence
-    if configs is None or not left or not right or set(left) & set(right):
+    if configs is None or not left or not right or set(left) & set(right) or _threshold(c.left) or _threshold(c.right):
         return None
     sides = [_one_config(configs, ids) for ids in (left, right)]
     if sides[0] is None or sides[1] is None:
         return None
+    # a list or a table of values is which points a sweep walked, or a fact per point: the compared numbers' own
+    # points are named by their rows, not by the run's list
+    differ = [
+        (name, sides[0][name], sides[1][name])
+        for name in sorted(set(sides[0]) & set(sides[1]))
+        if sides[0][name] != sides[1][name] and not isinstance(sides[0][name], (list, dict))
+        and not isinstance(sides[1][name], (list, dict))
+    ]  # fmt: skip
     text = " ".join(sentence.lower().replace("_", " ").split())
-    for name in sorted(set(sides[0]) & set(sides[1])):
-        va, vb = sides[0][name], sides[1][name]
-        if va == vb:
-            continue
-        said = [name.replace("_", " ").lower(), *(_value_text(v) for v in (va, vb))]
-        if not any(w and w in text for w in said):
-            return (
-                f"{c.text} compares runs whose {name} differs ({_value_text(va)} against {_value_text(vb)}), "
-                f"and the sentence names neither the param nor its values"
-            )
-    return None
+    # one difference named is enough: a preset that differs moves its parameter count and FLOPs with it
+    if not differ or any(
+        w and w in text for n, va, vb in differ for w in (n.replace("_", " "), *map(_value_text, (va, vb)))
+    ):
+        return None
+    name, va, vb = differ[0]
+    more = f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""
+    return (
+        f"{c.text} compares runs whose {name} differs ({_value_text(va)} against {_value_text(vb)}){more}, and the "
+        f"sentence names neither the param nor its values"
+    )
 
 
 def _one_config(configs: Callable[[str], dict[str, Any] | None], ids: tuple[str, ...]) -> dict[str, Any] | None:
