@@ -103,6 +103,9 @@ def test_a_claim_across_configurations_names_the_param_or_a_value() -> None:
         assert why is not None and "eval_batches differs (8 against 16)" in why
         assert directions.unnamed_difference(c, "with fewer eval batches the boundary is cheaper") is None
         assert directions.unnamed_difference(c, "at 8 batches the boundary is cheaper") is None
+        assert directions.unnamed_difference(c, "with one eval batch the boundary is cheaper") is None  # a stem
+        params[B] = {**params[B], "probe": "gemm"}  # another probe: its params are another configuration's
+        assert directions.unnamed_difference(c, "the boundary is cheaper") is None
         one_run = Comparison.of("<", _timed(0.8, (0.79, 0.81), A, None), _timed(1.0, (0.99, 1.01), A, None))
         assert directions.unnamed_difference(one_run, "cheaper") is None
     finally:

@@ -168,15 +168,16 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
 
 
 def shaping_of(docs: dict[str, dict[str, Any]]) -> Callable[[str], dict[str, Any] | None]:
-    """A function from an evidence id to its run's shaping params (``config_key(doc).params``; None: not in
-    ``docs``), each computed once."""
+    """A function from an evidence id to its run's shaping params (``config_key(doc).params``) and its ``probe``
+    (None: not in ``docs``), each computed once."""
     known: dict[str, dict[str, Any]] = {}
 
     def params(ident: str) -> dict[str, Any] | None:
         if ident not in docs:
             return None
         if ident not in known:
-            known[ident] = config_key(docs[ident]).params
+            key = config_key(docs[ident])
+            known[ident] = {**key.params, "probe": key.probe}
         return known[ident]
 
     return params

@@ -203,21 +203,20 @@ def unnamed_difference(c: Comparison, sentence: str) -> str | None:
     if configs is None or not left or not right or set(left) & set(right) or _threshold(c.left) or _threshold(c.right):
         return None
     sides = [_one_config(configs, ids) for ids in (left, right)]
-    if sides[0] is None or sides[1] is None:
-        return None
+    if sides[0] is None or sides[1] is None or sides[0].get("probe") != sides[1].get("probe"):
+        return None  # two probes measure two things: their params are not one configuration's
     # a list or a table of values is which points a sweep walked, or a fact per point: the compared numbers' own
     # points are named by their rows, not by the run's list
     differ = [
         (name, sides[0][name], sides[1][name])
-        for name in sorted(set(sides[0]) & set(sides[1]))
+        for name in sorted(set(sides[0]) & set(sides[1]) - {"probe"})
         if sides[0][name] != sides[1][name] and not isinstance(sides[0][name], (list, dict))
         and not isinstance(sides[1][name], (list, dict))
     ]  # fmt: skip
     text = " ".join(sentence.lower().replace("_", " ").split())
     # one difference named is enough: a preset that differs moves its parameter count and FLOPs with it
-    if not differ or any(
-        w and w in text for n, va, vb in differ for w in (n.replace("_", " "), *map(_value_text, (va, vb)))
-    ):
+    words = [w for n, va, vb in differ for w in (_stem(n.replace("_", " ")), _value_text(va), _value_text(vb))]
+    if not differ or any(w and w in text for w in words):
         return None
     name, va, vb = differ[0]
     more = f" (and {len(differ) - 1} more)" if len(differ) > 1 else ""
@@ -233,6 +232,13 @@ def _one_config(configs: Callable[[str], dict[str, Any] | None], ids: tuple[str,
     if not found or any(f is None for f in found) or any(f != found[0] for f in found[1:]):
         return None
     return found[0]
+
+
+def _stem(name: str) -> str:
+    """A param's name as a sentence may inflect it: ``compile`` is named by "compiling", ``eval batches`` by "eval
+    batch"."""
+    name = name[:-1] if name.endswith("s") else name
+    return name[:-1] if name.endswith("e") else name
 
 
 def _value_text(value: Any) -> str:
