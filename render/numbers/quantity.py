@@ -166,6 +166,7 @@ class Quantity:
             leaf_resamples=(),
             bounded=False,
             basis=bases.EXACT if self.exact else bases.END,
+            within=None,  # an end is a line: it has no interval of its own, across sessions or within its run
             cited_as=None,
         )
 

@@ -37,6 +37,8 @@ CONSTANTS: dict[str, tuple[float, str, str, str]] = {
     "own_sessions": (replication.OWN_SESSIONS, "", "d", "render.derive.replication.OWN_SESSIONS"),
     "lease_minutes": (replication.LEASE_S / 60, "", "g", "render.derive.replication.LEASE_S (in minutes)"),
     "throttle": (replication.THROTTLE, "", ".0%", "render.derive.replication.THROTTLE"),
+    "sag": (replication.SAG, "", ".0%", "render.derive.replication.SAG"),
+    "host_bound": (replication.HOST_BOUND, "", ".0%", "render.derive.replication.HOST_BOUND"),
 }
 
 
