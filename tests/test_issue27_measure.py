@@ -213,7 +213,7 @@ def test_kernels_reports_the_expert_gemm_share_of_a_moe_step(cli, archive, impl)
 
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
     expert = doc["data"]["expert_gemm"]
-    assert doc["probe_version"] == 6 and expert["experts_impl"] == impl and expert["category"] == "expert-gemm"
+    assert doc["probe_version"] == 7 and expert["experts_impl"] == impl and expert["category"] == "expert-gemm"
     assert 0 < expert["share"] <= 1 and expert["calls"] > 0
     assert doc["params"]["n_params_active"] == 362_112
     assert (doc["params"]["n_experts"], doc["params"]["experts_top_k"]) == (4, 2)

@@ -12,6 +12,7 @@ from conftest import HANG_S, assert_measured
 
 from measure.evidence.envelope import MEASURED, parse
 from measure.evidence.store import Store
+from measure.probes import kernels as kernels_probe
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # every test runs a real probe end to end
@@ -136,7 +137,9 @@ def test_kernels(cli, archive):
     assert check["kernel_total_s"] == pytest.approx(sum(r["device_time_s"] for r in rows) / 2)
     # record_function labels are kept apart, never summed (since version 2 of the probe); what ran is
     # observed data, not params (version 3); the expert GEMM share (4, from the launched kernels in 5)
-    assert doc["probe_version"] == 6 and "sdpa_backend" in doc["data"]["observed"]
+    assert doc["probe_version"] == 7 and "sdpa_backend" in doc["data"]["observed"]
+    # version 7: the trace's host-wait attribution, absent on the CPU (no host launches a kernel) and saying why
+    assert doc["data"]["attribution"] == {"absent": kernels_probe.NO_ATTRIBUTION}
     # version 6: inside optimizer.step is the optimizer's, whatever the operator's name
     assert {r["category"] for r in rows if (r.get("within") or "").startswith("Optimizer.step#")} == {"optimizer"}
     assert "sdpa_backend" not in doc["params"]

@@ -27,6 +27,11 @@ with ``experts_impl`` (looped or grouped) in params, so the two variants' expert
 
 On CPU there are no kernels: each operator's *self* CPU time is the unit instead (self time
 excludes children, so the sum does not double-count), timed against the host-clock step.
+
+Attribution (version 7): on a device, the trace's kernels (start, end) and the host calls that launched them, joined
+on their correlation id, give ``data.attribution`` (``measure.evidence.attribution``): per step the GPU's busy time,
+its idle time waiting for the host and otherwise, launch delays and short-kernel counts. On the CPU no host launches a
+kernel, so ``data.attribution`` is ``{"absent": why}``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from measure.evidence.attribution import attribute
 from measure.evidence.envelope import Evidence
 from measure.evidence.kernel_names import (
     CATEGORIES,
@@ -51,7 +57,8 @@ PROBE = "kernels"
 # 5: the expert share from the kernels launched inside the annotation, never its GPU span;
 # 4: data.expert_gemm, the MoE expert GEMMs' time and share (from their annotation); 3: data.observed
 # 6: a row's category from the range it ran in (optimizer.step, an SDPA operator), its name's otherwise (``within``)
-VERSION = 6
+# 7: data.attribution, GPU busy / host wait / other idle, launch delays and short kernels from the trace's timeline
+VERSION = 7
 HELP = (
     "torch.profiler over a few steps: device-kernel time shares (attention, gemm, norm-elementwise, "
     "loss, optimizer, other; a kernel inside optimizer.step or an SDPA operator counts there)."
@@ -65,6 +72,9 @@ _ANNOTATION = re.compile(r"^(ProfilerStep#\d+|Optimizer\.\w+#\w+\.\w+)$")
 # runtime count is a floor on the number of kernel records.
 _RUNTIME_LAUNCH = re.compile(r"^cudaLaunch(Kernel|KernelExC|CooperativeKernel)(_v\d+)?$")
 _DRIVER_LAUNCH = re.compile(r"^cuLaunchKernel(Ex)?(_v\d+)?$")
+# any CUDA runtime or driver API call: the host call a device event's correlation id names (a kernel launch, a copy)
+_HOST_CALL = re.compile(r"^cu(da)?[A-Z]\w*$")
+NO_ATTRIBUTION = "on the CPU the profiled operators run on the host itself: there is no launch to wait for"
 CONSISTENCY_BOUNDS = {"cuda": (0.5, 1.1), "cpu": (0.2, 5.0)}
 
 
@@ -170,6 +180,24 @@ def placed_rows(rows: list[dict[str, Any]], where: list[dict[str, Any]]) -> list
     return out
 
 
+def timeline(events: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The trace's device kernels and the host calls that launched them, as named dicts for
+    ``measure.evidence.attribution.attribute``: ``{correlation, name, start_us, end_us}`` each. A device event's id
+    and its runtime call's id are both the CUPTI correlation id; user annotations (spans, not work) are left out."""
+    from torch.autograd import DeviceType
+
+    kernels, calls = [], []
+    for e in events:
+        row = {"correlation": e.id, "name": e.name, "start_us": e.time_range.start, "end_us": e.time_range.end}
+        if e.device_type == DeviceType.CUDA:
+            if not is_annotation(e.name, getattr(e, "is_user_annotation", False)):
+                kernels.append(row)
+        elif e.device_type == DeviceType.CPU and _HOST_CALL.match(e.name):
+            calls.append(row)
+    wanted = {k["correlation"] for k in kernels}
+    return kernels, [c for c in calls if c["correlation"] in wanted]
+
+
 def _self_time_us(event: Any, device: bool) -> float:
     if device:
         return float(getattr(event, "self_device_time_total", 0.0) or getattr(event, "self_cuda_time_total", 0.0))
@@ -242,6 +270,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 continue
             rows.append(row)
         rows = placed_rows(rows, placed(prof.events(), on_device))
+        if on_device:
+            rec.data["attribution"] = attribute(*timeline(prof.events()), config.steps)
+        else:
+            rec.data["attribution"] = {"absent": NO_ATTRIBUTION}
         rec.point(rows, None, f"{len(rows)} kernel rows over {config.steps} steps")
         total = sum(r["device_time_s"] for r in rows)
         rec.data.update(

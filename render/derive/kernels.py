@@ -116,3 +116,37 @@ def foreign_arch_tags(tags: dict[str, float], compute_capability: str | None) ->
     if not compute_capability:
         return []
     return sorted(t for t in tags if tag_capability(t) != compute_capability)
+
+
+def trace_diff(
+    rows_a: list[dict[str, Any]], steps_a: int, rows_b: list[dict[str, Any]], steps_b: int, top: int = 10
+) -> list[dict[str, Any]]:
+    """Two profiles side by side, per profiled step: each category's device seconds in ``a`` and ``b`` and the change
+    (``b − a``, seconds, and ``b / a − 1``), categories by the larger side's time, then the ``top`` kernels (by name,
+    summed over the categories a name's rows fell in) that moved most, by the size of their change. A category or
+    kernel absent from one side counts 0 s there; its relative change is None where ``a`` is 0."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ProbebookError(f"trace_diff(): top must be a whole number >= 1, got {top!r}")
+    for side, steps in (("a", steps_a), ("b", steps_b)):
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise ProbebookError(f"trace_diff(): {side} needs the number of profiled steps >= 1, got {steps!r}")
+
+    def by(rows: list[dict[str, Any]], steps: int, field: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for r in counted_rows(rows):
+            out[r[field]] = out.get(r[field], 0.0) + r["device_time_s"] / steps
+        return out
+
+    def row(category: str, kernel: str, a: float, b: float) -> dict[str, Any]:
+        return {"category": category, "kernel": kernel, "a_s": a, "b_s": b, "change_s": b - a,
+                "change": b / a - 1 if a > 0 else None}  # fmt: skip
+
+    cat_a, cat_b = by(rows_a, steps_a, "category"), by(rows_b, steps_b, "category")
+    cats = sorted(set(cat_a) | set(cat_b), key=lambda c: (-max(cat_a.get(c, 0.0), cat_b.get(c, 0.0)), c))
+    out = [row(c, "", cat_a.get(c, 0.0), cat_b.get(c, 0.0)) for c in cats]
+    out.append(row("all", "", sum(cat_a.values()), sum(cat_b.values())))
+    ker_a, ker_b = by(rows_a, steps_a, "kernel"), by(rows_b, steps_b, "kernel")
+    home = {r["kernel"]: r["category"] for rows in (rows_b, rows_a) for r in counted_rows(rows)}
+    names = sorted(set(ker_a) | set(ker_b), key=lambda k: (-abs(ker_b.get(k, 0.0) - ker_a.get(k, 0.0)), k))[:top]
+    out += [row(home[k], k, ker_a.get(k, 0.0), ker_b.get(k, 0.0)) for k in names]
+    return out

@@ -8,6 +8,10 @@ item 5), read from an evidence document, and the marks a number of the run carri
   clock) is not a window's clock and is not read.
 - Busy share: a kernels profile's summed kernel time per step over the event-timed step
   (``data.consistency.ratio``), else the median over the run's windows of the sampler's ``sm_util_pct_median``.
+- Host wait: where a kernels profile records its trace's attribution (``data.attribution``, kernels v7 on a GPU), the
+  host-bound mark reads its share of the span the GPU sat idle waiting for the host's next launch instead: the busy
+  share counts every idle gap against the host, while a gap whose kernel was launched in time (a synchronisation, a
+  copy) is the GPU's own.
 - A sampler reading below ``SEEN`` busy, taken while a window timed GPU work, read another card or missed the
   window (archived optimizer runs read 0–3% busy at an H200's idle 122 W through every window of a 250m step; a
   step-scaling run reads 0% at the idle 345 MHz for a whole point whose steps took 0.14 s): such windows are not
@@ -107,6 +111,16 @@ def busy_share(doc: dict[str, Any]) -> float | None:
     return statistics.median(shares) if shares else None
 
 
+def host_wait_share(doc: dict[str, Any]) -> float | None:
+    """The share (0–1) of a kernels profile's span the GPU sat idle waiting for the host to launch its next kernel
+    (``data.attribution.host_wait_share``); None where the run records no attribution."""
+    data = doc.get("data")
+    attribution = data.get("attribution") if isinstance(data, dict) else None
+    share = attribution.get("host_wait_share") if isinstance(attribution, dict) else None
+    ok = isinstance(share, (int, float)) and not isinstance(share, bool) and 0 <= share <= 1
+    return float(share) if ok else None
+
+
 def median_clock(doc: dict[str, Any]) -> float | None:
     """The median SM clock (MHz) over a run's windows (None: none recorded): what a cycle-space comparison scales
     its times by."""
@@ -138,6 +152,17 @@ def run_marks(doc: dict[str, Any]) -> list[tuple[str, str]]:
                 f"(below {replication.SAG:.0%})",
             )
         )
+    waited = host_wait_share(doc)
+    if waited is not None:  # the trace says which idle time was the host's: the rest of the step counts as not waiting
+        if replication.host_bound(1 - waited) is not None:
+            out.append(
+                (
+                    "host-bound",
+                    f"host-bound: the GPU sat idle waiting for the host's next launch {waited:.0%} of the profiled "
+                    f"steps (above {1 - replication.HOST_BOUND:.0%}), so the step waits on the host",
+                )
+            )
+        return out
     busy = replication.host_bound(busy_share(doc))
     if busy is not None:
         out.append(

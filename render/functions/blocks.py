@@ -57,11 +57,16 @@ def chart(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
 def table(page: Page, kind: str, *refs: Any, **options: Any) -> Asset:
     """A table of the evidence with CSV and JSON downloads saved beside the page."""
     picked = [page.ref(r, None, f"table({kind!r})") for r in refs]
+    return table_asset(page, kind, picked, options, block_key("table", kind, [r.alias for r in picked], options))
+
+
+def table_asset(page: Page, kind: str, picked: list[Any], options: dict[str, Any], key: str) -> Asset:
+    """Table ``kind`` of the evidence ``picked`` as a page block, its ledger rows under ``key`` (the call the
+    template wrote)."""
     out = page.derived(
         "table", kind, picked, options, lambda: tables.render(kind, [page.doc(r) for r in picked], **options)
     )
     ids = tuple(r.id for r in picked)
-    key = block_key("table", kind, [r.alias for r in picked], options)
 
     def shown(page_rel: str, name: str) -> str:
         body = out.markdown if out.layout is None else cells.page_markdown(out.layout, page_rel, key, ids, escape)

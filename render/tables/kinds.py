@@ -346,6 +346,28 @@ def _kernel_shares(docs: list[dict[str, Any]]) -> tuple[list[Column], list[dict[
     return cols, records
 
 
+def _trace_diff(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column], list[dict[str, Any]]]:
+    """Two kernels profiles, ``a`` then ``b``: per category and for the ``top`` kernels that moved most, each side's
+    device time per profiled step and the change (``render.derive.kernels.trace_diff``)."""
+    if len(docs) != 2:
+        raise ProbebookError(f"table 'trace-diff' compares two kernels profiles, got {len(docs)}")
+    sides = []
+    for doc in docs:
+        steps = (doc.get("params") or {}).get("steps")
+        sides += [_kernel_rows("table 'trace-diff'", doc), steps]
+    records = kernels.trace_diff(*sides, top=top)
+    ms = {"unit": "ms", "scale": 1e3, "basis": basis.OBSERVED}
+    cols = [
+        COLUMNS["category"],
+        COLUMNS["kernel"],
+        Column("a_s", "a (ms/step)", fmt_ms, **ms),
+        Column("b_s", "b (ms/step)", fmt_ms, **ms),
+        Column("change_s", "change (ms/step)", fmt_ms, **ms),
+        Column("change", "change", lambda x: f"{x:+.1%}", basis=basis.OBSERVED),
+    ]
+    return cols, records
+
+
 KINDS: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]], tuple[str, ...]]] = {
     "step-scaling": (_step_scaling, ()),
     "batch-sweep": (_batch_sweep, ("view",)),
@@ -353,6 +375,7 @@ KINDS: dict[str, tuple[Callable[..., tuple[list[Column], list[dict[str, Any]]]],
     "gemm": (_gemm, ()),
     "kernels": (_kernels, ("top",)),
     "kernel-shares": (_kernel_shares, ()),
+    "trace-diff": (_trace_diff, ("top",)),
 }
 """Table kind -> (builder, the options it accepts)."""
 
