@@ -122,6 +122,9 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "params": (H200_ARCHIVE, "lora", (), "params(ev)"),
     "gemm_clock": (H200_ARCHIVE, "gemm2", ("--shape", "square-8192"), 'gemm_clock(ev, shape="square-8192")'),
     "phase_peak": (H200_ARCHIVE, "lossmem", ("warmup", "--arm", "chunked"), 'phase_peak(ev, "warmup", arm="chunked")'),
+    # an archived v6 profile records no attribution: each attribute is its note (a real value: tests/test_trace_pages)
+    "host_wait": (H200_ARCHIVE, "kernels", (), ""),
+    "trace_diff": (H200_ARCHIVE, "moe_looped", ("ev2", "--ev2", IDS["moe_grouped"]), ""),  # a table
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
 }

@@ -117,8 +117,9 @@ def host_wait_share(doc: dict[str, Any]) -> float | None:
     data = doc.get("data")
     attribution = data.get("attribution") if isinstance(data, dict) else None
     share = attribution.get("host_wait_share") if isinstance(attribution, dict) else None
-    ok = isinstance(share, (int, float)) and not isinstance(share, bool) and 0 <= share <= 1
-    return float(share) if ok else None
+    if isinstance(share, (int, float)) and not isinstance(share, bool) and 0 <= share <= 1:
+        return float(share)
+    return None
 
 
 def median_clock(doc: dict[str, Any]) -> float | None:

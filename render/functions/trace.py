@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from measure.errors import ProbebookError
 from render.functions.blocks import table_asset
 from render.functions.page import Page
 from render.functions.registry import page_function
@@ -33,6 +32,9 @@ class HostWaitView(FieldView):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
+_NAMES = tuple(HostWaitView.FIELDS)
+
+
 def _flat(attribution: dict[str, Any]) -> dict[str, Any]:
     """The attribution's fields by the dotted names ``HostWaitView.FIELDS`` reads."""
     out = dict(attribution)
@@ -49,8 +51,12 @@ def host_wait(page: Page, ref: Any) -> HostWaitView:
     ref = page.ref(ref, "kernels", "host_wait()")
     attribution = (page.doc(ref).get("data") or {}).get("attribution")
     if not isinstance(attribution, dict) or "absent" in attribution:
+        # shown as a note in place of each number: on the CPU the probe says why; before v7 it did not record one
         why = attribution.get("absent") if isinstance(attribution, dict) else "kernels v7 on a GPU records it"
-        raise ProbebookError(f"host_wait(): {ref.alias} ({ref.short}) records no attribution (data.attribution): {why}")
+        note = f"no attribution in this run (data.attribution): {why}"
+        return HostWaitView(
+            {}, (ref.id,), "no attribution", f"host_wait({ref.alias})", notes=dict.fromkeys(_NAMES, note)
+        )
     threshold = (attribution.get("short_kernels") or {}).get("threshold_s")
     what = (
         f"the profiled steps' trace: kernel intervals' union over the span from the first kernel's start to the last's "
@@ -63,10 +69,10 @@ def host_wait(page: Page, ref: Any) -> HostWaitView:
 
 
 @page_function
-def trace_diff(page: Page, a: Any, b: Any, top: int = 10) -> Asset:
-    """Two kernels profiles side by side: per category, then the ``top`` kernels that moved most, each side's device
-    time per profiled step and the change (a table with CSV and JSON downloads)."""
-    picked = [page.ref(a, "kernels", "trace_diff()"), page.ref(b, "kernels", "trace_diff()")]
+def trace_diff(page: Page, ref: Any, other: Any, top: int = 10) -> Asset:
+    """Two kernels profiles side by side, ``ref`` (a) then ``other`` (b): per category, then the ``top`` kernels that
+    moved most, each side's device time per profiled step and the change (a table with CSV and JSON downloads)."""
+    picked = [page.ref(ref, "kernels", "trace_diff()"), page.ref(other, "kernels", "trace_diff()")]
     options = {} if top == 10 else {"top": top}
     # the ledger key names the call the template wrote, not the table() it builds
     key = f"trace_diff({', '.join([*(r.alias for r in picked), *([f'top={top!r}'] if options else [])])})"

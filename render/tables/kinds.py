@@ -351,19 +351,19 @@ def _trace_diff(docs: list[dict[str, Any]], top: int = 10) -> tuple[list[Column]
     device time per profiled step and the change (``render.derive.kernels.trace_diff``)."""
     if len(docs) != 2:
         raise ProbebookError(f"table 'trace-diff' compares two kernels profiles, got {len(docs)}")
-    sides = []
-    for doc in docs:
-        steps = (doc.get("params") or {}).get("steps")
-        sides += [_kernel_rows("table 'trace-diff'", doc), steps]
-    records = kernels.trace_diff(*sides, top=top)
-    ms = {"unit": "ms", "scale": 1e3, "basis": basis.OBSERVED}
+    a, b = docs
+    steps: list[Any] = [(doc.get("params") or {}).get("steps") for doc in docs]  # checked by the derivation
+    records = kernels.trace_diff(
+        _kernel_rows("table 'trace-diff'", a), steps[0], _kernel_rows("table 'trace-diff'", b), steps[1], top=top
+    )
+    ms: dict[str, Any] = {"unit": "ms", "scale": 1e3, "basis": basis.OBSERVED}
     cols = [
         COLUMNS["category"],
         COLUMNS["kernel"],
         Column("a_s", "a (ms/step)", fmt_ms, **ms),
         Column("b_s", "b (ms/step)", fmt_ms, **ms),
         Column("change_s", "change (ms/step)", fmt_ms, **ms),
-        Column("change", "change", lambda x: f"{x:+.1%}", basis=basis.OBSERVED),
+        Column("change", "change", lambda x: f"{x:+.1%}".replace("-", "−"), basis=basis.OBSERVED),
     ]
     return cols, records
 
