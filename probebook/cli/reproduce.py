@@ -14,6 +14,7 @@ from probebook.cli.output import json_text
 
 
 def register(sub: Any) -> None:
+    from measure.constants import MAX_SESSIONS
     from probebook.cli import command
 
     p = command(
@@ -84,7 +85,14 @@ def register(sub: Any) -> None:
         type=int,
         metavar="N",
         help="measure each re-run in N fresh processes (probebook measure's --sessions), where its probe measures "
-        "in sessions; the others run as recorded",
+        "in sessions; the others run as recorded. Then the runs a verdict not resolved reads are re-run with twice "
+        "the sessions, pass after pass, up to --max-sessions",
+    )
+    p.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="M",
+        help=f"the most sessions --sessions' extra passes reach (default: twice --sessions; at most {MAX_SESSIONS})",
     )
     p.add_argument("--json", action="store_true", help="print the archived document's data and its id as JSON")
     p.add_argument(
@@ -157,6 +165,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         point_timeout_s=args.point_timeout_s,
         sessions=args.sessions,
+        max_sessions=args.max_sessions,
         json=args.json,
         trust_evidence=args.trust_evidence,
         given={k.removeprefix("given_"): v for k, v in vars(args).items() if k.startswith("given_") and v},

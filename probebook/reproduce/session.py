@@ -24,7 +24,8 @@ The data layout (the site reads it: ``render.derive.reproduction``): ``record``,
 ``mode`` (``reproduction`` or ``cross-machine``), ``original`` and ``new`` (alias -> id), ``rule``,
 ``numbers`` (key, label, old, new, old_low, old_high, new_low, new_high, unit, shown_old, shown_new, change,
 verdict, basis), ``claims`` (key, text, old, new, verdict), ``summary`` (counts), ``commands``,
-``campaign_commands`` (alias -> the campaign command that redoes it), ``wall_s``.
+``campaign_commands`` (alias -> the campaign command that redoes it), ``wall_s``; with ``--sessions``, also
+``sessions_bound``, ``sessions``, ``passes`` and ``not_resolved_at_bound`` (``probebook.reproduce.more``).
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ class Options:
     retry_failed: bool = False
     point_timeout_s: float = 3600.0
     sessions: int | None = None
-    """``--sessions N`` given to each re-run probe that measures in sessions (``measure.timing.TimingFields``)."""
+    """``--sessions N`` given to each re-run probe that measures in sessions (``measure.timing.TimingFields``);
+    then the runs a verdict not resolved reads are re-run with more sessions (``probebook.reproduce.more``)."""
+    max_sessions: int | None = None
+    """``--max-sessions M``: the most sessions those re-runs reach (default: 2 x ``sessions``)."""
     json: bool = False
     trust_evidence: bool = False
     """Run every value the cited evidence names (after printing the commands), as if given here."""
@@ -321,13 +325,16 @@ def reproduce(opts: Options) -> Outcome:
     """Do it; see the module docstring."""
     from measure.cli import declarations
     from measure.evidence.store import Store
-    from probebook.reproduce import commands, compare, match, verdict
+    from probebook.reproduce import commands, compare, match, more, verdict
 
     started = time.perf_counter()
     if opts.other is not None and (opts.dry_run or opts.measure_only):
         raise ProbebookError("--with compares evidence measured elsewhere: --dry-run and --measure-only run nothing")
     if opts.other is not None and opts.sessions is not None:
         raise ProbebookError("--sessions sets the re-runs' sessions; --with runs nothing")
+    if opts.max_sessions is not None and opts.sessions is None:
+        raise ProbebookError("--max-sessions bounds the sessions --sessions N adds; give --sessions")
+    bound = more.bound_of(opts.sessions, opts.max_sessions) if opts.sessions is not None else None
     page, src = record_page(opts.docs, opts.record, opts.version)
     aliases, docs = cited(page, opts.archive)
     declared = declarations()
@@ -338,6 +345,7 @@ def reproduce(opts: Options) -> Outcome:
     set_aside = {a for part in parts for a in part.aliases}
     measurable = {a: i for a, i in aliases.items() if a not in set_aside}  # the runs reproduce itself compares
     campaign_commands = {a: part.command for part in parts for a in part.aliases}
+    runs: list[Any] = []
     if opts.other is None:
         runs = [
             commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where, opts.given, opts.sessions)
@@ -394,6 +402,13 @@ def reproduce(opts: Options) -> Outcome:
         for part in parts:
             log.warning("reproduce: %s: %s", part.notes[0], part.command)
     result = compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared, archive_pools(opts.archive))
+    extra: dict[str, Any] = {}
+    if opts.other is None and opts.sessions is not None and bound is not None:
+        added = _more_sessions(opts, page, src, (aliases, docs), (new, new_docs), runs, declared, result, bound)
+        if added.code != 0:
+            return Outcome(added.code, [])
+        result, new, new_docs, extra = added.result, added.new, added.new_docs, added.fields()
+        mode = "cross-machine" if across_machines(aliases, docs, new, new_docs) else mode
     data = {
         "record": page.slug,
         "version": page.version,
@@ -405,9 +420,52 @@ def reproduce(opts: Options) -> Outcome:
         **result,
         "commands": command_lines,
         "campaign_commands": dict(sorted(campaign_commands.items())),
+        **extra,
         "wall_s": time.perf_counter() - started,
     }
     return Outcome(0, [], data, archived(opts, page, data, new_docs))
+
+
+def _more_sessions(
+    opts: Options,
+    page: Any,
+    src: Any,
+    cited_runs: tuple[dict[str, str], dict[str, dict[str, Any]]],
+    first: tuple[dict[str, str], dict[str, dict[str, Any]]],
+    runs: list[Any],
+    declared: dict[str, Any],
+    result: dict[str, Any],
+    bound: int,
+) -> Any:
+    """``--sessions N``: the runs that verdicts not resolved read, re-run with more sessions until resolved or at
+    ``bound`` (``probebook.reproduce.more``), each pass printed before it runs and run as its own campaign folder."""
+    import dataclasses
+
+    from probebook.reproduce import commands, compare, more
+
+    aliases, docs = cited_runs
+    where, folder = str(page.path), folder_of(opts, page)
+
+    def measure(number: int, wanted: dict[str, int], asked_by: tuple[str, ...]) -> tuple[int, dict, dict, list[str]]:
+        again = [
+            commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where, opts.given, n)
+            for a, n in sorted(wanted.items())
+        ]
+        said = f"# more sessions, pass {number} (at most {bound}): not resolved: {', '.join(asked_by)}"
+        _show([said, *listing(again, [])], opts.json)
+        pass_opts = dataclasses.replace(opts, folder=more.pass_folder(folder, number))
+        code, new, new_docs = remeasure(pass_opts, page, again, [])
+        return code, new, new_docs, [r.command for r in again]
+
+    def judge(new: dict[str, str], new_docs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        return compare.compare(page, src, {**docs, **new_docs}, aliases, new, declared, archive_pools(opts.archive))
+
+    rows, _labels = compare.render_rows(page, src, docs, aliases, declared, archive_pools(opts.archive))
+    evidence_of = {str(r["key"]): list(r.get("evidence") or ()) for r in rows}
+    first_sessions = int(opts.sessions or 1)  # a run whose probe measures in one session is never re-run
+    sessioned = {r.alias: first_sessions for r in runs if getattr(commands.build_config(r.command), "SESSIONED", False)}
+    new, new_docs = first
+    return more.add_sessions(result, new, new_docs, sessioned, bound, evidence_of, aliases, measure, judge)
 
 
 def _lookup(archive: Path) -> Any:
