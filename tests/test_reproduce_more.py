@@ -14,6 +14,7 @@ import pytest
 
 from measure.constants import MAX_SESSIONS
 from measure.errors import ProbebookError
+from measure.evidence.store import Store
 from probebook.reproduce import more
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,7 +182,6 @@ def test_a_verdict_not_resolved_reruns_its_runs_with_more_sessions_up_to_the_bou
     assert {k: r["evidence"] for k, r in receipts.items()} == extra["new"]
     assert not (tmp_path / "run-more-2").exists()
     for ident in extra["new"].values():  # the pass's runs measured in 2 sessions and are evidence of the archive
-        doc = json.loads(next((archive / "evidence").rglob(f"{ident.removeprefix('sha256:')}.json")).read_text())
-        assert doc["params"]["sessions"] == 2
+        assert Store(archive).get(ident)["params"]["sessions"] == 2
     verify = cli("--archive", str(archive), "archive", "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
