@@ -33,9 +33,8 @@ NOT_RESOLVED = "not resolved"
 
 def bound_of(sessions: int, max_sessions: int | None) -> int:
     """The most sessions a re-run may reach: ``max_sessions``, else twice ``sessions``, never past ``MAX_SESSIONS``;
-    one line when the options cannot hold (``--max-sessions`` below ``--sessions`` or past ``MAX_SESSIONS``)."""
-    if sessions < 1 or sessions > MAX_SESSIONS:
-        raise ProbebookError(f"--sessions {sessions}: between 1 and {MAX_SESSIONS} (measure/constants.py MAX_SESSIONS)")
+    one line when ``--max-sessions`` is below ``--sessions`` or past ``MAX_SESSIONS`` (``--sessions`` itself is the
+    probe's to refuse, as its command is built)."""
     if max_sessions is None:
         return min(2 * sessions, MAX_SESSIONS)
     if max_sessions < sessions or max_sessions > MAX_SESSIONS:

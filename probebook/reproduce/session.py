@@ -334,7 +334,6 @@ def reproduce(opts: Options) -> Outcome:
         raise ProbebookError("--sessions sets the re-runs' sessions; --with runs nothing")
     if opts.max_sessions is not None and opts.sessions is None:
         raise ProbebookError("--max-sessions bounds the sessions --sessions N adds; give --sessions")
-    bound = more.bound_of(opts.sessions, opts.max_sessions) if opts.sessions is not None else None
     page, src = record_page(opts.docs, opts.record, opts.version)
     aliases, docs = cited(page, opts.archive)
     declared = declarations()
@@ -346,11 +345,14 @@ def reproduce(opts: Options) -> Outcome:
     measurable = {a: i for a, i in aliases.items() if a not in set_aside}  # the runs reproduce itself compares
     campaign_commands = {a: part.command for part in parts for a in part.aliases}
     runs: list[Any] = []
+    bound: int | None = None
     if opts.other is None:
         runs = [
             commands.rebuild(a, aliases[a], docs[aliases[a]], declared, where, opts.given, opts.sessions)
             for a in sorted(measurable)
         ]
+        if opts.sessions is not None:  # after the probes' parser refused a --sessions it cannot take
+            bound = more.bound_of(opts.sessions, opts.max_sessions)
         lines = listing(runs, parts)
         if opts.dry_run:
             _refuse_unbounded(runs, where)
