@@ -144,6 +144,8 @@ def _point(
         out.append(f"{where}: its evidence measured context {row['context']} batch {row['batch']}")
     for name, value in point["config"].items():
         stored = doc["params"].get("device_requested" if name == "device" else name, value)
+        if name == "sessions" and value is None:
+            continue  # the probe's default, resolved when it runs (a batch-sweep point measures in one session)
         if name not in ("point_timeout_s", "budget_s") and stored != value:
             out.append(f"{where}: evidence params.{name} is {stored!r}, the manifest says {value!r}")
     frozen = settings.get("_measure_source_sha256")
