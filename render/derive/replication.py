@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from measure.errors import ProbebookError
 
 LEVEL = 0.95
-"""Level of every interval here (``render.derive.intervals.LEVEL``'s)."""
+"""Level of every interval here (``render.derive.intervals.LEVEL``'s; that module loads numpy and scipy, which this
+one leaves to the functions that need them)."""
 OWN_SESSIONS = 5
 """Sessions of its own a configuration needs before its own between-session SD is used: with fewer, the
 t quantile (12.7 at two sessions, 4.3 at three) makes its interval wider than the class's pooled estimate says,

@@ -26,7 +26,7 @@ from measure.evidence.configkey import config_key
 from render.derive import replication
 from render.evidence import conditions
 from render.numbers.quantity import Quantity
-from render.numbers.units import split_unit
+from render.numbers.units import is_timed_unit
 
 POINTS: dict[str, tuple[tuple[str, ...], str]] = {
     "step-scaling": (("mode", "batch", "tokens"), "step_s"),
@@ -45,8 +45,6 @@ POINTS: dict[str, tuple[tuple[str, ...], str]] = {
 """Each timing probe's point identity (the row fields that name one measured point) and the figure of it that
 sessions repeat (its median over the point's windows)."""
 
-TIMED_BASES = ("s", "s/token", "tok/s", "FLOP/s", "B/s")
-"""Base units of an absolute number that a session's clocks, host and allocator move: times and rates."""
 
 _MEASURED = ("complete", "unstable")
 
@@ -127,14 +125,21 @@ def is_timed(q: Quantity) -> bool:
     new session lands (a ratio, a saving or a share of one run keeps its windows' interval, and says so)."""
     if q.value is None or q.exact or q.uncertainty is None or q.value <= 0:
         return False
-    split = split_unit(q.unit)
-    return split is not None and split[1] in TIMED_BASES
+    return is_timed_unit(q.unit)
 
 
 def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]) -> Callable[[Any], Any]:
     """A function that gives an absolute timed number (``is_timed``) from one run its across-sessions interval:
     this run's figure as one session, the class's pooled between-session SD (``replication.prediction``); anything
     else passes through unchanged. A class the archive never repeated keeps this run's interval, saying so."""
+
+    runs: dict[str, tuple[float | None, list[tuple[str, str]]]] = {}
+
+    def run_of(ident: str) -> tuple[float | None, list[tuple[str, str]]]:
+        # a page reads many numbers of one run: its windows' clocks and marks are read once per page
+        if ident not in runs:
+            runs[ident] = (conditions.median_clock(docs[ident]), conditions.run_marks(docs[ident]))
+        return runs[ident]
 
     def apply(value: Any) -> Any:
         if not isinstance(value, Quantity) or value.band is not None:
@@ -144,7 +149,7 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
             return value
         name = replication.probe_class(probes.pop())
         value = replace(value, band=replication.DELTA[name], lease=lease_of(docs, value.evidence))
-        value = marked(docs, value)
+        value = marked(docs, value, run_of)
         if not is_timed(value):
             return value
         pool = pools.get(name)
@@ -183,19 +188,24 @@ def shaping_of(docs: dict[str, dict[str, Any]]) -> Callable[[str], dict[str, Any
     return params
 
 
-def marked(docs: dict[str, dict[str, Any]], value: Quantity) -> Quantity:
+def marked(
+    docs: dict[str, dict[str, Any]],
+    value: Quantity,
+    read: Callable[[str], tuple[float | None, list[tuple[str, str]]]],
+) -> Quantity:
     """``value`` with the marks of the runs it comes from (``conditions.run_marks``: throttled, clock sag,
     host-bound), each explained in its title, and the one run's median SM clock; a number exact by nature (a
-    param, a count) takes no mark: the clock and the host do not move it."""
-    runs = [docs[i] for i in value.evidence if i in docs]
-    clock = conditions.median_clock(runs[0]) if len(runs) == 1 else None
+    param, a count) takes no mark: the clock and the host do not move it. ``read``: a run's (median clock, marks)
+    by id, kept by the caller (``across``) so a page reads each run's windows once."""
+    runs = [i for i in value.evidence if i in docs]
+    clock = read(runs[0])[0] if len(runs) == 1 else None
     value = replace(value, clock_mhz=clock)
     exact = value.exact or value.basis == "exact" or value.derivation.startswith("evidence field params.")
     if value.value is None or exact:
         return value
     found: dict[str, str] = {}
-    for doc in runs:
-        for mark, said in conditions.run_marks(doc):
+    for ident in runs:
+        for mark, said in read(ident)[1]:
             found.setdefault(mark, said)
     if not found:
         return value

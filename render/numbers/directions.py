@@ -25,7 +25,7 @@ from typing import Any
 from render.derive import replication
 from render.numbers.claims import checking
 from render.numbers.quantity import COMPARE, ClaimError, Comparison, Quantity
-from render.numbers.units import split_unit
+from render.numbers.units import is_timed_unit, split_unit
 
 WORDS: dict[str, str] = {
     "speed-up": "faster",
@@ -248,8 +248,7 @@ def _value_text(value: Any) -> str:
 def _timed(q: Quantity) -> bool:
     """A time or a rate: measured over windows, so its interval is what a direction stands on (a count, a batch
     or a share read from a profile is judged as its value)."""
-    split = split_unit(q.unit)
-    return split is not None and split[1] in ("s", "s/token", "tok/s", "FLOP/s", "B/s")
+    return is_timed_unit(q.unit)
 
 
 def _threshold(q: Quantity) -> bool:

@@ -36,6 +36,17 @@ class UnitError(ProbebookError):
     """A unit conversion between incompatible units."""
 
 
+TIMED_BASES = ("s", "s/token", "tok/s", "FLOP/s", "B/s")
+"""Base units of a time or a rate: what a session's clocks, host and allocator move, so what an across-sessions
+interval, a direction's need of an interval and a table cell's interval name are about (issue 38)."""
+
+
+def is_timed_unit(unit: str) -> bool:
+    """Whether ``unit`` (any prefix: ``ms``, ``Mtok/s``) is a time or a rate (``TIMED_BASES``)."""
+    split = split_unit(unit)
+    return split is not None and split[1] in TIMED_BASES
+
+
 def split_unit(unit: str) -> tuple[float, str] | None:
     """``"ms/token"`` -> ``(1e-3, "s/token")``: the prefix factor and the prefix-free unit."""
     if unit in TIME:

@@ -29,7 +29,7 @@ from typing import Any
 from render.numbers import basis
 from render.numbers.links import landing_fields, number_links, rows_anchor, short_id, title_text, with_column
 from render.numbers.reading import significant
-from render.numbers.units import split_unit
+from render.numbers.units import is_timed_unit
 
 ROW_KEYS: dict[str, tuple[str, ...]] = {
     "step-scaling": ("mode", "batch", "tokens"),
@@ -230,7 +230,7 @@ def _title(table_key: str, cell: Cell, ids: tuple[str, ...]) -> str:
     if cell.uncertainty is not None:
         # a table's cells show the interval of the run's own windows; the prose number of the same figure shows
         # where a new session lands (render.evidence.series.across): the title names which one this is
-        named = "95% interval of the windows of this run" if _timed(cell.unit) else "95% interval"
+        named = "95% interval of the windows of this run" if is_timed_unit(cell.unit) else "95% interval"
         parts.append(f"{named} {_interval_text(cell, *cell.uncertainty)}")
     elif cell.basis and cell.basis != basis.EXACT:
         parts.append(f"no interval: {basis.BASES[cell.basis]}")
@@ -238,11 +238,6 @@ def _title(table_key: str, cell: Cell, ids: tuple[str, ...]) -> str:
         more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
         parts.append(f"evidence {short_id(ids[0])}{more}")
     return title_text("; ".join(parts)).replace("|", "/")
-
-
-def _timed(unit: str) -> bool:
-    split = split_unit(unit)
-    return split is not None and split[1] in ("s", "s/token", "tok/s", "FLOP/s", "B/s")
 
 
 def _interval_text(cell: Cell, low: float, high: float) -> str:
