@@ -70,13 +70,8 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
             raise StoreError(
                 f"{path}: {st.st_size} bytes, over the {limit}-byte cap for one file (set {MAX_BYTES_ENV} to raise it)"
             )
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > limit:  # it grew while we read
-                raise StoreError(f"{path}: over the {limit}-byte cap for one file (set {MAX_BYTES_ENV} to raise it)")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        over = StoreError(f"{path}: over the {limit}-byte cap for one file (set {MAX_BYTES_ENV} to raise it)")
+        return _read_capped(fd, limit, over)  # over: it grew while we read
     except OSError as exc:
         raise StoreError(f"{path}: cannot read ({exc.strerror})") from None
     finally:
@@ -109,17 +104,24 @@ def read_given(path: str | os.PathLike[str], limit: int, what: str = "") -> byte
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise ProbebookError(f"{named}: {kind_of(st.st_mode)}, not a regular file; nothing was read")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > limit:
-                raise ProbebookError(f"{named}: over {limit} bytes, more than such a file holds; nothing was read")
-            chunks.append(chunk)
-        return b"".join(chunks)
+        over = ProbebookError(f"{named}: over {limit} bytes, more than such a file holds; nothing was read")
+        return _read_capped(fd, limit, over)
     except OSError as exc:
         raise ProbebookError(f"{named}: cannot read ({exc.strerror})") from None
     finally:
         os.close(fd)
+
+
+def _read_capped(fd: int, limit: int, over: ProbebookError) -> bytes:
+    """Every byte of the open file ``fd``, read in 1 MiB chunks; ``over`` raised once more than ``limit`` came (a
+    file can grow while it is read, whatever its size said)."""
+    chunks, size = [], 0
+    while chunk := os.read(fd, 1 << 20):
+        size += len(chunk)
+        if size > limit:
+            raise over
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _refuse_link(path: Path) -> None:
