@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +275,15 @@ FIT_JSON_KEYS = [
     "ci",
 ]
 """The step-scaling fit's JSON object, key by key in order (``render.derive.fit.StepFit.to_json``)."""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One headless Chromium a test module shares (``bench/screenshots.py``'s, as the screenshots take it); the
+    module skips cleanly where Chromium or Playwright is not installed."""
+    shots = bench_module("screenshots")
+    if not shots.CHROMIUM.exists():
+        pytest.skip(f"{shots.CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it)")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    with shots.chromium() as chromium:
+        yield chromium

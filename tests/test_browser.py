@@ -193,19 +193,6 @@ def server(site: tuple[str, Path]) -> Iterator[str]:
         thread.join(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 def _context(browser: Any, width: int, scheme: str, script: bool, view: list[View]) -> Any:
     """A browser context at ``width`` in ``scheme`` whose every request off localhost is recorded and aborted."""
     context = browser.new_context(

@@ -124,19 +124,6 @@ def _build_forged(paths: Any, engine: str, base: str) -> None:
         (step / name).write_text(json.dumps(spec), encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 def _visit(browser: Any, url: str) -> dict[str, Any]:
     """Open ``url`` with scripts on; every request off localhost is recorded and aborted. What the page drew."""
     seen: dict[str, Any] = {"offsite": [], "errors": []}

@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,15 +82,6 @@ def repo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail(f"{SITE_ENV}={given}: no records/ folder there (build it with probebook build)")
         return site
     return repository_site_build(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not shots.CHROMIUM.exists():
-        pytest.skip(f"{shots.CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it)")
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with shots.chromium() as chromium:
-        yield chromium
 
 
 @dataclass
