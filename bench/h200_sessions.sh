@@ -11,6 +11,7 @@
 # design reuses the other's kernels; a run's later sessions do reuse its first session's, as they would anywhere.
 # Evidence goes to $OUT/archive-today and $OUT/archive-sessions, the wall seconds of every run to
 # $OUT/sessions_times.tsv, and the per-run and total cost ratios to $OUT/sessions_cost.json.
+# ONLY=sessions runs the session design alone (a re-measurement in another lease: no cost ratio then).
 set -u
 TAG=sessions
 . "$(dirname "$0")/lib.sh" "$@"
@@ -49,8 +50,10 @@ run() {
 # a pair: PART LIMIT "TODAY'S EFFORT" PROBE ARGS...; the session run only when the one-process run was not cut off
 pair() {
   local part=$1 limit=$2 effort=$3; shift 3
-  # shellcheck disable=SC2086  # the effort is several words on purpose
-  run today "$part" "$limit" "$@" $effort || return
+  if [ "${ONLY:-}" != sessions ]; then
+    # shellcheck disable=SC2086  # the effort is several words on purpose
+    run today "$part" "$limit" "$@" $effort || return
+  fi
   # shellcheck disable=SC2086
   run sessions "$part" $(( limit * 3 )) "$@" ${NEWX-$NEW}
 }
