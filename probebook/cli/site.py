@@ -197,7 +197,10 @@ def _build(args: Any) -> int:
         f"built {where} from {result.evidence} evidence file(s): {result.pages} pages "
         f"({result.pages_written} written anew, the rest unchanged), {len(result.ledger)} numbers in the ledger"
     )
-    print(f"changes since published: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed")
+    print(
+        f"changes since published: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed "
+        f"(a relative change below {ledger.NOISE_REL:g} is floating-point noise, counted unchanged)"
+    )
     return 0
 
 

@@ -200,15 +200,44 @@ def previous_version(page: str) -> str | None:
     return f"{m.group(1)}v{int(m.group(2)) - 1}.md" if m and int(m.group(2)) > 1 else None
 
 
+NOISE_REL = 1e-9
+"""A relative change below this is floating-point noise, not a change: the same evidence summed in another order (a
+fresh clone's first build against the published ledger) differs at about 1e-14, and a measured number never
+resolves past about 1e-6 (issue 44). ``probebook diff`` and the build's "changes since published" say so."""
+
+_FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?|-?\d+[eE][-+]?\d+")
+
+
+def same_value(va: Any, vb: Any) -> bool:
+    """Two ledger values are one value: both missing, equal, both NaN, or numbers whose relative difference is below
+    ``NOISE_REL`` (dimensionless)."""
+    if va is None or vb is None:
+        return va is None and vb is None
+    if isinstance(va, bool) or isinstance(vb, bool):  # True == 1 in Python; a flag is not a count
+        return va is vb
+    if va == vb:
+        return True
+    if not isinstance(va, (int, float)) or not isinstance(vb, (int, float)):
+        return False
+    if math.isnan(va) or math.isnan(vb):
+        return math.isnan(va) and math.isnan(vb)
+    return math.isclose(va, vb, rel_tol=NOISE_REL, abs_tol=0.0)
+
+
+def without_noise(text: str) -> str:
+    """``text`` with every decimal number rounded to 9 significant figures: a derivation that spells a value out in
+    full (``0.30000000000000004``) reads the same as one whose last digits moved by noise."""
+    return _FLOAT.sub(lambda m: format(float(m.group(0)), ".9g"), text)
+
+
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Rows are the same number when value (exactly, or both missing), text and derivation agree."""
-    va, vb = a["value"], b["value"]
-    same_value = (va is None and vb is None) or (
-        va is not None
-        and vb is not None
-        and (va == vb or (isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb)))
+    """Rows are the same number when value (to ``NOISE_REL``), text and derivation (to 9 significant figures)
+    agree."""
+    return (
+        same_value(a["value"], b["value"])
+        and a["text"] == b["text"]
+        and without_noise(str(a["derivation"])) == without_noise(str(b["derivation"]))
     )
-    return same_value and a["text"] == b["text"] and a["derivation"] == b["derivation"]
 
 
 def diff(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> Diff:
