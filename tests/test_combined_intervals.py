@@ -1,16 +1,19 @@
 """Which interval a number combined from others carries (render.numbers.leases): one lease's windows for a ratio,
 widened across sessions once for an absolute time or rate, the operands' across-sessions intervals for numbers of
-different leases; and what its derivation, title and ledger row say of it. Literal inputs, exact values."""
+different leases (an MFU against a measured ceiling too); and what its derivation, title and ledger row say of
+it. Literal inputs, exact values."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from scipy.stats import t
 
 from render.derive import replication
 from render.evidence import series
+from render.functions.general import _mfu_interval
 from render.numbers.quantity import Quantity
 
 A = "sha256:" + "a" * 64
@@ -144,3 +147,18 @@ def test_a_page_reads_a_one_lease_product_widened_once_through_the_across_functi
     assert total.within == pytest.approx((0.3 - math.hypot(0.004, 0.0015), 0.3 + math.hypot(0.004, 0.0015)))
     assert total.uncertainty == pytest.approx((0.3 * math.exp(-HALF), 0.3 * math.exp(HALF)), rel=1e-12)
     assert total.lease == eager.lease and total.band == 0.05  # the lease its operands share, kept
+
+
+def test_mfu_against_a_ceiling_of_its_lease_is_a_ratio_of_the_windows() -> None:
+    rate = across(100.0, 2.0, A, "rate", T0)  # a rate as a template reads it: across sessions, 2% within
+    rate = replace(rate, unit="tok/s")
+    peak = replace(across(1e15, 1.5e13, B, "peak", T0 - 200), unit="FLOP/s")  # measured in the lease, 1.5% within
+    interval, within, said = _mfu_interval(rate, peak, 0.5)
+    assert interval == pytest.approx((0.5 * (1 - 0.025), 0.5 * (1 + 0.025)), rel=1e-12) and within is None
+    assert said.endswith("from this lease's windows (ratio within one lease)")
+    elsewhere = replace(peak, lease=("h1", T0 + 2 * replication.LEASE_S))
+    wide, _, said = _mfu_interval(rate, elsewhere, 0.5)
+    assert wide is not None and (wide[1] - wide[0]) / 2 / 0.5 > 0.8 and said == ""  # the across intervals, as before
+    sheet, kept, _ = _mfu_interval(rate, None, 0.5)  # a datasheet peak is no session's: the rate's, scaled
+    assert sheet == pytest.approx((0.5 * math.exp(-HALF), 0.5 * math.exp(HALF)), rel=1e-12)
+    assert kept == pytest.approx((0.49, 0.51), rel=1e-12)
