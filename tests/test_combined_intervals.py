@@ -107,7 +107,7 @@ def test_an_absolute_product_of_one_lease_is_widened_once_not_twice() -> None:
     assert "this lease's windows, then widened once; 95% interval across sessions" in scaled.derivation
     assert "this lease’s windows" in scaled.title and "across sessions" in scaled.title
     row = scaled.ledger_row("p.md", "k")
-    assert row["within"] == pytest.approx(list(scaled.within), rel=1e-12)
+    assert row["within"] == pytest.approx([0.2 * (1 - within_rel), 0.2 * (1 + within_rel)], rel=1e-12)
     assert row["uncertainty"] == pytest.approx([0.2 * math.exp(-HALF), 0.2 * math.exp(HALF)], rel=1e-12)
 
 
