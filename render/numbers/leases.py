@@ -19,13 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from render.derive import replication
 from render.numbers.units import is_timed_unit
-
-if TYPE_CHECKING:
-    from render.numbers.quantity import Quantity
 
 RATIO = "this lease's windows (ratio within one lease)"
 """What a ratio or share of one lease's numbers says its interval comes from."""
@@ -46,11 +43,12 @@ class Shared:
     """(probe class, between-session SD) to widen an absolute result by: the widest among the operands'."""
 
 
-def shared(operands: Sequence[Quantity]) -> Shared | None:
+def shared(operands: Sequence[Any]) -> Shared | None:
     """The lease every measured operand comes from (one run: the same evidence; or runs of one host within one
     lease: ``replication.same_lease``), with the widest class pool among them; None where they come from different
     leases (or one's is unknown), or where none states an across-sessions interval (no pool: nothing to undo).
-    A number exact by nature (a param, a count) is no session's and does not count."""
+    A number exact by nature (a param, a count) is no session's and does not count. ``operands``: Quantities
+    (``render.numbers.quantity``, which imports this module; so they are not named by type here)."""
     measured = [q for q in operands if not q.exact and q.value is not None]
     pools = [q.pool for q in measured if q.pool is not None]
     if not measured or not pools:
