@@ -52,17 +52,17 @@ def _rate(ci: tuple[float, float] | None, evidence: str = ID_A) -> Quantity:
 
 
 def test_mfu_against_a_datasheet_scales_the_rate_interval():
-    assert _mfu_interval(_rate((90.0, 110.0)), None, 0.5) == (0.45, 0.55)
-    assert _mfu_interval(_rate(None), None, 0.5) is None
+    assert _mfu_interval(_rate((90.0, 110.0)), None, 0.5) == ((0.45, 0.55), None, "")
+    assert _mfu_interval(_rate(None), None, 0.5) == (None, None, "")
 
 
 def test_mfu_against_a_measured_peak_adds_relative_errors_or_states_none():
     peak = Quantity(value=1e15, unit="FLOP/s", uncertainty=(0.9e15, 1.1e15), evidence=(ID_B,), key="peak")
-    low, high = _mfu_interval(_rate((90.0, 110.0)), peak, 0.5)  # type: ignore[misc]
+    (low, high), _, _ = _mfu_interval(_rate((90.0, 110.0)), peak, 0.5)  # type: ignore[misc]
     # both ±10% at 95%: the quotient's relative error is √2·10%
     assert (low, high) == pytest.approx((0.5 - 0.5 * 0.1 * 2**0.5, 0.5 + 0.5 * 0.1 * 2**0.5), rel=1e-12)
     shared = Quantity(value=1e15, unit="FLOP/s", uncertainty=(0.9e15, 1.1e15), evidence=(ID_A,), key="peak")
-    assert _mfu_interval(_rate((90.0, 110.0)), shared, 0.5) is None  # one document: needs joint resampling
+    assert _mfu_interval(_rate((90.0, 110.0)), shared, 0.5)[0] is None  # one document: needs joint resampling
 
 
 # -- joint resampling of numbers that stand on one document ----------------------------------------------------

@@ -178,6 +178,16 @@ def prediction(figures: Sequence[float], pool: Spread | None = None) -> Predicti
     return Prediction(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs), spread)
 
 
+def describe(pool: Spread, name: str, source: str = "this run") -> str:
+    """What a number's derivation says of its across-sessions interval (``prediction`` from ``source``'s figure and
+    class ``name``'s ``pool``)."""
+    return (
+        f"95% interval across sessions: where a new session on this card lands, from {source} and the "
+        f"between-session SD of the archive's repeated {name} configurations ({pool.sd_log:.1%} on the log scale, "
+        f"{pool.configurations} points, {pool.df} degrees of freedom; replication.prediction)"
+    )
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A comparison judged three ways."""

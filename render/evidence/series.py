@@ -148,10 +148,12 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
         if len(probes) != 1:
             return value
         name = replication.probe_class(probes.pop())
-        value = replace(value, band=replication.DELTA[name], lease=lease_of(docs, value.evidence))
+        # a number combined from others keeps the lease its operands share (``render.numbers.leases``)
+        lease = value.lease or lease_of(docs, value.evidence)
+        value = replace(value, band=replication.DELTA[name], lease=lease)
         value = marked(docs, value, run_of)
-        if not is_timed(value):
-            return value
+        if not is_timed(value) or value.expr is not None:
+            return value  # a combined number's interval is the one ``Quantity.combine`` chose, widened at most once
         pool = pools.get(name)
         if pool is None:
             return replace(
@@ -166,7 +168,8 @@ def across(docs: dict[str, dict[str, Any]], pools: dict[str, replication.Spread]
             value,
             uncertainty=(predicted.low, predicted.high),
             within=value.uncertainty,
-            derivation=f"{value.derivation}; {describe(pool, name)}",
+            derivation=f"{value.derivation}; {replication.describe(pool, name)}",
+            pool=(name, pool),
         )
 
     return apply
@@ -219,15 +222,6 @@ NO_POOL = (
     "the interval is this run's windows only: the archive repeats no {name} configuration in another session, "
     "so where a new session lands is not estimated"
 )
-
-
-def describe(pool: replication.Spread, name: str) -> str:
-    """What a number's derivation says of its across-sessions interval."""
-    return (
-        f"95% interval across sessions: where a new session on this card lands, from this run and the "
-        f"between-session SD of the archive's repeated {name} configurations ({pool.sd_log:.1%} on the log scale, "
-        f"{pool.configurations} points, {pool.df} degrees of freedom; replication.prediction)"
-    )
 
 
 def lease_of(docs: dict[str, dict[str, Any]], ids: tuple[str, ...]) -> tuple[str, float] | None:

@@ -22,7 +22,7 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
-from render.numbers import basis, claims
+from render.numbers import basis, claims, leases
 from render.numbers import reading as numbers
 from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.propagation import propagated
@@ -173,29 +173,41 @@ def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity 
         peak_flop_s, against = _rate(peak, "FLOP/s", "mfu() peak"), f"{peak.text} ({peak.derivation})"
         evidence = tuple(dict.fromkeys(evidence + peak.evidence))
     value = mfumod.mfu(achieved, peak_flop_s)  # type: ignore[arg-type]
+    interval, within, said = _mfu_interval(rate, peak, value)
     return quantity(
         value,
         "",
         evidence,
-        f"MFU: {rate.text} × {per_token_text} model FLOPs/token / {against}",
+        f"MFU: {rate.text} × {per_token_text} model FLOPs/token / {against}{said}",
         f"mfu({rate.key})",
         fmt=".1%",
-        uncertainty=_mfu_interval(rate, peak, value),
+        uncertainty=interval,
+        within=within,
         # without an interval, the rate's reason (and a measured peak's): a datasheet peak is a constant
         basis=basis.carried([rate.stated_basis] + ([peak.stated_basis] if peak is not None else [])),
     )
 
 
-def _mfu_interval(rate: Quantity, peak: Quantity | None, value: float | None) -> tuple[float, float] | None:
-    """MFU's 95% interval: the rate's, scaled (FLOPs per token and a datasheet peak are exact); with a measured
-    peak from other evidence, the two relative errors in quadrature (``propagated``, the GUM's rule); None where
-    the rate has no interval, the peak has none, or both stand on one document (they would need resampling
-    jointly)."""
+def _mfu_interval(
+    rate: Quantity, peak: Quantity | None, value: float | None
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None, str]:
+    """MFU's 95% interval, the ``within`` it keeps, and what its derivation adds. Against a datasheet peak (a
+    constant) it is the rate's, scaled: where a new session lands, with the rate's windows' interval kept beside it.
+    Against a measured peak it is a ratio of two rates: of one lease (``render.numbers.leases``), the two windows'
+    intervals propagated, the session's movement cancelling; of different leases, their across-sessions intervals;
+    relative errors in quadrature either way (``propagated``, the GUM's rule). None where the rate has no interval,
+    the peak has none, or both stand on one document (they would need resampling jointly)."""
     if value is None or rate.value in (None, 0) or rate.uncertainty is None:
-        return None
+        return None, None, ""
     if peak is None:
-        return intervals.scaled(rate.uncertainty, value / rate.value)
-    return propagated("/", rate, peak, 1.0, value)
+        ratio = value / rate.value
+        within = None if rate.within is None else intervals.scaled(rate.within, ratio)
+        return intervals.scaled(rate.uncertainty, ratio), within, ""
+    one = leases.shared((rate, peak))
+    if one is None:
+        return propagated("/", rate, peak, 1.0, value), None, ""
+    interval = propagated("/", leases.within_view(rate), leases.within_view(peak), 1.0, value)
+    return leases.carried(one, "", value, interval, "; 95% interval propagated to first order (GUM §5.1.2)")
 
 
 @page_function

@@ -20,6 +20,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.numbers import basis as bases
+from render.numbers import leases
 from render.numbers import reading as numbers
 from render.numbers.links import landing_fields, number_links, short_id, title_text
 from render.numbers.propagation import propagated
@@ -93,6 +94,9 @@ class Quantity:
     lease: tuple[str, float] | None = field(default=None, compare=False)
     """(host, unix time written) of the one run the number comes from: two runs of one host within one device lease
     (``render.derive.replication.LEASE_S``) shared its host and card, and are compared as one session."""
+    pool: tuple[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+    """(probe class, ``replication.Spread``) its across-sessions interval was predicted with, or a combination of one
+    lease's numbers would widen its result with (``render.numbers.leases``); None where no class pool applies."""
     clock_mhz: float | None = field(default=None, compare=False)
     """The median SM clock (MHz) of the one run's windows the number comes from (``render.evidence.conditions``):
     a comparison between runs is also judged in cycles, time × clock (``render.numbers.directions.unresolved``)."""
@@ -285,7 +289,8 @@ class Quantity:
             if self.within is not None and self.within != self.uncertainty and self.value is not None:
                 scale = self._scale()
                 lo, hi = (self._format(v * scale, scale) for v in self.within)
-                parts.append(f"this run's windows {lo}–{hi}{unit}")
+                windows = "this lease's windows" if len(self.evidence) > 1 else "this run's windows"
+                parts.append(f"{windows} {lo}–{hi}{unit}")
         elif self.basis and self.value is not None:
             parts.append(f"no interval: {bases.BASES[self.basis]}")
         if self.note:
@@ -492,15 +497,21 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         for e, a in zip(q.evidence, (q.anchor, *q.more_anchors, *[""] * len(q.evidence)), strict=False):
             landing.setdefault(e, a)
     key = f"({qa.key} {op} {b_text})"
-    interval = propagated(op, qa, qb if qb is not None else nb, factor, value)
+    # operands of one lease combine by their windows' intervals: the session moved them alike (render.numbers.leases)
+    one = leases.shared((qa, qb) if qb is not None else (qa,))
+    va, vb = (leases.within_view(qa), leases.within_view(qb)) if one is not None else (qa, qb)
+    interval = propagated(op, va, vb if vb is not None else nb, factor, value)
     recipes = recipes_of(qa) + (recipes_of(qb) if qb is not None else ())
     how = "; 95% interval propagated to first order (GUM §5.1.2)" if interval else ""
     exact = bool(recipes) and all(r is not None and r[0] == "exact" for r in recipes)  # params only: no interval
     if interval is None and not exact and value is not None and recipes and all(r is not None for r in recipes):
         from render.derive.intervals import JOINT, joint_interval  # numpy loads only where a number needs it
 
-        interval = joint_interval(expr, recipes)
+        interval = joint_interval(expr, recipes)  # windows resampled: this run's interval by nature
         how = JOINT if interval else ""
+    within = None
+    if one is not None:
+        interval, within, how = leases.carried(one, unit, value, interval, how)
     return Quantity(
         value=value,
         unit=unit,
@@ -518,6 +529,9 @@ def combine(op: str, a: Any, b: Any) -> Quantity:
         leaf_resamples=recipes,
         exact=exact,
         basis="" if interval is not None or exact else bases.combined([x.stated_basis for x in (qa, qb) if x]),
+        within=within,
+        lease=one.lease if one is not None else None,
+        pool=one.pool if one is not None else None,
     )
 
 
