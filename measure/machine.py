@@ -161,6 +161,9 @@ def fingerprint() -> dict[str, Any]:
         }
     )
     info.update(_nvml(0))
+    from measure.utilisation import energy_facts
+
+    info["energy"] = energy_facts()  # what each window's energy_j is read from, and the counter's resolution
     return info
 
 
