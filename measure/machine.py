@@ -82,6 +82,42 @@ def sm_clock_mhz(index: int = 0) -> int | None:
     return _nvml(index).get("sm_clock_mhz")
 
 
+def _version(read: Any) -> Any:
+    """One software version, or None where it cannot be read (a CPU build has no NCCL): never raises."""
+    try:
+        value = read()
+    except Exception:  # a piece missing from this install is recorded as unknown, never fails the run
+        return None
+    if isinstance(value, tuple):  # torch.cuda.nccl.version() is (major, minor, patch) on recent torch
+        return ".".join(str(v) for v in value)
+    return value if value is None or isinstance(value, (str, int)) else str(value)
+
+
+def _dist_version(name: str) -> str | None:
+    """An installed distribution's version (triton ships as ``triton`` or ``pytorch-triton``), without importing it."""
+    from importlib import metadata
+
+    for dist in (name, f"pytorch-{name}"):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def software(torch: Any) -> dict[str, Any]:
+    """The stack under torch a number depends on: torch's own commit, cuDNN, Triton and NCCL versions (issue 43).
+
+    Each is None where this install lacks it (a CPU build: no NCCL; no Triton installed); never raises.
+    """
+    return {
+        "torch_git": _version(lambda: torch.version.git_version),
+        "cudnn": _version(lambda: torch.backends.cudnn.version()),
+        "triton": _version(lambda: _dist_version("triton")),
+        "nccl": _version(lambda: torch.cuda.nccl.version()),
+    }
+
+
 def fingerprint() -> dict[str, Any]:
     """What machine this is. Never raises; a CPU-only machine says ``"gpu": null``."""
     info: dict[str, Any] = {
@@ -105,6 +141,7 @@ def fingerprint() -> dict[str, Any]:
         return info
     info["torch"] = torch.__version__
     info["cuda"] = torch.version.cuda
+    info.update(software(torch))
     try:
         has_cuda = bool(torch.cuda.is_available())
     except Exception as exc:  # a driver/runtime mismatch raises here on some machines: record, don't fail
@@ -124,6 +161,9 @@ def fingerprint() -> dict[str, Any]:
         }
     )
     info.update(_nvml(0))
+    from measure.utilisation import energy_facts
+
+    info["energy"] = energy_facts()  # what each window's energy_j is read from, and the counter's resolution
     return info
 
 

@@ -13,6 +13,10 @@
 * On CUDA the SM clock (NVML) is read right after every window's end event (``CudaEventClock``) and kept
   with the window (``sm_clock_mhz``), so a window that ran throttled can be told from one that did not
   (issue 38: below ``THROTTLE_FRACTION`` of the card's top clock, ``machine.sm_clock_max_mhz``).
+* On CUDA the card's energy is read right before each window starts and right after its end event
+  (``measure.utilisation.EnergyMeter``: NVML's total-energy counter, else the power trapezoid) and kept with the
+  window as joules per call (``energy_j``, the window's energy over its calls, on the basis of its seconds per
+  call); absent on CPU and wherever NVML cannot say (issue 43). What it was read from: ``machine.energy``.
 * A run's windows are measured in ``sessions`` fresh processes (``SessionFields``, ``measure.run.sessions``):
   the session, not the window, is the unit a re-measurement replicates.
 
@@ -97,34 +101,56 @@ class CudaEventClock:
 
     Right after the end event, the SM clock is read through NVML into ``last_sm_clock_mhz`` (None where
     NVML cannot say): the clock the window ended at, read once per window (tens of microseconds, outside
-    the events), as nvbench reads it to flag throttled samples.
+    the events), as nvbench reads it to flag throttled samples. The window's energy goes to ``last_energy_j``
+    (joules for the whole window, None where NVML cannot say): the meter reads before the start event, when
+    the queue is empty (every window ends synchronised), and after the end event's synchronise.
     """
 
     def __init__(self) -> None:
         import torch
 
-        from measure.utilisation import sm_clock_reader
+        from measure.utilisation import energy_meter, sm_clock_reader
 
         self.torch = torch
         self.read_sm_clock = sm_clock_reader()
+        self.meter = energy_meter()
         self.last_sm_clock_mhz: int | None = None
+        self.last_energy_j: float | None = None
 
     def time(self, fn: Callable[[], Any], iters: int) -> float:
         torch = self.torch
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        before = self.meter.mark()
         start.record()
         for _ in range(iters):
             fn()
         end.record()
         end.synchronize()
         self.last_sm_clock_mhz = self.read_sm_clock() if self.read_sm_clock is not None else None
-        return start.elapsed_time(end) / 1000.0  # elapsed_time is in milliseconds
+        seconds = start.elapsed_time(end) / 1000.0  # elapsed_time is in milliseconds
+        self.last_energy_j = self.meter.joules(before, seconds)
+        return seconds
 
 
 def window_clock(clock: Clock) -> int | None:
     """The SM clock (MHz) the clock's last window ended at; None for a host clock or where NVML cannot say."""
     value = getattr(clock, "last_sm_clock_mhz", None)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def window_energy(clock: Clock, iters: int) -> float | None:
+    """Joules per call of the clock's last window (its energy over its ``iters`` calls); None for a host clock or
+    where NVML cannot say."""
+    value = getattr(clock, "last_energy_j", None)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or iters < 1:
+        return None
+    return float(value) / iters
+
+
+def energy_field(joules: float | None) -> dict[str, float]:
+    """A row's ``energy_j`` column: ``{"energy_j": joules per call}``, or nothing where there is no energy (CPU, no
+    NVML), so a CPU row has no energy column rather than a null one."""
+    return {} if joules is None else {"energy_j": joules}
 
 
 def clock_for(device: str) -> Clock:
@@ -283,6 +309,8 @@ class WindowResult:
     """Windows that failed their checks (a non-finite loss, a wrong update count): never timings."""
     sm_clock_mhz: list[int | None] = field(default_factory=list)
     """The SM clock each timed window ended at (aligned with ``times_s``); None entries on CPU or without NVML."""
+    energy_j: list[float | None] = field(default_factory=list)
+    """Joules per call of each timed window (aligned with ``times_s``); None entries on CPU or without NVML."""
 
     @property
     def checked_median_s(self) -> float:
@@ -311,18 +339,22 @@ def time_windows(
     checks: list[dict[str, Any] | None] = []
     failures: list[dict[str, Any]] = []
     clocks: list[int | None] = []
+    energy: list[float | None] = []
 
     def run(count: int) -> None:
         for _ in range(count):
             index = len(times) + len(failures)
             seconds, seen = watched(fn, clock, plan.iters, watch)
-            mhz = window_clock(clock)
+            mhz, joules = window_clock(clock), window_energy(clock, plan.iters)
             if seen is not None and seen.get("failure"):
-                failures.append({"window": index, "seconds_per_call": seconds, "sm_clock_mhz": mhz, **seen})
+                failures.append(
+                    {"window": index, "seconds_per_call": seconds, "sm_clock_mhz": mhz, **energy_field(joules), **seen}
+                )
             else:
                 times.append(seconds)
                 checks.append(seen)
                 clocks.append(mhz)
+                energy.append(joules)
 
     run(plan.windows)
     extended = False
@@ -339,6 +371,7 @@ def time_windows(
         checks=checks,
         failures=failures,
         sm_clock_mhz=clocks,
+        energy_j=energy,
     )
 
 
@@ -358,6 +391,8 @@ class ArmResult:
     """Rounds of this arm that failed their checks: never timings."""
     sm_clock_mhz: list[int | None] = field(default_factory=list)
     """The SM clock each timed round of this arm ended at (aligned with ``times_s``); None without NVML."""
+    energy_j: list[float | None] = field(default_factory=list)
+    """Joules per call of each timed round of this arm (aligned with ``times_s``); None on CPU or without NVML."""
 
 
 @dataclass
@@ -373,14 +408,14 @@ def time_interleaved(
     clock: Clock,
     plan: WindowPlan,
     sync: Callable[[], None] | None = None,
-    on_round: Callable[[int, dict[str, float], dict[str, int | None]], None] | None = None,
+    on_round: Callable[[int, dict[str, float], dict[str, int | None], dict[str, float | None]], None] | None = None,
     watch: Watch | dict[str, Watch] | None = None,
 ) -> InterleavedResult:
     """Warm up each arm, then run rounds of A, B, C, ... (``plan.windows`` rounds, ``plan.iters`` calls each).
 
     If any arm's CV is above the threshold, ``plan.extra`` more rounds are run once for all arms.
-    ``on_round(round, {arm: seconds per call}, {arm: SM clock in MHz or None})`` is called after every round (to
-    persist it, each arm's window with the clock it ended at); with a
+    ``on_round(round, {arm: seconds per call}, {arm: SM clock in MHz or None}, {arm: joules per call or None})`` is
+    called after every round (to persist it, each arm's window with the clock it ended at and its energy); with a
     ``watch`` (one for every arm, or one per arm name), an arm whose window failed its checks is left out
     of that round's dict and of its timings.
     """
@@ -398,22 +433,25 @@ def time_interleaved(
         for r in range(first, first + count):
             this_round: dict[str, float] = {}
             round_clocks: dict[str, int | None] = {}
+            round_energy: dict[str, float | None] = {}
             for name, fn in arms.items():
                 seconds, seen = watched(fn, clock, plan.iters, watch.get(name) if isinstance(watch, dict) else watch)
-                mhz = window_clock(clock)
+                mhz, joules = window_clock(clock), window_energy(clock, plan.iters)
                 order.append((r, name))
                 if seen is not None and seen.get("failure"):
                     results[name].failures.append(
-                        {"round": r, "seconds_per_call": seconds, "sm_clock_mhz": mhz, **seen}
+                        {"round": r, "seconds_per_call": seconds, "sm_clock_mhz": mhz, **energy_field(joules), **seen}
                     )
                     continue
                 this_round[name] = seconds
                 round_clocks[name] = mhz
+                round_energy[name] = joules
                 results[name].times_s.append(seconds)
                 results[name].checks.append(seen)
                 results[name].sm_clock_mhz.append(mhz)
+                results[name].energy_j.append(joules)
             if on_round is not None:
-                on_round(r, this_round, round_clocks)
+                on_round(r, this_round, round_clocks, round_energy)
 
     rounds(0, plan.windows)
     extended = False

@@ -125,6 +125,8 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     # an archived v6 profile records no attribution: each attribute is its note (a real value: tests/test_trace_pages)
     "host_wait": (H200_ARCHIVE, "kernels", (), ""),
     "trace_diff": (H200_ARCHIVE, "moe_looped", ("ev2", "--ev2", IDS["moe_grouped"]), ""),  # a table
+    # an archived run from before energy was recorded: each attribute is its note (values: tests/test_energy_render)
+    "energy": (H200_ARCHIVE, "rounds", ("--arm", "baseline"), ""),
     "chart": (SITE_ARCHIVE, "sweep", ("step-scaling",), ""),
     "table": (SITE_ARCHIVE, "mem", ("loss-memory",), ""),
 }

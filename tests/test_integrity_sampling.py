@@ -186,5 +186,5 @@ def test_a_failed_window_is_recorded_as_a_failure_never_a_timing():
     arms = {"good": checks["good"].wrap(good), "bad": checks["bad"].wrap(bad)}
     plan = WindowPlan(warmup=1, windows=2, iters=1, extra=0)
     with pytest.raises(WindowsFailed, match="arm bad: every round failed"):
-        time_interleaved(arms, HostClock(), plan, on_round=lambda r, t, _clocks: seen.append(t), watch=PerArm())
+        time_interleaved(arms, HostClock(), plan, on_round=lambda r, t, _c, _e: seen.append(t), watch=PerArm())
     assert seen == [{"good": seen[0]["good"]}, {"good": seen[1]["good"]}]  # the bad arm never reports a time

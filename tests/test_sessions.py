@@ -92,7 +92,7 @@ def test_every_window_and_round_keeps_the_clock_it_ended_at() -> None:
     assert time_windows(lambda: None, HostClock(), plan).sm_clock_mhz == [None, None, None]
     seen: list[dict] = []
     result = time_interleaved(
-        {"a": lambda: None, "b": lambda: None}, ClockedHost(), plan, on_round=lambda r, t, c: seen.append(c)
+        {"a": lambda: None, "b": lambda: None}, ClockedHost(), plan, on_round=lambda r, t, c, e: seen.append(c)
     )
     assert seen == [{"a": 1010, "b": 1020}, {"a": 1030, "b": 1040}, {"a": 1050, "b": 1060}]
     assert result.arms["b"].sm_clock_mhz == [1020, 1040, 1060]

@@ -35,6 +35,7 @@ from measure.probes.common import (
 )
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "ablate"
 VERSION = 2  # 2: what the step ran (backend, compilation, dtype) in data.observed, not params
@@ -145,9 +146,14 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         )
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
 
-        def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
+        def persist(
+            r: int, times: dict[str, float], clocks: dict[str, int | None], energy: dict[str, float | None]
+        ) -> None:
             rec.point(
-                [{"arm": a, "round": r, "step_s": t, "sm_clock_mhz": clocks.get(a)} for a, t in times.items()],
+                [
+                    {"arm": a, "round": r, "step_s": t, "sm_clock_mhz": clocks.get(a), **energy_field(energy.get(a))}
+                    for a, t in times.items()
+                ],
                 None,
                 f"round {r}: " + ", ".join(f"{a} {t * 1e3:.2f} ms" for a, t in times.items()),
             )

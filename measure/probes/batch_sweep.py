@@ -52,6 +52,7 @@ from measure.probes.common import (
     workload_facts,
 )
 from measure.run.runner import Recorder, execute
+from measure.timing import energy_field
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +263,13 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
         "status": "ok",
         "times_s": timed.times_s,
         "window_checks": [
-            {"updates": (c or {}).get("updates"), "sm_clock_mhz": mhz, **utilisation_row((c or {}).get("utilisation"))}
-            for c, mhz in zip(timed.checks, timed.sm_clock_mhz, strict=True)
+            {
+                "updates": (c or {}).get("updates"),
+                "sm_clock_mhz": mhz,
+                **energy_field(joules),
+                **utilisation_row((c or {}).get("utilisation")),
+            }
+            for c, mhz, joules in zip(timed.checks, timed.sm_clock_mhz, timed.energy_j, strict=True)
         ],
         "median_s": timed.median_s,
         "cv": timed.cv,

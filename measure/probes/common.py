@@ -94,6 +94,8 @@ def workload_facts(workload: Any) -> dict[str, Any]:
         "n_params_active": workload.n_params_active,
         "moe_shape": workload.moe_shape,
         "lost": lost_marks(workload),
+        "vocab": workload.vocab,
+        "loss_precision": None if workload.loss_precision is None else asdict(workload.loss_precision),
     }
 
 
@@ -106,6 +108,8 @@ def lost_marks(workload: Any) -> list[dict[str, Any]]:
 
 
 PARAM_FACTS = ("workload_name", "n_params", "n_params_trainable", "n_params_total")
+WORKLOAD_FACTS = ("vocab", "loss_precision")
+"""Facts of the workload recorded in ``data.workload`` (issue 43: the vocabulary and the loss's precision)."""
 
 
 def record_workload(rec: Any, workload: Any) -> None:
@@ -118,6 +122,8 @@ def record_facts(rec: Any, facts: dict[str, Any]) -> None:
     source hash in ``code``. A plug-in whose factory never read ``options.preset`` loses ``params.preset``: a
     default it ignored is not an input of the run."""
     rec.params.update({k: facts[k] for k in PARAM_FACTS})
+    # beside params, not in them: a new param would change the run's configuration key (measure.evidence.configkey)
+    rec.data["workload"] = {k: facts.get(k) for k in WORKLOAD_FACTS}
     if facts.get("n_params_active") is not None:  # a mixture of experts: what a token's forward uses
         rec.params["n_params_active"] = facts["n_params_active"]
     rec.params.update(facts.get("moe_shape") or {})  # and its shape, which a page states (issue 23)

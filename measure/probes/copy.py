@@ -23,6 +23,7 @@ from measure.options import option
 from measure.probes.common import CommonConfig, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "copy"
 VERSION = 1
@@ -140,8 +141,11 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "time_s": t,
                     "gb_s": gb_s(nbytes, t),
                     "sm_clock_mhz": mhz,
+                    **energy_field(joules),
                 }
-                for i, (t, mhz) in enumerate(zip(result.times_s, result.sm_clock_mhz, strict=True))
+                for i, (t, mhz, joules) in enumerate(
+                    zip(result.times_s, result.sm_clock_mhz, result.energy_j, strict=True)
+                )
             ]
             point = {
                 "direction": direction,

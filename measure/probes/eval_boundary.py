@@ -39,6 +39,7 @@ from measure.evidence.envelope import Evidence
 from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "eval-boundary"
 VERSION = 1
@@ -137,8 +138,11 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "tokens": tokens,
                     "tok_s": tokens_per_second(tokens, t),
                     "sm_clock_mhz": mhz,
+                    **energy_field(joules),
                 }
-                for i, (t, mhz) in enumerate(zip(steady.times_s, steady.sm_clock_mhz, strict=True))
+                for i, (t, mhz, joules) in enumerate(
+                    zip(steady.times_s, steady.sm_clock_mhz, steady.energy_j, strict=True)
+                )
             ],
             None,
             f"steady: {step_s * 1e3:.2f} ms/step",

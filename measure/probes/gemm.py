@@ -25,6 +25,7 @@ from measure.options import option
 from measure.probes.common import CommonConfig, positive, resolve_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "gemm"
 VERSION = 2  # 2: the SM clock sampled in every timed window
@@ -212,9 +213,12 @@ def _time_shapes(
                 "time_s": t,
                 "tflop_s": tflop_s(flops, t),
                 "sm_clock_mhz": mhz,
+                **energy_field(joules),
                 **utilisation_row((c or {}).get("utilisation")),
             }
-            for i, (t, c, mhz) in enumerate(zip(result.times_s, result.checks, result.sm_clock_mhz, strict=True))
+            for i, (t, c, mhz, joules) in enumerate(
+                zip(result.times_s, result.checks, result.sm_clock_mhz, result.energy_j, strict=True)
+            )
         ]
         point = {
             "shape": name,

@@ -50,6 +50,7 @@ from measure.probes.common import (
 )
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 from measure.workload import DTYPES
 
 PROBE = "hvp"
@@ -344,6 +345,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         "warm_unstable": timed.unstable,
                         "warm_times_s": timed.times_s,
                         "warm_sm_clock_mhz": timed.sm_clock_mhz,
+                        "warm_energy_j": timed.energy_j,
                         "warm_peak_bytes": warm_peak,
                         "tok_s": tokens_per_second(batch_size * seq_len, timed.checked_median_s),
                         "rel_l2_vs_float64": total_m["rel_l2"],
@@ -355,14 +357,16 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             release_device(device)
             rec.data["candidates"].append(cand)
             clocks = cand.get("warm_sm_clock_mhz") or [None] * len(cand.get("warm_times_s", []))
+            energy = cand.get("warm_energy_j") or [None] * len(cand.get("warm_times_s", []))
             rows = [
                 {
                     **{k: cand[k] for k in ("method", "mode", "dtype", "batch")},
                     "window": i,
                     "hvp_s": t,
                     "sm_clock_mhz": c,
+                    **energy_field(e),
                 }
-                for i, (t, c) in enumerate(zip(cand.get("warm_times_s", []), clocks, strict=True))
+                for i, (t, c, e) in enumerate(zip(cand.get("warm_times_s", []), clocks, energy, strict=True))
             ]
             note = (
                 f"first {cand['first_call_s']:.2f} s, warm {cand['warm_median_s'] * 1e3:.2f} ms, "

@@ -286,6 +286,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "cv": timed.cv,
                     "windows_s": timed.times_s,
                     "sm_clock_mhz": timed.sm_clock_mhz,
+                    **({"energy_j": timed.energy_j} if any(e is not None for e in timed.energy_j) else {}),
                 },
                 "unit": "device kernel self time" if on_device else "operator self CPU time",
                 "expert_gemm": {

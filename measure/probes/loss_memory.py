@@ -51,6 +51,7 @@ from measure.probes.common import (
     workload_facts,
 )
 from measure.run.runner import Recorder, execute
+from measure.timing import energy_field
 from measure.workload.losses import chunked_cross_entropy
 
 PROBE = "loss-memory"
@@ -236,6 +237,7 @@ def measure_point(spec: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]
         "status": "ok",
         "times_s": timed.times_s,
         "sm_clock_mhz": timed.sm_clock_mhz,
+        "energy_j": timed.energy_j,
         "median_s": timed.median_s,
         "cv": timed.cv,
         "unstable": timed.unstable,
@@ -383,9 +385,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     if "workload_name" not in rec.params:
                         record_facts(rec, result)
                     clocks = result.get("sm_clock_mhz") or [None] * len(result["times_s"])
+                    energy = result.get("energy_j") or [None] * len(result["times_s"])
                     rec.data["windows"] += [
-                        {"arm": arm, "microbatch": mb, "window": w, "step_s": t, "sm_clock_mhz": c}
-                        for w, (t, c) in enumerate(zip(result["times_s"], clocks, strict=True))
+                        {"arm": arm, "microbatch": mb, "window": w, "step_s": t, "sm_clock_mhz": c, **energy_field(e)}
+                        for w, (t, c, e) in enumerate(zip(result["times_s"], clocks, energy, strict=True))
                     ]
                     rec.point(
                         [row],

@@ -46,6 +46,7 @@ from measure.options import option
 from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 from measure.workload.maskcheck import band_check  # the one band rule, shared with `probebook check masks`
 
 PROBE = "mask"
@@ -202,8 +203,11 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             clock_for(device),
             config.plan(),
             sync,
-            on_round=lambda r, times, clocks: rec.point(
-                [{"kind": k, "round": r, "step_s": s, "sm_clock_mhz": clocks.get(k)} for k, s in times.items()],
+            on_round=lambda r, times, clocks, energy: rec.point(
+                [
+                    {"kind": k, "round": r, "step_s": s, "sm_clock_mhz": clocks.get(k), **energy_field(energy.get(k))}
+                    for k, s in times.items()
+                ],
                 None,
                 f"round {r}",
             ),

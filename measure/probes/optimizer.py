@@ -44,6 +44,7 @@ from measure.options import option
 from measure.probes.common import OneStepConfig, mark_engagement, record_workload, resolve_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "optimizer"
 VERSION = 2  # 2: gradient clipping in every arm (--clip 1.0 by default), --mode captured, burst-weighted means
@@ -216,7 +217,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         arms = {name: integrity.wrap(fn) for name, fn in arms.items()}
         per_round: list[float] = []
 
-        def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
+        def persist(
+            r: int, times: dict[str, float], clocks: dict[str, int | None], energy: dict[str, float | None]
+        ) -> None:
             # this round's instrumented calls: after the warm-up calls, plan.iters per round
             first = plan.warmup + r * plan.iters
             calls = pairs[first : first + plan.iters]
@@ -235,6 +238,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "step_s": t,
                     "optimizer_s": t_o if arm == "instrumented" else None,
                     "sm_clock_mhz": clocks.get(arm),
+                    **energy_field(energy.get(arm)),
                 }
                 for arm, t in times.items()
             ]
@@ -328,9 +332,18 @@ def captured_update(rec: Recorder, config: Config, workload: Any, data: Any, dev
     arms = {"captured": integrity.wrap(full), "captured-no-update": still.wrap(bare)}
     watches: dict[str, Watch] = {"captured": watch, "captured-no-update": WindowWatch(still, sampler)}
 
-    def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
+    def persist(
+        r: int, times: dict[str, float], clocks: dict[str, int | None], energy: dict[str, float | None]
+    ) -> None:
         rows = [
-            {"arm": arm, "round": r, "step_s": t, "burst": plan.iters, "sm_clock_mhz": clocks.get(arm)}
+            {
+                "arm": arm,
+                "round": r,
+                "step_s": t,
+                "burst": plan.iters,
+                "sm_clock_mhz": clocks.get(arm),
+                **energy_field(energy.get(arm)),
+            }
             for arm, t in times.items()
         ]
         rec.point(rows, None, f"round {r}: " + ", ".join(f"{a} {t * 1e3:.3f} ms" for a, t in times.items()))

@@ -31,6 +31,7 @@ from measure.probes.common import (
 )
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "step-scaling"
 VERSION = 2  # 2: what the steps ran (backend, compilation, dtype) in data.observed, not params
@@ -167,10 +168,13 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                     "window": i,
                     "step_s": t,
                     "sm_clock_mhz": mhz,
+                    **energy_field(joules),
                     "updates": (c or {}).get("updates"),
                     **(utilisation_row((c or {}).get("utilisation")) if config.utilisation else {}),
                 }
-                for i, (t, c, mhz) in enumerate(zip(result.times_s, result.checks, result.sm_clock_mhz, strict=True))
+                for i, (t, c, mhz, joules) in enumerate(
+                    zip(result.times_s, result.checks, result.sm_clock_mhz, result.energy_j, strict=True)
+                )
             ]
             summary.update(
                 {

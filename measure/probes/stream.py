@@ -43,6 +43,7 @@ from measure.probes.common import (
 )
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
+from measure.timing import energy_field
 
 PROBE = "stream"
 VERSION = 1
@@ -369,10 +370,19 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         arms.update({name: (lambda s=s: s.step(batch)) for name, s in streamers.items()})
         rec.data["clocks"] = {"sm_mhz_before": sm_clock(device)}
 
-        def persist(r: int, times: dict[str, float], clocks: dict[str, int | None]) -> None:
+        def persist(
+            r: int, times: dict[str, float], clocks: dict[str, int | None], energy: dict[str, float | None]
+        ) -> None:
             rec.point(
                 [
-                    {"kind": "round", "arm": a, "round": r, "step_s": t, "sm_clock_mhz": clocks.get(a)}
+                    {
+                        "kind": "round",
+                        "arm": a,
+                        "round": r,
+                        "step_s": t,
+                        "sm_clock_mhz": clocks.get(a),
+                        **energy_field(energy.get(a)),
+                    }
                     for a, t in times.items()
                 ],
                 None,

@@ -79,6 +79,14 @@ class Arm:
     """One line: which term of the step this arm removes."""
 
 
+@dataclass(frozen=True)
+class LossPrecision:
+    """What precision a step's loss ran in: the loss's dtype and the logits' (``fp32``, ``bf16``)."""
+
+    loss: str
+    logits: str
+
+
 @dataclass
 class Workload:
     """A model, a batch maker and a training step, plus what probes need to describe them."""
@@ -126,6 +134,10 @@ class Workload:
     """A plug-in's source fingerprint (``plugin.source_fingerprint``); None for the reference decoder."""
     ignored: dict[str, Any] = field(default_factory=dict)
     """Options set on the command line that a plug-in's factory never read, with their values (``load_plugin``)."""
+    vocab: int | None = None
+    """The output head's vocabulary (logits per token), recorded with every run (issue 43); None: not stated."""
+    loss_precision: LossPrecision | None = None
+    """The dtype the loss is computed in and the logits' dtype (issue 43); None: not stated (a plug-in's own)."""
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any, cast
 import torch
 import torch.nn.functional as F
 
-from measure.workload import Arm, StreamParts, Workload, WorkloadOptions
+from measure.workload import Arm, LossPrecision, StreamParts, Workload, WorkloadOptions
 from measure.workload.experts import GROUP_ALIGN_ROWS
 from measure.workload.model import Attention, Decoder, rope_tables
 from measure.workload.presets import Preset, active_param_count, get_preset
@@ -156,6 +156,9 @@ def build_reference(options: WorkloadOptions) -> Workload:
         head_dim=preset.head_dim,
         n_params_active=active_param_count(preset) if preset.experts else None,
         moe_shape=moe_shape(preset, options.experts_impl),
+        vocab=preset.vocab,
+        # cross_entropy is on autocast's float32 list: the loss is fp32 whatever the logits' dtype
+        loss_precision=LossPrecision(loss="fp32", logits="bf16" if autocast_on else "fp32"),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
+from render.derive import energy as energymod
 from render.derive import fields, intervals, peaks, workload
 from render.derive import mfu as mfumod
 from render.derive import project as projmod
@@ -110,8 +111,10 @@ def project(
     tokens_per_param: Any = projmod.TOKENS_PER_PARAM,
     batch_tokens: Any = None,
     gpus: int = 1,
+    joules_per_token: Quantity | None = None,
 ) -> ProjectionView:
-    """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity)."""
+    """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity); with
+    ``joules_per_token`` (``energy(ev).per_token``), ``.energy`` in kWh beside ``.gpu_hours``."""
     tok_s = _rate(rate, "tok/s", "project()")
     p = number(params, "params")
     bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
@@ -123,19 +126,36 @@ def project(
         "gpu_hours": intervals.reciprocal(rate_ci, proj.tokens / 3600.0 * proj.gpus),
         "per_billion_tokens": intervals.reciprocal(rate_ci, 1e9),
     }
+    values: dict[str, Any] = {**vars(proj), ProjectionView.RATE_BASIS: rate.stated_basis}
+    evidence = rate.evidence
+    if joules_per_token is not None:
+        per_token = _rate(joules_per_token, "J/tok", "project() joules_per_token")
+        values["energy_kwh"] = energymod.projected_energy(proj.tokens, per_token)["kwh"]
+        # tokens are exact arithmetic on the page's inputs: the energy's interval is the joules per token's, scaled
+        spans["energy"] = intervals.scaled(
+            intervals.scaled(joules_per_token.uncertainty, conversion_factor(joules_per_token.unit, "J/tok")),
+            proj.tokens / energymod.J_PER_KWH,
+        )
+        evidence = tuple(dict.fromkeys(rate.evidence + joules_per_token.evidence))
     what = (
         f"T = k·P / R with P={numbers.general(p)}, k={numbers.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
         + (f", {gpus} GPUs" if gpus != 1 else "")
         + (f", {bt} tokens per update" if bt else "")
+        + (
+            f"; energy = tokens × {joules_per_token.text} ({joules_per_token.derivation})"
+            if joules_per_token is not None
+            else ""
+        )
     )
     return ProjectionView(
-        {**vars(proj), ProjectionView.RATE_BASIS: rate.stated_basis},
-        rate.evidence,
+        values,
+        evidence,
         what,
         f"project({rate.key}, {numbers.exact(p)})",
-        {"updates": "no batch_tokens given"},
+        {"updates": "no batch_tokens given", "energy": "no joules_per_token given"},
         intervals=spans,
+        bases={} if joules_per_token is None or spans["energy"] else {"energy": joules_per_token.stated_basis},
     )
 
 

@@ -345,6 +345,8 @@ class ProjectionView(FieldView):
         "per_billion_tokens": ("seconds_per_billion_tokens", "s", {"display": "h", "fmt": ".3g"}),
         "tokens": ("tokens", "tok", {"fmt": ".3g", "exact": True}),  # k·P: arithmetic on the page's inputs
         "updates": ("optimizer_updates", "", {"fmt": ",d", "exact": True}),
+        # the training's energy at a measured joules per token (project(..., joules_per_token=energy(ev).per_token))
+        "energy": ("energy_kwh", "kWh", {"fmt": ",.3g"}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
     RATE_BASIS = "rate_basis"

@@ -26,7 +26,7 @@ _PREFIXES: dict[str, float] = {
     "": 1.0,
 }
 # Base units a prefix may attach to; the unit's tail after the base ("/token", "/s") must match.
-_BASES = ("FLOP", "tok", "s", "B")
+_BASES = ("FLOP", "tok", "s", "B", "J")
 _PREFIX_ORDER = sorted(_PREFIXES, key=len, reverse=True)
 # Larger units of time, as multiples of a second (a Quantity in s may be shown in h, say).
 TIME = {"min": 60.0, "h": 3600.0, "d": 86400.0}

@@ -23,7 +23,9 @@ _UNITS = (
     r"B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|bytes?",
     # rates, compute, power, clocks, ratios
     r"tok/s|tokens/s|tokens per second|samples/s|it/s|FLOP/s|FLOPS|[kMGTP]FLOP/s|[kMGTP]FLOPS|"
-    r"W|kW|MHz|GHz|°C|x|×",
+    r"W|kW|MHz|GHz|°C|x|×|"
+    # energy (issue 43: joules per token, a projection's kilowatt-hours)
+    r"J|mJ|kJ|MJ|GJ|Wh|kWh|MWh|GWh|J/tok|mJ/tok",
 )
 _NUMBER = r"(?<![\w.,])\d[\d,]*(?:\.\d+)?"
 MEASUREMENT = re.compile(
