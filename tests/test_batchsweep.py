@@ -156,3 +156,33 @@ def test_models_lists_each_model_once_and_with_stable_only_those_with_a_fastest_
     assert models(groups) == ["small", "shaky"]
     assert models(groups, stable=True) == ["small"]
     assert models([]) == []
+
+
+def test_headroom_at_largest_fitting_batch_and_recommended_batch_under_margin() -> None:
+    """Peaks 1, 2, 4, 8 MB on a 9 MB card: 1 MB (11.1%) free at batch 8; a 10% margin keeps to 8.1 MB (batch 8
+    fits it), a 20% margin to 7.2 MB (batch 4)."""
+    from render.derive.batchsweep import headroom
+
+    group = [r for r in ROWS if r["model"] == "250m" and r["context"] == 2048]
+    room = headroom(group, 8, 9_000_000.0)
+    assert room.margin == 0.10
+    assert room.peak_bytes == 8_000_000.0
+    assert room.device_bytes == 9_000_000.0
+    assert room.headroom_bytes == 1_000_000.0
+    assert room.headroom_share == 1_000_000.0 / 9_000_000.0
+    assert room.recommended_batch == 8
+    assert headroom(group, 8, 9_000_000.0, margin=0.2).recommended_batch == 4
+    assert headroom(group, 8, 1_000_000.0, margin=0.5).recommended_batch is None  # 0.5 MB: nothing fits
+
+
+def test_headroom_a_row_card_wins_and_missing_peaks_give_none() -> None:
+    from render.derive.batchsweep import headroom
+
+    rows = [dict(row("m", 1, 64, 2, 5.0), device_bytes=4_000_000), dict(row("m", 1, 64, 4, 6.0), peak_bytes=None)]
+    room = headroom(rows, 4, 9_000_000.0)
+    assert room.device_bytes == 4_000_000.0
+    assert room.peak_bytes is None and room.headroom_bytes is None and room.headroom_share is None
+    assert room.recommended_batch == 2
+    assert headroom(rows, None, None).recommended_batch is None
+    with pytest.raises(ProbebookError, match="margin must be in"):
+        headroom(rows, 4, 1.0, margin=1.0)

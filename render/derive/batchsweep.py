@@ -231,3 +231,55 @@ def fastest_group(groups: Sequence[BatchSummary]) -> BatchSummary | None:
     """The group with the highest ``fastest_tok_s`` (tokens/s; the earlier group on a tie); None if nothing fits."""
     fitting = [g for g in groups if g.fastest_tok_s is not None]
     return max(fitting, key=lambda g: g.fastest_tok_s or 0.0) if fitting else None
+
+
+MARGIN = 0.10
+"""Share of the card's memory a recommended batch leaves free (dimensionless). Lightning's BatchSizeFinder gained a
+margin after users ran out of memory in training at the size it found: fragmentation, a longer sequence or an
+evaluation pass take more than the sweep's steady step (issue 43)."""
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """Memory headroom at a group's largest fitting batch, and the batch a stated margin recommends."""
+
+    margin: float
+    """Share of the card's memory kept free, dimensionless."""
+    peak_bytes: float | None
+    """Peak memory at the largest fitting batch, bytes; None when the row lacks it."""
+    device_bytes: float | None
+    """The card's total memory, bytes; None when neither the row nor the machine gives it."""
+    headroom_bytes: float | None
+    """``device_bytes - peak_bytes``, bytes."""
+    headroom_share: float | None
+    """``headroom_bytes / device_bytes``, dimensionless."""
+    recommended_batch: int | None
+    """Largest fitting batch whose peak is at most ``(1 - margin) x device_bytes``; None when none is."""
+
+
+def headroom(
+    rows: Sequence[dict[str, Any]], largest: int | None, device_bytes: float | None, margin: float = MARGIN
+) -> Headroom:
+    """The headroom of one (model, context) group's rows at its largest fitting batch ``largest`` and the batch
+    that leaves ``margin`` of the card free; the fitting batches are the ``ok`` rows up to ``largest``."""
+    if not 0 <= margin < 1:
+        raise ProbebookError(f"batch headroom: margin must be in [0, 1), got {margin}")
+    fitting = [r for r in rows if r.get("status") == "ok" and largest is not None and int(r["batch"]) <= largest]
+    peaks = {int(r["batch"]): r.get("peak_bytes") for r in fitting}
+    card = next((row_device_bytes(r, device_bytes) for r in fitting if row_device_bytes(r, device_bytes)), device_bytes)
+    peak = peaks.get(largest) if largest is not None else None
+    peak = float(peak) if isinstance(peak, (int, float)) and not isinstance(peak, bool) else None
+    room = card - peak if card is not None and peak is not None else None
+    below = [
+        b
+        for b, p in peaks.items()
+        if card is not None and isinstance(p, (int, float)) and not isinstance(p, bool) and p <= (1 - margin) * card
+    ]
+    return Headroom(
+        margin=margin,
+        peak_bytes=peak,
+        device_bytes=card,
+        headroom_bytes=room,
+        headroom_share=room / card if room is not None and card else None,
+        recommended_batch=max(below) if below else None,
+    )

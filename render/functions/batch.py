@@ -20,8 +20,12 @@ from render.numbers.links import rows_anchor, with_column
 
 
 @page_function
-def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any = None) -> BatchView:
-    """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context."""
+def batch_summary(
+    page: Page, ref: Any, model: str | None = None, context: Any = None, margin: Any = batchsweep.MARGIN
+) -> BatchView:
+    """The batch sweep summary of one (model, context) group; ``context="fastest"``: the model's fastest context.
+    ``.headroom`` (bytes) and ``.headroom_share`` at the largest fitting batch, and ``.recommended_batch``: the
+    largest that leaves ``margin`` (``.margin``, default 10%) of the card free."""
     ref = page.ref(ref, "batch-sweep", "batch_summary()")
     card = lossmem.machine_bytes([page.doc(ref)])
     groups = page.library.memo(("batch", ref.id), lambda: batchsweep.summarize(page.rows(ref), device_bytes=card))
@@ -51,12 +55,17 @@ def batch_summary(page: Page, ref: Any, model: str | None = None, context: Any =
     ci = None
     if g.fastest_stable_batch is not None and g.fastest_tok_s is not None:
         ci = batchsweep.point_interval(group_rows, g.fastest_stable_batch, g.fastest_tok_s)
+    room = batchsweep.headroom(group_rows, g.largest_fitting_batch, card, float(number(margin, "margin")))
+    key_margin = {} if margin == batchsweep.MARGIN else {"margin": margin}
     return BatchView(
-        vars(g),
+        vars(g) | vars(room),
         (ref.id,),
         what,
-        f"batch_summary({call_text(ref.alias, model=model, context=context)})",
+        f"batch_summary({call_text(ref.alias, model=model, context=context, **key_margin)})",
         {
+            "headroom": "the largest fitting batch's row records no peak, or the card's memory is unknown",
+            "headroom_share": "the largest fitting batch's row records no peak, or the card's memory is unknown",
+            "recommended_batch": f"no fitting batch leaves {float(number(margin, 'margin')):.0%} of the card free",
             "first_oom": "no batch ran out of memory",
             "fastest_batch": batchsweep.no_fastest_reason(g),
             "fastest_tok_s": batchsweep.no_fastest_reason(g),

@@ -246,6 +246,11 @@ class BatchView(FieldView):
         "largest_batch": ("largest_fitting_batch", "", {"fmt": "d", "exact": True}),
         "first_oom": ("first_oom_batch", "", {"fmt": "d", "exact": True}),
         "context": ("context", "", {"fmt": "d", "exact": True}),
+        # the largest fitting batch's one recorded peak against the card (issue 43): a reading, not a median
+        "headroom": ("headroom_bytes", "B", {"display": "GiB", "fmt": ".3g", "basis": basis.RECORDED}),
+        "headroom_share": ("headroom_share", "", {"fmt": ".1%", "basis": basis.RECORDED}),
+        "recommended_batch": ("recommended_batch", "", {"fmt": "d", "exact": True}),
+        "margin": ("margin", "", {"fmt": ".0%", "exact": True}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
 
