@@ -47,9 +47,14 @@ def run_one(words: list[str], out: Path, limit_s: float) -> tuple[float, int]:
     """(wall seconds, exit status) of ``python -m measure --archive OUT WORDS`` under ``limit_s``: SIGINT to its
     process group at the limit (a probe and its session processes store partial evidence), SIGKILL after
     ``GRACE_S``."""
-    argv = [sys.executable, "-m", "measure", "--archive", str(out), *words]
+    # absolute paths: a probe's session processes do not run in this folder, so a relative --archive or
+    # PYTHONPATH entry would name another one there (a relative --archive lost every session's journal)
+    argv = [sys.executable, "-m", "measure", "--archive", str(out.resolve()), *words]
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(Path(p).resolve()) for p in paths)} if paths else None
     started = time.monotonic()
-    child = subprocess.Popen(argv, stdout=_child_output(), stderr=_child_output(), start_new_session=True)
+    out_, err = _child_output(), _child_output()
+    child = subprocess.Popen(argv, stdout=out_, stderr=err, env=env, start_new_session=True)
     try:
         child.wait(timeout=limit_s)
     except subprocess.TimeoutExpired:
@@ -69,7 +74,7 @@ def run_one(words: list[str], out: Path, limit_s: float) -> tuple[float, int]:
 def recover(out: Path) -> None:
     """Journals a killed probe left in ``OUT/journal`` become partial evidence (``python -m measure recover``)."""
     for journal in sorted((out / "journal").glob("*.jsonl")) if (out / "journal").is_dir() else []:
-        argv = [sys.executable, "-m", "measure", "--archive", str(out), "recover", str(journal)]
+        argv = [sys.executable, "-m", "measure", "--archive", str(out.resolve()), "recover", str(journal)]
         if subprocess.run(argv, stdout=_child_output(), stderr=_child_output(), check=False).returncode == 0:
             journal.unlink(missing_ok=True)
 
