@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action
 
-COMMAND_MODULES = ("archive", "campaign", "check", "derive", "measure", "reproduce", "site")
+COMMAND_MODULES = ("archive", "campaign", "check", "derive", "measure", "remeasure", "reproduce", "site")
 COMMANDS = {
     "archive": "archive",
     "campaign": "campaign",
@@ -28,6 +28,7 @@ COMMANDS = {
     "fit": "derive",
     "project": "derive",
     "measure": "measure",
+    "remeasure": "remeasure",
     "reproduce": "reproduce",
     "build": "site",
     "serve": "site",
