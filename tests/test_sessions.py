@@ -159,3 +159,11 @@ def test_a_session_killed_mid_run_leaves_a_partial_document(cli, archive: Path, 
 def test_bad_session_counts_are_one_line_errors(cli, archive: Path, args: list[str], message: str) -> None:
     out = cli("--archive", str(archive), "measure", *args, "--device", "cpu", "--preset", "tiny")
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_session_journal_is_absolute_since_the_session_runs_in_the_repository_folder(tmp_path, monkeypatch) -> None:
+    from measure.run.sessions import session_journal
+
+    monkeypatch.chdir(tmp_path)
+    path = session_journal(Path("rel/journal/run.jsonl"), 2, "/unused")
+    assert path == tmp_path / "rel" / "journal" / "run-session2.jsonl"

@@ -220,8 +220,8 @@ def in_sessions(run: Callable[..., Evidence]) -> Callable[..., Evidence]:
 
 def session_journal(journal: Path | None, session: int, folder: str) -> Path:
     """Where session ``session`` journals its points: beside the run's journal, else in a temporary folder."""
-    if journal is not None:
-        path = Path(journal)
+    if journal is not None:  # absolute: the session's process runs in the repository's folder, not the caller's
+        path = Path(journal).absolute()
         return path.with_name(f"{path.stem}-session{session}{path.suffix or '.jsonl'}")
     return Path(folder) / f"session{session}.jsonl"
 
