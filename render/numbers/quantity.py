@@ -274,6 +274,8 @@ class Quantity:
             return None
         scale = self._scale()
         lo, hi = (self._format(v * scale, scale) for v in self.uncertainty)
+        if lo == hi:  # an interval of no width at the digits shown ("22 s (22–22)") says nothing a reader can use
+            return None
         if self.fmt.endswith("%"):
             return numbers.interval(lo.rstrip("%"), hi.rstrip("%"), "%")
         return numbers.interval(lo, hi)
@@ -291,6 +293,10 @@ class Quantity:
                 lo, hi = (self._format(v * scale, scale) for v in self.within)
                 windows = "this lease's windows" if len(self.evidence) > 1 else "this run's windows"
                 parts.append(f"{windows} {lo}–{hi}{unit}")
+        elif self.uncertainty is not None and self.value is not None:
+            scale = self._scale()
+            lo = self._format(self.uncertainty[0] * scale, scale)
+            parts.append(f"95% interval of no width at the digits shown: {lo} at both ends")
         elif self.basis and self.value is not None:
             parts.append(f"no interval: {bases.BASES[self.basis]}")
         if self.note:

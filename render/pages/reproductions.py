@@ -18,7 +18,7 @@ from typing import Any
 from measure.errors import ProbebookError, printable
 from render.derive import reproduction as derive
 from render.errors import BuildError
-from render.numbers import basis
+from render.numbers import basis, reading
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.layout import nav_title
@@ -184,6 +184,8 @@ def _value(repro: derive.Reproduction, row: derive.NumberRow, side: str) -> Quan
     shown = row.shown_old if side == "old" else row.shown_new
     unit = row.unit if _UNIT.fullmatch(row.unit) else ""
     fmt = ".1%" if not unit and shown.strip().endswith("%") else ".3g"  # a share is shown as the page showed it
+    if value is not None and reading.reads_whole(shown, value):
+        value = int(value)  # a count or shape param the page showed whole (seq_len 2048) is shown whole again
     return Quantity(
         value,
         unit,
