@@ -20,7 +20,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.numbers import basis as bases
-from render.numbers import leases
+from render.numbers import leases, legend
 from render.numbers import reading as numbers
 from render.numbers.links import landing_fields, number_links, short_id, title_text
 from render.numbers.propagation import propagated
@@ -330,10 +330,12 @@ class Quantity:
             # a plain space before the interval: a table cell (tables.css) may break the line there, never inside
             # the number or the interval, so a table of many intervals still fits its column
             text += " " + self.interval_text.replace(" ", "\u00a0")
-        if self.mark:
-            text += f" *({self.mark})*"
+        signs, words = legend.split_marks(self.mark)
+        if words:
+            text += f" *({', '.join(words)})*"
         anchors = (self.anchor, *self.more_anchors)
-        return number_links(page, text, self.title, self.evidence, anchors, self.cited_as)
+        linked = number_links(page, text, self.title, self.evidence, anchors, self.cited_as)
+        return linked + "".join(legend.sign_markdown(s) for s in signs)  # a sign, not words, its meaning one hover away
 
     def ledger_row(self, page: str, key: str) -> dict[str, Any]:
         """One ledger row for this number as published on ``page`` under ``key``; a number shown with its interval
