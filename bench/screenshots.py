@@ -50,9 +50,20 @@ RECORDS = ("step-anatomy-250m", "batch-sweep-h200")
 DARK = ("step-anatomy-250m",)
 """Pages also taken in the dark scheme (one is enough to show the dark theme)."""
 CHARTS_DRAWN_JS = (
-    "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.querySelector('svg') || h.hidden)"
+    "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.getAttribute('data-state') !== 'waiting'"
+    " && (h.querySelector('svg') || h.hidden))"
 )
 """True once the site's chart script has drawn (or hidden, on failure) every interactive chart."""
+NEAR_CHARTS_JS = """async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const x = window.scrollX, y = window.scrollY;
+  for (const h of document.querySelectorAll('article .pb-chart')) {
+    (h.nextElementSibling || h).scrollIntoView();
+    await frame();
+  }
+  window.scrollTo(x, y);
+}"""
+"""Brings each chart near the screen once: the site's chart script draws a chart only then (issue 42)."""
 
 
 def current_records(site: Path) -> dict[str, str]:
@@ -123,6 +134,7 @@ def open_context(browser: Any, width: int, scheme: str, offsite: Callable[[str],
 
 def wait_for_charts(page: Any, timeout_s: float) -> None:
     """Wait until the site's chart script has drawn every interactive chart on ``page``."""
+    page.evaluate(NEAR_CHARTS_JS)
     page.wait_for_function(CHARTS_DRAWN_JS, timeout=timeout_s * 1000)
 
 

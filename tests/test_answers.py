@@ -14,11 +14,11 @@ from conftest import SITE_FIXTURE, fixture_site_paths
 
 from measure.errors import ProbebookError
 from render.build.stages import BuildPaths, render_tree
-from render.numbers import directions
+from render.numbers import directions, legend
 from render.numbers.quantity import Comparison, Quantity
 from render.numbers.reading import counted
 from render.pages import answers, benchfiles, layout, notices
-from render.pages.sandbox import UNRESOLVED_MARK, is_input
+from render.pages.sandbox import is_input
 from render.pages.sources import SourceError, load
 from render.site.sanitize import searchable
 
@@ -127,8 +127,9 @@ def test_a_superseded_version_keeps_an_unresolved_verdict_marked_not_refused(tmp
     paths = fixture_site_paths(tmp_path, docs)
     render_tree(paths)  # v2 is superseded by v3: its words stay, marked
     page = (paths.tree / "records" / "step-time" / "v2.md").read_text(encoding="utf-8")
-    assert page.count(UNRESOLVED_MARK.replace("'", "’")) + page.count(UNRESOLVED_MARK) == 1
-    assert UNRESOLVED_MARK not in (paths.tree / "records" / "step-time" / "v3.md").read_text(encoding="utf-8")
+    assert page.count(legend.sign_markdown(legend.UNRESOLVED)) == 1  # a sign, its words in the page's legend
+    assert f"**§** {legend.UNRESOLVED.name}: " in page
+    assert "§" not in (paths.tree / "records" / "step-time" / "v3.md").read_text(encoding="utf-8")
     # the mark's interval level is a ledger row of the page that shows it (issue 23), and of no other
     rows = json.loads((paths.tree / "ledger.json").read_text(encoding="utf-8"))["rows"]
     level = [(r["page"], r["text"], r["value"]) for r in rows if r["key"] == "constant(ci_level)"]

@@ -220,12 +220,10 @@ def _context(browser: Any, width: int, scheme: str, script: bool, view: list[Vie
 def _look(page: Any, view: View, shot: Path) -> None:
     """What ``page``, already loaded and idle on the network, shows: read into ``view``, screenshotted to ``shot``."""
     if view.script and page.locator("article a[href$='.vl.json']").count():
-        # charts.js draws each chart after fetching its spec: wait until every one is drawn (or failed back)
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.querySelector('svg') || h.hidden)"
-            " && document.querySelectorAll('article .pb-chart').length > 0",
-            timeout=HANG_S * 1000,  # ms: a loaded machine draws slowly; only a hang should fail here
-        )
+        # charts.js draws each chart once it nears the screen, after loading its bundle and fetching its spec: bring
+        # each near, then wait until every one is drawn (or failed back)
+        page.wait_for_function("() => document.querySelectorAll('article .pb-chart').length > 0", timeout=HANG_S * 1000)
+        _shots.wait_for_charts(page, HANG_S)  # a loaded machine draws slowly; only a hang should fail here
     view.tables = page.evaluate(TABLES_JS)
     found = page.evaluate(CHARTS_JS)
     view.charts, view.dark_fallbacks = found["charts"], found["fallbacks"]

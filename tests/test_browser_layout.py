@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, bench_module
 from test_browser import CHARTS_JS, CHROMIUM, CHROMIUM_ARGS, MIN_TEXT_PX
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -89,10 +89,7 @@ def seen(repository_site: Path) -> Iterator[dict[tuple[str, int], dict[str, Any]
                         page = current(repository_site, slug)
                         tab.goto(base + page, wait_until="networkidle")
                         if tab.locator("article a[href$='.vl.json']").count():  # charts.js draws each chart
-                            tab.wait_for_function(
-                                "() => [...document.querySelectorAll('article .pb-chart')]"
-                                ".every(h => h.querySelector('svg') || h.hidden)"
-                            )
+                            bench_module("screenshots").wait_for_charts(tab, 120)  # each brought near, then drawn
                         found[(slug, width)] = {
                             "charts": tab.evaluate(CHARTS_JS)["charts"],
                             "tables": tab.evaluate(LAYOUT_JS),

@@ -716,10 +716,10 @@ def test_chart_markdown_shows_each_theme_only_in_its_scheme():
 
 def test_chart_assets_are_offline_and_added_once_to_the_config():
     files = site_assets.site_files()
-    names = site_assets.STYLESHEETS + site_assets.SCRIPTS + site_assets.POLYFILLS
+    names = site_assets.STYLESHEETS + site_assets.SCRIPTS + site_assets.LAZY + site_assets.POLYFILLS
     assert set(files) == {f"assets/probebook/{n}" for n in names}
-    # the charts' own: the bundle before the script that calls it, and their stylesheets
-    assert site_assets.SCRIPTS[:2] == ("vega-embed.js", "charts.js")
+    # the charts' own: the script on every page, the bundle it loads only where a chart nears the screen (issue 42)
+    assert site_assets.SCRIPTS[0] == "charts.js" and site_assets.LAZY == ("vega-embed.js",)
     assert {"charts.css", "tables.css"} <= set(site_assets.STYLESHEETS)
     assert b"window.vegaEmbed=" in files["assets/probebook/vega-embed.js"]
     assert files == site_assets.site_files()

@@ -13,9 +13,8 @@ from conftest import SITE_FIXTURE, fixture_site_paths
 
 from measure.errors import ProbebookError
 from render.build.stages import render_tree
-from render.numbers import basis
+from render.numbers import basis, legend
 from render.numbers.quantity import Quantity
-from render.pages.sandbox import UNRESOLVED_MARK
 
 
 def _q(value: float, uncertainty: tuple[float, float] | None = None, **kw: object) -> Quantity:
@@ -80,8 +79,8 @@ def test_a_superseded_page_s_unresolved_claim_is_shown_marked_and_a_not_resolved
     render_tree(paths)
     old = (paths.tree / "records" / "step-time" / "v2.md").read_text(encoding="utf-8")
     new = (paths.tree / "records" / "step-time" / "v3.md").read_text(encoding="utf-8")
-    assert f"the saving is above its own low end *({UNRESOLVED_MARK})*" in old.replace("’", "'")
-    assert "the saving is not resolved apart from itself" in new and UNRESOLVED_MARK not in new
+    assert f"the saving is above its own low end {legend.sign_markdown(legend.UNRESOLVED)}" in old
+    assert "the saving is not resolved apart from itself" in new and legend.UNRESOLVED.symbol not in new
     rows = json.loads((paths.tree / "ledger.json").read_text(encoding="utf-8"))["rows"]
     claim = next(r for r in rows if r["key"] == "claim: the saving is not resolved apart from itself")
     assert claim["text"] == "true" and claim["page"] == "records/step-time/v3.md"

@@ -9,6 +9,7 @@ import pytest
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
 from render.build.stages import BuildPaths, build
+from render.numbers import legend
 from render.pages import comparative, lint, sources
 from render.pages.sources import parse_page
 
@@ -121,5 +122,7 @@ def test_context_shows_its_mark_on_the_built_page(tmp_path: Path) -> None:
     )
     build(paths, site=False)
     page = (paths.tree / "records" / "r" / "v1.md").read_text()
-    assert f"more than the link's rated speed *{comparative.CONTEXT_MARK}*." in page
+    # a sign linked to the page's legend, its words the sign's title and the legend's line (issue 42)
+    assert f"more than the link's rated speed {legend.sign_markdown(legend.CONTEXT)}." in page
+    assert page.count("## Marks") == 1 and "- **‡** context, not checked: " in page
     assert comparative.CONTEXT_MARK == "(context, not checked)"

@@ -142,10 +142,7 @@ def _visit(browser: Any, url: str) -> dict[str, Any]:
         page.on("pageerror", lambda e: seen["errors"].append(str(e)))
         page.on("popup", lambda p: seen["errors"].append(f"popup {p.url}"))
         page.goto(url, wait_until="networkidle")
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('article .pb-chart')].every(h => h.querySelector('svg') || h.hidden)",
-            timeout=HANG_S * 1000,
-        )
+        _shots.wait_for_charts(page, HANG_S)  # each chart brought near the screen, where charts.js draws it
         page.wait_for_load_state("networkidle")
         seen["holders"] = page.eval_on_selector_all(
             "article .pb-chart", "els => els.map(h => ({hidden: h.hidden, svg: !!h.querySelector('svg')}))"

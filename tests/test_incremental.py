@@ -195,4 +195,6 @@ def test_a_superseded_version_is_left_out_of_the_search_index(tmp_path: Path) ->
     assert f"records/{record}/v1.html" not in pages
     assert (paths.site / "records" / record / "v1.html").is_file()  # built, linked, only not searched
     assert (paths.tree / "records" / record / "v1.md").read_bytes().startswith(layout.UNSEARCHED_META)
-    assert (paths.tree / "records" / record / "v2.md").read_bytes().startswith(layout.SEALED_META)
+    assert (
+        (paths.tree / "records" / record / "v2.md").read_bytes().startswith(layout.BOOSTED_META)
+    )  # current: ranked first in search

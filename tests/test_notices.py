@@ -13,6 +13,7 @@ from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
 from render.build.stages import BuildPaths, build
 from render.errors import BuildError
+from render.numbers import legend
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINE = {"gpu": "NVIDIA H200", "gpu_count": 1, "compute_capability": "9.0", "gpu_memory_bytes": 150109880320}
@@ -88,7 +89,8 @@ def test_partial_evidence_marks_each_number_and_the_page(tmp_path):
     page = (paths.tree / "records" / "r" / "v1.md").read_text()
     assert '!!! warning "Partial evidence"' in page
     assert "stopped at its time budget" in page
-    assert "Copies ran at [52.0\u202fGB/s (50.0–54.0) *(partial)*](" in page
+    assert "Copies ran at [52.0\u202fGB/s (50.0–54.0)](" in page  # the mark is a sign after the link
+    assert legend.sign_markdown(legend.PARTIAL) + "; the full run" in page
     assert "from partial evidence" in page
     assert "the full run at [52.0\u202fGB/s (50.0–54.0)](" in page  # complete evidence: no mark
 

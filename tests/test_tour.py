@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import axe_checks
 import pytest
 from conftest import repository_site_build
 from tour_checks import (
@@ -153,6 +154,36 @@ def test_every_current_record_reads_as_issue_28_asks(tour: Tour) -> None:
     # Issue 28 asks for no failure at all, number links included (each lands on its value: a raw row or field that
     # shows it, or its own entry among the evidence page's "Numbers taken from this evidence").
     assert not tour.failures, listing
+
+
+@pytest.mark.slow
+def test_axe_core_finds_no_serious_violation_on_the_records_home_playbook_and_changes(
+    browser: Any, repo_site: Path
+) -> None:
+    """Issue 42: axe-core (from the ``axe-playwright-python`` package) over every current record, the home page, the
+    playbook, the Records index and Changes, light and dark: no serious or critical violation; the counts by rule
+    go to test-artifacts/tour/axe.txt."""
+    pages = sorted(shots.current_records(repo_site).values())
+    pages += ["index.html", "playbook/index.html", "records/index.html", "changes.html"]
+    script = axe_checks.axe_script()
+    found: dict[str, list[dict[str, Any]]] = {}
+    with shots.serve(repo_site) as base:
+        for scheme in SCHEMES:
+            context = shots.open_context(browser, WIDTHS[0], scheme)
+            try:
+                tab = context.new_page()
+                for page in pages:
+                    tab.goto(base + page, wait_until="load")
+                    found[f"{page} {scheme}"] = axe_checks.run(tab, script)
+            finally:
+                context.close()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "axe.txt").write_text(
+        "\n".join(f"{view}: {axe_checks.by_rule(v)}" for view, v in found.items()) + "\n", encoding="utf-8"
+    )
+    bad = {view: axe_checks.by_rule(axe_checks.serious(v)) for view, v in found.items() if axe_checks.serious(v)}
+    assert len(found) == len(pages) * len(SCHEMES)
+    assert not bad, bad
 
 
 # A made-up record and evidence page with one case of each failure and one of each success: the tour's own

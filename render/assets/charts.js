@@ -50,6 +50,26 @@
     return spec;
   }
 
+  // The chart bundle (vega-embed, Vega-Lite, Vega: about 0.9 MB) is not named by any page: it is loaded once, by
+  // this script, when the first chart nears the screen, so a page without a chart, or whose charts are not read,
+  // never downloads it (issue 42). Until then, and if it fails, the static SVGs show.
+  var bundle = null;
+  function loadBundle() {
+    if (bundle) return bundle;
+    bundle = new Promise(function (resolve, reject) {
+      if (typeof window.vegaEmbed === "function") return resolve();
+      var tag = document.createElement("script");
+      tag.src = new URL("vega-embed.js", own).href;
+      tag.onload = function () {
+        if (typeof window.vegaEmbed === "function") resolve();
+        else reject(new Error("no vegaEmbed"));
+      };
+      tag.onerror = function () { reject(new Error("no chart bundle")); };
+      document.head.appendChild(tag);
+    });
+    return bundle;
+  }
+
   function scheme() {
     return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
   }
@@ -59,7 +79,8 @@
     if (chart.theme === theme) return;
     chart.theme = theme;
     var url = theme === "dark" ? chart.dark : chart.light;
-    fetch(url, SAME_ORIGIN)
+    loadBundle()
+      .then(function () { return fetch(url, SAME_ORIGIN); })
       .then(function (response) {
         if (!response.ok || response.redirected || response.url !== url) throw new Error(url + ": refused");
         return response.json();
@@ -72,11 +93,13 @@
       })
       .then(function (result) {
         chart.view = result;
+        chart.holder.setAttribute("data-state", "drawn");
         chart.holder.hidden = false;
         chart.figure.hidden = true;
       })
       .catch(function () {
         chart.theme = null;
+        chart.holder.setAttribute("data-state", "static");
         chart.holder.hidden = true;
         chart.figure.hidden = false;
       });
@@ -106,6 +129,7 @@
       var holder = document.createElement("div");
       holder.className = "pb-chart";
       holder.hidden = true;
+      holder.setAttribute("data-state", "waiting"); // until it nears the screen and is drawn ("drawn") or not ("static")
       holder.setAttribute("role", "img");
       holder.setAttribute("aria-label", pair[0].getAttribute("alt") || "chart");
       figure.parentNode.insertBefore(holder, figure);
@@ -114,7 +138,8 @@
   }
 
   function setup() {
-    if (typeof window.vegaEmbed !== "function" || window.location.protocol === "file:" || !own) return;
+    if (window.location.protocol === "file:" || !own) return;
+    if (!document.querySelector("article a[href$='.vl.json']")) return; // no chart here: no manifest, no bundle
     var manifest = new URL("charts.json", own);
     if (manifest.origin !== window.location.origin) return;
     var root = new URL("../../", own); // the script sits in assets/probebook/ (render/site/assets.py FOLDER)
@@ -131,9 +156,21 @@
         });
         find(listed);
         if (!charts.length) return;
-        charts.forEach(draw);
+        var near = function (chart) { chart.near = true; draw(chart); };
+        if ("IntersectionObserver" in window) {
+          var watch = new IntersectionObserver(function (entries) {
+            entries.forEach(function (entry) {
+              if (!entry.isIntersecting) return;
+              watch.unobserve(entry.target);
+              charts.forEach(function (chart) { if (chart.figure === entry.target) near(chart); });
+            });
+          }, { rootMargin: "300px 0px" });
+          charts.forEach(function (chart) { watch.observe(chart.figure); });
+        } else {
+          charts.forEach(near);
+        }
         new MutationObserver(function () {
-          charts.forEach(draw);
+          charts.forEach(function (chart) { if (chart.near) draw(chart); }); // a chart not yet near stays unloaded
         }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
       })
       .catch(function () {

@@ -54,3 +54,11 @@
   if (document.readyState === "complete") later();
   else window.addEventListener("load", later);
 })();
+
+// The theme's search box is a dialog (role="dialog") without a name: a screen reader announces an unnamed dialog
+// (axe-core's aria-dialog-name). It is named here, as the theme writes no attribute a page could set.
+(function () {
+  "use strict";
+  var search = document.querySelector(".md-search[role='dialog']");
+  if (search && !search.hasAttribute("aria-label")) search.setAttribute("aria-label", "Search");
+})();

@@ -42,7 +42,7 @@ from render.evidence import pages as evidence_pages
 from render.evidence import taken as evidence_taken
 from render.evidence.archive import Archive, load_evidence
 from render.functions.derivations import Library, load_libraries
-from render.numbers import claims, ledger
+from render.numbers import claims, ledger, legend
 from render.numbers.links import LANDING
 from render.pages import (
     benchfiles,
@@ -285,6 +285,14 @@ def _owned_or_empty(folder: Path, marker: str, what: str) -> None:
         raise BuildError(f"{folder} holds files render did not write; give {what} an empty or new folder")
 
 
+def _legend(rel: str, data: bytes) -> bytes:
+    """A Markdown page with the legend of the signs it shows (``render.numbers.legend``), added once its text is
+    whole (a page's indexes and results are appended after it renders)."""
+    if not rel.endswith(".md") or b"](#" + legend.ANCHOR.encode() + b' "' not in data:
+        return data
+    return legend.with_legend(data.decode("utf-8")).encode("utf-8")
+
+
 def write_tree(tree: Tree, out: Path) -> list[str]:
     """Make ``out`` hold the tree (only a folder render made, or an empty one, is ever changed).
 
@@ -292,7 +300,7 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
     """
     _owned_or_empty(out, TREE_MARKER, "the build folder")
     # no page meta from prose; render's own keeps superseded versions out of the search index
-    files = {rel: layout.sealed(rel, data, rel in tree.unsearched) for rel, data in tree.files.items()}
+    files = {rel: layout.sealed(rel, _legend(rel, data), rel in tree.unsearched) for rel, data in tree.files.items()}
     return incremental.write_tree(files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
 
 

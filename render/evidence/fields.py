@@ -97,8 +97,14 @@ def is_time_key(key: str) -> bool:
     return bool(words) and (words[-1].lower() in _TIME_SUFFIXES or key.rsplit(".", 1)[-1] in ("started", "ended"))
 
 
+def is_unix_time(key: str, value: Any) -> bool:
+    """Whether ``value`` under ``key`` is a point in time in seconds since 1970 (a time key, a number in range)."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and is_time_key(key) and _UNIX_RANGE[0] <= value <= _UNIX_RANGE[1]
+
+
 def utc_iso(seconds: float) -> str:
-    """Seconds since 1970 as a UTC ISO 8601 time to the second: ``1796080000`` -> ``2026-12-01T01:46:40Z``."""
+    """Seconds since 1970 as a UTC ISO 8601 time to the second: ``1796080000`` -> ``2026-11-30T23:06:40Z``."""
     moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -138,7 +144,7 @@ def value_text(key: str, value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, (int, float)):
         unit = unit_of(key)
-        if is_time_key(key) and _UNIX_RANGE[0] <= value <= _UNIX_RANGE[1]:
+        if is_unix_time(key, value):
             return utc_iso(value)
         if unit == "s":
             return seconds_text(value)

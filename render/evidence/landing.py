@@ -39,7 +39,7 @@ def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
     columns, cells = tables.samples_columns(doc)
     out[COLUMNS] = "\n".join(columns)
     for i, row in enumerate(cells[:MAX_ROWS]):
-        shown = [pages.readable(None if pages._missing(v) else v) for v in row]
+        shown = [pages.readable(None if pages._missing(v) else v, c) for v, c in zip(row, columns, strict=True)]
         out[pages.row_anchor(i)] = " ".join([str(i), *shown])
         out.update((f"{pages.row_anchor(i)}~{c}", text) for c, text in zip(columns, shown, strict=True))
     return {anchor: text if anchor == COLUMNS else plain_text(text) for anchor, text in out.items()}

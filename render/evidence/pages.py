@@ -78,12 +78,16 @@ _SHAPE = (
 )
 
 
-def readable(value: Any) -> str:  # a samples cell: six figures, as stored (the column names the unit)
-    """A stored value as page text: floats to six figures without exponents, lists joined, text escaped."""
+def readable(value: Any, column: str = "") -> str:  # a samples cell: six figures, as stored (the column names the unit)
+    """A stored value as page text: floats to six figures without exponents, lists joined, text escaped; under a
+    ``column`` that names a point in time (``device_acquired_unix``), seconds since 1970 as a UTC date and time,
+    since six figures of a unix time read as a count (``1,796,080,000``)."""
     if value is None:
         return "—"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if column and fields.is_unix_time(column, value):
+        return fields.utc_iso(value)
     if isinstance(value, float):
         return numbers.readable_float(value)
     if isinstance(value, int):
@@ -249,7 +253,8 @@ def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
     lines = ["| # | " + " | ".join(escape_text(c) for c in columns) + " |", "|---:|" + "---|" * len(columns)]
     for i, row in enumerate(cells[:MAX_ROWS]):
         anchor = _with_anchor(row_anchor(i), str(i))  # data.samples index: the number links land here
-        lines.append(f"| {anchor} | " + " | ".join(readable(None if _missing(v) else v) for v in row) + " |")
+        shown = (readable(None if _missing(v) else v, c) for v, c in zip(row, columns, strict=True))
+        lines.append(f"| {anchor} | " + " | ".join(shown) + " |")
     if len(cells) > MAX_ROWS:
         lines.append(f"\n*{len(cells) - MAX_ROWS} more rows in the CSV download.*")
     return "\n".join(lines) + "\n", len(cells), columns

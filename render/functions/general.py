@@ -23,13 +23,13 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
-from render.numbers import basis, claims, leases
+from render.numbers import basis, claims, leases, legend
 from render.numbers import reading as numbers
-from render.numbers.links import escape_text, rows_anchor, with_column
+from render.numbers.links import rows_anchor, with_column
 from render.numbers.propagation import propagated
 from render.numbers.quantity import Quantity, recipes_of, shift_leaves, tree
 from render.numbers.units import conversion_factor
-from render.pages import comparative, methodology
+from render.pages import methodology
 
 
 def _suppressed_peak(gpu: str | None) -> peaks.Peak:
@@ -360,12 +360,13 @@ class ContextMark:
     evidence: tuple[str, ...] = ()
 
     def template_markdown(self, page: str) -> str:
-        return f"*{escape_text(comparative.CONTEXT_MARK)}*"
+        return legend.sign_markdown(legend.CONTEXT)  # a sign and the page's legend, not the words every time
 
 
 @page_function
 def context(page: Page) -> ContextMark:
-    """``... {{ context() }}``: shows *(context, not checked)* after a comparative sentence the evidence cannot
+    """``... {{ context() }}``: shows the sign ‡ (context, not checked: its tooltip and the page's legend) after a
+    comparative sentence the evidence cannot
     check (a method's rule, an order of steps, a reason), so the comparative-sentence lint passes it
     (``render.pages.comparative``) and the reader sees it is not a checked claim."""
     return ContextMark()

@@ -20,7 +20,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.numbers import basis as bases
-from render.numbers import leases
+from render.numbers import leases, legend
 from render.numbers import reading as numbers
 from render.numbers.links import landing_fields, number_links, short_id, title_text
 from render.numbers.propagation import propagated
@@ -274,6 +274,8 @@ class Quantity:
             return None
         scale = self._scale()
         lo, hi = (self._format(v * scale, scale) for v in self.uncertainty)
+        if lo == hi:  # an interval of no width at the digits shown ("22 s (22–22)") says nothing a reader can use
+            return None
         if self.fmt.endswith("%"):
             return numbers.interval(lo.rstrip("%"), hi.rstrip("%"), "%")
         return numbers.interval(lo, hi)
@@ -291,6 +293,10 @@ class Quantity:
                 lo, hi = (self._format(v * scale, scale) for v in self.within)
                 windows = "this lease's windows" if len(self.evidence) > 1 else "this run's windows"
                 parts.append(f"{windows} {lo}–{hi}{unit}")
+        elif self.uncertainty is not None and self.value is not None:
+            scale = self._scale()
+            lo = self._format(self.uncertainty[0] * scale, scale)
+            parts.append(f"95% interval of no width at the digits shown: {lo} at both ends")
         elif self.basis and self.value is not None:
             parts.append(f"no interval: {bases.BASES[self.basis]}")
         if self.note:
@@ -324,10 +330,12 @@ class Quantity:
             # a plain space before the interval: a table cell (tables.css) may break the line there, never inside
             # the number or the interval, so a table of many intervals still fits its column
             text += " " + self.interval_text.replace(" ", "\u00a0")
-        if self.mark:
-            text += f" *({self.mark})*"
+        signs, words = legend.split_marks(self.mark)
+        if words:
+            text += f" *({', '.join(words)})*"
         anchors = (self.anchor, *self.more_anchors)
-        return number_links(page, text, self.title, self.evidence, anchors, self.cited_as)
+        linked = number_links(page, text, self.title, self.evidence, anchors, self.cited_as)
+        return linked + "".join(legend.sign_markdown(s) for s in signs)  # a sign, not words, its meaning one hover away
 
     def ledger_row(self, page: str, key: str) -> dict[str, Any]:
         """One ledger row for this number as published on ``page`` under ``key``; a number shown with its interval

@@ -225,6 +225,18 @@ def wide_format(spec: str) -> bool:
     return any(int(n) > MAX_FORMAT_WIDTH for n in re.findall(r"\d+", spec))
 
 
+_WHOLE = re.compile(r"[−-]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)")
+
+
+def reads_whole(shown: str, value: float | None) -> bool:
+    """Whether a number a page showed as ``shown`` is a whole count or shape param (``2048``, ``24,576``): its text
+    has no decimals, exponent or unit and its value is whole. Such a number is shown again as the integer it is,
+    never to three figures (``2,050``) or padded (``4.00``)."""
+    if value is None or not math.isfinite(value) or not float(value).is_integer():
+        return False
+    return bool(_WHOLE.fullmatch(shown.strip()))
+
+
 def counted(n: float, noun: str) -> str:
     """``2 GPUs``, ``1 GPU``: a whole count and its noun, plural unless the count is one (never ``GPU(s)``)."""
     whole = int(n) if float(n).is_integer() else n

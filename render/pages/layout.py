@@ -8,6 +8,7 @@ the current one. All text from front matter is escaped.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
@@ -222,12 +223,24 @@ superseded record version, which the current one's entries already answer for; a
 its record's version line and the Archive page. Each was a record's worth of entries searched before an answer."""
 
 
+BOOSTED_META = b"---\nsearch:\n  boost: 4\n---\n"
+"""The meta of a current record version: mkdocs-material's search ranks it above the evidence, comparison and
+playbook pages that name the same words (issue 42: reproduction pages came before the records they reproduce)."""
+
+
+def is_record_version(rel: str) -> bool:
+    """Whether a tree path is a record version (``records/<slug>/v<N>.md``), not the Records index."""
+    return re.fullmatch(r"records/[^/]+/v[0-9]+\.md", rel) is not None
+
+
 def sealed(rel: str, data: bytes, unsearched: bool = False) -> bytes:
     """A tree file as the engine reads it: a Markdown page opens with ``SEALED_META`` (``UNSEARCHED_META`` when
-    ``unsearched``), anything else as it is."""
+    ``unsearched``, ``BOOSTED_META`` for a current record version), anything else as it is."""
     if not rel.endswith(".md"):
         return data
-    return (UNSEARCHED_META if unsearched else SEALED_META) + data
+    if unsearched:
+        return UNSEARCHED_META + data
+    return (BOOSTED_META if is_record_version(rel) else SEALED_META) + data
 
 
 def superseded_pages(sources: Sources) -> set[str]:

@@ -18,7 +18,7 @@ from typing import Any
 from measure.errors import ProbebookError, printable
 from render.derive import reproduction as derive
 from render.errors import BuildError
-from render.numbers import basis
+from render.numbers import basis, reading
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.layout import nav_title
@@ -184,6 +184,8 @@ def _value(repro: derive.Reproduction, row: derive.NumberRow, side: str) -> Quan
     shown = row.shown_old if side == "old" else row.shown_new
     unit = row.unit if _UNIT.fullmatch(row.unit) else ""
     fmt = ".1%" if not unit and shown.strip().endswith("%") else ".3g"  # a share is shown as the page showed it
+    if value is not None and reading.reads_whole(shown, value):
+        value = int(value)  # a count or shape param the page showed whole (seq_len 2048) is shown whole again
     return Quantity(
         value,
         unit,
@@ -211,6 +213,47 @@ def _change(repro: derive.Reproduction, row: derive.NumberRow) -> Quantity:
         note=None if value is not None else "no change: a value is missing or the old one is zero",
         basis=basis.RECORDED,
     )
+
+
+_CALL = re.compile(r"(\w+)\(([^()]*)\)((?:\.\w+(?:\([^()]*\))?)*)")
+"""``fn(alias, args).attr(args)``, a page-function call with no call inside it."""
+
+
+def _words(text: str) -> str:
+    """``params.seq_len`` -> ``seq len``, ``shape='wo.wgrad'`` -> ``shape wo.wgrad``: an argument as words."""
+    text = text.strip().strip("'\"")
+    if text.startswith(("params.", "data.")):
+        text = text.rsplit(".", 1)[1]  # the field's own name; its path is on the evidence page
+    return text.replace("=", " ").replace("'", "").replace('"', "").replace("_", " ")
+
+
+def reader_name(key: str) -> str:
+    """A ledger key that a record gave no label, in words for the comparison page's reader: ``value(graph_eager,
+    params.seq_len)`` -> ``seq len of graph eager``; ``fit(sweep).share(2048)`` -> ``fit of sweep: share 2048``; a
+    key of calls within calls names its outer call and first run (``mfu of sweep_compiled``). The key itself stays
+    one click away, on the reproduction's evidence page that every number of the row links to."""
+    base, _, nth = key.partition("#")
+    suffix = f" ({nth})" if nth.isdigit() else ""
+    m = _CALL.fullmatch(base.strip())
+    if m is None:
+        head = re.match(r"(\w+)\((?:\w+\()?(\w+)", base)
+        return (f"{_words(head.group(1))} of {_words(head.group(2))}" if head else _words(base)[:80]) + suffix
+    fn, args, tail = m.groups()
+    parts = [a for a in args.split(",") if a.strip()]
+    alias, rest = (_words(parts[0]), [_words(a) for a in parts[1:]]) if parts else ("", [])
+    if fn == "value" and rest:
+        name = f"{rest[0]} of {alias}"
+    elif fn == "constant":
+        name = f"constant {alias}"
+    else:
+        name = f"{_words(fn)} of {alias}" if alias else _words(fn)
+        name += f" {rest[0]}" if fn in ("median", "agreement", "kernel_time", "kernel_share") and rest else ""
+        rest = rest[1:] if fn in ("median", "agreement", "kernel_time", "kernel_share") else rest
+        if rest:
+            name += f" ({', '.join(rest)})"
+    for attr in re.findall(r"\.(\w+)(?:\(([^()]*)\))?", tail):
+        name += f": {_words(attr[0])}" + (f" {_words(attr[1])}" if attr[1] else "")
+    return name + suffix
 
 
 def three_way_text(row: derive.NumberRow) -> str:
@@ -273,7 +316,9 @@ def comparison(repro: derive.Reproduction, docs: dict[str, dict[str, Any]], sour
     for row in derive.moved_order(repro.numbers):
         cells = [_value(repro, row, "old"), _value(repro, row, "new"), _change(repro, row)]
         rows += [c.ledger_row(rel, c.key) for c in cells]
-        name = escape_text(row.label or row.key) + (f" ({escape_text(row.key)})" if row.label else "")
+        # the record's label, else the key in words: the expression itself is on the evidence page, one click away
+        labelled = row.label and row.label != row.key and not row.label.startswith(row.key.split("#")[0])
+        name = escape_text(row.label if labelled else reader_name(row.key))
         three = [three_way_text(row), row.judged_by or "–"]
         out.append(
             f"| {name} | "

@@ -31,7 +31,7 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
-from render.numbers import claims, directions, said
+from render.numbers import claims, directions, legend, said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
 from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
@@ -143,7 +143,7 @@ def unresolved_mark(state: PageState) -> str:
     """The Markdown after a superseded version's unresolved verdict or claim (`` *(UNRESOLVED_MARK)*``); the level
     it names becomes a ledger row of the page, once."""
     state.record(LEVEL)  # once: a page that also prints the level itself shows it as the same row
-    return f" *({escape_text(UNRESOLVED_MARK)})*"
+    return " " + legend.sign_markdown(legend.UNRESOLVED)  # the words are the sign's title and the page's legend
 
 
 ACROSS: contextvars.ContextVar[Callable[[Any], Any]] = contextvars.ContextVar("probebook_across_sessions")

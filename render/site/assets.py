@@ -34,8 +34,11 @@ HERE = Path(__file__).resolve().parent.parent / "assets"
 """Where the hand-written ones are kept in the package."""
 STYLESHEETS = ("charts.css", "tables.css", "numbers.css")
 """Stylesheets in ``render/assets/``, added to ``extra_css`` in this order."""
-SCRIPTS = ("vega-embed.js", "charts.js", "numbers.js")
-"""Scripts added to ``extra_javascript`` in this order: the bundle first (``charts.js`` calls ``vegaEmbed``)."""
+SCRIPTS = ("charts.js", "numbers.js")
+"""Scripts added to ``extra_javascript`` in this order, on every page."""
+LAZY = ("vega-embed.js",)
+"""Scripts in the site that no page names: ``charts.js`` loads the chart bundle (about 0.9 MB) itself, on a page
+with a chart only and once a chart nears the screen, so a page without one stays light (issue 42)."""
 POLYFILLS = ("iframe-worker-shim.js",)
 """Scripts the theme loads in the page head before its own (``extra.polyfills``): the iframe-worker shim that
 mkdocs-material's offline plugin needs for search on file:// pages (the plugin would fetch it from a CDN when
@@ -97,7 +100,7 @@ def site_files(
     and not kept); ``read=False``: made afresh and kept; ``later``: those not kept are made later."""
     return {
         f"{FOLDER}/{name}": MADE[name](cache, read, later) if name in MADE else (HERE / name).read_bytes()
-        for name in STYLESHEETS + SCRIPTS + POLYFILLS
+        for name in STYLESHEETS + SCRIPTS + LAZY + POLYFILLS
     }
 
 
