@@ -20,7 +20,7 @@ from render.functions.derivations import Library
 from render.functions.page import Page
 from render.numbers import claims, directions
 from render.numbers.links import LANDING
-from render.pages import answers, bounded, layout, notices, provenance, reproductions
+from render.pages import answers, bounded, layout, lessons, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
 from render.pages.sandbox import ACROSS, PageState, evaluate_summary, render_body
 from render.pages.sources import Sources
@@ -28,10 +28,11 @@ from render.pages.sources import Sources
 
 def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
     """The cache key of one page's output: every input it is rendered from (``render.build.incremental``)."""
-    siblings = [
+    followed = {page.slug} if page.kind == "record" else set(page.records) | {h.slug for h in page.history}
+    siblings = [  # a record's versions; a lesson's records' versions (it links and renders against the current)
         (p.rel, p.version, p.date, p.title, p.supersedes, p.changes)
         for r in src.records
-        if page.kind == "record" and r.slug == page.slug
+        if r.slug in followed
         for p in r.versions
     ]
     return incremental.page_key(
@@ -97,6 +98,10 @@ def _render(
         body = render_body(env, page, context, state)
     blocks, machine, box = "", None, ""
     reproduced: list[dict[str, Any]] = []
+    if lessons.is_lesson(page):
+        # a lesson sees all its records' aliases but cites, lists and notes only the evidence it shows
+        aliases = {alias: ident for alias, ident in aliases.items() if ident in state.cited}
+        blocks = lessons.behind_it(page, src)
     if page.kind == "record":
         ids = sorted(set(aliases.values()))
         machine = provenance.machine_label(ids, evidence.docs)

@@ -50,6 +50,7 @@ from render.pages import (
     colophon,
     history,
     layout,
+    lessons,
     limits,
     lint,
     notices,
@@ -143,6 +144,8 @@ def render_pages(
             if cache is not None and not (later is not None and later.hold(aliased[index][2], out)):
                 cache.put(aliased[index][2], out)
             outputs[index] = out
+    # a lesson may not state a reading its records' current versions withdrew (``render.pages.lessons``)
+    lessons.check_withdrawn(((p, a, out.ledger) for (p, a, _k), out in zip(aliased, outputs) if out), src)
     for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
         assert out is not None
         tree.files.update(out.files)
