@@ -15,6 +15,7 @@ from measure.errors import ProbebookError
 from render.build import incremental
 from render.errors import BuildError
 from render.evidence import landing, series
+from render.derive import nominal
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
@@ -71,6 +72,28 @@ def render_one(
         LANDING.reset(token)
 
 
+def _check_settings(page: Any, functions: Page, aliases: dict[str, str], evidence: Archive) -> None:
+    """Refuse a setting read from one run while a run of the same probe the page cites recorded another value
+    (``render.derive.nominal.unshared_settings``): one line naming the file, the field and both runs."""
+    typed = nominal.typed_settings(page.body, [evidence.docs[i] for i in set(aliases.values())])
+    if typed:
+        t = typed[0]
+        shown = ", ".join(f"{v:g}" for v in t.recorded)
+        raise BuildError(
+            f"{page.path} line {t.line}: {t.typed} typed beside {t.field}, which the cited runs recorded as {shown}; "
+            f"show the recorded value with value(), or label a typed one {{{{ nominal({t.typed}, \"why\") }}}}"
+        )
+    found = nominal.unshared_settings(functions.reads, {i: evidence.docs[i] for i in set(aliases.values())})
+    if found:
+        f = found[0]
+        name = {ident: alias for alias, ident in aliases.items()}
+        raise BuildError(
+            f"{page.path}: {f.path} is read from {name.get(f.read, f.read[:19])} ({f.read_value:g}) alone, but "
+            f"{name.get(f.other, f.other[:19])}, a like run (only the model size differs) the page cites too, "
+            f"recorded {f.other_value:g}; read it from each run, value({name.get(f.other, '...')}, \"{f.path}\")"
+        )
+
+
 def _render(
     page: Any,
     src: Sources,
@@ -102,6 +125,8 @@ def _render(
         # a lesson sees all its records' aliases but cites, lists and notes only the evidence it shows
         aliases = {alias: ident for alias, ident in aliases.items() if ident in state.cited}
         blocks = lessons.behind_it(page, src)
+    if not superseded:  # a superseded version keeps what it published; the current one states like with like
+        _check_settings(page, functions, aliases, evidence)
     if page.kind == "record":
         ids = sorted(set(aliases.values()))
         machine = provenance.machine_label(ids, evidence.docs)
