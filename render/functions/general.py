@@ -117,7 +117,15 @@ def project(
     """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity); with
     ``joules_per_token`` (``energy(ev).per_token``), ``.energy`` in kWh beside ``.gpu_hours``."""
     tok_s = _rate(rate, "tok/s", "project()")
-    p = number(params, "params")
+    if isinstance(params, Quantity):  # a recorded count (batch_summary(...).params, params(ev).total) or nominal()
+        if params.value is None or params.unit or not params.exact:
+            raise ProbebookError(
+                f"project(): params {params.key} is not a parameter count; pass batch_summary(...).params, "
+                "params(ev).total or nominal(x, \"why\")"
+            )
+        p = float(params.value)
+    else:
+        p = number(params, "params")
     labelled = isinstance(params, Quantity) and params.mark == NOMINAL
     if not isinstance(params, Quantity):  # typed: comparable only with the measured count the evidence records
         recorded: dict[int, str] = {}
@@ -142,7 +150,8 @@ def project(
         "per_billion_tokens": intervals.reciprocal(rate_ci, 1e9),
     }
     values: dict[str, Any] = {**vars(proj), ProjectionView.RATE_BASIS: rate.stated_basis, ProjectionView.NOMINAL: labelled}
-    evidence = rate.evidence
+    # a recorded count (batch_summary(...).params) cites its evidence too
+    evidence = tuple(dict.fromkeys(rate.evidence + (params.evidence if isinstance(params, Quantity) else ())))
     if joules_per_token is not None:
         per_token = _rate(joules_per_token, "J/tok", "project() joules_per_token")
         values["energy_kwh"] = energymod.projected_energy(proj.tokens, per_token)["kwh"]
@@ -151,7 +160,7 @@ def project(
             intervals.scaled(joules_per_token.uncertainty, conversion_factor(joules_per_token.unit, "J/tok")),
             proj.tokens / energymod.J_PER_KWH,
         )
-        evidence = tuple(dict.fromkeys(rate.evidence + joules_per_token.evidence))
+        evidence = tuple(dict.fromkeys(evidence + joules_per_token.evidence))
     what = (
         f"T = k·P / R with P={numbers.general(p)}{_nominal_words(params) if labelled else ''}, k={numbers.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
