@@ -152,12 +152,13 @@ def behind_it(page: Any, sources: Any) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _signature(row: dict[str, Any], aliases: dict[str, str]) -> tuple[str, ...]:
-    """A claim row's comparisons with each evidence alias replaced by its id and ``>`` turned into ``<``, so the
-    same comparison written on two pages (other alias names, sides swapped) is one signature."""
+def comparisons(row: dict[str, Any], aliases: dict[str, str]) -> set[str]:
+    """A claim row's comparisons, each with its evidence aliases replaced by their ids and ``>`` turned into ``<``,
+    so one comparison written on two pages (other alias names, sides swapped, in a claim or an answer) reads
+    the same."""
     names = sorted(aliases, key=len, reverse=True)
     pattern = re.compile(r"(?<=[(\s,])(" + "|".join(map(re.escape, names)) + r")(?=[,)\s])") if names else None
-    out = []
+    out = set()
     for part in str(row.get("derivation", "")).split(" and "):
         text = pattern.sub(lambda m: aliases[m.group(1)], part) if pattern else part
         for op, flipped in ((" >= ", " <= "), (" > ", " < ")):
@@ -165,33 +166,32 @@ def _signature(row: dict[str, Any], aliases: dict[str, str]) -> tuple[str, ...]:
                 left, right = text.split(op, 1)
                 text = right + flipped + left
                 break
-        out.append(text)
-    return tuple(sorted(out))
+        out.add(text)
+    return out
 
 
 def check_withdrawn(rendered: Iterable[tuple[Any, dict[str, str], list[dict[str, Any]]]], sources: Any) -> None:
-    """Refuse a lesson's claim that compares what a superseded version of one of its records claimed and the
-    current version no longer does; ``rendered``: each page, its aliases and its ledger rows."""
-    claims: dict[str, set[tuple[str, ...]]] = {}
+    """Refuse a lesson's claim with a comparison that a superseded version of one of its records made and no claim
+    or answer of the current version makes; ``rendered``: each page, its aliases and its ledger rows."""
+    made: dict[str, set[str]] = {}
     lessons = []
     for page, aliases, rows in rendered:
-        sigs = {_signature(r, aliases) for r in rows if r.get("unit") == CLAIM}
-        claims[page.rel] = sigs
+        made[page.rel] = set().union(*(comparisons(r, aliases) for r in rows if r.get("unit") == CLAIM))
         if is_lesson(page):
             lessons.append((page, aliases, rows))
     by_slug = {r.slug: r for r in sources.records}
     for page, aliases, rows in lessons:
         for row in (r for r in rows if r.get("unit") == CLAIM):
-            sig = _signature(row, aliases)
-            for slug in page.records:
-                record = by_slug[slug]
-                if sig in claims.get(record.current.rel, set()):
-                    continue
-                old = [p.version for p in record.archived if sig in claims.get(p.rel, set())]
-                if old:
-                    sentence = str(row.get("key", "")).removeprefix("claim: ")
-                    raise BuildError(
-                        f"{page.path}: claim {sentence[:80]!r} compares what records/{slug}/v{old[-1]}.md claimed and "
-                        f"the current version {record.current.version} no longer claims (withdrawn or qualified); "
-                        "state what the current version states"
-                    )
+            for c in sorted(comparisons(row, aliases)):
+                for slug in page.records:
+                    record = by_slug[slug]
+                    if c in made.get(record.current.rel, set()):
+                        continue
+                    old = [p.version for p in record.archived if c in made.get(p.rel, set())]
+                    if old:
+                        sentence = str(row.get("key", "")).removeprefix("claim: ")
+                        raise BuildError(
+                            f"{page.path}: claim {sentence[:80]!r} compares what records/{slug}/v{old[-1]}.md claimed "
+                            f"and the current version {record.current.version} no longer claims (withdrawn or "
+                            "qualified); state what the current version states"
+                        )
