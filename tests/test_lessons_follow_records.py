@@ -6,6 +6,7 @@ is refused unless labelled ``nominal()``; rule functions with literal inputs, th
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 from conftest import REPO, SITE_FIXTURE, run_cli_here
@@ -88,7 +89,7 @@ def _docs(tmp_path: Path) -> Path:
     return docs
 
 
-def _build(tmp_path: Path, docs: Path):  # type: ignore[no-untyped-def]
+def _build(tmp_path: Path, docs: Path) -> subprocess.CompletedProcess[str]:
     return run_cli_here(
         "--archive", str(SITE_FIXTURE / "archive"), "build", "--docs", str(docs), "--out", str(tmp_path / "site"),
         "--build-dir", str(tmp_path / "build"), "--config", str(REPO / "mkdocs.yml"),
@@ -96,7 +97,7 @@ def _build(tmp_path: Path, docs: Path):  # type: ignore[no-untyped-def]
     )  # fmt: skip
 
 
-def _refused(proc, *words: str) -> str:  # type: ignore[no-untyped-def]
+def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert all(w in lines[0] for w in words), lines[0]
@@ -116,7 +117,8 @@ def test_a_lesson_renders_against_its_records_current_version(tmp_path: Path) ->
     assert "](../records/step-time/v2.md) (version 2, current)." in page
     ledger = read_ledger(tmp_path / "build" / "docs" / "ledger.json")
     rows = [r for r in ledger if r["page"] == "playbook/fit-past-plateau.md" and r["unit"] != "claim"]
-    assert {tuple(r["evidence"]) for r in rows} == {("sha256:08e78675deb8fd5dd2f23023a7b01a3f923ee546a24aba8d2990210900bc4c1d",)}
+    sweep = "sha256:08e78675deb8fd5dd2f23023a7b01a3f923ee546a24aba8d2990210900bc4c1d"  # v2's, not v1's
+    assert {tuple(r["evidence"]) for r in rows} == {(sweep,)}
     assert "- `sweep`:" in page and "- `ceiling`:" not in page  # only the evidence it shows is listed
 
 
@@ -128,7 +130,7 @@ def test_a_lesson_with_evidence_of_its_own_is_refused(tmp_path: Path) -> None:
 
 def test_a_link_to_a_superseded_version_needs_a_history_entry(tmp_path: Path) -> None:
     docs = _docs(tmp_path)
-    body = "Older: [version 1](../records/step-time/v1.md).\n\n{{ fit(sweep, tokens=\"512:\").c }}"
+    body = 'Older: [version 1](../records/step-time/v1.md).\n\n{{ fit(sweep, tokens="512:").c }}'
     page = _lesson(docs, "records:\n  - step-time\n", body)
     _refused(_build(tmp_path, docs), f"{page} line 6", "records/step-time/v1.md, superseded by version 2", "history")
     front = "records: [step-time]\nhistory:\n  - {record: step-time, version: 1, note: The fit from every token.}\n"
@@ -176,7 +178,8 @@ def test_a_nominal_parameter_count_fails_unlabelled_and_passes_labelled(tmp_path
 
 def test_a_recorded_count_drives_the_projection(tmp_path: Path) -> None:
     docs = _docs(tmp_path)
-    _lesson(docs, "records:\n  - step-time\n", "{{ project(batch_summary(batch).fastest_tok_s, batch_summary(batch).params).tokens }}")
+    said = "{{ project(batch_summary(batch).fastest_tok_s, batch_summary(batch).params).tokens }}"
+    _lesson(docs, "records:\n  - step-time\n", said)
     proc = _build(tmp_path, docs)
     assert proc.returncode == 0, proc.stderr
     ledger = read_ledger(tmp_path / "build" / "docs" / "ledger.json")

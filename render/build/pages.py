@@ -13,9 +13,9 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
+from render.derive import nominal
 from render.errors import BuildError
 from render.evidence import landing, series
-from render.derive import nominal
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
@@ -81,7 +81,7 @@ def _check_settings(page: Any, functions: Page, aliases: dict[str, str], evidenc
         shown = ", ".join(f"{v:g}" for v in t.recorded)
         raise BuildError(
             f"{page.path} line {t.line}: {t.typed} typed beside {t.field}, which the cited runs recorded as {shown}; "
-            f"show the recorded value with value(), or label a typed one {{{{ nominal({t.typed}, \"why\") }}}}"
+            f'show the recorded value with value(), or label a typed one {{{{ nominal({t.typed}, "why") }}}}'
         )
     found = nominal.unshared_settings(functions.reads, {i: evidence.docs[i] for i in set(aliases.values())})
     if found:
@@ -90,7 +90,7 @@ def _check_settings(page: Any, functions: Page, aliases: dict[str, str], evidenc
         raise BuildError(
             f"{page.path}: {f.path} is read from {name.get(f.read, f.read[:19])} ({f.read_value:g}) alone, but "
             f"{name.get(f.other, f.other[:19])}, a like run (only the model size differs) the page cites too, "
-            f"recorded {f.other_value:g}; read it from each run, value({name.get(f.other, '...')}, \"{f.path}\")"
+            f'recorded {f.other_value:g}; read it from each run, value({name.get(f.other, "...")}, "{f.path}")'
         )
 
 

@@ -54,8 +54,7 @@ def nominal_count(given: float, recorded: Mapping[int, str]) -> str | None:
     nearest = min(recorded, key=lambda c: abs(c - given))
     off = (given - nearest) / nearest
     return (
-        f"{given:,.0f} is a nominal count; the evidence records {nearest:,d} ({recorded[nearest]}), "
-        f"{off:+.1%} from it"
+        f"{given:,.0f} is a nominal count; the evidence records {nearest:,d} ({recorded[nearest]}), {off:+.1%} from it"
     )
 
 

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
 from render.derive import energy as energymod
-from render.derive import fields, intervals, nominal as nominalmod, peaks, workload
+from render.derive import fields, intervals, peaks, workload
 from render.derive import mfu as mfumod
+from render.derive import nominal as nominalmod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.evidence import pages as evidence_pages
@@ -121,7 +122,7 @@ def project(
         if params.value is None or params.unit or not params.exact:
             raise ProbebookError(
                 f"project(): params {params.key} is not a parameter count; pass batch_summary(...).params, "
-                "params(ev).total or nominal(x, \"why\")"
+                'params(ev).total or nominal(x, "why")'
             )
         p = float(params.value)
     else:
@@ -138,10 +139,11 @@ def project(
         elif refused:
             raise ProbebookError(
                 f"project(): params {params!r}: {refused}; pass the recorded count (batch_summary(...).params, "
-                f"params(ev).total) or label it nominal({params!r}, \"why\")"
+                f'params(ev).total) or label it nominal({params!r}, "why")'
             )
     bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
     proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
+    nominal_words = _nominal_words(params) if labelled else ""
     # The rate's interval reaches every time the projection gives: each is a constant over R (T = tokens / R).
     rate_ci = intervals.scaled(rate.uncertainty, conversion_factor(rate.unit, "tok/s"))
     spans = {
@@ -149,7 +151,11 @@ def project(
         "gpu_hours": intervals.reciprocal(rate_ci, proj.tokens / 3600.0 * proj.gpus),
         "per_billion_tokens": intervals.reciprocal(rate_ci, 1e9),
     }
-    values: dict[str, Any] = {**vars(proj), ProjectionView.RATE_BASIS: rate.stated_basis, ProjectionView.NOMINAL: labelled}
+    values: dict[str, Any] = {
+        **vars(proj),
+        ProjectionView.RATE_BASIS: rate.stated_basis,
+        ProjectionView.NOMINAL: labelled,
+    }
     # a recorded count (batch_summary(...).params) cites its evidence too
     evidence = tuple(dict.fromkeys(rate.evidence + (params.evidence if isinstance(params, Quantity) else ())))
     if joules_per_token is not None:
@@ -162,7 +168,7 @@ def project(
         )
         evidence = tuple(dict.fromkeys(evidence + joules_per_token.evidence))
     what = (
-        f"T = k·P / R with P={numbers.general(p)}{_nominal_words(params) if labelled else ''}, k={numbers.general(proj.tokens_per_param)}, "
+        f"T = k·P / R with P={numbers.general(p)}{nominal_words}, k={numbers.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
         + (f", {gpus} GPUs" if gpus != 1 else "")
         + (f", {bt} tokens per update" if bt else "")
@@ -201,7 +207,7 @@ def nominal(page: Page, x: Any, why: str) -> Quantity:
     measured one, a derivation refuses a typed value unless it is labelled so (``render.derive.nominal``)."""
     defined(x)
     if not isinstance(why, str) or not why.strip():
-        raise ProbebookError("nominal() needs a reason in words, e.g. nominal(\"500M\", \"the preset's name\")")
+        raise ProbebookError('nominal() needs a reason in words, e.g. nominal("500M", "the preset\'s name")')
     v = projmod.parse_count(x, "nominal()") if isinstance(x, str) else number(x, "nominal()")
     return Quantity(
         value=v,

@@ -105,8 +105,10 @@ def _bind(page: Any, by_slug: dict[str, Any]) -> Any:
     for h in page.history:
         record = by_slug.get(h.slug)
         versions = {p.version: p for p in record.versions} if record is not None else {}
-        if h.version not in versions:
-            raise SourceError(f"{page.where('history')}: history names records/{h.slug}/v{h.version}.md, which does not exist")
+        if record is None or h.version not in versions:
+            raise SourceError(
+                f"{page.where('history')}: history names records/{h.slug}/v{h.version}.md, which does not exist"
+            )
         if versions[h.version] is record.current:
             raise SourceError(
                 f"{page.where('history')}: records/{h.slug}/v{h.version}.md is the current version, not history; "
