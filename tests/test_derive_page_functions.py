@@ -95,6 +95,7 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
         'share_of(loss_memory(ev, "chunked").per_microbatch, loss_memory(ev, "eager").per_microbatch)',
     ),
     "constant": (SITE_ARCHIVE, "sweep", ("cv_threshold",), 'constant("cv_threshold")'),
+    "nominal": (SITE_ARCHIVE, "sweep", ("260M", "a round size"), 'nominal("260M", "a round size")'),
     "session_spread": (H200_ARCHIVE, "rounds", ("step",), 'session_spread("step")'),
     "paired": (H200_ARCHIVE, "rounds", ("no-optimizer",), 'paired(ev, "no-optimizer")'),
     "written": (H200_ARCHIVE, "rounds", (), "written(ev)"),
@@ -182,8 +183,8 @@ def test_each_number_is_the_one_the_page_shows(results, name, tmp_path):
     got = results[name]
     if set(got) == {"value", "unit", "interval", "basis", "derivation", "evidence"}:
         assert [got["value"]] == list(page_values(archive, expression, IDS[alias], tmp_path).values())
-        if name == "constant":
-            assert got["evidence"] == []  # a number of the methods, not of a measurement
+        if name in ("constant", "nominal"):
+            assert got["evidence"] == []  # a number of the methods, or one typed and labelled: no measurement
         elif name == "session_spread":  # the archive's repeated runs, not the alias
             assert len(got["evidence"]) > 2 and got["interval"] is not None
         else:

@@ -54,11 +54,12 @@ def _one_line(proc: Any, *words: str) -> str:
 
 
 def _build_page(tmp_path: Path, text: str, *extra: str, env: dict[str, str] | None = None) -> Any:
-    """A real build (no site engine) of the fixture's sources with one more page, ``playbook/hostile.md``."""
+    """A real build (no site engine) of the fixture's sources with one more page, ``hostile.md`` (a page, not a
+    lesson: a lesson takes its evidence from its records, and these pages name their own)."""
     docs = tmp_path / "docs"
     if not docs.exists():
         shutil.copytree(SITE_FIXTURE / "docs", docs)
-    (docs / "playbook" / "hostile.md").write_text(text, encoding="utf-8")
+    (docs / "hostile.md").write_text(text, encoding="utf-8")
     return run_cli_here(
         "--archive", str(SITE_FIXTURE / "archive"), "build", "--docs", str(docs), "--out", str(tmp_path / "site"),
         "--build-dir", str(tmp_path / "build"), "--config", str(REPO / "mkdocs.yml"),

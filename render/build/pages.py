@@ -13,6 +13,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.build import incremental
+from render.derive import nominal
 from render.errors import BuildError
 from render.evidence import landing, series
 from render.evidence.archive import Archive
@@ -20,7 +21,7 @@ from render.functions.derivations import Library
 from render.functions.page import Page
 from render.numbers import claims, directions
 from render.numbers.links import LANDING
-from render.pages import answers, bounded, layout, notices, provenance, reproductions
+from render.pages import answers, bounded, layout, lessons, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
 from render.pages.sandbox import ACROSS, PageState, evaluate_summary, render_body
 from render.pages.sources import Sources
@@ -28,10 +29,11 @@ from render.pages.sources import Sources
 
 def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
     """The cache key of one page's output: every input it is rendered from (``render.build.incremental``)."""
-    siblings = [
+    followed = {page.slug} if page.kind == "record" else set(page.records) | {h.slug for h in page.history}
+    siblings = [  # a record's versions; a lesson's records' versions (it links and renders against the current)
         (p.rel, p.version, p.date, p.title, p.supersedes, p.changes)
         for r in src.records
-        if page.kind == "record" and r.slug == page.slug
+        if r.slug in followed
         for p in r.versions
     ]
     return incremental.page_key(
@@ -70,6 +72,28 @@ def render_one(
         LANDING.reset(token)
 
 
+def _check_settings(page: Any, functions: Page, aliases: dict[str, str], evidence: Archive) -> None:
+    """Refuse a setting read from one run while a run of the same probe the page cites recorded another value
+    (``render.derive.nominal.unshared_settings``): one line naming the file, the field and both runs."""
+    typed = nominal.typed_settings(page.body, [evidence.docs[i] for i in set(aliases.values())])
+    if typed:
+        t = typed[0]
+        shown = ", ".join(f"{v:g}" for v in t.recorded)
+        raise BuildError(
+            f"{page.path} line {t.line}: {t.typed} typed beside {t.field}, which the cited runs recorded as {shown}; "
+            f'show the recorded value with value(), or label a typed one {{{{ nominal({t.typed}, "why") }}}}'
+        )
+    found = nominal.unshared_settings(functions.reads, {i: evidence.docs[i] for i in set(aliases.values())})
+    if found:
+        f = found[0]
+        name = {ident: alias for alias, ident in aliases.items()}
+        raise BuildError(
+            f"{page.path}: {f.path} is read from {name.get(f.read, f.read[:19])} ({f.read_value:g}) alone, but "
+            f"{name.get(f.other, f.other[:19])}, a like run (only the model size differs) the page cites too, "
+            f'recorded {f.other_value:g}; read it from each run, value({name.get(f.other, "...")}, "{f.path}")'
+        )
+
+
 def _render(
     page: Any,
     src: Sources,
@@ -97,6 +121,12 @@ def _render(
         body = render_body(env, page, context, state)
     blocks, machine, box = "", None, ""
     reproduced: list[dict[str, Any]] = []
+    if lessons.is_lesson(page):
+        # a lesson sees all its records' aliases but cites, lists and notes only the evidence it shows
+        aliases = {alias: ident for alias, ident in aliases.items() if ident in state.cited}
+        blocks = lessons.behind_it(page, src)
+    if not superseded:  # a superseded version keeps what it published; the current one states like with like
+        _check_settings(page, functions, aliases, evidence)
     if page.kind == "record":
         ids = sorted(set(aliases.values()))
         machine = provenance.machine_label(ids, evidence.docs)

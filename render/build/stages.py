@@ -50,6 +50,7 @@ from render.pages import (
     colophon,
     history,
     layout,
+    lessons,
     limits,
     lint,
     notices,
@@ -122,7 +123,10 @@ def render_pages(
     declared = json.dumps(declarations, sort_keys=True, default=repr).encode()
     outputs: list[incremental.PageOutput | None] = []
     aliased = []
+    records = {r.slug: r.current for r in src.records}
     for page in src.pages:
+        for slug in page.records:  # a lesson's ids are its records': a bad one is named on the record first
+            sourcesmod.resolve_evidence(records[slug], store.resolve)
         aliases = sourcesmod.resolve_evidence(page, store.resolve)
         key = page_render.page_key(page, src, aliases, ids_digest, declared) if cache is not None else ""
         outputs.append(cache.get(key) if cache is not None else None)
@@ -143,6 +147,8 @@ def render_pages(
             if cache is not None and not (later is not None and later.hold(aliased[index][2], out)):
                 cache.put(aliased[index][2], out)
             outputs[index] = out
+    # a lesson may not state a reading its records' current versions withdrew (``render.pages.lessons``)
+    lessons.check_withdrawn(((p, a, o.ledger) for (p, a, _k), o in zip(aliased, outputs, strict=True) if o), src)
     for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
         assert out is not None
         tree.files.update(out.files)

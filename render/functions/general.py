@@ -17,6 +17,7 @@ from measure.errors import ProbebookError
 from render.derive import energy as energymod
 from render.derive import fields, intervals, peaks, workload
 from render.derive import mfu as mfumod
+from render.derive import nominal as nominalmod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.evidence import pages as evidence_pages
@@ -73,6 +74,7 @@ def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", dis
             raise ProbebookError(f"value(): evidence {ref.alias} ({ref.short}) has no field {path!r}")
     if isinstance(node, bool) or not isinstance(node, (int, float)):
         raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
+    page.reads.setdefault(str(path), set()).add(ref.id)
     anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
     # memoised: one document's field has one answer, and a page may show it several times
     said = dict(page.library.memo(("value basis", ref.id, path), lambda: _field_uncertainty(page, ref, path, node)))
@@ -116,9 +118,32 @@ def project(
     """Training time of ``params`` parameters at the measured ``rate`` (a tokens/s Quantity); with
     ``joules_per_token`` (``energy(ev).per_token``), ``.energy`` in kWh beside ``.gpu_hours``."""
     tok_s = _rate(rate, "tok/s", "project()")
-    p = number(params, "params")
+    if isinstance(params, Quantity):  # a recorded count (batch_summary(...).params, params(ev).total) or nominal()
+        if params.value is None or params.unit or not params.exact:
+            raise ProbebookError(
+                f"project(): params {params.key} is not a parameter count; pass batch_summary(...).params, "
+                'params(ev).total or nominal(x, "why")'
+            )
+        p = float(params.value)
+    else:
+        p = number(params, "params")
+    labelled = isinstance(params, Quantity) and params.mark == NOMINAL
+    if not isinstance(params, Quantity):  # typed: comparable only with the measured count the evidence records
+        recorded: dict[int, str] = {}
+        for ident in rate.evidence:
+            for count, where in nominalmod.recorded_counts(page.library.docs[ident]).items():
+                recorded.setdefault(count, f"{where}, evidence {ident[:19]}")
+        refused = nominalmod.nominal_count(p, recorded)
+        if refused and (claims.on_superseded_page() or not claims.checking()):
+            labelled = True  # a superseded version keeps the count it published, marked nominal, never refused
+        elif refused:
+            raise ProbebookError(
+                f"project(): params {params!r}: {refused}; pass the recorded count (batch_summary(...).params, "
+                f'params(ev).total) or label it nominal({params!r}, "why")'
+            )
     bt = None if batch_tokens is None else int(number(batch_tokens, "batch_tokens"))
     proj = projmod.project(p, tok_s, float(number(tokens_per_param, "tokens_per_param")), bt, gpus)
+    nominal_words = _nominal_words(params) if labelled else ""
     # The rate's interval reaches every time the projection gives: each is a constant over R (T = tokens / R).
     rate_ci = intervals.scaled(rate.uncertainty, conversion_factor(rate.unit, "tok/s"))
     spans = {
@@ -126,8 +151,13 @@ def project(
         "gpu_hours": intervals.reciprocal(rate_ci, proj.tokens / 3600.0 * proj.gpus),
         "per_billion_tokens": intervals.reciprocal(rate_ci, 1e9),
     }
-    values: dict[str, Any] = {**vars(proj), ProjectionView.RATE_BASIS: rate.stated_basis}
-    evidence = rate.evidence
+    values: dict[str, Any] = {
+        **vars(proj),
+        ProjectionView.RATE_BASIS: rate.stated_basis,
+        ProjectionView.NOMINAL: labelled,
+    }
+    # a recorded count (batch_summary(...).params) cites its evidence too
+    evidence = tuple(dict.fromkeys(rate.evidence + (params.evidence if isinstance(params, Quantity) else ())))
     if joules_per_token is not None:
         per_token = _rate(joules_per_token, "J/tok", "project() joules_per_token")
         values["energy_kwh"] = energymod.projected_energy(proj.tokens, per_token)["kwh"]
@@ -136,9 +166,9 @@ def project(
             intervals.scaled(joules_per_token.uncertainty, conversion_factor(joules_per_token.unit, "J/tok")),
             proj.tokens / energymod.J_PER_KWH,
         )
-        evidence = tuple(dict.fromkeys(rate.evidence + joules_per_token.evidence))
+        evidence = tuple(dict.fromkeys(evidence + joules_per_token.evidence))
     what = (
-        f"T = k·P / R with P={numbers.general(p)}, k={numbers.general(proj.tokens_per_param)}, "
+        f"T = k·P / R with P={numbers.general(p)}{nominal_words}, k={numbers.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
         + (f", {gpus} GPUs" if gpus != 1 else "")
         + (f", {bt} tokens per update" if bt else "")
@@ -156,6 +186,37 @@ def project(
         {"updates": "no batch_tokens given", "energy": "no joules_per_token given"},
         intervals=spans,
         bases={} if joules_per_token is None or spans["energy"] else {"energy": joules_per_token.stated_basis},
+    )
+
+
+def _nominal_words(params: Any) -> str:
+    """What a projection's derivation says of a nominal count: the reason it was labelled with, or that it was
+    typed on a version since superseded."""
+    if isinstance(params, Quantity):
+        return f" ({params.derivation})"
+    return " (nominal, typed on a version since superseded; the evidence records the measured count)"
+
+
+NOMINAL = "nominal"
+"""The mark a ``nominal()`` number carries, on the page and in its ledger row."""
+
+
+@page_function
+def nominal(page: Page, x: Any, why: str) -> Quantity:
+    """A typed value labelled nominal (``nominal("500M", "the preset's name")``): where evidence records the
+    measured one, a derivation refuses a typed value unless it is labelled so (``render.derive.nominal``)."""
+    defined(x)
+    if not isinstance(why, str) or not why.strip():
+        raise ProbebookError('nominal() needs a reason in words, e.g. nominal("500M", "the preset\'s name")')
+    v = projmod.parse_count(x, "nominal()") if isinstance(x, str) else number(x, "nominal()")
+    return Quantity(
+        value=v,
+        unit="",
+        fmt=".3g",
+        derivation=f"nominal, not measured: {why.strip()}",
+        key=f"nominal({x!r})",
+        exact=True,
+        mark=NOMINAL,
     )
 
 

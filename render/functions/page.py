@@ -26,6 +26,10 @@ class Page:
     def __init__(self, library: Library, aliases: dict[str, str]):
         self.library = library
         self.refs = {alias: EvidenceRef(alias, ident, library.docs[ident]["probe"]) for alias, ident in aliases.items()}
+        self.reads: dict[str, set[str]] = {}
+        """Each stored field ``value()`` read on this page -> the ids read (``render.derive.nominal``'s settings
+        rule: a setting read from one run must agree with every run of that probe the page cites, or be read
+        from each)."""
 
     def context(self) -> dict[str, Any]:
         """Names a template sees: every registered page function, bound to this page, and the evidence aliases."""

@@ -251,6 +251,7 @@ class BatchView(FieldView):
         "headroom_share": ("headroom_share", "", {"fmt": ".1%", "basis": basis.RECORDED}),
         "recommended_batch": ("recommended_batch", "", {"fmt": "d", "exact": True}),
         "margin": ("margin", "", {"fmt": ".0%", "exact": True}),
+        "params": ("params", "", {"fmt": ",d", "exact": True}),  # the model's measured count, for project()
     }
     TEMPLATE_ATTRS = frozenset(FIELDS) | {"unstable", "spilled"}
 
@@ -357,8 +358,13 @@ class ProjectionView(FieldView):
     RATE_BASIS = "rate_basis"
     """The values' entry holding the rate's own basis: a time without an interval says the rate's reason."""
 
+    NOMINAL = "nominal_params"
+    """The values' entry saying the parameter count was nominal: what it gives is marked so (issue: like with like)."""
+
     def __getattr__(self, name: str) -> Quantity:
         q = super().__getattr__(name)
+        if name in ("time", "gpu_hours", "tokens", "updates") and self._values.get(self.NOMINAL):
+            q = replace(q, mark="nominal P")  # a count typed, not the one the evidence records
         if name in ("time", "gpu_hours", "per_billion_tokens") and q.uncertainty is None:
             said = self._values.get(self.RATE_BASIS) or ""
             return replace(q, basis="" if said == basis.INTERVAL else said)

@@ -61,6 +61,11 @@ def superseded_page() -> Iterator[None]:
         _SUPERSEDED.reset(token)
 
 
+def on_superseded_page() -> bool:
+    """Whether a superseded version is rendering (``superseded_page``): it keeps what it published, marked."""
+    return _SUPERSEDED.get()
+
+
 def checking() -> bool:
     """Whether claims are refused when false (always, outside ``unchecked``)."""
     return not _UNCHECKED.get()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
+from render.pages import lessons
 from render.pages.frontmatter import SourceError, date_field, field_lines, first_heading, split_front_matter, text_field
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -28,6 +29,9 @@ RESERVED = ("evidence/", "archive/", "bench.md", "changes.md", "ledger.json", "r
 # pass: HTML, SVG, scripts or stylesheets could carry script or restyle the theme.
 COPIED_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".avif", ".ico", ".csv", ".json", ".txt", ".pdf")
 PAGE_FIELDS = {"title", "evidence"}
+LESSON_FIELDS = {"title", "records", "history"}
+"""A lesson (``playbook/*.md`` other than its index) takes its evidence from the records it names, never its own:
+each renders against its record's current version (``render.pages.lessons``)."""
 RECORD_FIELDS = {"title", "version", "date", "supersedes", "evidence", "errata", "summary", "answer", "changes"}
 ANSWER_SIZE = (1, 2)
 """How many verdicts a record's ``answer`` holds: one or two sentences, one per question (issue 28)."""
@@ -111,6 +115,10 @@ class SourcePage:
     changes: str | None = None
     """What this version changed against the one before (required from version 2 on); the Versions list and the
     superseded version's banner say it."""
+    records: tuple[str, ...] = ()
+    """A lesson's records, by slug: it renders against each one's current version (``render.pages.lessons``)."""
+    history: tuple[Any, ...] = ()
+    """A lesson's superseded record versions it shows as history, each a ``lessons.History``."""
 
     def where(self, fieldname: str | None = None) -> str:
         """``docs/x.md line N`` for a front matter field (or the file when unknown)."""
@@ -165,8 +173,14 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
     def where(name: str) -> str:
         return f"{path} line {lines[name]}" if name in lines else str(path)
 
-    allowed = RECORD_FIELDS if kind == "record" else PAGE_FIELDS
+    lesson = kind == "playbook" and rel != "playbook/index.md"
+    allowed = RECORD_FIELDS if kind == "record" else LESSON_FIELDS if lesson else PAGE_FIELDS
     for name in meta:
+        if lesson and name == "evidence":
+            raise SourceError(
+                f"{where('evidence')}: a lesson takes no evidence of its own; name the records it stands on "
+                "(records: [slug]) and it renders against their current versions' evidence"
+            )
         if name not in allowed:
             raise SourceError(
                 f"{where(str(name))}: unknown front matter field {name!r} "
@@ -187,6 +201,8 @@ def parse_page(path: Path, rel: str, kind: str, text: str) -> SourcePage:
             raise SourceError(f"{spot}: evidence alias {alias!r} must name an id like sha256:4be1c0ffee12")
         aliases[alias] = ident.strip()
     fields: dict[str, Any] = {}
+    if lesson:
+        fields = lessons.fields(meta, where)
     if kind == "record":
         for required in ("title", "version", "date"):
             if required not in meta:
@@ -461,6 +477,7 @@ def load(root: Path) -> Sources:
                 )
         records.append(Record(slug, tuple(versions)))
         check_record(records[-1])
+    pages = lessons.bind(pages, records)
     stems = {p.rel[:-3] for p in pages}
     for rel, path in files:
         if (beside := shadows_generated(rel, stems)) is not None:
