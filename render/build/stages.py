@@ -36,6 +36,7 @@ from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, DeferredWork, write_made
 from render.build.types import BuildPaths, BuildResult, Tree
 from render.errors import BuildError
+from render.evidence import historypage
 from render.evidence import index as evidence_index
 from render.evidence import landing
 from render.evidence import pages as evidence_pages
@@ -247,6 +248,7 @@ def generate_pages(
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
+    history_pages(tree, evidence, previous)
     reproduced = reproductions.index_status(src, evidence.docs)
     # the indexes show records' headlines: their links choose a raw row or their entry as on the record's page
     token = LANDING.set(landing.landing_texts(evidence.docs))
@@ -281,6 +283,39 @@ def generate_pages(
     if not any(p.rel == "playbook/index.md" for p in src.pages):
         tree.nav.insert(1, {"Playbook": [{"Playbook": "playbook/index.md"}]})
     return tree
+
+
+HISTORY_UNIT = "history"
+"""The unit (``render.build.incremental.save_units``) the history pages are kept under between builds."""
+
+
+def history_pages(tree: Tree, evidence: Archive, previous: dict[str, list[Any]] | None) -> None:
+    """The configuration keys' history pages and their charts (``render.evidence.historypage``): kept as the last
+    build made them while the archive and the pages citing it are unchanged, else made (their charts drawn) afresh."""
+    from render.evidence import series
+
+    cited = {i: tree.cited[i] for i in sorted(tree.cited) if i in evidence.docs}
+    key = incremental.page_key(
+        [
+            ("ids", "\n".join(sorted(evidence.docs)).encode()),
+            ("cited", json.dumps(cited, sort_keys=True).encode()),
+        ]
+    )
+    before = (previous or {}).get(HISTORY_UNIT)
+    if before is not None and before[0] == key:
+        tree.kept.update(before[1])
+        tree.units[HISTORY_UNIT] = before
+        return
+
+    def chart(kind: str, docs: list[dict[str, Any]], options: dict[str, Any]) -> Any:
+        from render.charts import draw
+
+        load_libraries()
+        return draw.render(kind, docs, **options)
+
+    files = historypage.pages(evidence.docs, cited, series.class_pools(evidence.docs.values()), chart)
+    tree.files.update(files)
+    tree.units[HISTORY_UNIT] = [key, sorted(files)]
 
 
 # -- stage 6 and 7: write the tree and the config (``render.site.config``) ----------------------
