@@ -36,9 +36,8 @@ from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, DeferredWork, write_made
 from render.build.types import BuildPaths, BuildResult, Tree
 from render.errors import BuildError
-from render.evidence import historypage
+from render.evidence import historypage, landing
 from render.evidence import index as evidence_index
-from render.evidence import landing
 from render.evidence import pages as evidence_pages
 from render.evidence import taken as evidence_taken
 from render.evidence.archive import Archive, load_evidence

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from render.build import incremental
 from measure.evidence.configkey import config_key
+from render.build import incremental
 from render.evidence import fields, marks, points, reproduction, taken
 from render.evidence import history as hist
 from render.numbers import reading as numbers

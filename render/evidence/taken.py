@@ -65,9 +65,7 @@ def place_text(anchor: str) -> str:
 _VERSION = re.compile(r"/v([0-9]+)\.md$")
 
 
-def section(
-    rel: str, entries: list[tuple[str, str, str, str, str]], titles: dict[str, str], history: str = ""
-) -> str:
+def section(rel: str, entries: list[tuple[str, str, str, str, str]], titles: dict[str, str], history: str = "") -> str:
     """The section's Markdown on the evidence page ``rel``: one table row per entry (``by_evidence``), ``titles``
     naming each citing page; "" when no number cites the document. ``history``: the tree path of the run's
     configuration key's history page (``render.evidence.historypage``), linked from each entry beside its rows: a
