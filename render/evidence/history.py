@@ -195,4 +195,3 @@ def point_changes(sessions: Sequence[Session], pool: replication.Spread | None) 
 def point_label(names: Sequence[str], point: Sequence[Any]) -> str:
     """A point as a page names it: ``mode fixed_batch, batch 4, tokens 2048``."""
     return ", ".join(f"{n} {v}" for n, v in zip(names, point, strict=True) if v is not None) or "the run"
-

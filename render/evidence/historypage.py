@@ -130,7 +130,10 @@ def page_markdown(
     for point, sessions in series.points.items():
         guess = hist.estimate(sessions, pool)
         moved = [b for b in changes[point] if b.moved]
-        listed = "; ".join(_boundary_text(b, series.runs.index(sessions[b.index].run) + 1) for b in moved) or "none"
+        listed = (
+            "; ".join(_boundary_text(b, series.runs.index(sessions[b.index].run) + 1, unit, factor) for b in moved)
+            or "none"
+        )
         if guess is None:
             cells = ["—", "not estimated: no between-session SD for this class"]
             used = "—"
@@ -161,7 +164,7 @@ def page_markdown(
         at = {b.index: b for b in changes[point]}
         for n, s in enumerate(sessions):
             interval = f"{shown(s.interval[0], factor)} – {shown(s.interval[1], factor)}" if s.interval else "—"
-            change = _change_text(at[n]) if n in at else ""
+            change = _change_text(at[n], unit, factor) if n in at else ""
             status = "" if s.counted else " (not counted)"
             cells = [
                 escape_text(hist.point_label(series.names, point)),
@@ -181,11 +184,11 @@ def page_markdown(
     return "\n".join(out) + "\n"
 
 
-def _boundary_text(b: hist.Boundary, session: int) -> str:
-    return f"before session {session}: {_change_text(b)}"
+def _boundary_text(b: hist.Boundary, session: int, unit: str, factor: float) -> str:
+    return f"before session {session}: {_change_text(b, unit, factor)}"
 
 
-def _change_text(b: hist.Boundary) -> str:
+def _change_text(b: hist.Boundary, unit: str, factor: float) -> str:
     fields = ", ".join(f"{k} {before} → {after}" for k, (before, after) in b.changed.items())
     moved = b.after / b.before - 1
     if b.limit is None:
@@ -193,7 +196,7 @@ def _change_text(b: hist.Boundary) -> str:
     else:
         reach = f"sessions alone move the medians by up to ±{b.limit:.1%} on the log scale"
         verdict = f"CHANGE POINT: medians moved {moved:+.1%}; {reach}" if b.moved else f"within noise ({reach})"
-    return f"{fields}; {verdict}; median before {b.before:.4g}, after {b.after:.4g}"
+    return f"{fields}; {verdict}; median before {shown(b.before, factor)} {unit}, after {shown(b.after, factor)} {unit}"
 
 
 def _median(values: list[float]) -> float:

@@ -203,7 +203,7 @@ def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
         tuple(ids),
         f"GEMM {shape}: 2·m·n·k / median window time in each of {len(ids)} sessions of configuration {key.ident}, "
         + (
-            f"their geometric mean; {series.describe(guess.spread, 'kernel')}"
+            f"their geometric mean; {_across(guess)}"
             if guess is not None
             else "their geometric mean; no between-session SD to say where a new session lands"
         ),
@@ -213,6 +213,16 @@ def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
         uncertainty=(guess.low, guess.high) if guess is not None else None,
         basis="" if guess is not None else basis.FEW,
         band=replication.DELTA["kernel"],  # across-sessions already: series.across passes it through
+    )
+
+
+def _across(guess: replication.Prediction) -> str:
+    spread = guess.spread
+    where = "their own" if spread.source == "own" else "the archive's repeated kernel configurations'"
+    return (
+        f"95% interval across sessions: where a new session on this card lands, from these {guess.sessions} sessions "
+        f"and {where} between-session SD ({spread.sd_log:.1%} on the log scale, {spread.df} degrees of freedom; "
+        "replication.prediction)"
     )
 
 
