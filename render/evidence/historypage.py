@@ -28,6 +28,8 @@ from render.derive import replication
 from render.evidence import history as hist
 from render.evidence.index import INDEX as EVIDENCE_INDEX
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.numbers.reading import significant
+from render.pages.layout import nav_title
 from render.tables.columns import unit_of
 
 STACK_COLUMNS = (("torch", "torch"), ("cuda", "CUDA"), ("driver", "driver"), ("probe_version", "probe version"))
@@ -50,8 +52,8 @@ def display(name: str) -> tuple[str, float]:
 
 
 def shown(value: float, factor: float) -> str:
-    """A figure in its display unit, four significant figures."""
-    return f"{value * factor:.4g}"
+    """A figure in its display unit, four significant figures, never an exponent (``reading.significant``)."""
+    return significant(value * factor, 4)
 
 
 def cited_runs(cited: list[tuple[str, str]], here: str) -> str:
@@ -99,7 +101,8 @@ def page_markdown(
     unit, factor = display(series.field)
     runs = len(series.runs)
     out = [
-        f"# History: {escape_text(key.probe)} on {escape_text(key.card)}",
+        # the engine makes the page's <title> from its first heading: nav_title, as every generated page's
+        f"# {escape_text(nav_title(f'History: {key.probe} on {key.card}'))}",
         "",
         f"`{key.ident}`",
         "",
