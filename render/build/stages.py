@@ -35,6 +35,7 @@ from render.build import parallel as page_pool
 from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, DeferredWork, write_made
 from render.build.types import BuildPaths, BuildResult, Tree
+from render.charts.output import PendingChart
 from render.errors import BuildError
 from render.evidence import historypage, landing
 from render.evidence import index as evidence_index
@@ -247,7 +248,7 @@ def generate_pages(
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
-    history_pages(tree, evidence, previous)
+    history_pages(tree, evidence, previous, later)
     reproduced = reproductions.index_status(src, evidence.docs)
     # the indexes show records' headlines: their links choose a raw row or their entry as on the record's page
     token = LANDING.set(landing.landing_texts(evidence.docs))
@@ -288,9 +289,12 @@ HISTORY_UNIT = "history"
 """The unit (``render.build.incremental.save_units``) the history pages are kept under between builds."""
 
 
-def history_pages(tree: Tree, evidence: Archive, previous: dict[str, list[Any]] | None) -> None:
+def history_pages(
+    tree: Tree, evidence: Archive, previous: dict[str, list[Any]] | None, later: DeferredWork | None = None
+) -> None:
     """The configuration keys' history pages and their charts (``render.evidence.historypage``): kept as the last
-    build made them while the archive and the pages citing it are unchanged, else made (their charts drawn) afresh."""
+    build made them while the archive and the pages citing it are unchanged, else made afresh, their charts
+    drawn now or, with ``later``, described now and drawn while the engine runs (``render.build.deferred``)."""
     from render.evidence import series
 
     cited = {i: tree.cited[i] for i in sorted(tree.cited) if i in evidence.docs}
@@ -306,11 +310,18 @@ def history_pages(tree: Tree, evidence: Archive, previous: dict[str, list[Any]] 
         tree.units[HISTORY_UNIT] = before
         return
 
-    def chart(kind: str, docs: list[dict[str, Any]], options: dict[str, Any]) -> Any:
+    def chart(kind: str, ids: tuple[str, ...], options: dict[str, Any]) -> Any:
         from render.charts import draw
 
-        load_libraries()
-        return draw.render(kind, docs, **options)
+        docs = [evidence.docs[i] for i in ids]
+        if later is None:
+            load_libraries()
+            return draw.render(kind, docs, **options)
+        derivation = ("history-chart", kind, ids, json.dumps(options, sort_keys=True))
+        token = hashlib.sha256(repr(derivation).encode()).hexdigest()
+        pending = PendingChart(token, draw.describe(kind, docs, **options), kind, ids, options)
+        later.charts[derivation] = pending
+        return pending
 
     files = historypage.pages(evidence.docs, cited, series.class_pools(evidence.docs.values()), chart)
     tree.files.update(files)

@@ -41,8 +41,8 @@ def chart_name(key_ident: str) -> str:
     return f"{key_ident}.history"
 
 
-Chart = Callable[[str, list[dict[str, Any]], dict[str, Any]], Any]
-"""(kind, docs, options) -> a drawn chart (``render.charts.draw.render``) or its placeholder."""
+Chart = Callable[[str, tuple[str, ...], dict[str, Any]], Any]
+"""(kind, evidence ids, options) -> a drawn chart (``render.charts.draw.render``) or its placeholder."""
 
 
 def display(name: str) -> tuple[str, float]:
@@ -243,7 +243,6 @@ def index_markdown(all_series: dict[str, hist.KeySeries]) -> str:
 
 def key_files(
     series: hist.KeySeries,
-    docs: dict[str, dict[str, Any]],
     pool: replication.Spread | None,
     cited: dict[str, list[tuple[str, str]]],
     chart: Chart,
@@ -255,7 +254,7 @@ def key_files(
     marks = sorted({number[ss[b.index].run] for point, ss in series.points.items() for b in changes[point] if b.moved})
     drawn = chart(
         "history",
-        [docs[i] for i in series.runs],
+        tuple(series.runs),
         {"rows": rows, "changes": marks, "title": f"{series.key.probe}: each session over its point's median"},
     )
     page = hist.history_page(series.key.ident)
@@ -277,5 +276,5 @@ def pages(
     out: dict[str, bytes] = {hist.INDEX: index_markdown(all_series).encode("utf-8")}
     for series in all_series.values():
         pool = pools.get(replication.probe_class(series.key.probe))
-        out.update(key_files(series, docs, pool, cited, chart))
+        out.update(key_files(series, pool, cited, chart))
     return out
