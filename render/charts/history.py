@@ -44,7 +44,7 @@ def history(
     points = list(dict.fromkeys(str(r["point"]) for r in rows))
     heading = title or "Each session's figure over its point's median across sessions"
     text = (
-        f"{heading}: {len(docs)} runs as {sessions} sessions, {len(points)} point{'s' if len(points) != 1 else ''}, "
+        f"{heading}: {_many(len(docs), 'run')} as {_many(sessions, 'session')}, {_many(len(points), 'point')}, "
         "each session's median over the point's median across sessions, with its run's 95% interval"
         + (f"; change points before sessions {', '.join(map(str, marks))}" if marks else "")
         + "."
@@ -83,3 +83,7 @@ def history(
         return alt.layer(*layers).properties(width=PLOT_WIDTH_PX, height=HEIGHT, title=wrap_title(heading))
 
     return text, draw
+
+
+def _many(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"

@@ -67,7 +67,7 @@ class KeySeries:
     """A key and its sessions, by point; ``runs`` in the order they were written."""
 
     key: ConfigKey
-    field: str
+    figure_field: str
     """The ``POINTS`` field every figure is a median of (``step_s``, ``time_s``, ``tok_s``)."""
     names: tuple[str, ...]
     """The point's identity fields (``POINTS``)."""

@@ -98,7 +98,7 @@ def page_markdown(
     """A key's history page (``history_page``), its chart (``chart_name``) beside it."""
     key = series.key
     here = hist.history_page(key.ident)
-    unit, factor = display(series.field)
+    unit, factor = display(series.figure_field)
     runs = len(series.runs)
     out = [
         # the engine makes the page's <title> from its first heading: nav_title, as every generated page's
@@ -109,7 +109,7 @@ def page_markdown(
         escape_text(
             f"Every archived run of one configuration ({key.label()}): {runs} run{'s' if runs != 1 else ''}, each one "
             f"session, {len(series.points)} point{'s' if len(series.points) != 1 else ''}. A figure is the median "
-            f"of a point's {series.field} over the run's windows, shown in {unit}."
+            f"of a point's {series.figure_field} over the run's windows, shown in {unit}."
         ),
         "",
         f"[All histories]({relative_link(here, hist.INDEX)}) · [All evidence]({relative_link(here, EVIDENCE_INDEX)})",
