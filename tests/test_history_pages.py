@@ -96,26 +96,31 @@ def _key() -> str:
 
 def test_the_history_page_lists_every_session_the_estimate_and_the_change_point(built: dict[str, bytes]) -> None:
     page = built[hist.history_page(_key())].decode()
-    rows = [line for line in page.splitlines() if line.startswith("| shape square-8192")]
-    estimate, sessions = rows[0], rows[1:]
-    assert [r.split(" | ")[1] for r in sessions] == ["1", "2", "3", "4"]  # every session, in order
-    assert [r.split(" | ")[2] for r in sessions] == ["2026-11-20", "2026-11-21", "2026-11-27", "2026-11-28"]
-    assert [r.split(" | ")[8] for r in sessions] == ["2.10.0+cu128"] * 2 + ["2.11.0+cu130"] * 2
-    assert all("0123456789ab" in r for r in sessions)  # the commit
+    runs = page.split("## Sessions", 1)[1].split("## Every measurement", 1)[0]
+    sessions = [line.split(" | ") for line in runs.splitlines() if re.match(r"\| [0-9]+ \| \[", line)]
+    assert [r[0] for r in sessions] == ["| 1", "| 2", "| 3", "| 4"]  # every session, in the order written
+    assert [r[2][:10] for r in sessions] == ["2026-11-20", "2026-11-21", "2026-11-27", "2026-11-28"]
+    assert [r[3] for r in sessions] == ["0123456789ab"] * 4  # the commit
+    assert [r[4] for r in sessions] == ["2.10.0+cu128"] * 2 + ["2.11.0+cu130"] * 2  # torch
+    assert [r[6] for r in sessions] == ["570.86.15"] * 2 + ["580.159.04"] * 2  # the driver
+    assert [r[8] for r in sessions] == ["NVIDIA H200"] * 4
     # the record version citing each run: gemm_ceiling_series cites every session
-    assert all("[gemm-series v1](../../records/gemm-series/v1.md)" in r for r in sessions)
+    assert all("[gemm-series v1](../../records/gemm-series/v1.md)" in r[9] for r in sessions)
+    square = [line for line in page.splitlines() if line.startswith("| shape square-8192")]
+    estimate, measured = square[0], square[1:]
+    assert [r.split(" | ")[1] for r in measured] == ["1", "2", "3", "4"]
+    marks = [r.strip("|").split("|")[-1].strip() for r in measured]
+    assert marks == ["", "", "CHANGE POINT (driver 570.86.15 → 580.159.04, torch 2.10.0+cu128 → 2.11.0+cu130)", ""]
     # the estimate: the geometric mean of the four sessions, and its prediction interval from the class pool
     middle, interval = estimate.split(" | ")[2:4]
     assert estimate.split(" | ")[1] == "4"
     low, high = (float(x) for x in interval.split(" – "))
     assert low < float(middle) < high
-    assert re.search(r"CHANGE POINT: medians moved -12\.[0-9]%", sessions[2])
-    assert "median before 1.701 ms, after 1.496 ms" in sessions[2]
-    assert "torch 2.10.0+cu128 → 2.11.0+cu130" in sessions[2]
-    assert "before session 3" in estimate and "CHANGE POINT" in estimate
+    assert re.search(r"before session 3: .*; CHANGE POINT: medians moved -12\.[0-9]%", estimate)
+    assert "median before 1.701 ms, after 1.496 ms" in estimate
     # a shape that held its time across the same stack change: listed, not marked
     steady = [line for line in page.splitlines() if line.startswith("| shape wq.fwd")]
-    assert "within noise" in steady[3] and "CHANGE POINT" not in "".join(steady)
+    assert "within noise" in steady[0] and "within noise" in steady[3] and "CHANGE POINT" not in "".join(steady)
     assert "change points before sessions 3" in page  # the chart's alt text names it
 
 

@@ -114,7 +114,7 @@ def page_markdown(
         "",
         f"[All histories]({relative_link(here, hist.INDEX)}) · [All evidence]({relative_link(here, EVIDENCE_INDEX)})",
         "",
-        "## Sessions",
+        "## Series",
         "",
         chart_theme.markdown(chart_name(key.ident), chart_alt.replace("[", "(").replace("]", ")")),
         "## Across sessions",
@@ -127,16 +127,14 @@ def page_markdown(
             "across which the medians of the sessions either side differ beyond what sessions alone move by."
         ),
         "",
-        f"| point | sessions | estimate ({unit}) | 95% interval, a new session ({unit}) | SD used | change points |",
+        f"| point | sessions | estimate ({unit}) | 95% interval, a new session ({unit}) | SD used | stack changes |",
         "|---|---:|---:|---|---|---|",
     ]
     for point, sessions in series.points.items():
         guess = hist.estimate(sessions, pool)
-        moved = [b for b in changes[point] if b.moved]
-        listed = (
-            "; ".join(_boundary_text(b, series.runs.index(sessions[b.index].run) + 1, unit, factor) for b in moved)
-            or "none"
-        )
+        where = [series.runs.index(sessions[b.index].run) + 1 for b in changes[point]]
+        listed = "; ".join(_boundary_text(b, n, unit, factor) for b, n in zip(changes[point], where, strict=True))
+        listed = listed or "none"
         if guess is None:
             cells = ["—", "not estimated: no between-session SD for this class"]
             used = "—"
@@ -148,27 +146,49 @@ def page_markdown(
             f"| {escape_text(hist.point_label(series.names, point))} | {counted} | {cells[0]} | {cells[1]} | "
             f"{escape_text(used)} | {escape_text(listed)} |"
         )
+    first: dict[str, hist.Session] = {}
+    for sessions in series.points.values():
+        for one in sessions:
+            first.setdefault(one.run, one)
+    out += [
+        "",
+        "## Sessions",
+        "",
+        escape_text("Each run of this configuration is one session, numbered in the order they were written."),
+        "",
+        "| session | run | date | commit | " + " | ".join(label for _, label in STACK_COLUMNS) + " | card | cited by |",
+        "|---:|---|---|---|" + "---|" * len(STACK_COLUMNS) + "---|---|",
+    ]
+    for n, run in enumerate(series.runs, start=1):
+        s = first[run]
+        status = "" if s.counted else " (not counted: not a finished measured run)"
+        cells = [
+            str(n),
+            f"[`{short_id(run)}`]({relative_link(here, evidence_page(run))}){status}",
+            escape_text(s.date),
+            escape_text(s.commit or "—"),
+            *(escape_text(s.stack.get(name, "—")) for name, _ in STACK_COLUMNS),
+            escape_text(s.card),
+            cited_runs(cited.get(run, []), here),
+        ]
+        out.append("| " + " | ".join(cells) + " |")
     out += [
         "",
         "## Every measurement",
         "",
         escape_text(
-            "Each run's figure of each point, with the 95% interval of its median from that run's windows alone; "
-            "sessions are numbered in the order they were written. A stack change is marked on the first session "
-            "after it: a change point where the series moved across it."
+            "Each session's figure of each point, with the 95% interval of its median from that run's windows "
+            "alone. A stack change is marked on the first session after it; a change point is one the series "
+            "moved across (the table above says by how much)."
         ),
         "",
-        f"| point | session | date | value ({unit}) | 95% interval, this run ({unit}) | windows | run | commit | "
-        + " | ".join(label for _, label in STACK_COLUMNS)
-        + " | card | cited by | stack change |",
-        "|---|---:|---|---:|---|---:|---|---|" + "---|" * len(STACK_COLUMNS) + "---|---|---|",
+        f"| point | session | date | value ({unit}) | 95% interval, this run ({unit}) | windows | stack change |",
+        "|---|---:|---|---:|---|---:|---|",
     ]
     for point, sessions in series.points.items():
         at = {b.index: b for b in changes[point]}
         for n, s in enumerate(sessions):
             interval = f"{shown(s.interval[0], factor)} – {shown(s.interval[1], factor)}" if s.interval else "—"
-            change = _change_text(at[n], unit, factor) if n in at else ""
-            status = "" if s.counted else " (not counted)"
             cells = [
                 escape_text(hist.point_label(series.names, point)),
                 str(series.runs.index(s.run) + 1),
@@ -176,15 +196,16 @@ def page_markdown(
                 shown(s.figure, factor),
                 interval,
                 str(s.windows),
-                f"[`{short_id(s.run)}`]({relative_link(here, evidence_page(s.run))}){status}",
-                escape_text(s.commit or "—"),
-                *(escape_text(s.stack.get(name, "—")) for name, _ in STACK_COLUMNS),
-                escape_text(s.card),
-                cited_runs(cited.get(s.run, []), here),
-                escape_text(change),
+                escape_text(_change_mark(at[n]) if n in at else ""),
             ]
             out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _change_mark(b: hist.Boundary) -> str:
+    fields = ", ".join(f"{k} {before} → {after}" for k, (before, after) in b.changed.items())
+    verdict = "CHANGE POINT" if b.moved else "not judged" if b.limit is None else "within noise"
+    return f"{verdict} ({fields})"
 
 
 def _boundary_text(b: hist.Boundary, session: int, unit: str, factor: float) -> str:
