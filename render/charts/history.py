@@ -56,14 +56,20 @@ def history(
         import pandas as pd
 
         frame = pd.DataFrame(columns)
-        x = alt.X("session:Q", title="session (in the order written)", axis=alt.Axis(tickMinStep=1, format="d"))
+        # whole sessions only: a change point's rule sits between two, at n - 0.5, and must not add a tick there
+        x = alt.X(
+            "session:Q",
+            title="session (in the order written)",
+            axis=alt.Axis(values=list(range(1, sessions + 1)), format="d"),
+            scale=alt.Scale(domain=[0.5, sessions + 0.5], nice=False),
+        )
         y = alt.Y("ratio:Q", title="figure / point's median across sessions", scale=alt.Scale(zero=False))
         color = alt.Color(
             "point:N",
             title="point",
             sort=points,
             scale=alt.Scale(range=list(theme.series)),
-            legend=alt.Legend(symbolLimit=12),
+            legend=alt.Legend(symbolLimit=24, labelLimit=160, columns=1 if len(points) <= 6 else 3),
         )
         tip = [
             alt.Tooltip("point:N"),

@@ -70,10 +70,14 @@ def chart_rows(series: hist.KeySeries) -> list[dict[str, Any]]:
     """The ``history`` chart's rows: each point's session (numbered from 1 in ``series.runs`` order) over the
     point's median across sessions, with its run's interval likewise."""
     number = {run: n for n, run in enumerate(series.runs, start=1)}
+    # a legend names a point by its first field where that alone tells the points apart (a GEMM's shape name),
+    # else by its values: the field names are the table's, and a legend entry has room for one short label
+    firsts = [str(point[0]) for point in series.points]
+    unique = len(set(firsts)) == len(firsts)
     rows = []
     for point, sessions in series.points.items():
         middle = _median([s.figure for s in sessions])
-        label = hist.point_label(series.names, point)
+        label = str(point[0]) if unique else " · ".join(str(v) for v in point if v is not None)
         for s in sessions:
             low, high = s.interval or (s.figure, s.figure)
             rows.append(
