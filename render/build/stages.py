@@ -29,16 +29,15 @@ from typing import Any
 from measure.evidence.files import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
-from render.build import dirty, incremental
+from render.build import dirty, histories, incremental
 from render.build import pages as page_render
 from render.build import parallel as page_pool
 from render.build.deferred import ENGINES as LATER_ENGINES
 from render.build.deferred import LATER_MIN, DeferredWork, write_made
 from render.build.types import BuildPaths, BuildResult, Tree
-from render.charts.output import PendingChart
 from render.errors import BuildError
-from render.evidence import historypage, landing
 from render.evidence import index as evidence_index
+from render.evidence import landing
 from render.evidence import pages as evidence_pages
 from render.evidence import taken as evidence_taken
 from render.evidence.archive import Archive, load_evidence
@@ -248,7 +247,7 @@ def generate_pages(
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
-    history_pages(tree, evidence, previous, later)
+    histories.pages(tree, evidence, previous, later)
     reproduced = reproductions.index_status(src, evidence.docs)
     # the indexes show records' headlines: their links choose a raw row or their entry as on the record's page
     token = LANDING.set(landing.landing_texts(evidence.docs))
@@ -283,49 +282,6 @@ def generate_pages(
     if not any(p.rel == "playbook/index.md" for p in src.pages):
         tree.nav.insert(1, {"Playbook": [{"Playbook": "playbook/index.md"}]})
     return tree
-
-
-HISTORY_UNIT = "history"
-"""The unit (``render.build.incremental.save_units``) the history pages are kept under between builds."""
-
-
-def history_pages(
-    tree: Tree, evidence: Archive, previous: dict[str, list[Any]] | None, later: DeferredWork | None = None
-) -> None:
-    """The configuration keys' history pages and their charts (``render.evidence.historypage``): kept as the last
-    build made them while the archive and the pages citing it are unchanged, else made afresh, their charts
-    drawn now or, with ``later``, described now and drawn while the engine runs (``render.build.deferred``)."""
-    from render.evidence import series
-
-    cited = {i: tree.cited[i] for i in sorted(tree.cited) if i in evidence.docs}
-    key = incremental.page_key(
-        [
-            ("ids", "\n".join(sorted(evidence.docs)).encode()),
-            ("cited", json.dumps(cited, sort_keys=True).encode()),
-        ]
-    )
-    before = (previous or {}).get(HISTORY_UNIT)
-    if before is not None and before[0] == key:
-        tree.kept.update(before[1])
-        tree.units[HISTORY_UNIT] = before
-        return
-
-    def chart(kind: str, ids: tuple[str, ...], options: dict[str, Any]) -> Any:
-        from render.charts import draw
-
-        docs = [evidence.docs[i] for i in ids]
-        if later is None:
-            load_libraries()
-            return draw.render(kind, docs, **options)
-        derivation = ("history-chart", kind, ids, json.dumps(options, sort_keys=True))
-        token = hashlib.sha256(repr(derivation).encode()).hexdigest()
-        pending = PendingChart(token, draw.describe(kind, docs, **options), kind, ids, options)
-        later.charts[derivation] = pending
-        return pending
-
-    files = historypage.pages(evidence.docs, cited, series.class_pools(evidence.docs.values()), chart)
-    tree.files.update(files)
-    tree.units[HISTORY_UNIT] = [key, sorted(files)]
 
 
 # -- stage 6 and 7: write the tree and the config (``render.site.config``) ----------------------
