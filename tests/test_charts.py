@@ -206,6 +206,11 @@ def test_kernel_shares_from_rows_and_from_data_shares():
 
 # --- properties every SVG must have ------------------------------------------------------
 
+HISTORY_ROWS = [  # a history page's rows (render.evidence.historypage.chart_rows): two points, three sessions
+    {"session": n, "point": p, "ratio": r, "low": r - 0.01, "high": r + 0.01}
+    for p, ratios in (("shape a", (1.0, 0.9, 0.91)), ("shape b", (1.02, 1.0, 0.99)))
+    for n, r in enumerate(ratios, start=1)
+]
 ALL = [
     ("step-scaling", quadratic_doc, {"terms": "c+a+b"}),
     ("batch-sweep", sweep_doc, {}),
@@ -213,6 +218,7 @@ ALL = [
     ("batch-sweep", presets_doc, {"y": "peak_bytes"}),
     ("loss-memory", memory_doc, {}),
     ("kernel-shares", kernels_doc, {}),
+    ("history", kernels_doc, {"rows": HISTORY_ROWS, "changes": [2]}),
 ]
 
 
@@ -310,7 +316,7 @@ REFUSALS = [
         "pie",
         lambda: [sweep_doc()],
         {},
-        "unknown chart kind 'pie'; the kinds are batch-sweep, kernel-shares, loss-memory, step-scaling",
+        "unknown chart kind 'pie'; the kinds are batch-sweep, history, kernel-shares, loss-memory, step-scaling",
     ),
     (
         "unknown option",

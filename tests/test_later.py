@@ -38,8 +38,10 @@ def _holding_placeholders(folder: Path) -> list[str]:
 def test_a_site_made_while_the_engine_runs_is_the_site_made_first(tmp_path: Path, monkeypatch) -> None:
     drawn_later = fixture_site_paths(tmp_path / "later")
     result = build(drawn_later, full=True)
-    # the fixture's two charts (4 files each), the vega-embed bundle and the archive's tarball
-    assert result.made_later == 2 * 4 + 2
+    # the fixture's two charts (4 files each), the vega-embed bundle and the archive's tarball, and the chart of
+    # each configuration key's history page (4 files each)
+    histories = len(list((drawn_later.tree / "evidence" / "history").glob("*.history.svg")))
+    assert histories > 0 and result.made_later == 2 * 4 + 2 + histories * 4
     assert _holding_placeholders(drawn_later.site) == []
     assert _holding_placeholders(drawn_later.build) == []  # tree, page cache, derivation cache, assets
     assert not any(t.name == "probebook-later" for t in threading.enumerate())
@@ -85,8 +87,11 @@ def test_a_fresh_build_draws_in_a_process_apart_and_makes_the_same_site(tmp_path
         env={**os.environ, "PYTHONPATH": str(REPO)},
         check=True,
     )
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"made_later": 2 * 4 + 2, "apart": [later.NICE]}
     apart = fixture_site_paths(root)
+    histories = len(list((apart.tree / "evidence" / "history").glob("*.history.svg")))  # one chart per key's page
+    assert histories > 0
+    made = 2 * 4 + 2 + histories * 4  # the records' charts, their files, and each history page's chart
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"made_later": made, "apart": [later.NICE]}
     assert _holding_placeholders(apart.site) == [] and _holding_placeholders(apart.build) == []
 
     monkeypatch.setattr(build_module, "LATER_ENGINES", ())

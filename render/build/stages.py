@@ -29,7 +29,7 @@ from typing import Any
 from measure.evidence.files import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
-from render.build import dirty, incremental
+from render.build import dirty, histories, incremental
 from render.build import pages as page_render
 from render.build import parallel as page_pool
 from render.build.deferred import ENGINES as LATER_ENGINES
@@ -247,6 +247,7 @@ def generate_pages(
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
+    histories.pages(tree, evidence, previous, later)
     reproduced = reproductions.index_status(src, evidence.docs)
     # the indexes show records' headlines: their links choose a raw row or their entry as on the record's page
     token = LANDING.set(landing.landing_texts(evidence.docs))

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
+from render.charts.history import history
 from render.charts.kernels import kernel_shares
 from render.charts.marks import (
     CURVE_POINTS,
@@ -209,6 +210,7 @@ KINDS: dict[str, tuple[Builder, tuple[str, ...]]] = {
     "batch-sweep": (batch_sweep, ("model", "title", "y")),
     "loss-memory": (loss_memory, ("title",)),
     "kernel-shares": (kernel_shares, ("labels", "title")),
+    "history": (history, ("rows", "changes", "title")),
 }
 """Chart kind -> (builder, the options it accepts). A builder checks its input, prepares the data and
 writes the alt text, and returns ``(text, draw)``: ``draw()`` makes the altair chart from the same prepared data."""

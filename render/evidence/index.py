@@ -21,6 +21,8 @@ PAGE_SIZE = 200
 """Documents per listing page: about 40 KB of Markdown, well under a 100 KB page (issue 15)."""
 INDEX = "evidence/index.md"
 LIST_FOLDER = "evidence/list"
+HISTORY = "evidence/history/index.md"
+"""The index of the configuration keys' history pages (``render.evidence.historypage``)."""
 NO_GPU = "CPU only"
 UNRECORDED = "machine not recorded (imported)"
 """Where imported evidence that names no GPU is listed: its numbers were taken elsewhere, on a machine nobody
@@ -125,7 +127,8 @@ def pages(docs: dict[str, dict[str, Any]], cited: dict[str, Any], page_size: int
     head += [
         f"{len(docs)} archived evidence document{'s' if len(docs) != 1 else ''}, by probe and machine. Each "
         f"listing shows at most {page_size} documents, newest first; each document's page shows its raw "
-        "measurements and links to the pages that publish numbers derived from it.",
+        "measurements and links to the pages that publish numbers derived from it. "
+        f"[History]({relative_link(INDEX, HISTORY)}) gathers the runs of each configuration across sessions.",
         "",
         "| probe | machine | documents | dates | listing |",
         "|---|---|---:|---|---|",

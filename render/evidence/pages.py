@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from measure.evidence.configkey import config_key
 from render.build import incremental
 from render.evidence import fields, marks, points, reproduction, taken
+from render.evidence import history as hist
 from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
@@ -301,6 +303,8 @@ class Prepared:
     """The page's Markdown after the list."""
     csv: bytes
     """The samples as CSV (``tables.samples_csv``)."""
+    history: str = ""
+    """The tree path of the history page of the run's configuration key, "" when its key has none."""
 
 
 def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
@@ -336,6 +340,9 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
         f"[the whole archive (tar.gz)]({relative_link(rel, TARBALL)}) · "
         f"[the ledger of published numbers]({relative_link(rel, LEDGER)})"
     )
+    history = hist.history_page(config_key(doc).ident) if hist.has_history(doc) else ""
+    if history:  # every run of this configuration, whichever record cites it (render.evidence.historypage)
+        head[-1] += f" · [history of this configuration]({relative_link(rel, history)})"
     head.append("")
     head += ["## Envelope", "", _fields_table(envelope, "envelope")]
     head += ["## Cited by", ""]
@@ -354,7 +361,7 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
         tail += [view]
     elif other:
         tail += ["## Other data", "", _other_table(other)]
-    return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"))
+    return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"), history)
 
 
 Entry = tuple[str, str, str, str, str]
@@ -399,7 +406,7 @@ def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]], numbe
     rel = evidence_page(ident)
     cited = cited_lines(rel, cited_by)
     page = "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
-    listed = taken.section(rel, numbers_taken, dict(cited_by))
+    listed = taken.section(rel, numbers_taken, dict(cited_by), prepared.history)
     return page + ("\n" + listed if listed else "")
 
 

@@ -46,12 +46,18 @@ POINTS: dict[str, tuple[tuple[str, ...], str]] = {
 sessions repeat (its median over the point's windows)."""
 
 
-_MEASURED = ("complete", "unstable")
+MEASURED = ("complete", "unstable")
+"""The statuses of a run that counts as a session: it measured every point it planned."""
 
 
 def point_figures(doc: dict[str, Any]) -> dict[tuple[Any, ...], float]:
     """Each point of a run and its figure: the median of the point's ``POINTS`` field over its rows (positive
     values only). Empty for a probe without points here, or a run without rows."""
+    return {point: statistics.median(values) for point, values in point_windows(doc).items()}
+
+
+def point_windows(doc: dict[str, Any]) -> dict[tuple[Any, ...], list[float]]:
+    """Each point of a run and its windows' figures (the ``POINTS`` field, positive values), in row order."""
     spec = POINTS.get(str(doc.get("probe")))
     rows = (doc.get("data") or {}).get("samples")
     if spec is None or not isinstance(rows, list):
@@ -64,7 +70,7 @@ def point_figures(doc: dict[str, Any]) -> dict[tuple[Any, ...], float]:
         value = row.get(field)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             found[tuple(_hashable(row.get(n)) for n in names)].append(float(value))
-    return {point: statistics.median(values) for point, values in found.items()}
+    return dict(found)
 
 
 def repeated_points(docs: Iterable[dict[str, Any]]) -> dict[str, list[list[float]]]:
@@ -73,7 +79,7 @@ def repeated_points(docs: Iterable[dict[str, Any]]) -> dict[str, list[list[float
     by_key: dict[tuple[str, Any], list[float]] = defaultdict(list)
     class_of: dict[str, str] = {}
     for doc in docs:
-        if (doc.get("origin") or {}).get("kind") != "measured" or doc.get("status") not in _MEASURED:
+        if (doc.get("origin") or {}).get("kind") != "measured" or doc.get("status") not in MEASURED:
             continue
         key = config_key(doc)
         class_of[key.ident] = replication.probe_class(key.probe)
@@ -112,7 +118,7 @@ def pooled_ids(docs: dict[str, dict[str, Any]], name: str) -> tuple[str, ...]:
     """The ids of the measured runs whose repeated points make class ``name``'s pool, in id order."""
     by_key: dict[str, list[str]] = defaultdict(list)
     for ident, doc in sorted(docs.items()):
-        if (doc.get("origin") or {}).get("kind") != "measured" or doc.get("status") not in _MEASURED:
+        if (doc.get("origin") or {}).get("kind") != "measured" or doc.get("status") not in MEASURED:
             continue
         key = config_key(doc)
         if replication.probe_class(key.probe) == name and point_figures(doc):

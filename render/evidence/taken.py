@@ -65,9 +65,11 @@ def place_text(anchor: str) -> str:
 _VERSION = re.compile(r"/v([0-9]+)\.md$")
 
 
-def section(rel: str, entries: list[tuple[str, str, str, str, str]], titles: dict[str, str]) -> str:
+def section(rel: str, entries: list[tuple[str, str, str, str, str]], titles: dict[str, str], history: str = "") -> str:
     """The section's Markdown on the evidence page ``rel``: one table row per entry (``by_evidence``), ``titles``
-    naming each citing page; "" when no number cites the document."""
+    naming each citing page; "" when no number cites the document. ``history``: the tree path of the run's
+    configuration key's history page (``render.evidence.historypage``), linked from each entry beside its rows: a
+    number's link lands here, and the reader goes on to every session of the same measurement."""
     if not entries:
         return ""
     lines = [
@@ -79,6 +81,7 @@ def section(rel: str, entries: list[tuple[str, str, str, str, str]], titles: dic
         "| number | what it is | cited by | computed from |",
         "|---|---|---|---|",
     ]
+    more = f" · [every session]({relative_link(rel, history)})" if history else ""
     for page, key, shown, derivation, anchor in entries:
         version = _VERSION.search(page)
         title = titles.get(page, page)
@@ -86,6 +89,6 @@ def section(rel: str, entries: list[tuple[str, str, str, str, str]], titles: dic
         cited = f"[{named}]({relative_link(rel, page)})"
         lines.append(
             f'| <span id="{entry_anchor(page, key)}"></span>{escape_text(shown)} | {escape_text(derivation)} | '
-            f"{cited}: {escape_text(key)} | [{escape_text(place_text(anchor))}]({anchor_href(anchor)}) |"
+            f"{cited}: {escape_text(key)} | [{escape_text(place_text(anchor))}]({anchor_href(anchor)}){more} |"
         )
     return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
-"""Page functions of the kernel records: ``gemm_ceiling``, ``gemm_clock``, ``kernel_share``, ``kernel_time``
-(ARCHITECTURE.md §Pages).
+"""Page functions of the kernel records: ``gemm_ceiling``, ``gemm_ceiling_series``, ``gemm_clock``,
+``kernel_share``, ``kernel_time`` (ARCHITECTURE.md §Pages).
 
 Plain functions registered by ``render.functions.registry.page_function``, each called with the page first; the
 derivations are in ``render/derive/gemm.py`` and ``render/derive/kernels.py``.
@@ -7,15 +7,18 @@ derivations are in ``render/derive/gemm.py`` and ``render/derive/kernels.py``.
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import gemm, intervals, kernels
+from measure.evidence.configkey import config_key
+from render.derive import gemm, intervals, kernels, replication
+from render.evidence import series
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, quantity
 from render.numbers import basis
-from render.numbers.links import rows_anchor, with_column
+from render.numbers.links import rows_anchor, short_id, with_column
 from render.numbers.quantity import Quantity
 from render.tables import columns as tables
 
@@ -161,3 +164,68 @@ def kernel_time(page: Page, ref: Any, category: str | None = None) -> Quantity:
         fmt=".3g",
         basis=basis.OBSERVED,
     )
+
+
+@page_function
+def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
+    """The canonical same-card ceiling of a GEMM ``shape``: every finished measured session of ``ref``'s
+    configuration key (the same probe, shapes and card, whatever record cites it), each session's
+    ``2·m·n·k / median time``, as where a new session lands (``replication.prediction``: the sessions' geometric
+    mean and its 95% prediction interval). Its evidence is every session; the history page lists them."""
+    ref = page.ref(ref, "gemm", "gemm_ceiling_series()")
+    if shape == "workload":
+        raise ProbebookError("gemm_ceiling_series(): give one shape; the workload's mix is gemm_ceiling()'s")
+    docs = page.library.docs
+    key = config_key(page.doc(ref))
+    ids = sorted(
+        (i for i, d in docs.items() if _counted(d) and config_key(d).ident == key.ident),
+        key=lambda i: (str(docs[i].get("created_at") or ""), i),
+    )
+    figures = []
+    for ident in ids:
+        try:
+            rows = tables.evidence_rows(
+                "gemm_ceiling_series()",
+                docs[ident],
+                {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
+                "gemm",
+            )
+            figures.append(gemm.gemm_ceiling_flop_s(rows, shape)[1])
+        except ProbebookError as exc:
+            raise ProbebookError(f"gemm_ceiling_series(): {short_id(ident)}: {exc}") from None
+    if not figures:
+        raise ProbebookError(f"gemm_ceiling_series(): {ref.alias} ({ref.short}) is no finished measured session")
+    pool = series.cached_pools(page.library).get(replication.probe_class("gemm"))
+    guess = replication.prediction(figures, pool)
+    return quantity(
+        guess.center if guess is not None else statistics.geometric_mean(figures),
+        "FLOP/s",
+        tuple(ids),
+        f"GEMM {shape}: 2·m·n·k / median window time in each of {len(ids)} sessions of configuration {key.ident}, "
+        + (
+            f"their geometric mean; {_across(guess)}"
+            if guess is not None
+            else "their geometric mean; no between-session SD to say where a new session lands"
+        ),
+        f"gemm_ceiling_series({call_text(ref.alias, shape=shape)})",
+        display="TFLOP/s",
+        fmt=".4g",
+        uncertainty=(guess.low, guess.high) if guess is not None else None,
+        basis="" if guess is not None else basis.FEW,
+        band=replication.DELTA["kernel"],  # across-sessions already: series.across passes it through
+    )
+
+
+def _across(guess: replication.Prediction) -> str:
+    spread = guess.spread
+    where = "their own" if spread.source == "own" else "the archive's repeated kernel configurations'"
+    return (
+        f"95% interval across sessions: where a new session on this card lands, from these {guess.sessions} sessions "
+        f"and {where} between-session SD ({spread.sd_log:.1%} on the log scale, {spread.df} degrees of freedom; "
+        "replication.prediction)"
+    )
+
+
+def _counted(doc: dict[str, Any]) -> bool:
+    """A finished measured run: a session (``render.evidence.series.MEASURED``)."""
+    return (doc.get("origin") or {}).get("kind") == "measured" and doc.get("status") in series.MEASURED

@@ -272,7 +272,8 @@ def nav(sources: Sources) -> list[Any]:
     archive = [item("Archive", "archive/index.md")]
     archive += [item(f"{page_title(p)} (v{p.version})", p.rel) for r in ordered(sources.records) for p in r.archived]
     # one entry, whatever the archive holds: the nav is printed into every page (render/evidence/index.py)
-    evidence = item("Evidence", "evidence/index.md")
+    # and the history of each configuration key, reached from its own index (render/evidence/historypage.py)
+    evidence = {"Evidence": [item("Evidence", "evidence/index.md"), item("History", "evidence/history/index.md")]}
     out: list[Any] = []
     if "index.md" in by_rel:
         out.append(item("Home", "index.md"))
