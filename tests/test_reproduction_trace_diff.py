@@ -48,7 +48,7 @@ def _page(docs: dict[str, dict], original: dict[str, str], new: dict[str, str]) 
 def test_a_profile_on_both_sides_gets_its_trace_diff_with_each_sides_step(docs) -> None:
     text, rows = _page(docs, {"kernels": LOOPED, "ceiling": GEMM}, {"kernels": GROUPED, "ceiling": GEMM})
     assert "## Trace diff" in text and "### kernels" in text and "### ceiling" not in text
-    assert "a (ms/step)" in text and "change (ms/step)" in text
+    assert "| a, per step | b, per step | change, per step | change |" in text
     by_key = {r["key"]: r for r in rows}
     # each side's step: the recorded median of its windows and the order-statistic interval of that median
     for side, ident in (("original", LOOPED), ("new", GROUPED)):
@@ -60,9 +60,12 @@ def test_a_profile_on_both_sides_gets_its_trace_diff_with_each_sides_step(docs) 
     a, b = docs[LOOPED], docs[GROUPED]
     diff = kernels.trace_diff(a["data"]["samples"], a["params"]["steps"], b["data"]["samples"], b["params"]["steps"])
     (whole,) = [r for r in diff if r["category"] == "all"]
-    cells = [r for r in rows if r["key"].startswith("trace_diff(kernels)[") and r["evidence"] == [LOOPED, GROUPED]]
-    # shown, and ledgered, in ms per step (the table's scale)
-    assert any(r["value"] == pytest.approx((whole["b_s"] - whole["a_s"]) * 1e3) for r in cells)
+    at = diff.index(whole) + 1  # rows are numbered from 1, in the derivation's order
+    assert by_key[f"trace_diff(kernels)[row {at}].a_s"]["value"] == whole["a_s"]
+    assert by_key[f"trace_diff(kernels)[row {at}].a_s"]["evidence"] == [LOOPED]  # a side's time is that side's
+    assert by_key[f"trace_diff(kernels)[row {at}].change_s"]["value"] == whole["b_s"] - whole["a_s"]
+    assert by_key[f"trace_diff(kernels)[row {at}].change_s"]["evidence"] == [LOOPED, GROUPED]
+    assert by_key[f"trace_diff(kernels)[row {at}].change"]["value"] == whole["b_s"] / whole["a_s"] - 1
     assert len({r["key"] for r in rows}) == len(rows)  # every number on the page under a key of its own
     kernel_rows = [line for line in text.split("### kernels")[1].splitlines() if line.startswith("|")]
     assert len(kernel_rows) == 2 + len(diff)  # header, rule, one line per category, 'all' and the ten kernels

@@ -13,15 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import intervals
-from render.evidence.pages import field_anchor
+from render.derive import intervals, kernels
 from render.numbers import basis
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
-from render.tables import cells
-from render.tables import kinds as tables
-from render.tables.columns import escape
+from render.tables.columns import evidence_rows
 
+_ROW = {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
+"""The fields of a profile's row the diff reads (the table ``trace-diff`` checks the same, with ``calls``)."""
 PROBE = "kernels"
 """The probe whose evidence carries a profile to diff."""
 TOP = 10
@@ -56,7 +55,9 @@ def step(doc: dict[str, Any], ident: str, side: str, name: str) -> Quantity:
         evidence=(ident,),
         derivation=f"data.event_step.median_s, the median of {len(windows)} timed windows ({side} run)",
         key=f"trace_diff({name}).{side}_step",
-        anchor=field_anchor(doc, "data.event_step.median_s"),
+        # the field's row on the evidence page (``render.evidence.pages.field_anchor``'s id, written out: that module
+        # imports the reproduction pages, so importing it here would close a cycle)
+        anchor="data-event_step.median_s" if value is not None else "",
         note=None if value is not None else "no timed step in this profile (data.event_step)",
         basis=shown,
     )
@@ -90,15 +91,52 @@ def section(
             f"({links[1]}).",
             "",
         ]
-        key = f"trace_diff({name})"
         try:
-            table = tables.render("trace-diff", [docs[a], docs[b]], top=TOP)
+            diff = _diff(docs[a], docs[b])
         except ProbebookError as exc:  # a malformed profile: the page says why rather than failing the build
             out.append(f"*No trace diff: {escape_text(str(exc))}*")
             continue
-        if table.layout is None:
-            out.append(table.markdown)
-            continue
-        out.append(cells.page_markdown(table.layout, rel, key, (a, b), escape))
-        rows += cells.ledger_rows(table.layout, rel, key, (a, b))
+        out += [
+            "| category | kernel | a, per step | b, per step | change, per step | change |",
+            "|:---|:---|---:|---:|---:|---:|",
+        ]
+        for i, row in enumerate(diff):
+            shown = [_cell(name, i, row, field, (a, b)) for field in ("a_s", "b_s", "change_s", "change")]
+            rows += [q.ledger_row(rel, q.key) for q in shown]
+            kernel = f"`{escape_text(row['kernel'])}`" if row["kernel"] else ""
+            out.append(
+                f"| {escape_text(row['category'])} | {kernel} | " + " | ".join(q.markdown(rel) for q in shown) + " |"
+            )
     return out, rows
+
+
+def _diff(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """``render.derive.kernels.trace_diff`` of two profiles' checked rows, each over its own profiled steps."""
+    what = "trace diff"
+    steps = [(doc.get("params") or {}).get("steps") for doc in (a, b)]  # checked by the derivation
+    return kernels.trace_diff(evidence_rows(what, a, _ROW), steps[0], evidence_rows(what, b, _ROW), steps[1], TOP)
+
+
+_WHAT = {
+    "a_s": "device time per profiled step in the original profile (a)",
+    "b_s": "device time per profiled step in the re-measured profile (b)",
+    "change_s": "b − a, device time per profiled step",
+    "change": "b / a − 1 of device time per profiled step",
+}
+
+
+def _cell(name: str, i: int, row: dict[str, Any], field: str, ids: tuple[str, str]) -> Quantity:
+    """One number of the diff: summed from each profile's rows, read once (observed, no windows)."""
+    value = row[field]
+    where = f"category {row['category']}" + (f", kernel {row['kernel']}" if row["kernel"] else "")
+    return Quantity(
+        value,
+        "" if field == "change" else "s",
+        fmt="+.1%" if field == "change" else ".4g",
+        display=None if field == "change" else "ms",
+        evidence=ids if field in ("change_s", "change") else (ids[0 if field == "a_s" else 1],),
+        derivation=f"{_WHAT[field]}, {where} (render.derive.kernels.trace_diff)",
+        key=f"trace_diff({name})[row {i + 1}].{field}",
+        note=None if value is not None else "no change: a is 0 s (absent from the original profile)",
+        basis=basis.OBSERVED,
+    )
