@@ -179,6 +179,23 @@ def test_stream_on_cpu_runs_the_schedule_and_agrees(archive):
         assert check["passed"] is True
         assert all(c["rel_l2"] == 0.0 for c in check["checks"])  # same kernels, same order: bit-identical on CPU
     assert {r["arm"] for r in doc["data"]["samples"] if r["kind"] == "round"} == set(arms)
+    # v2: each streamed step loads every block twice (forward, then backward's recompute) and stores its gradients
+    # once, each copy one block's fp32 buffer; the no-copy arm moves nothing
+    assert doc["probe_version"] == 2
+    block = doc["params"]["block_weight_bytes"]
+    for arm in ("streamed-d1", "streamed-d2", "no-compute"):
+        a = arms[arm]
+        assert (a["loads_per_step"], a["stores_per_step"]) == (2 * layers, layers)
+        assert a["bytes_per_step"] == 3 * layers * block
+        assert a["bytes_per_s"] == a["bytes_per_step"] / a["median_step_s"]
+    assert (arms["no-copy"]["loads_per_step"], arms["no-copy"]["bytes_per_step"]) == (0, 0)
+    assert "bytes_per_step" not in arms["resident"]
+    # the page recounts them from the visit rows (so a v1 run shows them too) and agrees with the probe
+    from render.derive import correctness
+
+    for arm in ("streamed-d1", "no-copy"):
+        recount = correctness.stream_moved(doc["data"]["samples"], arm, block)
+        assert recount == {k: arms[arm][k] for k in ("loads_per_step", "stores_per_step", "bytes_per_step")}
 
 
 def test_stream_refuses_a_deep_prefetch():
