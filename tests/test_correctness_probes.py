@@ -117,6 +117,9 @@ def test_hvp_probe_on_tiny(archive):
         total = bf16["curvature_share_vs_fp32"] + bf16["direction_share_vs_fp32"]
         assert total == pytest.approx(1.0)
     assert len(doc["data"]["references"]) == 1 and doc["data"]["references"][0]["batch"] == 1
+    cache = doc["data"]["compiler_cache"]  # v3: recorded whether or not a candidate compiles
+    assert doc["probe_version"] == 3 and cache["compiled"] is False and cache["state"] in ("warm", "cold")
+    assert all("cache_entries_before" not in c for c in doc["data"]["candidates"])  # eager only
     selection = doc["data"]["selection"]
     ok = [c for c in doc["data"]["candidates"] if c["status"] == "ok"]
     fastest = max((c for c in ok if c["dtype"] == "fp32"), key=lambda c: c["tok_s"])
@@ -126,6 +129,25 @@ def test_hvp_probe_on_tiny(archive):
     for c in ok:  # one sample per warm window (a high CV adds windows)
         rows = [r["hvp_s"] for r in doc["data"]["samples"] if (r["method"], r["dtype"]) == (c["method"], c["dtype"])]
         assert rows == c["warm_times_s"] and len(rows) >= 2
+
+
+def test_hvp_records_the_compiler_caches_state(tmp_path):
+    from measure.probes.hvp import CACHE_ENV, compiler_cache
+
+    missing = str(tmp_path / "none")
+    assert compiler_cache({}, missing) == {
+        "dir_from": "torch default", "existed": False, "entries_before": 0, "state": "cold",
+    }  # fmt: skip
+    (tmp_path / "empty").mkdir()
+    assert compiler_cache({CACHE_ENV: str(tmp_path / "empty")}, missing) == {
+        "dir_from": CACHE_ENV, "existed": True, "entries_before": 0, "state": "cold",
+    }  # fmt: skip
+    (tmp_path / "used" / "fxgraph").mkdir(parents=True)
+    for name in ("a", "b"):
+        (tmp_path / "used" / "fxgraph" / name).write_bytes(b"x")
+    assert compiler_cache({CACHE_ENV: str(tmp_path / "used")}, missing)["entries_before"] == 2
+    assert compiler_cache({CACHE_ENV: str(tmp_path / "used")}, None)["state"] == "warm"
+    assert compiler_cache({}, None)["dir_from"] == "unknown"
 
 
 def test_hvp_selection_excludes_failed_and_over_memory():
