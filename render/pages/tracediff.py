@@ -113,7 +113,7 @@ def section(
 def _diff(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
     """``render.derive.kernels.trace_diff`` of two profiles' checked rows, each over its own profiled steps."""
     what = "trace diff"
-    steps = [(doc.get("params") or {}).get("steps") for doc in (a, b)]  # checked by the derivation
+    steps: list[Any] = [(doc.get("params") or {}).get("steps") for doc in (a, b)]  # checked by the derivation
     return kernels.trace_diff(evidence_rows(what, a, _ROW), steps[0], evidence_rows(what, b, _ROW), steps[1], TOP)
 
 
