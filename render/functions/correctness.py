@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from measure.errors import ProbebookError
 from render.derive import correctness, intervals
@@ -307,7 +307,7 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     values = {**values, **(moved or {})}
     step = values.get("median_step_s")
     if moved is not None and moved["bytes_per_step"] is not None and _positive(step):
-        values["bytes_per_s"] = correctness.bytes_per_s(moved["bytes_per_step"], float(step))
+        values["bytes_per_s"] = correctness.bytes_per_s(moved["bytes_per_step"], step)
     what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
     spans, recipes, bases = page.library.memo(
         ("stream intervals", ref.id, str(arm)), lambda: _stream_spans(page.rows(ref), str(arm), values, ref.id)
@@ -357,7 +357,7 @@ def _stream_spans(
     )
     moved = values.get("bytes_per_step")
     if spans.get("step") is not None and _positive(moved):  # the bytes are exact: the rate's spread is the step's
-        spans["rate"] = intervals.reciprocal(spans["step"], float(moved))
+        spans["rate"] = intervals.reciprocal(spans["step"], moved)
         recipes["rate"] = ("reciprocal", moved, recipes["step"]) if recipes.get("step") else None
     for name, observed in correctness.stream_step_windows(rows, arm).items():
         source = StreamView.FIELDS[name][0]
@@ -369,7 +369,7 @@ def _stream_spans(
     return spans, recipes, bases
 
 
-def _positive(x: Any) -> bool:
+def _positive(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
 
