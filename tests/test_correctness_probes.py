@@ -117,6 +117,9 @@ def test_hvp_probe_on_tiny(archive):
         total = bf16["curvature_share_vs_fp32"] + bf16["direction_share_vs_fp32"]
         assert total == pytest.approx(1.0)
     assert len(doc["data"]["references"]) == 1 and doc["data"]["references"][0]["batch"] == 1
+    cache = doc["data"]["compiler_cache"]  # v3: recorded whether or not a candidate compiles
+    assert doc["probe_version"] == 3 and cache["compiled"] is False and cache["state"] in ("warm", "cold")
+    assert all("cache_entries_before" not in c for c in doc["data"]["candidates"])  # eager only
     selection = doc["data"]["selection"]
     ok = [c for c in doc["data"]["candidates"] if c["status"] == "ok"]
     fastest = max((c for c in ok if c["dtype"] == "fp32"), key=lambda c: c["tok_s"])
@@ -126,6 +129,25 @@ def test_hvp_probe_on_tiny(archive):
     for c in ok:  # one sample per warm window (a high CV adds windows)
         rows = [r["hvp_s"] for r in doc["data"]["samples"] if (r["method"], r["dtype"]) == (c["method"], c["dtype"])]
         assert rows == c["warm_times_s"] and len(rows) >= 2
+
+
+def test_hvp_records_the_compiler_caches_state(tmp_path):
+    from measure.probes.hvp import CACHE_ENV, compiler_cache
+
+    missing = str(tmp_path / "none")
+    assert compiler_cache({}, missing) == {
+        "dir_from": "torch default", "existed": False, "entries_before": 0, "state": "cold",
+    }  # fmt: skip
+    (tmp_path / "empty").mkdir()
+    assert compiler_cache({CACHE_ENV: str(tmp_path / "empty")}, missing) == {
+        "dir_from": CACHE_ENV, "existed": True, "entries_before": 0, "state": "cold",
+    }  # fmt: skip
+    (tmp_path / "used" / "fxgraph").mkdir(parents=True)
+    for name in ("a", "b"):
+        (tmp_path / "used" / "fxgraph" / name).write_bytes(b"x")
+    assert compiler_cache({CACHE_ENV: str(tmp_path / "used")}, missing)["entries_before"] == 2
+    assert compiler_cache({CACHE_ENV: str(tmp_path / "used")}, None)["state"] == "warm"
+    assert compiler_cache({}, None)["dir_from"] == "unknown"
 
 
 def test_hvp_selection_excludes_failed_and_over_memory():
@@ -179,6 +201,23 @@ def test_stream_on_cpu_runs_the_schedule_and_agrees(archive):
         assert check["passed"] is True
         assert all(c["rel_l2"] == 0.0 for c in check["checks"])  # same kernels, same order: bit-identical on CPU
     assert {r["arm"] for r in doc["data"]["samples"] if r["kind"] == "round"} == set(arms)
+    # v2: each streamed step loads every block twice (forward, then backward's recompute) and stores its gradients
+    # once, each copy one block's fp32 buffer; the no-copy arm moves nothing
+    assert doc["probe_version"] == 2
+    block = doc["params"]["block_weight_bytes"]
+    for arm in ("streamed-d1", "streamed-d2", "no-compute"):
+        a = arms[arm]
+        assert (a["loads_per_step"], a["stores_per_step"]) == (2 * layers, layers)
+        assert a["bytes_per_step"] == 3 * layers * block
+        assert a["bytes_per_s"] == a["bytes_per_step"] / a["median_step_s"]
+    assert (arms["no-copy"]["loads_per_step"], arms["no-copy"]["bytes_per_step"]) == (0, 0)
+    assert "bytes_per_step" not in arms["resident"]
+    # the page recounts them from the visit rows (so a v1 run shows them too) and agrees with the probe
+    from render.derive import correctness
+
+    for arm in ("streamed-d1", "no-copy"):
+        recount = correctness.stream_moved(doc["data"]["samples"], arm, block)
+        assert recount == {k: arms[arm][k] for k in ("loads_per_step", "stores_per_step", "bytes_per_step")}
 
 
 def test_stream_refuses_a_deep_prefetch():

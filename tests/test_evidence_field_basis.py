@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from measure.errors import ProbebookError
 from render.derive import correctness, fields, intervals
 from render.functions.derivations import Library
 from render.functions.page import Page
@@ -184,6 +185,37 @@ def test_a_stream_arm_gives_its_stall_and_copies_the_interval_of_its_observed_st
     assert view.layer_copy.uncertainty == intervals.median_interval([1.0, 2.0, 3.0, 4.0])
     assert view.step.stated_basis == basis.FEW  # its 2 rounds reproduce it, too few to resample
     assert view.stall_share.stated_basis == basis.RECORDED  # the observed steps' times are not stored
+
+
+def test_a_stream_arm_shows_loads_stores_bytes_and_their_rate_over_the_step() -> None:
+    # two layers, two observed steps: each step loads 4 blocks and stores 2 gradients, each copy a 1000 B block
+    visits = [
+        {"kind": "visit", "arm": "d1", "step": s, "phase": p, "layer": i, "stall_s": 0.0, "copy_s": 0.5,
+         "grad_copy_s": 0.25 if p == "backward" else None}
+        for s in (0, 1) for p, i in (("forward", 0), ("forward", 1), ("backward", 1), ("backward", 0))
+    ]  # fmt: skip
+    rounds = [{"kind": "round", "arm": "d1", "round": i, "step_s": v} for i, v in enumerate((1.0, 2.0, 3.0))]
+    arm = {"arm": "d1", "median_step_s": 2.0, "tok_s": 50.0}
+    doc = {
+        "probe": "stream",
+        "params": {"block_weight_bytes": 1000},
+        "data": {"arms": [arm], "samples": visits + rounds},
+    }
+    view = Page(Library({IDENT: doc}), {"ev": IDENT}).context()["stream"]("ev", "d1")
+    assert (view.loads.value, view.stores.value, view.bytes.value) == (4, 2, 6000)
+    assert view.bytes.stated_basis == basis.EXACT
+    assert view.rate.value == 3000.0  # 6000 B over the 2 s median step
+    step = intervals.median_interval([1.0, 2.0, 3.0])
+    assert view.rate.uncertainty == (6000 / step[1], 6000 / step[0])
+    no_size = {**doc, "params": {}}
+    view = Page(Library({IDENT: no_size}), {"ev": IDENT}).context()["stream"]("ev", "d1")
+    assert view.loads.value == 4 and view.bytes.value is None and "block_weight_bytes" in (view.rate.note or "")
+    resident = {**doc, "data": {"arms": [{**arm, "arm": "resident"}], "samples": rounds}}
+    view = Page(Library({IDENT: resident}), {"ev": IDENT}).context()["stream"]("ev", "resident")
+    assert view.loads.value is None and "no per-layer events" in (view.loads.note or "")
+    assert correctness.bytes_per_s(6000, 2.0) == 3000.0
+    with pytest.raises(ProbebookError, match="positive time"):
+        correctness.bytes_per_s(6000, 0.0)
 
 
 def test_an_agreement_arms_errors_are_readings_its_limits_exact_its_verdict_a_test() -> None:

@@ -16,7 +16,8 @@ Its result is compared (``measure.compare``) with a float64 double-backward H·v
 weights, batch and v: the relative L2 error of bf16 autocast and of fp32. Against an fp32 eager
 double-backward H·v (the setting a bf16 run replaces) each candidate also records the quadratic
 form vᵀHv and its sign, the split of its error into direction and curvature, and a verdict against
-``--tolerance`` (``measure.curvature``). Selection of the best
+``--tolerance`` (``measure.curvature``). The compiler cache's state before the run is recorded
+(``compiler_cache``): a warm on-disk cache shortens a compiled candidate's first call. Selection of the best
 setting per dtype (the most tokens per second of H·v) excludes failed candidates and any whose
 peak exceeds ``memory_limit`` of the device's memory.
 
@@ -54,7 +55,8 @@ from measure.timing import energy_field
 from measure.workload import DTYPES
 
 PROBE = "hvp"
-VERSION = 2  # 2: vᵀHv, its sign, the direction/curvature split and verdict against fp32; bf16 forward-over-reverse
+VERSION = 3  # 2: vᵀHv, its sign, the direction/curvature split and verdict against fp32; bf16 forward-over-reverse
+# 3: the compiler cache's state (data.compiler_cache) and, per compiled candidate, its entries before the first call
 HELP = "Hessian-vector products: double backward vs forward-over-reverse, eager and compiled, error vs float64."
 EXAMPLE = "probebook measure hvp --preset 90m --batches 1,2,4 --dtypes bf16,fp32"
 METHODS = ("double-backward", "forward-over-reverse")
@@ -187,6 +189,53 @@ def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: flo
     return {"best": best, "excluded": excluded, "memory_limit": limit, "device_total_bytes": total_bytes}
 
 
+CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+CACHE_COUNT_LIMIT = 100_000
+"""Files counted in the cache at most: enough to tell cold from warm without walking a huge shared cache."""
+
+
+def cache_entries(folder: str | None) -> int | None:
+    """Files under the compiler cache ``folder`` (at most ``CACHE_COUNT_LIMIT``); None where it is no folder."""
+    import os
+
+    if not folder or not os.path.isdir(folder):
+        return None
+    n = 0
+    for _root, _dirs, files in os.walk(folder):
+        n += len(files)
+        if n >= CACHE_COUNT_LIMIT:
+            return CACHE_COUNT_LIMIT
+    return n
+
+
+def compiler_cache(environ: Any, default_dir: str | None) -> dict[str, Any]:
+    """The state of Inductor's on-disk cache before the run: where its folder came from (``TORCHINDUCTOR_CACHE_DIR``
+    or torch's default), whether it existed, the files in it, and ``warm`` (files there: a compiled candidate may
+    load compiled graphs rather than compile them, so its first call holds less compile time) or ``cold``.
+    ``torch.compiler.reset()`` between candidates clears the in-memory caches, not this folder: a later candidate
+    may reuse what an earlier one wrote (each compiled candidate records ``cache_entries_before``). The folder's
+    path is not recorded (it names the machine's user)."""
+    folder = environ.get(CACHE_ENV) or default_dir
+    entries = cache_entries(folder)
+    return {
+        "dir_from": CACHE_ENV if environ.get(CACHE_ENV) else "torch default" if default_dir else "unknown",
+        "existed": entries is not None,
+        "entries_before": entries or 0,
+        "state": "warm" if entries else "cold",
+    }
+
+
+def _cache_folder() -> str | None:
+    """The folder Inductor caches in, read without creating it (``cache_dir()`` would make it)."""
+    import os
+
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except ImportError:  # a torch without the helper: the state is then said as unknown
+        return os.environ.get(CACHE_ENV)
+    return os.environ.get(CACHE_ENV) or default_cache_dir()
+
+
 def modes_for(device: str, asked: tuple[str, ...] | None) -> list[str]:
     """The modes a run times: those asked for, else both on CUDA and eager only on CPU (``Config.modes``)."""
     return list(asked or (MODES if device == "cuda" else ("eager",)))
@@ -231,6 +280,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         memory = peakmem.device_memory(device)
         total = memory["total_bytes"]
         rec.data.update({"device_total_bytes": total, "candidates": [], "failures": []})
+        import os
+
+        folder = _cache_folder()
+        rec.data["compiler_cache"] = {**compiler_cache(os.environ, folder), "compiled": "compiled" in modes}
 
         def sdpa_context() -> Any:
             if config.sdpa == "default":
@@ -310,8 +363,9 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             cand: dict[str, Any] = {"method": method, "mode": mode, "dtype": dtype, "batch": batch_size}
             fn: Callable[..., Any] = functools.partial(METHOD_FNS[method], autocast=device if dtype == "bf16" else None)
             if mode == "compiled":
-                torch.compiler.reset()  # this candidate's compile time is its own
+                torch.compiler.reset()  # this candidate's compile time is its own (in memory; see compiler_cache)
                 fn = torch.compile(fn)
+                cand["cache_entries_before"] = cache_entries(folder) or 0
             try:
                 with sdpa_context():
                     peakmem.reset(device)

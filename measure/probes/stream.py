@@ -11,7 +11,9 @@ on the device. The step is forward and backward; no arm runs the optimizer.
 
 Measured: per visit, the copy's time (CUDA events on the side stream) and the compute stream's
 stall (CUDA events on the compute stream around its ``wait_event`` calls); the step's time, the
-share of it spent waiting, and tokens/s against arms timed in the same interleaved rounds:
+share of it spent waiting, the loads and stores each step makes and the bytes they move (each a block's flat
+fp32 buffer, counted from the visits; v2), the bytes per second of the timed step, and tokens/s against arms timed
+in the same interleaved rounds:
 
 * ``resident``: the same model resident on the device, plain autograd forward and backward;
 * ``no-copy``: the streamed schedule on device-resident block buffers (the copies removed);
@@ -46,7 +48,7 @@ from measure.run.sessions import in_sessions
 from measure.timing import energy_field
 
 PROBE = "stream"
-VERSION = 1
+VERSION = 2
 HELP = "Layer weights streamed from pinned host memory on a side stream: copy time, compute stall, tokens/s."
 EXAMPLE = "probebook measure stream --preset 250m --depths 1,2"
 CONTROL_ARMS = ("resident", "no-copy", "no-compute")
@@ -420,7 +422,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                         None,
                         f"{name}: observed step {i}: {seen['step_s'] * 1e3:.2f} ms",
                     )
-                summary.update(_event_summary(observed))
+                summary.update(_event_summary(observed, block_bytes))
+                summary["bytes_per_s"] = summary["bytes_per_step"] / arm.median_s
             summaries.append(summary)
         rec.data["arms"] = summaries
         # agreement: the streamed step against the resident one, the resident one twice for the noise floor
@@ -442,8 +445,10 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
     return execute(PROBE, VERSION, params, __file__, body, journal, progress)
 
 
-def _event_summary(observed: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians over the observed steps of: step time, total stall, stall share, per-layer copy and grad-copy time."""
+def _event_summary(observed: list[dict[str, Any]], block_bytes: int) -> dict[str, Any]:
+    """Medians over the observed steps of: step time, total stall, stall share, per-layer copy and grad-copy time;
+    the loads (block weights copied to the device) and stores (block gradients copied back) each step made, and
+    the bytes they moved, both ways (each copy is one block's flat fp32 buffer, ``block_bytes``)."""
     from measure.timing import median
 
     steps = [o["step_s"] for o in observed]
@@ -456,4 +461,15 @@ def _event_summary(observed: list[dict[str, Any]]) -> dict[str, Any]:
         "stall_share": median([stall_share(s, t) for s, t in zip(stalls, steps, strict=True)]),
         "layer_copy_s": median(copies) if copies else None,
         "layer_grad_copy_s": median(grads) if grads else None,
+        **moved(observed, block_bytes),
     }
+
+
+def moved(observed: list[dict[str, Any]], block_bytes: int) -> dict[str, Any]:
+    """Loads, stores and bytes per step, counted from the observed steps' visits (a visit with a timed copy made
+    one): the same every step, so the median is each step's count; ``no-copy`` counts none."""
+    import statistics
+
+    loads = statistics.median_low(sum(v["copy_s"] is not None for v in o["visits"]) for o in observed)
+    stores = statistics.median_low(sum(v["grad_copy_s"] is not None for v in o["visits"]) for o in observed)
+    return {"loads_per_step": loads, "stores_per_step": stores, "bytes_per_step": (loads + stores) * block_bytes}

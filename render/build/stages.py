@@ -205,7 +205,10 @@ def generate_pages(
     ``prepared``: evidence pages made while the records rendered (``prepare_evidence_pages``), less their lists.
     """
     cited = tree.cited
-    numbers = evidence_taken.by_evidence(tree.ledger)  # each page's entries: its key changes when they do
+    # one page per reproduction, made first: the numbers its trace diffs take from kernels profiles land on their
+    # entries on those profiles' evidence pages, like a record's do
+    compared, compared_rows = reproductions.comparison_pages(evidence.docs, src)
+    numbers = evidence_taken.by_evidence(tree.ledger + compared_rows)  # each page's entries: its key changes with them
     todo: list[tuple[str, str]] = []
     for ident in sorted(evidence.docs):
         key = incremental.page_key(
@@ -257,7 +260,6 @@ def generate_pages(
     finally:
         LANDING.reset(token)
     tree.files["records/index.md"] = index.encode("utf-8")
-    compared, compared_rows = reproductions.comparison_pages(evidence.docs, src)  # one page per reproduction
     tree.files.update(compared)
     tree.ledger += compared_rows
     tree.files["archive/index.md"] = layout.archive_index(src).encode("utf-8")

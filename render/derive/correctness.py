@@ -5,11 +5,13 @@
   and the error in multiples of the noise floor.
 * hvp: one candidate's warm and first-call time, peaks, H·v tokens/s and relative error against
   the float64 reference; the speed-up of one candidate over another is the ratio of warm medians.
-* stream: one arm's median step, tokens/s, stall share and per-layer copy times.
+* stream: one arm's median step, tokens/s, stall share and per-layer copy times; the loads, stores and bytes it
+  moves per step, counted from its visits, and their rate over the step.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,3 +153,35 @@ def stream_step_windows(rows: list[dict[str, Any]], arm: str) -> dict[str, list[
         "layer_copy": [float(r["copy_s"]) for r in visits if isinstance(r.get("copy_s"), (int, float))],
         "layer_grad_copy": [float(r["grad_copy_s"]) for r in visits if isinstance(r.get("grad_copy_s"), (int, float))],
     }
+
+
+def stream_moved(rows: list[dict[str, Any]], arm: str, block_bytes: Any) -> dict[str, Any] | None:
+    """What a stream arm moved each step, counted from its ``visit`` rows: ``loads_per_step`` (block weights copied
+    to the device: visits with a timed copy), ``stores_per_step`` (block gradients copied back: visits with a timed
+    gradient copy) and ``bytes_per_step``, both ways, each copy one block's flat fp32 buffer of ``block_bytes``.
+    Medians over the observed steps (the schedule makes the same copies every step); None for an arm with no
+    visit rows (``resident``); no bytes where ``block_bytes`` is not a whole number >= 1."""
+    steps: dict[Any, list[int]] = {}
+    for r in rows:
+        if isinstance(r, dict) and r.get("kind") == "visit" and r.get("arm") == arm:
+            counts = steps.setdefault(r.get("step"), [0, 0])
+            counts[0] += r.get("copy_s") is not None
+            counts[1] += r.get("grad_copy_s") is not None
+    if not steps:
+        return None
+    loads = statistics.median_low(c[0] for c in steps.values())
+    stores = statistics.median_low(c[1] for c in steps.values())
+    known = not isinstance(block_bytes, bool) and isinstance(block_bytes, int) and block_bytes >= 1
+    return {
+        "loads_per_step": loads,
+        "stores_per_step": stores,
+        "bytes_per_step": (loads + stores) * block_bytes if known else None,  # None: no block size recorded
+    }
+
+
+def bytes_per_s(bytes_per_step: int, step_s: float) -> float:
+    """The rate a streamed step moves its bytes at over the whole step (bytes/s): what the copies demand of the
+    host link when they are hidden behind compute, and a lower bound of the link's rate when they are not."""
+    if step_s <= 0:
+        raise ProbebookError(f"a stream step must take a positive time, got {step_s!r} s")
+    return bytes_per_step / step_s

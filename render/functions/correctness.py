@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from measure.errors import ProbebookError
 from render.derive import correctness, intervals
@@ -137,6 +137,12 @@ class StreamView(FieldView):
         "stall_share": ("stall_share", "", {"fmt": ".1%", **_RECORDED}),
         "layer_copy": ("layer_copy_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
         "layer_grad_copy": ("layer_grad_copy_s", "s", {"display": "ms", "fmt": ".3g", **_RECORDED}),
+        # counted from the arm's visit rows and params.block_weight_bytes (correctness.stream_moved): exact; the
+        # rate is those bytes over the step, its interval the step's (stream())
+        "loads": ("loads_per_step", "", {"fmt": "d", "exact": True}),
+        "stores": ("stores_per_step", "", {"fmt": "d", "exact": True}),
+        "bytes": ("bytes_per_step", "B", {"fmt": ".3g", "exact": True}),
+        "rate": ("bytes_per_s", "B/s", {"display": "GB/s", "fmt": ".3g", **_RECORDED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
@@ -292,6 +298,16 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         raise ProbebookError(f"stream(): {ref.alias} ({ref.short}): {exc}") from None
     no_events = "this arm records no per-layer events"
     notes = dict.fromkeys(("stall", "stall_share", "layer_copy", "layer_grad_copy"), no_events)
+    notes.update(dict.fromkeys(("loads", "stores", "bytes", "rate"), no_events))
+    # recounted from the rows, so a v1 run (which recorded no counts) shows them too
+    block = (page.doc(ref).get("params") or {}).get("block_weight_bytes")
+    moved = correctness.stream_moved(page.rows(ref), str(arm), block)
+    if moved is not None and moved["bytes_per_step"] is None:
+        notes.update(dict.fromkeys(("bytes", "rate"), "the run records no block size (params.block_weight_bytes)"))
+    values = {**values, **(moved or {})}
+    step = values.get("median_step_s")
+    if moved is not None and moved["bytes_per_step"] is not None and _positive(step):
+        values["bytes_per_s"] = correctness.bytes_per_s(moved["bytes_per_step"], step)
     what = f"stream arm {arm}: median of interleaved rounds; stall and copies: median of observed steps"
     spans, recipes, bases = page.library.memo(
         ("stream intervals", ref.id, str(arm)), lambda: _stream_spans(page.rows(ref), str(arm), values, ref.id)
@@ -304,6 +320,13 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
         name: evidence_pages.field_anchor(doc, f"data.arms.{i}.{source}")
         for name, (source, _, _) in StreamView.FIELDS.items()
     }
+    # the counts are recounted from the arm's visit rows: they land there, whether or not the probe recorded them
+    seen = rows_anchor(
+        j
+        for j, r in enumerate(page.rows(ref))
+        if isinstance(r, dict) and r.get("kind") == "visit" and r.get("arm") == arm
+    )
+    landing.update(dict.fromkeys(("loads", "stores", "bytes", "rate"), seen))
     return StreamView(
         values,
         (ref.id,),
@@ -332,6 +355,10 @@ def _stream_spans(
     spans, recipes = window_spans(
         reported_windows(rounds, step), step, values.get("tok_s"), f"{ident}|stream rounds of {arm}", "step"
     )
+    moved = values.get("bytes_per_step")
+    if spans.get("step") is not None and _positive(moved):  # the bytes are exact: the rate's spread is the step's
+        spans["rate"] = intervals.reciprocal(spans["step"], moved)
+        recipes["rate"] = ("reciprocal", moved, recipes["step"]) if recipes.get("step") else None
     for name, observed in correctness.stream_step_windows(rows, arm).items():
         source = StreamView.FIELDS[name][0]
         found = reported_windows(observed, values.get(source))
@@ -342,7 +369,7 @@ def _stream_spans(
     return spans, recipes, bases
 
 
-def _positive(x: Any) -> bool:
+def _positive(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
 
 

@@ -23,6 +23,7 @@ from render.numbers.links import escape_text, evidence_page, relative_link, shor
 from render.numbers.quantity import Quantity
 from render.pages.layout import nav_title
 from render.pages.sources import Sources
+from render.pages.tracediff import section as trace_section
 
 COUNTS_ANCHOR = "reproduction-counts"
 """Where on a reproduction's evidence page its verdicts are tabled (the table as a whole)."""
@@ -335,6 +336,9 @@ def comparison(repro: derive.Reproduction, docs: dict[str, dict[str, Any]], sour
             out.append(f"| {escape_text(c.text)} | {str(c.old).lower()} | {after} | {c.verdict} |")
     else:
         out.append("*(the record states no checked claim)*")
+    traced, traced_rows = trace_section(rel, repro.original, repro.new, docs)  # where both sides hold a profile
+    out += traced
+    rows += traced_rows
     for anchor, heading, ids in (("original-evidence", "Original", repro.original), ("new-evidence", "New", repro.new)):
         out += ["", f'<span id="{anchor}"></span>', "", f"## {heading} evidence", "", *_id_list(rel, ids, docs)]
     if repro.commands:
