@@ -60,6 +60,7 @@ CASES: dict[str, tuple[Path, str, tuple[str, ...], str]] = {
     "loss_memory": (SITE_ARCHIVE, "mem", ("eager",), 'loss_memory(ev, "eager")'),
     "logit_bytes": (SITE_ARCHIVE, "mem", ("eager", "chunked"), 'logit_bytes(ev, "eager", "chunked")'),
     "gemm_ceiling": (SITE_ARCHIVE, "ceiling", (), "gemm_ceiling(ev)"),
+    "gemm_ceiling_series": (H200_ARCHIVE, "gemm2", ("square-8192",), 'gemm_ceiling_series(ev, "square-8192")'),
     "kernel_share": (H200_ARCHIVE, "kernels", ("attention",), 'kernel_share(ev, "attention")'),
     "kernel_time": (H200_ARCHIVE, "kernels", ("optimizer",), 'kernel_time(ev, "optimizer")'),
     "padding": (H200_ARCHIVE, "padding", (), "padding(ev)"),
@@ -187,6 +188,8 @@ def test_each_number_is_the_one_the_page_shows(results, name, tmp_path):
             assert got["evidence"] == []  # a number of the methods, or one typed and labelled: no measurement
         elif name == "session_spread":  # the archive's repeated runs, not the alias
             assert len(got["evidence"]) > 2 and got["interval"] is not None
+        elif name == "gemm_ceiling_series":  # every session of the alias's configuration, the alias among them
+            assert IDS[alias] in got["evidence"] and len(got["evidence"]) > 1 and got["interval"] is not None
         else:
             assert got["evidence"][0] == IDS[alias]
     else:  # a view: each attribute is the page's number
