@@ -161,6 +161,5 @@ def _render(
         + notices.ledger_rows(page.rel, aliases, evidence.docs)
     )
     cited = sorted(state.cited | set(aliases.values()))
-    return incremental.PageOutput(
-        files, rows, cited, headlines if page.kind == "record" else None, machine, " ".join(verdicts) or None
-    )
+    answer = "\n".join(" ".join(v.splitlines()) for v in verdicts) or None  # one verdict a line: the index shows one
+    return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine, answer)
