@@ -62,8 +62,8 @@ def drifts(doc: dict[str, Any]) -> list[tuple[str, float, float, float]]:
             time = next((row[t] for t in _TIMES if isinstance(row.get(t), (int, float)) and row[t] > 0), None)
             if time is None:
                 continue
-            key = tuple((f, row.get(f)) for f in _POINT if f in row)
-            series[(("table", table), *key)].append((row["window"], float(time)))
+            point = (("table", table), *((f, row.get(f)) for f in _POINT if f in row))
+            series[point].append((row["window"], float(time)))
     out = []
     for key, windows in series.items():
         times = [t for _, t in sorted(windows)]
