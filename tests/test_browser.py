@@ -142,6 +142,11 @@ async () => {
     return [...svg.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size')));
   }
   const charts = [], fallbacks = [];
+  // images load lazily (the sanitizer's loading="lazy"): a hidden or off-screen one is fetched here to be measured
+  for (const img of document.querySelectorAll('article img')) {
+    img.loading = 'eager';
+    try { await img.decode(); } catch (e) {}
+  }
   for (const img of document.querySelectorAll('article img')) {
     const src = img.getAttribute('src') || '';
     if (!/\\.svg#only-(light|dark)$/.test(src)) continue;

@@ -17,7 +17,7 @@ from measure.cli import add_probe_commands, declarations
 from measure.errors import ProbebookError
 from measure.evidence.reruns import migrate
 from render.build.stages import BuildPaths, build, render_tree
-from render.pages import provenance
+from render.pages import layout, provenance
 from render.pages.sources import load
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,23 +66,25 @@ def test_every_record_version_opens_with_its_headline_results_linked_to_evidence
         assert article.index("admonition abstract") < article.index("<h2")  # at the top, before any section
 
 
-def test_records_index_is_a_table_of_records_with_headlines_machine_date_and_reproduction(
+def test_records_index_is_one_row_per_record_title_answer_status_date_and_reproduced(
     fixture_site: BuildPaths,
 ) -> None:
     article = _article(_html(fixture_site, "records/index"))
+    assert '<div class="admonition pb-records">' in article  # the class tables.css lays out as cards on a phone
     head = re.search(r"<thead>.*?</thead>", article, re.DOTALL).group(0)  # type: ignore[union-attr]
-    assert list(re.findall(r"<th[^>]*>(.*?)</th>", head)) == [
-        "record",
-        "answer",
-        "headline results",
-        "machine",
-        "version",
-        "reproduced",
-    ]
+    assert list(re.findall(r"<th[^>]*>(.*?)</th>", head)) == ["record", "answer", "status", "date", "reproduced"]
     row = re.search(r'<a href="step-time/v2.html">.*?</tr>', article, re.DOTALL).group(0)  # type: ignore[union-attr]
-    assert "97.0\u202fktok/s" in row and 'href="../evidence/63cc7d4ea38d' in row
-    assert "<td>NVIDIA H200</td>" in row and "2026-12-01" in row
-    assert "<td>not reproduced</td>" in row  # the fixture archive holds no reproduction (test_reproduction_site)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.DOTALL)
+    assert len(cells) == 4  # after the title's: answer, status, date, reproduced
+    assert "ktok/s" not in row  # headline results are on the record's page, not in its one row
+    assert cells[1] == "version 2, NVIDIA H200" and cells[2] == "2026-12-01"
+    assert cells[3] == "no"  # the fixture archive holds no reproduction (test_reproduction_site)
+
+
+def test_the_records_index_gives_an_answer_one_line_its_first_verdict() -> None:
+    assert layout.first_verdict("Faster by [2 ms](a.md).\nCosts more memory.") == "Faster by [2 ms](a.md). …"
+    assert layout.first_verdict("Only one verdict.") == "Only one verdict."
+    assert layout.first_verdict("") == ""
 
 
 def test_home_page_shows_the_latest_headline_results_and_the_machine(fixture_site: BuildPaths) -> None:

@@ -277,7 +277,7 @@ def test_the_comparison_page_sorts_by_how_far_each_number_moved(site: BuildPaths
 
 def test_the_records_index_shows_each_records_newest_reproduction(site: BuildPaths) -> None:
     text = _text((site.site / "records" / "index.html").read_text(encoding="utf-8"))
-    assert "reproduced 2026-12-02: 2 of 5 measured numbers within, 1 of 2 claims flipped" in text
+    assert "yes, 2026-12-02: 2 of 5 numbers within, 1 of 2 claims flipped" in text
 
 
 def test_the_evidence_page_reads_as_data_and_links_the_comparison(site: BuildPaths) -> None:

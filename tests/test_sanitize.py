@@ -267,7 +267,11 @@ def test_clean_fragment_keeps_markdown_and_drops_the_rest() -> None:
         '<table><thead><tr><th style="text-align: right;">x</th></tr></thead></table>'
         '<p><a href="../evidence/ab.html" title="fit">1 ms</a> <img alt="c" src="c.svg"></p>'
     )
-    assert sanitize.clean_fragment(kept) == kept.replace("text-align: right;", "text-align:right")
+    lazy = kept.replace("text-align: right;", "text-align:right").replace('src="c.svg">', 'src="c.svg" loading="lazy">')
+    assert sanitize.clean_fragment(kept) == lazy  # every image lazy: a chart's hidden scheme is never fetched
+    assert sanitize.clean_fragment('<img src="d.svg#only-dark" loading="eager">') == (
+        '<img src="d.svg#only-dark" loading="lazy">'
+    )
     assert sanitize.clean_fragment('<p onclick="x()">a<script>pwn()</script></p>') == "<p>a</p>"
     clobber = '<a href="javascript:pwn()">a</a><div id="__config">b</div>'
     assert sanitize.clean_fragment(clobber) == "<a>a</a><div>b</div>"
@@ -340,7 +344,7 @@ def test_a_sweep_cleans_finished_pages_and_the_final_pass_the_rest(tmp_path: Pat
 
     writing.write_bytes(_page('<img src="x" onerror="pwn()">'))  # the engine finished it after the last pass
     assert sanitize.clean_site(tmp_path, swept=sweep) == 1  # only the page the sweep did not clean
-    assert writing.read_bytes() == _page('<img src="x">')
+    assert writing.read_bytes() == _page('<img src="x" loading="lazy">')
     assert done.read_bytes() == _page("<p>kept </p>")
     assert [p.name for p in tmp_path.rglob("*") if p.name.endswith(".clean")] == []
 

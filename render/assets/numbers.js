@@ -26,7 +26,21 @@
     return 0;
   }
 
+  // A link's target inside a folded table (render/evidence/folds.py) opens its fold: Chromium opens a closed
+  // <details> for a fragment itself, other browsers may not, and a target in a closed fold is not shown.
+  function unfold() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    var folded = false;
+    for (var d = target.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+      if (!d.open) { d.open = true; folded = true; }
+    }
+    if (folded) target.scrollIntoView({ block: "center" });
+  }
+
   function land() {
+    unfold();
     document.querySelectorAll("tr.pb-hit").forEach(function (tr) { tr.classList.remove("pb-hit"); });
     var query = new URLSearchParams(location.search);
     var spec = query.get("rows") || "";

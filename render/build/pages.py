@@ -21,7 +21,7 @@ from render.functions.derivations import Library
 from render.functions.page import Page
 from render.numbers import claims, directions
 from render.numbers.links import LANDING
-from render.pages import answers, bounded, layout, lessons, notices, provenance, reproductions
+from render.pages import answers, bounded, caveats, layout, lessons, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
 from render.pages.sandbox import ACROSS, PageState, evaluate_summary, render_body
 from render.pages.sources import Sources
@@ -139,7 +139,8 @@ def _render(
         blocks += section
         if record is None:
             raise BuildError(f"{page.rel}: no record {page.slug!r} among the sources")
-        box = answers.box(verdicts, answers.status(page, record, answers.measured(ids, evidence.docs), machine))
+        status = answers.status(page, record, answers.measured(ids, evidence.docs), machine)
+        box = answers.box(verdicts, status, caveats.markdown(page.rel, aliases, evidence.docs) if verdicts else "")
     text = (
         layout.header(page, src, box)
         + layout.results_box(page.rel, headlines)
@@ -159,8 +160,8 @@ def _render(
         + list(state.claims.values())
         + list(state.cells.values())
         + notices.ledger_rows(page.rel, aliases, evidence.docs)
+        + (caveats.ledger_rows(page.rel, aliases, evidence.docs) if box else [])
     )
     cited = sorted(state.cited | set(aliases.values()))
-    return incremental.PageOutput(
-        files, rows, cited, headlines if page.kind == "record" else None, machine, " ".join(verdicts) or None
-    )
+    answer = "\n".join(" ".join(v.splitlines()) for v in verdicts) or None  # one verdict a line: the index shows one
+    return incremental.PageOutput(files, rows, cited, headlines if page.kind == "record" else None, machine, answer)

@@ -29,6 +29,7 @@ from measure.evidence.configkey import config_key
 from render.build import incremental
 from render.evidence import fields, marks, points, reproduction, taken
 from render.evidence import history as hist
+from render.evidence.folds import fold
 from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
@@ -351,16 +352,16 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
     tail += ["## Params", "", _fields_table(doc.get("params") or {}, "params")]
     tail += [f"## Raw samples ({n})", ""]
     note = "Numbers show six significant figures; the JSON download holds the exact values." if n else ""
-    tail += [_with_anchor(SAMPLES, note), "", table]
+    tail += [_with_anchor(SAMPLES, note), "", fold(table, "raw samples")]
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
     listed = points.section(doc)  # a campaign's points, one row each, before the field dump that stops at MAX_OTHER
     if listed is not None:
-        tail += [listed]
+        tail += [fold(listed, "points")]
     view = reproduction.section(ident, doc)  # a reproduction reads as data, not as a field dump (issue 24)
     if view is not None:
         tail += [view]
     elif other:
-        tail += ["## Other data", "", _other_table(other)]
+        tail += ["## Other data", "", fold(_other_table(other), "fields")]
     return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"), history)
 
 
@@ -407,7 +408,7 @@ def _page(ident: str, prepared: Prepared, cited_by: list[tuple[str, str]], numbe
     cited = cited_lines(rel, cited_by)
     page = "\n".join([prepared.head, *(cited or ["*No page cites this evidence yet.*"]), prepared.tail])
     listed = taken.section(rel, numbers_taken, dict(cited_by), prepared.history)
-    return page + ("\n" + listed if listed else "")
+    return page + ("\n" + fold(listed, "numbers") if listed else "")
 
 
 def page_files(

@@ -109,12 +109,15 @@ def status(page: SourcePage, record: Record, when: str | None, machine: str | No
     return "**Status:** " + " · ".join(parts)
 
 
-def box(verdicts: list[str], status_line: str) -> str:
-    """The Answer box first under a record's title: its status, then its verdicts (empty without an answer)."""
+def box(verdicts: list[str], status_line: str, caveats: str = "") -> str:
+    """The Answer box first under a record's title: its status, then its verdicts, then the caveats its evidence
+    carries (``render.pages.caveats``: unstable points, drift, throttled, host-bound); empty without an answer."""
     if not verdicts:
         return ""
     out = ['!!! info answer "Answer"', "", f"    {status_line}", ""]  # class "answer": the tour finds it
     out += [f"    {' '.join(verdicts)}", ""]
+    if caveats:
+        out += [f"    {caveats}", ""]
     return "\n".join(out) + "\n"
 
 

@@ -118,12 +118,26 @@ def _headline_cell(here: str, headlines: list[tuple[str, Quantity]]) -> str:
 
 
 Verdicts = dict[str, str]
-"""Record page -> its Answer's verdicts as Markdown for that page (``render.pages.answers.evaluate``, joined)."""
+"""Record page -> its Answer's verdicts as Markdown for that page (``render.pages.answers.evaluate``), one a line."""
 
 
 def _answer(c: SourcePage, here: str, verdicts: Verdicts) -> str:
     text = verdicts.get(c.rel)
     return answers.rebase(text, c.rel, here) if text else ""
+
+
+RECORDS_CLASS = "pb-records"
+"""The admonition type the Records index's table stands in: its class lets ``tables.css`` lay the table out as one
+card per record on a phone (Markdown gives a table no class of its own, and a rendered page carries no raw HTML)."""
+
+
+def first_verdict(answer: str) -> str:
+    """An Answer's first verdict (verdicts are joined one a line, ``render.build.pages``), with ``…`` when it has
+    more: the Records index gives each record one line of its answer; the whole box is first on the record's page."""
+    lines = [line for line in answer.split("\n") if line.strip()]
+    if not lines:
+        return ""
+    return lines[0].strip() + (" …" if len(lines) > 1 else "")
 
 
 def records_index(
@@ -133,24 +147,33 @@ def records_index(
     verdicts: Verdicts | None = None,
     reproduced: dict[str, str] | None = None,
 ) -> str:
-    """The *Records* page: one row per record, newest first, with its answer, headline results, machine and date;
-    ``reproduced``: page -> its reproduction status, as Markdown (``render.pages.reproductions.index_status``)."""
-    headlines, machines, verdicts, reproduced = headlines or {}, machines or {}, verdicts or {}, reproduced or {}
+    """The *Records* page: one row per record, newest first: its title, its answer's first verdict, its status
+    (version and machine), its date and whether it was reproduced (issue 42, item 6); ``reproduced``: page -> its
+    reproduction status, as Markdown (``render.pages.reproductions.index_status``). The headline results are on
+    each record's page, in its Results box. ``headlines`` is kept for callers; the index no longer shows them."""
+    machines, verdicts, reproduced = machines or {}, verdicts or {}, reproduced or {}
     out = ["# Records", ""]
     if not sources.records:
         out.append("No records yet. Write one as `docs/records/<slug>/v1.md` (the README shows how).")
         return "\n".join(out) + "\n"
-    out += ["The current version of every record. Older versions are under [Archive](../archive/index.md).", ""]
-    out += ["| record | answer | headline results | machine | version | reproduced |", "|---|---|---|---|---|---|"]
+    out += [
+        "The current version of every record, newest first: each answer's first verdict, what it ran on and whether "
+        "it was reproduced. Older versions are under [Archive](../archive/index.md).",
+        "",
+        f'!!! {RECORDS_CLASS} ""',
+        "",
+        "    | record | answer | status | date | reproduced |",
+        "    |---|---|---|---|---|",
+    ]
     here = "records/index.md"
     for r in ordered(sources.records):
         c = r.current
-        cell = _headline_cell(here, headlines.get(c.rel, []))
-        said = _answer(c, here, verdicts).replace("|", "\\|") or "–"
+        said = first_verdict(_answer(c, here, verdicts)).replace("|", "\\|") or "–"
+        machine = machines.get(c.rel)
+        status = f"version {c.version}" + (f", {escape_text(machine)}" if machine else "")
         out.append(
-            f"| [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {said} | {cell}"
-            f" | {escape_text(machines.get(c.rel, '–'))} | {c.version}, {escape_text(c.date)}"
-            f" | {reproduced.get(c.rel, 'not reproduced')} |"
+            f"    | [{escape_text(c.title)}]({relative_link(here, c.rel)}) | {said} | {status}"
+            f" | {escape_text(c.date)} | {reproduced.get(c.rel, 'no')} |"
         )
     return "\n".join(out) + "\n"
 
@@ -175,7 +198,7 @@ def latest_results(
             f"{escape_text(machines.get(c.rel, '–'))}:",
             "",
         ]
-        said = _answer(c, "index.md", verdicts)
+        said = " ".join(_answer(c, "index.md", verdicts).split("\n"))
         if said:
             out += [f"**Answer:** {said}", ""]
         out += [f"- {escape_text(label)}: {q.markdown('index.md')}" for label, q in headlines[c.rel]]

@@ -154,8 +154,9 @@ def record_section(
 
 
 def index_status(sources: Sources, docs: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """Records index cell per current record version: its newest reproduction, else its newest comparison across
-    machines, in one line (``reproduced 2026-12-02: 41 of 45 within, 1 claim flipped``), or ``not reproduced``."""
+    """Records index cell per current record version: yes or no first, then its newest reproduction, else its newest
+    comparison across machines, in one line (``[yes, 2026-12-02](…): 41 of 45 numbers within, 1 of 2 claims
+    flipped``), or ``no``."""
     found, here = _all(docs), "records/index.md"
     out = {}
     for record in sources.records:
@@ -164,15 +165,15 @@ def index_status(sources: Sources, docs: dict[str, dict[str, Any]]) -> dict[str,
         same = [r for r in items if r.mode == "reproduction"]
         newest = (same or items)[-1] if items else None
         if newest is None:
-            out[page.rel] = "not reproduced"
+            out[page.rel] = "no"
             continue
         q = counts(newest)
-        word = "reproduced" if newest.mode == "reproduction" else "compared across machines"
+        word = "yes, " if newest.mode == "reproduction" else "no; compared across machines "
         link = relative_link(here, comparison_page(newest.ident))
         claims = "claim" if newest.claims and len(newest.claims) == 1 else "claims"
         out[page.rel] = (
-            f"[{word} {escape_text(newest.date)}]({link}): {q['within'].markdown(here)} of "
-            f"{q['measured'].markdown(here)} measured numbers within, {q['flipped'].markdown(here)} of "
+            f"[{word}{escape_text(newest.date)}]({link}): {q['within'].markdown(here)} of "
+            f"{q['measured'].markdown(here)} numbers within, {q['flipped'].markdown(here)} of "
             f"{q['claims'].markdown(here)} {claims} flipped"
         )
     return out

@@ -41,7 +41,7 @@ _EVERYWHERE = {"class", "id", "title"}
 ATTRIBUTES = {
     "*": _EVERYWHERE,
     "a": {"href"},
-    "img": {"src", "alt", "width", "height"},
+    "img": {"src", "alt", "width", "height", "loading"},
     "td": {"style", "colspan", "rowspan"},
     "th": {"style", "colspan", "rowspan", "scope"},
     "ol": {"start"},
@@ -126,6 +126,10 @@ OPTIONS: dict[str, Any] = {
     "link_rel": None,
     "url_schemes": set(URL_SCHEMES),
     "filter_style_properties": set(STYLE_PROPERTIES),
+    # Every image loads lazily (issue 42, item 5): a chart is a light and a dark SVG of which the theme hides one
+    # (``#only-light``, ``#only-dark``), and a hidden lazy image is never fetched, so a page loads its charts in
+    # the scheme shown, each as it nears the screen; on batch-sweep that halves the SVG bytes (four of about 95 KB).
+    "set_tag_attribute_values": {"img": {"loading": "lazy"}},
 }
 _CLEANER = nh3.Cleaner(**OPTIONS)
 
