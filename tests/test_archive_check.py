@@ -177,11 +177,11 @@ def _archive(root: Path) -> tuple[Store, dict[str, str]]:
     return store, planted
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, 3])
 def test_one_pass_finds_mismatches_and_invalid_files(tmp_path: Path, workers: int) -> None:
     store, planted = _archive(tmp_path / "archive")
     found = archive_check.check(store, workers=workers)
-    assert found.processes == workers  # two: this process and one forked copy, each with half the folders
+    assert found.processes == workers  # two: this process and one forked copy, sharing the folders
     assert found.count == len(store.ids())  # the link and the FIFO are not counted (strays names them)
     assert found.strays == store.strays() and len(found.strays) == 3
     assert found.temps == store.temp_files() and [p.name for p in found.temps] == [f"{TEMP_PREFIX}1-ab"]

@@ -6,8 +6,9 @@ bytes (``measure.evidence.envelope.parse_archived``: orjson where writing its re
 the strict reader otherwise, so integers stay exact and a duplicate key is refused as before). The same
 pass names what is not evidence (``Store.stray_entry``) and counts the temp files of writes.
 
-Where there are enough files to pay for it, the shard folders are split among copies of this process
-made with ``os.fork``, one per CPU core this process may use; each copy sends back what it found as
+Where there are enough files to pay for it, the shard folders are shared among copies of this process
+made with ``os.fork``, one per CPU core this process may use, each taking the next folder from one queue
+when done with one (``_ShardQueue``); each copy sends back what it found as
 plain tuples (``marshal``) through a pipe. A bare fork is used rather than ``multiprocessing``: importing
 and starting a pool cost about 30 ms here, against about 2 ms for a fork and its pipe, in a command whose
 whole budget is a few hundred milliseconds (``bench/archive.py`` times it beside ``sha256sum``).
@@ -19,7 +20,7 @@ import marshal
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ class Check:
 ShardResult = tuple[int, int, list[tuple[str, str, str]], list[tuple[str, str]], list[tuple[str, str]], list[str]]
 
 
-def check_shards(store: Store, shards: list[tuple[int, Shard]]) -> list[ShardResult]:
+def check_shards(store: Store, shards: Iterable[tuple[int, Shard]]) -> list[ShardResult]:
     """Hash, then parse and validate, every stored file of each (position, shard); name its strays and temps."""
     out: list[ShardResult] = []
     limit = store.limit
@@ -111,9 +112,15 @@ def check(store: Store, workers: int | None = None) -> Check:
     if n == 1 or not hasattr(os, "fork") or threading.active_count() > 1:
         n, results = 1, check_shards(store, shards)
     else:
-        # interleaved shares: content-addressed names spread files evenly over the shard folders
-        others = [_forked(check_shards, store, shards[i::n]) for i in range(1, n)]
-        results = check_shards(store, shards[0::n])
+        # Shared, not split up front: each process takes the next shard folder from one queue when done with one,
+        # so a process the scheduler holds back (a busy machine) leaves its folders to the others instead of
+        # making the whole pass wait for its fixed half.
+        queue = _ShardQueue(len(shards))
+        others = [_forked(check_shards, store, queue.take(shards)) for _ in range(1, n)]
+        try:
+            results = check_shards(store, queue.take(shards))
+        finally:
+            queue.close()
         for result in others:
             results += result()
     by_position = {r[0]: r for r in results}
@@ -129,6 +136,33 @@ def check(store: Store, workers: int | None = None) -> Check:
         found.strays += [Stray(Path(p), why) for p, why in strays]
         found.temps += map(Path, temps)
     return found
+
+
+class _ShardQueue:
+    """The indices of the shard folders still to check, in a pipe that this process and its forked copies share.
+
+    Every index is written (two bytes each) before the first fork and the writing end closed, so a read finds
+    the next index or the end: a pipe read of two bytes is one step under the kernel's lock, and the pipe only
+    ever holds whole indices, so each index goes to exactly one reader. At most 256 shard folders (two hex
+    digits) fit the pipe's buffer (4 KiB at least, POSIX) many times over.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.read_end, write_end = os.pipe()
+        try:
+            with open(write_end, "wb") as pipe:
+                pipe.write(b"".join(i.to_bytes(2, "little") for i in range(count)))
+        except BaseException:
+            os.close(self.read_end)
+            raise
+
+    def take(self, shards: list[tuple[int, Shard]]) -> Iterator[tuple[int, Shard]]:
+        """The shard folders this process gets, one at a time, until none is left."""
+        while len(index := os.read(self.read_end, 2)) == 2:
+            yield shards[int.from_bytes(index, "little")]
+
+    def close(self) -> None:
+        os.close(self.read_end)
 
 
 def _forked(fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from measure.cli import HelpFormatter, archive_option, command, command_group
 from measure.errors import run_action
@@ -49,11 +50,25 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
         formatter_class=HelpFormatter,
     )
     archive_option(parser)
-    parser.add_argument("--version", action="version", version=f"probebook {version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in modules:
         importlib.import_module(f"probebook.cli.{name}").register(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """``--version``: print ``probebook <version>`` and exit. The version is looked up only when asked for:
+    ``importlib.metadata`` costs about 25 ms of CPU to import, a tenth of what ``archive verify`` may take in all
+    (``bench/archive.py``), and ``action="version"`` needs the text when the parser is built."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kw: Any) -> None:
+        kw.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"probebook {version()}")
+        parser.exit()
 
 
 def version() -> str:
