@@ -29,6 +29,7 @@ def test_same_value_within_noise() -> None:
     assert same_value(0.1 + 0.2, 0.3)
     assert same_value(None, None)
     assert same_value(math.nan, math.nan)
+    assert same_value(10**400, 10**400 + 1)  # past a double's range: the same rule, exactly
 
 
 def test_same_value_beyond_noise_or_of_another_kind() -> None:
@@ -38,6 +39,10 @@ def test_same_value_beyond_noise_or_of_another_kind() -> None:
     assert not same_value(1, True)
     assert not same_value(math.nan, 1.0)
     assert not same_value("1.0", 1.0)
+    assert not same_value(1, 10**400)  # no OverflowError: an integer past a double's range is a value too
+    assert not same_value(10**400, 10**400 + 10**392)
+    assert not same_value(math.inf, -math.inf)
+    assert not same_value(math.inf, 10**400)
 
 
 def test_without_noise_rounds_decimals_to_nine_figures() -> None:

@@ -14,6 +14,7 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -219,9 +220,13 @@ def same_value(va: Any, vb: Any) -> bool:
         return True
     if not isinstance(va, (int, float)) or not isinstance(vb, (int, float)):
         return False
-    if math.isnan(va) or math.isnan(vb):
-        return math.isnan(va) and math.isnan(vb)
-    return math.isclose(va, vb, rel_tol=NOISE_REL, abs_tol=0.0)
+    if not all(math.isfinite(v) for v in (va, vb) if isinstance(v, float)):  # equal infinities returned above
+        return all(isinstance(v, float) and math.isnan(v) for v in (va, vb))
+    try:
+        return math.isclose(va, vb, rel_tol=NOISE_REL, abs_tol=0.0)
+    except OverflowError:  # an integer past a double's range (a hostile ledger): the same rule, in exact fractions
+        a, b = Fraction(va), Fraction(vb)
+        return abs(a - b) <= Fraction(NOISE_REL) * max(abs(a), abs(b))
 
 
 def without_noise(text: str) -> str:
