@@ -73,13 +73,15 @@ def test_the_page_lists_real_moves_by_size_and_counts_display_changes_and_jitter
         _row("fit(s).c", 0.010, "10.0 ms", "step-scaling fit intercept c"),
         _row("gemm(g)", 600e12, "600 TFLOP/s", "GEMM square-8192: 2·m·n·k / median of 5 windows"),
         _row("jitter(a)", 0.5, "500 ms"),
+        _row("noise(n)", 0.5, "500 ms"),
         _row("shown(b)", 0.012, "0.012 s"),
         _row("same(c)", 1.0, "1.00 s"),
     ]
     new = [
         _row("fit(s).c", 0.011, "11.0 ms", "step-scaling fit intercept c"),
         _row("gemm(g)", 640.7e12, "640.7 TFLOP/s", "GEMM square-8192: 2·m·n·k / median of 5 windows"),
-        _row("jitter(a)", 0.5 + 4.6e-13, "500 ms"),
+        _row("jitter(a)", 0.5 + 1e-6, "500 ms"),  # moved 2e-6, below the figures shown: counted, not listed
+        _row("noise(n)", 0.5 + 4.6e-13, "500 ms"),  # below ledger.NOISE_REL: not a change at all
         _row("shown(b)", 0.012, "12.0 ms"),
         _row("same(c)", 1.0, "1.00 s"),
     ]
@@ -95,8 +97,9 @@ def test_the_page_lists_real_moves_by_size_and_counts_display_changes_and_jitter
     assert lines[1].startswith("| [GEMM square-8192: 2·m·n·k / median of 5 windows](records/a/v1.md) |")
     assert "+6.78%" in lines[1]
     assert "jitter(a)" not in section and "shown(b)" not in section and "<code>" not in section
+    assert "noise(n)" not in section
     assert "Not listed: 1 display-only (the shown text changed, the value did not) and 1 whose shown text" in section
-    assert "0 added, 0 removed, 4 changed, 1 unchanged." in text
+    assert "0 added, 0 removed, 4 changed, 2 unchanged." in text  # the noise row among the unchanged
 
 
 def test_history_lists_moves_only_under_distinct_headings() -> None:
