@@ -64,8 +64,12 @@ def test_index_groups_by_probe_machine_and_date_on_bounded_pages() -> None:
 
 def test_nav_holds_no_evidence_page(fixture_site: BuildPaths) -> None:
     config = (fixture_site.build / "mkdocs.yml").read_text(encoding="utf-8")
-    assert "Evidence: evidence/index.md" in config
-    assert config.count("evidence/") == 2  # the nav's one entry and not_in_nav
+    # the Evidence section holds the two indexes only, whatever the archive holds: the documents' pages and the
+    # configurations' history pages are reached from them (not_in_nav), so the nav's size is the archive's not
+    assert "- Evidence:\n  - Evidence: evidence/index.md\n  - History: evidence/history/index.md\n" in config
+    assert config.count("evidence/") == 3  # those two entries and not_in_nav
+    assert "not_in_nav: '/evidence/" in config
+    assert next((fixture_site.site / "evidence" / "history").glob("cfg-*.html"))  # history pages built, not in nav
     page = next((fixture_site.site / "records").rglob("v1.html")).read_bytes()
     assert b'href="../../evidence/index.html"' in page
 

@@ -79,10 +79,12 @@ def _text(path: Path) -> str:
 def test_fresh_checkout_builds_with_an_empty_archive(checkout: Path, cli) -> None:
     out = _ok(cli("build", cwd=checkout, env={"PROBEBOOK_ARCHIVE": "archive"}))
     assert out.splitlines()[0] == (
-        "built site/ from 0 evidence file(s): 6 pages (6 written anew, the rest unchanged), 0 numbers in the ledger"
+        "built site/ from 0 evidence file(s): 7 pages (7 written anew, the rest unchanged), 0 numbers in the ledger"
     )
     assert json.loads((checkout / "site" / "ledger.json").read_text())["rows"] == []
     assert "No evidence is archived yet" in _text(checkout / "site" / "evidence" / "index.html")
+    # the seventh page: the History index the nav links to, built empty
+    assert "0 configurations with measured points." in _text(checkout / "site" / "evidence" / "history" / "index.html")
     assert "No numbers are published on this site yet." in _text(checkout / "site" / "changes.html")
     assert (checkout / "site" / "index.html").exists() and (checkout / "site" / "playbook" / "index.html").exists()
 
