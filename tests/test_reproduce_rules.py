@@ -340,3 +340,29 @@ def test_compare_counts_three_way_outcomes_and_names_the_interval_judged_by() ->
     s = compare.summary(nums, claims)
     assert (s["different"], s["equivalent"], s["not_resolved"]) == (1, 1, 1)
     assert (s["held"], s["flipped"], s["claims_not_resolved"]) == (0, 0, 1)
+
+
+def test_numbers_a_generated_sentence_states_are_not_compared() -> None:
+    from probebook.reproduce import compare
+    from render.pages import caveats
+
+    def doc(flags: list[bool]) -> dict:
+        return {"probe": "gemm", "data": {"points": [{"point": f"p{i}", "unstable": f} for i, f in enumerate(flags)]}}
+
+    estimate = {"key": "gemm(g)", "value": 2.0, "unit": "s", "text": "2.00 s", "uncertainty": [1.9, 2.1],
+                "evidence": ["sha256:a"], "derivation": "median of windows"}  # fmt: skip
+    said = caveats.ledger_rows("records/a/v1.md", {"g": "sha256:a"}, {"sha256:a": doc([True, True, False])})
+    assert [(r["key"], r["value"], r["basis"]) for r in said] == [
+        ("caveat(g).unstable[0]", 2.0, "in words"),  # "2 of its 3 measured points were flagged unstable"
+        ("caveat(g).unstable[1]", 3.0, "in words"),
+    ]
+    assert [verdict.compared(r) for r in [estimate, *said]] == [True, False, False]
+    assert not verdict.compared({"key": "claim: faster", "value": 1, "unit": "claim"})
+    # the new runs flag no point: their Answer has no caveats, which is no missing number
+    fresh = caveats.ledger_rows("records/a/v1.md", {"g": "sha256:b"}, {"sha256:b": doc([False, False, False])})
+    assert fresh == []
+    nums = compare.numbers([estimate, *said], [{**estimate, "value": 2.02}, *fresh], {}, {"sha256:a": "gemm"})
+    assert [(n["key"], n["verdict"]) for n in nums] == [("gemm(g)", "within")]
+    # and where they do flag points, the sentence's numbers are still left out, not paired by their place in it
+    again = caveats.ledger_rows("records/a/v1.md", {"g": "sha256:a"}, {"sha256:a": doc([True, False, False])})
+    assert [n["key"] for n in compare.numbers([estimate, *said], [estimate, *again], {})] == ["gemm(g)"]

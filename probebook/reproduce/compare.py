@@ -18,7 +18,7 @@ from measure.errors import ProbebookError
 from probebook.reproduce import verdict
 from render.derive.reproduction import THREE_WAY as OUTCOMES
 
-CLAIM = "claim"
+CLAIM = verdict.CLAIM
 log = logging.getLogger(__name__)
 
 
@@ -100,12 +100,12 @@ def numbers(
     labels: dict[str, str],
     probes: dict[str, str] | None = None,
 ) -> list[dict]:
-    """One comparison per number of the original render (claims apart), in its ledger order (``probes``: evidence
-    id -> probe, for each number's practical band)."""
-    new_by_key = {r["key"]: r for r in new_rows if r.get("unit") != CLAIM}
+    """One comparison per number of the original render (claims and numbers in words apart, ``verdict.compared``),
+    in its ledger order (``probes``: evidence id -> probe, for each number's practical band)."""
+    new_by_key = {r["key"]: r for r in new_rows if verdict.compared(r)}
     out = []
     for old in old_rows:
-        if old.get("unit") == CLAIM:
+        if not verdict.compared(old):
             continue
         new = new_by_key.get(old["key"])
         o, n = _value(old), _value(new)

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from render.derive import replication
+from render.numbers import basis
 
 EXACT_REL_TOL = 1e-9
 """Relative tolerance for a number exact by nature (a recorded param, a code constant): a double's rounding."""
@@ -24,7 +25,9 @@ RULE = (
     f"when the values agree to a relative {EXACT_REL_TOL:g}, else outside; any other number without intervals "
     "is not comparable, unless the two runs gave the same value to that relative tolerance (a deterministic "
     "computation reproduced exactly, such as a numerical error on a seeded batch): within. A number the new "
-    "evidence cannot produce is missing. "
+    "evidence cannot produce is missing. A number only a generated sentence states (a chart's alt text, a "
+    "warning, a note, a notice, an Answer's caveats) is not compared: it restates another number, which is "
+    "compared on its own, or the runs' own condition. "
     "Each number is also judged three ways (render.derive.replication.verdict, the rule of claims and Answers): "
     "the relative difference new / old - 1 and its 95% interval, against the practical band of its probe class. "
     "A time or rate the record publishes across sessions (where a new session lands) is judged by that interval "
@@ -68,6 +71,20 @@ def number_verdict(
     if exact:
         return "within" if same else "outside"
     return "within" if same else "not comparable"
+
+
+CLAIM = "claim"
+"""The unit of a claim's ledger row (``render.numbers.claims.KIND``): compared as a claim, not as a number."""
+
+
+def compared(row: dict[str, Any]) -> bool:
+    """Whether a ledger row of a rendered record is a number a reproduction compares: not a claim, and not a
+    number stated in a generated sentence (basis ``in words``: alt text, a warning, a note, a notice, an Answer's
+    caveats, ``render.numbers.said``). Such a number restates another row's estimate (compared on that row) or
+    describes the runs themselves (how many points were flagged unstable, the windows a drift ran between); it is
+    keyed by its place in the sentence, so one key can name another number when the new run's sentence reads
+    otherwise, and a sentence the new runs do not call for (no drift, no warning) would read as missing numbers."""
+    return row.get("unit") != CLAIM and row.get("basis") != basis.WORDS
 
 
 def exact_by_nature(row: dict[str, Any]) -> bool:
