@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scipy.stats import t
@@ -155,3 +156,35 @@ def test_gemm_ceiling_series_is_every_sessions_estimate_cited_by_each(built: dic
     assert "95% interval across sessions: where a new session on this card lands, from these 4" in every["derivation"]
     low, high = every["uncertainty"]
     assert low < every["value"] < high
+
+
+def test_gemm_ceiling_series_pools_one_shape_across_run_designs_on_one_card_and_dtype() -> None:
+    """A run of another design (another ``tokens``, so another configuration key) that timed the same square
+    product on the same card and dtype is one more session of that shape's ceiling; another card or dtype is not."""
+    import copy
+
+    from render.evidence.archive import load_evidence
+    from render.functions.derivations import Library
+    from render.functions.kernels import gemm_ceiling_series
+    from render.functions.page import Page
+
+    docs = load_evidence(FIXTURE / "archive").docs
+    first = min(docs, key=lambda i: (str(docs[i].get("created_at")), i))
+
+    def variant(**change: Any) -> dict[str, Any]:
+        doc = copy.deepcopy(docs[first])
+        for path, value in change.items():
+            where, field = (doc["machine"], "gpu") if path == "gpu" else (doc["params"], path)
+            where[field] = value
+        return doc
+
+    other_design = variant(tokens=docs[first]["params"]["tokens"] * 2)
+    assert config_key(other_design).ident != config_key(docs[first]).ident
+    other_card = variant(gpu={"name": "NVIDIA H100 80GB HBM3"})
+    other_dtype = variant(gemm_dtype="fp32")
+    extra = {"a" * 64: other_design, "b" * 64: other_card, "c" * 64: other_dtype}
+    page = Page(Library(docs | extra), {"gemm": first})
+    q = gemm_ceiling_series(page, "gemm", "square-8192")
+    assert set(q.evidence) == set(docs) | {"a" * 64}  # the fixture's four sessions and the other design
+    assert "5 sessions of configurations cfg-" in q.derivation
+    assert "(8192×8192×8192, bf16) on NVIDIA H200" in q.derivation

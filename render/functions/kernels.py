@@ -11,7 +11,7 @@ import statistics
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence.configkey import config_key
+from measure.evidence.configkey import card_of, config_key
 from render.derive import gemm, intervals, kernels, replication
 from render.evidence import series
 from render.functions.page import Page
@@ -168,40 +168,40 @@ def kernel_time(page: Page, ref: Any, category: str | None = None) -> Quantity:
 
 @page_function
 def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
-    """The canonical same-card ceiling of a GEMM ``shape``: every finished measured session of ``ref``'s
-    configuration key (the same probe, shapes and card, whatever record cites it), each session's
-    ``2·m·n·k / median time``, as where a new session lands (``replication.prediction``: the sessions' geometric
-    mean and its 95% prediction interval). Its evidence is every session; the history page lists them."""
+    """The canonical same-card ceiling of a GEMM ``shape``: every finished measured session in the archive that
+    timed this shape at ``ref``'s size and dtype on ``ref``'s card model (whatever record cites it, whatever else
+    the run timed), each session's ``2·m·n·k / median time``, as where a new session lands
+    (``replication.prediction``: the sessions' geometric mean and its 95% prediction interval). Its evidence is
+    every session; each configuration's history page lists its own.
+
+    Pooled by the shape, not the configuration key: a run's key also holds the other shapes it timed (the
+    preset, ``tokens``), which do not change how long one square product takes, so one shape has one ceiling
+    per card (issue 39) where keying by configuration would give it one per run design."""
     ref = page.ref(ref, "gemm", "gemm_ceiling_series()")
     if shape == "workload":
         raise ProbebookError("gemm_ceiling_series(): give one shape; the workload's mix is gemm_ceiling()'s")
     docs = page.library.docs
-    key = config_key(page.doc(ref))
-    ids = sorted(
-        (i for i, d in docs.items() if _counted(d) and config_key(d).ident == key.ident),
-        key=lambda i: (str(docs[i].get("created_at") or ""), i),
-    )
-    figures = []
-    for ident in ids:
-        try:
-            rows = tables.evidence_rows(
-                "gemm_ceiling_series()",
-                docs[ident],
-                {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
-                "gemm",
-            )
-            figures.append(gemm.gemm_ceiling_flop_s(rows, shape)[1])
-        except ProbebookError as exc:
-            raise ProbebookError(f"gemm_ceiling_series(): {short_id(ident)}: {exc}") from None
+    wanted, _ = gemm.gemm_ceiling_flop_s(_gemm_rows(ref.id, page.doc(ref)), shape)
+    ident_of = _shape_ident(page.doc(ref))
+    figures: dict[str, float] = {}
+    for ident in sorted(docs, key=lambda i: (str(docs[i].get("created_at") or ""), i)):
+        doc = docs[ident]
+        if doc.get("probe") != "gemm" or not _counted(doc) or _shape_ident(doc) != ident_of:
+            continue
+        same = [g for g in gemm.gemm_shapes(_gemm_rows(ident, doc)) if g.shape == shape]
+        if same and all((g.m, g.n, g.k) == (wanted.m, wanted.n, wanted.k) for g in same):
+            figures[ident] = gemm.gemm_ceiling_flop_s(_gemm_rows(ident, doc), shape)[1]
     if not figures:
         raise ProbebookError(f"gemm_ceiling_series(): {ref.alias} ({ref.short}) is no finished measured session")
+    keys = sorted({config_key(docs[i]).ident for i in figures})
     pool = series.cached_pools(page.library).get(replication.probe_class("gemm"))
-    guess = replication.prediction(figures, pool)
+    guess = replication.prediction(list(figures.values()), pool)
     return quantity(
-        guess.center if guess is not None else statistics.geometric_mean(figures),
+        guess.center if guess is not None else statistics.geometric_mean(figures.values()),
         "FLOP/s",
-        tuple(ids),
-        f"GEMM {shape}: 2·m·n·k / median window time in each of {len(ids)} sessions of configuration {key.ident}, "
+        tuple(figures),
+        f"GEMM {shape} ({wanted.m}×{wanted.n}×{wanted.k}, {ident_of[1]}) on {ident_of[0]}: 2·m·n·k / median window "
+        f"time in each of {len(figures)} sessions of configuration{'s' if len(keys) > 1 else ''} {', '.join(keys)}, "
         + (
             f"their geometric mean; {_across(guess)}"
             if guess is not None
@@ -214,6 +214,26 @@ def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
         basis="" if guess is not None else basis.FEW,
         band=replication.DELTA["kernel"],  # across-sessions already: series.across passes it through
     )
+
+
+def _gemm_rows(ident: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        return tables.evidence_rows(
+            "gemm_ceiling_series()",
+            doc,
+            {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
+            "gemm",
+        )
+    except ProbebookError as exc:
+        raise ProbebookError(f"gemm_ceiling_series(): {short_id(ident)}: {exc}") from None
+
+
+def _shape_ident(doc: dict[str, Any]) -> tuple[str, str]:
+    """What a shape's time depends on besides its size: the card model and the product's dtype (``gemm_dtype``;
+    gemm version 1 recorded it as ``dtype``)."""
+    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
+    return card_of(machine), str(params.get("gemm_dtype") or params.get("dtype"))
 
 
 def _across(guess: replication.Prediction) -> str:
