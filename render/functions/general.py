@@ -345,6 +345,7 @@ def median(
     """The median of one sample field over the rows matching ``where`` (e.g. ``arm="baseline"``)."""
     ref = page.ref(ref, None, "median()")
     rows = page.rows(ref)
+    where = {k: selector(v, f"median(): {k}=") for k, v in where.items()}
     indices = _field_rows(rows, field, where, f"median(): {ref.alias} ({ref.short})")
     values = [rows[i][field] for i in indices]
     base, shown, spec = field_unit(field)
@@ -452,6 +453,18 @@ def field_unit(field: str) -> tuple[str, str | None, str]:
 
 _RATE_FIELDS = {"tok_s": ("tok/s", None, ".3g"), "gb_s": ("GB/s", None, ".3g"), "tflop_s": ("TFLOP/s", None, ".4g")}
 """Fields named like times that are rates: tokens/s, GB/s (1e9 bytes/s), TFLOP/s."""
+
+
+def selector(value: Any, what: str) -> Any:
+    """A row selector as given, or the whole number an exact, unitless quantity holds (a batch or a context another
+    function read from the evidence, ``batch_summary(...).largest_batch``), so a page can pick the row it names; a
+    measured quantity with an interval or a unit selects nothing and is refused."""
+    if not isinstance(value, Quantity):
+        return value
+    held = value.value
+    if value.exact and not value.unit and held is not None and float(held).is_integer():
+        return int(held)
+    raise ProbebookError(f"{what} takes a value rows hold (a batch, a context, a name), not a measured quantity")
 
 
 def _field_values(rows: list[dict[str, Any]], field: str, where: dict[str, Any], what: str) -> list[float]:

@@ -231,8 +231,9 @@ def _gemm_rows(ident: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
 def _shape_ident(doc: dict[str, Any]) -> tuple[str, str]:
     """What a shape's time depends on besides its size: the card model and the product's dtype (``gemm_dtype``;
     gemm version 1 recorded it as ``dtype``)."""
-    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
-    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
+    found_params, found_machine = doc.get("params"), doc.get("machine")
+    params: dict[str, Any] = found_params if isinstance(found_params, dict) else {}
+    machine: dict[str, Any] = found_machine if isinstance(found_machine, dict) else {}
     return card_of(machine), str(params.get("gemm_dtype") or params.get("dtype"))
 
 
