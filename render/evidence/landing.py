@@ -12,7 +12,7 @@ from typing import Any
 
 from render.evidence import fields, pages
 from render.numbers.links import COLUMNS, MAX_ROWS, SAMPLES, Landing, plain_text
-from render.tables import columns as tables
+from render.tables import columns
 
 
 def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
@@ -36,12 +36,12 @@ def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
         anchor = pages._anchor("data", path)
         if anchor:
             out[anchor] = "" if isinstance(value, list) else f"{fields.label(path)} {fields.value_text(path, value)}"
-    columns, cells = tables.samples_columns(doc)
-    out[COLUMNS] = "\n".join(columns)
+    names, cells = columns.samples_columns(doc)
+    out[COLUMNS] = "\n".join(names)
     for i, row in enumerate(cells[:MAX_ROWS]):
-        shown = [pages.readable(None if pages._missing(v) else v, c) for v, c in zip(row, columns, strict=True)]
+        shown = [pages.readable(None if pages._missing(v) else v, c) for v, c in zip(row, names, strict=True)]
         out[pages.row_anchor(i)] = " ".join([str(i), *shown])
-        out.update((f"{pages.row_anchor(i)}~{c}", text) for c, text in zip(columns, shown, strict=True))
+        out.update((f"{pages.row_anchor(i)}~{c}", text) for c, text in zip(names, shown, strict=True))
     return {anchor: text if anchor == COLUMNS else plain_text(text) for anchor, text in out.items()}
 
 

@@ -7,7 +7,7 @@ samples as a table whose rows carry anchors (``#row-12``) that number links land
 as a field table, the pages that cite it, the numbers taken from it (``render.evidence.taken``: where a derived
 number's link lands), and downloads: the archived JSON bytes unchanged, the
 samples as CSV, the whole archive as one reproducible tarball and the site's ledger. Raw floats
-show six significant figures without exponents (``render.numbers.reading.readable_float``); the exact
+show six significant figures without exponents (``render.derive.reading.readable_float``); the exact
 values stay in the JSON download. Every text taken from the evidence (notes, source, column names,
 values) is escaped, so evidence cannot inject markup into the site.
 """
@@ -27,10 +27,10 @@ from typing import Any
 
 from measure.evidence.configkey import config_key
 from render.build import incremental
-from render.evidence import fields, marks, points, reproduction, taken
+from render.derive import marks, reading
+from render.evidence import fields, points, reproduction, taken
 from render.evidence import history as hist
 from render.evidence.folds import fold
-from render.numbers import reading as numbers
 from render.numbers.links import (
     MAX_ROWS,
     SAMPLES,
@@ -43,7 +43,7 @@ from render.numbers.links import (
     short_id,
 )
 from render.pages.layout import nav_title
-from render.tables import columns as tables
+from render.tables import columns
 
 MAX_OTHER = 400
 """Fields of "Other data" shown on a page; the JSON download always holds all of them."""
@@ -92,9 +92,9 @@ def readable(value: Any, column: str = "") -> str:  # a samples cell: six figure
     if column and fields.is_unix_time(column, value):
         return fields.utc_iso(value)
     if isinstance(value, float):
-        return numbers.readable_float(value)
+        return reading.readable_float(value)
     if isinstance(value, int):
-        return numbers.minus(str(value))
+        return reading.minus(str(value))
     if isinstance(value, (dict, list)):
         return escape_text(scrub_paths(json.dumps(value, sort_keys=True, ensure_ascii=False)))
     return escape_text(scrub_paths(str(value)))  # a folder of the measuring host reads as <dir>
@@ -130,14 +130,14 @@ def title_text(doc: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def summary_text(doc: dict[str, Any], n_rows: int, columns: list[str]) -> str:
+def summary_text(doc: dict[str, Any], n_rows: int, names: list[str]) -> str:
     """One sentence: what the document holds, where and when it was measured, and its status."""
     machine = doc.get("machine") or {}
     origin = doc.get("origin") or {}
     gpu = machine.get("gpu")
     where = f"on {machine.get('gpu_count') or 1} × {gpu}" if gpu else "on the CPU"
     how = "Imported" if origin.get("kind") == "imported" else f"Measured {where}"
-    what = f"{n_rows} samples of {', '.join(columns[:6])}{' …' if len(columns) > 6 else ''}" if n_rows else "no samples"
+    what = f"{n_rows} samples of {', '.join(names[:6])}{' …' if len(names) > 6 else ''}" if n_rows else "no samples"
     when = f" on {str(doc.get('created_at'))[:10]}" if doc.get("created_at") else ""
     version = f"{doc.get('probe')} probe version {doc.get('probe_version')}"
     said = _NOT_MEASURED.get(str(doc.get("probe")))
@@ -250,17 +250,17 @@ def field_anchor(doc: dict[str, Any], path: str) -> str:
 
 def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
     # plain rows, not samples_frame: a DataFrame per page and itertuples cost ~2 ms a page (bench/render.py)
-    columns, cells = tables.samples_columns(doc)
-    if not columns:
+    names, cells = columns.samples_columns(doc)
+    if not names:
         return "*(no samples)*\n", 0, []
-    lines = ["| # | " + " | ".join(escape_text(c) for c in columns) + " |", "|---:|" + "---|" * len(columns)]
+    lines = ["| # | " + " | ".join(escape_text(c) for c in names) + " |", "|---:|" + "---|" * len(names)]
     for i, row in enumerate(cells[:MAX_ROWS]):
         anchor = _with_anchor(row_anchor(i), str(i))  # data.samples index: the number links land here
-        shown = (readable(None if _missing(v) else v, c) for v, c in zip(row, columns, strict=True))
+        shown = (readable(None if _missing(v) else v, c) for v, c in zip(row, names, strict=True))
         lines.append(f"| {anchor} | " + " | ".join(shown) + " |")
     if len(cells) > MAX_ROWS:
         lines.append(f"\n*{len(cells) - MAX_ROWS} more rows in the CSV download.*")
-    return "\n".join(lines) + "\n", len(cells), columns
+    return "\n".join(lines) + "\n", len(cells), names
 
 
 def _missing(value: Any) -> bool:
@@ -328,11 +328,11 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
         envelope["error"] = doc["error"]
     if doc.get("notes") is not None:
         envelope["notes"] = doc["notes"]
-    table, n, columns = _samples_table(doc)
+    table, n, names = _samples_table(doc)
     head = [f"# {escape_text(nav_title(title_text(doc)))}", ""]  # the engine makes the page's <title> from it
     # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
     head.append(f"`{ident}` (short: `{short_id(ident)}`)")
-    head += ["", escape_text(summary_text(doc, n, columns)), ""]
+    head += ["", escape_text(summary_text(doc, n, names)), ""]
     for mark in marks.marks(doc):  # the harness, options not engaged, a busy device (issue 27)
         kind = "note" if mark.kind == "harness" else "warning"
         head += [f'!!! {kind} "{mark.title}"', "", f"    This run {escape_text(mark.text)}.", ""]
@@ -362,7 +362,7 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
         tail += [view]
     elif other:
         tail += ["## Other data", "", fold(_other_table(other), "fields")]
-    return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"), history)
+    return Prepared("\n".join(head), "\n".join(tail), columns.samples_csv(doc).encode("utf-8"), history)
 
 
 Entry = tuple[str, str, str, str, str]

@@ -26,13 +26,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from measure.errors import ProbebookError
-from render.derive import correctness, intervals
+from render.derive import basis, correctness, intervals
 from render.derive import utilisation as utilmod
 from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
-from render.numbers import basis
 from render.numbers.links import machine_anchor, rows_anchor
 
 if TYPE_CHECKING:

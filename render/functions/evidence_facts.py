@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
-from render.derive import intervals, replication
+from render.derive import basis, intervals, replication
 from render.derive import paired as pairedmod
 from render.derive import sessions as sessionsmod
 from render.derive import unpaired as unpairedmod
@@ -25,7 +25,6 @@ from render.evidence import series
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, defined, quantity
-from render.numbers import basis
 from render.numbers.links import rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.numbers.units import conversion_factor

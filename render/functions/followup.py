@@ -15,13 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import followup, intervals
+from render.derive import basis, followup, intervals
 from render.evidence import pages as evidence_pages
 from render.evidence.points import last_result
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
-from render.numbers import basis
 from render.numbers.links import POINTS, point_anchor
 from render.numbers.quantity import FLAG, Quantity
 

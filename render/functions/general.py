@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
+from render.derive import basis, fields, intervals, peaks, reading, workload
 from render.derive import energy as energymod
-from render.derive import fields, intervals, peaks, workload
 from render.derive import mfu as mfumod
 from render.derive import nominal as nominalmod
 from render.derive import project as projmod
@@ -24,8 +24,7 @@ from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
-from render.numbers import basis, claims, leases, legend
-from render.numbers import reading as numbers
+from render.numbers import claims, leases, legend
 from render.numbers.links import rows_anchor, with_column
 from render.numbers.propagation import propagated
 from render.numbers.quantity import Quantity, recipes_of, shift_leaves, tree
@@ -168,7 +167,7 @@ def project(
         )
         evidence = tuple(dict.fromkeys(evidence + joules_per_token.evidence))
     what = (
-        f"T = k·P / R with P={numbers.general(p)}{nominal_words}, k={numbers.general(proj.tokens_per_param)}, "
+        f"T = k·P / R with P={reading.general(p)}{nominal_words}, k={reading.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
         + (f", {gpus} GPUs" if gpus != 1 else "")
         + (f", {bt} tokens per update" if bt else "")
@@ -182,7 +181,7 @@ def project(
         values,
         evidence,
         what,
-        f"project({rate.key}, {numbers.exact(p)})",
+        f"project({rate.key}, {reading.exact(p)})",
         {"updates": "no batch_tokens given", "energy": "no joules_per_token given"},
         intervals=spans,
         bases={} if joules_per_token is None or spans["energy"] else {"energy": joules_per_token.stated_basis},
@@ -239,7 +238,7 @@ def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity 
     else:
         defined(flops_per_token)
         per_token = number(flops_per_token, "mfu() flops_per_token")
-        per_token_text, evidence = numbers.general(per_token), rate.evidence
+        per_token_text, evidence = reading.general(per_token), rate.evidence
     achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
     if peak is None:
         gpu = (page.library.docs[rate.evidence[0]].get("machine") or {}).get("gpu") if rate.evidence else None
@@ -496,11 +495,11 @@ def _recorded_flops(page: Page, rate: Quantity) -> tuple[float, str]:
             ((length, recorded),) = recorded.items()
             path += f".{length}"
         if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
-            found[float(recorded)] = f"{numbers.exact(recorded)} ({path} of {short})"
+            found[float(recorded)] = f"{reading.exact(recorded)} ({path} of {short})"
         elif "n_params_total" in params_:
             counts = workload.param_counts(params_, f"mfu(): evidence {short}")
             found[float(counts.dense_flops)] = (
-                f"{numbers.exact(counts.dense_flops)} (4·P_all + 2·P_trainable of {short}'s parameter counts, "
+                f"{reading.exact(counts.dense_flops)} (4·P_all + 2·P_trainable of {short}'s parameter counts, "
                 "attention not counted)"
             )
     if not found:

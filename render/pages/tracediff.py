@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import intervals, kernels
-from render.numbers import basis
+from render.derive import basis, intervals, kernels
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.tables.columns import evidence_rows
