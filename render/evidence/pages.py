@@ -32,21 +32,23 @@ from render.evidence import fields, points, reproduction, taken
 from render.evidence import history as hist
 from render.evidence.folds import fold
 from render.numbers.links import (
+    MAX_OTHER,
     MAX_ROWS,
+    RUN_CLOCKS,
     SAMPLES,
     escape_text,
     evidence_page,
+    field_id,
+    flatten,
     machine_anchor,
     relative_link,
-    rows_anchor,
+    row_anchor,
     scrub_paths,
     short_id,
 )
 from render.pages.layout import nav_title
 from render.tables import columns
 
-MAX_OTHER = 400
-"""Fields of "Other data" shown on a page; the JSON download always holds all of them."""
 MAX_LIST = 24
 """Items of a list of plain values shown in one "Other data" cell."""
 TARBALL = "evidence/probebook-archive.tar.gz"
@@ -62,11 +64,6 @@ _MACHINE_LABELS = {
     "temperature_c": "temperature at fingerprint",
     "hostname_hash": "host (hash of its name)",
     "gpu_count": "GPUs in the machine",
-}
-# Clocks the run recorded itself (data.clocks), as the machine table labels them; their values are in MHz.
-_RUN_CLOCKS = {
-    "sm_mhz_before": "SM clock in the run, before the timed windows",
-    "sm_mhz_after": "SM clock in the run, after the timed windows",
 }
 # Shape params, in the order a title names them, each as (param, how it reads).
 _SHAPE = (
@@ -163,7 +160,7 @@ def _fields_table(mapping: dict[str, Any], prefix: str) -> str:
         return "*(none recorded)*\n"
     lines = ["| field | value |", "|---|---|"]
     lines += [
-        f"| {_with_anchor(_anchor(prefix, str(k)), escape_text(fields.label(str(k))))} | "
+        f"| {_with_anchor(field_id(prefix, str(k)), escape_text(fields.label(str(k))))} | "
         f"{fields.value_text(str(k), mapping[k])} |"
         for k in sorted(mapping)
     ]
@@ -179,14 +176,14 @@ def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None, str]]
     """(label, value, anchor, the key its unit is read from) rows of the machine table."""
     machine = doc.get("machine") or {}
     rows: list[tuple[str, Any, str | None, str]] = [
-        (_MACHINE_LABELS.get(str(k), fields.label(str(k))), machine[k], _anchor("machine", str(k)), str(k))
+        (_MACHINE_LABELS.get(str(k), fields.label(str(k))), machine[k], field_id("machine", str(k)), str(k))
         for k in sorted(machine)
     ]
     clocks = (doc.get("data") or {}).get("clocks")
     if isinstance(clocks, dict):
         rows += [
-            (_RUN_CLOCKS[k], clocks[k], machine_anchor(f"clocks.{k}"), "clock_mhz")
-            for k in _RUN_CLOCKS
+            (RUN_CLOCKS[k], clocks[k], machine_anchor(f"clocks.{k}"), "clock_mhz")
+            for k in RUN_CLOCKS
             if clocks.get(k) is not None
         ]
     sampled = [
@@ -209,43 +206,8 @@ def _machine_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,120}")
-
-
-def row_anchor(index: int) -> str:
-    """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``; the table's for a row not shown."""
-    return rows_anchor([index])
-
-
-def _anchor(prefix: str, key: str) -> str | None:
-    """``params-batch``: an element id for a field row, or None when the key holds more than id-safe characters."""
-    return f"{prefix}-{key}" if _SAFE_ID.fullmatch(key) else None
-
-
 def _with_anchor(anchor: str | None, text: str) -> str:
     return f'<span id="{anchor}"></span>{text}' if anchor else text
-
-
-def field_anchor(doc: dict[str, Any], path: str) -> str:
-    """Where on its evidence page the value at a dotted ``path`` shows: a row, a field, or "" when nowhere."""
-    head, _, rest = path.partition(".")
-    if head == "data" and rest.startswith("samples."):
-        index = rest.split(".")[1]
-        return row_anchor(int(index)) if index.isdigit() else SAMPLES
-    if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
-        return _anchor(head, rest) or (head if head == "machine" else "")
-    top = rest.split(".", 1)[0]
-    if head in ("params", "code") and isinstance(doc.get(head), dict) and isinstance(doc[head].get(top), dict):
-        return _anchor(head, top) or ""  # a dict param (FLOPs per context) is one row, its entries side by side
-    clocks = (doc.get("data") or {}).get("clocks")
-    if head == "data" and rest.startswith("clocks.") and isinstance(clocks, dict) and rest[7:] in _RUN_CLOCKS:
-        return machine_anchor(rest)  # a run's own clock shows in the machine table, beside the fingerprint's
-    if head == "data":
-        other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
-        for shown, _value in flatten(other)[:MAX_OTHER]:
-            if rest == shown or rest.startswith(shown + "."):
-                return _anchor("data", shown) or ""
-    return ""
 
 
 def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
@@ -267,17 +229,6 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
-def flatten(value: Any, path: str = "") -> list[tuple[str, Any]]:
-    """Nested data as (dotted path, value) rows; a list of plain values stays one row."""
-    if isinstance(value, dict):
-        if not value:
-            return [(path, value)]
-        return [row for k in sorted(value) for row in flatten(value[k], f"{path}.{k}" if path else str(k))]
-    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        return [row for i, v in enumerate(value) for row in flatten(v, f"{path}.{i}")]
-    return [(path, value)]
-
-
 def _list_cell(path: str, values: list[Any]) -> str:
     shown = ", ".join(fields.value_text(path, v) for v in values[:MAX_LIST])
     return f"[{shown}{f', … {len(values) - MAX_LIST} more' if len(values) > MAX_LIST else ''}]"
@@ -288,7 +239,7 @@ def _other_table(other: dict[str, Any]) -> str:
     lines = ["| field | value |", "|---|---|"]
     for path, value in rows[:MAX_OTHER]:
         cell = _list_cell(path, value) if isinstance(value, list) else fields.value_text(path, value)
-        lines.append(f"| {_with_anchor(_anchor('data', path), escape_text(fields.label(path)))} | {cell} |")
+        lines.append(f"| {_with_anchor(field_id('data', path), escape_text(fields.label(path)))} | {cell} |")
     if len(rows) > MAX_OTHER:
         lines.append(f"\n*{len(rows) - MAX_OTHER} more fields in the JSON download.*")
     return "\n".join(lines) + "\n"

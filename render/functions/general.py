@@ -20,12 +20,11 @@ from render.derive import mfu as mfumod
 from render.derive import nominal as nominalmod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
-from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
 from render.numbers import claims, leases, legend
-from render.numbers.links import rows_anchor, with_column
+from render.numbers.links import field_anchor, rows_anchor, with_column
 from render.numbers.propagation import propagated
 from render.numbers.quantity import Quantity, recipes_of, shift_leaves, tree
 from render.numbers.units import conversion_factor
@@ -74,7 +73,7 @@ def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", dis
     if isinstance(node, bool) or not isinstance(node, (int, float)):
         raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
     page.reads.setdefault(str(path), set()).add(ref.id)
-    anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
+    anchor = field_anchor(page.doc(ref), str(path))
     # memoised: one document's field has one answer, and a page may show it several times
     said = dict(page.library.memo(("value basis", ref.id, path), lambda: _field_uncertainty(page, ref, path, node)))
     how = said.pop("derivation", f"evidence field {path}")
