@@ -12,7 +12,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from render.build import sealed
+from render.build import kept, sealed
 from render.build.stages import BuildPaths
 from render.evidence import pages as ep
 from render.numbers import links
@@ -159,19 +159,19 @@ def test_a_campaign_page_tables_its_points_with_an_anchor_around_each_result() -
 
 def test_the_tarball_is_kept_under_its_inputs_and_only_the_newest(tmp_path: Path) -> None:
     raw = {ID: b'{"a":1}'}
-    made = ep.cached_tarball(tmp_path, raw, b"[]", 1700000000)
+    made = kept.cached_tarball(tmp_path, raw, b"[]", 1700000000)
     assert made == ep.archive_tarball(raw, b"[]", 1700000000)
-    (kept,) = tmp_path.glob("archive-*.tar.gz")
-    kept.write_bytes(sealed.seal(b"kept"))  # a later build with the same inputs reads what is kept (sealed) ...
-    assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000) == b"kept"
-    assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000, read=False) == made  # ... a full build does not
+    (kept_path,) = tmp_path.glob("archive-*.tar.gz")
+    kept_path.write_bytes(sealed.seal(b"kept"))  # a later build with the same inputs reads what is kept (sealed) ...
+    assert kept.cached_tarball(tmp_path, raw, b"[]", 1700000000) == b"kept"
+    assert kept.cached_tarball(tmp_path, raw, b"[]", 1700000000, read=False) == made  # ... a full build does not
     for other in (
         (raw, b"[1]", 1700000000),
         (raw, None, 1700000000),
         (raw, b"[]", 0),
         ({**raw, "sha256:" + "cd" * 32: b"{}"}, b"[]", 1700000000),
     ):
-        assert ep.cached_tarball(tmp_path, *other) == ep.archive_tarball(*other)  # other inputs, another key
+        assert kept.cached_tarball(tmp_path, *other) == ep.archive_tarball(*other)  # other inputs, another key
         assert len(list(tmp_path.glob("archive-*.tar.gz"))) == 1
 
 

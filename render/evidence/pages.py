@@ -15,18 +15,15 @@ values) is escaped, so evidence cannot inject markup into the site.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import re
 import statistics
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from measure.evidence.configkey import config_key
-from render.build import incremental
 from render.derive import marks, reading
 from render.evidence import fields, points, reproduction, taken
 from render.evidence import history as hist
@@ -407,22 +404,3 @@ def archive_tarball(raw: dict[str, bytes], published: bytes | None, epoch: int) 
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     tar.addfile(info)
     return buf.getvalue()
-
-
-def cached_tarball(
-    cache: Path,
-    raw: dict[str, bytes],
-    published: bytes | None,
-    epoch: int,
-    read: bool = True,
-    later: incremental.MakeLater | None = None,
-) -> bytes:
-    """``archive_tarball``, kept in ``cache`` (a build folder's) under a key of its inputs: the evidence ids (each
-    names its bytes), the published ledger's digest and ``epoch``; compressing the archive is a second at 10,000
-    documents, every build. Only the newest is kept. ``read=False`` (a full build) makes it afresh and keeps it;
-    ``later``: made later (``render.build.deferred``) unless kept."""
-    h = hashlib.sha256(f"epoch {epoch}\0".encode())
-    h.update(hashlib.sha256(published).digest() if published is not None else b"none")
-    h.update("\n".join(sorted(raw)).encode())
-    path = cache / f"archive-{h.hexdigest()[:32]}.tar.gz"
-    return incremental.kept_file(path, lambda: archive_tarball(raw, published, epoch), read, "archive-*.tar.gz", later)
