@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from measure.errors import MissingPackage, ProbebookError
+
 log = logging.getLogger(__name__)
 
 BUSY_UTIL_PCT = 5  # an idle H200 reads 0%; anything above a few percent is someone else's kernels
@@ -179,3 +181,20 @@ def _look(device: str | None, samples: int, sample_s: float) -> dict[str, Any]:
     if found["busy"]:
         log.warning("the GPU is not idle before timing (%s): the timings may share the card", found["reason"])
     return found
+
+
+def resolve_device(requested: str) -> str:
+    """``auto`` -> cuda when torch sees a device, else cpu; ``cuda`` without one is a one-line error."""
+    try:
+        import torch
+    except ImportError:
+        raise MissingPackage(
+            "probes need the Python package 'torch', which is not installed here: pip install torch "
+            "(CPU-only: pip install torch==2.13.0)"
+        ) from None
+    available = torch.cuda.is_available()
+    if requested == "auto":
+        return "cuda" if available else "cpu"
+    if requested == "cuda" and not available:
+        raise ProbebookError("--device cuda: torch sees no CUDA device here; use --device cpu")
+    return requested

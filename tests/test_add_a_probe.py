@@ -18,10 +18,10 @@ from measure import cli as measure_cli
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
 from measure.probes import PROBES
+from render.derive.reading import NNBSP
 from render.functions import registry
 from render.functions.derivations import Library
 from render.numbers.links import entry_anchor
-from render.numbers.reading import NNBSP
 
 
 def _blocks() -> list[str]:

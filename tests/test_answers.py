@@ -14,9 +14,9 @@ from conftest import SITE_FIXTURE, fixture_site_paths
 
 from measure.errors import ProbebookError
 from render.build.stages import BuildPaths, render_tree
+from render.derive.reading import counted
 from render.numbers import directions, legend
 from render.numbers.quantity import Comparison, Quantity
-from render.numbers.reading import counted
 from render.pages import answers, benchfiles, layout, notices
 from render.pages.sandbox import is_input
 from render.pages.sources import SourceError, load

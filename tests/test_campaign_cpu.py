@@ -71,11 +71,11 @@ def test_tiny_campaign_end_to_end(finished):
         assert Store(archive).get(point["evidence"])["data"]["samples"][0]["status"] == "ok"
     from render.charts import draw as charts
     from render.derive import batchsweep
-    from render.tables import kinds as tables
+    from render.tables import kinds
 
     # render reads the campaign document as batch-sweep evidence: summaries, table, both charts
     assert {g.context for g in batchsweep.summarize(doc["data"]["samples"])} == {32, 64}
-    assert "tiny" in tables.render("batch-sweep", [doc]).markdown
+    assert "tiny" in kinds.render("batch-sweep", [doc]).markdown
     assert "peak device memory" in charts.render("batch-sweep", [doc], y="peak_bytes").alt
     assert "tokens per second" in charts.render("batch-sweep", [doc], model="tiny").alt
     status = ok(run_cli("campaign", "status", str(folder)))

@@ -16,7 +16,7 @@ from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
-from render.build import sealed
+from render.build import kept, sealed
 from render.charts import draw as charts
 from render.charts import svg as chart_svg
 from render.charts import sweeps
@@ -738,16 +738,20 @@ def test_chart_assets_are_offline_and_added_once_to_the_config():
 
 def test_the_bundle_is_kept_in_the_build_cache_and_read_back(tmp_path):
     cache = tmp_path / "cache" / "assets"
-    made = site_assets.site_files(cache)
-    kept = cache / site_assets.bundle_name()
-    assert sealed.unseal(kept.read_bytes()) == made["assets/probebook/vega-embed.js"] == site_assets.vega_embed_bundle()
+    made = kept.asset_files(cache)
+    kept_path = cache / site_assets.bundle_name()
+    assert (
+        sealed.unseal(kept_path.read_bytes())
+        == made["assets/probebook/vega-embed.js"]
+        == site_assets.vega_embed_bundle()
+    )
     # a later build reads the kept file, sealed by this user's builds (render.build.sealed): what is there it ships
-    kept.write_bytes(sealed.seal(b"/* kept */"))
-    assert site_assets.site_files(cache)["assets/probebook/vega-embed.js"] == b"/* kept */"
-    kept.write_bytes(b"/* planted */")  # not sealed: made again, never shipped
-    assert site_assets.site_files(cache) == made
+    kept_path.write_bytes(sealed.seal(b"/* kept */"))
+    assert kept.asset_files(cache)["assets/probebook/vega-embed.js"] == b"/* kept */"
+    kept_path.write_bytes(b"/* planted */")  # not sealed: made again, never shipped
+    assert kept.asset_files(cache) == made
     # a full build reads nothing kept: it makes the bundle afresh, and keeps that for the next build
-    kept.write_bytes(sealed.seal(b"/* kept */"))
-    assert site_assets.site_files(cache, read=False) == made
-    assert sealed.unseal(kept.read_bytes()) == made["assets/probebook/vega-embed.js"]
+    kept_path.write_bytes(sealed.seal(b"/* kept */"))
+    assert kept.asset_files(cache, read=False) == made
+    assert sealed.unseal(kept_path.read_bytes()) == made["assets/probebook/vega-embed.js"]
     assert site_assets.bundle_name().startswith("vega-embed-") and site_assets.bundle_name().endswith(".js")

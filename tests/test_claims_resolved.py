@@ -13,7 +13,8 @@ from conftest import SITE_FIXTURE, fixture_site_paths
 
 from measure.errors import ProbebookError
 from render.build.stages import render_tree
-from render.numbers import basis, legend
+from render.derive import basis
+from render.numbers import legend
 from render.numbers.quantity import Quantity
 
 

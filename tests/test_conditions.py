@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from render.derive import replication
-from render.evidence import conditions, series
+from render.derive import conditions, replication
+from render.evidence import series
 from render.numbers import directions
 from render.numbers.quantity import Comparison, Quantity
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from render.numbers import basis
+from render.derive import basis
 from render.numbers.quantity import Quantity
 from render.tables.cells import Cell, uncertainty_of
 from render.tables.columns import Column

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive import correctness, fields, intervals
+from render.derive import basis, correctness, fields, intervals
 from render.functions.derivations import Library
 from render.functions.page import Page
-from render.numbers import basis
 
 IDENT = "sha256:" + "ab" * 32
 

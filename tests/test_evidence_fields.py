@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from render.evidence import fields
 from render.evidence import pages as ep
+from render.numbers import links
 
 
 def test_labels_are_prose() -> None:
@@ -81,8 +82,8 @@ def test_a_campaign_audit_says_what_it_is() -> None:
 
 def test_machine_values_link_to_the_machine_table() -> None:
     doc = {"machine": {"power_limit_w": 700.0}, "data": {"clocks": {"sm_mhz_before": 1980}}}
-    assert ep.field_anchor(doc, "machine.power_limit_w") == "machine-power_limit_w"
-    assert ep.field_anchor(doc, "data.clocks.sm_mhz_before") == "machine-clocks.sm_mhz_before"
+    assert links.field_anchor(doc, "machine.power_limit_w") == "machine-power_limit_w"
+    assert links.field_anchor(doc, "data.clocks.sm_mhz_before") == "machine-clocks.sm_mhz_before"
     page = ep.page_markdown("sha256:" + "c" * 64, {**doc, "probe": "p"}, [])
     assert (
         '<span id="machine-clocks.sm_mhz_before"></span>SM clock in the run, before the timed windows | 1,980 MHz'

@@ -12,9 +12,10 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from render.build import sealed
+from render.build import kept, sealed
 from render.build.stages import BuildPaths
 from render.evidence import pages as ep
+from render.numbers import links
 
 ID = "sha256:" + "ab" * 32
 
@@ -69,7 +70,7 @@ def test_raw_values_read_without_exponents() -> None:
     assert ep.readable(-3) == "\u22123"
     assert ep.readable(True) == "true" and ep.readable(None) == "—"
     assert ep.readable("a_b <i>") == "a_b &lt;i&gt;"
-    assert ep.flatten({"b": {"c": [1, 2]}, "a": [{"x": 1.5}], "e": {}}) == [
+    assert links.flatten({"b": {"c": [1, 2]}, "a": [{"x": 1.5}], "e": {}}) == [
         ("a.0.x", 1.5),
         ("b.c", [1, 2]),
         ("e", {}),
@@ -105,17 +106,18 @@ def test_the_cited_by_list_sits_between_the_envelope_and_the_code() -> None:
 
 
 def test_field_anchors_point_at_rows_that_exist() -> None:
-    assert ep.field_anchor(DOC, "data.samples.1.step_s") == "row-1"
-    assert ep.field_anchor(DOC, "data.samples.900.step_s") == "samples"  # past the rows a page shows
-    assert ep.field_anchor(DOC, "params.batch") == "params-batch"
-    assert ep.field_anchor(DOC, "machine.sm_clock_mhz") == "machine-sm_clock_mhz"
-    assert ep.field_anchor(DOC, "data.clocks.sm_mhz_after") == "machine-clocks.sm_mhz_after"  # the machine table's row
-    assert ep.field_anchor(DOC, "data.windows.times_s.1") == "data-windows.times_s"  # one row holds the list
-    assert ep.field_anchor(DOC, "params.missing") == ""
+    assert links.field_anchor(DOC, "data.samples.1.step_s") == "row-1"
+    assert links.field_anchor(DOC, "data.samples.900.step_s") == "samples"  # past the rows a page shows
+    assert links.field_anchor(DOC, "params.batch") == "params-batch"
+    assert links.field_anchor(DOC, "machine.sm_clock_mhz") == "machine-sm_clock_mhz"
+    # a run's own clock: the machine table's row
+    assert links.field_anchor(DOC, "data.clocks.sm_mhz_after") == "machine-clocks.sm_mhz_after"
+    assert links.field_anchor(DOC, "data.windows.times_s.1") == "data-windows.times_s"  # one row holds the list
+    assert links.field_anchor(DOC, "params.missing") == ""
     flops = {"params": {"model_flops_per_token": {"1024": 1.98e9}}}
-    assert ep.field_anchor(flops, "params.model_flops_per_token.1024") == "params-model_flops_per_token"  # one row
+    assert links.field_anchor(flops, "params.model_flops_per_token.1024") == "params-model_flops_per_token"  # one row
     weird = {"params": {'a"b': 1}}
-    assert ep.field_anchor(weird, 'params.a"b') == ""  # no id from a key that is not id-safe
+    assert links.field_anchor(weird, 'params.a"b') == ""  # no id from a key that is not id-safe
     assert 'id="params-a' not in ep.page_markdown(ID, weird, [])
 
 
@@ -157,19 +159,19 @@ def test_a_campaign_page_tables_its_points_with_an_anchor_around_each_result() -
 
 def test_the_tarball_is_kept_under_its_inputs_and_only_the_newest(tmp_path: Path) -> None:
     raw = {ID: b'{"a":1}'}
-    made = ep.cached_tarball(tmp_path, raw, b"[]", 1700000000)
+    made = kept.cached_tarball(tmp_path, raw, b"[]", 1700000000)
     assert made == ep.archive_tarball(raw, b"[]", 1700000000)
-    (kept,) = tmp_path.glob("archive-*.tar.gz")
-    kept.write_bytes(sealed.seal(b"kept"))  # a later build with the same inputs reads what is kept (sealed) ...
-    assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000) == b"kept"
-    assert ep.cached_tarball(tmp_path, raw, b"[]", 1700000000, read=False) == made  # ... a full build does not
+    (kept_path,) = tmp_path.glob("archive-*.tar.gz")
+    kept_path.write_bytes(sealed.seal(b"kept"))  # a later build with the same inputs reads what is kept (sealed) ...
+    assert kept.cached_tarball(tmp_path, raw, b"[]", 1700000000) == b"kept"
+    assert kept.cached_tarball(tmp_path, raw, b"[]", 1700000000, read=False) == made  # ... a full build does not
     for other in (
         (raw, b"[1]", 1700000000),
         (raw, None, 1700000000),
         (raw, b"[]", 0),
         ({**raw, "sha256:" + "cd" * 32: b"{}"}, b"[]", 1700000000),
     ):
-        assert ep.cached_tarball(tmp_path, *other) == ep.archive_tarball(*other)  # other inputs, another key
+        assert kept.cached_tarball(tmp_path, *other) == ep.archive_tarball(*other)  # other inputs, another key
         assert len(list(tmp_path.glob("archive-*.tar.gz"))) == 1
 
 

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 from conftest import render_page
 
-from render.derive import batchsweep, fit, followup, gemm, scaling, sessions, utilisation
+from render.derive import basis, batchsweep, fit, followup, gemm, scaling, sessions, utilisation
 from render.derive.intervals import median_interval, ratio_interval
 from render.evidence.archive import load_evidence
 from render.functions.derivations import Library
-from render.numbers import basis
 
 # Bootstrap medians of three windows: a resample's median is the smallest window with probability 7/27 and the
 # largest with 7/27, both above the 2.5% tail, so the percentile interval is (smallest, largest) exactly.

@@ -9,8 +9,7 @@ from dataclasses import replace
 import pytest
 
 from measure.errors import ProbebookError
-from render.derive import correctness, followup, gemm, lossmem, workload
-from render.evidence import marks
+from render.derive import correctness, followup, gemm, lossmem, marks, workload
 from render.functions import general
 from render.functions.derivations import Library
 from render.functions.followup import optimizer_timing

@@ -14,7 +14,7 @@ from measure.evidence.store import Store
 from measure.workload import WorkloadOptions
 from measure.workload.observe import engagement_marks, workload_marks
 from measure.workload.plugin import ignored_options, options_read, watched
-from render.evidence.marks import warnings
+from render.derive.marks import warnings
 
 HERE = Path(__file__).resolve().parent
 TOY = {"PYTHONPATH": f"{HERE / 'fixtures' / 'measure_plugins'}:{HERE.parent}"}

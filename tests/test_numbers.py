@@ -1,10 +1,10 @@
-"""Number text (render.numbers.reading): significant figures, SI prefixes, intervals, minus signs, no exponents."""
+"""Number text (render.derive.reading): significant figures, SI prefixes, intervals, minus signs, no exponents."""
 
 from __future__ import annotations
 
 import pytest
 
-from render.numbers.reading import (
+from render.derive.reading import (
     MINUS,
     NNBSP,
     choose_unit,

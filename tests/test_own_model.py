@@ -47,8 +47,9 @@ def plugin(tmp_path: Path) -> Path:
 
 def test_the_guide_s_plugin_loads_with_every_field_and_no_mark(plugin, monkeypatch):
     monkeypatch.syspath_prepend(str(plugin))
-    from measure.probes.common import lost_marks, model_flops_per_token
+    from measure.probes.common import model_flops_per_token
     from measure.workload import WorkloadOptions, load_workload
+    from measure.workload.observe import lost_marks
 
     workload = load_workload(WorkloadOptions(device="cpu", dtype="fp32"), SPEC)
     assert workload.name == SPEC

@@ -201,7 +201,7 @@ def test_ledger_row() -> None:
         "uncertainty": [0.012, 0.0126],
         "evidence": [ID],
         "derivation": "d",
-        "basis": "interval",  # why it has no interval, or that it has one (render.numbers.basis)
+        "basis": "interval",  # why it has no interval, or that it has one (render.derive.basis)
         "shown": "12.30 ms (12.00–12.60)",  # as its link reads: its entry on the evidence page shows it so
     }
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from render.derive.reading import reads_whole
 from render.derive.reproduction import NumberRow, Reproduction
 from render.evidence import fields
 from render.evidence.pages import readable
 from render.numbers.quantity import Quantity
-from render.numbers.reading import reads_whole
 from render.pages import reproductions
 
 

@@ -15,9 +15,8 @@ from conftest import synthetic_doc as doc
 from measure.errors import ProbebookError
 from measure.evidence.envelope import parse
 from measure.evidence.store import Store
-from render.numbers.reading import significant
-from render.tables import columns as tables
-from render.tables import kinds
+from render.derive.reading import significant
+from render.tables import columns, kinds
 
 FIXTURE_ARCHIVE = Path(__file__).resolve().parent / "fixtures" / "archive"
 
@@ -31,24 +30,25 @@ def to_html(md: str) -> str:
 
 
 def test_unit_conversions():
-    assert tables.bytes_to_gib(3 * 2**30) == 3.0
-    assert tables.seconds_to_ms(0.25) == 250.0
+    assert columns.bytes_to_gib(3 * 2**30) == 3.0
+    assert columns.seconds_to_ms(0.25) == 250.0
 
 
 def test_one_unit_per_field_for_tables_and_charts():
-    assert tables.unit_of("peak_bytes") == tables.Unit("GiB", 2**-30)
-    assert tables.unit_of("peak_bytes").of(3 * 2**30) == 3.0
-    assert tables.unit_of("step_s") == tables.Unit("ms", 1000.0) and tables.unit_of("device_time_s").of(0.25) == 250.0
-    assert tables.unit_of("tok_s") == tables.Unit("tokens/s", 1.0) == tables.unit_of("fastest_tok_s")
-    assert tables.COLUMNS["peak_bytes"].header == "peak (GiB)"
+    assert columns.unit_of("peak_bytes") == columns.Unit("GiB", 2**-30)
+    assert columns.unit_of("peak_bytes").of(3 * 2**30) == 3.0
+    assert columns.unit_of("step_s") == columns.Unit("ms", 1000.0)
+    assert columns.unit_of("device_time_s").of(0.25) == 250.0
+    assert columns.unit_of("tok_s") == columns.Unit("tokens/s", 1.0) == columns.unit_of("fastest_tok_s")
+    assert columns.COLUMNS["peak_bytes"].header == "peak (GiB)"
     with pytest.raises(ProbebookError, match="no display unit for field 'calls'"):
-        tables.unit_of("calls")
+        columns.unit_of("calls")
 
 
 def test_presets_sort_by_the_size_their_name_says():
-    assert tables.preset_order(["500m", "20m", "250m", "90m", "250m"]) == ["20m", "90m", "250m", "500m"]
-    assert tables.preset_order(["1.3b", "tiny", "350M", "7b", "125k"]) == ["125k", "350M", "1.3b", "7b", "tiny"]
-    assert tables.preset_key("90m") == (0, 90e6, "90m") and tables.preset_key("tiny") == (1, 0.0, "tiny")
+    assert columns.preset_order(["500m", "20m", "250m", "90m", "250m"]) == ["20m", "90m", "250m", "500m"]
+    assert columns.preset_order(["1.3b", "tiny", "350M", "7b", "125k"]) == ["125k", "350M", "1.3b", "7b", "tiny"]
+    assert columns.preset_key("90m") == (0, 90e6, "90m") and columns.preset_key("tiny") == (1, 0.0, "tiny")
 
 
 def test_kernel_names_get_their_shortest_distinct_abbreviation():
@@ -59,34 +59,34 @@ def test_kernel_names_get_their_shortest_distinct_abbreviation():
         "flash_fwd_kernel",  # a repeat is one name
         "short",
     ]
-    assert tables.distinct_abbreviations(names, width=12) == {
+    assert columns.distinct_abbreviations(names, width=12) == {
         "cudnn_sdpa_flash_fprop_knob_3_kernel0": "…fprop_knob…",  # fprop alone tells it apart, widened to 12
         "cudnn_sdpa_flash_bprop_knob_3_kernel0": "…bprop_knob…",
         "flash_fwd_kernel": "…fwd_kernel",
         "short": "short",  # within the width: whole
     }
     # a name every run of which another holds stays whole; a lone long token is cut to the width
-    assert tables.distinct_abbreviations(["a_b", "a_b_c"], width=2) == {"a_b": "a_b", "a_b_c": "…c"}
-    assert tables.distinct_abbreviations(["k" * 50], width=10) == {"k" * 50: "k" * 9 + "…"}
+    assert columns.distinct_abbreviations(["a_b", "a_b_c"], width=2) == {"a_b": "a_b", "a_b_c": "…c"}
+    assert columns.distinct_abbreviations(["k" * 50], width=10) == {"k" * 50: "k" * 9 + "…"}
     # one name: its shortest run is its first token, widened to the width
-    assert tables.distinct_abbreviations(["cudnn_generated_fort_native_sdpa"], width=20) == {
+    assert columns.distinct_abbreviations(["cudnn_generated_fort_native_sdpa"], width=20) == {
         "cudnn_generated_fort_native_sdpa": "cudnn_generated…"
     }
 
 
 def test_constant_columns_are_found_and_said_once():
-    cols = tables.columns("mode batch tokens unstable")
+    cols = columns.columns("mode batch tokens unstable")
     rows = [
         {"mode": "eager", "batch": 4, "tokens": 512, "unstable": False},
         {"mode": "eager", "batch": 8, "tokens": 512, "unstable": False},
     ]
-    constant = tables.constant_columns(cols, rows)
+    constant = columns.constant_columns(cols, rows)
     assert [(c.key, text) for c, text in constant] == [("mode", "eager"), ("tokens", "512"), ("unstable", "none")]
-    assert tables.constants_note(constant) == "In every row — mode: eager; tokens: 512; CV over 5%: none.\n\n"
-    assert tables.constant_columns(cols, rows[:1]) == []  # one row: nothing to compare
-    assert tables.constants_note([]) == ""
+    assert columns.constants_note(constant) == "In every row — mode: eager; tokens: 512; CV over 5%: none.\n\n"
+    assert columns.constant_columns(cols, rows[:1]) == []  # one row: nothing to compare
+    assert columns.constants_note([]) == ""
     missing = [{"batch": None}, {"batch": None}]
-    assert [(c.key, text) for c, text in tables.constant_columns(tables.columns("batch"), missing)] == [
+    assert [(c.key, text) for c, text in columns.constant_columns(columns.columns("batch"), missing)] == [
         ("batch", "none")
     ]
 
@@ -290,7 +290,7 @@ def test_kernel_shares_table_orders_by_time():
 
 
 def test_every_shared_numeric_column_says_why_it_has_no_interval_when_its_record_gives_none():
-    numeric = {k: c.basis for k, c in tables.COLUMNS.items() if c.numeric or c.counts}
+    numeric = {k: c.basis for k, c in columns.COLUMNS.items() if c.numeric or c.counts}
     assert numeric == {
         **dict.fromkeys(("batch", "tokens", "context", "microbatch", "m", "n", "k", "calls", "rows"), "exact"),
         **dict.fromkeys(("windows", "documents", "tokens_per_step"), "exact"),
@@ -340,13 +340,13 @@ def test_samples_frame_puts_known_columns_first_then_the_rest_sorted():
             {"tokens": 256, "step_s": 0.75, "note": {"k": [1, 2]}},
         ],
     )
-    assert list(tables.samples_frame(d).columns) == ["tokens", "step_s", "alpha", "note", "zeta"]
-    assert tables.samples_csv(d) == 'tokens,step_s,alpha,note,zeta\n128,0.5,true,,1\n256,0.75,,"{""k"":[1,2]}",\n'
+    assert list(columns.samples_frame(d).columns) == ["tokens", "step_s", "alpha", "note", "zeta"]
+    assert columns.samples_csv(d) == 'tokens,step_s,alpha,note,zeta\n128,0.5,true,,1\n256,0.75,,"{""k"":[1,2]}",\n'
 
 
 def test_samples_of_an_empty_or_failed_run():
-    assert tables.samples_csv(doc("batch-sweep", [])) == ""
-    assert tables.samples_frame(doc("batch-sweep", [])).empty
+    assert columns.samples_csv(doc("batch-sweep", [])) == ""
+    assert columns.samples_frame(doc("batch-sweep", [])).empty
 
 
 def test_samples_csv_of_the_fixture_archive_round_trips_every_value():
@@ -357,7 +357,7 @@ def test_samples_csv_of_the_fixture_archive_round_trips_every_value():
             d = parse(path.read_bytes(), str(path))
         except ProbebookError:
             continue  # the fixture archive holds deliberately unreadable files too
-        rows = list(csv.DictReader(io.StringIO(tables.samples_csv(d))))
+        rows = list(csv.DictReader(io.StringIO(columns.samples_csv(d))))
         assert len(rows) == len(d["data"]["samples"])
         for got, want in zip(rows, d["data"]["samples"], strict=True):
             assert {k: v for k, v in got.items() if v != ""} == {k: str(v) for k, v in want.items() if v is not None}
@@ -410,7 +410,7 @@ def test_samples_csv_is_the_text_pandas_would_write():
             {"arm": "line\nbreak", "microbatch": 2, "peak_bytes": 1e20, "tok_s": None, "flag": False},
         ],
     )
-    assert tables.samples_csv(d) == tables.samples_frame(d).to_csv(index=False, lineterminator="\n")
+    assert columns.samples_csv(d) == columns.samples_frame(d).to_csv(index=False, lineterminator="\n")
 
 
 def test_unstable_points_are_marked_and_listed_and_never_the_fastest():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from measure.evidence.attribution import attribute
-from render.evidence import conditions
+from render.derive import conditions
 from render.evidence.archive import load_evidence
 from render.functions.derivations import Library
 from render.functions.page import Page

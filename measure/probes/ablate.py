@@ -22,17 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.constants import WINDOWS
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import (
-    OneStepConfig,
-    add_marks,
-    mark_engagement,
-    record_workload,
-    resolve_device,
-    tree_map,
-)
+from measure.probes.common import OneStepConfig, add_marks, mark_engagement, record_workload, tree_map
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.compare import BF16_FLOOR, FP32_FLOOR, NOISE_FACTOR
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
@@ -30,7 +31,6 @@ from measure.probes.common import (
     record_workload,
     refuse_unused,
     release_device,
-    resolve_device,
 )
 from measure.run.runner import Recorder, execute
 

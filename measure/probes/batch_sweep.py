@@ -35,6 +35,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
@@ -48,7 +49,6 @@ from measure.probes.common import (
     positive,
     record_facts,
     release_device,
-    resolve_device,
     workload_facts,
 )
 from measure.run.runner import Recorder, execute

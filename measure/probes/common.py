@@ -6,10 +6,11 @@ import logging
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from measure.errors import MissingPackage, ProbebookError
+from measure.errors import ProbebookError
 from measure.options import check_choices, option
 from measure.timing import SessionFields, TimingFields, WindowPlan
 from measure.workload import WorkloadFields, WorkloadOptions, check_window
+from measure.workload.observe import workload_facts
 from measure.workload.presets import PRESETS
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
@@ -76,35 +77,6 @@ class OneStepConfig(CommonConfig):
     def step_shape(self, device: str) -> tuple[int, int]:
         """(batch, seq_len) as given, or the defaults for the resolved device."""
         return (self.batch or (4 if device == "cuda" else 2), self.seq_len or (2048 if device == "cuda" else 128))
-
-
-def workload_facts(workload: Any) -> dict[str, Any]:
-    """What a probe records about the workload it loaded: its name and both parameter counts.
-
-    ``n_params`` stays the trainable count it always was; ``n_params_total`` adds frozen weights
-    (a LoRA base), which model FLOPs and ``T = 20·P/R`` projections need (issue 27).
-    """
-    return {
-        "workload_name": workload.name,
-        "n_params": workload.n_params,
-        "n_params_trainable": workload.n_params,
-        "n_params_total": workload.n_params_total,
-        "uses_preset": workload.uses_preset,
-        "workload_source": workload.source,
-        "n_params_active": workload.n_params_active,
-        "moe_shape": workload.moe_shape,
-        "lost": lost_marks(workload),
-        "vocab": workload.vocab,
-        "loss_precision": None if workload.loss_precision is None else asdict(workload.loss_precision),
-    }
-
-
-def lost_marks(workload: Any) -> list[dict[str, Any]]:
-    """What the loaded workload cannot record or did not take (``measure.workload.observe.workload_marks``)."""
-    from measure.workload.observe import workload_marks
-
-    shaped = workload.layers is not None and bool(workload.heads) and bool(workload.head_dim)
-    return workload_marks(attention_shape=shaped, ignored=workload.ignored)
 
 
 PARAM_FACTS = ("workload_name", "n_params", "n_params_trainable", "n_params_total")
@@ -188,23 +160,6 @@ def positive(name: str, value: int | None) -> None:
     """Refuse a non-positive option with one line naming it."""
     if value is not None and value < 1:
         raise ProbebookError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-
-
-def resolve_device(requested: str) -> str:
-    """``auto`` -> cuda when torch sees a device, else cpu; ``cuda`` without one is a one-line error."""
-    try:
-        import torch
-    except ImportError:
-        raise MissingPackage(
-            "probes need the Python package 'torch', which is not installed here: pip install torch "
-            "(CPU-only: pip install torch==2.13.0)"
-        ) from None
-    available = torch.cuda.is_available()
-    if requested == "auto":
-        return "cuda" if available else "cpu"
-    if requested == "cuda" and not available:
-        raise ProbebookError("--device cuda: torch sees no CUDA device here; use --device cpu")
-    return requested
 
 
 def tree_map(fn: Any, value: Any) -> Any:

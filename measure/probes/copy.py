@@ -17,10 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import CommonConfig, record_workload, resolve_device
+from measure.probes.common import CommonConfig, record_workload
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field

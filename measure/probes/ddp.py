@@ -18,10 +18,11 @@ import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import CommonConfig, positive, record_facts, resolve_device
+from measure.probes.common import CommonConfig, positive, record_facts
 from measure.run.runner import Recorder, execute
 
 PROBE = "ddp"

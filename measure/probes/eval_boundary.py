@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
-from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
+from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field

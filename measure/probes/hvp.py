@@ -36,19 +36,12 @@ from typing import Any
 
 from measure.constants import WINDOWS
 from measure.curvature import TOLERANCE, error_split, quadratic_form, verdict
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import (
-    BudgetSpent,
-    CommonConfig,
-    positive,
-    record_workload,
-    refuse_unused,
-    release_device,
-    resolve_device,
-)
+from measure.probes.common import BudgetSpent, CommonConfig, positive, record_workload, refuse_unused, release_device
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field

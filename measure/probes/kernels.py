@@ -40,6 +40,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from measure.device_check import resolve_device
 from measure.evidence.attribution import attribute
 from measure.evidence.envelope import Evidence
 from measure.evidence.kernel_names import (
@@ -50,7 +51,7 @@ from measure.evidence.kernel_names import (
     enclosing,
     is_expert_annotation,
 )
-from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload, resolve_device
+from measure.probes.common import OneStepConfig, mark_engagement, positive, record_workload
 from measure.run.runner import Recorder, execute
 
 PROBE = "kernels"

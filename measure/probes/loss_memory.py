@@ -38,21 +38,16 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from measure.compare import relative_error
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
 from measure.evidence.envelope import Evidence
 from measure.options import config_from_dict, option
-from measure.probes.common import (
-    BudgetSpent,
-    CommonConfig,
-    positive,
-    record_facts,
-    resolve_device,
-    workload_facts,
-)
+from measure.probes.common import BudgetSpent, CommonConfig, positive, record_facts
 from measure.run.runner import Recorder, execute
 from measure.timing import energy_field
 from measure.workload.losses import chunked_cross_entropy
+from measure.workload.observe import workload_facts
 
 PROBE = "loss-memory"
 VERSION = 1

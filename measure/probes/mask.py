@@ -40,10 +40,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.constants import WINDOWS
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.options import option
-from measure.probes.common import OneStepConfig, positive, record_workload, resolve_device
+from measure.probes.common import OneStepConfig, positive, record_workload
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.contracts import STEP_MODES
 from measure.evidence.envelope import Evidence
@@ -27,7 +28,6 @@ from measure.probes.common import (
     positive,
     record_workload,
     release_device,
-    resolve_device,
 )
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions

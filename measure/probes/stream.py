@@ -33,16 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.constants import ITERS, WINDOWS
+from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
-from measure.probes.common import (
-    CommonConfig,
-    model_flops_per_token,
-    positive,
-    record_workload,
-    refuse_unused,
-    resolve_device,
-)
+from measure.probes.common import CommonConfig, model_flops_per_token, positive, record_workload, refuse_unused
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field

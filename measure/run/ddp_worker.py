@@ -31,10 +31,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from measure.probes.common import workload_facts
 from measure.run.distributed import MULTICAST_OFF
 from measure.timing import Clock, WindowPlan, clock_for, sync_for, time_interleaved, time_windows
 from measure.workload import WorkloadFields, WorkloadOptions, load_workload
+from measure.workload.observe import workload_facts
 
 _DTYPES = {"bf16": "bfloat16", "fp32": "float32", "fp16": "float16"}
 

@@ -206,7 +206,7 @@ def in_sessions(run: Callable[..., Evidence]) -> Callable[..., Evidence]:
 
     @functools.wraps(run)
     def wrapper(config: Any, journal: Any = None, progress: bool = False) -> Evidence:
-        from measure.probes.common import resolve_device
+        from measure.device_check import resolve_device
 
         if getattr(config, "sessions", None) == 1 or not getattr(config, "SESSIONED", False):
             return run(config, journal, progress)

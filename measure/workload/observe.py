@@ -6,6 +6,7 @@ forward hook on the model (output dtype); nothing is inferred from a flag (ARCHI
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 # aten operator names -> SDPA backend; the first match wins (cudnn/flash/efficient before math)
@@ -194,3 +195,30 @@ def engagement_marks(
             }
         )
     return marks
+
+
+def workload_facts(workload: Any) -> dict[str, Any]:
+    """What a probe records about the workload it loaded: its name and both parameter counts.
+
+    ``n_params`` stays the trainable count it always was; ``n_params_total`` adds frozen weights
+    (a LoRA base), which model FLOPs and ``T = 20·P/R`` projections need (issue 27).
+    """
+    return {
+        "workload_name": workload.name,
+        "n_params": workload.n_params,
+        "n_params_trainable": workload.n_params,
+        "n_params_total": workload.n_params_total,
+        "uses_preset": workload.uses_preset,
+        "workload_source": workload.source,
+        "n_params_active": workload.n_params_active,
+        "moe_shape": workload.moe_shape,
+        "lost": lost_marks(workload),
+        "vocab": workload.vocab,
+        "loss_precision": None if workload.loss_precision is None else asdict(workload.loss_precision),
+    }
+
+
+def lost_marks(workload: Any) -> list[dict[str, Any]]:
+    """What the loaded workload cannot record or did not take (``measure.workload.observe.workload_marks``)."""
+    shaped = workload.layers is not None and bool(workload.heads) and bool(workload.head_dim)
+    return workload_marks(attention_shape=shaped, ignored=workload.ignored)

@@ -144,8 +144,9 @@ def run_pair(point: dict[str, Any], folder: str, gpu_lock: bool) -> dict[str, An
 def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: float) -> dict[str, Any]:
     from filelock import FileLock
 
+    from measure.device_check import resolve_device
     from measure.probes import batch_sweep, optimizer
-    from measure.probes.common import release_device, resolve_device
+    from measure.probes.common import release_device
     from measure.run.isolate import warm_imports
     from probebook.campaign.spec import probe_config_class
 

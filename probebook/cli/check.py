@@ -49,8 +49,9 @@ def register(sub: Any) -> None:
 
 
 def _masks(args: argparse.Namespace) -> int:
+    from measure.device_check import resolve_device
     from measure.errors import ProbebookError
-    from measure.probes.common import positive, resolve_device
+    from measure.probes.common import positive
     from measure.workload import WorkloadOptions
     from measure.workload.maskcheck import check_masks
 

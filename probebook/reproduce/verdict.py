@@ -9,8 +9,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from render.derive import replication
-from render.numbers import basis
+from render.derive import basis, replication
 
 EXACT_REL_TOL = 1e-9
 """Relative tolerance for a number exact by nature (a recorded param, a code constant): a double's rounding."""

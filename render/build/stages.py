@@ -29,7 +29,7 @@ from typing import Any
 from measure.evidence.files import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
-from render.build import dirty, histories, incremental
+from render.build import dirty, histories, incremental, kept
 from render.build import pages as page_render
 from render.build import parallel as page_pool
 from render.build.deferred import ENGINES as LATER_ENGINES
@@ -63,7 +63,7 @@ from render.pages.sandbox import make_environment
 from render.pages.sources import Sources
 from render.site import engines, sanitize
 from render.site import folder as sitedir
-from render.site.assets import CHARTS, chart_manifest, site_files
+from render.site.assets import CHARTS, chart_manifest
 from render.site.config import write_config, writes_pages_once
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ APART_PAGES = 1000
 """Evidence pages made apart while the records render, at most (``prepare_evidence_pages``): about 0.8 s of one
 core, as long as the build's own imports and 50 records take; more would leave the build waiting on one core."""
 ASSETS_CACHE = "cache/assets"
-"""Where a build folder keeps the assets made at build time (``render.site.assets.cached_bundle``)."""
+"""Where a build folder keeps the assets made at build time (``render.build.kept.cached_bundle``)."""
 
 
 # -- stage 2 and 3: sources and lint ---------------------------------------------------------
@@ -244,7 +244,9 @@ def generate_pages(
 
     with page_pool.WorkerPool(make, len(chunks)) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
-        tree.files.update(site_files(assets_cache, read=not full, later=later.file if later is not None else None))
+        tree.files.update(
+            kept.asset_files(assets_cache, read=not full, later=later.file if later is not None else None)
+        )
         for chunk, pages in zip(chunks, made, strict=True):
             for (ident, key), files in zip(chunk, pages, strict=True):
                 tree.files.update(files)
@@ -504,7 +506,7 @@ def render_tree(
     published_bytes = (
         read_regular(paths.published_ledger, Store(paths.archive).limit) if published is not None else None
     )
-    tree.files[evidence_pages.TARBALL] = evidence_pages.cached_tarball(
+    tree.files[evidence_pages.TARBALL] = kept.cached_tarball(
         paths.build / ASSETS_CACHE,
         evidence.raw,
         published_bytes,

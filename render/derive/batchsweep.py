@@ -18,9 +18,9 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts
+from render.derive import basis
 from render.derive.lossmem import COLLAPSE, row_device_bytes, spilled, stable_prefix, unstable
 from render.derive.windows import median_ci, rate_interval, recorded_windows
-from render.numbers import basis
 
 
 @dataclass(frozen=True)

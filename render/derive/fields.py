@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from render.numbers import basis
+from render.derive import basis
 
 __all__ = ["Windows", "field_basis", "timed", "windows"]
 

@@ -43,9 +43,9 @@ import numpy as np
 
 from measure.errors import ProbebookError
 from render.derive import fit_numerics as num
+from render.derive import reading
 from render.derive.fit_numerics import TERMS
 from render.derive.lossmem import unstable
-from render.numbers import reading as numbers
 
 ALPHA_LACK_OF_FIT = 0.01
 """Level of the lack-of-fit test that warns of residuals above the sample noise; strict on purpose."""
@@ -320,9 +320,9 @@ def lack_of_fit_warning(
     name = "+".join(model) or "empty"
     return (
         f"the point means lie further from the {name} model than their own noise allows: at "
-        f"{numbers.general(tokens[i], 4)} tokens the mean misses it by {numbers.general(abs(residuals_s[i]), 3)} s, "
-        f"against a standard error of {numbers.general(se, 3)} s for a mean of {counts[i]} samples "
-        f"(lack-of-fit F={numbers.general(stat, 3)}, p={numbers.general(p_value, 2)}); "  # no exponent
+        f"{reading.general(tokens[i], 4)} tokens the mean misses it by {reading.general(abs(residuals_s[i]), 3)} s, "
+        f"against a standard error of {reading.general(se, 3)} s for a mean of {counts[i]} samples "
+        f"(lack-of-fit F={reading.general(stat, 3)}, p={reading.general(p_value, 2)}); "  # no exponent
         "the model misses structure in these points (a fixed-cost plateau at short sequences, say), so the "
         "terms taken from it, and their intervals, are less certain than the intervals show"
     )
@@ -462,7 +462,7 @@ def _fit_scaled(
         misfit = True
         warns.append(
             f"the residuals {'rise' if residuals[-1] > residuals[0] else 'fall'} steadily from the shortest to the "
-            f"longest sequence (largest {numbers.general(np.max(np.abs(residuals)) * y_unit, 3)} s): the "
+            f"longest sequence (largest {reading.general(np.max(np.abs(residuals)) * y_unit, 3)} s): the "
             f"{'+'.join(model) or 'empty'} model has the wrong shape"
             + ("; fit more terms" if len(model) < len(TERMS) else "")
         )

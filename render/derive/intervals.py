@@ -48,7 +48,7 @@ RESAMPLES = 20_000
 """Bootstrap resamples. The Monte-Carlo error of a percentile endpoint is about
 ``sqrt(q(1−q)/R) / f(x_q)``; at R = 20,000 and q = 0.025 that is about 0.11% of the sampling distribution's
 mass, a shift of roughly 1/50 of the interval's half-width for a near-normal median, below the last digit
-the page shows (two figures of the smaller half-width, ``render.numbers.reading``). 200 would move the
+the page shows (two figures of the smaller half-width, ``render.derive.reading``). 200 would move the
 endpoints by a fifth of the half-width from seed to seed."""
 SEED = 23
 """Fixed seed of the resampling, so that two builds of the same evidence show the same interval."""

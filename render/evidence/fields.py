@@ -14,7 +14,7 @@ import datetime
 import json
 from typing import Any
 
-from render.numbers import reading as numbers
+from render.derive import reading
 from render.numbers.links import escape_text, scrub_paths
 
 # Words a label keeps in capitals or spells its own way (the rest are lower case, underscores as spaces).
@@ -114,10 +114,10 @@ def seconds_text(seconds: float) -> str:
     ``4.5`` -> ``4.5 s``; six significant figures at most, no exponent."""
     size = abs(seconds)
     if size != 0 and size < 1e-3:
-        return f"{numbers.readable_float(seconds * 1e6)} µs"
+        return f"{reading.readable_float(seconds * 1e6)} µs"
     if size != 0 and size < 1:
-        return f"{numbers.readable_float(seconds * 1e3)} ms"
-    return f"{numbers.readable_float(float(seconds))} s"
+        return f"{reading.readable_float(seconds * 1e3)} ms"
+    return f"{reading.readable_float(float(seconds))} s"
 
 
 def bytes_text(count: float) -> str:
@@ -127,13 +127,13 @@ def bytes_text(count: float) -> str:
     while abs(size) >= 1024 and i < len(_BINARY) - 1:
         size, i = size / 1024, i + 1
     if i == 0:
-        return f"{numbers.minus(f'{count:,}' if isinstance(count, int) else numbers.readable_float(count))} B"
-    exact = f"{count:,}" if isinstance(count, int) else numbers.readable_float(float(count))
-    return f"{numbers.minus(f'{size:.4g}')} {_BINARY[i]} ({numbers.minus(exact)} B)"
+        return f"{reading.minus(f'{count:,}' if isinstance(count, int) else reading.readable_float(count))} B"
+    exact = f"{count:,}" if isinstance(count, int) else reading.readable_float(float(count))
+    return f"{reading.minus(f'{size:.4g}')} {_BINARY[i]} ({reading.minus(exact)} B)"
 
 
 def _plain_number(value: Any) -> str:
-    return numbers.readable_float(value) if isinstance(value, float) else numbers.minus(f"{value:,}")
+    return reading.readable_float(value) if isinstance(value, float) else reading.minus(f"{value:,}")
 
 
 def value_text(key: str, value: Any) -> str:
@@ -151,14 +151,14 @@ def value_text(key: str, value: Any) -> str:
         if unit == "B":
             return bytes_text(value)
         if unit is not None and unit.endswith("/s"):
-            shown, prefixed = numbers.choose_unit(float(value), unit)
-            return f"{numbers.readable_float(shown)} {prefixed}"
+            shown, prefixed = reading.choose_unit(float(value), unit)
+            return f"{reading.readable_float(shown)} {prefixed}"
         if unit is not None:
             return f"{_plain_number(value)} {unit}" if unit != "%" else f"{_plain_number(value)}%"
         if "flops" in key.lower() and abs(value) >= 1000:
-            shown, unit = numbers.choose_unit(float(value), "FLOP")
-            return numbers.with_unit(numbers.minus(f"{shown:.4g}"), unit, " ")  # e.g. 1.512 GFLOP
-        return numbers.readable_float(value) if isinstance(value, float) else numbers.minus(str(value))
+            shown, unit = reading.choose_unit(float(value), "FLOP")
+            return reading.with_unit(reading.minus(f"{shown:.4g}"), unit, " ")  # e.g. 1.512 GFLOP
+        return reading.readable_float(value) if isinstance(value, float) else reading.minus(str(value))
     if isinstance(value, dict):
         if value and all(not isinstance(v, (dict, list)) for v in value.values()):
             # a FLOPs dict, a settings dict: one "name: value" per entry, each in its own key's unit

@@ -25,10 +25,10 @@ from typing import Any
 from render.charts import theme as chart_theme
 from render.charts.output import chart_files
 from render.derive import replication
+from render.derive.reading import significant
 from render.evidence import history as hist
 from render.evidence.index import INDEX as EVIDENCE_INDEX
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
-from render.numbers.reading import significant
 from render.pages.layout import nav_title
 from render.tables.columns import unit_of
 

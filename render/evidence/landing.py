@@ -11,8 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from render.evidence import fields, pages
-from render.numbers.links import COLUMNS, MAX_ROWS, SAMPLES, Landing, plain_text
-from render.tables import columns as tables
+from render.numbers.links import (
+    COLUMNS,
+    MAX_OTHER,
+    MAX_ROWS,
+    SAMPLES,
+    Landing,
+    field_id,
+    flatten,
+    plain_text,
+    row_anchor,
+)
+from render.tables import columns
 
 
 def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
@@ -25,23 +35,23 @@ def anchor_texts(doc: dict[str, Any]) -> dict[str, str]:
         found = doc.get(prefix)
         mapping: dict[str, Any] = found if isinstance(found, dict) else {}
         for k in sorted(mapping):
-            anchor = pages._anchor(prefix, str(k))
+            anchor = field_id(prefix, str(k))
             if anchor:
                 out[anchor] = f"{fields.label(str(k))} {fields.value_text(str(k), mapping[k])}"
     for label, value, anchor, unit in pages._machine_rows(doc):
         if anchor:
             out[anchor] = f"{label} {fields.value_text(unit, value)}"
     other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
-    for path, value in pages.flatten(other)[: pages.MAX_OTHER]:
-        anchor = pages._anchor("data", path)
+    for path, value in flatten(other)[:MAX_OTHER]:
+        anchor = field_id("data", path)
         if anchor:
             out[anchor] = "" if isinstance(value, list) else f"{fields.label(path)} {fields.value_text(path, value)}"
-    columns, cells = tables.samples_columns(doc)
-    out[COLUMNS] = "\n".join(columns)
+    names, cells = columns.samples_columns(doc)
+    out[COLUMNS] = "\n".join(names)
     for i, row in enumerate(cells[:MAX_ROWS]):
-        shown = [pages.readable(None if pages._missing(v) else v, c) for v, c in zip(row, columns, strict=True)]
-        out[pages.row_anchor(i)] = " ".join([str(i), *shown])
-        out.update((f"{pages.row_anchor(i)}~{c}", text) for c, text in zip(columns, shown, strict=True))
+        shown = [pages.readable(None if pages._missing(v) else v, c) for v, c in zip(row, names, strict=True)]
+        out[row_anchor(i)] = " ".join([str(i), *shown])
+        out.update((f"{row_anchor(i)}~{c}", text) for c, text in zip(names, shown, strict=True))
     return {anchor: text if anchor == COLUMNS else plain_text(text) for anchor, text in out.items()}
 
 

@@ -7,7 +7,7 @@ samples as a table whose rows carry anchors (``#row-12``) that number links land
 as a field table, the pages that cite it, the numbers taken from it (``render.evidence.taken``: where a derived
 number's link lands), and downloads: the archived JSON bytes unchanged, the
 samples as CSV, the whole archive as one reproducible tarball and the site's ledger. Raw floats
-show six significant figures without exponents (``render.numbers.reading.readable_float``); the exact
+show six significant figures without exponents (``render.derive.reading.readable_float``); the exact
 values stay in the JSON download. Every text taken from the evidence (notes, source, column names,
 values) is escaped, so evidence cannot inject markup into the site.
 """
@@ -15,38 +15,37 @@ values) is escaped, so evidence cannot inject markup into the site.
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import re
 import statistics
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from measure.evidence.configkey import config_key
-from render.build import incremental
-from render.evidence import fields, marks, points, reproduction, taken
+from render.derive import marks, reading
+from render.evidence import fields, points, reproduction, taken
 from render.evidence import history as hist
 from render.evidence.folds import fold
-from render.numbers import reading as numbers
 from render.numbers.links import (
+    MAX_OTHER,
     MAX_ROWS,
+    RUN_CLOCKS,
     SAMPLES,
     escape_text,
     evidence_page,
+    field_id,
+    flatten,
     machine_anchor,
     relative_link,
-    rows_anchor,
+    row_anchor,
     scrub_paths,
     short_id,
 )
 from render.pages.layout import nav_title
-from render.tables import columns as tables
+from render.tables import columns
 
-MAX_OTHER = 400
-"""Fields of "Other data" shown on a page; the JSON download always holds all of them."""
 MAX_LIST = 24
 """Items of a list of plain values shown in one "Other data" cell."""
 TARBALL = "evidence/probebook-archive.tar.gz"
@@ -62,11 +61,6 @@ _MACHINE_LABELS = {
     "temperature_c": "temperature at fingerprint",
     "hostname_hash": "host (hash of its name)",
     "gpu_count": "GPUs in the machine",
-}
-# Clocks the run recorded itself (data.clocks), as the machine table labels them; their values are in MHz.
-_RUN_CLOCKS = {
-    "sm_mhz_before": "SM clock in the run, before the timed windows",
-    "sm_mhz_after": "SM clock in the run, after the timed windows",
 }
 # Shape params, in the order a title names them, each as (param, how it reads).
 _SHAPE = (
@@ -92,9 +86,9 @@ def readable(value: Any, column: str = "") -> str:  # a samples cell: six figure
     if column and fields.is_unix_time(column, value):
         return fields.utc_iso(value)
     if isinstance(value, float):
-        return numbers.readable_float(value)
+        return reading.readable_float(value)
     if isinstance(value, int):
-        return numbers.minus(str(value))
+        return reading.minus(str(value))
     if isinstance(value, (dict, list)):
         return escape_text(scrub_paths(json.dumps(value, sort_keys=True, ensure_ascii=False)))
     return escape_text(scrub_paths(str(value)))  # a folder of the measuring host reads as <dir>
@@ -130,14 +124,14 @@ def title_text(doc: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def summary_text(doc: dict[str, Any], n_rows: int, columns: list[str]) -> str:
+def summary_text(doc: dict[str, Any], n_rows: int, names: list[str]) -> str:
     """One sentence: what the document holds, where and when it was measured, and its status."""
     machine = doc.get("machine") or {}
     origin = doc.get("origin") or {}
     gpu = machine.get("gpu")
     where = f"on {machine.get('gpu_count') or 1} × {gpu}" if gpu else "on the CPU"
     how = "Imported" if origin.get("kind") == "imported" else f"Measured {where}"
-    what = f"{n_rows} samples of {', '.join(columns[:6])}{' …' if len(columns) > 6 else ''}" if n_rows else "no samples"
+    what = f"{n_rows} samples of {', '.join(names[:6])}{' …' if len(names) > 6 else ''}" if n_rows else "no samples"
     when = f" on {str(doc.get('created_at'))[:10]}" if doc.get("created_at") else ""
     version = f"{doc.get('probe')} probe version {doc.get('probe_version')}"
     said = _NOT_MEASURED.get(str(doc.get("probe")))
@@ -163,7 +157,7 @@ def _fields_table(mapping: dict[str, Any], prefix: str) -> str:
         return "*(none recorded)*\n"
     lines = ["| field | value |", "|---|---|"]
     lines += [
-        f"| {_with_anchor(_anchor(prefix, str(k)), escape_text(fields.label(str(k))))} | "
+        f"| {_with_anchor(field_id(prefix, str(k)), escape_text(fields.label(str(k))))} | "
         f"{fields.value_text(str(k), mapping[k])} |"
         for k in sorted(mapping)
     ]
@@ -179,14 +173,14 @@ def _machine_rows(doc: dict[str, Any]) -> list[tuple[str, Any, str | None, str]]
     """(label, value, anchor, the key its unit is read from) rows of the machine table."""
     machine = doc.get("machine") or {}
     rows: list[tuple[str, Any, str | None, str]] = [
-        (_MACHINE_LABELS.get(str(k), fields.label(str(k))), machine[k], _anchor("machine", str(k)), str(k))
+        (_MACHINE_LABELS.get(str(k), fields.label(str(k))), machine[k], field_id("machine", str(k)), str(k))
         for k in sorted(machine)
     ]
     clocks = (doc.get("data") or {}).get("clocks")
     if isinstance(clocks, dict):
         rows += [
-            (_RUN_CLOCKS[k], clocks[k], machine_anchor(f"clocks.{k}"), "clock_mhz")
-            for k in _RUN_CLOCKS
+            (RUN_CLOCKS[k], clocks[k], machine_anchor(f"clocks.{k}"), "clock_mhz")
+            for k in RUN_CLOCKS
             if clocks.get(k) is not None
         ]
     sampled = [
@@ -209,73 +203,27 @@ def _machine_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,120}")
-
-
-def row_anchor(index: int) -> str:
-    """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``; the table's for a row not shown."""
-    return rows_anchor([index])
-
-
-def _anchor(prefix: str, key: str) -> str | None:
-    """``params-batch``: an element id for a field row, or None when the key holds more than id-safe characters."""
-    return f"{prefix}-{key}" if _SAFE_ID.fullmatch(key) else None
-
-
 def _with_anchor(anchor: str | None, text: str) -> str:
     return f'<span id="{anchor}"></span>{text}' if anchor else text
 
 
-def field_anchor(doc: dict[str, Any], path: str) -> str:
-    """Where on its evidence page the value at a dotted ``path`` shows: a row, a field, or "" when nowhere."""
-    head, _, rest = path.partition(".")
-    if head == "data" and rest.startswith("samples."):
-        index = rest.split(".")[1]
-        return row_anchor(int(index)) if index.isdigit() else SAMPLES
-    if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
-        return _anchor(head, rest) or (head if head == "machine" else "")
-    top = rest.split(".", 1)[0]
-    if head in ("params", "code") and isinstance(doc.get(head), dict) and isinstance(doc[head].get(top), dict):
-        return _anchor(head, top) or ""  # a dict param (FLOPs per context) is one row, its entries side by side
-    clocks = (doc.get("data") or {}).get("clocks")
-    if head == "data" and rest.startswith("clocks.") and isinstance(clocks, dict) and rest[7:] in _RUN_CLOCKS:
-        return machine_anchor(rest)  # a run's own clock shows in the machine table, beside the fingerprint's
-    if head == "data":
-        other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
-        for shown, _value in flatten(other)[:MAX_OTHER]:
-            if rest == shown or rest.startswith(shown + "."):
-                return _anchor("data", shown) or ""
-    return ""
-
-
 def _samples_table(doc: dict[str, Any]) -> tuple[str, int, list[str]]:
     # plain rows, not samples_frame: a DataFrame per page and itertuples cost ~2 ms a page (bench/render.py)
-    columns, cells = tables.samples_columns(doc)
-    if not columns:
+    names, cells = columns.samples_columns(doc)
+    if not names:
         return "*(no samples)*\n", 0, []
-    lines = ["| # | " + " | ".join(escape_text(c) for c in columns) + " |", "|---:|" + "---|" * len(columns)]
+    lines = ["| # | " + " | ".join(escape_text(c) for c in names) + " |", "|---:|" + "---|" * len(names)]
     for i, row in enumerate(cells[:MAX_ROWS]):
         anchor = _with_anchor(row_anchor(i), str(i))  # data.samples index: the number links land here
-        shown = (readable(None if _missing(v) else v, c) for v, c in zip(row, columns, strict=True))
+        shown = (readable(None if _missing(v) else v, c) for v, c in zip(row, names, strict=True))
         lines.append(f"| {anchor} | " + " | ".join(shown) + " |")
     if len(cells) > MAX_ROWS:
         lines.append(f"\n*{len(cells) - MAX_ROWS} more rows in the CSV download.*")
-    return "\n".join(lines) + "\n", len(cells), columns
+    return "\n".join(lines) + "\n", len(cells), names
 
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
-
-
-def flatten(value: Any, path: str = "") -> list[tuple[str, Any]]:
-    """Nested data as (dotted path, value) rows; a list of plain values stays one row."""
-    if isinstance(value, dict):
-        if not value:
-            return [(path, value)]
-        return [row for k in sorted(value) for row in flatten(value[k], f"{path}.{k}" if path else str(k))]
-    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        return [row for i, v in enumerate(value) for row in flatten(v, f"{path}.{i}")]
-    return [(path, value)]
 
 
 def _list_cell(path: str, values: list[Any]) -> str:
@@ -288,7 +236,7 @@ def _other_table(other: dict[str, Any]) -> str:
     lines = ["| field | value |", "|---|---|"]
     for path, value in rows[:MAX_OTHER]:
         cell = _list_cell(path, value) if isinstance(value, list) else fields.value_text(path, value)
-        lines.append(f"| {_with_anchor(_anchor('data', path), escape_text(fields.label(path)))} | {cell} |")
+        lines.append(f"| {_with_anchor(field_id('data', path), escape_text(fields.label(path)))} | {cell} |")
     if len(rows) > MAX_OTHER:
         lines.append(f"\n*{len(rows) - MAX_OTHER} more fields in the JSON download.*")
     return "\n".join(lines) + "\n"
@@ -328,11 +276,11 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
         envelope["error"] = doc["error"]
     if doc.get("notes") is not None:
         envelope["notes"] = doc["notes"]
-    table, n, columns = _samples_table(doc)
+    table, n, names = _samples_table(doc)
     head = [f"# {escape_text(nav_title(title_text(doc)))}", ""]  # the engine makes the page's <title> from it
     # the id as a subtitle, full and short: the theme's search splits words at ":" too, so both hex forms are words
     head.append(f"`{ident}` (short: `{short_id(ident)}`)")
-    head += ["", escape_text(summary_text(doc, n, columns)), ""]
+    head += ["", escape_text(summary_text(doc, n, names)), ""]
     for mark in marks.marks(doc):  # the harness, options not engaged, a busy device (issue 27)
         kind = "note" if mark.kind == "harness" else "warning"
         head += [f'!!! {kind} "{mark.title}"', "", f"    This run {escape_text(mark.text)}.", ""]
@@ -362,7 +310,7 @@ def prepare(ident: str, doc: dict[str, Any]) -> Prepared:
         tail += [view]
     elif other:
         tail += ["## Other data", "", fold(_other_table(other), "fields")]
-    return Prepared("\n".join(head), "\n".join(tail), tables.samples_csv(doc).encode("utf-8"), history)
+    return Prepared("\n".join(head), "\n".join(tail), columns.samples_csv(doc).encode("utf-8"), history)
 
 
 Entry = tuple[str, str, str, str, str]
@@ -456,22 +404,3 @@ def archive_tarball(raw: dict[str, bytes], published: bytes | None, epoch: int) 
                     info.type, info.mode = tarfile.DIRTYPE, 0o755
                     tar.addfile(info)
     return buf.getvalue()
-
-
-def cached_tarball(
-    cache: Path,
-    raw: dict[str, bytes],
-    published: bytes | None,
-    epoch: int,
-    read: bool = True,
-    later: incremental.MakeLater | None = None,
-) -> bytes:
-    """``archive_tarball``, kept in ``cache`` (a build folder's) under a key of its inputs: the evidence ids (each
-    names its bytes), the published ledger's digest and ``epoch``; compressing the archive is a second at 10,000
-    documents, every build. Only the newest is kept. ``read=False`` (a full build) makes it afresh and keeps it;
-    ``later``: made later (``render.build.deferred``) unless kept."""
-    h = hashlib.sha256(f"epoch {epoch}\0".encode())
-    h.update(hashlib.sha256(published).digest() if published is not None else b"none")
-    h.update("\n".join(sorted(raw)).encode())
-    path = cache / f"archive-{h.hexdigest()[:32]}.tar.gz"
-    return incremental.kept_file(path, lambda: archive_tarball(raw, published, epoch), read, "archive-*.tar.gz", later)

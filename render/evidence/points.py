@@ -2,7 +2,7 @@
 attempt's result in its columns, and an anchor on every cell a number links to.
 
 The generic "Other data" table flattens ``data.points`` into one row per field and stops at
-``render.evidence.pages.MAX_OTHER`` fields, so a campaign of 34 points showed only some of them, each value many
+``render.numbers.links.MAX_OTHER`` fields, so a campaign of 34 points showed only some of them, each value many
 rows away from the point it belongs to. Here a follow-up's ``optimizer_share`` of point 12 is the cell
 ``point-12-optimizer_share`` (``render.numbers.links.point_anchor``) in point 12's row. The anchor is a span
 around the value, not an empty one beside it: a browser following a link scrolls a wide table only until the

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import printable
+from render.derive import reading
 from render.derive import reproduction as derive
-from render.numbers import reading
 from render.numbers.links import escape_text, evidence_page, relative_link
 from render.pages import reproductions as shown
 

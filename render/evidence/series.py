@@ -23,8 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from measure.evidence.configkey import config_key
-from render.derive import replication
-from render.evidence import conditions
+from render.derive import conditions, replication
 from render.numbers.quantity import Quantity
 from render.numbers.units import is_timed_unit
 

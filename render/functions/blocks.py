@@ -14,8 +14,7 @@ from render.functions.registry import page_function
 from render.numbers import said
 from render.numbers.links import title_text
 from render.pages.sandbox import Asset
-from render.tables import cells
-from render.tables import kinds as tables
+from render.tables import cells, kinds
 from render.tables.columns import escape
 
 
@@ -64,7 +63,7 @@ def table_asset(page: Page, kind: str, picked: list[Any], options: dict[str, Any
     """Table ``kind`` of the evidence ``picked`` as a page block, its ledger rows under ``key`` (the call the
     template wrote)."""
     out = page.derived(
-        "table", kind, picked, options, lambda: tables.render(kind, [page.doc(r) for r in picked], **options)
+        "table", kind, picked, options, lambda: kinds.render(kind, [page.doc(r) for r in picked], **options)
     )
     ids = tuple(r.id for r in picked)
 

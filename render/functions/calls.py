@@ -185,7 +185,7 @@ def attributes(result: Any, at: Any = ()) -> list[tuple[str, Any]]:
 def quantity_json(q: Quantity) -> dict[str, Any]:
     """A Quantity as ``{"value", "unit", "interval", "basis", "derivation", "evidence"}`` (value null when it has
     none): ``interval`` is its 95% interval ``{"low", "high"}`` as the page shows it, or null with ``basis`` saying
-    why it has none (``render/numbers/basis.py``)."""
+    why it has none (``render/derive/basis.py``)."""
     low_high = None if q.uncertainty is None or q.value is None else {"low": q.uncertainty[0], "high": q.uncertainty[1]}
     return {
         "value": q.value,

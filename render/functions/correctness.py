@@ -26,14 +26,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from measure.errors import ProbebookError
-from render.derive import correctness, intervals
+from render.derive import basis, correctness, intervals
 from render.derive import utilisation as utilmod
-from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, call_text, number, quantity
-from render.numbers import basis
-from render.numbers.links import machine_anchor, rows_anchor
+from render.numbers.links import field_anchor, machine_anchor, rows_anchor
 
 if TYPE_CHECKING:
     from render.numbers.quantity import Quantity
@@ -238,9 +236,7 @@ def _candidate_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) 
         return {}
     i, doc = found[0], page.doc(ref)
     out = {
-        name: evidence_pages.field_anchor(
-            doc, f"data.candidates.{i}.{source if source in candidates[i] else 'warm_median_s'}"
-        )
+        name: field_anchor(doc, f"data.candidates.{i}.{source if source in candidates[i] else 'warm_median_s'}")
         for name, (source, _, _) in HvpView.FIELDS.items()
     }
     # the reference's vᵀHv is the fp32 reference's own row at this batch (correctness.reference_vhv), and the
@@ -248,9 +244,9 @@ def _candidate_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) 
     references = page.data(ref).get("references") or []
     at = [j for j, r in enumerate(references) if isinstance(r, dict) and r.get("batch") == which.batch]
     if at:
-        out["vhv_fp32"] = evidence_pages.field_anchor(doc, f"data.references.{at[0]}.fp32.vhv_nats")
+        out["vhv_fp32"] = field_anchor(doc, f"data.references.{at[0]}.fp32.vhv_nats")
     if "verdict" in candidates[i]:
-        out["within"] = evidence_pages.field_anchor(doc, f"data.candidates.{i}.verdict")
+        out["within"] = field_anchor(doc, f"data.candidates.{i}.verdict")
     return out
 
 
@@ -316,10 +312,7 @@ def stream(page: Page, ref: Any, arm: str = "streamed-d1") -> StreamView:
     arms = page.data(ref).get("arms") or []
     i = next(j for j, a in enumerate(arms) if isinstance(a, dict) and a.get("arm") == arm)
     doc = page.doc(ref)
-    landing = {
-        name: evidence_pages.field_anchor(doc, f"data.arms.{i}.{source}")
-        for name, (source, _, _) in StreamView.FIELDS.items()
-    }
+    landing = {name: field_anchor(doc, f"data.arms.{i}.{source}") for name, (source, _, _) in StreamView.FIELDS.items()}
     # the counts are recounted from the arm's visit rows: they land there, whether or not the probe recorded them
     seen = rows_anchor(
         j

@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
+from render.derive import basis, intervals
 from render.derive import energy as energymod
-from render.derive import intervals
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView, call_text, defined, number
-from render.numbers import basis
 from render.numbers.links import rows_anchor, with_column
 
 

@@ -16,17 +16,15 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
-from render.derive import intervals, replication
+from render.derive import basis, intervals, replication
 from render.derive import paired as pairedmod
 from render.derive import sessions as sessionsmod
 from render.derive import unpaired as unpairedmod
-from render.evidence import pages as evidence_pages
 from render.evidence import series
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, defined, quantity
-from render.numbers import basis
-from render.numbers.links import rows_anchor, with_column
+from render.numbers.links import field_anchor, row_anchor, rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.numbers.units import conversion_factor
 
@@ -108,7 +106,7 @@ def paired(
     )
     named = {"baseline": None if baseline == "baseline" else baseline, "by": None if by == "arm" else by}
     key = f"paired({call_text(ref.alias, arm, **named)})"
-    return PairedView(change, ref, key, what, evidence_pages.row_anchor(first))
+    return PairedView(change, ref, key, what, row_anchor(first))
 
 
 def _samples(page: Page, ref: EvidenceRef, field: str, where: dict[str, Any]) -> tuple[list[float], str]:
@@ -125,7 +123,7 @@ def _samples(page: Page, ref: EvidenceRef, field: str, where: dict[str, Any]) ->
             raise ProbebookError(f"{what}: evidence has no list of numbers at {field!r}")
         if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in node):
             raise ProbebookError(f"{what}: {field!r} holds something that is not a number")
-        return [float(v) for v in node], evidence_pages.field_anchor(page.doc(ref), field)
+        return [float(v) for v in node], field_anchor(page.doc(ref), field)
     for v in where.values():
         defined(v)
     rows = page.rows(ref)

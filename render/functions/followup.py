@@ -15,14 +15,12 @@ from dataclasses import replace
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import followup, intervals
-from render.evidence import pages as evidence_pages
+from render.derive import basis, followup, intervals
 from render.evidence.points import last_result
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
-from render.numbers import basis
-from render.numbers.links import POINTS, point_anchor
+from render.numbers.links import POINTS, field_anchor, point_anchor
 from render.numbers.quantity import FLAG, Quantity
 
 
@@ -63,7 +61,7 @@ class OptimizerSummaryView(FieldView):
     TEMPLATE_ATTRS = frozenset(FIELDS)
 
 
-# Where each field of a point shows on the instrumented run's own page (render.evidence.pages.field_anchor); its
+# Where each field of a point shows on the instrumented run's own page (render.numbers.links.field_anchor); its
 # tok_s is the baseline run's, which the archive does not hold, so that one cites and lands on the campaign alone.
 _INSTRUMENTED = {
     "context": "params.seq_len",
@@ -84,7 +82,7 @@ def _landing(page: Page, index: int, instrumented: str) -> dict[str, tuple[str, 
         # which alone it cites (OptimizerPointView.__getattr__)
         cell = point_anchor(index) if name in ("context", "batch", "busy") else point_anchor(index, source)
         path = _INSTRUMENTED.get(name)
-        out[name] = (cell, evidence_pages.field_anchor(doc, path) if path else "")
+        out[name] = (cell, field_anchor(doc, path) if path else "")
     return out
 
 

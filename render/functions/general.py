@@ -14,19 +14,17 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from measure.errors import ProbebookError
+from render.derive import basis, fields, intervals, peaks, reading, workload
 from render.derive import energy as energymod
-from render.derive import fields, intervals, peaks, workload
 from render.derive import mfu as mfumod
 from render.derive import nominal as nominalmod
 from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
-from render.evidence import pages as evidence_pages
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
-from render.numbers import basis, claims, leases, legend
-from render.numbers import reading as numbers
-from render.numbers.links import rows_anchor, with_column
+from render.numbers import claims, leases, legend
+from render.numbers.links import field_anchor, rows_anchor, with_column
 from render.numbers.propagation import propagated
 from render.numbers.quantity import Quantity, recipes_of, shift_leaves, tree
 from render.numbers.units import conversion_factor
@@ -75,7 +73,7 @@ def value(page: Page, ref: Any, path: str, unit: str = "", fmt: str = ".3g", dis
     if isinstance(node, bool) or not isinstance(node, (int, float)):
         raise ProbebookError(f"value(): field {path!r} of {ref.alias} is {node!r}, not a number")
     page.reads.setdefault(str(path), set()).add(ref.id)
-    anchor = evidence_pages.field_anchor(page.doc(ref), str(path))
+    anchor = field_anchor(page.doc(ref), str(path))
     # memoised: one document's field has one answer, and a page may show it several times
     said = dict(page.library.memo(("value basis", ref.id, path), lambda: _field_uncertainty(page, ref, path, node)))
     how = said.pop("derivation", f"evidence field {path}")
@@ -168,7 +166,7 @@ def project(
         )
         evidence = tuple(dict.fromkeys(evidence + joules_per_token.evidence))
     what = (
-        f"T = k·P / R with P={numbers.general(p)}{nominal_words}, k={numbers.general(proj.tokens_per_param)}, "
+        f"T = k·P / R with P={reading.general(p)}{nominal_words}, k={reading.general(proj.tokens_per_param)}, "
         f"R={rate.text} ({rate.derivation})"
         + (f", {gpus} GPUs" if gpus != 1 else "")
         + (f", {bt} tokens per update" if bt else "")
@@ -182,7 +180,7 @@ def project(
         values,
         evidence,
         what,
-        f"project({rate.key}, {numbers.exact(p)})",
+        f"project({rate.key}, {reading.exact(p)})",
         {"updates": "no batch_tokens given", "energy": "no joules_per_token given"},
         intervals=spans,
         bases={} if joules_per_token is None or spans["energy"] else {"energy": joules_per_token.stated_basis},
@@ -239,7 +237,7 @@ def mfu(page: Page, rate: Quantity, flops_per_token: Any = None, peak: Quantity 
     else:
         defined(flops_per_token)
         per_token = number(flops_per_token, "mfu() flops_per_token")
-        per_token_text, evidence = numbers.general(per_token), rate.evidence
+        per_token_text, evidence = reading.general(per_token), rate.evidence
     achieved = mfumod.achieved_model_flop_s(tok_s, per_token)
     if peak is None:
         gpu = (page.library.docs[rate.evidence[0]].get("machine") or {}).get("gpu") if rate.evidence else None
@@ -509,11 +507,11 @@ def _recorded_flops(page: Page, rate: Quantity) -> tuple[float, str]:
             ((length, recorded),) = recorded.items()
             path += f".{length}"
         if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
-            found[float(recorded)] = f"{numbers.exact(recorded)} ({path} of {short})"
+            found[float(recorded)] = f"{reading.exact(recorded)} ({path} of {short})"
         elif "n_params_total" in params_:
             counts = workload.param_counts(params_, f"mfu(): evidence {short}")
             found[float(counts.dense_flops)] = (
-                f"{numbers.exact(counts.dense_flops)} (4·P_all + 2·P_trainable of {short}'s parameter counts, "
+                f"{reading.exact(counts.dense_flops)} (4·P_all + 2·P_trainable of {short}'s parameter counts, "
                 "attention not counted)"
             )
     if not found:

@@ -12,15 +12,14 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.configkey import card_of, config_key
-from render.derive import gemm, intervals, kernels, replication
+from render.derive import basis, gemm, intervals, kernels, replication
 from render.evidence import series
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, call_text, quantity
-from render.numbers import basis
 from render.numbers.links import rows_anchor, short_id, with_column
 from render.numbers.quantity import Quantity
-from render.tables import columns as tables
+from render.tables import columns
 
 _BOOT = f"; this run's interval: the {intervals.MEDIAN_METHOD} of the windows, mapped to the rate"
 _SUMMED = "; the profile sums each kernel over the profiled steps, with no per-step rows to resample"
@@ -31,7 +30,7 @@ def gemm_ceiling(page: Page, ref: Any, shape: str | None = None) -> Quantity:
     """A GEMM shape's FLOP/s at its median window: ``2·m·n·k / median time`` (same-session ceiling);
     ``shape="workload"``: the step's GEMM mix, each shape weighted by how often a step runs it."""
     ref = page.ref(ref, "gemm", "gemm_ceiling()")
-    rows = tables.evidence_rows(
+    rows = columns.evidence_rows(
         "gemm_ceiling()",
         page.doc(ref),
         {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},
@@ -120,7 +119,7 @@ def _workload_ceiling(page: Page, ref: EvidenceRef, rows: list[dict[str, Any]]) 
 def kernel_share(page: Page, ref: Any, category: str) -> Quantity:
     """Share of summed device kernel time in one category (attention, gemm, ...)."""
     ref = page.ref(ref, None, "kernel_share()")
-    rows = tables.evidence_rows(
+    rows = columns.evidence_rows(
         "kernel_share()", page.doc(ref), {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
     )
     shares = kernels.category_shares(rows)
@@ -144,7 +143,7 @@ def kernel_time(page: Page, ref: Any, category: str | None = None) -> Quantity:
     ref = page.ref(ref, "kernels", "kernel_time()")
     doc = page.doc(ref)
     rows = kernels.counted_rows(
-        tables.evidence_rows(
+        columns.evidence_rows(
             "kernel_time()", doc, {"kernel": (str,), "category": (str,), "device_time_s": (int, float)}
         )
     )
@@ -218,7 +217,7 @@ def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
 
 def _gemm_rows(ident: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     try:
-        return tables.evidence_rows(
+        return columns.evidence_rows(
             "gemm_ceiling_series()",
             doc,
             {"shape": (str,), "m": (int,), "n": (int,), "k": (int,), "time_s": (int, float)},

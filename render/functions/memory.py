@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import lossmem
+from render.derive import basis, lossmem
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import LossMemoryView, call_text, number, quantity
-from render.numbers import basis
 from render.numbers.quantity import Quantity
 
 

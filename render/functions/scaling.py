@@ -13,13 +13,12 @@ import re
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import scaling
+from render.derive import basis, reading, scaling
 from render.derive.intervals import RESAMPLES
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import EvidenceRef, FieldView, number, quantity
-from render.numbers import basis, said
-from render.numbers import reading as numbers
+from render.numbers import said
 from render.numbers.links import escape_text, rows_anchor, with_column
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block
@@ -65,7 +64,7 @@ class ScalingView(FieldView):
             notes["paired_efficiency"] = "no paired rounds in this evidence (ddp probe version 1)"
         if summary.comm_s == 0:
             notes["overlap"] = "no all-reduce time was measured"
-        gpus = numbers.counted(summary.gpus, "GPU")
+        gpus = reading.counted(summary.gpus, "GPU")
         what = f"ddp evidence at {gpus}, {summary.tokens_per_rank} tokens per rank, medians"
         self._reps, self._spans = reps, scaling.summary_intervals(summary, reps)
         what += _BOOT if any(self._spans.values()) else ""
@@ -138,7 +137,7 @@ class ScalingView(FieldView):
         flagged = [p for p in points if p.get("phase") == "step" and p.get("unstable")]
         if not flagged:
             return Block("")
-        which = " and ".join(numbers.counted(int(p["gpus"]), "GPU") for p in flagged)
+        which = " and ".join(reading.counted(int(p["gpus"]), "GPU") for p in flagged)
         why = "the step windows' coefficient of variation stayed over 5% after the extra windows; flagged unstable"
         ids = (self._evidence.id,) if isinstance(self._evidence, EvidenceRef) else tuple(self._evidence)
         sentence = said.Said(f"{self._key}.unstable", f"At {which}: {why}.", ids, f"{self._what}; unstable points")

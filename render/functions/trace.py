@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from render.derive import basis
 from render.functions.blocks import table_asset
 from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
-from render.numbers import basis
 from render.pages.sandbox import Asset
 
 _SHARE = {"fmt": ".1%", "bounded": True, "basis": basis.OBSERVED}

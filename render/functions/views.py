@@ -13,11 +13,11 @@ from typing import Any, ClassVar
 import jinja2
 
 from measure.errors import ProbebookError
-from render.derive import batchsweep
+from render.derive import basis, batchsweep
 from render.derive import fit as fitmod
 from render.derive import project as projmod
 from render.derive.fit_numerics import TERMS
-from render.numbers import basis, said
+from render.numbers import said
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Block

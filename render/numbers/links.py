@@ -333,3 +333,59 @@ def machine_anchor(field: str) -> str:
     ``machine.power_limit_w``, ``machine-clocks.sm_mhz_before`` for a clock the run recorded (``data.clocks``), which
     the machine table shows beside the fingerprint; ``machine`` (the section) for a field that is not id-safe."""
     return f"machine-{field}" if re.fullmatch(r"[A-Za-z0-9_.-]{1,120}", field) else "machine"
+
+
+# --- where a stored field shows on its evidence page (``render.evidence.pages`` gives its rows these ids) ---
+
+MAX_OTHER = 400
+"""Fields of "Other data" shown on a page; the JSON download always holds all of them."""
+# Clocks the run recorded itself (data.clocks), as the machine table labels them; their values are in MHz.
+RUN_CLOCKS = {
+    "sm_mhz_before": "SM clock in the run, before the timed windows",
+    "sm_mhz_after": "SM clock in the run, after the timed windows",
+}
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,120}")
+
+
+def row_anchor(index: int) -> str:
+    """The anchor of ``data.samples[index]`` on its evidence page: ``row-12``; the table's for a row not shown."""
+    return rows_anchor([index])
+
+
+def field_id(prefix: str, key: str) -> str | None:
+    """``params-batch``: an element id for a field row, or None when the key holds more than id-safe characters."""
+    return f"{prefix}-{key}" if _SAFE_ID.fullmatch(key) else None
+
+
+def flatten(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """Nested data as (dotted path, value) rows; a list of plain values stays one row."""
+    if isinstance(value, dict):
+        if not value:
+            return [(path, value)]
+        return [row for k in sorted(value) for row in flatten(value[k], f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return [row for i, v in enumerate(value) for row in flatten(v, f"{path}.{i}")]
+    return [(path, value)]
+
+
+def field_anchor(doc: dict[str, Any], path: str) -> str:
+    """Where on its evidence page the value at a dotted ``path`` shows: a row, a field, or "" when nowhere."""
+    head, _, rest = path.partition(".")
+    if head == "data" and rest.startswith("samples."):
+        index = rest.split(".")[1]
+        return row_anchor(int(index)) if index.isdigit() else SAMPLES
+    if head in ("params", "machine", "code") and isinstance(doc.get(head), dict) and rest in doc[head]:
+        return field_id(head, rest) or (head if head == "machine" else "")
+    top = rest.split(".", 1)[0]
+    if head in ("params", "code") and isinstance(doc.get(head), dict) and isinstance(doc[head].get(top), dict):
+        return field_id(head, top) or ""  # a dict param (FLOPs per context) is one row, its entries side by side
+    clocks = (doc.get("data") or {}).get("clocks")
+    if head == "data" and rest.startswith("clocks.") and isinstance(clocks, dict) and rest[7:] in RUN_CLOCKS:
+        return machine_anchor(rest)  # a run's own clock shows in the machine table, beside the fingerprint's
+    if head == "data":
+        other = {k: v for k, v in (doc.get("data") or {}).items() if k != "samples"}
+        for shown, _value in flatten(other)[:MAX_OTHER]:
+            if rest == shown or rest.startswith(shown + "."):
+                return field_id("data", shown) or ""
+    return ""

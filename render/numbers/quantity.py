@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.numbers import basis as bases
+from render.derive import basis as bases
+from render.derive import reading
 from render.numbers import leases, legend
-from render.numbers import reading as numbers
 from render.numbers.links import landing_fields, number_links, short_id, title_text
 from render.numbers.propagation import propagated
 from render.numbers.units import TIME, UnitError, conversion_factor
@@ -83,7 +83,7 @@ class Quantity:
     leaf_resamples: tuple[Any, ...] = field(default=(), compare=False, hash=False, repr=False)
     """For a combined number: each leaf's recipe (None where a leaf has none), position by position."""
     basis: str = field(default="", compare=False)
-    """Why the number shows no interval, one of ``render.numbers.basis.BASES`` (``observed``, ``few windows`` ...);
+    """Why the number shows no interval, one of ``render.derive.basis.BASES`` (``observed``, ``few windows`` ...);
     "" when it has one, is ``exact``, or has not said (``stated_basis`` gives what the ledger row says)."""
     within: tuple[float, float] | None = field(default=None, compare=False)
     """This run's windows' 95% interval, kept where ``uncertainty`` is the across-sessions one (an absolute time or
@@ -98,7 +98,7 @@ class Quantity:
     """(probe class, ``replication.Spread``) its across-sessions interval was predicted with, or a combination of one
     lease's numbers would widen its result with (``render.numbers.leases``); None where no class pool applies."""
     clock_mhz: float | None = field(default=None, compare=False)
-    """The median SM clock (MHz) of the one run's windows the number comes from (``render.evidence.conditions``):
+    """The median SM clock (MHz) of the one run's windows the number comes from (``render.derive.conditions``):
     a comparison between runs is also judged in cycles, time × clock (``render.numbers.directions.unresolved``)."""
     cited_as: tuple[str, str] | None = field(default=None, compare=False)
     """(page, ledger key) of the ledger row the number is shown as, once its page recorded it: its link may then
@@ -128,8 +128,8 @@ class Quantity:
 
     def format(self, spec: str) -> Quantity:
         """The same number with another format spec, e.g. ``.format(".2f")``."""
-        if numbers.wide_format(spec):
-            raise ProbebookError(f"format spec {spec[:40]!r} asks for more than {numbers.MAX_FORMAT_WIDTH} characters")
+        if reading.wide_format(spec):
+            raise ProbebookError(f"format spec {spec[:40]!r} asks for more than {reading.MAX_FORMAT_WIDTH} characters")
         try:
             format(1.5, spec)
         except ValueError:
@@ -184,7 +184,7 @@ class Quantity:
             return bases.EXACT
         return self.basis
 
-    # -- rendering (the rules are render.numbers.reading') ----------------------------------------
+    # -- rendering (the rules are render.derive.reading') ----------------------------------------
     @property
     def shown_unit(self) -> str:
         """The unit the number is shown in: the template's ``.to()`` unit, else the prefix that fits the value."""
@@ -200,7 +200,7 @@ class Quantity:
         if self.pinned or self._explicit or isinstance(self.value, int) or unit in TIME:
             return value, unit
         binary = unit.endswith("iB") or "iB/" in unit
-        return numbers.choose_unit(float(value), unit, binary=binary)
+        return reading.choose_unit(float(value), unit, binary=binary)
 
     @property
     def _explicit(self) -> bool:
@@ -211,7 +211,7 @@ class Quantity:
         """Significant figures a ``g``/``e`` format asks for (``.4g``: 4, ``.2e``: 3); three otherwise."""
         m = re.fullmatch(r"[^.]*\.([0-9]+)([gGeE])", self.fmt)
         if not m:
-            return numbers.SIG
+            return reading.SIG
         digits = int(m.group(1))
         return max(digits + (1 if m.group(2) in "eE" else 0), 1)
 
@@ -220,7 +220,7 @@ class Quantity:
         if self.uncertainty is None or self.value is None:
             return None
         lo, hi = self.uncertainty
-        return numbers.interval_decimals(self.value * scale, lo * scale, hi * scale)
+        return reading.interval_decimals(self.value * scale, lo * scale, hi * scale)
 
     def _format(self, value: float, scale: float) -> str:
         """One number (a value or a bound, already in the shown unit) as text, without its unit."""
@@ -229,19 +229,19 @@ class Quantity:
         places = self._decimals(scale)
         if self.fmt.endswith("%"):
             if places is None:
-                return numbers.minus(self._python(value))
-            return numbers.fixed(value * 100, max(places - 2, 0)) + "%"
+                return reading.minus(self._python(value))
+            return reading.fixed(value * 100, max(places - 2, 0)) + "%"
         if self._explicit:
-            return numbers.minus(self._python(value))
+            return reading.minus(self._python(value))
         if places is not None:
-            return numbers.fixed(value, places)
+            return reading.fixed(value, places)
         if isinstance(value, int):
-            return numbers.minus(f"{value:,}")  # a count stored as an integer is shown whole
+            return reading.minus(f"{value:,}")  # a count stored as an integer is shown whole
         if not self.unit:
-            special = numbers.count_words(value, self._sig(), " ") or numbers.small_ratio(value, self._sig(), " ")
+            special = reading.count_words(value, self._sig(), " ") or reading.small_ratio(value, self._sig(), " ")
             if special:
                 return special
-        return numbers.significant(value, self._sig())
+        return reading.significant(value, self._sig())
 
     def _python(self, value: float) -> str:
         try:
@@ -255,7 +255,7 @@ class Quantity:
 
     @property
     def text(self) -> str:
-        """The number as a reader sees it: ``12.3 ms``, ``23.0%``, ``4.23 TB/s``, ``n/a`` (``render.numbers.reading``).
+        """The number as a reader sees it: ``12.3 ms``, ``23.0%``, ``4.23 TB/s``, ``n/a`` (``render.derive.reading``).
 
         A plain space here (the ledger's and messages' text); ``markdown`` joins number and unit with a narrow
         no-break space."""
@@ -265,7 +265,7 @@ class Quantity:
         number = self._format(shown_value, self._scale())
         if self.fmt.endswith("%"):
             return number
-        return numbers.with_unit(number, unit, " ")
+        return reading.with_unit(number, unit, " ")
 
     @property
     def interval_text(self) -> str | None:
@@ -277,15 +277,15 @@ class Quantity:
         if lo == hi:  # an interval of no width at the digits shown ("22 s (22–22)") says nothing a reader can use
             return None
         if self.fmt.endswith("%"):
-            return numbers.interval(lo.rstrip("%"), hi.rstrip("%"), "%")
-        return numbers.interval(lo, hi)
+            return reading.interval(lo.rstrip("%"), hi.rstrip("%"), "%")
+        return reading.interval(lo, hi)
 
     @property
     def title(self) -> str:
         """The link title: derivation, interval, notes and the evidence it stands on."""
         parts = [self.derivation or "derived from evidence"]
         if self.interval_text:
-            unit = "" if self.fmt.endswith("%") or not self.shown_unit else " " + numbers.unit_text(self.shown_unit)
+            unit = "" if self.fmt.endswith("%") or not self.shown_unit else " " + reading.unit_text(self.shown_unit)
             named = "across sessions" if self.within is not None and self.within != self.uncertainty else "95% interval"
             parts.append(f"{named} {self.interval_text[1:-1]}{unit}")
             if self.within is not None and self.within != self.uncertainty and self.value is not None:
@@ -325,7 +325,7 @@ class Quantity:
 
     def markdown(self, page: str) -> str:
         """The Markdown a page shows: the number and its interval, linked to its evidence, titled by its derivation."""
-        text = self.text.replace(" ", numbers.NNBSP)  # number and unit on one line, a narrow space apart (SI §5.4.3)
+        text = self.text.replace(" ", reading.NNBSP)  # number and unit on one line, a narrow space apart (SI §5.4.3)
         if self.interval_text:
             # a plain space before the interval: a table cell (tables.css) may break the line there, never inside
             # the number or the interval, so a table of many intervals still fits its column

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from render.numbers import basis
+from render.derive import basis
 from render.numbers.links import number_links, short_id, title_text
 
 # A number as the site writes one: an optional sign (ASCII or U+2212), digits with optional thousands

@@ -6,7 +6,7 @@ itself that qualifies every number from it, so a reader of the Answer alone stil
 - Drift: a point whose timed windows (rows with a ``window`` index and a ``step_s`` or ``time_s``, in window order)
   move one way through the run: the median of the last third is more than ``DRIFT`` away from the first third's
   (medians, so one slow window is not a drift).
-- Throttled, clock sag, host-bound: the run's marks (``render.evidence.conditions.run_marks``).
+- Throttled, clock sag, host-bound: the run's marks (``render.derive.conditions.run_marks``).
 
 Each caveat is a sentence whose numbers are ledger rows (``render.numbers.said``), linked to the evidence. Pure:
 text from the documents.
@@ -18,7 +18,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from render.evidence import conditions
+from render.derive import conditions
 from render.numbers import said
 from render.numbers.links import escape_text, evidence_page, relative_link
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from render.numbers import reading as numbers
+from render.derive import reading
 from render.numbers.claims import TruthChange
 from render.numbers.ledger import Change, Diff, change_percent
 from render.numbers.links import escape_text, evidence_page, relative_link
@@ -175,7 +175,7 @@ def _claims_section(moved: list[TruthChange], existing: set[str], titles: dict[s
     for m in moved:
         spec = m.row["claim"]
         was = "unknown (not published)" if m.was is None else ("true" if m.was else "false")
-        shown = numbers.general
+        shown = reading.general
         leaves = [leaf for leaf in spec["leaves"] if leaf["value"] is not None]
         now = ", ".join(f"{leaf['key']} = {shown(leaf['value'])}" for leaf in leaves)
         pairs = zip(spec["leaves"], m.old_values, strict=True)

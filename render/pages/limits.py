@@ -7,7 +7,7 @@ quadratic in that depth: about 13 minutes), a FIFO or ``/dev/zero`` given as a l
 ``zfill``, ``replace``, ``join``) asked for a gigabyte. Each number here is far above what a real page or
 command needs (the largest page in this repository is under 100 Ki characters and nests brackets 3 deep).
 The limits owned elsewhere are named here, not restated: JSON and YAML nesting
-(``measure.evidence.envelope.MAX_DEPTH``), a format spec's width (``render.numbers.reading.MAX_FORMAT_WIDTH``,
+(``measure.evidence.envelope.MAX_DEPTH``), a format spec's width (``render.derive.reading.MAX_FORMAT_WIDTH``,
 200) and one file's size (``measure.evidence.files.max_bytes``, 64 MiB,
 ``PROBEBOOK_MAX_EVIDENCE_BYTES``), which also caps a ledger or history read by ``build``, ``publish`` and ``diff``.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from measure.evidence.envelope import MAX_DEPTH as JSON_DEPTH  # noqa: F401 - named here, owned there
 from measure.evidence.files import DEFAULT_MAX_BYTES as FILE_BYTES  # noqa: F401 - named here, owned there
-from render.numbers.reading import MAX_FORMAT_WIDTH as FORMAT_WIDTH  # noqa: F401 - named here, owned there
+from render.derive.reading import MAX_FORMAT_WIDTH as FORMAT_WIDTH  # noqa: F401 - named here, owned there
 
 PAGE_CHARS = 8 << 20
 """The most text one page's template may produce, and the longest string one template operation may make

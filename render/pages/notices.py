@@ -8,7 +8,7 @@
 - Kernels evidence whose kernel names carry an architecture tag other than the device's compute
   capability (kernels built for another GPU, run through compatibility or JIT) gets a warning.
 - Evidence of a plug-in harness names it and its source hash; an option requested but not engaged and a
-  device found busy before timing get a warning (``render.evidence.marks``, issue 27).
+  device found busy before timing get a warning (``render.derive.marks``, issue 27).
 
 The numbers these notes quote from the evidence (a partial run's budget, a harness's file count) are ledger rows
 of the page (``render.numbers.said``, issue 23), linked to the evidence they are quoted from.
@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from render.derive import kernels
-from render.evidence import marks
+from render.derive import kernels, marks
 from render.numbers import said
 from render.numbers.links import escape_text, short_id
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from measure.errors import printable
 from measure.evidence.reruns import migrate
-from render.numbers import basis
+from render.derive import basis
 from render.numbers.links import escape_text, evidence_page, machine_anchor, relative_link, scrub_paths, short_id
 from render.numbers.quantity import Quantity
 

@@ -16,9 +16,9 @@ import re
 from typing import Any
 
 from measure.errors import ProbebookError, printable
+from render.derive import basis, reading
 from render.derive import reproduction as derive
 from render.errors import BuildError
-from render.numbers import basis, reading
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.layout import nav_title

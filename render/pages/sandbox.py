@@ -31,10 +31,10 @@ from jinja2.lexer import Token, TokenStream
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from measure.errors import ProbebookError
+from render.derive.reading import MAX_FORMAT_WIDTH, wide_format
 from render.numbers import claims, directions, legend, said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
-from render.numbers.reading import MAX_FORMAT_WIDTH, wide_format
 from render.pages import bounded, limits, lint, methodology
 from render.pages.bounded import TemplateLimitError
 from render.pages.sources import SourcePage

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import intervals, kernels
-from render.numbers import basis
-from render.numbers.links import escape_text, evidence_page, relative_link, short_id
+from render.derive import basis, intervals, kernels
+from render.numbers.links import escape_text, evidence_page, field_anchor, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.tables.columns import evidence_rows
 
@@ -55,9 +54,7 @@ def step(doc: dict[str, Any], ident: str, side: str, name: str) -> Quantity:
         evidence=(ident,),
         derivation=f"data.event_step.median_s, the median of {len(windows)} timed windows ({side} run)",
         key=f"trace_diff({name}).{side}_step",
-        # the field's row on the evidence page (``render.evidence.pages.field_anchor``'s id, written out: that module
-        # imports the reproduction pages, so importing it here would close a cycle)
-        anchor="data-event_step.median_s" if value is not None else "",
+        anchor=field_anchor(doc, "data.event_step.median_s") if value is not None else "",  # its evidence page's row
         note=None if value is not None else "no timed step in this profile (data.event_step)",
         basis=shown,
     )

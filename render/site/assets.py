@@ -26,8 +26,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from render.build import incremental
-
 FOLDER = "assets/probebook"
 """Where the assets sit in the site (reserved: ``render.pages.sources.RESERVED``)."""
 HERE = Path(__file__).resolve().parent.parent / "assets"
@@ -79,27 +77,17 @@ def bundle_name() -> str:
     return f"vega-embed-{version}-{hashlib.sha256(_BUNDLE_EXPORT.encode()).hexdigest()[:12]}.js"
 
 
-def cached_bundle(cache: Path | None, read: bool = True, later: incremental.MakeLater | None = None) -> bytes:
-    """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
-    should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §The build).
-    ``read=False`` (a full build) makes it afresh and keeps that for the next build; ``later``: made later
-    (``render.build.deferred``) unless kept."""
-    if cache is None:
-        return vega_embed_bundle()
-    return incremental.kept_file(cache / bundle_name(), vega_embed_bundle, read, later=later)
+MADE: dict[str, Callable[[], bytes]] = {"vega-embed.js": vega_embed_bundle}
+"""Assets made at build time rather than kept in ``render/assets/``; the build keeps them between builds
+(``render.build.kept.asset_files``)."""
 
 
-MADE: dict[str, Callable[[Path | None, bool, incremental.MakeLater | None], bytes]] = {"vega-embed.js": cached_bundle}
-"""Assets made at build time rather than kept in ``render/assets/``, each given the build's asset cache."""
-
-
-def site_files(
-    cache: Path | None = None, read: bool = True, later: incremental.MakeLater | None = None
-) -> dict[str, bytes]:
-    """Site path -> bytes of every asset; ``cache``: where made assets are kept between builds (None: made afresh
-    and not kept); ``read=False``: made afresh and kept; ``later``: those not kept are made later."""
+def site_files(made: dict[str, Callable[[], bytes]] | None = None) -> dict[str, bytes]:
+    """Site path -> bytes of every asset; ``made``: how an asset of ``MADE`` is got instead of making it afresh (the
+    build's, which keeps it between builds)."""
+    makers = {**MADE, **(made or {})}
     return {
-        f"{FOLDER}/{name}": MADE[name](cache, read, later) if name in MADE else (HERE / name).read_bytes()
+        f"{FOLDER}/{name}": makers[name]() if name in MADE else (HERE / name).read_bytes()
         for name in STYLESHEETS + SCRIPTS + LAZY + POLYFILLS
     }
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from render.numbers import basis
+from render.derive import basis
+from render.derive.reading import significant
 from render.numbers.links import landing_fields, number_links, rows_anchor, short_id, title_text, with_column
-from render.numbers.reading import significant
 from render.numbers.units import is_timed_unit
 
 ROW_KEYS: dict[str, tuple[str, ...]] = {
@@ -74,7 +74,7 @@ class Cell:
     uncertainty: tuple[float, float] | None = None
     """The number's 95% interval in ``unit``, as shown (the record's ``_ci`` for the column, scaled)."""
     basis: str = ""
-    """What its ledger row says of its uncertainty (``render.numbers.basis``): ``interval`` with one, else the
+    """What its ledger row says of its uncertainty (``render.derive.basis``): ``interval`` with one, else the
     column's ``basis``."""
 
 

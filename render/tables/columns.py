@@ -20,9 +20,9 @@ from measure.errors import ProbebookError
 from measure.evidence import contracts
 from measure.evidence.envelope import canonical_bytes, digest
 from render.derive import lossmem
-from render.numbers.basis import EXACT, OBSERVED, RECORDED
+from render.derive.basis import EXACT, OBSERVED, RECORDED
+from render.derive.reading import significant
 from render.numbers.links import short_id
-from render.numbers.reading import significant
 from render.numbers.units import percent
 from render.tables.cells import Layout
 
@@ -76,7 +76,7 @@ class Column:
     "" for a number read from no one field (a count of rows)."""
     basis: str = ""
     """Why the column's numbers show no interval when a record gives none (``_ci``): one of
-    ``render.numbers.basis.BASES`` (``exact`` for a batch or a count, ``observed`` for the fastest window)."""
+    ``render.derive.basis.BASES`` (``exact`` for a batch or a count, ``observed`` for the fastest window)."""
 
 
 # --- pure helpers (units in the names) --------------------------------------------------

@@ -15,11 +15,9 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence import contracts
 from measure.evidence.contracts import tokens_per_second
-from render.derive import batchsweep, kernels, lossmem, windows
+from render.derive import basis, batchsweep, kernels, lossmem, reading, windows
 from render.derive.gemm import gemm_shape_intervals, gemm_shapes
-from render.numbers import basis
-from render.numbers import reading as numbers
-from render.numbers.reading import significant
+from render.derive.reading import significant
 from render.tables import cells
 from render.tables.cells import origin
 from render.tables.columns import (
@@ -207,7 +205,7 @@ def _batch_sweep(docs: list[dict[str, Any]], view: str = "summary") -> tuple[lis
         Column("largest_fitting_batch", "largest fitting batch", fmt_count, source="batch", basis=basis.EXACT),
         Column("first_oom_batch", "first OOM batch", fmt_count, source="batch", basis=basis.EXACT),
         Column("batches_tried", "batches tried", fmt_count, basis=basis.EXACT),
-        Column("params", "parameters", lambda x: numbers.general(x, 3), source="params", basis=basis.EXACT),
+        Column("params", "parameters", lambda x: reading.general(x, 3), source="params", basis=basis.EXACT),
         Column(
             "unstable_batches",
             "unstable batches (CV over 5%)",

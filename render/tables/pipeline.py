@@ -7,11 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import kernels
+from render.derive import basis, kernels
 from render.derive import padding as padmod
-from render.evidence.pages import field_anchor
-from render.numbers import basis
-from render.numbers.reading import significant
+from render.derive.reading import significant
+from render.numbers.links import field_anchor
 from render.numbers.units import percent
 from render.tables.cells import origin
 from render.tables.columns import COLUMNS, Column, columns, fmt_count, fmt_ms, fmt_text, shown_in
