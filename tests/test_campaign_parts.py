@@ -38,7 +38,8 @@ def test_window_iters():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"probe": "gemm"}, "'probe' must be one of batch-sweep"),
+        ({"probe": "nope"}, "probe: 'nope' is not a registered probe (one of gemm, "),
+        ({"probe": "gemm"}, "walk: only batch-sweep points walk to an OOM"),
         ({"config": {"contexts": [1]}}, "config.contexts is set per point"),
         ({"config": {"colour": 1}}, "config.colour is not an option of the batch-sweep probe"),
         ({"config": {"device": "tpu"}}, "--device must be one of"),

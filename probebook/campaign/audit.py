@@ -11,6 +11,8 @@ job time limits, at most one measured attempt per point, Slurm's accounting of e
 and elapsed, GPUs, CPUs and memory against the spec, its peak of jobs at once), no job named by two attempts
 (``repeated_jobs``), peak concurrency against ``max_concurrent``, and (with the GPU lock, local
 executor only: Slurm gives each job its own allocation) no two points holding the device at once.
+A grid's point (``grid_findings``) is checked for what any probe's run records: its evidence is the
+point's probe, with the point's config, by the frozen source, and says what its receipt says.
 """
 
 from __future__ import annotations
@@ -142,16 +144,9 @@ def _point(
     row = rows[0]
     if (row["context"], row["batch"]) != (point["context"], point["batch"]):
         out.append(f"{where}: its evidence measured context {row['context']} batch {row['batch']}")
-    for name, value in point["config"].items():
-        stored = doc["params"].get("device_requested" if name == "device" else name, value)
-        if name == "sessions" and value is None:
-            continue  # the probe's default, resolved when it runs (a batch-sweep point measures in one session)
-        if name not in ("point_timeout_s", "budget_s") and stored != value:
-            out.append(f"{where}: evidence params.{name} is {stored!r}, the manifest says {value!r}")
-    frozen = settings.get("_measure_source_sha256")
-    ran = (doc.get("code") or {}).get("measure_source_sha256")
-    if frozen and ran != frozen:
-        out.append(f"{where}: measured by measure source {str(ran)[:12]}, not the manifest's {frozen[:12]} (edited?)")
+    # sessions: the probe's default, resolved when it runs (a batch-sweep point measures in one session)
+    out += params_findings(where, point["config"], doc["params"], resolved=("sessions",))
+    out += source_findings(where, doc, settings)
     if row["status"] != receipt["state"]:
         out.append(f"{where}: receipt says {receipt['state']} but its evidence says {row['status']}")
     result = receipt.get("result") or {}
@@ -174,6 +169,57 @@ def _point(
         calls = row.get("window_iters") or point["config"]["iters"]
         out += update_findings(where, [w.get("updates") for w in windows], calls)
     return out, row
+
+
+def params_findings(where: str, config: dict[str, Any], params: dict[str, Any], resolved: tuple[str, ...]) -> list[str]:
+    """The evidence's params against the point's config; a null or ``auto`` among ``resolved`` is the probe's
+    choice, made when it runs (not compared), and the runner's own limits are not the probe's."""
+    out = []
+    for name, value in config.items():
+        if name in ("point_timeout_s", "budget_s") or (value in (None, "auto") and name in resolved):
+            continue
+        stored = params.get("device_requested" if name == "device" else name, value)
+        if stored != value:
+            out.append(f"{where}: evidence params.{name} is {stored!r}, the manifest says {value!r}")
+    return out
+
+
+def source_findings(where: str, doc: dict[str, Any], settings: dict[str, Any]) -> list[str]:
+    """The measure source that ran the point against the manifest's frozen one."""
+    frozen = settings.get("_measure_source_sha256")
+    ran = (doc.get("code") or {}).get("measure_source_sha256")
+    if frozen and ran != frozen:
+        return [f"{where}: measured by measure source {str(ran)[:12]}, not the manifest's {frozen[:12]} (edited?)"]
+    return []
+
+
+def grid_findings(
+    key: str, point: dict[str, Any], receipt: dict[str, Any], store: Store, settings: dict[str, Any]
+) -> list[str]:
+    """A grid point: the evidence its receipt names exists, hashes to its id, is a run of the point's probe with
+    the point's config by the frozen source, and says what the receipt says."""
+    where = f"point {key}"
+    out = _point_times(key, receipt, settings)
+    result = receipt.get("result") or {}
+    if receipt["state"] not in receipts.MEASURED:
+        if result.get("status") in receipts.MEASURED:
+            out.append(f"{where}: receipt state {receipt['state']} but its result says {result['status']}")
+        return out
+    ident = receipt.get("evidence")
+    if not ident:
+        return [*out, f"{where}: receipt says {receipt['state']} but names no evidence"]
+    try:
+        doc = checked(store, ident)
+    except ProbebookError as exc:
+        return [*out, f"{where}: {exc}"]
+    if doc["probe"] != point["probe"]:
+        return [*out, f"{where}: its evidence {ident[:19]} is {doc['probe']}, not {point['probe']}"]
+    if doc["status"] not in MEASURED:
+        out.append(f"{where}: receipt says {receipt['state']} but its evidence is {doc['status']}")
+    if result.get("evidence") != ident:
+        out.append(f"{where}: receipt result names {result.get('evidence')}, the receipt {ident}")
+    out += params_findings(where, point["config"], doc.get("params") or {}, resolved=tuple(point["config"]))
+    return out + source_findings(where, doc, settings)
 
 
 def _point_times(key: str, receipt: dict[str, Any], settings: dict[str, Any]) -> list[str]:
@@ -319,7 +365,9 @@ def audit(folder: Path) -> tuple[list[str], dict[str, Any]]:
     for key, point in points.items():
         if key not in got:
             continue
-        if manifest["data"].get("kind") == "optimizer-timing":
+        if manifest["data"].get("kind") == "grid":
+            found, row = grid_findings(key, point, got[key], store, settings), None
+        elif manifest["data"].get("kind") == "optimizer-timing":
             from probebook.campaign.followup import point_findings
 
             found, row = _point_times(key, got[key], settings), None

@@ -89,6 +89,11 @@ def estimate(
 ) -> dict[str, Any]:
     """The estimate of a spec: per point, per curve, the campaign, and the ``time_min`` to ask for."""
     spec = specmod.load(spec_path)
+    if spec.walk is None:  # its recipes are (preset, context, dtype, device): what a batch sweep's points have
+        raise ProbebookError(
+            f"{spec_path}: --estimate times a batch sweep's walk; a {spec.probe} grid has no recipe to look up "
+            "(set executor.slurm.time_min yourself)"
+        )
     if device is None:
         from measure.machine import fingerprint
 

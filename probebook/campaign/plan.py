@@ -1,6 +1,7 @@
 """``campaign plan``: freeze a spec into a campaign folder whose manifest is archived evidence.
 
-The manifest (probe ``campaign-plan``) holds the points with their resolved configs, the curves,
+The manifest (probe ``campaign-plan``) holds the points with their resolved configs (a grid's with
+its ``python -m measure`` command and ``data.kind`` ``grid``), the curves,
 the hashes of the source snapshot that will run them (``source/``), the installed package
 versions, the machine (driver included) and the executor settings. A folder is planned once:
 adding points means a new campaign, never an edited one.
@@ -77,16 +78,20 @@ def frozen(source: Path) -> dict[str, Any]:
 def manifest_evidence(spec: specmod.Spec, source: Path) -> Evidence:
     """The frozen manifest of a spec whose jobs run the snapshot ``source`` (``frozen``), as evidence."""
     from measure.machine import fingerprint
+    from probebook.campaign.grid import KIND
 
     points = specmod.points(spec)
     curves: dict[str, list[str]] = {}
     for p in points:
         curves.setdefault(p["curve"], []).append(p["key"])
+    # a grid's points are curves of one point each, none waiting for another; a sweep's manifest stays as it was
+    kind = {} if spec.walk is not None else {"kind": KIND, "parallel": True}
     return Evidence(
         probe=PROBE,
         probe_version=VERSION,
         params=spec.to_json(),
         data={
+            **kind,
             "points": points,
             "curves": [{"curve": c, "points": keys} for c, keys in curves.items()],
             **frozen(source),

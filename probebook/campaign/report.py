@@ -1,4 +1,4 @@
-"""``campaign status`` (a table per curve and a progress bar) and ``campaign collect`` (into an archive).
+"""``campaign status`` (a table per curve, or per point of a grid, and a progress bar) and ``campaign collect``.
 
 ``collect`` copies the manifest and every point's evidence into an archive, each refused unless
 its bytes still hash to its id (as ``archive add`` does), and stores one ``campaign`` evidence
@@ -19,6 +19,8 @@ from probebook.campaign.plan import checked, load_manifest
 
 PROBE = "campaign"
 VERSION = 1
+DONE = ("oom", "cap", "done")
+"""A curve's states once it is finished: at its OOM, at its cap; a grid's point, measured."""
 
 
 def largest_batch(store: Store, done: list[dict[str, Any]]) -> int | None:
@@ -37,10 +39,38 @@ def largest_batch(store: Store, done: list[dict[str, Any]]) -> int | None:
     return max(fits) if fits else None
 
 
+def grid_points(manifest: dict[str, Any], got: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One summary per point of a grid campaign (each is a curve of its own): its options, its state (``ready``,
+    ``running``, ``blocked`` by a failure, ``done``), its attempts, its evidence and its last error."""
+    out = []
+    for point in manifest["data"]["points"]:
+        state, _at = receipts.curve_state([point["key"]], got)
+        receipt = got.get(point["key"]) or {"attempts": [], "state": None}
+        last = receipt["attempts"][-1] if receipt["attempts"] else {}
+        out.append(
+            {
+                "curve": point["key"],
+                "options": point["options"],
+                "state": "done" if state == "cap" else state,
+                "receipt": receipt["state"],
+                "measured": int(receipt["state"] in receipts.MEASURED),
+                "planned": 1,
+                "evidence": receipt.get("evidence"),
+                "attempts": len(receipt["attempts"]),
+                "failed_attempts": sum(a["state"] in receipts.FAILED for a in receipt["attempts"]),
+                "error": last.get("error"),
+            }
+        )
+    return out
+
+
 def curves(folder: Path) -> list[dict[str, Any]]:
-    """One summary per curve: its state, points measured, largest fitting batch, OOM batch, failures."""
+    """One summary per curve: its state, points measured, largest fitting batch, OOM batch, failures (a grid's:
+    ``grid_points``)."""
     _ident, manifest = load_manifest(folder)
     got = receipts.load_all(folder)
+    if manifest["data"].get("kind") == "grid":
+        return grid_points(manifest, got)
     points = {p["key"]: p for p in manifest["data"]["points"]}
     sweep = manifest["params"].get("probe") == "batch-sweep" and not manifest["data"].get("kind")
     store = Store(Path(folder) / "archive")
@@ -74,6 +104,8 @@ def render_status(folder: Path) -> Any:
     from rich.table import Table
 
     rows = curves(folder)
+    if rows and "options" in rows[0]:
+        return _grid_status(folder, rows)
     table = Table(title=f"campaign {Path(folder).name}")
     for column in ("curve", "state", "at batch", "measured", "largest batch", "OOM at", "attempts", "failed"):
         table.add_column(column, justify="left" if column in ("curve", "state") else "right")
@@ -91,6 +123,32 @@ def render_status(folder: Path) -> Any:
     finished = sum(r["state"] in ("oom", "cap") for r in rows)
     bar = ProgressBar(total=len(rows), completed=finished, width=40)
     return Group(table, bar, f"{finished}/{len(rows)} curves done, {sum(r['measured'] for r in rows)} points measured")
+
+
+def _grid_status(folder: Path, rows: list[dict[str, Any]]) -> Any:
+    """A grid campaign's status: a row per point (its options, state, attempts, evidence, error) and a bar."""
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.progress_bar import ProgressBar
+    from rich.table import Table
+
+    table = Table(title=f"campaign {Path(folder).name}")
+    for column in ("point", "options", "state", "attempts", "failed", "evidence", "error"):
+        table.add_column(column, justify="right" if column in ("attempts", "failed") else "left")
+    for r in rows:
+        options = " ".join(f"{k}={v}" for k, v in r["options"].items())
+        table.add_row(
+            r["curve"],
+            escape(options),  # option values are the spec's text: never rich markup
+            r["state"],
+            str(r["attempts"]),
+            str(r["failed_attempts"]),
+            (r["evidence"] or "-")[:19],
+            escape(r["error"] or "-"),
+        )
+    done = sum(r["state"] == "done" for r in rows)
+    bar = ProgressBar(total=len(rows), completed=done, width=40)
+    return Group(table, bar, f"{done}/{len(rows)} points done")
 
 
 OFF_TERMINAL_WIDTH = 1000
@@ -134,13 +192,14 @@ def collect(folder: Path, archive: Path) -> str:
             doc = checked(source, ident)
             target.put_bytes(source.read_bytes(ident))
             if ident == receipt.get("evidence") and receipt["state"] in receipts.MEASURED:
-                for row in doc["data"]["samples"]:
-                    samples.append({**row, "point": key, "curve": point["curve"], "evidence": ident})
+                tags = {"point": key, "curve": point["curve"], "evidence": ident}
+                samples += [{**row, **tags} for row in doc["data"].get("samples", [])]
                 windows += [{**w, "point": key} for w in doc["data"].get("windows", [])]
         listed.append(
             {
                 "point": key,
                 "curve": point["curve"],
+                **({"options": point["options"]} if "options" in point else {}),  # a grid point's values
                 "state": receipt["state"],
                 "evidence": receipt.get("evidence"),
                 "attempts": receipt["attempts"],
@@ -148,16 +207,22 @@ def collect(folder: Path, archive: Path) -> str:
         )
     target.put_bytes(source.read_bytes(manifest_id))
     summary = curves(folder)
-    open_curves = [c["curve"] for c in summary if c["state"] not in ("oom", "cap")]
+    open_curves = [c["curve"] for c in summary if c["state"] not in DONE]
+    unit = "point" if manifest["data"].get("kind") == "grid" else "curve"
     evidence = Evidence(
         probe=PROBE,
         probe_version=VERSION,
-        params={"manifest": manifest_id, "campaign": manifest["params"]["name"], "probe": manifest["params"]["probe"]},
+        params={
+            "manifest": manifest_id,
+            "campaign": manifest["params"]["name"],
+            "probe": manifest["params"]["probe"],
+            **({"kind": "grid"} if manifest["data"].get("kind") == "grid" else {}),
+        },
         data={"samples": samples, "windows": windows, "points": listed, "curves": summary},
         machine=manifest["machine"],
         code=code_fingerprint(__file__),
         status="complete" if not open_curves else "partial" if samples else "failed",
-        error=f"curves not finished: {', '.join(open_curves)}" if open_curves else None,
+        error=f"{unit}s not finished: {', '.join(open_curves)}" if open_curves else None,
     )
     if not listed:
         raise ProbebookError(f"{folder}: no point has run yet; nothing to collect")

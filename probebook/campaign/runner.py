@@ -1,7 +1,9 @@
 """``campaign run``: submit each curve's next point, watch the jobs, write receipts, resume and retry.
 
 Along a curve the batch doubles one point at a time (the next point is submitted only after the
-previous one fit); independent curves run in parallel up to ``max_concurrent`` jobs. Resume first
+previous one fit); independent curves run in parallel up to ``max_concurrent`` jobs. A manifest
+that says ``parallel`` (a grid, whose every point is a curve of its own; a follow-up) submits any
+point not yet run. Resume first
 settles every receipt whose job may exist (by the job id in the receipt, or for an unresolved
 submission by the ids submitit left in the attempt folder and, on Slurm, by job name), then
 submits; a point with a job that ran or runs is never submitted again. A failed point blocks its
@@ -26,6 +28,7 @@ POLL_S = 0.2  # how often the loop looks for result files (a stat each); Slurm i
 EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*:")
 JOBS: dict[str | None, tuple[str, str]] = {
     None: ("probebook.campaign.job", "run_point"),  # a batch sweep's point
+    "grid": ("probebook.campaign.job", "run_probe"),  # one point of any probe's grid
     "optimizer-timing": ("probebook.campaign.followup", "run_pair"),
     "reproduction": ("probebook.reproduce.job", "run_one"),  # one cited run of a record (``probebook reproduce``)
 }
@@ -94,6 +97,7 @@ class Runner:
         # a follow-up's points all fit once already: a curve's points need not wait for one another
         self.parallel = bool(manifest["data"].get("parallel"))
         self.job = JOBS.get(manifest["data"].get("kind"), JOBS[None])  # what each point's job runs
+        self.unit = "point" if manifest["data"].get("kind") == "grid" else "curve"  # what the closing lines count
         self.receipts = receipts.load_all(self.folder)
         self.budget_s = budget_s
         self.live: dict[str, Any] = {}  # point key -> submitit job handle
@@ -329,7 +333,7 @@ class Runner:
         if any(s == "ready" for s in states):
             left = sum(s == "ready" for s in states)
             print(
-                f"probebook: campaign: stopped at the {self.budget_s:g} s budget with {left} curve(s) to go; "
+                f"probebook: campaign: stopped at the {self.budget_s:g} s budget with {left} {self.unit}(s) to go; "
                 f"resume with: probebook campaign run {self.folder} --resume",
                 file=sys.stderr,
             )
@@ -337,7 +341,7 @@ class Runner:
         blocked = [c for c, keys in self.curves.items() if receipts.curve_state(keys, self.receipts)[0] == "blocked"]
         if blocked:
             print(
-                f"probebook: campaign: {len(blocked)} curve(s) blocked by a failed point ({', '.join(blocked)}); "
+                f"probebook: campaign: {len(blocked)} {self.unit}(s) blocked by a failed point ({', '.join(blocked)}); "
                 f"see `probebook campaign status {self.folder}`, then run --resume --retry-failed",
                 file=sys.stderr,
             )
@@ -383,6 +387,8 @@ class Runner:
             n = len((self.receipts.get(key) or {"attempts": []})["attempts"]) + 1
             folder = self._attempt_folder(key, n)
             out.append(f"# point {key}, attempt {n}, executor {self.kind}, folder {folder}")
+            if self.points[key].get("command"):  # a grid's point: the probe run its job makes
+                out.append(f"# runs: {self.points[key]['command']}")
             text = executors.submission_text(self.kind, folder, self._params(key, n))
             if self.kind == "slurm":  # Slurm judges the request as it would the real one
                 try:
@@ -397,7 +403,7 @@ class Runner:
                         f"{self.folder}: point {key}: sbatch --test-only refused the job ({refused}); "
                         "fix executor.slurm in the spec (partition, gpus, cpus, mem_gb, time_min) and plan again"
                     )
-                if out[-1].startswith("# point"):
+                if not out[-1].startswith("# sbatch --test-only"):
                     out.append("# sbatch --test-only: accepted")
             out.append(text)
         return "\n".join(out) if out else "# nothing to submit: every curve is done, blocked or running"

@@ -1,7 +1,11 @@
-"""The campaign spec (YAML): which probe, its shared config, the grid of curves, the walk and the executor.
+"""The campaign spec (YAML): which probe, its shared config, the grid, the walk and the executor.
 
-Every point gets a fully resolved config of the probe's ``Config`` dataclass; a point is one
-batch of one curve (one preset at one context). See README.md "Campaigns" for the format.
+Two kinds. A batch sweep (``probe: batch-sweep``, or any spec with a ``walk``) walks curves: a
+point is one batch of one curve (one preset at one context), the batch doubling to an OOM. Any
+other registered probe runs a grid: ``grid`` maps options of the probe's ``Config`` to lists of
+values, and each combination is one point (``probebook.campaign.grid``). Either way every point
+gets a fully resolved config of the probe's ``Config`` dataclass, the one place its options and
+their checks are declared. See README.md "Campaigns" for the format.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 from measure.errors import ProbebookError
 from measure.evidence.files import read_given
 
-PROBES = ("batch-sweep",)  # probes whose points a campaign can walk (to an OOM or a cap)
+WALKED = ("batch-sweep",)  # probes whose points a campaign walks (to an OOM or a cap); any other runs a grid
 EXECUTORS = ("local", "slurm")
 WALK_KEYS = ("start_batch", "max_batch", "max_tokens", "window_tokens")
 # set per point by the walk; a spec's shared config may not fix them
@@ -54,7 +58,9 @@ MAX_SPEC_BYTES = 1 << 20
 MAX_DEPTH = 16
 """The deepest nesting of mappings and lists a spec may have (a spec needs 3)."""
 MAX_GRID = 64
-"""The most values ``grid.preset`` or ``grid.context`` may list."""
+"""The most values one grid option (``grid.preset``, ``grid.context``, ...) may list."""
+MAX_LIST = 256
+"""The most items of one list value of a probe option (``seq_lens: [...]``)."""
 MAX_POINTS = 4096
 """The most points a campaign may plan (each is one job)."""
 
@@ -110,14 +116,18 @@ class Spec:
     config: dict[str, Any]
     """Fields of the probe's ``Config`` shared by every point."""
     grid: dict[str, list[Any]]
-    """``preset`` and ``context`` lists: one curve per pair."""
-    walk: dict[str, Any]
-    """``start_batch``, ``max_batch``, ``max_tokens``, ``window_tokens``."""
+    """A sweep's ``preset`` and ``context`` lists (one curve per pair); a grid's option -> values (a point each
+    combination)."""
+    walk: dict[str, Any] | None
+    """``start_batch``, ``max_batch``, ``max_tokens``, ``window_tokens``; None for a grid (no walk)."""
     executor: Executor
     """Concurrency, timeouts, Slurm settings."""
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        if self.walk is None:  # a grid's spec has no walk, and a spec written back from it must not gain one
+            del out["walk"]
+        return out
 
 
 def probe_config_class(probe: str) -> Any:
@@ -144,7 +154,7 @@ def _build(cls: Any, values: dict[str, Any], where: str) -> Any:
         raise ProbebookError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(_fields(cls))})")
     try:
         return cls(**values)
-    except (TypeError, ProbebookError) as exc:
+    except (TypeError, ValueError, ProbebookError) as exc:
         raise ProbebookError(f"{where}: {exc}") from None
 
 
@@ -162,21 +172,40 @@ def parse(doc: Any, where: str) -> Spec:
             f"{where}: 'campaign' must be a name of ASCII letters, digits and '-' (at most 64), got {_shown(name)}"
         )
     probe = doc.get("probe")
-    if probe not in PROBES:
+    from measure.probes import PROBES as REGISTRY
+
+    if not isinstance(probe, str) or probe not in REGISTRY:
         raise ProbebookError(
-            f"{where}: 'probe' must be one of {', '.join(PROBES)} (points walk to an OOM), got {probe!r}"
+            f"{where}: probe: {_shown(probe)} is not a registered probe (one of {', '.join(REGISTRY)})"
+        )
+    walks = probe in WALKED or doc.get("walk") is not None
+    if walks and probe not in WALKED:
+        raise ProbebookError(
+            f"{where}: walk: only {', '.join(WALKED)} points walk to an OOM; a {probe} campaign runs every "
+            "point of its grid (remove walk)"
         )
     config = _section(doc, "config", where)
-    fixed = sorted(set(config) & set(PER_POINT))
+    fixed = sorted(set(config) & set(PER_POINT), key=str) if walks else []
     if fixed:
         raise ProbebookError(f"{where}: config.{fixed[0]} is set per point by the grid and the walk; remove it")
     options = _fields(probe_config_class(probe))
-    unknown = sorted(set(config) - set(options))
+    unknown = sorted(set(config) - set(options), key=str)
     if unknown:
-        raise ProbebookError(f"{where}: config.{unknown[0]} is not an option of the {probe} probe")
+        raise ProbebookError(f"{where}: config.{_name(unknown[0])} is not an option of the {probe} probe")
     for key, value in config.items():
         _config_value(value, options[key].type, f"{where}: config.{key}")
     grid = _section(doc, "grid", where)
+    if not walks:
+        spec = Spec(
+            name,
+            probe,
+            dict(config),
+            _option_grid(grid, options, config, probe, where),
+            None,
+            executor_from(doc, where),
+        )
+        points(spec, where)  # every point's config and command are built (and so checked) now, not when it runs
+        return spec
     if set(grid) != {"preset", "context"}:
         raise ProbebookError(f"{where}: 'grid' needs exactly the lists 'preset' and 'context'")
     for key in ("preset", "context"):
@@ -215,6 +244,33 @@ def parse(doc: Any, where: str) -> Spec:
     spec = Spec(name, probe, dict(config), grid, walk, executor)
     points(spec, where)  # every point's config is built (and so checked) now, not when it runs
     return spec
+
+
+def _option_grid(
+    grid: dict[str, Any], options: dict[str, Any], config: dict[str, Any], probe: str, where: str
+) -> dict[str, list[Any]]:
+    """A grid campaign's ``grid``: options of the probe's ``Config`` (none also in ``config``), each a list of
+    values its field takes; one line naming the file and the option otherwise."""
+    if not grid:
+        raise ProbebookError(f"{where}: grid: list at least one option of the {probe} probe with its values")
+    for key, values in grid.items():
+        if key not in options:
+            raise ProbebookError(
+                f"{where}: grid.{_name(key)} is not an option of the {probe} probe "
+                f"(`probebook measure {probe} --help` lists them)"
+            )
+        if key in config:
+            raise ProbebookError(f"{where}: grid.{key} is also given in config; give it in one place")
+        if not isinstance(values, list) or not values or len(set(map(repr, values))) != len(values):
+            raise ProbebookError(f"{where}: grid.{key} must be a non-empty list without repeats")
+        if len(values) > MAX_GRID:
+            raise ProbebookError(f"{where}: grid.{key} lists {len(values)} values; at most {MAX_GRID}")
+        for i, value in enumerate(values):
+            _config_value(value, options[key].type, f"{where}: grid.{key}[{i}]")
+    total = math.prod(len(v) for v in grid.values())
+    if total > MAX_POINTS:
+        raise ProbebookError(f"{where}: the grid plans {total} points (jobs), over {MAX_POINTS}; split it")
+    return {key: list(values) for key, values in grid.items()}
 
 
 def executor_from(doc: dict[str, Any], where: str) -> Executor:
@@ -328,6 +384,11 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
+def _name(key: Any) -> str:
+    """A spec key as an error line names it: as written when it is a plain name, else its repr, clipped."""
+    return key if isinstance(key, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", key) else _shown(key)
+
+
 def _known(cls: Any, values: dict[str, Any], where: str) -> None:
     unknown = sorted(set(values) - set(_fields(cls)), key=str)
     if unknown:
@@ -335,8 +396,17 @@ def _known(cls: Any, values: dict[str, Any], where: str) -> None:
 
 
 def _config_value(value: Any, annotation: Any, where: str) -> None:
-    """One value of the probe's config against its field's type (``int``, ``float | None``, ``str``...), bounded."""
+    """One value of the probe's config against its field's type (``int``, ``float | None``, ``str``,
+    ``tuple[int, ...]`` as a list...), bounded."""
     kinds = {k.strip() for k in str(annotation).split("|")}
+    items = [k.removeprefix("tuple[").partition(",")[0].strip() for k in kinds if k.startswith("tuple[")]
+    if isinstance(value, list):
+        if not items or not 0 < len(value) <= MAX_LIST:
+            wanted = f"a list of 1 to {MAX_LIST} values" if items else "one value, not a list"
+            raise ProbebookError(f"{where} must be {wanted}, got {_shown(value)}")
+        for i, item in enumerate(value):
+            _config_value(item, items[0], f"{where}[{i}]")
+        return
     if value is None:
         ok = "None" in kinds
     elif isinstance(value, bool):
@@ -370,10 +440,13 @@ def window_iters(base_iters: int, batch: int, context: int, window_tokens: int) 
 
 
 def points(spec: Spec, where: str = "spec") -> list[dict[str, Any]]:
-    """Every point of every curve, in curve order then batch order, each with its resolved probe config."""
+    """Every point of every curve, in curve order then batch order, each with its resolved probe config;
+    for a grid, every combination of its values in grid order (``grid.combinations``)."""
     from measure.probes.batch_sweep import plan_batches
 
     cls = probe_config_class(spec.probe)
+    if spec.walk is None:
+        return _grid_points(spec, cls, where)
     out: list[dict[str, Any]] = []
     for preset in spec.grid["preset"]:
         for context in spec.grid["context"]:
@@ -409,4 +482,24 @@ def points(spec: Spec, where: str = "spec") -> list[dict[str, Any]]:
                         "config": resolved,
                     }
                 )
+    return out
+
+
+def _grid_points(spec: Spec, cls: Any, where: str) -> list[dict[str, Any]]:
+    """A grid campaign's points: the shared config with one combination of the grid's values each."""
+    from measure.cli import declarations
+    from probebook.campaign import grid
+
+    declared = declarations()
+    combos = grid.combinations(spec.grid)
+    out = []
+    for n, values in enumerate(combos):
+        key = grid.key(n, len(combos), values)
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in {**spec.config, **values}.items()}
+        config = _build(cls, given, f"{where}: point {key}")
+        out.append(
+            grid.point(
+                key, spec.probe, values, config, grid.command(spec.probe, config, declared, f"{where}: point {key}")
+            )
+        )
     return out
