@@ -1,7 +1,8 @@
 """Campaigns through a real single-node Slurm (`.ci/slurm up`): a default run audited clean, queue time, run
 time after a resume, a job found by name across midnight and with accounting down, a job adopted after a kill
 inside sbatch, scancel and --retry-failed, sacct polling, requests the cluster cannot meet, an optimizer-timing
-follow-up, and the audit of each job's accounting (time limit, memory) against the spec."""
+follow-up, a grid of another probe's points, and the audit of each job's accounting (time limit, memory) against
+the spec."""
 
 from __future__ import annotations
 
@@ -119,6 +120,25 @@ def wrapper(tmp_path: Path, name: str, body: str) -> dict[str, str]:
     script.write_text(f"#!/bin/sh\n{body.replace('REAL', real)}\n")
     script.chmod(0o755)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
+def test_a_grid_of_another_probe_runs_through_sbatch_and_audits_clean(tmp_path):
+    # gemm points, one job per grid value, submitted and settled as a batch sweep's points are
+    doc = {
+        "campaign": "gemm-slurm",
+        "probe": "gemm",
+        "config": {"device": "cpu", "preset": "tiny", "warmup": 0, "windows": 1, "tokens": 16, "window_s": 0.001},
+        "grid": {"square": [16, 32]},
+        "executor": {"point_timeout_s": 120, "grace_s": 60, "poll_s": 2, "slurm": FITS},
+    }
+    (tmp_path / "grid.yaml").write_text(json.dumps(doc))
+    folder = tmp_path / "c"
+    ok(run_cli("campaign", "plan", str(tmp_path / "grid.yaml"), "--output", str(folder)))
+    ok(run_cli("campaign", "run", str(folder), "--executor", "slurm"))
+    got = receipts.load_all(folder)
+    assert {k: r["state"] for k, r in got.items()} == {"p0-16": "ok", "p1-32": "ok"}
+    assert all(r["attempts"][0]["executor"] == "slurm" and r["attempts"][0]["job_id"] for r in got.values())
+    assert audit(folder, tmp_path) == []
 
 
 def test_a_default_campaign_runs_and_audits_clean_with_batched_polling(tmp_path):
