@@ -61,6 +61,13 @@ def counts(data: dict, measured: set[str]) -> dict:
         "outside": verdicts["outside"],
         "share_within": verdicts["within"] / with_interval if with_interval else None,
         "claims": dict(claims),
+        # which numbers and claims, so a change in the counts can be read number by number
+        "outside_numbers": sorted(
+            n["key"] for n in data["numbers"] if n["key"] in measured and n["verdict"] == "outside"
+        ),
+        "flipped_claims": sorted(
+            str(c.get("text") or c.get("key")) for c in data["claims"] if c["verdict"] == "flipped"
+        ),
     }
 
 
