@@ -2,8 +2,12 @@
 
 The probes time with them (``measure.timing``), render's derivations judge stability with them
 (``render.derive.lossmem``), and the methodology page prints them through the ``constant()`` page
-function, so the page and the code cannot disagree.
+function, so the page and the code cannot disagree. A rule that judges a measured interval against one of them
+(``overhead_verdict``) lives beside its number, so the probe that records the verdict and the page that shows it
+apply the same rule.
 """
+
+from measure.errors import ProbebookError
 
 CV_THRESHOLD = 0.05
 """A point whose windows' coefficient of variation is above this gets extra windows once, then is flagged
@@ -40,3 +44,23 @@ MAX_SESSIONS = 20
 THROTTLE_FRACTION = 0.75
 """A window whose SM clock (``sm_clock_mhz``, read right after it) is below this fraction of the card's top SM
 clock (``machine.sm_clock_max_mhz``) ran throttled (nvbench's rule, issue 38); render marks its numbers."""
+OVERHEAD_LIMIT = 0.05
+"""An instrumented step whose hooks cost more than this fraction of the uninstrumented step is not trusted as a
+measure of the optimizer's share (the original research protocol's rule: instrumentation that slows the step by more
+than 5% has changed the step it times). The optimizer probe measures that cost as ``instrumentation_overhead``."""
+OVERHEAD_VERDICTS = ("above", "below", "not resolved")
+"""What ``overhead_verdict`` says: resolved above the limit, resolved below it, or not resolved (its interval
+reaches the limit)."""
+
+
+def overhead_verdict(low: float, high: float, limit: float = OVERHEAD_LIMIT) -> str:
+    """The three-way verdict of a measured overhead whose 95% interval is ``low``..``high`` (fractions) against
+    ``limit``: ``above`` when the whole interval is above it (the timing is flagged), ``below`` when the whole
+    interval is below it, else ``not resolved``. A figure with no interval is judged as a line: ``low == high``."""
+    if low > high:
+        raise ProbebookError(f"an overhead interval's low end ({low}) is above its high end ({high})")
+    if low > limit:
+        return "above"
+    if high < limit:
+        return "below"
+    return "not resolved"

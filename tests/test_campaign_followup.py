@@ -80,6 +80,7 @@ def test_each_point_stores_its_baseline_and_instrumented_evidence_and_audits_cle
         assert timed["probe"] == "optimizer" and timed["status"] == "complete"
         assert (timed["params"]["batch"], timed["params"]["seq_len"]) == (receipt["batch"], int(key[6:8]))
         assert 0 < result["optimizer_share"] < 1
+        assert result["overhead_verdict"] == timed["data"]["summary"]["overhead_verdict"]  # optimizer v3's flag
     out = run_cli("--archive", str(tmp_path / "a"), "campaign", "audit", str(follow))
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout == ""

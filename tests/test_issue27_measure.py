@@ -143,7 +143,7 @@ def test_optimizer_eager_clips_by_default(cli, archive):
     from measure.evidence.store import Store
 
     doc = Store(archive).get(out.stdout.strip().splitlines()[-1])
-    assert doc["probe_version"] == 2 and doc["data"]["summary"]["clip_max_norm"] == 1.0
+    assert doc["probe_version"] == 3 and doc["data"]["summary"]["clip_max_norm"] == 1.0
     refused = cli("--archive", str(archive), "measure", "optimizer", "--device", "cpu", "--mode", "captured")
     assert refused.returncode != 0 and CPU_REFUSAL in refused.stderr and "Traceback" not in refused.stderr
 

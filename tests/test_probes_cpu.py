@@ -189,6 +189,13 @@ def test_optimizer(cli, archive):
         summary["instrumented_median_s"] / summary["baseline_median_s"] - 1
     )
     assert doc["params"]["optimizer_class"] == "AdamW"
+    # version 3: the overhead's interval over the 3 paired rounds, judged against the stated limit
+    assert doc["probe_version"] == 3 and summary["overhead_limit"] == 0.05
+    span = summary["instrumentation_overhead_interval"]
+    assert span["low"] <= span["high"]
+    expected = "above" if span["low"] > 0.05 else "below" if span["high"] < 0.05 else "not resolved"
+    assert summary["overhead_verdict"] == expected
+    assert summary["overhead_flagged"] is (expected == "above")
 
 
 def test_a_crash_mid_sweep_keeps_what_was_measured_as_partial(cli, archive):

@@ -28,6 +28,14 @@ Burst weighting: a timed sample is a burst of ``iters`` calls (replays in captur
 eager mode) whose time is their mean; ``burst_weighted_mean`` weights each sample by its burst
 length, so a sample of more calls counts for more. With a fixed ``--iters`` every weight is equal
 and it equals the plain mean; the medians stay the headline values.
+
+Overhead flag (version 3): hooks that cost more than ``measure.constants.OVERHEAD_LIMIT`` (5%) of the step have
+changed the step they time, so the instrumented optimizer share is then not trusted (the original protocol's rule).
+The overhead is itself a measured difference, so it is judged by its 95% interval (``overhead_interval``: the
+interleaved rounds resampled jointly, each round's instrumented step with its own baseline step):
+``data.summary.overhead_verdict`` is ``above`` (the interval's low end is above the limit; ``overhead_flagged`` is
+true), ``below``, or ``not resolved`` (the interval reaches the limit), with ``overhead_limit`` the limit it used.
+Captured mode has no hooks in the timed graph, so it has no overhead and no flag.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from measure.constants import WINDOWS
+from measure.constants import OVERHEAD_LIMIT, WINDOWS, overhead_verdict
 from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
@@ -48,7 +56,8 @@ from measure.run.sessions import in_sessions
 from measure.timing import energy_field
 
 PROBE = "optimizer"
-VERSION = 2  # 2: gradient clipping in every arm (--clip 1.0 by default), --mode captured, burst-weighted means
+VERSION = 3  # 2: gradient clipping in every arm (--clip 1.0 by default), --mode captured, burst-weighted means
+# 3: the instrumentation overhead's 95% interval and its verdict against OVERHEAD_LIMIT (data.summary.overhead_flagged)
 HELP = "optimizer.step's share of the step by CUDA events inside the real step, or inside the captured update."
 MODES = ("eager", "captured")
 EXAMPLE = "probebook measure optimizer --preset 250m"
@@ -104,6 +113,42 @@ def burst_weighted_mean(seconds_per_call: list[float], bursts: list[int]) -> flo
     if not seconds_per_call or len(seconds_per_call) != len(bursts) or min(bursts) < 1:
         raise ProbebookError("burst_weighted_mean needs one positive burst length per sample")
     return sum(t * n for t, n in zip(seconds_per_call, bursts, strict=True)) / sum(bursts)
+
+
+RESAMPLES = 20_000
+"""Bootstrap resamples of ``overhead_interval``: as many as render's intervals draw (``render.derive.intervals``)."""
+LEVEL = 0.95
+
+
+def overhead_interval(
+    pairs: list[tuple[float, float]], resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[float, float] | None:
+    """95% percentile interval of the instrumentation overhead ``median(instrumented) / median(baseline) - 1`` over
+    interleaved rounds resampled jointly: ``pairs`` is one (instrumented step s, baseline step s) per round that
+    timed both, and one set of indices draws both, so each round keeps its pairing. None for fewer than 3 rounds.
+    Seeded, so one run's rows give one interval."""
+    if len(pairs) < 3:
+        return None
+    import numpy as np
+
+    rounds = np.asarray(pairs, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(rounds), size=(resamples, len(rounds)))
+    drawn = np.median(rounds[picks, 0], axis=1) / np.median(rounds[picks, 1], axis=1) - 1
+    low, high = np.percentile(drawn, [100 * (1 - LEVEL) / 2, 100 * (1 + LEVEL) / 2])
+    return float(low), float(high)
+
+
+def overhead_fields(overhead: float, pairs: list[tuple[float, float]]) -> dict[str, Any]:
+    """The summary's overhead flag: the limit used, the overhead's interval (named ends; None for fewer than 3
+    paired rounds, when the figure is judged as a line), its verdict and whether it is flagged (``above``)."""
+    span = overhead_interval(pairs)
+    judged = overhead_verdict(*(span or (overhead, overhead)))
+    return {
+        "overhead_limit": OVERHEAD_LIMIT,
+        "instrumentation_overhead_interval": {"low": span[0], "high": span[1]} if span else None,
+        "overhead_verdict": judged,
+        "overhead_flagged": judged == "above",
+    }
 
 
 def apply_hyperparameters(optimizer: Any, config: Config) -> dict[str, Any]:
@@ -217,6 +262,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         watch, integrity, sampler, rec.data["utilisation"] = make_watch(opt, device, config.utilisation)
         arms = {name: integrity.wrap(fn) for name, fn in arms.items()}
         per_round: list[float] = []
+        paired: list[tuple[float, float]] = []  # (instrumented, baseline) step of each round that timed both
 
         def persist(
             r: int, times: dict[str, float], clocks: dict[str, int | None], energy: dict[str, float | None]
@@ -232,6 +278,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             t_o = sum(elapsed(s, e) for s, e in calls) / plan.iters
             if "instrumented" in times:  # a round that failed its check is no timing (time_interleaved leaves it out)
                 per_round.append(t_o)
+            if "instrumented" in times and "baseline" in times:
+                paired.append((times["instrumented"], times["baseline"]))
             rows = [
                 {
                     "arm": arm,
@@ -259,6 +307,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         seen = observe(workload, data, device)  # what the timed step ran (one extra, untimed step)
         mark_engagement(rec, seen, compile_requested=config.compile, device=device, dtype=config.dtype)
         rec.params.update({("observed_dtype" if k == "dtype" else k): v for k, v in seen.items()})
+        overhead = relative_change(instr.median_s, base.median_s)
         rec.data["summary"] = {
             "instrumented_median_s": instr.median_s,
             "baseline_median_s": base.median_s,
@@ -267,7 +316,8 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             "clip_max_norm": config.clip or None,
             "timed_segment": "clip_grad_norm_ + optimizer.step" if config.clip else "optimizer.step",
             "optimizer_share": share(median(per_round), instr.median_s),
-            "instrumentation_overhead": relative_change(instr.median_s, base.median_s),
+            "instrumentation_overhead": overhead,
+            **overhead_fields(overhead, paired),
             "instrumented_cv": instr.cv,
             "baseline_cv": base.cv,
             "unstable": instr.unstable or base.unstable,

@@ -188,6 +188,9 @@ def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: f
         "optimizer_share": summary.get("optimizer_share"),
         "optimizer_median_s": summary.get("optimizer_median_s"),
         "instrumentation_overhead": summary.get("instrumentation_overhead"),
+        # the instrumented run's own verdict against measure.constants.OVERHEAD_LIMIT (optimizer v3); a page judges
+        # again from the run's rounds (render.derive.followup.overhead_check)
+        "overhead_verdict": summary.get("overhead_verdict"),
         "pid": os.getpid(),
         "job_started_unix": started,
         "device_acquired_unix": row.get("device_acquired_unix"),

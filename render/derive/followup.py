@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from measure.constants import OVERHEAD_LIMIT, overhead_verdict
 from measure.errors import ProbebookError
 
 KIND = "optimizer-timing"
@@ -110,6 +111,14 @@ def point_intervals(
 
     A figure gets None where the rounds are fewer than ``MIN_SAMPLES`` or their statistic is not the figure the
     receipt reports (relative 1e-9): an interval of other numbers would not be the shown number's."""
+    return round_intervals(samples, {name: getattr(point, name) for name in FIGURES}, key)
+
+
+def round_intervals(
+    samples: list[dict[str, Any]], reported: dict[str, float], key: str
+) -> dict[str, tuple[float, float] | None]:
+    """``point_intervals`` for figures as reported anywhere (a receipt, an ``optimizer`` run's ``data.summary``):
+    ``reported`` maps each of ``FIGURES`` to its reported value; one missing gets None."""
     from render.derive import intervals  # numpy loads only where a figure needs it
 
     rounds: dict[Any, dict[str, dict[str, Any]]] = {}
@@ -137,7 +146,8 @@ def point_intervals(
         "instrumentation_overhead": (median["step"] / median["baseline"] - 1, drawn["step"] / drawn["baseline"] - 1),
     }
     for name, (value, replicates) in figures.items():
-        if math.isclose(value, getattr(point, name), rel_tol=1e-9, abs_tol=1e-15):
+        shown = reported.get(name)
+        if isinstance(shown, (int, float)) and math.isclose(value, shown, rel_tol=1e-9, abs_tol=1e-15):
             low, high = np.percentile(replicates, [100 * (1 - intervals.LEVEL) / 2, 100 * (1 + intervals.LEVEL) / 2])
             out[name] = (float(low), float(high))
     return out
@@ -149,3 +159,73 @@ def _timed(row: dict[str, Any] | None, field: str) -> bool:
         isinstance(row.get(f), (int, float)) and not isinstance(row.get(f), bool) and row[f] > 0
         for f in ("step_s", field)
     )
+
+
+# -- the instrumentation-overhead flag (measure.constants.OVERHEAD_LIMIT) -----------------------------------------
+
+FLAGGED = "instrumentation overhead"
+"""The mark on a point's optimizer figures when its hooks' cost is resolved above ``OVERHEAD_LIMIT``: the
+instrumented step is then not the step it times, so its share is not trusted."""
+UNRESOLVED = "overhead not resolved"
+"""The mark when the overhead's interval reaches the limit: the figures may or may not be trusted."""
+MARKS = {"above": FLAGGED, "not resolved": UNRESOLVED}
+
+
+def overhead_check(overhead: float, interval: tuple[float, float] | None, limit: float = OVERHEAD_LIMIT) -> str:
+    """``above``, ``below`` or ``not resolved``: the overhead (a fraction) judged against ``limit`` by its 95%
+    ``interval`` (``measure.constants.overhead_verdict``, the rule the probe records by); without an interval the
+    figure is judged as a line, by its value."""
+    return overhead_verdict(*(interval or (overhead, overhead)), limit)
+
+
+def overhead_title(verdict: str, limit: float = OVERHEAD_LIMIT) -> str:
+    """What a flagged or unresolved point's mark says in its title ("" for ``below``)."""
+    if verdict == "above":
+        return (
+            f"the instrumented step's hooks cost more than {limit:.0%} of the step (its 95% interval is above the "
+            "limit), so the timed optimizer share is not trusted"
+        )
+    if verdict == "not resolved":
+        return f"the instrumentation overhead's 95% interval reaches the {limit:.0%} limit: not resolved against it"
+    return ""
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """One instrumented timing's overhead as judged: what it names (a point, or "" for a run's own)."""
+
+    label: str
+    overhead: float
+    interval: tuple[float, float] | None
+    verdict: str
+
+
+def run_overhead(ident: str, doc: dict[str, Any]) -> Overhead | None:
+    """An eager ``optimizer`` run's overhead as judged from its rounds (the key the follow-up's points use, so the
+    interval is theirs); None for another document or one without the figure (captured mode)."""
+    summary = (doc.get("data") or {}).get("summary") or {}
+    overhead = summary.get("instrumentation_overhead")
+    if doc.get("probe") != "optimizer" or isinstance(overhead, bool) or not isinstance(overhead, (int, float)):
+        return None
+    samples = (doc.get("data") or {}).get("samples") or []
+    span = round_intervals(samples, dict(summary), f"{ident}|optimizer rounds")["instrumentation_overhead"]
+    return Overhead("", float(overhead), span, overhead_check(float(overhead), span))
+
+
+def followup_overheads(doc: dict[str, Any], docs: dict[str, dict[str, Any]]) -> list[Overhead]:
+    """Each measured point's overhead as judged, of a collected follow-up (``campaign`` evidence whose manifest is
+    of ``KIND``); empty for any other document or one whose points' evidence is missing."""
+    manifest = docs.get(str((doc.get("params") or {}).get("manifest"))) or {}
+    if doc.get("probe") != "campaign" or (manifest.get("data") or {}).get("kind") != KIND:
+        return []
+    try:
+        rows = optimizer_points((doc.get("data") or {}).get("points") or [], docs)
+    except (ProbebookError, KeyError, TypeError, ValueError):
+        return []  # a follow-up its page function refuses: that refusal names it
+    out = []
+    for r in rows:
+        samples = (docs[r.instrumented_evidence].get("data") or {}).get("samples") or []
+        span = point_intervals(samples, r, f"{r.instrumented_evidence}|optimizer rounds")["instrumentation_overhead"]
+        label = f"{r.preset}, context {r.context}, batch {r.batch}"
+        out.append(Overhead(label, r.instrumentation_overhead, span, overhead_check(r.instrumentation_overhead, span)))
+    return out

@@ -4,9 +4,14 @@
 ``optimizer_timing(ref)`` takes a collected follow-up (``campaign`` evidence whose manifest's ``data.kind`` is
 ``optimizer-timing``) and returns its measured points, each a view with ``.context .batch .share .optimizer
 .tok_s .overhead .busy`` (``yes`` when the point's idle check found the device busy, as its evidence page shows
-it); a page loops over them.
-``optimizer_timing_summary(ref)``: ``.points .busy .share_min .share_max`` over the same points. Each Quantity
-cites the campaign and the point's instrumented evidence.
+it); a page loops over them. ``.flagged`` is ``yes`` when the point's instrumentation overhead is resolved above
+``measure.constants.OVERHEAD_LIMIT`` (its 95% interval above it); then its ``.share .optimizer .overhead`` carry the
+mark ``instrumentation overhead`` (not trusted as the optimizer's share), and ``overhead not resolved`` where the
+interval reaches the limit (``render.derive.followup.overhead_check``).
+``optimizer_timing_summary(ref)``: ``.points .busy .flagged .unresolved .share_min .share_max`` over the same points
+(``.flagged``/``.unresolved``: points whose overhead is resolved above the limit / not resolved against it; the
+smallest and largest share carry their point's mark). Each Quantity cites the campaign and the point's instrumented
+evidence.
 """
 
 from __future__ import annotations
@@ -36,11 +41,17 @@ class OptimizerPointView(FieldView):
         "tok_s": ("tok_s", "tok/s", {"fmt": ".3g", "basis": basis.RECORDED}),
         "overhead": ("instrumentation_overhead", "", {"fmt": ".1%", "basis": basis.RECORDED}),
         "busy": ("device_busy", "", {"fmt": FLAG, "basis": basis.OBSERVED}),
+        # the overhead's interval judged against the limit (render.derive.followup.overhead_check): a test's verdict
+        "flagged": ("overhead_flagged", "", {"fmt": FLAG, "basis": basis.TEST}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
+    MARKED = frozenset({"share", "optimizer", "overhead"})
+    """The figures the instrumented timing gives, which its overhead verdict marks."""
 
     def __getattr__(self, name: str) -> Quantity:
         q = super().__getattr__(name)
+        if name in self.MARKED:
+            q = overhead_marked(q, self._values.get("overhead_verdict"))
         if name == "tok_s":  # the receipt's rate is the baseline run's (not archived), not the instrumented run's
             return replace(q, evidence=q.evidence[:1], more_anchors=())
         if name == "busy":  # the instrumented run's own idle check, which the campaign's receipt does not hold
@@ -50,15 +61,38 @@ class OptimizerPointView(FieldView):
         return q
 
 
+def overhead_marked(q: Quantity, verdict: Any) -> Quantity:
+    """``q`` with the mark of an overhead ``verdict`` (``above``: flagged, ``not resolved``), explained in its
+    title; unchanged for ``below`` or none."""
+    mark = followup.MARKS.get(str(verdict))
+    if mark is None or q.value is None:
+        return q
+    words = [m.strip() for m in (q.mark or "").split(",") if m.strip()]
+    return replace(
+        q,
+        mark=", ".join([*words, mark]),
+        extra=(*q.extra, (f"{mark}:", followup.overhead_title(str(verdict)))),
+    )
+
+
 class OptimizerSummaryView(FieldView):
-    # counts of points are exact; the smallest and largest share carry the interval of the point that has it
+    # counts of points are exact; the smallest and largest share carry the interval of the point that has it, and
+    # its overhead mark
     FIELDS = {
         "points": ("points", "", {"fmt": "d", "exact": True}),
         "busy": ("busy", "", {"fmt": "d", "exact": True}),
+        "flagged": ("flagged", "", {"fmt": "d", "exact": True}),
+        "unresolved": ("unresolved", "", {"fmt": "d", "exact": True}),
         "share_min": ("share_min", "", {"fmt": ".1%", "basis": basis.RECORDED}),
         "share_max": ("share_max", "", {"fmt": ".1%", "basis": basis.RECORDED}),
     }
     TEMPLATE_ATTRS = frozenset(FIELDS)
+
+    def __getattr__(self, name: str) -> Quantity:
+        q = super().__getattr__(name)
+        if name in ("share_min", "share_max"):
+            q = overhead_marked(q, self._values.get(f"{name}_verdict"))
+        return q
 
 
 # Where each field of a point shows on the instrumented run's own page (render.numbers.links.field_anchor); its
@@ -70,6 +104,7 @@ _INSTRUMENTED = {
     "optimizer": "data.summary.optimizer_median_s",
     "overhead": "data.summary.instrumentation_overhead",
     "busy": "data.device_check.busy",
+    "flagged": "data.summary.instrumentation_overhead",  # judged here from the overhead's rounds
 }
 
 
@@ -80,7 +115,11 @@ def _landing(page: Page, index: int, instrumented: str) -> dict[str, tuple[str, 
     for name, (source, _, _) in OptimizerPointView.FIELDS.items():
         # context and batch are in the point's name (``20m-s1024-b8``); busy only on the instrumented run's page,
         # which alone it cites (OptimizerPointView.__getattr__)
-        cell = point_anchor(index) if name in ("context", "batch", "busy") else point_anchor(index, source)
+        cell = (
+            point_anchor(index)
+            if name in ("context", "batch", "busy")
+            else point_anchor(index, "instrumentation_overhead" if name == "flagged" else source)
+        )
         path = _INSTRUMENTED.get(name)
         out[name] = (cell, field_anchor(doc, path) if path else "")
     return out
@@ -94,9 +133,10 @@ def optimizer_timing(page: Page, ref: Any, preset: str | None = None) -> list[Op
     views = []
     for alias, ref_id, r in picked:
         spans = _intervals(page, r)
+        verdict = followup.overhead_check(r.instrumentation_overhead, spans.get("instrumentation_overhead"))
         views.append(
             OptimizerPointView(
-                vars(r),
+                {**vars(r), "overhead_verdict": verdict, "overhead_flagged": int(verdict == "above")},
                 (ref_id, r.instrumented_evidence),
                 f"optimizer-timing follow-up point {r.preset}, context {r.context}, batch {r.batch}: its receipt's "
                 "result" + (_ROUNDS if any(spans.values()) else ""),
@@ -142,7 +182,18 @@ def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) ->
     picked = _points(page, ref, preset, "optimizer_timing_summary()")
     rows = [r for _, _, r in picked]
     low, high = followup.share_range(rows)
-    values = {"points": len(rows), "busy": followup.busy_points(rows), "share_min": low, "share_max": high}
+    verdicts = [
+        followup.overhead_check(r.instrumentation_overhead, _intervals(page, r).get("instrumentation_overhead"))
+        for r in rows
+    ]
+    values: dict[str, Any] = {
+        "points": len(rows),
+        "busy": followup.busy_points(rows),
+        "flagged": verdicts.count("above"),
+        "unresolved": verdicts.count("not resolved"),
+        "share_min": low,
+        "share_max": high,
+    }
     alias, ref_id = picked[0][0], picked[0][1]
     what = f"optimizer-timing follow-up {alias}: {len(rows)} measured points' receipts and idle checks"
     # the campaign holds every receipt these numbers are read from; each point's own evidence is cited by its row.
@@ -151,6 +202,8 @@ def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) ->
     low_point = min(rows, key=lambda r: r.optimizer_share)
     high_point = max(rows, key=lambda r: r.optimizer_share)
     low_at, high_at = low_point.instrumented_evidence, high_point.instrumented_evidence
+    values["share_min_verdict"] = verdicts[rows.index(low_point)]
+    values["share_max_verdict"] = verdicts[rows.index(high_point)]
     spans = {
         "share_min": _intervals(page, low_point).get("optimizer_share"),
         "share_max": _intervals(page, high_point).get("optimizer_share"),
@@ -160,6 +213,8 @@ def optimizer_timing_summary(page: Page, ref: Any, preset: str | None = None) ->
     landing = {
         "points": POINTS,
         "busy": POINTS,
+        "flagged": POINTS,
+        "unresolved": POINTS,
         "share_min": point_anchor(index[low_at], "optimizer_share"),
         "share_max": point_anchor(index[high_at], "optimizer_share"),
     }

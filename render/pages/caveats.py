@@ -7,6 +7,9 @@ itself that qualifies every number from it, so a reader of the Answer alone stil
   move one way through the run: the median of the last third is more than ``DRIFT`` away from the first third's
   (medians, so one slow window is not a drift).
 - Throttled, clock sag, host-bound: the run's marks (``render.derive.conditions.run_marks``).
+- Instrumentation overhead: an ``optimizer`` run, or an optimizer-timing follow-up's points, whose hooks' cost is
+  resolved above ``measure.constants.OVERHEAD_LIMIT`` (its 95% interval above it), so the timed optimizer share is
+  not trusted; and those whose interval reaches the limit, not resolved (``render.derive.followup.overhead_check``).
 
 Each caveat is a sentence whose numbers are ledger rows (``render.numbers.said``), linked to the evidence. Pure:
 text from the documents.
@@ -18,7 +21,8 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from render.derive import conditions
+from measure.constants import OVERHEAD_LIMIT
+from render.derive import conditions, followup
 from render.numbers import said
 from render.numbers.links import escape_text, evidence_page, relative_link
 
@@ -85,9 +89,40 @@ Caveat = tuple[str, said.Said]
 """A caveat as (what it names, in words a number link must not take: a point's name; its sentence)."""
 
 
-def sentences(alias: str, ident: str, doc: dict[str, Any]) -> list[Caveat]:
+def overhead(ident: str, doc: dict[str, Any], docs: dict[str, dict[str, Any]]) -> str | None:
+    """The instrumentation-overhead caveat of an ``optimizer`` run or an optimizer-timing follow-up (``docs``: the
+    evidence its points name), or None where no timing is flagged or unresolved."""
+    limit = f"{OVERHEAD_LIMIT:.0%}"
+    run = followup.run_overhead(ident, doc)
+    if run is not None:
+        if run.verdict == "below":
+            return None
+        span = f", 95% interval {run.interval[0]:.1%} to {run.interval[1]:.1%}" if run.interval else ""
+        said_of = (
+            f"above the {limit} limit, so its timed optimizer share is not trusted"
+            if run.verdict == "above"
+            else f"not resolved against the {limit} limit"
+        )
+        return f"its instrumentation overhead ({run.overhead:.1%}{span}) is {said_of}"
+    points = followup.followup_overheads(doc, docs)
+    above = sum(p.verdict == "above" for p in points)
+    open_ = sum(p.verdict == "not resolved" for p in points)
+    parts = []
+    if above:
+        parts.append(
+            f"{above:,} of its {len(points):,} points' instrumentation overhead is above the {limit} limit, so "
+            "their timed optimizer share is not trusted"
+        )
+    if open_:
+        parts.append(f"{open_:,} of its {len(points):,} points' overhead is not resolved against the {limit} limit")
+    return "; ".join(parts) or None
+
+
+def sentences(
+    alias: str, ident: str, doc: dict[str, Any], docs: dict[str, dict[str, Any]] | None = None
+) -> list[Caveat]:
     """The caveats of one cited document, each (the point it names, "" for none; its sentence), without a subject:
-    the caller names the evidence."""
+    the caller names the evidence. ``docs``: the evidence a campaign's points name (its overhead caveat)."""
     out: list[tuple[str, str, str]] = []
     flagged, measured = unstable(doc)
     if flagged:
@@ -108,6 +143,9 @@ def sentences(alias: str, ident: str, doc: dict[str, Any]) -> list[Caveat]:
             what = f"drift from {_time(start)} to {_time(end)}, the most of {len(moved):,} points whose windows drift"
         out.append(("drift", name, f"{what} (the last third's median {abs(change):.0%} {way} the first third's)"))
     out += [(mark, "", text) for mark, text in conditions.run_marks(doc)]
+    hooks = overhead(ident, doc, docs or {})
+    if hooks:
+        out.append(("instrumentation overhead", "", hooks))
     return [(name, said.Said(f"caveat({alias}).{kind}", text, (ident,), f"caveat: {kind}")) for kind, name, text in out]
 
 
@@ -119,7 +157,7 @@ def caveats(aliases: dict[str, str], docs: dict[str, dict[str, Any]]) -> dict[st
         if ident in seen:
             continue
         seen.add(ident)
-        found = sentences(alias, ident, docs[ident])
+        found = sentences(alias, ident, docs[ident], docs)
         if found:
             out[alias] = found
     return out

@@ -15,6 +15,7 @@ from render.numbers.quantity import Quantity
 # name -> (value, unit, format, where the code keeps it)
 CONSTANTS: dict[str, tuple[float, str, str, str]] = {
     "cv_threshold": (timing.CV_THRESHOLD, "", ".0%", "measure.constants.CV_THRESHOLD"),
+    "overhead_limit": (timing.OVERHEAD_LIMIT, "", ".0%", "measure.constants.OVERHEAD_LIMIT"),
     "extra_windows": (timing.EXTRA_WINDOWS, "", "d", "measure.constants.EXTRA_WINDOWS"),
     "warmup": (timing.WARMUP, "", "d", "measure.constants.WARMUP (default of --warmup)"),
     "windows": (timing.WINDOWS, "", "d", "measure.constants.WINDOWS (default of --windows)"),
