@@ -13,7 +13,7 @@ reference's through these functions, so one definition of "the same step" holds 
   kernels included); ``floor`` is the error the arm's change of arithmetic is allowed on its own.
 
 The pure arithmetic (``metrics``, ``limit``, ``verdict``, ``relative_error``) imports nothing;
-``sums_of`` and ``compare_named`` import torch when called.
+``sums_of``, ``compare_named`` and ``same_values`` import torch when called.
 """
 
 from __future__ import annotations
@@ -160,6 +160,19 @@ def compare_named(ref: dict[str, Any], other: dict[str, Any]) -> tuple[dict[str,
         per[name] = metrics(s)
         total = total.merge(s)
     return per, metrics(total)
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Whether two batches (tensors, or tuples, lists or dicts of them) hold the same values (torch when called)."""
+    import torch
+
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_values(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
 
 
 def worst(per: dict[str, dict[str, Any]]) -> dict[str, Any] | None:

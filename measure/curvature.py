@@ -19,11 +19,16 @@ a wrong direction would show (direction). Their shares sum to 1.
 
 The verdict compares the relative L2 error of H·v and the relative error of ``vᵀHv`` with one stated
 tolerance, and requires the sign of ``vᵀHv`` to agree. Pure arithmetic on float sums; imports nothing.
+
+Over an epoch (``hvp --epoch-batches N``): the same comparison on N distinct data batches, same weights and v;
+``epoch_statistics`` summarises a candidate's rows (one per batch) by named fields. Their spread is across
+batches of one run, not across sessions: it says how much the curvature and the error move with the data.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any
 
 # A stated choice, recorded beside every verdict (``--tolerance`` changes it): curvature measured
@@ -94,3 +99,61 @@ def verdict(split: dict[str, Any], reference_vhv: float, other_vhv: float, toler
     else:
         result = "fails: curvature (vᵀHv)"
     return {"verdict": result, "tolerance": tolerance, "vhv_rel_error": quad, "vhv_sign_agrees": same_sign}
+
+
+EPOCH_ROW = (
+    "vhv_nats",
+    "vhv_sign",
+    "rayleigh_nats",
+    "reference_vhv_nats",
+    "rel_l2_vs_float64",
+    "rel_l2_vs_fp32",
+    "vhv_rel_error",
+    "vhv_sign_agrees",
+    "verdict",
+)
+"""A ``data.epoch`` row's figures for one candidate and batch (beside the candidate's key and ``epoch_batch``)."""
+EPOCH_FIELDS = ("vhv_nats", "rel_l2_vs_float64", "rel_l2_vs_fp32", "vhv_rel_error")
+"""A batch row's figures that ``epoch_statistics`` summarises (each as ``spread``)."""
+EPOCH_BASIS = "across the epoch's data batches of one run (same weights and v), not across sessions"
+"""What an epoch statistic's spread is over, recorded beside it."""
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """``n``, ``mean``, ``sd`` (the sample standard deviation, n - 1; None below 2 values), ``min`` and ``max`` of
+    ``values``, in their unit; all None but ``n`` for no values."""
+    if not values:
+        return {"n": 0, "mean": None, "sd": None, "min": None, "max": None}
+    return {
+        "n": len(values),
+        "mean": statistics.fmean(values),
+        "sd": statistics.stdev(values) if len(values) > 1 else None,
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def epoch_statistics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A candidate's epoch summary from its batch rows (the first the timed batch): ``spread`` of each of
+    ``EPOCH_FIELDS`` over the rows that have it (a number), and the shares of the batches whose ``verdict`` is the
+    first batch's (``verdict_agrees_share``), is ``within tolerance`` and whose vᵀHv sign agrees with fp32's."""
+    if not rows:
+        raise ValueError("an epoch has at least one batch row")
+
+    def share(hit: int) -> float:
+        return hit / len(rows)
+
+    def numbers(field: str) -> list[float]:
+        return [
+            float(r[field]) for r in rows if isinstance(r.get(field), (int, float)) and not isinstance(r[field], bool)
+        ]
+
+    first = rows[0].get("verdict")
+    return {
+        "batches": len(rows),
+        "basis": EPOCH_BASIS,
+        **{field: spread(numbers(field)) for field in EPOCH_FIELDS},
+        "verdict_agrees_share": share(sum(r.get("verdict") == first for r in rows)),
+        "within_tolerance_share": share(sum(r.get("verdict") == "within tolerance" for r in rows)),
+        "sign_agrees_share": share(sum(r.get("vhv_sign_agrees") is True for r in rows)),
+    }

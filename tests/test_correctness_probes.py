@@ -118,7 +118,9 @@ def test_hvp_probe_on_tiny(archive):
         assert total == pytest.approx(1.0)
     assert len(doc["data"]["references"]) == 1 and doc["data"]["references"][0]["batch"] == 1
     cache = doc["data"]["compiler_cache"]  # v3: recorded whether or not a candidate compiles
-    assert doc["probe_version"] == 3 and cache["compiled"] is False and cache["state"] in ("warm", "cold")
+    assert doc["probe_version"] == 4 and cache["compiled"] is False and cache["state"] in ("warm", "cold")
+    # one batch by default (--epoch-batches 1): no epoch rows, no epoch statistics
+    assert "epoch" not in doc["data"] and all("epoch" not in c for c in doc["data"]["candidates"])
     assert all("cache_entries_before" not in c for c in doc["data"]["candidates"])  # eager only
     selection = doc["data"]["selection"]
     ok = [c for c in doc["data"]["candidates"] if c["status"] == "ok"]
@@ -129,6 +131,35 @@ def test_hvp_probe_on_tiny(archive):
     for c in ok:  # one sample per warm window (a high CV adds windows)
         rows = [r["hvp_s"] for r in doc["data"]["samples"] if (r["method"], r["dtype"]) == (c["method"], c["dtype"])]
         assert rows == c["warm_times_s"] and len(rows) >= 2
+
+
+def test_hvp_epoch_batches_on_tiny_through_the_cli(cli, archive):
+    args = ["--archive", str(archive), "measure", "hvp", "--device", "cpu", "--preset", "tiny", "--quiet"]
+    args += ["--batches", "1", "--seq-len", "16", "--modes", "eager", "--dtypes", "bf16,fp32"]
+    args += ["--methods", "double-backward", "--warmup", "0", "--windows", "2"]
+    out = cli(*args, "--epoch-batches", "3")
+    assert out.returncode in (0, 1), out.stderr  # 1: stored, its noisy windows flagged unstable on a loaded CPU
+    ident = out.stdout.strip().splitlines()[-1]
+    doc = parse(Store(archive).read_bytes(ident), ident)
+    assert doc["probe_version"] == 4 and doc["params"]["epoch_batches"] == 3
+    rows = doc["data"]["epoch"]
+    assert [(r["dtype"], r["epoch_batch"]) for r in rows] == [(d, k) for d in ("bf16", "fp32") for k in range(3)]
+    for cand in doc["data"]["candidates"]:
+        mine = [r for r in rows if r["dtype"] == cand["dtype"]]
+        # batch 0 is the timed batch: its row restates the candidate's own comparison
+        assert mine[0]["vhv_nats"] == cand["vhv_nats"] and mine[0]["verdict"] == cand["verdict"]
+        assert mine[0]["rel_l2_vs_float64"] == cand["rel_l2_vs_float64"]
+        assert len({r["vhv_nats"] for r in mine}) == 3  # three distinct batches: three curvatures
+        epoch = cand["epoch"]
+        assert epoch["batches"] == 3 and "not across sessions" in epoch["basis"]
+        vhv = [r["vhv_nats"] for r in mine]
+        assert epoch["vhv_nats"]["min"] == min(vhv) and epoch["vhv_nats"]["max"] == max(vhv)
+        assert epoch["vhv_nats"]["mean"] == pytest.approx(sum(vhv) / 3)
+        assert epoch["verdict_agrees_share"] == sum(r["verdict"] == mine[0]["verdict"] for r in mine) / 3
+        assert all(r["rel_l2_vs_float64"] < (1e-5 if cand["dtype"] == "fp32" else 0.1) for r in mine)
+    refused = cli(*args, "--epoch-batches", "0")
+    assert refused.returncode == 2 and "--epoch-batches must be >= 1" in refused.stderr
+    assert "Traceback" not in refused.stderr
 
 
 def test_hvp_records_the_compiler_caches_state(tmp_path):

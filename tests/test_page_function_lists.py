@@ -20,8 +20,9 @@ def test_the_cli_names_read_from_source_are_the_registry_in_its_order() -> None:
     # 27; paired, written, sources, context, between_sessions (issue 23); optimizer_timing, its summary, params,
     # gemm_clock, phase_peak (27); step_ratio (two runs not interleaved); session_spread (issue 38); host_wait,
     # trace_diff, energy (issue 43); nominal (a typed value labelled so, beside the measured one);
-    # gemm_ceiling_series (issue 38, a ceiling over every session of its key)
-    assert len(functions()) == 44
+    # gemm_ceiling_series (issue 38, a ceiling over every session of its key); hvp_epoch (an H·v candidate over an
+    # epoch of data batches)
+    assert len(functions()) == 45
 
 
 def test_every_registered_function_has_its_name_and_a_one_line_help() -> None:

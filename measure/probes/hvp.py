@@ -21,6 +21,16 @@ form vᵀHv and its sign, the split of its error into direction and curvature, a
 setting per dtype (the most tokens per second of H·v) excludes failed candidates and any whose
 peak exceeds ``memory_limit`` of the device's memory.
 
+Epoch statistics (version 4): ``--epoch-batches N`` (default 1, the timed batch alone) repeats each candidate's
+accuracy comparison (vᵀHv and its sign, the relative errors against float64 and fp32, the verdict) on N distinct
+data batches, same weights and v: batch 0 is the timed one, batch k the batch the workload makes with seed + k (a
+workload whose batches do not change with the seed is refused in one line). Each batch's references are computed
+again for each candidate, so at most one batch's references are held at once. ``data.epoch`` keeps one row per
+candidate and batch, and each candidate's ``epoch`` holds ``measure.curvature.epoch_statistics``: mean, SD, min and
+max of vᵀHv and of each relative error, and the shares of batches whose verdict agrees with the timed batch's, is
+within tolerance, and whose sign agrees. The spread is across batches of one run, not across sessions. Timing is
+unchanged: only the timed batch is timed.
+
 Attention runs on SDPA's math kernel unless ``--sdpa default``: the math kernel is composed of
 differentiable aten ops, so both methods can differentiate through it twice; with ``default``
 a candidate that cannot is recorded as failed, with torch's one-line reason.
@@ -35,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from measure.constants import WINDOWS
-from measure.curvature import TOLERANCE, error_split, quadratic_form, verdict
+from measure.curvature import EPOCH_ROW, TOLERANCE, epoch_statistics, error_split, quadratic_form, verdict
 from measure.device_check import resolve_device
 from measure.errors import ProbebookError
 from measure.evidence.contracts import tokens_per_second
@@ -48,8 +58,9 @@ from measure.timing import energy_field
 from measure.workload import DTYPES
 
 PROBE = "hvp"
-VERSION = 3  # 2: vᵀHv, its sign, the direction/curvature split and verdict against fp32; bf16 forward-over-reverse
+VERSION = 4  # 2: vᵀHv, its sign, the direction/curvature split and verdict against fp32; bf16 forward-over-reverse
 # 3: the compiler cache's state (data.compiler_cache) and, per compiled candidate, its entries before the first call
+# 4: --epoch-batches: the accuracy comparison over N data batches (data.epoch rows, each candidate's epoch statistics)
 HELP = "Hessian-vector products: double backward vs forward-over-reverse, eager and compiled, error vs float64."
 EXAMPLE = "probebook measure hvp --preset 90m --batches 1,2,4 --dtypes bf16,fp32"
 METHODS = ("double-backward", "forward-over-reverse")
@@ -87,6 +98,9 @@ class Config(CommonConfig):
     """Stop (stored as partial) before a new candidate once this many seconds have passed."""
     tolerance: float = TOLERANCE
     """Relative error of H·v and of vᵀHv against the fp32 reference above which a candidate fails its verdict."""
+    epoch_batches: int = 1
+    """Distinct data batches each candidate's accuracy comparison runs over (same weights and v; batch k is made with
+    seed + k); 1: the timed batch alone. Only the timed batch is timed."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -95,6 +109,7 @@ class Config(CommonConfig):
         if self.batches is not None and (not self.batches or min(self.batches) < 1):
             raise ProbebookError(f"--batches must be positive integers, got {list(self.batches)}")
         positive("seq_len", self.seq_len)
+        positive("epoch_batches", self.epoch_batches)
         for name, allowed in (("methods", METHODS), ("modes", MODES), ("dtypes", DTYPES)):
             chosen = getattr(self, name)
             if chosen is None:  # the device's default, chosen in run
@@ -255,6 +270,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         "reference": "float64 double-backward, eager, same weights, batch and v",
         "curvature_reference": "fp32 double-backward, eager, same weights, batch and v",
         "tolerance": config.tolerance,
+        "epoch_batches": config.epoch_batches,
     }
 
     def body(rec: Recorder) -> None:
@@ -264,7 +280,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         from torch.func import functional_call
 
         from measure import peakmem
-        from measure.compare import compare_named, sums_of, worst
+        from measure.compare import compare_named, same_values, sums_of, worst
         from measure.timing import WindowPlan, clock_for, sync_for, time_windows
         from measure.workload import WorkloadOptions, load_workload
 
@@ -347,6 +363,26 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 **verdict(split, vhv_fp32, vhv, config.tolerance),
             }
 
+        def epoch_row(index: int, compared: dict[str, Any]) -> dict[str, Any]:
+            """One batch's accuracy row of a candidate (named fields; ``epoch_batch`` 0 is the timed batch)."""
+            return {"epoch_batch": index, **{k: compared.get(k) for k in EPOCH_ROW}}
+
+        def accuracy_over(fn: Callable[..., Any], dtype: str, batches_k: list[Any]) -> list[dict[str, Any]]:
+            """The candidate ``fn``'s comparison on each further batch of the epoch, against that batch's float64 and
+            fp32 references (computed here, one batch at a time, untimed)."""
+            out = []
+            for index, batch_k in enumerate(batches_k, start=1):
+                with sdpa_context():
+                    ref64 = hvp_double_backward(loss_of(ref_workload, batch_k), ref_params, ref_v)
+                    ref32 = hvp_double_backward(loss_of(fp32_workload, batch_k), weights, v)
+                    hv_k = fn(loss_of(workloads[dtype], batch_k), weights, v)
+                _, total_k = compare_named(ref64, {n: t.double() for n, t in hv_k.items()})
+                row = {**curvature_of(hv_k, ref32), "rel_l2_vs_float64": total_k["rel_l2"]}
+                row["reference_vhv_nats"] = v_dot(ref32)
+                del ref64, ref32, hv_k
+                out.append(epoch_row(index, row))
+            return out
+
         def measure(
             method: str, mode: str, dtype: str, batch_size: int, batch: Any, reference: Any, fp32_hv: Any
         ) -> None:
@@ -382,6 +418,16 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
                 per, total_m = compare_named(reference, {n: t.double() for n, t in hv.items()})
                 cand.update(curvature_of(hv, fp32_hv))
                 del hv
+                if epoch_batches[batch_size]:
+                    timed_row = {**cand, "reference_vhv_nats": v_dot(fp32_hv), "rel_l2_vs_float64": total_m["rel_l2"]}
+                    try:
+                        epoch_rows = [epoch_row(0, timed_row), *accuracy_over(fn, dtype, epoch_batches[batch_size])]
+                    except Exception as exc:  # the timed figures stand; the epoch's failure is recorded with them
+                        cand["epoch_error"] = _failed("error", exc)["error"]
+                    else:
+                        key = {k: cand[k] for k in ("method", "mode", "dtype", "batch")}
+                        rec.data["epoch"].extend({**key, **r} for r in epoch_rows)
+                        cand["epoch"] = epoch_statistics(epoch_rows)
                 cand.update(
                     {
                         "status": "ok",
@@ -423,6 +469,25 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
             )
             rec.point(rows, {k: v_ for k, v_ in cand.items() if k != "warm_times_s"}, f"{label}: {note}")
 
+        # the epoch's further batches (k = 1 .. N-1), each made by the workload at seed + k; token tensors only
+        epoch_batches: dict[int, list[Any]] = {b: [] for b in batches}
+        if config.epoch_batches > 1:
+            rec.data["epoch"] = []
+            for k in range(1, config.epoch_batches):
+                maker = load_workload(
+                    WorkloadOptions(preset=config.preset, device=device, dtype="fp32", seed=config.seed + k),
+                    config.workload,
+                )
+                for b in batches:
+                    made = maker.make_batch(b, seq_len)
+                    if same_values(made, first.make_batch(b, seq_len)):
+                        raise ProbebookError(
+                            f"--epoch-batches {config.epoch_batches}: workload {maker.name} made the same batch at "
+                            f"seed {config.seed + k} as at seed {config.seed}; the epoch needs distinct batches"
+                        )
+                    epoch_batches[b].append(made)
+                del maker
+                release_device(device)
         references = {}
         rec.data["references"] = []
         for batch_size in batches:  # the float64 and fp32 H·v of every batch first, shared by candidates

@@ -100,6 +100,35 @@ def hvp_candidate(data: dict[str, Any], which: Candidate) -> dict[str, Any]:
     raise ProbebookError(f"no hvp candidate {which} in the evidence")
 
 
+EPOCH_SPREADS = {
+    "vhv": "vhv_nats",
+    "error": "rel_l2_vs_float64",
+    "error_fp32": "rel_l2_vs_fp32",
+    "vhv_error": "vhv_rel_error",
+}
+"""An hvp epoch's spreads by the name a page reads them under (``<name>_mean`` ...), and the row field of each."""
+EPOCH_SHARES = {"agree": "verdict_agrees_share", "within": "within_tolerance_share", "sign": "sign_agrees_share"}
+"""An hvp epoch's shares of batches by the name a page reads them under."""
+
+
+def hvp_epoch(data: dict[str, Any], which: Candidate) -> dict[str, Any]:
+    """One candidate's epoch statistics (hvp v4, ``--epoch-batches N``), flat: ``batches``, ``basis``, then for each
+    of ``EPOCH_SPREADS`` ``<name>_mean _sd _min _max`` and each of ``EPOCH_SHARES``, as the probe recorded them
+    (``measure.curvature.epoch_statistics``: across the run's data batches, not sessions). Refused, naming why, for
+    a candidate measured on one batch (or by an hvp before version 4)."""
+    cand = hvp_candidate(data, which)
+    epoch = cand.get("epoch")
+    if not isinstance(epoch, dict):
+        why = cand.get("epoch_error") or "it was measured on one batch (hvp v4's --epoch-batches N, N > 1, adds them)"
+        raise ProbebookError(f"hvp candidate {which} has no epoch statistics: {why}")
+    out: dict[str, Any] = {"batches": epoch.get("batches"), "basis": epoch.get("basis")}
+    for name, field in EPOCH_SPREADS.items():
+        spread = epoch.get(field) or {}
+        out.update({f"{name}_{stat}": spread.get(stat) for stat in ("mean", "sd", "min", "max")})
+    out.update({name: epoch.get(field) for name, field in EPOCH_SHARES.items()})
+    return out
+
+
 def reference_vhv(data: dict[str, Any], batch: int) -> float | None:
     """vᵀHv (nats) of the fp32 double-backward reference at ``batch``; None in evidence without references (hvp v1)."""
     for r in data.get("references") or []:

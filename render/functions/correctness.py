@@ -10,6 +10,11 @@ derivations are in ``render/derive/correctness.py``.
   selection: ``.warm .first_call .compile`` (first call minus a warm one) ``.first_peak .warm_peak .tok_s .error``;
   against the fp32 reference (hvp v2): ``.vhv .vhv_fp32 .vhv_error .error_fp32 .angle .curvature_share
   .direction_share .tolerance .within`` (1 when the candidate's verdict is within tolerance, else 0).
+* ``hvp_epoch(ref, method, mode, dtype, batch)`` (or ``selected=True``): a candidate's accuracy over an epoch of
+  data batches (hvp v4, ``--epoch-batches N``): ``.batches``; ``.vhv_mean .vhv_sd .vhv_min .vhv_max`` (vᵀHv,
+  nats), the same of ``.error_*`` (relative L2 against float64), ``.error_fp32_*`` and ``.vhv_error_*`` (relative
+  error of vᵀHv against fp32); ``.agree .within .sign``: shares of the batches whose verdict is the timed batch's,
+  is within tolerance, whose sign agrees. Their spread is across the run's batches, not sessions.
 * ``hvp_speedup(ref, slow, fast, ...)``: warm time of candidate ``slow`` over that of ``fast``, where
   each is a method name or ``eager``/``compiled`` and the rest of the key is shared.
 * ``stream(ref, arm)``: ``.step .tok_s .stall .stall_share .layer_copy .layer_grad_copy``.
@@ -124,6 +129,25 @@ class HvpView(FieldView):
 _RECORDED = {"basis": basis.RECORDED}
 
 
+def _epoch_fields() -> dict[str, tuple[str, str, dict[str, Any]]]:
+    units = {"vhv": ("nats", ".4g"), "error": ("", ".2e"), "error_fp32": ("", ".2e"), "vhv_error": ("", ".2%")}
+    fields: dict[str, tuple[str, str, dict[str, Any]]] = {"batches": ("batches", "", {"fmt": "d", "exact": True})}
+    for name in correctness.EPOCH_SPREADS:
+        unit, fmt = units[name]
+        for stat in ("mean", "sd", "min", "max"):
+            fields[f"{name}_{stat}"] = (f"{name}_{stat}", unit, {"fmt": fmt, **_ONE_RUN})
+    for name in correctness.EPOCH_SHARES:
+        fields[name] = (name, "", {"fmt": ".0%", "basis": basis.TEST})
+    return fields
+
+
+class HvpEpochView(FieldView):
+    # statistics of one run's readings over its epoch of data batches, as the probe recorded them: their spread is
+    # across batches, not sessions (the derivation says so), so none carries an interval; the shares count checks
+    FIELDS = _epoch_fields()
+    TEMPLATE_ATTRS = frozenset(FIELDS)
+
+
 class StreamView(FieldView):
     # each figure is the arm's summary as the probe recorded it, with an interval where its windows are stored and
     # reproduce it (stream()): the rounds for the step, the observed steps' visits for the stall and the copies;
@@ -195,6 +219,63 @@ def hvp(
     return HvpView(
         values, (ref.id,), what, key, landing=_candidate_rows(page, ref, which), intervals=spans, resamples=recipes
     )
+
+
+@page_function
+def hvp_epoch(
+    page: Page,
+    ref: Any,
+    method: str = "double-backward",
+    mode: str = "eager",
+    dtype: str = "bf16",
+    batch: Any = 1,
+    selected: bool = False,
+) -> HvpEpochView:
+    """One H·v candidate's accuracy over the run's epoch of data batches (hvp v4, ``--epoch-batches``)."""
+    ref = page.ref(ref, "hvp", "hvp_epoch()")
+    try:
+        which = _candidate(page, ref, method, mode, dtype, batch, selected)
+        values = correctness.hvp_epoch(page.data(ref), which)
+    except ProbebookError as exc:
+        raise ProbebookError(f"hvp_epoch(): {ref.alias} ({ref.short}): {exc}") from None
+    what = (
+        f"H·v by {which}: {values['batches']} data batches, same weights and v; spread {values['basis']}"
+        if values.get("basis")
+        else f"H·v by {which}: {values['batches']} data batches"
+    )
+    key = (
+        f"hvp_epoch({ref.alias}, selected, {dtype})"
+        if selected
+        else f"hvp_epoch({call_text(ref.alias, method, mode, dtype, which.batch)})"
+    )
+    # a spread of no values (a zero reference leaves vᵀHv's relative error undefined), or one value's SD
+    notes = {
+        name: "no batch of the epoch recorded it" if name.endswith("_mean") else "fewer than 2 batches recorded it"
+        for name, (source, _, _) in HvpEpochView.FIELDS.items()
+        if values.get(source) is None
+    }
+    return HvpEpochView(values, (ref.id,), what, key, notes=notes, landing=_epoch_rows(page, ref, which))
+
+
+def _epoch_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) -> dict[str, str]:
+    """Each epoch field's place on the evidence page: the candidate's ``epoch`` entry it is read from."""
+    candidates = page.data(ref).get("candidates") or []
+    wanted = (which.method, which.mode, which.dtype, which.batch)
+    at = [
+        i
+        for i, c in enumerate(candidates)
+        if (c.get("method"), c.get("mode"), c.get("dtype"), c.get("batch")) == wanted
+    ]
+    if not at:
+        return {}
+    doc, base = page.doc(ref), f"data.candidates.{at[0]}.epoch"
+    out = {"batches": evidence_pages.field_anchor(doc, f"{base}.batches")}
+    for name, field in correctness.EPOCH_SPREADS.items():
+        for stat in ("mean", "sd", "min", "max"):
+            out[f"{name}_{stat}"] = evidence_pages.field_anchor(doc, f"{base}.{field}.{stat}")
+    for name, field in correctness.EPOCH_SHARES.items():
+        out[name] = evidence_pages.field_anchor(doc, f"{base}.{field}")
+    return out
 
 
 def reported_windows(times: Any, reported: Any) -> list[float]:
