@@ -269,12 +269,12 @@ def _epoch_rows(page: Page, ref: EvidenceRef, which: correctness.Candidate) -> d
     if not at:
         return {}
     doc, base = page.doc(ref), f"data.candidates.{at[0]}.epoch"
-    out = {"batches": evidence_pages.field_anchor(doc, f"{base}.batches")}
+    out = {"batches": field_anchor(doc, f"{base}.batches")}
     for name, field in correctness.EPOCH_SPREADS.items():
         for stat in ("mean", "sd", "min", "max"):
-            out[f"{name}_{stat}"] = evidence_pages.field_anchor(doc, f"{base}.{field}.{stat}")
+            out[f"{name}_{stat}"] = field_anchor(doc, f"{base}.{field}.{stat}")
     for name, field in correctness.EPOCH_SHARES.items():
-        out[name] = evidence_pages.field_anchor(doc, f"{base}.{field}")
+        out[name] = field_anchor(doc, f"{base}.{field}")
     return out
 
 
