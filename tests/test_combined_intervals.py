@@ -149,7 +149,7 @@ def test_a_page_reads_a_one_lease_product_widened_once_through_the_across_functi
     assert total.lease == eager.lease and total.band == 0.05  # the lease its operands share, kept
 
 
-def test_mfu_against_a_ceiling_of_its_lease_is_a_ratio_of_the_windows() -> None:
+def test_a_ratio_of_one_lease_and_one_class_is_a_ratio_of_the_windows() -> None:
     rate = across(100.0, 2.0, A, "rate", T0)  # a rate as a template reads it: across sessions, 2% within
     rate = replace(rate, unit="tok/s")
     peak = replace(across(1e15, 1.5e13, B, "peak", T0 - 200), unit="FLOP/s")  # measured in the lease, 1.5% within
@@ -162,3 +162,16 @@ def test_mfu_against_a_ceiling_of_its_lease_is_a_ratio_of_the_windows() -> None:
     sheet, kept, _ = _mfu_interval(rate, None, 0.5)  # a datasheet peak is no session's: the rate's, scaled
     assert sheet == pytest.approx((0.5 * math.exp(-HALF), 0.5 * math.exp(HALF)), rel=1e-12)
     assert kept == pytest.approx((0.49, 0.51), rel=1e-12)
+
+
+def test_mfu_of_a_step_against_a_kernel_ceiling_of_its_lease_is_widened_by_the_widest_class() -> None:
+    """A session moves a host-bound step (20% here) far more than a GEMM (2.7%): in their ratio the movement does not
+    cancel, so MFU of one lease is widened once by the step's SD, its windows' interval kept as ``within``."""
+    kernel = ("kernel", replication.Spread(0.027, 204, 71, "class"))
+    rate = replace(across(100.0, 2.0, A, "rate", T0), unit="tok/s")
+    peak = replace(across(1e15, 1.5e13, B, "peak", T0 - 200), unit="FLOP/s", pool=kernel)
+    interval, within, said = _mfu_interval(rate, peak, 0.5)
+    assert interval == pytest.approx((0.5 * math.exp(-HALF), 0.5 * math.exp(HALF)), rel=1e-12)  # the step's pool
+    assert within == pytest.approx((0.5 * (1 - 0.025), 0.5 * (1 + 0.025)), rel=1e-12)
+    assert "then widened once; a ratio of numbers of different probe classes" in said
+    assert said.startswith("; 95% interval propagated to first order (GUM §5.1.2), from this lease's windows, then")

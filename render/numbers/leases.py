@@ -10,7 +10,10 @@ one lease (one run, or runs of one host written within ``replication.LEASE_S``: 
 - a combination of one lease's numbers propagates their ``within`` intervals (first order, or the windows resampled
   jointly where they share a run), and an absolute result (a time or a rate, ``units.is_timed_unit``) is then
   widened across sessions once, by the class's between-session SD (``replication.prediction``, as a run's own
-  figure is); a ratio or a share keeps this lease's interval, and its derivation says so;
+  figure is); a ratio or a share of numbers of one probe class keeps this lease's interval, and its derivation says
+  so; a ratio of numbers of different classes (an eager step's rate against a GEMM ceiling: MFU) is widened too, by
+  the widest class's SD, since a session moves a host-bound step and a kernel by different amounts and the movement
+  does not cancel (a re-measurement in another lease put step-anatomy v6's eager MFU outside its one-lease interval);
 - numbers of different leases keep their across-sessions intervals, propagated as before.
 """
 
@@ -30,6 +33,8 @@ DIFFERENCE = "this lease's windows (a difference within one lease)"
 """What a time or rate of one lease's numbers that is not positive (no session's figure) says its interval comes
 from."""
 WIDENED = "this lease's windows, then widened once; "
+MIXED = "a ratio of numbers of different probe classes, whose session movement does not cancel; "
+"""What a ratio of one lease's numbers of different classes adds before its across-sessions interval."""
 """What an absolute number combined from one lease's numbers says before its across-sessions interval."""
 
 
@@ -41,6 +46,8 @@ class Shared:
     """(host, unix time written) of a run among them (``Quantity.lease``); None for one run of unknown host."""
     pool: tuple[str, replication.Spread]
     """(probe class, between-session SD) to widen an absolute result by: the widest among the operands'."""
+    mixed: bool = False
+    """The operands' probe classes differ, so a session's movement does not cancel in their ratio."""
 
 
 def shared(operands: Sequence[Any]) -> Shared | None:
@@ -57,7 +64,7 @@ def shared(operands: Sequence[Any]) -> Shared | None:
     if not one_run and not all(replication.same_lease(a.lease, b.lease) for a, b in combinations(measured, 2)):
         return None
     lease = next((q.lease for q in measured if q.lease is not None), None)
-    return Shared(lease, max(pools, key=lambda p: p[1].sd_log))
+    return Shared(lease, max(pools, key=lambda p: p[1].sd_log), mixed=len({name for name, _ in pools}) > 1)
 
 
 def within_view(q: Any) -> Any:
@@ -76,10 +83,11 @@ def carried(
     result as one session's figure); anything else (a ratio, a share, a signed difference) keeps ``within``."""
     if within is None or value is None:
         return None, None, how
-    if is_timed_unit(unit) and value > 0:
+    if (is_timed_unit(unit) or one.mixed) and value > 0:
         name, pool = one.pool
         predicted = replication.prediction([value], pool)
         assert predicted is not None  # one positive figure and a pool
         across = replication.describe(pool, name, "this result of one lease's numbers")
-        return (predicted.low, predicted.high), within, f"{how}, from {WIDENED}{across}"
+        why = "" if is_timed_unit(unit) else MIXED
+        return (predicted.low, predicted.high), within, f"{how}, from {WIDENED}{why}{across}"
     return within, None, f"{how}, from {RATIO if not is_timed_unit(unit) else DIFFERENCE}"
