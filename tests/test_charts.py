@@ -240,19 +240,26 @@ def test_svg_is_well_formed_offline_and_ids_resolve(kind, make, options):
     assert out.alt and "\n" not in out.alt
 
 
+@pytest.fixture(scope="module")
+def fresh_process_svgs() -> list[str]:
+    """Every kind in ALL drawn by one new interpreter, last kind first: one process start (about 2 s of CPU for
+    render's imports and vl-convert's start) rather than one per kind, and no kind drawn where this process drew it."""
+    code = (
+        f"import sys, json; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
+        "from render.charts import draw as charts; "
+        "svgs = [charts.render(k, [m()], **o).svg for k, m, o in reversed(t.ALL)]; sys.stdout.write(json.dumps(svgs[::-1]))"
+    )
+    fresh = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    return json.loads(fresh.stdout)
+
+
 @pytest.mark.parametrize("kind,make,options", ALL, ids=[a[0] for a in ALL])
-def test_svg_is_byte_identical_across_calls_and_processes(kind, make, options):
+def test_svg_is_byte_identical_across_calls_and_processes(kind, make, options, fresh_process_svgs):
     first = charts.render(kind, [make()], **options).svg
     chart_svg.raw_svg.cache_clear()  # draw again, not from the cache: vl-convert's id counter has moved on
     again = charts.render(kind, [make()], **options).svg
     assert again == first
-    code = (
-        f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
-        f"from render.charts import draw as charts; sys.stdout.write(charts.render({kind!r}, [t.{make.__name__}()], "
-        f"**{options!r}).svg)"
-    )
-    fresh = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert fresh.stdout == first
+    assert fresh_process_svgs[ALL.index((kind, make, options))] == first
 
 
 def clipped_spec(top: float) -> str:
