@@ -46,7 +46,9 @@ SITES: dict[str, str] = {"mkdocs": "fixture_site", "zensical": "fixture_site_zen
 # Every test here runs on one xdist worker (``--dist loadfile``, pyproject.toml), so each build's tour runs once: an
 # xdist_group mark on the site fixture's params did not hold (pytest 9.2, xdist 3.8) and each worker made its own
 # tour of each build, four tours of about a minute on 2 cores where two are needed (issue 29).
-pytestmark = pytest.mark.browser
+# slow: a tour of the whole built site at two widths and two themes is end to end (about 12 s of CPU in Chromium
+# and the test server), which the README's command leaves to `-m slow` to stay in its CPU budget; .ci/run runs it.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def tour_pages(site: Path) -> list[str]:

@@ -18,6 +18,9 @@ from measure.evidence.configkey import card_of
 from measure.evidence.envelope import canonical_bytes, parse_archived
 from measure.evidence.store import Store
 
+# slow: every test here reads the one real three-session CPU probe run (about 10 s of CPU), end to end
+pytestmark = pytest.mark.slow
+
 RECORD = """---
 title: A record citing one configuration twice and another once
 version: 1

@@ -17,7 +17,7 @@ from conftest import HANG_S
 from test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS, TABLES_JS, WIDTHS, _QuietHandler
 from test_reproduction_site import CROSS, RECORD, REPRO, built_site
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # end to end: a built site read in Chromium at two widths
 PAGES = (
     f"{RECORD}.html",
     f"evidence/comparison/{REPRO[7:]}.html",

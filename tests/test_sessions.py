@@ -103,6 +103,7 @@ def stored(archive: Path) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow  # real probe runs in session processes (about 7 s of CPU)
 @pytest.mark.parametrize("probe", ["ablate"])
 def test_sessions_run_in_their_own_processes_and_pair_within_one(cli, archive: Path, probe: str) -> None:
     pytest.importorskip("torch")
@@ -130,6 +131,7 @@ def test_sessions_run_in_their_own_processes_and_pair_within_one(cli, archive: P
     assert not list((archive / "journal").glob("*.jsonl"))  # the sessions' journals are gone once stored
 
 
+@pytest.mark.slow  # a real probe run whose second session is killed (about 5 s of CPU)
 def test_a_session_killed_mid_run_leaves_a_partial_document(cli, archive: Path, tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = cli(
