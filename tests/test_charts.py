@@ -247,7 +247,8 @@ def fresh_process_svgs() -> list[str]:
     code = (
         f"import sys, json; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_charts as t; "
         "from render.charts import draw as charts; "
-        "svgs = [charts.render(k, [m()], **o).svg for k, m, o in reversed(t.ALL)]; sys.stdout.write(json.dumps(svgs[::-1]))"
+        "svgs = [charts.render(k, [m()], **o).svg for k, m, o in reversed(t.ALL)]; "
+        "sys.stdout.write(json.dumps(svgs[::-1]))"
     )
     fresh = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     return json.loads(fresh.stdout)

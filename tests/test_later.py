@@ -78,6 +78,9 @@ print(json.dumps({"made_later": result.made_later, "apart": made}))
 """
 
 
+# slow: a whole fixture-site build in a fresh interpreter and a second one here (about 8 s of CPU), end to end;
+# .ci/run runs it with -m slow
+@pytest.mark.slow
 def test_a_fresh_build_draws_in_a_process_apart_and_makes_the_same_site(tmp_path: Path, monkeypatch) -> None:
     root = tmp_path / "apart"
     proc = subprocess.run(

@@ -78,6 +78,8 @@ def test_config_refuses_bad_options():
         Config(min_length_fraction=0.0)
 
 
+# slow: a real mask probe run of every kind (about 4 s of CPU), end to end; .ci/run runs it with -m slow
+@pytest.mark.slow
 def test_mask_probe_runs_every_kind_on_cpu(cli, archive):
     out = cli(
         "--archive",

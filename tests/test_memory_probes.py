@@ -163,6 +163,8 @@ def test_phase_peaks_keep_a_setup_peak_the_measurement_never_sees():
         peaks.end("timed")
 
 
+# slow: real probe child processes, each importing torch (about 6 s of CPU), end to end; .ci/run runs it with -m slow
+@pytest.mark.slow
 def test_spawned_ahead_children_wait_ready_and_are_stopped_unused():
     from measure.run.isolate import PointProcess
 

@@ -94,6 +94,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# slow: a real `probebook build --full` killed twice mid-run (about 4 s of CPU): a killed build, end to end (README);
+# .ci/run runs it with -m slow
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_killed_build_leaves_no_worker_and_no_holder_of_its_output(project: Path, sig: signal.Signals) -> None:
     root = project / sig.name

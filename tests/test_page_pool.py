@@ -101,6 +101,9 @@ def _seed_bundle(*roots: Path) -> None:
         (folder / site_assets.bundle_name()).write_bytes(sealed.seal(bundle))  # as a build keeps it
 
 
+# slow: two whole builds of a synthetic archive, each in a fresh interpreter (about 11 s of CPU), end to end; .ci/run
+# runs it with -m slow
+@pytest.mark.slow
 def test_a_build_on_two_workers_equals_a_serial_one(tmp_path: Path) -> None:
     bench_render = bench_module("render")  # its synthetic archive, made through the real Store.put
     count = 15  # three tasks of evidence pages at the script's 5 a task

@@ -27,6 +27,8 @@ def test_software_stack_records_what_this_install_has() -> None:
     assert software(Bare())["cudnn"] is None and software(Bare())["torch_git"] is None
 
 
+# slow: a real probe run on the CPU (about 3.5 s of CPU), end to end; .ci/run runs it with -m slow
+@pytest.mark.slow
 def test_a_cpu_run_records_stack_and_workload_facts_and_no_energy(cli, archive: Path) -> None:
     pytest.importorskip("torch")
     out = cli(

@@ -303,6 +303,8 @@ def _wait_for(q: queue.Queue[str], pattern: str, timeout: float = HANG_S) -> re.
     raise AssertionError(f"no line matching {pattern!r} in: {seen}")
 
 
+# slow: a real `probebook serve` process through a build and rebuilds (about 7 s of CPU), end to end; .ci/run runs it
+@pytest.mark.slow
 def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURE_DOCS, docs)
