@@ -38,6 +38,22 @@ took 6-12 minutes, and the fixed 30-300 s limits this replaces failed good runs 
 blocking the suite forever; the CPU-time bounds in the tests and CI's overall limit (.ci/run) do the rest."""
 
 
+RUN_TIME = (
+    "probebook tests: the README's command (`python3 -m pytest -n auto`, end-to-end tests left to `-m slow`) takes about "
+    "4 min of wall and 300 s of CPU on a 2-core machine (bench/test_cpu.py measures it); a subset: "
+    "`pytest tests/test_fit.py`, `pytest -k fit -n 0`, the end-to-end tests `pytest -n auto -m slow` (.ci/run runs both)"
+)
+"""The run's first line: what the whole run costs, so one who wants less knows to pick a subset, and how."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Print ``RUN_TIME`` before pytest's own header (in the controller only: an xdist worker's output is not shown)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not hasattr(session.config, "workerinput"):
+        reporter.write_line(RUN_TIME)
+
+
 def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
     """The folder ``name``, filled by ``make(folder)`` once per test session and shared by every xdist worker.
 
