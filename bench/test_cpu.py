@@ -118,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         "cores": os.cpu_count(),
         "workers": args.workers,
         "python": sys.version.split()[0],
+        # both change what each new interpreter costs: without bytecode files every process compiles the project again
+        "environment": {name: os.environ.get(name) for name in ("PYTHONDONTWRITEBYTECODE", "OMP_NUM_THREADS")},
         "arms": {
             name: {
                 "revision": arms[name],
