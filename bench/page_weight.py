@@ -11,8 +11,9 @@ site's text compresses several-fold and a reader on a phone pays the gzipped byt
 
 The heaviest page is found in two steps, since loading all of a site's pages in a browser takes too long: each
 HTML page gets a static estimate (its own bytes plus the local files its ``src`` and ``href`` attributes
-name that are images, styles, scripts or chart specs), and the ``--candidates`` largest estimates are loaded
-in the browser; the heaviest of those measured is reported. The whole site is every file under ``--site``.
+name that are images, styles, scripts or chart specs, and on a page with a chart the chart manifest and
+bundle), and the ``--candidates`` largest estimates are loaded in the browser; the heaviest of those measured
+is reported. The whole site is every file under ``--site``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import screenshots  # bench/ is not a package: the sibling script serves and dri
 _REF = re.compile(r'(?:src|href)="([^"#?]+)[^"]*"')
 _LOADED = (".css", ".js", ".svg", ".png", ".jpg", ".webp", ".woff2", ".vl.json", ".json")
 """What a page's reference loads (or, for a spec, the chart script fetches): not the pages it links to."""
+_CHARTS = ("charts.json", "vega-embed.js")
+"""What charts.js fetches beside itself (in the site's assets/probebook/) once a page has a chart."""
 
 
 @dataclass
@@ -79,6 +82,8 @@ def estimate(site: Path, page: Path) -> int:
             continue
         seen.add(target)
         total += target.stat().st_size
+    if any(p.name.endswith(".vl.json") for p in seen):  # charts.js then loads the manifest and the bundle
+        total += sum(p.stat().st_size for p in (site / "assets" / "probebook").glob("*") if p.name in _CHARTS)
     return total
 
 

@@ -43,6 +43,14 @@ def test_the_estimate_is_the_page_and_each_local_file_it_loads_once(tmp_path: Pa
     assert weights.estimate(tmp_path, page) == page.stat().st_size + 100 + 30 + 7
     # a file above the site is not the site's
     assert weights.estimate(tmp_path / "r", page) == page.stat().st_size + 30 + 7
+    # a page with a chart also loads the chart manifest and bundle
+    (tmp_path / "assets" / "probebook").mkdir()
+    (tmp_path / "assets" / "probebook" / "vega-embed.js").write_bytes(b"u" * 400)
+    (tmp_path / "assets" / "probebook" / "charts.json").write_bytes(b"t" * 20)
+    (tmp_path / "assets" / "probebook" / "numbers.js").write_bytes(b"s" * 9)
+    assert weights.estimate(tmp_path, page) == page.stat().st_size + 100 + 30 + 7 + 400 + 20
+    (tmp_path / "r" / "c.vl.json").unlink()
+    assert weights.estimate(tmp_path, page) == page.stat().st_size + 100 + 30
 
 
 def test_gzipped_is_the_level_6_gzip_length() -> None:
