@@ -32,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import screenshots  # bench/ is not a package: the sibling script serves and drives the browser
 
 _REF = re.compile(r'(?:src|href)="([^"#?]+)[^"]*"')
-_LOADED = (".css", ".js", ".svg", ".png", ".jpg", ".webp", ".woff2", ".vl.json", ".json")
-"""What a page's reference loads (or, for a spec, the chart script fetches): not the pages it links to."""
+_LOADED = (".css", ".js", ".svg", ".png", ".jpg", ".webp", ".woff2", ".vl.json")
+"""What a page's reference loads (or, for a spec, the chart script fetches): not the pages it links to, nor an
+evidence page's JSON and CSV downloads."""
 _CHARTS = ("charts.json", "vega-embed.js")
 """What charts.js fetches beside itself (in the site's assets/probebook/) once a page has a chart."""
 

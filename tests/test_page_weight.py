@@ -31,12 +31,13 @@ def test_the_estimate_is_the_page_and_each_local_file_it_loads_once(tmp_path: Pa
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "c.svg").write_bytes(b"y" * 30)
     (tmp_path / "r" / "c.vl.json").write_bytes(b"z" * 7)
+    (tmp_path / "r" / "c.json").write_bytes(b"j" * 3000)  # a download, not loaded with the page
     (tmp_path / "other.html").write_bytes(b"w" * 1000)
     (tmp_path / "outside.css").write_bytes(b"v" * 5)
     page = tmp_path / "r" / "p.html"
     page.write_text(
         '<link href="../assets/a.css?v=2"><img src="c.svg#only-light"><img src="c.svg#only-dark">'
-        '<a href="c.vl.json">spec</a><a href="../other.html">a page, not loaded</a>'
+        '<a href="c.vl.json">spec</a><a href="../other.html">a page, not loaded</a><a href="c.json">JSON</a>'
         '<img src="https://example.org/x.svg"><script src="missing.js"></script>',
         encoding="utf-8",
     )
