@@ -115,8 +115,10 @@ TABLES_JS = """
   const bar = box.offsetHeight - box.clientHeight - borders;
   const drawn = el => el && (getComputedStyle(el).boxShadow !== 'none'
                              || getComputedStyle(el).backgroundImage !== 'none');
+  const blank = !!table.tHead && table.tHead.textContent.trim() === '';
   return {head: cells.map(c => c.textContent.trim()).join(' | '), clipped, scrolls,
-          cue: bar > 0 || drawn(box) || drawn(box.parentElement)};
+          cue: bar > 0 || drawn(box) || drawn(box.parentElement),
+          blank_head: blank, blank_head_px: blank ? table.tHead.getBoundingClientRect().height : 0};
 })
 """
 
@@ -320,6 +322,14 @@ def test_no_table_is_clipped_without_a_scroll_cue(tour: list[View]) -> None:
             if t["clipped"]:
                 assert t["scrolls"], f"{v.name}: table [{t['head']}] hides {t['clipped']} and cannot scroll"
                 assert t["cue"], f"{v.name}: table [{t['head']}] hides {t['clipped']} with no visible scroll cue"
+
+
+def test_a_head_row_with_no_text_is_not_drawn(tour: list[View]) -> None:
+    """A table of names and values (a record's Environment) has an empty Markdown head row: no blank strip for it."""
+    blank = [(v.name, t) for v in tour for t in v.tables if t["blank_head"]]
+    assert blank, "the tour saw no table with an empty head row (a record's Environment has one)"
+    for name, t in blank:
+        assert t["blank_head_px"] == 0, f"{name}: table [{t['head']}] draws an empty head row, {t['blank_head_px']} px"
 
 
 def test_chart_text_is_at_least_12_px_as_drawn(tour: list[View]) -> None:
