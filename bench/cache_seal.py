@@ -5,7 +5,7 @@ Run: ``python bench/cache_seal.py [--before 9196482] [--after HEAD] [--docs 300]
 It makes, in a temporary folder, a synthetic archive and record pages (``bench/render.py``'s generators,
 through the real ``Store.put``) and two copies of probebook's code: ``--before`` (a commit, exported with
 ``git archive``; its caches are plain pickles) and ``--after`` (caches sealed with an HMAC,
-``render.build.sealed``), so editing the working tree while it runs changes neither arm. Each copy gets its
+``render.assemble.sealed``), so editing the working tree while it runs changes neither arm. Each copy gets its
 own build folder and site and one cold build; then ``--repeat`` rounds of ``probebook build`` with no change
 (every page from the page cache, every derivation from the derivation cache, a dirty site build), as
 subprocesses, alternated ABBA so a drift of the shared machine favours neither. It prints each arm's median and

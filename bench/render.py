@@ -26,7 +26,7 @@ runs of each, in ABBA order so a drift of the machine favours neither, and the r
 fastest runs, which is the steadier figure on a machine shared with other work.
 ``--stages`` adds an in-process split of the render stages (where the overhead goes).
 ``--sanitizer`` adds the cost of the HTML sanitizer (``render/site/sanitize.py``; goal, issue 8: under 5% of
-the build): the same build with and without it, both through ``render.build.stages.build`` in a subprocess,
+the build): the same build with and without it, both through ``render.assemble.stages.build`` in a subprocess,
 alternated ABBA, and the sanitizer alone timed in-process on the built site.
 ``--engines`` adds full builds of the same tree by mkdocs-material and by Zensical, alternated
 (``bench/render_engines.py``; issue 15: which engine is the default, and why).
@@ -231,7 +231,7 @@ def make_docs(root: Path, ids: dict[str, list[str]], records: int) -> None:
 
 
 def _env() -> dict[str, str]:
-    # the same environment for both runs: what render.build.stages gives mkdocs (fixed epoch, hash seed)
+    # the same environment for both runs: what render.assemble.stages gives mkdocs (fixed epoch, hash seed)
     return {
         **os.environ,
         "PYTHONPATH": str(REPO),
@@ -298,7 +298,7 @@ def time_plain_mkdocs(config: Path, site: Path) -> float:
 # ``probebook build`` without its CLI layer, so the sanitizer can be switched off for the comparison;
 # the CLI itself has no such switch (a site is never published unsanitized).
 _BUILD_DRIVER = (
-    "import sys; from pathlib import Path; from render.build.stages import BuildPaths, build; a = sys.argv[1:]; "
+    "import sys; from pathlib import Path; from render.assemble.stages import BuildPaths, build; a = sys.argv[1:]; "
     "build(BuildPaths(*(Path(x) for x in a[:6])), clean=a[6] == 'clean', full=True)"
 )
 
@@ -378,7 +378,7 @@ class _PerCall:
 def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float]:
     """In-process seconds of each render stage (no mkdocs), to say where the overhead goes."""
     from measure.evidence.store import Store as _Store
-    from render.build import stages as b
+    from render.assemble import stages as b
 
     out: dict[str, float] = {}
     t = time.perf_counter()

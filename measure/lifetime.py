@@ -3,7 +3,7 @@
 A process killed by SIGKILL (or SIGTERM, whose default action runs no cleanup) cannot end its children, and a
 child left behind can block forever writing to a pipe that another child still holds open, while it keeps the
 parent's stdout and stderr (a test's or CI's output pipe) open, so whoever reads them waits forever too. The
-build's workers (``render.build.parallel``) and ``archive verify``'s copies (``measure.evidence.archive_check``)
+build's workers (``render.assemble.parallel``) and ``archive verify``'s copies (``measure.evidence.archive_check``)
 call ``die_with_parent`` first thing after the fork. A job ``probebook reproduce`` starts through submitit's
 controller (its parent is that controller, not the runner) follows the runner itself: ``watch_token``.
 """

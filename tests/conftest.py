@@ -98,7 +98,7 @@ def fixture_site_paths(root: Path, docs: Path | None = None) -> Any:
     """The BuildPaths of the fixture site (tests/fixtures/site) built under ``root``; ``docs``: other sources
     (a test's edited copy of the fixture's docs) built against the same archive."""
     from measure.cli import declarations
-    from render.build.stages import BuildPaths
+    from render.assemble.stages import BuildPaths
 
     return BuildPaths(
         docs=SITE_FIXTURE / "docs" if docs is None else docs,
@@ -115,7 +115,7 @@ def repository_site_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository's own site (docs/ and archive/, the published ledger read for the Changes page), built once
     per session and shared by every test that reads it (``shared_folder``); read it, never write to it."""
     from measure.cli import declarations
-    from render.build.stages import BuildPaths, build
+    from render.assemble.stages import BuildPaths, build
 
     def make(folder: Path) -> None:
         build(
@@ -145,7 +145,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     Shared by every test that only reads it (test_site_build, test_browser, ...); read it, never
     write to it. A test that changes sources or the archive builds its own.
     """
-    from render.build.stages import build
+    from render.assemble.stages import build
 
     root = shared_folder(tmp_path_factory, "fixture-site", lambda folder: build(fixture_site_paths(folder)))
     return fixture_site_paths(root)
@@ -154,7 +154,7 @@ def fixture_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="session")
 def fixture_site_zensical(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The same fixture site built by Zensical, once per session (test_engines, test_browser); read it only."""
-    from render.build.stages import build
+    from render.assemble.stages import build
 
     def make(folder: Path) -> None:
         build(fixture_site_paths(folder), engine="zensical")

@@ -13,7 +13,7 @@ import pytest
 from conftest import SITE_FIXTURE, fixture_site_paths
 
 from measure.errors import ProbebookError
-from render.build.stages import BuildPaths, render_tree
+from render.assemble.stages import BuildPaths, render_tree
 from render.derive.reading import counted
 from render.numbers import directions, legend
 from render.numbers.quantity import Comparison, Quantity

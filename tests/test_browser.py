@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from conftest import HANG_S, bench_module
 
-from render.build.stages import BuildPaths
+from render.assemble.stages import BuildPaths
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "browser"

@@ -16,7 +16,7 @@ from conftest import synthetic_doc as doc
 
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
-from render.build import kept, sealed
+from render.assemble import kept, sealed
 from render.charts import draw as charts
 from render.charts import svg as chart_svg
 from render.charts import sweeps
@@ -753,7 +753,7 @@ def test_the_bundle_is_kept_in_the_build_cache_and_read_back(tmp_path):
         == made["assets/probebook/vega-embed.js"]
         == site_assets.vega_embed_bundle()
     )
-    # a later build reads the kept file, sealed by this user's builds (render.build.sealed): what is there it ships
+    # a later build reads the kept file, sealed by this user's builds (render.assemble.sealed): what is there it ships
     kept_path.write_bytes(sealed.seal(b"/* kept */"))
     assert kept.asset_files(cache)["assets/probebook/vega-embed.js"] == b"/* kept */"
     kept_path.write_bytes(b"/* planted */")  # not sealed: made again, never shipped

@@ -11,7 +11,7 @@ import pytest
 
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.numbers import claims
 from render.numbers.ledger import read, write
 from render.numbers.quantity import ClaimError, Quantity

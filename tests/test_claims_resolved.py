@@ -12,7 +12,7 @@ import pytest
 from conftest import SITE_FIXTURE, fixture_site_paths
 
 from measure.errors import ProbebookError
-from render.build.stages import render_tree
+from render.assemble.stages import render_tree
 from render.derive import basis
 from render.numbers import legend
 from render.numbers.quantity import Quantity

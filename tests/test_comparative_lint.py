@@ -8,7 +8,7 @@ import pytest
 
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.numbers import legend
 from render.pages import comparative, lint, sources
 from render.pages.sources import parse_page

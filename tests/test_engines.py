@@ -18,7 +18,7 @@ import pytest
 from measure.cli import declarations
 from measure.errors import ProbebookError
 from probebook.cli import site as site_cli
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.errors import BuildError
 from render.site import engines, sanitize
 

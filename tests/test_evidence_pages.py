@@ -12,8 +12,8 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from render.build import kept, sealed
-from render.build.stages import BuildPaths
+from render.assemble import kept, sealed
+from render.assemble.stages import BuildPaths
 from render.evidence import pages as ep
 from render.numbers import links
 

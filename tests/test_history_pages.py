@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import t
 
 from measure.evidence.configkey import config_key
-from render.build.stages import BuildPaths, render_tree
+from render.assemble.stages import BuildPaths, render_tree
 from render.derive import replication
 from render.evidence import history as hist
 from render.site.assets import CHARTS

@@ -297,7 +297,7 @@ class TestServe:
 
     @pytest.fixture
     def server(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-        from render.build import serve
+        from render.assemble import serve
 
         (tmp_path / "index.html").write_text("<p>ok</p>" * 10000)
         monkeypatch.setattr(limits, "SERVE_TIMEOUT", 1.0)

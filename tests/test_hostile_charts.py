@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from conftest import HANG_S, SITE_FIXTURE, bench_module, fixture_site_paths
 
-from render.build.stages import build
+from render.assemble.stages import build
 from render.site.assets import CHARTS
 
 _shots = bench_module("screenshots")

@@ -152,7 +152,7 @@ class TestServeLinks:
 
     @pytest.fixture
     def served(self, tmp_path: Path) -> Iterator[str]:
-        from render.build import serve
+        from render.assemble import serve
 
         site = tmp_path / "site"
         (site / "pages").mkdir(parents=True)

@@ -87,7 +87,7 @@ class TestCachesRunNoCode:
     def test_planted_cache_files_run_nothing_and_are_made_again(self, tmp_path: Path) -> None:
         import pickle
 
-        from render.build import incremental, sealed
+        from render.assemble import incremental, sealed
 
         docs, archive = _project(tmp_path)
         first = _build(tmp_path, docs, archive, "--no-site")
@@ -114,7 +114,7 @@ class TestCachesRunNoCode:
         assert incremental.DerivedCache(tmp_path / "build").load()
 
     def test_a_cache_sealed_with_another_key_is_not_read(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from render.build import sealed
+        from render.assemble import sealed
 
         blob = sealed.seal(b"payload")
         assert sealed.unseal(blob) == b"payload"

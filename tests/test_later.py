@@ -1,4 +1,4 @@
-"""Files made while the site engine runs (render/build/deferred.py): the same site as made first, whether drawn in a
+"""Files made while the site engine runs (render/assemble/deferred.py): the same site as made first, whether drawn in a
 forked process (a fresh build) or a thread (this test process), and no placeholder kept."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 from conftest import REPO, fixture_site_paths
 
 from measure.errors import ProbebookError
-from render.build import deferred as later
-from render.build import incremental
-from render.build import stages as build_module
-from render.build.stages import build
+from render.assemble import deferred as later
+from render.assemble import incremental
+from render.assemble import stages as build_module
+from render.assemble.stages import build
 from render.charts.output import PENDING
 
 SITE = Path(__file__).resolve().parent / "fixtures" / "site"
@@ -60,8 +60,8 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from conftest import REPO, fixture_site_paths
-from render.build import parallel as page_pool
-from render.build.stages import build
+from render.assemble import parallel as page_pool
+from render.assemble.stages import build
 
 made = []
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from render.build.stages import BuildPaths
+from render.assemble.stages import BuildPaths
 
 REPO = Path(__file__).resolve().parent.parent
 _LINK = re.compile(r'<a href="([^"]*evidence/[0-9a-f]{64}\.html(?:[?#][^"]*)?)" title="[^"]*">(.*?)</a>', re.S)
@@ -126,7 +126,7 @@ def test_fixture_site_links_land_on_rows_that_hold_their_value(fixture_site: Bui
 @pytest.mark.slow
 def test_repository_site_links_land_on_rows_that_hold_their_value(tmp_path: Path) -> None:
     from measure.cli import declarations
-    from render.build.stages import build
+    from render.assemble.stages import build
 
     paths = BuildPaths(
         docs=REPO / "docs",

@@ -12,7 +12,7 @@ import pytest
 
 from measure.corpus import portable_path
 from measure.machine import cpu_model_from
-from render.build.serve import current_version, make_server
+from render.assemble.serve import current_version, make_server
 from render.pages.lint import find
 from render.pages.provenance import environment_block
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from render.build.stages import BuildPaths
+from render.assemble.stages import BuildPaths
 from render.site import assets as site_assets
 from render.site import folder as sitedir
 

@@ -1,4 +1,4 @@
-"""Pages rendered by forked workers (render.build.parallel): when the pool is used, and that it changes nothing;
+"""Pages rendered by forked workers (render.assemble.parallel): when the pool is used, and that it changes nothing;
 one task run apart (page_pool.ForkedTask): its result, its priority, its errors as one line, its end when stopped."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 from conftest import HANG_S, REPO, bench_module
 
 from measure.errors import ProbebookError
-from render.build import incremental, sealed
-from render.build import parallel as page_pool
-from render.build import stages as build_module
+from render.assemble import incremental, sealed
+from render.assemble import parallel as page_pool
+from render.assemble import stages as build_module
 from render.site import assets as site_assets
 
 
@@ -46,9 +46,9 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[4])
 from dataclasses import replace
 from conftest import fixture_site_paths
-from render.build import parallel as page_pool
-from render.build import stages as build_module
-from render.build.stages import build
+from render.assemble import parallel as page_pool
+from render.assemble import stages as build_module
+from render.assemble.stages import build
 from measure.errors import ProbebookError
 build_module.EVIDENCE_CHUNK = 5  # small tasks, so a few documents make several
 build_module.APART_PAGES = 7  # a cold build: some evidence pages made apart, the rest by the workers
@@ -137,7 +137,7 @@ def test_both_stop_at_the_first_error_in_page_order(tmp_path: Path) -> None:
 _APART = """
 import json, os, sys, threading, time
 from measure.errors import ProbebookError
-from render.build.parallel import ForkedTask
+from render.assemble.parallel import ForkedTask
 
 def report(task, stop_after=None):
     stop = threading.Event()

@@ -16,7 +16,7 @@ from conftest import fixture_site_paths
 from measure.cli import add_probe_commands, declarations
 from measure.errors import ProbebookError
 from measure.evidence.reruns import migrate
-from render.build.stages import BuildPaths, build, render_tree
+from render.assemble.stages import BuildPaths, build, render_tree
 from render.pages import layout, provenance
 from render.pages.sources import load
 

@@ -21,7 +21,7 @@ from conftest import HANG_S, REPO, shared_folder
 
 from measure.errors import ProbebookError
 from measure.evidence.store import Store
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.derive import reproduction as derive
 from render.errors import BuildError
 from render.pages import reproductions

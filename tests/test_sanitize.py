@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from measure.errors import ProbebookError
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.numbers.ledger import to_bytes as ledger_bytes
 from render.site import assets as site_assets
 from render.site import engines, sanitize

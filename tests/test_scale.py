@@ -8,7 +8,7 @@ from types import ModuleType
 import pytest
 from conftest import bench_module
 
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.evidence import index as evidence_index
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from conftest import HANG_S
 
 from measure.cli import declarations
 from measure.errors import ProbebookError
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.errors import BuildError
 from render.numbers.ledger import read as read_ledger
 from render.numbers.links import title_text
@@ -488,11 +488,11 @@ def test_source_date_epoch_is_honoured(tmp_path: Path, cli_here) -> None:
 
 def test_render_never_imports_torch(tmp_path: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from render.build.stages import BuildPaths, build; "
+        "import sys; from pathlib import Path; from render.assemble.stages import BuildPaths, build; "
         f"build(BuildPaths(docs=Path({str(SITE_FIXTURE / 'docs')!r}), archive=Path({str(ARCHIVE)!r}), "
         f"build=Path({str(tmp_path / 'build')!r}), site=Path({str(tmp_path / 'site')!r}), "
         f"config=Path({str(REPO / 'mkdocs.yml')!r})), site=False); "
-        "import render.build.serve; "
+        "import render.assemble.serve; "
         # render's own reach into measure, before the CLI (which may see both floors) is imported
         "ms = sorted(m for m in sys.modules if m.startswith('measure.')); "
         "import probebook.cli.site; "

@@ -362,7 +362,7 @@ def test_serve_rebuilds_when_a_source_changes(tmp_path: Path) -> None:
 def test_serve_builds_again_after_a_save_made_while_it_built(tmp_path: Path) -> None:
     from conftest import fixture_site_paths
 
-    from render.build.serve import serve
+    from render.assemble.serve import serve
 
     docs = tmp_path / "docs"
     shutil.copytree(FIXTURE_DOCS, docs)

@@ -114,7 +114,7 @@ def source_date_epoch() -> None:
     """Refuse an out-of-range ``$SOURCE_DATE_EPOCH`` in one line before a command imports anything that reads it:
     numpy's ``f2py``, which scipy imports, formats it as a date when it is imported, and a 20-digit one ended any
     command that derives a number (``derive``, ``build``) with ``OverflowError`` before the build's own check
-    (``render.build.stages``) was reached."""
+    (``render.assemble.stages``) was reached."""
     given = os.environ.get("SOURCE_DATE_EPOCH")
     if given is None:
         return

@@ -18,7 +18,7 @@ from probebook.cli import command
 from probebook.cli.output import json_text
 from render.numbers import ledger
 
-# render.build.stages pulls in pandas and altair; it is imported inside the commands that need it so
+# render.assemble.stages pulls in pandas and altair; it is imported inside the commands that need it so
 # that `probebook --help` and every other command start quickly. The engine names are plain data, kept
 # here in step with render.site.engines.ENGINES (tests/test_engines.py checks they agree).
 ENGINES = ("mkdocs", "zensical")
@@ -140,7 +140,7 @@ def register(sub: Any) -> None:
 
 def _paths(args: Any) -> Any:
     from measure.cli import declarations
-    from render.build.stages import BuildPaths
+    from render.assemble.stages import BuildPaths
 
     return BuildPaths(
         docs=args.docs,
@@ -172,9 +172,9 @@ def _writes(what: str, after: str) -> Iterator[None]:
 def _build(args: Any) -> int:
     from render.site import engines
 
-    # the engine's process first: its start overlaps render.build.stages's imports (about a quarter of a second)
+    # the engine's process first: its start overlaps render.assemble.stages's imports (about a quarter of a second)
     started = None if args.no_site else engines.start(args.engine)
-    from render.build.stages import build
+    from render.assemble.stages import build
 
     paths = _paths(args)
     with _writes("build", f"{args.out} is still the last good build"):
@@ -205,7 +205,7 @@ def _build(args: Any) -> int:
 
 
 def _serve(args: Any) -> int:
-    from render.build.serve import serve
+    from render.assemble.serve import serve
 
     serve(_paths(args), host=args.host, port=args.port, interval=args.interval, engine=args.engine)
     return 0

@@ -1,6 +1,6 @@
 """Render a record version against other evidence and compare every ledger number and claim of its page.
 
-The page is rendered by the build's own page stage (``render.build.pages.render_one``: the same sources,
+The page is rendered by the build's own page stage (``render.assemble.pages.render_one``: the same sources,
 templates, page functions and ledger rows a build makes), in memory, aside from the site: no ``site/``,
 no ``archive/published/``, no site engine (so no mkdocs), and charts described, not drawn. It is rendered
 twice with today's code, once with the cited evidence and once with the cited ids swapped for the new ones,
@@ -34,7 +34,7 @@ def render_rows(
 
     ``pools``: the archive's between-session SD per probe class (``render.evidence.series.class_pools``), so an
     absolute time or rate gets the across-sessions interval the site publishes; None pools the rendered runs only."""
-    from render.build import pages as page_render
+    from render.assemble import pages as page_render
     from render.evidence import series
     from render.evidence.archive import Archive
     from render.functions.derivations import Library

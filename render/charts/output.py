@@ -1,7 +1,7 @@
 """What a chart is once drawn: its SVGs and specs as text (``render.charts.draw.render`` returns it).
 
 Its own module, without altair or vl-convert, because a build keeps drawn charts between runs
-(``render.build.incremental.DerivedCache``) and reading one back must not import the libraries that drew it.
+(``render.assemble.incremental.DerivedCache``) and reading one back must not import the libraries that drew it.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ class ChartOutput:
 
 
 PENDING = "probebook: made while the site engine runs: "
-"""How every placeholder begins (``render.build.deferred``); no file the build writes for good begins so."""
+"""How every placeholder begins (``render.assemble.deferred``); no file the build writes for good begins so."""
 
 
 @dataclass(frozen=True)
 class PendingChart:
-    """A chart described but not yet drawn (``render.build.deferred``): its alt text now, its files once drawn.
+    """A chart described but not yet drawn (``render.assemble.deferred``): its alt text now, its files once drawn.
 
     Its four texts are placeholders, one per file, named after the chart's derivation key, so the build
     finds and replaces them wherever a page wrote them; ``kind``, ``ids`` and ``options`` are the call that

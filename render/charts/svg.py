@@ -8,7 +8,7 @@ writer; an SVG that still holds a script is refused.
 
 vl-convert is imported inside the two functions that call it (``raw_svg``, ``warm``), not at the top:
 describing a chart (``render.charts.draw.describe``) imports this module and must not load it, and
-``render.build.parallel.fork_is_safe`` reads "vl_convert is imported" as "its runtime has started".
+``render.assemble.parallel.fork_is_safe`` reads "vl_convert is imported" as "its runtime has started".
 """
 
 from __future__ import annotations

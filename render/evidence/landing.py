@@ -2,7 +2,7 @@
 
 ``anchor_texts`` reads a document as its page shows it (``render.evidence.pages``: the params, machine and field
 tables, each samples row and cell) into plain text by anchor; ``landing_texts`` serves them to
-``render.numbers.links.landing_place`` while a page renders (``render.build.pages``), which keeps a number's link on
+``render.numbers.links.landing_place`` while a page renders (``render.assemble.pages``), which keeps a number's link on
 a raw row or field only when that place shows the number as the page does (``render.numbers.links.holds``).
 """
 

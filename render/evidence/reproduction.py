@@ -3,7 +3,7 @@ claim it compared, the rule and the commands, in place of the generic "Other dat
 
 It links to the reproduction's comparison page (``render.pages.reproductions``) and to both evidence sets there:
 the page lists them with links to those the archive holds, which this page, made from the document alone (its
-cache key is its bytes, ``render.build.stages.generate_pages``), cannot know. Every number's row carries the
+cache key is its bytes, ``render.assemble.stages.generate_pages``), cannot know. Every number's row carries the
 anchor the comparison page's numbers link to (``number-<i>``); every text is escaped.
 """
 

@@ -9,7 +9,7 @@ new session lands: ``across`` replaces its interval by the prediction interval a
 interval beside it (``Quantity.within``), saying which is which in its derivation.
 
 Built once per build from the archive (``Library.memo``); a new document makes the next build a full one
-(``render.build.incremental``), so no page keeps a pool an older archive gave.
+(``render.assemble.incremental``), so no page keeps a pool an older archive gave.
 """
 
 from __future__ import annotations

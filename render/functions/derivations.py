@@ -1,7 +1,7 @@
 """The library of derivations one build shares: evidence documents by id, and each derivation computed once.
 
 Every page's functions read their evidence and memoise their fits, tables and charts here; the build keeps
-what it computed for the next build (``render.build.incremental.DerivedCache``).
+what it computed for the next build (``render.assemble.incremental.DerivedCache``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class Library:
 
     A derivation is keyed by what it is computed from: its kind, evidence ids (each names its document's
     bytes) and options, never a page or an alias. So ``kept``, the derivations an earlier build computed
-    with the same render code and libraries (``render.build.incremental.DerivedCache``), are reused as they are:
+    with the same render code and libraries (``render.assemble.incremental.DerivedCache``), are reused as they are:
     an author's edit to one page's prose renders that page without fitting or drawing anything again.
     """
 
@@ -31,7 +31,7 @@ class Library:
         self.computed: dict[tuple, Any] = {}
         """The derivations this build computed (not taken from ``kept``), in the order it computed them."""
         self.later = False
-        """Set by a build that draws charts while the site engine runs (``render.build.deferred``): a derivation that
+        """Set by a build that draws charts while the site engine runs (``render.assemble.deferred``): a derivation that
         can wait is computed as what stands in for it (a chart's alt text and placeholders) until then."""
 
     def memo(self, key: tuple, compute: Callable[[], Any], later: Callable[[str], Any] | None = None) -> Any:
@@ -51,7 +51,7 @@ class Library:
         return self._memo[key]
 
     def settle(self, made: dict[tuple, Any]) -> None:
-        """Put what was made later in place of what stood in for it (``render.build.deferred``)."""
+        """Put what was made later in place of what stood in for it (``render.assemble.deferred``)."""
         for key, value in made.items():
             self._memo[key] = self.computed[key] = value
 
@@ -60,7 +60,7 @@ class Library:
         return dict(list(self.computed.items())[count:])
 
     def adopt(self, computed: dict[tuple, Any]) -> None:
-        """Take derivations another process computed for this build (``render.build.parallel``) as this one's own."""
+        """Take derivations another process computed for this build (``render.assemble.parallel``) as this one's own."""
         for key, value in computed.items():
             self._memo.setdefault(key, value)
             self.computed.setdefault(key, value)

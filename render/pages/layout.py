@@ -132,7 +132,7 @@ card per record on a phone (Markdown gives a table no class of its own, and a re
 
 
 def first_verdict(answer: str) -> str:
-    """An Answer's first verdict (verdicts are joined one a line, ``render.build.pages``), with ``…`` when it has
+    """An Answer's first verdict (verdicts are joined one a line, ``render.assemble.pages``), with ``…`` when it has
     more: the Records index gives each record one line of its answer; the whole box is first on the record's page."""
     lines = [line for line in answer.split("\n") if line.strip()]
     if not lines:

@@ -79,7 +79,7 @@ def bundle_name() -> str:
 
 MADE: dict[str, Callable[[], bytes]] = {"vega-embed.js": vega_embed_bundle}
 """Assets made at build time rather than kept in ``render/assets/``; the build keeps them between builds
-(``render.build.kept.asset_files``)."""
+(``render.assemble.kept.asset_files``)."""
 
 
 def site_files(made: dict[str, Callable[[], bytes]] | None = None) -> dict[str, bytes]:

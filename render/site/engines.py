@@ -57,7 +57,7 @@ class Engine:
     theme: sanitize.EngineTheme
     """Where its pages' content area and its search index are, for the sanitizer."""
     dirty_builds: bool
-    """Whether ``incremental`` means a dirty build over a copy of the last site (``render.build.dirty``, mkdocs)."""
+    """Whether ``incremental`` means a dirty build over a copy of the last site (``render.assemble.dirty``, mkdocs)."""
     start: Callable[[], RunningEngine] | None = None
     """Start the engine's process ahead of its work (``RunningEngine``), if it can wait for it."""
 
@@ -109,7 +109,7 @@ _ZENSICAL_WHERE = re.compile(r"\[ (\S+:\d+:\d+) \]")
 # and mkdocs' imports, about 0.4 s of one core, overlap render's work; it then waits for its command line, one
 # line of JSON on stdin: {"argv": mkdocs' arguments, "epoch": SOURCE_DATE_EPOCH, "cwd": the build folder}. An
 # empty stdin (the build stopped before its engine) ends it. ``mkdocs build --dirty`` logs a warning on every
-# dirty build, and --strict would fail on it: render.build.dirty decides when a dirty build is exact, so that one
+# dirty build, and --strict would fail on it: render.assemble.dirty decides when a dirty build is exact, so that one
 # warning is dropped and every other still fails the build.
 _MKDOCS_DRIVER = """
 import json, logging, os, sys
@@ -174,7 +174,7 @@ def run_mkdocs(
     """``mkdocs build --strict`` into ``out``, in ``started`` (``start_mkdocs``), else in a process started now.
 
     ``incremental`` adds ``--dirty``: only pages whose Markdown is newer than their HTML in ``out`` (a copy of
-    the last site, made by ``render.build.dirty`` when it found that exact) are built.
+    the last site, made by ``render.assemble.dirty`` when it found that exact) are built.
     """
     args = ["build", "--strict", "-f", str(config.resolve()), "-d", str(out.resolve())]
     proc = started if started is not None else start_mkdocs()

@@ -193,7 +193,7 @@ def searchable(entry: dict) -> bool:
 
 
 def write_search_index(path: Path, index: dict) -> None:
-    """The index in one form whatever the sanitizer changed, so a merged index (``render.build.dirty``) matches a
+    """The index in one form whatever the sanitizer changed, so a merged index (``render.assemble.dirty``) matches a
     full one."""
     path.write_text(json.dumps(index, sort_keys=True, ensure_ascii=False), encoding="utf-8")
 
@@ -218,7 +218,7 @@ def clean_site(
     """Sanitize every HTML page's content area under ``site`` and the search index; return pages cleaned.
 
     ``only`` limits it to those pages (the ones an incremental build rewrote: the rest passed before, and
-    ``render.build.dirty`` merged the index from entries that did); ``swept``: pages a ``BackgroundSanitizer``
+    ``render.assemble.dirty`` merged the index from entries that did); ``swept``: pages a ``BackgroundSanitizer``
     cleaned while the
     engine ran are skipped if they are still as it left them.
     """
@@ -261,12 +261,12 @@ _FINISHED = re.compile(rb"</html>\s*\Z")
 
 
 class BackgroundSanitizer:
-    """Cleans the pages a site engine has finished writing, while it still writes others (``render.build.deferred``).
+    """Cleans the pages a site engine has finished writing, while it still writes others (``render.assemble.deferred``).
 
     mkdocs writes every page once, whole, into a folder of its own; a page read whole (it ends with
     ``</html>`` and is as long as its file) is cleaned exactly as ``clean_site`` would, and put in place by
     a rename, so nothing ever reads half a page. ``clean_site(swept=...)`` then cleans every page this did
-    not, or that changed since. Only for engines and configs that write no page twice (``render.build.deferred``).
+    not, or that changed since. Only for engines and configs that write no page twice (``render.assemble.deferred``).
     """
 
     def __init__(self, site: Path, theme: EngineTheme = MATERIAL):

@@ -1,8 +1,8 @@
 """One hand-written page, rendered: its cache key, and its Markdown with header, results, notices and footer
 (ARCHITECTURE.md §Pages).
 
-``render.build.stages.render_pages`` calls these for every page, in this process or in a worker
-(``render.build.parallel``); a page's output depends only on what its key names (``render.build.incremental``).
+``render.assemble.stages.render_pages`` calls these for every page, in this process or in a worker
+(``render.assemble.parallel``); a page's output depends only on what its key names (``render.assemble.incremental``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.build import incremental
+from render.assemble import incremental
 from render.derive import nominal
 from render.errors import BuildError
 from render.evidence import landing, series
@@ -28,7 +28,7 @@ from render.pages.sources import Sources
 
 
 def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes, declared: bytes) -> str:
-    """The cache key of one page's output: every input it is rendered from (``render.build.incremental``)."""
+    """The cache key of one page's output: every input it is rendered from (``render.assemble.incremental``)."""
     followed = {page.slug} if page.kind == "record" else set(page.records) | {h.slug for h in page.history}
     siblings = [  # a record's versions; a lesson's records' versions (it links and renders against the current)
         (p.rel, p.version, p.date, p.title, p.supersedes, p.changes)

@@ -1,7 +1,7 @@
 """Incremental builds, the site engine's half: rebuild only the pages whose Markdown changed
 (ARCHITECTURE.md §The build).
 
-``render.build.incremental`` rewrites only the tree files whose bytes changed, so an unchanged page keeps its
+``render.assemble.incremental`` rewrites only the tree files whose bytes changed, so an unchanged page keeps its
 modification time. When the last build's state (``<build>/site.json``) says the current site was built
 from the same config (and so the same nav), the same file list, the same ``SOURCE_DATE_EPOCH``, the
 same engine and the same sanitizer setting, the new site starts as a copy of the current one and

@@ -29,12 +29,12 @@ from typing import Any
 from measure.evidence.files import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
-from render.build import dirty, histories, incremental, kept
-from render.build import pages as page_render
-from render.build import parallel as page_pool
-from render.build.deferred import ENGINES as LATER_ENGINES
-from render.build.deferred import LATER_MIN, DeferredWork, write_made
-from render.build.types import BuildPaths, BuildResult, Tree
+from render.assemble import dirty, histories, incremental, kept
+from render.assemble import pages as page_render
+from render.assemble import parallel as page_pool
+from render.assemble.deferred import ENGINES as LATER_ENGINES
+from render.assemble.deferred import LATER_MIN, DeferredWork, write_made
+from render.assemble.types import BuildPaths, BuildResult, Tree
 from render.errors import BuildError
 from render.evidence import index as evidence_index
 from render.evidence import landing
@@ -71,12 +71,13 @@ log = logging.getLogger(__name__)
 TREE_MARKER = ".probebook-tree"
 SITE_MARKER = ".probebook-site"
 EVIDENCE_CHUNK = 100
-"""Evidence pages made per task when workers make them (``render.build.parallel``): enough to outweigh a task's cost."""
+"""Evidence pages made per task when workers make them (``render.assemble.parallel``): enough to outweigh a
+task's cost."""
 APART_PAGES = 1000
 """Evidence pages made apart while the records render, at most (``prepare_evidence_pages``): about 0.8 s of one
 core, as long as the build's own imports and 50 records take; more would leave the build waiting on one core."""
 ASSETS_CACHE = "cache/assets"
-"""Where a build folder keeps the assets made at build time (``render.build.kept.cached_bundle``)."""
+"""Where a build folder keeps the assets made at build time (``render.assemble.kept.cached_bundle``)."""
 
 
 # -- stage 2 and 3: sources and lint ---------------------------------------------------------
@@ -109,8 +110,8 @@ def render_pages(
     A record gets its headline results above its body and its environment and reproduce blocks below
     (``render.pages.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
     A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered;
-    ``derived`` keeps the fits, charts and tables between builds (``render.build.incremental.DerivedCache``).
-    ``later``: charts are described, not drawn, and drawn by it (``render.build.deferred``); pages and derivations
+    ``derived`` keeps the fits, charts and tables between builds (``render.assemble.incremental.DerivedCache``).
+    ``later``: charts are described, not drawn, and drawn by it (``render.assemble.deferred``); pages and derivations
     holding its placeholders are cached once it has settled them.
     """
     tree = Tree(unsearched=layout.superseded_pages(src))
@@ -198,7 +199,7 @@ def generate_pages(
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
 
     ``previous`` maps each evidence id to the key and files of its page as the tree already holds them
-    (``render.build.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
+    (``render.assemble.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
     ``past``: the published history's entries (``render.pages.history``), for the Changes page. ``assets_cache``: where
     assets made at build time are kept between builds (``render.site.assets``); None makes them afresh;
     ``full`` makes them afresh and keeps them; ``later``: those not kept are made while the engine runs.
@@ -307,7 +308,7 @@ def _legend(rel: str, data: bytes) -> bytes:
 def write_tree(tree: Tree, out: Path) -> list[str]:
     """Make ``out`` hold the tree (only a folder render made, or an empty one, is ever changed).
 
-    Only files whose bytes changed are rewritten (``render.build.incremental.write_tree``); returns their paths.
+    Only files whose bytes changed are rewritten (``render.assemble.incremental.write_tree``); returns their paths.
     """
     _owned_or_empty(out, TREE_MARKER, "the build folder")
     # no page meta from prose; render's own keeps superseded versions out of the search index
@@ -378,11 +379,11 @@ def make_site(
 ) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.site.folder``).
 
-    Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.build.dirty``
+    Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.assemble.dirty``
     finds that exact against ``saved``, the last build's state (``dirty.take``); returns whether it did.
     ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
     (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.site.engines``),
-    cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.build.deferred``) are made while the
+    cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.assemble.deferred``) are made while the
     engine runs, on the whole site. ``started``: the engine's process, started ahead (``engines.RunningEngine``).
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
@@ -472,7 +473,7 @@ def render_tree(
     """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh.
 
     ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``). ``later``: the
-    engine that follows may take placeholders (``render.build.deferred``): True when it builds the whole site anyway,
+    engine that follows may take placeholders (``render.assemble.deferred``): True when it builds the whole site anyway,
     False when it could rebuild only what changed, None (or no engine follows) when it may not. The tree
     then holds them, and ``tree.later`` makes their bytes; else everything is made before the tree is written.
     """
@@ -561,10 +562,11 @@ def build(
 ) -> BuildResult:
     """Verify the archive, render the tree, and (unless ``site`` is False) build, sanitize and swap in the site.
 
-    Pages and site files whose inputs did not change are reused (``render.build.incremental``, ``render.build.dirty``);
-    ``full`` renders and builds everything afresh, with the same result. ``reuse`` keeps the parsed archive
-    in this process between builds while it is unchanged (``serve``). ``started``: the engine's process,
-    started by the caller (``engines.start``; the CLI, before importing this module), else started here.
+    Pages and site files whose inputs did not change are reused (``render.assemble.incremental``,
+    ``render.assemble.dirty``); ``full`` renders and builds everything afresh, with the same result. ``reuse``
+    keeps the parsed archive in this process between builds while it is unchanged (``serve``). ``started``: the
+    engine's process, started by the caller (``engines.start``; the CLI, before importing this module), else started
+    here.
 
     One build of a project at a time: a second waits for the build folder's lock.
     """

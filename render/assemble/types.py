@@ -1,4 +1,5 @@
-"""The plain data the build's stages pass along (``render.build.stages``): where it reads and writes, evidence, tree."""
+"""The plain data the build's stages pass along (``render.assemble.stages``): where it reads and writes, evidence,
+tree."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from render.build.deferred import DeferredWork
+from render.assemble.deferred import DeferredWork
 from render.errors import BuildError
 from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.numbers.quantity import Quantity
@@ -108,7 +109,7 @@ class Tree:
     verdicts: dict[str, str] = field(default_factory=dict)
     """Record page -> its Answer as Markdown for that page (``render.pages.answers``), for the index and home page."""
     later: DeferredWork | None = None
-    """What makes the files that hold placeholders while the site engine runs (``render.build.deferred``); None:
+    """What makes the files that hold placeholders while the site engine runs (``render.assemble.deferred``); None:
     none do."""
 
 
@@ -124,6 +125,6 @@ class BuildResult:
     """Pages in the tree, written by this build or kept from the last one."""
     evidence: int
     made_later: int = 0
-    """Tree files made while the site engine ran (charts, the bundle, the tarball: ``render.build.deferred``)."""
+    """Tree files made while the site engine ran (charts, the bundle, the tarball: ``render.assemble.deferred``)."""
     pages_written: int = 0
     """Of ``pages``, those this build wrote (new or changed bytes); an incremental build keeps the rest."""

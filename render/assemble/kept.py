@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from render.build import incremental
+from render.assemble import incremental
 from render.evidence.pages import archive_tarball
 from render.site import assets
 
@@ -28,7 +28,7 @@ def cached_tarball(
     """``archive_tarball``, kept in ``cache`` (a build folder's) under a key of its inputs: the evidence ids (each
     names its bytes), the published ledger's digest and ``epoch``; compressing the archive is a second at 10,000
     documents, every build. Only the newest is kept. ``read=False`` (a full build) makes it afresh and keeps it;
-    ``later``: made later (``render.build.deferred``) unless kept."""
+    ``later``: made later (``render.assemble.deferred``) unless kept."""
     h = hashlib.sha256(f"epoch {epoch}\0".encode())
     h.update(hashlib.sha256(published).digest() if published is not None else b"none")
     h.update("\n".join(sorted(raw)).encode())
@@ -40,7 +40,7 @@ def cached_bundle(cache: Path | None, read: bool = True, later: incremental.Make
     """``vega_embed_bundle()``, kept in ``cache`` (a build folder's) between processes: an author's rebuild
     should not spend a second and a half bundling the same JavaScript again (ARCHITECTURE.md §The build).
     ``read=False`` (a full build) makes it afresh and keeps that for the next build; ``later``: made later
-    (``render.build.deferred``) unless kept."""
+    (``render.assemble.deferred``) unless kept."""
     if cache is None:
         return assets.vega_embed_bundle()
     return incremental.kept_file(cache / assets.bundle_name(), assets.vega_embed_bundle, read, later=later)

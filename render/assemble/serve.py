@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.build.stages import BuildPaths, build
+from render.assemble.stages import BuildPaths, build
 from render.pages import limits
 from render.site.engines import DEFAULT
 

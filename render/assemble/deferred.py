@@ -17,11 +17,11 @@ engine only the last pages written are left to clean.
 
 A page's Markdown needs each chart's alt text, which ``render.charts.draw.describe`` gives without drawing.
 Placeholders go only to the engines in ``ENGINES``, and the engine then builds the whole site: a dirty
-build (``render.build.dirty``) trusts the files' modification times. So a build draws later only when the
+build (``render.assemble.dirty``) trusts the files' modification times. So a build draws later only when the
 engine builds everything anyway or there are at least ``LATER_MIN`` charts to draw; an author's edit that
 adds a chart draws it first and keeps the dirty build. Otherwise (and for ``--no-site``) everything is
 made first, on every core (``DeferredWork.now``). No placeholder is ever cached: a page whose files hold one is
-kept back from ``render.build.incremental.PageCache`` until it is settled, and so is the chart.
+kept back from ``render.assemble.incremental.PageCache`` until it is settled, and so is the chart.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.build import incremental
-from render.build import parallel as page_pool
+from render.assemble import incremental
+from render.assemble import parallel as page_pool
 from render.charts.output import PENDING, ChartOutput, PendingChart
 from render.errors import BuildError
 from render.site.sanitize import BackgroundSanitizer
@@ -102,7 +102,7 @@ class DeferredWork:
 
     def now(self) -> None:
         """Draw the charts and make the files here and now: on forked workers when there are many
-        (``render.build.parallel``), else in this process."""
+        (``render.assemble.parallel``), else in this process."""
         keys = list(self.charts)
         with page_pool.WorkerPool(lambda i: self._draw(keys[i]), len(keys)) as drawn:
             self.drawn = dict(zip(keys, drawn, strict=True))
@@ -186,7 +186,7 @@ class DeferredWork:
 
     def _draw(self, key: tuple) -> ChartOutput:
         from render.charts import (
-            draw as charts,  # here: the build imports this module before it may fork (render.build.parallel)
+            draw as charts,  # here: the build imports this module before it may fork (render.assemble.parallel)
         )
 
         p = self.charts[key]
@@ -233,7 +233,7 @@ def write_made(replaced: dict[str, tuple[bytes, bytes]], site: Path) -> None:
     as made, if the thread had replaced it in the tree first. A file it did not copy (the config excluded
     it) is not published; a copy that is neither means the engine changed it. The site's copy is written
     after the tree's, so it is the newer, as a copy the engine made would be (a dirty build copies a file
-    again only when the tree's is newer: ``render.build.dirty``).
+    again only when the tree's is newer: ``render.assemble.dirty``).
     """
     for rel, (placeholder, data) in sorted(replaced.items()):
         built = site / rel

@@ -9,13 +9,13 @@ a prefix names), what render adds around it (the versions of its record, for the
 and render's own code. The cache (``<build>/cache/pages``) keeps each page's output under the SHA-256
 of those inputs; a page whose key is there is not rendered again. Entries no build used are removed.
 Entries are pickles (the Quantities of a record's headlines come back as the same objects, tuples and
-all), each sealed with an HMAC whose key is outside the project (``render.build.sealed``): a build folder is
+all), each sealed with an HMAC whose key is outside the project (``render.assemble.sealed``): a build folder is
 part of the tree, which may come from anywhere (a restored CI cache, an unpacked checkout), so a file is
 unpickled only when this user's builds wrote it; anything else is ignored and made again (issue 25, item 5).
 The files ``kept_file`` keeps (the vega-embed bundle every page loads, the archive's tarball) are sealed alike.
 
 ``write_tree`` rewrites only the tree files whose bytes changed and removes those no longer made, so
-an unchanged file keeps its modification time and the site engine can skip it (``render.build.dirty``). The
+an unchanged file keeps its modification time and the site engine can skip it (``render.assemble.dirty``). The
 digests of the files written are kept in ``<build>/tree.json`` (``TREE_MANIFEST``), so unchanged
 files are known without reading them back. A generated evidence page is keyed the same way (its id,
 the pages that cite it, render's code; ``EVIDENCE_PAGES``): while its key holds it is not made again.
@@ -36,7 +36,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from render.build import sealed
+from render.assemble import sealed
 
 CACHE_FOLDER = "cache/pages"
 DERIVED = "cache/derived.pickle"
@@ -241,7 +241,7 @@ def write_atomic(path: Path, data: bytes, temp: Path | None = None) -> None:
 
 MakeLater = Callable[[Callable[[], bytes]], bytes]
 """What takes a file's maker and gives a placeholder for its bytes, made later
-(``render.build.deferred.DeferredWork.file``)."""
+(``render.assemble.deferred.DeferredWork.file``)."""
 
 
 def kept_file(
@@ -262,7 +262,7 @@ def kept_file(
         payload = _read_sealed(path, sealed.Warned("a kept file"))
         if payload is not None:
             return payload
-    if later is not None:  # made while the site engine runs: a placeholder now (render.build.deferred)
+    if later is not None:  # made while the site engine runs: a placeholder now (render.assemble.deferred)
         return later(lambda: kept_file(path, make, False, replaces))
     data = make()
     if replaces is not None:

@@ -1,6 +1,6 @@
 """The build's history pages (``render.evidence.historypage``): one per configuration key, kept between builds as
-one unit (``render.build.incremental.save_units``) while the archive and the pages citing it are unchanged, their
-charts drawn now or while the site engine runs (``render.build.deferred``)."""
+one unit (``render.assemble.incremental.save_units``) while the archive and the pages citing it are unchanged, their
+charts drawn now or while the site engine runs (``render.assemble.deferred``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import hashlib
 import json
 from typing import Any
 
-from render.build import incremental
-from render.build.deferred import DeferredWork
-from render.build.types import Tree
+from render.assemble import incremental
+from render.assemble.deferred import DeferredWork
+from render.assemble.types import Tree
 from render.charts.output import PendingChart
 from render.evidence import historypage
 from render.evidence.archive import Archive
 from render.functions.derivations import load_libraries
 
 HISTORY_UNIT = "history"
-"""The unit (``render.build.incremental.save_units``) the history pages are kept under between builds."""
+"""The unit (``render.assemble.incremental.save_units``) the history pages are kept under between builds."""
 
 
 def pages(
@@ -25,7 +25,7 @@ def pages(
 ) -> None:
     """The configuration keys' history pages and their charts (``render.evidence.historypage``): kept as the last
     build made them while the archive and the pages citing it are unchanged, else made afresh, their charts
-    drawn now or, with ``later``, described now and drawn while the engine runs (``render.build.deferred``)."""
+    drawn now or, with ``later``, described now and drawn while the engine runs (``render.assemble.deferred``)."""
     from render.evidence import series
 
     cited = {i: tree.cited[i] for i in sorted(tree.cited) if i in evidence.docs}

@@ -1,7 +1,7 @@
 """Pages rendered on every core: a pool of forked workers for a build with many pages to render (ARCHITECTURE.md
 §The build).
 
-A page's output is a function of its inputs (``render.build.incremental``), so pages can be rendered in any
+A page's output is a function of its inputs (``render.assemble.incremental``), so pages can be rendered in any
 order and in any process; the build assembles them in page order, and the first error in page order
 stops it, exactly as a serial build would. Most of a cold build's render time is drawing charts
 (vl-convert) and fitting (scipy), one core each; a machine with two cores renders the pages of a
@@ -15,7 +15,7 @@ process that already drew a chart, which render serially. ``PROBEBOOK_JOBS`` set
 workers (``1``: serial); by default, one per core, for at least ``MIN_PAGES`` pages.
 
 ``ForkedTask`` runs one task in one forked process at a lower priority, for work done beside the site engine
-(``render.build.deferred``): the engine keeps its core, and the priority ends with the process.
+(``render.assemble.deferred``): the engine keeps its core, and the priority ends with the process.
 
 Every forked process dies with the build that forked it (``die_with_parent``), however the build ends: a build
 killed by SIGKILL or SIGTERM runs no cleanup, and a worker left behind blocks forever writing its result to a
