@@ -379,6 +379,7 @@ def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float
     """In-process seconds of each render stage (no mkdocs), to say where the overhead goes."""
     from measure.evidence.store import Store as _Store
     from render.assemble import stages as b
+    from render.assemble.types import BuildRun
 
     out: dict[str, float] = {}
     t = time.perf_counter()
@@ -389,10 +390,10 @@ def time_render_stages(archive: Path, docs: Path, work: Path) -> dict[str, float
     b.check_prose(src)
     out["sources + lint"] = time.perf_counter() - t
     t = time.perf_counter()
-    tree = b.render_pages(src, evidence, _Store(archive))
+    tree = b.render_pages(src, evidence, _Store(archive), None, BuildRun())
     out["record pages (numbers, charts, tables)"] = time.perf_counter() - t
     t = time.perf_counter()
-    tree = b.generate_pages(tree, src, evidence, None)
+    tree = b.generate_pages(tree, src, evidence, None, None, BuildRun())
     out["generated pages (evidence, indexes, changes)"] = time.perf_counter() - t
     t = time.perf_counter()
     b.write_tree(tree, work / "stages" / "docs")

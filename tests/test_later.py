@@ -19,7 +19,7 @@ from conftest import REPO, fixture_site_paths
 from measure.errors import ProbebookError
 from render.assemble import deferred as later
 from render.assemble import incremental
-from render.assemble import stages as build_module
+from render.assemble import types as build_run
 from render.assemble.stages import build
 from render.charts.output import PENDING
 
@@ -46,7 +46,7 @@ def test_a_site_made_while_the_engine_runs_is_the_site_made_first(tmp_path: Path
     assert _holding_placeholders(drawn_later.build) == []  # tree, page cache, derivation cache, assets
     assert not any(t.name == "probebook-later" for t in threading.enumerate())
 
-    monkeypatch.setattr(build_module, "LATER_ENGINES", ())  # the same build, every file made before the engine
+    monkeypatch.setattr(build_run, "LATER_ENGINES", ())  # the same build, every file made before the engine
     drawn_first = fixture_site_paths(tmp_path / "first")
     assert build(drawn_first, full=True).made_later == 0
     assert _files(drawn_later.site) == _files(drawn_first.site)
@@ -97,7 +97,7 @@ def test_a_fresh_build_draws_in_a_process_apart_and_makes_the_same_site(tmp_path
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"made_later": made, "apart": [later.NICE]}
     assert _holding_placeholders(apart.site) == [] and _holding_placeholders(apart.build) == []
 
-    monkeypatch.setattr(build_module, "LATER_ENGINES", ())
+    monkeypatch.setattr(build_run, "LATER_ENGINES", ())
     first = fixture_site_paths(tmp_path / "first")
     build(first, full=True)
     assert _files(apart.site) == _files(first.site)

@@ -306,7 +306,7 @@ def test_methodology_page_prints_the_codes_constants(tmp_path: Path) -> None:
         constant("nope")
     docs = _copy_docs(tmp_path)
     shutil.copy(REPO / "docs" / "methodology.md", docs / "methodology.md")
-    tree, _evidence, _src = render_tree(_tree_paths(tmp_path, docs))
+    tree, _evidence, _src, _run = render_tree(_tree_paths(tmp_path, docs))
     text = (tree.files["methodology.md"]).decode()
     rows = {r["key"]: r for r in tree.ledger if r["page"] == "methodology.md" and r["key"].startswith("constant(")}
     used = {k.removeprefix("constant(").removesuffix(")") for k in rows}

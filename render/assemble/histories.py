@@ -9,8 +9,7 @@ import json
 from typing import Any
 
 from render.assemble import incremental
-from render.assemble.deferred import DeferredWork
-from render.assemble.types import Tree
+from render.assemble.types import BuildRun, Tree
 from render.charts.output import PendingChart
 from render.evidence import historypage
 from render.evidence.archive import Archive
@@ -20,13 +19,14 @@ HISTORY_UNIT = "history"
 """The unit (``render.assemble.incremental.save_units``) the history pages are kept under between builds."""
 
 
-def pages(
-    tree: Tree, evidence: Archive, previous: dict[str, list[Any]] | None, later: DeferredWork | None = None
-) -> None:
+def pages(tree: Tree, evidence: Archive, run: BuildRun) -> None:
     """The configuration keys' history pages and their charts (``render.evidence.historypage``): kept as the last
-    build made them while the archive and the pages citing it are unchanged, else made afresh, their charts
-    drawn now or, with ``later``, described now and drawn while the engine runs (``render.assemble.deferred``)."""
+    build made them (``run.previous``) while the archive and the pages citing it are unchanged, else made afresh,
+    their charts drawn now or, with ``run.later``, described now and drawn while the engine runs
+    (``render.assemble.deferred``)."""
     from render.evidence import series
+
+    previous, later = run.previous, run.later
 
     cited = {i: tree.cited[i] for i in sorted(tree.cited) if i in evidence.docs}
     key = incremental.page_key(

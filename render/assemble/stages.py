@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,8 @@ from measure.progress import Progress
 from render.assemble import dirty, histories, incremental, kept
 from render.assemble import pages as page_render
 from render.assemble import parallel as page_pool
-from render.assemble.deferred import ENGINES as LATER_ENGINES
 from render.assemble.deferred import LATER_MIN, DeferredWork, write_made
-from render.assemble.types import BuildPaths, BuildResult, Tree
+from render.assemble.types import ASSETS_CACHE, BuildPaths, BuildResult, BuildRun, Tree
 from render.errors import BuildError
 from render.evidence import index as evidence_index
 from render.evidence import landing
@@ -76,8 +76,6 @@ task's cost."""
 APART_PAGES = 1000
 """Evidence pages made apart while the records render, at most (``prepare_evidence_pages``): about 0.8 s of one
 core, as long as the build's own imports and 50 records take; more would leave the build waiting on one core."""
-ASSETS_CACHE = "cache/assets"
-"""Where a build folder keeps the assets made at build time (``render.assemble.kept.cached_bundle``)."""
 
 
 # -- stage 2 and 3: sources and lint ---------------------------------------------------------
@@ -100,20 +98,19 @@ def render_pages(
     src: Sources,
     evidence: Archive,
     store: Store,
-    declarations: provenance.Declarations | None = None,
-    cache: incremental.PageCache | None = None,
-    derived: incremental.DerivedCache | None = None,
-    later: DeferredWork | None = None,
+    declarations: provenance.Declarations | None,
+    run: BuildRun,
 ) -> Tree:
     """Template every page; collect ledger rows, charts/tables and who cites which evidence.
 
     A record gets its headline results above its body and its environment and reproduce blocks below
     (``render.pages.provenance``); ``declarations`` are the probes' options, from the CLI (``measure.cli``).
-    A page whose inputs are unchanged since a build that used ``cache`` is taken from it, not rendered;
-    ``derived`` keeps the fits, charts and tables between builds (``render.assemble.incremental.DerivedCache``).
-    ``later``: charts are described, not drawn, and drawn by it (``render.assemble.deferred``); pages and derivations
-    holding its placeholders are cached once it has settled them.
+    A page whose inputs are unchanged since a build that used ``run.cache`` is taken from it, not rendered;
+    ``run.derived`` keeps the fits, charts and tables between builds. With ``run.later``, charts are described,
+    not drawn, and drawn by it (``render.assemble.deferred``); pages and derivations holding its placeholders are
+    cached once it has settled them.
     """
+    cache, derived, later = run.cache, run.derived, run.later
     tree = Tree(unsearched=layout.superseded_pages(src))
     library = Library(evidence.docs, derived.load() if derived is not None else None)
     library.later = later is not None
@@ -189,22 +186,18 @@ def generate_pages(
     src: Sources,
     evidence: Archive,
     published: list[dict[str, Any]] | None,
-    previous: dict[str, list[Any]] | None = None,
-    past: list[dict[str, Any]] | None = None,
-    assets_cache: Path | None = None,
-    full: bool = False,
-    later: DeferredWork | None = None,
-    prepared: dict[str, evidence_pages.Prepared] | None = None,
+    past: list[dict[str, Any]] | None,
+    run: BuildRun,
 ) -> Tree:
     """Evidence pages, section indexes, the Changes page, ``ledger.json`` and the nav.
 
-    ``previous`` maps each evidence id to the key and files of its page as the tree already holds them
-    (``render.assemble.incremental.EVIDENCE_PAGES``); a page whose key is unchanged is kept, not made again.
-    ``past``: the published history's entries (``render.pages.history``), for the Changes page. ``assets_cache``: where
-    assets made at build time are kept between builds (``render.site.assets``); None makes them afresh;
-    ``full`` makes them afresh and keeps them; ``later``: those not kept are made while the engine runs.
-    ``prepared``: evidence pages made while the records rendered (``prepare_evidence_pages``), less their lists.
+    ``published``: the published ledger, ``past``: the published history's entries (``render.pages.history``), for
+    the Changes page. An evidence page whose key is as in ``run.previous`` (``render.assemble.incremental``) is
+    kept, not made again; one in ``run.prepared`` gets only its "Cited by" list here. Assets made at build time are
+    kept in ``run.assets`` between builds (``render.site.assets``), made afresh and kept by ``run.full``, and those
+    not kept are made while the engine runs with ``run.later``.
     """
+    previous, later = run.previous, run.later
     cited = tree.cited
     # one page per reproduction, made first: the numbers its trace diffs take from kernels profiles land on their
     # entries on those profiles' evidence pages, like a record's do
@@ -225,7 +218,7 @@ def generate_pages(
             tree.units[ident] = before
         else:
             todo.append((ident, key))
-    ready = prepared or {}
+    ready = run.prepared or {}
     docs, raw = evidence.docs, evidence.raw
     for ident, key in todo:
         if ident in ready:  # made apart while the records rendered: only the "Cited by" list is added here
@@ -246,14 +239,14 @@ def generate_pages(
     with page_pool.WorkerPool(make, len(chunks)) as made:
         # while workers make the evidence pages, this process makes the site's assets (the chart bundle)
         tree.files.update(
-            kept.asset_files(assets_cache, read=not full, later=later.file if later is not None else None)
+            kept.asset_files(run.assets, read=not run.full, later=later.file if later is not None else None)
         )
         for chunk, pages in zip(chunks, made, strict=True):
             for (ident, key), files in zip(chunk, pages, strict=True):
                 tree.files.update(files)
                 tree.units[ident] = [key, sorted(files)]
     tree.files.update(evidence_index.pages(evidence.docs, cited))
-    histories.pages(tree, evidence, previous, later)
+    histories.pages(tree, evidence, run)
     reproduced = reproductions.index_status(src, evidence.docs)
     # the indexes show records' headlines: their links choose a raw row or their entry as on the record's page
     token = LANDING.set(landing.landing_texts(evidence.docs))
@@ -365,42 +358,30 @@ def footer_epoch(now: float | None = None) -> int:
     return calendar.timegm(moment.date().timetuple())
 
 
-def make_site(
-    paths: BuildPaths,
-    epoch: int,
-    inputs: str,
-    clean: bool = True,
-    full: bool = False,
-    rewritten: list[str] | None = None,
-    engine: str = engines.DEFAULT,
-    saved: dirty.SiteState | None = None,
-    tree: Tree | None = None,
-    started: engines.RunningEngine | None = None,
-) -> bool:
+def make_site(paths: BuildPaths, run: BuildRun, tree: Tree, epoch: int) -> bool:
     """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.site.folder``).
 
-    Unless ``full``, the engine rebuilds only the pages of ``rewritten`` tree files when ``render.assemble.dirty``
-    finds that exact against ``saved``, the last build's state (``dirty.take``); returns whether it did.
-    ``clean=False`` skips the sanitizer; only ``bench/render.py`` uses it, to measure what it costs. Zensical
-    (``engine``) has no dirty builds: it rebuilds what changed from its own cache (``render.site.engines``),
-    cleared by ``full``. Files of ``tree`` made later (``tree.later``, ``render.assemble.deferred``) are made while the
-    engine runs, on the whole site. ``started``: the engine's process, started ahead (``engines.RunningEngine``).
+    Unless ``run.full``, the engine rebuilds only the pages of the tree files this build rewrote when
+    ``render.assemble.dirty`` finds that exact against ``run.saved``, the last build's state; returns whether it
+    did. ``run.clean=False`` skips the sanitizer. Zensical (``run.engine``) has no dirty builds: it rebuilds what
+    changed from its own cache (``render.site.engines``), cleared by ``run.full``. Files of ``tree`` made later
+    (``run.later``, ``render.assemble.deferred``) are made while the engine runs, on the whole site.
     """
     _owned_or_empty(paths.site, SITE_MARKER, "--out")
-    chosen = engines.get(engine)
+    chosen = engines.get(run.engine)
     config = paths.build / "mkdocs.yml"
     tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
-    now = dirty.state_for(chosen.name, config, list(tree_files), epoch, clean, inputs)
-    later = tree.later if tree is not None else None
+    now = dirty.state_for(chosen.name, config, list(tree_files), epoch, run.clean, run.inputs)
+    later, rewritten, clean, started = run.later, tree.rewritten, run.clean, run.started
     sweep = None
     reuse = (
         later is None
         and rewritten is not None
         and chosen.dirty_builds
         and clean
-        and not full
+        and not run.full
         and paths.site.is_dir()
-        and dirty.can_reuse(saved, paths.site, now)
+        and dirty.can_reuse(run.saved, paths.site, now)
     )
     out = sitedir.temp_folder(paths.site)
     try:
@@ -418,10 +399,10 @@ def make_site(
                 shutil.rmtree(out)
                 out.mkdir()
         if not reuse:
-            if later is not None and tree is not None:  # while the engine runs: draw, make, clean what it wrote
+            if later is not None:  # while the engine runs: draw, make, clean what it wrote
                 sweep = sanitize.BackgroundSanitizer(out, chosen.theme) if clean and writes_pages_once(config) else None
                 later.start(tree.files, paths.tree, paths.build / incremental.TREE_MANIFEST, sweep)
-            _run_engine(chosen, config, out, epoch, not full, started)
+            _run_engine(chosen, config, out, epoch, not run.full, started)
             if later is not None:
                 later.finish()
                 write_made(later.replaced, out)
@@ -429,7 +410,7 @@ def make_site(
                 sanitize.clean_site(out, theme=chosen.theme, swept=sweep)
         sitedir.relative_404(out)
         (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
-        sitedir.stamp(out, inputs, chosen.name)
+        sitedir.stamp(out, run.inputs, chosen.name)
         sitedir.swap_in(out, paths.site)
         dirty.save(paths.build, now)
     finally:
@@ -467,40 +448,36 @@ def prepare_evidence_pages(evidence: Archive) -> page_pool.ForkedTask | None:
     return page_pool.ForkedTask(lambda: {i: evidence_pages.prepare(i, d) for i, d in docs.items()}, 0, "evidence pages")
 
 
-def render_tree(
-    paths: BuildPaths, full: bool = False, reuse: bool = False, later: bool | None = None
-) -> tuple[Tree, Archive, Sources]:
-    """Every stage up to a written tree and config (no site engine); ``full`` renders every page afresh.
+def render_tree(paths: BuildPaths, run: BuildRun | None = None) -> tuple[Tree, Archive, Sources, BuildRun]:
+    """Every stage up to a written tree and config (no site engine); ``run``: how this build runs (default: a tree
+    alone, its caches read and kept in ``paths.build``, every file made before the tree is written).
 
-    ``reuse``: the archive as this process last read it, if unchanged (``load_evidence``). ``later``: the
-    engine that follows may take placeholders (``render.assemble.deferred``): True when it builds the whole site anyway,
-    False when it could rebuild only what changed, None (or no engine follows) when it may not. The tree
-    then holds them, and ``tree.later`` makes their bytes; else everything is made before the tree is written.
+    Returns the tree, the archive and sources it was made from, and ``run`` with the caches it filled: its
+    ``later`` makes the bytes of the files that hold placeholders (``render.assemble.deferred``), if any.
     """
-    evidence = load_evidence(paths.archive, reuse and not full)
+    run = run if run is not None else BuildRun(assets=paths.build / ASSETS_CACHE)
+    evidence = load_evidence(paths.archive, run.reuse and not run.full)
     src = load_sources(paths.docs)
     check_prose(src)
-    previous = None if full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
+    previous = None if run.full else incremental.read_units(paths.build, paths.tree, TREE_MARKER)
     apart = prepare_evidence_pages(evidence) if previous is None else None  # every evidence page is made
     try:
         if apart is not None:  # imported once, here, while the evidence pages are made: not in each render worker
             load_libraries(draw=False)
-        cache = incremental.PageCache(paths.build, read=not full)
-        derived = incremental.DerivedCache(paths.build, read=not full)
+        cache = incremental.PageCache(paths.build, read=not run.full)
+        derived = incremental.DerivedCache(paths.build, read=not run.full)
         waiting = DeferredWork(evidence.docs, cache)
-        tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, cache, derived, waiting)
+        run = replace(run, previous=previous, cache=cache, derived=derived, later=waiting)
+        tree = render_pages(src, evidence, Store(paths.archive), paths.declarations, run)
         cache.prune()
-        if later is None or (later is False and len(waiting.charts) < LATER_MIN):
+        if run.placeholders is None or (run.placeholders is False and len(waiting.charts) < LATER_MIN):
             waiting.now()  # an author's edit that added a chart: drawn first, so the engine may rebuild only that page
             waiting.settle(tree.files)
-        else:
-            tree.later = waiting
+            run = replace(run, later=None)
         published = ledger.read(paths.published_ledger) if paths.published_ledger.exists() else None
         past = history.read(history.path_beside(paths.published_ledger))
-        prepared = apart.wait() if apart is not None else None
-        tree = generate_pages(
-            tree, src, evidence, published, previous, past, paths.build / ASSETS_CACHE, full, tree.later, prepared
-        )
+        run = replace(run, prepared=apart.wait() if apart is not None else None)
+        tree = generate_pages(tree, src, evidence, published, past, run)
     finally:
         if apart is not None:
             apart.end()  # nothing once it has returned; stopped if the build stopped first
@@ -512,8 +489,8 @@ def render_tree(
         evidence.raw,
         published_bytes,
         source_date_epoch(evidence, src),
-        read=not full,
-        later=tree.later.file if tree.later is not None else None,
+        read=not run.full,
+        later=run.later.file if run.later is not None else None,
     )
     bench = benchfiles.found(src)  # bench/ paths in prose link to the Benchmarks page (render.pages.benchfiles)
     if bench:
@@ -526,29 +503,7 @@ def render_tree(
     incremental.save_units(paths.build, tree.units)
     footer = colophon.text(footer_epoch(), colophon.source_commit(paths.docs), tree.files["ledger.json"])
     write_config(paths.config, tree.nav, paths.build, footer)
-    return tree, evidence, src
-
-
-def _stages(
-    paths: BuildPaths,
-    site: bool,
-    clean: bool,
-    full: bool,
-    reuse: bool,
-    engine: str,
-    started: engines.RunningEngine | None,
-) -> tuple[Tree, Archive, Sources]:
-    """``build``'s stages, under its lock."""
-    inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
-    saved = dirty.take(paths.build)  # saved again only once a site is swapped in
-    later = None
-    if site and engine in LATER_ENGINES:
-        later = full or not paths.site.is_dir() or saved is None  # True: the engine builds everything anyway
-    tree, evidence, src = render_tree(paths, full, reuse, later)
-    if site:
-        epoch = source_date_epoch(evidence, src)
-        make_site(paths, epoch, inputs, clean, full, tree.rewritten, engine, saved, tree, started)
-    return tree, evidence, src
+    return tree, evidence, src, run
 
 
 def build(
@@ -566,16 +521,17 @@ def build(
     ``render.assemble.dirty``); ``full`` renders and builds everything afresh, with the same result. ``reuse``
     keeps the parsed archive in this process between builds while it is unchanged (``serve``). ``started``: the
     engine's process, started by the caller (``engines.start``; the CLI, before importing this module), else started
-    here.
-
-    One build of a project at a time: a second waits for the build folder's lock.
+    here. One build of a project at a time: a second waits for the build folder's lock.
     """
     try:
         paths.check(site)
         if started is None and site:  # started now, so its start overlaps render's work
             started = engines.start(engine)
         with sitedir.build_lock(paths.build):
-            tree, evidence, _ = _stages(paths, site, clean, full, reuse, engine, started)
+            run = BuildRun.begin(paths, site, clean, full, reuse, engine, started)
+            tree, evidence, src, run = render_tree(paths, run)
+            if site:
+                make_site(paths, run, tree, source_date_epoch(evidence, src))
     finally:
         if started is not None:  # ended if the build stopped before the engine
             started.close()
@@ -588,5 +544,5 @@ def build(
         pages=len({p for p in (*tree.files, *tree.kept) if p.endswith(".md")}),
         pages_written=sum(1 for p in tree.rewritten or () if p.endswith(".md")),
         evidence=len(evidence.docs),
-        made_later=tree.later.settled if tree.later is not None else 0,
+        made_later=run.later.settled if run.later is not None else 0,
     )

@@ -1,5 +1,5 @@
-"""The plain data the build's stages pass along (``render.assemble.stages``): where it reads and writes, evidence,
-tree."""
+"""The plain data the build's stages pass along (``render.assemble.stages``): where it reads and writes
+(``BuildPaths``), how this build runs and its speed-ups' state (``BuildRun``), the tree, the result."""
 
 from __future__ import annotations
 
@@ -8,11 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from render.assemble import dirty, incremental
+from render.assemble.deferred import ENGINES as LATER_ENGINES
 from render.assemble.deferred import DeferredWork
 from render.errors import BuildError
+from render.evidence.pages import Prepared
 from render.numbers.ledger import Diff  # by name: the dataclasses' ``ledger`` fields shadow the module there
 from render.numbers.quantity import Quantity
 from render.pages import provenance
+from render.site import engines
+from render.site import folder as sitedir
+
+ASSETS_CACHE = "cache/assets"
+"""Where a build folder keeps the assets made at build time (``render.assemble.kept.cached_bundle``)."""
 
 
 @dataclass(frozen=True)
@@ -108,9 +116,83 @@ class Tree:
     """Record page -> the GPUs its evidence ran on, in words."""
     verdicts: dict[str, str] = field(default_factory=dict)
     """Record page -> its Answer as Markdown for that page (``render.pages.answers``), for the index and home page."""
+
+
+@dataclass(frozen=True)
+class BuildRun:
+    """How one build runs and what its speed-ups hold; every stage takes it beside ``BuildPaths``.
+
+    None of it changes what the build makes (ARCHITECTURE.md §The build): a build with every field at its
+    default makes the same tree, without reading or keeping anything between builds. ``begin`` makes a build's
+    run under the build folder's lock; ``render_tree`` adds the caches as it reaches them, so a field is set
+    where the stage that fills it used to run and an error still surfaces from the same stage.
+    """
+
+    site: bool = True
+    """Whether a site engine follows the tree (``--no-site``: False)."""
+    clean: bool = True
+    """Whether the sanitizer cleans the built site; only ``bench/render.py`` turns it off, to time it."""
+    full: bool = False
+    """Everything made afresh (nothing read from the caches, which are still written): the same result."""
+    reuse: bool = False
+    """The archive as this process last read it, if unchanged (``render.evidence.archive.load_evidence``, serve)."""
+    engine: str = engines.DEFAULT
+    """The site engine (``render.site.engines``)."""
+    started: engines.RunningEngine | None = None
+    """The engine's process, started ahead so its start overlaps render's work."""
+    inputs: str = ""
+    """The digest of the sources, archive and config the site is stamped with (``render.site.folder.stamp``)."""
+    saved: dirty.SiteState | None = None
+    """The last build's site state, taken (``dirty.take``): a dirty build needs it to match it (``dirty.can_reuse``)."""
+    placeholders: bool | None = None
+    """Whether the tree may hold placeholders made while the engine runs (``render.assemble.deferred``): True when
+    the engine builds the whole site anyway, False when it could rebuild only what changed (placeholders then only
+    for ``deferred.LATER_MIN`` charts or more), None when it may not (no engine, or one that cannot take them)."""
+    assets: Path | None = None
+    """Where assets made at build time are kept between builds (``ASSETS_CACHE``); None: made afresh, not kept."""
+    previous: dict[str, list[Any]] | None = None
+    """Evidence id -> the key and files of its page as the tree already holds them
+    (``render.assemble.incremental.read_units``); None: every evidence page is made."""
+    cache: incremental.PageCache | None = None
+    """Rendered pages by input key (``render.assemble.incremental.PageCache``)."""
+    derived: incremental.DerivedCache | None = None
+    """Fits, charts and tables kept between builds (``render.assemble.incremental.DerivedCache``)."""
     later: DeferredWork | None = None
     """What makes the files that hold placeholders while the site engine runs (``render.assemble.deferred``); None:
-    none do."""
+    every file is made before the tree is written."""
+    prepared: dict[str, Prepared] | None = None
+    """Evidence pages made apart while the records rendered (``stages.prepare_evidence_pages``), less their lists."""
+
+    @classmethod
+    def begin(
+        cls,
+        paths: BuildPaths,
+        site: bool = True,
+        clean: bool = True,
+        full: bool = False,
+        reuse: bool = False,
+        engine: str = engines.DEFAULT,
+        started: engines.RunningEngine | None = None,
+    ) -> BuildRun:
+        """A build's run, under its lock: the inputs' digest, the last site's state (taken, so a build that stops
+        anywhere leaves none; saved again once a site is swapped in) and whether the tree may hold placeholders."""
+        inputs = sitedir.inputs_digest(paths.docs, paths.archive, paths.config)
+        saved = dirty.take(paths.build)
+        placeholders = None
+        if site and engine in LATER_ENGINES:
+            placeholders = full or not paths.site.is_dir() or saved is None  # True: the engine builds it all anyway
+        return cls(
+            site=site,
+            clean=clean,
+            full=full,
+            reuse=reuse,
+            engine=engine,
+            started=started,
+            inputs=inputs,
+            saved=saved,
+            placeholders=placeholders,
+            assets=paths.build / ASSETS_CACHE,
+        )
 
 
 @dataclass(frozen=True)
