@@ -188,7 +188,7 @@ def test_fit_json_carries_its_confidence_intervals() -> None:
 
 
 def test_the_footer_date_is_the_build_day_unless_source_date_epoch_says(monkeypatch) -> None:
-    from render.assemble.stages import footer_epoch
+    from render.assemble.dates import footer_epoch
 
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     assert footer_epoch(now=1764590400.5) == 1764547200  # 2025-12-01 12:00:00.5 UTC -> that day's midnight

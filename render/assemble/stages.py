@@ -3,26 +3,21 @@
 ``load_evidence`` (verify + parse the archive) -> ``load_sources`` (front matter, records) ->
 ``lint`` -> ``render_pages`` (templates call the derivations; every number becomes a ledger
 row; charts and tables are written beside their page) -> ``generate_pages`` (evidence pages,
-indexes, Changes) -> ``write_tree`` -> ``write_config`` -> ``make_site`` (the site engine,
-mkdocs-material or Zensical, in a subprocess: ``render.site.engines``; the sanitizer; the swap).
+indexes, Changes) -> ``write_tree`` -> ``write_config`` -> ``make_site`` (``render.assemble.site_stage``: the
+site engine, mkdocs-material or Zensical, in a subprocess: ``render.site.engines``; the sanitizer; the swap).
 Render's output is a plain Markdown tree plus a plain ``mkdocs.yml`` (the root one with a
 generated ``nav``), so the site engine stays swappable: nothing depends on mkdocs plugins or hooks.
 
 Two builds of the same archive and sources give byte-identical sites: every stage is ordered,
 and the engine runs with ``SOURCE_DATE_EPOCH`` (the caller's, else the newest date in the evidence
-and records, so no wall-clock time enters the site).
+and records, so no wall-clock time enters the site: ``render.assemble.dates``).
 """
 
 from __future__ import annotations
 
-import calendar
-import datetime as _dt
 import hashlib
 import json
 import logging
-import os
-import shutil
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,10 +25,12 @@ from typing import Any
 from measure.evidence.files import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
-from render.assemble import dirty, histories, incremental, kept
+from render.assemble import histories, incremental, kept
 from render.assemble import pages as page_render
 from render.assemble import parallel as page_pool
-from render.assemble.deferred import LATER_MIN, DeferredWork, write_made
+from render.assemble.dates import footer_epoch, source_date_epoch
+from render.assemble.deferred import LATER_MIN, DeferredWork
+from render.assemble.site_stage import make_site, owned_or_empty
 from render.assemble.types import ASSETS_CACHE, BuildPaths, BuildResult, BuildRun, Tree
 from render.errors import BuildError
 from render.evidence import index as evidence_index
@@ -51,7 +48,6 @@ from render.pages import (
     history,
     layout,
     lessons,
-    limits,
     lint,
     notices,
     provenance,
@@ -61,15 +57,14 @@ from render.pages import sources as sourcesmod
 from render.pages.prose import check_links
 from render.pages.sandbox import make_environment
 from render.pages.sources import Sources
-from render.site import engines, sanitize
+from render.site import engines
 from render.site import folder as sitedir
 from render.site.assets import CHARTS, chart_manifest
-from render.site.config import write_config, writes_pages_once
+from render.site.config import write_config
 
 log = logging.getLogger(__name__)
 
 TREE_MARKER = ".probebook-tree"
-SITE_MARKER = ".probebook-site"
 EVIDENCE_CHUNK = 100
 """Evidence pages made per task when workers make them (``render.assemble.parallel``): enough to outweigh a
 task's cost."""
@@ -285,11 +280,6 @@ def generate_pages(
 # -- stage 6 and 7: write the tree and the config (``render.site.config``) ----------------------
 
 
-def _owned_or_empty(folder: Path, marker: str, what: str) -> None:
-    if folder.exists() and any(folder.iterdir()) and not (folder / marker).exists():
-        raise BuildError(f"{folder} holds files render did not write; give {what} an empty or new folder")
-
-
 def _legend(rel: str, data: bytes) -> bytes:
     """A Markdown page with the legend of the signs it shows (``render.numbers.legend``), added once its text is
     whole (a page's indexes and results are appended after it renders)."""
@@ -303,136 +293,10 @@ def write_tree(tree: Tree, out: Path) -> list[str]:
 
     Only files whose bytes changed are rewritten (``render.assemble.incremental.write_tree``); returns their paths.
     """
-    _owned_or_empty(out, TREE_MARKER, "the build folder")
+    owned_or_empty(out, TREE_MARKER, "the build folder")
     # no page meta from prose; render's own keeps superseded versions out of the search index
     files = {rel: layout.sealed(rel, _legend(rel, data), rel in tree.unsearched) for rel, data in tree.files.items()}
     return incremental.write_tree(files, out, out.parent / incremental.TREE_MANIFEST, TREE_MARKER, tree.kept)
-
-
-# -- stage 8: the site engine ---------------------------------------------------------------
-
-
-def _given_epoch() -> int | None:
-    """``$SOURCE_DATE_EPOCH`` as a whole number of seconds, or None when it is not set."""
-    given = os.environ.get("SOURCE_DATE_EPOCH")
-    if given is None:
-        return None
-    try:
-        epoch = int(given)
-    except ValueError:
-        raise BuildError(f"SOURCE_DATE_EPOCH={given!r} is not a whole number of seconds") from None
-    low, high = limits.EPOCH_RANGE  # the sitemap's gzip header holds a 32-bit time
-    if not low <= epoch <= high:
-        raise BuildError(f"SOURCE_DATE_EPOCH={given[:40]!r} is outside {low}..{high} (1970 to 2106)")
-    return epoch
-
-
-def source_date_epoch(evidence: Archive, src: Sources) -> int:
-    """``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the newest evidence or record date (0 if none).
-
-    Either must lie in ``limits.EPOCH_RANGE`` (the sitemap's gzip header holds a 32-bit time)."""
-    low, high = limits.EPOCH_RANGE
-    given = _given_epoch()
-    if given is not None:
-        return given
-    dates = [(d["created_at"][:10], f"evidence {i}") for i, d in evidence.docs.items()]
-    dates += [(p.date, str(p.path)) for p in src.pages if p.date]
-    if not dates:
-        return 0
-    day, where = max(dates)
-    epoch = calendar.timegm(_dt.date.fromisoformat(day).timetuple())
-    if not low <= epoch <= high:
-        raise BuildError(f"{where}: dated {day}, outside the dates a site can carry (1970-01-01 to 2106-02-07)")
-    return epoch
-
-
-def footer_epoch(now: float | None = None) -> int:
-    """The date the footer's "Built ..." names: ``$SOURCE_DATE_EPOCH`` if set, else midnight UTC of the day of
-    the build (``now``, default the clock). Not the newest evidence date, which ``source_date_epoch`` gives the
-    engine for reproducible files: a footer saying "Built" on a day the site was not built misleads (issue 29).
-    A day, not a second, so builds of one day stay byte-identical."""
-    given = _given_epoch()
-    if given is not None:
-        return given
-    moment = _dt.datetime.fromtimestamp(time.time() if now is None else now, _dt.timezone.utc)
-    return calendar.timegm(moment.date().timetuple())
-
-
-def make_site(paths: BuildPaths, run: BuildRun, tree: Tree, epoch: int) -> bool:
-    """Engine, sanitizer and stamp in a folder beside ``paths.site``, then swapped in whole (``render.site.folder``).
-
-    Unless ``run.full``, the engine rebuilds only the pages of the tree files this build rewrote when
-    ``render.assemble.dirty`` finds that exact against ``run.saved``, the last build's state; returns whether it
-    did. ``run.clean=False`` skips the sanitizer. Zensical (``run.engine``) has no dirty builds: it rebuilds what
-    changed from its own cache (``render.site.engines``), cleared by ``run.full``. Files of ``tree`` made later
-    (``run.later``, ``render.assemble.deferred``) are made while the engine runs, on the whole site.
-    """
-    _owned_or_empty(paths.site, SITE_MARKER, "--out")
-    chosen = engines.get(run.engine)
-    config = paths.build / "mkdocs.yml"
-    tree_files = json.loads((paths.build / incremental.TREE_MANIFEST).read_bytes())
-    now = dirty.state_for(chosen.name, config, list(tree_files), epoch, run.clean, run.inputs)
-    later, rewritten, clean, started = run.later, tree.rewritten, run.clean, run.started
-    sweep = None
-    reuse = (
-        later is None
-        and rewritten is not None
-        and chosen.dirty_builds
-        and clean
-        and not run.full
-        and paths.site.is_dir()
-        and dirty.can_reuse(run.saved, paths.site, now)
-    )
-    out = sitedir.temp_folder(paths.site)
-    try:
-        if reuse:
-            seen = dirty.copy_site(paths.site, out, rewritten or [])
-            _run_engine(chosen, config, out, epoch, True, started)
-            started = None  # used: a second run starts its own
-            changed = dirty.changed_since(out, seen)
-            index = dirty.SEARCH_INDEX
-            pages = {dirty.site_path(rel) for rel in rewritten or [] if rel.endswith(".md")}
-            reuse = changed is not None and dirty.merge_search_index(paths.site / index, out / index, pages)
-            if reuse:
-                sanitize.clean_site(out, only=changed)
-            else:  # a page's search entries cannot be placed, or a linked file was written: build it all
-                shutil.rmtree(out)
-                out.mkdir()
-        if not reuse:
-            if later is not None:  # while the engine runs: draw, make, clean what it wrote
-                sweep = sanitize.BackgroundSanitizer(out, chosen.theme) if clean and writes_pages_once(config) else None
-                later.start(tree.files, paths.tree, paths.build / incremental.TREE_MANIFEST, sweep)
-            _run_engine(chosen, config, out, epoch, not run.full, started)
-            if later is not None:
-                later.finish()
-                write_made(later.replaced, out)
-            if clean:
-                sanitize.clean_site(out, theme=chosen.theme, swept=sweep)
-        sitedir.relative_404(out)
-        (out / SITE_MARKER).write_text("built by probebook; the whole folder is replaced at every build\n")
-        sitedir.stamp(out, run.inputs, chosen.name)
-        sitedir.swap_in(out, paths.site)
-        dirty.save(paths.build, now)
-    finally:
-        if later is not None:
-            later.cancel()  # the engine failed: stop drawing
-        if out.exists():
-            shutil.rmtree(out, ignore_errors=True)
-    return reuse
-
-
-def _run_engine(
-    chosen: engines.Engine,
-    config: Path,
-    out: Path,
-    epoch: int,
-    incremental: bool,
-    started: engines.RunningEngine | None,
-) -> None:
-    try:
-        chosen.run(config, out, epoch, incremental, started)
-    except engines.EngineError as exc:
-        raise BuildError(str(exc)) from None
 
 
 # -- the pipeline ------------------------------------------------------------------------------

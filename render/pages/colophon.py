@@ -4,9 +4,9 @@ It goes into the generated ``mkdocs.yml`` as ``copyright``, which mkdocs-materia
 in the footer, so no theme override or plugin is needed and the engine stays swappable (ARCHITECTURE.md
 §The build). Every part is a function of the build's inputs, so two builds of one commit stay byte-identical
 (ARCHITECTURE.md §Invariants, item 5): the date is ``SOURCE_DATE_EPOCH`` (else the newest evidence or record
-date, ``build.source_date_epoch``), the commit is git's for the repository that holds the sources folder, and
-the ledger hash is the SHA-256 of ``ledger.json``'s rows. The text holds only digits, hex, letters and ``-:·``,
-so it needs no escaping wherever a theme prints it.
+date, ``render.assemble.dates.source_date_epoch``), the commit is git's for the repository that holds the sources
+folder, and the ledger hash is the SHA-256 of ``ledger.json``'s rows. The text holds only digits, hex, letters and
+``-:·``, so it needs no escaping wherever a theme prints it.
 
 No code runs from the sources (issue 25, item 4): git reads a repository's own config, and ``core.fsmonitor``
 there names a command that ``git status`` runs, so a ``docs/.git`` planted by a pull request or an unpacked
