@@ -136,7 +136,7 @@ class TestSpecValues:
             ({"config": {**BASE["config"], "windows": "3"}}, "config.windows must be int"),
             ({"config": {**BASE["config"], "dtype": "bf16\nx"}}, "config.dtype must be str"),
             ({"config": {**BASE["config"], "seed": 10**30}}, "config.seed must be int"),
-            ({"config": {**BASE["config"], "warmup": [1]}}, "config.warmup must be int"),
+            ({"config": {**BASE["config"], "warmup": [1]}}, "config.warmup must be one value, not a list"),
         ],
     )
     def test_refused_naming_the_field(self, change: dict[str, Any], field: str) -> None:
