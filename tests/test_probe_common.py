@@ -66,9 +66,11 @@ def test_configure_optimizer_sets_the_groups_and_clips_inside_the_step_before_th
     settings = common.configure_optimizer(types.SimpleNamespace(optimizer=opt, name="linear"), config, "cpu")
     assert settings == {"betas": [0.8, 0.95], "weight_decay": 0.01, "lr": 1e-3, "clip_max_norm": 0.5}
     norms: list[float] = []  # registered after the clip's hook, so it sees what the update will use
-    opt.register_step_pre_hook(
-        lambda *_: norms.append(float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))))
-    )
+
+    def seen(*_: object) -> None:
+        norms.append(float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))))
+
+    opt.register_step_pre_hook(seen)
     (model(torch.ones(2, 4)) * 1000).sum().backward()  # a gradient far above the clip
     opt.step()
     assert norms == [pytest.approx(0.5, rel=1e-4)]

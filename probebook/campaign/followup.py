@@ -72,7 +72,7 @@ def points_from(
         raise ProbebookError(f"--optimizer-mode must be one of {', '.join(MODES)}, got {mode!r}")
     # a key a sweep's point config lacks (planned before the sweep took it) ran at batch-sweep's default there, so
     # the instrumented worker takes that default too, never the optimizer probe's own (its clip is 1.0, the sweep's 0)
-    swept = {f.name: f.default for f in dataclasses.fields(batch_sweep.Config)}
+    swept: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(batch_sweep.Config)}
 
     ident, manifest = load_manifest(sweep)
     if manifest["params"].get("probe") != "batch-sweep" or manifest["data"].get("kind"):
