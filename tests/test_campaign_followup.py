@@ -1,6 +1,7 @@
 """The optimizer-timing follow-up of a finished batch sweep on CPU through the local executor: what it inherits,
-where its curves stop, both workers' evidence per point, a clean audit, a failure blocking only its curve, and
-the refusals (an unfinished sweep, a spec given with the flag)."""
+where its curves stop, the sweep's optimizer settings in both workers, both workers' evidence per point, a clean
+audit, a failure blocking only its curve, and the refusals (an unfinished sweep, a spec given with the flag,
+``--optimizer-mode captured`` over a CPU sweep)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,16 @@ def sweep_spec(path: Path) -> Path:
     doc = {
         "campaign": "tiny-sweep",
         "probe": "batch-sweep",
-        "config": {"device": "cpu", "warmup": 1, "windows": 2, "iters": 1},
+        # the optimizer settings the follow-up inherits (batch-sweep v3 takes the optimizer probe's)
+        "config": {
+            "device": "cpu",
+            "warmup": 1,
+            "windows": 2,
+            "iters": 1,
+            "clip": 0.5,
+            "beta1": 0.85,
+            "weight_decay": 0.05,
+        },
         "grid": {"preset": ["tiny"], "context": [32, 64]},
         "walk": {"start_batch": 1, "max_tokens": 128},
         "executor": {"max_concurrent": 2, "point_timeout_s": 240, "grace_s": 60},
@@ -64,6 +74,15 @@ def test_the_followup_inherits_the_sweep_and_stops_at_its_largest_fitting_batch(
     b4 = next(p for p in doc["data"]["points"] if p["key"] == "tiny-s32-b4")
     assert (b4["optimizer_config"]["batch"], b4["optimizer_config"]["seq_len"]) == (4, 32)
     assert b4["optimizer_config"]["windows"] == 2
+    # the sweep's optimizer settings, never the optimizer probe's defaults (its clip is 1.0), and today's eager mode
+    assert {k: b4["optimizer_config"][k] for k in ("clip", "beta1", "beta2", "weight_decay", "mode")} == {
+        "clip": 0.5,
+        "beta1": 0.85,
+        "beta2": None,
+        "weight_decay": 0.05,
+        "mode": "eager",
+    }
+    assert doc["data"]["optimizer_mode"] == "eager"
 
 
 def test_each_point_stores_its_baseline_and_instrumented_evidence_and_audits_clean(followed, tmp_path):
@@ -81,6 +100,12 @@ def test_each_point_stores_its_baseline_and_instrumented_evidence_and_audits_cle
         assert (timed["params"]["batch"], timed["params"]["seq_len"]) == (receipt["batch"], int(key[6:8]))
         assert 0 < result["optimizer_share"] < 1
         assert result["overhead_verdict"] == timed["data"]["summary"]["overhead_verdict"]  # optimizer v3's flag
+        assert result["optimizer_mode"] == timed["params"]["mode"] == "eager"
+        # both workers ran the sweep's optimizer settings
+        assert timed["params"]["optimizer_settings"]["betas"][0] == 0.85
+        assert timed["params"]["optimizer_settings"]["weight_decay"] == 0.05
+        assert timed["data"]["summary"]["clip_max_norm"] == 0.5
+        assert base["data"]["optimizer_settings"] == {**timed["params"]["optimizer_settings"], "clip_max_norm": 0.5}
     out = run_cli("--archive", str(tmp_path / "a"), "campaign", "audit", str(follow))
     assert out.returncode == 0, out.stdout + out.stderr
     assert out.stdout == ""
@@ -222,3 +247,27 @@ def test_presets_selects_curves_records_the_selection_and_refuses_an_unmeasured_
     assert not (tmp_path / "x").exists()
     out = run_cli("campaign", "plan", str(tmp_path / "spec.yaml"), "--presets", "tiny", "--output", str(tmp_path / "y"))
     assert out.returncode == 2 and "only with --optimizer-timing-from" in out.stderr
+
+
+def test_captured_mode_over_a_cpu_sweep_is_refused_at_plan_time_and_writes_nothing(followed, tmp_path):
+    sweep, _follow, _log = followed
+    folder = tmp_path / "captured"
+    out = run_cli(
+        "campaign",
+        "plan",
+        "--optimizer-timing-from",
+        str(sweep),
+        "--optimizer-mode",
+        "captured",
+        "--output",
+        str(folder),
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].endswith(
+        f"{sweep}: --optimizer-mode captured: the sweep ran on the CPU and captured mode replays a CUDA graph; "
+        "use --optimizer-mode eager"
+    )
+    assert not folder.exists()
+    out = run_cli("campaign", "plan", str(tmp_path / "s.yaml"), "--optimizer-mode", "eager", "--output", str(folder))
+    assert out.returncode == 2 and "--optimizer-mode: only with --optimizer-timing-from" in out.stderr

@@ -215,6 +215,30 @@ def test_batch_sweep_walks_each_context_to_the_cap(cli, archive):
 
 
 @pytest.mark.slow
+def test_batch_sweep_takes_the_optimizer_probes_settings_and_records_what_the_optimizer_held(cli, archive):
+    # version 3: --beta1/--weight-decay set on the tiny preset's AdamW groups, --clip clipping inside every step
+    args = ["--contexts", "32", "--max-tokens", "32", "--beta1", "0.85", "--weight-decay", "0.05", "--clip", "0.5"]
+    doc = stored(cli, archive, "batch-sweep", *FAST, *args)
+    assert doc["probe_version"] == 3
+    assert {k: doc["params"][k] for k in ("clip", "beta1", "beta2", "weight_decay")} == {
+        "clip": 0.5,
+        "beta1": 0.85,
+        "beta2": None,
+        "weight_decay": 0.05,
+    }
+    settings = doc["data"]["optimizer_settings"]  # read from the optimizer's group 0 after the settings were set
+    assert settings["betas"][0] == 0.85 and settings["betas"][1] != 0.85 and settings["weight_decay"] == 0.05
+    assert settings["clip_max_norm"] == 0.5 and settings["lr"] > 0
+    assert [r["status"] for r in doc["data"]["samples"]] == ["ok"]
+    # the default is the earlier step: the workload's own betas and weight decay, no clip
+    plain = stored(cli, archive, "batch-sweep", *FAST, "--contexts", "32", "--max-tokens", "32")
+    assert plain["params"]["clip"] == 0.0 and plain["data"]["optimizer_settings"]["clip_max_norm"] is None
+    assert plain["data"]["optimizer_settings"]["betas"][0] != 0.85
+    bad = cli("--archive", str(archive), "measure", "batch-sweep", *FAST, "--contexts", "32", "--beta2", "1.5")
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].endswith("--beta2 must be in [0, 1), got 1.5")
+
+
+@pytest.mark.slow
 def test_batch_sweep_sizes_its_windows_by_time(cli, archive):
     # version 2: the last warm-up step is timed and every window runs the calls that fill window_s
     args = [a if a != "2" else "3" for a in FAST]  # three windows
@@ -232,7 +256,7 @@ def test_batch_sweep_sizes_its_windows_by_time(cli, archive):
         "--window-s",
         "0.05",
     )
-    assert doc["probe_version"] == 2 and doc["params"]["window_s"] == 0.05
+    assert doc["probe_version"] == 3 and doc["params"]["window_s"] == 0.05
     for row in doc["data"]["samples"]:
         assert row["calibration_step_s"] > 0
         assert row["window_iters"] == calls_per_window(0.05, row["calibration_step_s"], 1)

@@ -22,6 +22,10 @@ with the columns render reads (``model``, ``params``, ``context``, ``batch``, ``
 * On CPU nothing is faked: the peak is the process's peak RSS (``linux-vmhwm``) and the walk stops
   at the cap with ``ok`` rows, unless ``cpu_memory_limit_bytes`` gives every point process a real
   address-space limit (``RLIMIT_AS``), past which an allocation genuinely fails: an OOM boundary.
+* Optimizer settings (version 3): ``--beta1``/``--beta2``/``--weight-decay`` are set on the workload optimizer's param
+  groups and ``--clip`` clips inside every step from a step pre-hook, exactly as the ``optimizer`` probe does
+  (``common.OptimizerFields``); the default is the workload's own settings and no clip, as versions 1 and 2 ran.
+  What group 0 held and the clip land in ``data.optimizer_settings``.
 * A sweep that changes nothing is a bug (ARCHITECTURE.md §Lessons): the child counts the elements of the batch
   it built; a context whose batches all hold the same number of elements (``make_batch`` ignored
   the batch size), or whose ok points all show the same peak and step time, is stored ``failed``.
@@ -45,6 +49,8 @@ from measure.peakmem import PHASES as PEAK_PHASES
 from measure.probes.common import (
     BudgetSpent,
     CommonConfig,
+    OptimizerFields,
+    configure_optimizer,
     mark_engagement,
     positive,
     record_facts,
@@ -57,7 +63,9 @@ from measure.timing import energy_field
 log = logging.getLogger(__name__)
 
 PROBE = "batch-sweep"
-VERSION = 2  # 2: window_s sizes windows by time; the observe profile is parsed off the device
+VERSION = 3  # 2: window_s sizes windows by time; the observe profile is parsed off the device
+# 3: the optimizer settings (--clip, --beta1, --beta2, --weight-decay; common.OptimizerFields) in params, and what the
+# optimizer held in data.optimizer_settings
 HELP = (
     "Peak memory and tokens/s while the batch doubles at each context, up to the first OOM or a cap; one "
     "fresh process per point."
@@ -71,8 +79,8 @@ CPU_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
-class Config(CommonConfig, WatchFields):
-    """Options of the batch-sweep probe."""
+class Config(CommonConfig, WatchFields, OptimizerFields):
+    """Options of the batch-sweep probe (its optimizer settings: ``common.OptimizerFields``, no clip by default)."""
 
     SESSIONED = False  # each point already runs in a fresh process; a sweep's rows are one per point
 
@@ -96,6 +104,7 @@ class Config(CommonConfig, WatchFields):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self.check_optimizer_settings()
         if self.contexts is not None:
             if not self.contexts or min(self.contexts) < 1:
                 raise ProbebookError(f"--contexts must be positive integers, got {list(self.contexts)}")
@@ -207,6 +216,7 @@ def measure_on_device(spec: dict[str, Any], facts: dict[str, Any], trace: list[A
         with torch.device(device):  # weights are made where they live: no host init, no copy
             workload = load_workload(config.workload_options(device), config.workload)
         facts.update(workload_facts(workload))
+        facts["optimizer_settings"] = configure_optimizer(workload, config, device)
         batch = workload.make_batch(b, s)
         facts["batch_elements"] = _elements(batch)
         if config.cpu_memory_limit_bytes:
@@ -355,6 +365,10 @@ def _take(
     assert n_params is not None  # a missing count became a failure above
     if "workload_name" not in rec.params and "workload_source" in result:
         record_facts(rec, result)
+    if "optimizer_settings" not in rec.data and "optimizer_settings" in result:
+        # beside params, not in them (version 3): what the optimizer held is observed, and a new param would change
+        # the run's configuration key (measure.evidence.configkey)
+        rec.data["optimizer_settings"] = result["optimizer_settings"]
     row = _row(model, n_params, s, b, result, outcome)
     if row["status"] == "ok" and row["sdpa_backend"] is not None:  # observed (a point measured by a job may not be)
         mark_engagement(

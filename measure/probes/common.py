@@ -79,6 +79,94 @@ class OneStepConfig(CommonConfig):
         return (self.batch or (4 if device == "cuda" else 2), self.seq_len or (2048 if device == "cuda" else 128))
 
 
+@dataclass(frozen=True)
+class OptimizerFields:
+    """The optimizer settings of the probes that run the workload's training step (optimizer, batch-sweep), declared
+    here only: ``apply_hyperparameters`` sets them on the optimizer's param groups and ``clipper`` clips inside the
+    step, so both probes run the same update for the same options."""
+
+    clip: float = 0.0
+    """Clip the gradients' total norm to this inside every step, just before the update (clip_grad_norm_ from an
+    optimizer step pre-hook); 0 (the default) turns clipping off, as the workload's own step does not clip."""
+    beta1: float | None = None
+    """Adam beta1 set on the optimizer's param groups (None: the workload's own)."""
+    beta2: float | None = None
+    """Adam beta2 set on the optimizer's param groups (None: the workload's own)."""
+    weight_decay: float | None = None
+    """Weight decay set on the optimizer's param groups (None: the workload's own)."""
+
+    def check_optimizer_settings(self) -> None:
+        """Refuse a negative clip, a beta outside [0, 1) or a negative weight decay, in one line naming the option."""
+        if self.clip < 0:
+            raise ProbebookError(f"--clip must be >= 0 (0 turns clipping off), got {self.clip}")
+        for name in ("beta1", "beta2"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < 1:
+                raise ProbebookError(f"--{name} must be in [0, 1), got {value}")
+        if self.weight_decay is not None and self.weight_decay < 0:
+            raise ProbebookError(f"--weight-decay must be >= 0, got {self.weight_decay}")
+
+    def sets_optimizer(self) -> bool:
+        """Whether any setting reaches the optimizer (a clip, or a beta or weight decay given)."""
+        return self.clip > 0 or any(v is not None for v in (self.beta1, self.beta2, self.weight_decay))
+
+
+def apply_hyperparameters(optimizer: Any, config: OptimizerFields) -> dict[str, Any]:
+    """Set ``--beta1``/``--beta2``/``--weight-decay`` where given on every param group; return what group 0 holds."""
+    for group in optimizer.param_groups:
+        if "betas" in group and (config.beta1 is not None or config.beta2 is not None):
+            b1, b2 = group["betas"]
+            group["betas"] = (
+                b1 if config.beta1 is None else config.beta1,
+                b2 if config.beta2 is None else config.beta2,
+            )
+        if config.weight_decay is not None and "weight_decay" in group:
+            group["weight_decay"] = config.weight_decay
+    first = optimizer.param_groups[0]
+    betas = first.get("betas")
+    return {
+        "betas": [float(b) for b in betas] if betas is not None else None,
+        "weight_decay": first.get("weight_decay"),
+        "lr": float(first["lr"]) if "lr" in first else None,
+    }
+
+
+def clipper(optimizer: Any, max_norm: float, device: str) -> Any:
+    """The clip both probes run inside the step: ``clip_grad_norm_`` to ``max_norm`` over the optimizer's parameters
+    (a no-op at 0). A probe calls it from an optimizer step pre-hook, so it runs just before the update, inside the
+    real step, for any workload."""
+    import torch
+
+    trained = [p for group in optimizer.param_groups for p in group["params"]]
+
+    def clip() -> None:
+        if max_norm > 0:  # foreach: the norm stays on the device, no host sync (also inside a capture)
+            torch.nn.utils.clip_grad_norm_(trained, max_norm=max_norm, foreach=device == "cuda" or None)
+
+    return clip
+
+
+def configure_optimizer(workload: Any, config: OptimizerFields, device: str) -> dict[str, Any] | None:
+    """Set the optimizer settings on the workload's optimizer for every step it will take (batch-sweep): betas and
+    weight decay on its param groups (``apply_hyperparameters``) and, with ``--clip``, the clip as a step pre-hook
+    (inside every step, captured with it under ``--cuda-graph``), as the optimizer probe's arms run it. Returns what
+    group 0 holds and the clip (None for a workload that does not expose its optimizer and was given no setting);
+    a setting it cannot reach is refused in one line."""
+    opt = workload.optimizer
+    if opt is None:
+        if config.sets_optimizer():
+            raise ProbebookError(
+                f"--clip/--beta1/--beta2/--weight-decay: workload {workload.name} does not expose its optimizer; "
+                "return it as the 4th item of the factory's tuple (or Workload.optimizer), or drop them"
+            )
+        return None
+    settings = {**apply_hyperparameters(opt, config), "clip_max_norm": config.clip or None}
+    if config.clip > 0:
+        clip = clipper(opt, config.clip, device)
+        opt.register_step_pre_hook(lambda *_: clip())  # lives as long as this point's optimizer
+    return settings
+
+
 PARAM_FACTS = ("workload_name", "n_params", "n_params_trainable", "n_params_total")
 WORKLOAD_FACTS = ("vocab", "loss_precision")
 """Facts of the workload recorded in ``data.workload`` (issue 43: the vocabulary and the loss's precision)."""

@@ -50,7 +50,14 @@ from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence
 from measure.integrity import WatchFields
 from measure.options import option
-from measure.probes.common import OneStepConfig, mark_engagement, record_workload
+from measure.probes.common import (
+    OneStepConfig,
+    OptimizerFields,
+    apply_hyperparameters,
+    clipper,
+    mark_engagement,
+    record_workload,
+)
 from measure.run.runner import Recorder, execute
 from measure.run.sessions import in_sessions
 from measure.timing import energy_field
@@ -64,32 +71,20 @@ EXAMPLE = "probebook measure optimizer --preset 250m"
 
 
 @dataclass(frozen=True)
-class Config(OneStepConfig, WatchFields):
-    """Options of the optimizer probe."""
+class Config(OneStepConfig, WatchFields, OptimizerFields):
+    """Options of the optimizer probe (its optimizer settings: ``common.OptimizerFields``)."""
 
     windows: int = option(WINDOWS, aliases=("--rounds",))
     """Interleaved rounds: every arm runs once per round, in the same order (``--rounds`` is the same option)."""
     mode: str = option("eager", choices=MODES)
     """eager: CUDA events at the optimizer hooks in the real step; captured: paired replay of the update graph."""
-    clip: float = 1.0
-    """Clip the gradients' total norm to this before every update (clip_grad_norm_); 0 turns clipping off."""
-    beta1: float | None = None
-    """Adam beta1 set on the optimizer's param groups (None: the workload's own)."""
-    beta2: float | None = None
-    """Adam beta2 set on the optimizer's param groups (None: the workload's own)."""
-    weight_decay: float | None = None
-    """Weight decay set on the optimizer's param groups (None: the workload's own)."""
+    clip: float = 1.0  # the sweep protocol's clip, where OptimizerFields (batch-sweep) defaults to none
+    """Clip the gradients' total norm to this inside every step, just before the update (clip_grad_norm_ from an
+    optimizer step pre-hook); 0 turns clipping off (default 1.0, the original sweep protocol's)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.clip < 0:
-            raise ProbebookError(f"--clip must be >= 0 (0 turns clipping off), got {self.clip}")
-        for name in ("beta1", "beta2"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < 1:
-                raise ProbebookError(f"--{name} must be in [0, 1), got {value}")
-        if self.weight_decay is not None and self.weight_decay < 0:
-            raise ProbebookError(f"--weight-decay must be >= 0, got {self.weight_decay}")
+        self.check_optimizer_settings()
         if self.mode == "captured":
             if self.device == "cpu":
                 raise ProbebookError(CPU_REFUSAL)
@@ -151,26 +146,6 @@ def overhead_fields(overhead: float, pairs: list[tuple[float, float]]) -> dict[s
     }
 
 
-def apply_hyperparameters(optimizer: Any, config: Config) -> dict[str, Any]:
-    """Set ``--beta1``/``--beta2``/``--weight-decay`` where given on every param group; return what group 0 holds."""
-    for group in optimizer.param_groups:
-        if "betas" in group and (config.beta1 is not None or config.beta2 is not None):
-            b1, b2 = group["betas"]
-            group["betas"] = (
-                b1 if config.beta1 is None else config.beta1,
-                b2 if config.beta2 is None else config.beta2,
-            )
-        if config.weight_decay is not None and "weight_decay" in group:
-            group["weight_decay"] = config.weight_decay
-    first = optimizer.param_groups[0]
-    betas = first.get("betas")
-    return {
-        "betas": [float(b) for b in betas] if betas is not None else None,
-        "weight_decay": first.get("weight_decay"),
-        "lr": float(first["lr"]) if "lr" in first else None,
-    }
-
-
 @in_sessions
 def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence:
     """Interleave instrumented and baseline steps; return the evidence (not stored)."""
@@ -197,11 +172,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rec.params["optimizer_class"] = type(opt).__name__
         rec.params["optimizer_settings"] = apply_hyperparameters(opt, config)
         data = workload.make_batch(batch, seq_len)
-        trained = [p for group in opt.param_groups for p in group["params"]]
-
-        def clip() -> None:
-            if config.clip > 0:  # foreach: the norm stays on the device, no host sync (also inside a capture)
-                torch.nn.utils.clip_grad_norm_(trained, max_norm=config.clip, foreach=device == "cuda" or None)
+        clip = clipper(opt, config.clip, device)
 
         def clipped(fn: Any) -> Any:
             """``fn`` with the clip registered as a step pre-hook (removed after)."""

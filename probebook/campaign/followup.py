@@ -9,7 +9,9 @@ is not a boundary but a finding: the point is recorded failed and its curve bloc
 
 Each point's job pairs an uninstrumented baseline worker (the sweep's own measurement at that
 batch, ``batch_sweep.measure_here``) with an instrumented one (the ``optimizer`` probe at the same
-shape) and stores both as evidence; the receipt's result names both ids.
+shape) and stores both as evidence; the receipt's result names both ids. The instrumented worker runs the sweep's
+optimizer settings (``--clip``, betas, weight decay: ``SHARED``) and, with ``--optimizer-mode captured`` (CUDA
+only), times the original protocol's captured whole update instead of the eager step (``data.optimizer_mode``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from probebook.campaign.plan import PROBE, VERSION, frozen, load_manifest, snaps
 
 KIND = "optimizer-timing"
 SHARED = (  # the sweep's options the optimizer probe shares: the same recipe, timed with hooks
+    "beta1",
+    "beta2",
     "checkpointing",
+    "clip",
     "compile",
     "cuda_graph",
     "device",
@@ -41,20 +46,33 @@ SHARED = (  # the sweep's options the optimizer probe shares: the same recipe, t
     "sliding_window",
     "utilisation",
     "warmup",
+    "weight_decay",
     "windows",
     "workload",
 )
 
 
+MODES = ("eager", "captured")
+"""``--optimizer-mode``: the optimizer probe's ``--mode`` the instrumented worker runs (eager: hooks in the eager step;
+captured: the original protocol's captured whole update, CUDA only)."""
+
+
 def points_from(
-    sweep: Path, presets: tuple[str, ...] | None = None
+    sweep: Path, presets: tuple[str, ...] | None = None, mode: str = "eager"
 ) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
     """The sweep's manifest id and document, and the follow-up's points (each curve's ``ok`` points).
 
     ``presets`` keeps only those presets' curves (every context of each), for a follow-up of part of a
-    sweep when device time is short; a preset the sweep did not measure is refused.
+    sweep when device time is short; a preset the sweep did not measure is refused. ``mode`` is the instrumented
+    worker's ``--mode``; ``captured`` over a sweep that ran on the CPU is refused (the probe captures a CUDA graph).
     """
-    from measure.probes import optimizer
+    from measure.probes import batch_sweep, optimizer
+
+    if mode not in MODES:
+        raise ProbebookError(f"--optimizer-mode must be one of {', '.join(MODES)}, got {mode!r}")
+    # a key a sweep's point config lacks (planned before the sweep took it) ran at batch-sweep's default there, so
+    # the instrumented worker takes that default too, never the optimizer probe's own (its clip is 1.0, the sweep's 0)
+    swept: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(batch_sweep.Config)}
 
     ident, manifest = load_manifest(sweep)
     if manifest["params"].get("probe") != "batch-sweep" or manifest["data"].get("kind"):
@@ -78,10 +96,15 @@ def points_from(
         fit = [by_key[k] for k in curve["points"] if k in got and got[k]["state"] == "ok"]
         if not fit:
             raise ProbebookError(f"{sweep}: curve {curve['curve']} has no batch that fit; nothing to time")
+        if mode == "captured" and _swept_on(sweep, fit[0], got) == "cpu":
+            raise ProbebookError(
+                f"{sweep}: --optimizer-mode captured: the sweep ran on the CPU and captured mode replays a CUDA graph; "
+                "use --optimizer-mode eager"
+            )
         for index, point in enumerate(fit):
             cfg = point["config"]
-            shared = {k: cfg[k] for k in SHARED if k in cfg}
-            timed = optimizer.Config(**shared, batch=point["batch"], seq_len=point["context"])
+            shared = {k: cfg[k] if k in cfg else swept[k] for k in SHARED}
+            timed = optimizer.Config(**shared, batch=point["batch"], seq_len=point["context"], mode=mode)
             out.append(
                 {
                     **{k: point[k] for k in ("key", "curve", "preset", "context", "batch")},
@@ -94,13 +117,27 @@ def points_from(
     return ident, manifest, out
 
 
-def plan_followup(sweep: Path, folder: Path, name: str | None = None, presets: tuple[str, ...] | None = None) -> str:
+def _swept_on(sweep: Path, point: dict[str, Any], got: dict[str, Any]) -> str:
+    """The device a sweep's point ran on: as its evidence resolved it (``auto`` says nothing), else as configured."""
+    from probebook.campaign.plan import checked
+
+    ident = got[point["key"]].get("evidence")
+    try:
+        return str(checked(Store(sweep / "archive"), ident)["params"]["device"])
+    except (ProbebookError, OSError, KeyError, TypeError):  # not readable here: what the sweep was asked for
+        return str(point["config"].get("device") or "auto")
+
+
+def plan_followup(
+    sweep: Path, folder: Path, name: str | None = None, presets: tuple[str, ...] | None = None, mode: str = "eager"
+) -> str:
     """Write a new optimizer-timing campaign folder over the finished sweep ``sweep``; return its manifest id.
 
     With ``presets``, only those presets' curves are followed; the manifest records the selection
-    (``data.presets``) so a partial follow-up is never read as the whole sweep's.
+    (``data.presets``) so a partial follow-up is never read as the whole sweep's. ``mode`` (``MODES``) is the
+    instrumented worker's, recorded as ``data.optimizer_mode`` and in every point's ``optimizer_config``.
     """
-    sweep_id, sweep_doc, points = points_from(Path(sweep), presets)
+    sweep_id, sweep_doc, points = points_from(Path(sweep), presets, mode)
     folder = Path(folder)
     if folder.exists() and any(folder.iterdir()):
         raise ProbebookError(f"{folder}: not empty; plan a campaign into a new folder")
@@ -119,6 +156,7 @@ def plan_followup(sweep: Path, folder: Path, name: str | None = None, presets: t
             "kind": KIND,
             "follows": sweep_id,
             "presets": sorted(presets) if presets is not None else None,
+            "optimizer_mode": mode,
             "parallel": True,
             "points": points,
             "curves": [{"curve": c, "points": keys} for c, keys in curves.items()],
@@ -187,6 +225,7 @@ def _measure_pair(point: dict[str, Any], folder: str, gpu_lock: bool, started: f
         "params": row.get("params"),
         "optimizer_share": summary.get("optimizer_share"),
         "optimizer_median_s": summary.get("optimizer_median_s"),
+        "optimizer_mode": point["optimizer_config"].get("mode", "eager"),
         "instrumentation_overhead": summary.get("instrumentation_overhead"),
         # the instrumented run's own verdict against measure.constants.OVERHEAD_LIMIT (optimizer v3); a page judges
         # again from the run's rounds (render.derive.followup.overhead_check)
@@ -241,5 +280,10 @@ def point_findings(key: str, point: dict[str, Any], receipt: dict[str, Any], sto
             out.append(
                 f"{where}: its instrumented evidence timed batch {doc['params'].get('batch')} "
                 f"seq_len {doc['params'].get('seq_len')}"
+            )
+        elif doc["params"].get("mode", "eager") != (point.get("optimizer_config") or {}).get("mode", "eager"):
+            out.append(
+                f"{where}: its instrumented evidence ran --mode {doc['params'].get('mode', 'eager')}, not the "
+                f"manifest's {point['optimizer_config'].get('mode', 'eager')}"
             )
     return out

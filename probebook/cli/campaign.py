@@ -43,6 +43,12 @@ def register(sub: Any) -> None:
         metavar="LIST",
         help="with --optimizer-timing-from: follow only these presets' curves (comma-separated; every context of each)",
     )
+    p.add_argument(
+        "--optimizer-mode",
+        choices=("eager", "captured"),
+        help="with --optimizer-timing-from: the optimizer probe's --mode per point (default eager: hooks in the eager "
+        "step; captured: the whole update captured in one CUDA graph, CUDA sweeps only)",
+    )
     p.add_argument("--output", type=Path, metavar="DIR", help="a new, empty campaign folder (not with --estimate)")
     p.add_argument(
         "--estimate",
@@ -130,10 +136,13 @@ def _plan(args: argparse.Namespace) -> int:
         from probebook.campaign.followup import plan_followup
 
         presets = tuple(x for x in args.presets.split(",") if x) if args.presets else None
-        print(plan_followup(args.optimizer_timing_from, args.output, presets=presets))
+        mode = args.optimizer_mode or "eager"
+        print(plan_followup(args.optimizer_timing_from, args.output, presets=presets, mode=mode))
         return 0
     if args.presets is not None:
         raise ProbebookError("campaign plan --presets: only with --optimizer-timing-from DIR")
+    if args.optimizer_mode is not None:
+        raise ProbebookError("campaign plan --optimizer-mode: only with --optimizer-timing-from DIR")
     if args.spec is None:
         raise ProbebookError("campaign plan: give a spec (or --optimizer-timing-from DIR)")
     if args.estimate:

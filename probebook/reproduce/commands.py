@@ -244,8 +244,10 @@ def campaign_parts(
             follows = lookup(str(data.get("follows"))) or {}
             followed = str((follows.get("params") or {}).get("name") or "SWEEP")
             source = _runs_folder(followed)
+            mode = data.get("optimizer_mode") or "eager"  # a follow-up planned before the option ran eager
             plan_cmd = (
                 f"probebook campaign plan --optimizer-timing-from {shlex.quote(source)} --output {shlex.quote(folder)}"
+                + (f" --optimizer-mode {mode}" if mode != "eager" else "")
             )
             notes.append(f"{source}: the batch-sweep campaign it follows, run first")
         else:
