@@ -61,6 +61,10 @@ def test_optimizer_points_refuse_a_point_without_its_evidence():
         followup.optimizer_points([_point("20m-s512-b1", "sha256:gone", 0.02)], {})
     with pytest.raises(ProbebookError, match="no measured points"):
         followup.share_range([])
+    captured = _point("20m-s512-b1", "sha256:a", 0.02)
+    captured["attempts"][0]["result"]["instrumentation_overhead"] = None  # a captured-mode receipt: no hooks
+    with pytest.raises(ProbebookError, match=r"^follow-up point '20m-s512-b1' ran the captured update"):
+        followup.optimizer_points([captured], {"sha256:a": _doc("20m", 512, 1, False)})
 
 
 def test_param_counts_of_a_dense_a_lora_and_an_moe_run():

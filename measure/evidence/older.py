@@ -35,7 +35,26 @@ def for_reading(doc: dict[str, Any]) -> dict[str, Any]:
     its expert GEMM time from the annotation's GPU span, idle gaps included (``_expert_span_withdrawn``).
     A document needing none of these is returned as it is.
     """
-    return _expert_span_withdrawn(_named_comm_buckets(_observed_out_of_params(doc)))
+    return _optimizer_settings_stated(_expert_span_withdrawn(_named_comm_buckets(_observed_out_of_params(doc))))
+
+
+OPTIMIZER_SETTINGS_UNSTATED_UNTIL = 2
+"""batch-sweep's last version without optimizer settings: it ran the workload's own and never clipped."""
+OPTIMIZER_DEFAULTS = {"clip": 0.0, "beta1": None, "beta2": None, "weight_decay": None}
+"""What those versions ran, as version 3's options state it (``measure.probes.common.OptimizerFields``)."""
+
+
+def _optimizer_settings_stated(doc: dict[str, Any]) -> dict[str, Any]:
+    """batch-sweep up to ``OPTIMIZER_SETTINGS_UNSTATED_UNTIL``: its params state the settings it ran with, so its
+    configuration key is that of a version 3 run with the defaults (one series, not two)."""
+    params = doc.get("params")
+    if (
+        doc.get("probe") != "batch-sweep"
+        or doc.get("probe_version", 0) > OPTIMIZER_SETTINGS_UNSTATED_UNTIL
+        or not isinstance(params, dict)
+    ):
+        return doc
+    return {**doc, "params": {**OPTIMIZER_DEFAULTS, **params}}
 
 
 EXPERT_SPAN_UNTIL = 4

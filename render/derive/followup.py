@@ -61,6 +61,11 @@ def optimizer_points(points: list[dict[str, Any]], docs: dict[str, dict[str, Any
             raise ProbebookError(f"follow-up point {point.get('point')!r} names no baseline and instrumented evidence")
         if ident not in docs:
             raise ProbebookError(f"follow-up point {point.get('point')!r}: its evidence {ident} is not in the archive")
+        if result.get("instrumentation_overhead") is None:  # captured mode: paired replay, no hooks to cost
+            raise ProbebookError(
+                f"follow-up point {point.get('point')!r} ran the captured update (--optimizer-mode captured): it has "
+                "no instrumentation overhead, and these tables read eager follow-ups; read its share from its evidence"
+            )
         p = docs[ident].get("params") or {}
         check = (docs[ident].get("data") or {}).get("device_check") or {}
         out.append(
