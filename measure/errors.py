@@ -116,8 +116,32 @@ def run_action(action: Callable[[], int | None], prog: str) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _interrupt(signum: int, _frame: Any) -> None:
+IMPORT_RETRY_S = 0.05
+"""How long a SIGTERM that lands inside an import waits before it is raised again, seconds."""
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Raise KeyboardInterrupt, unless the signal landed inside an import: an exception raised while an extension
+    module initialises can crash the process instead of unwinding it (orjson's import segfaulted so under load, a
+    SIGTERM sent to ``campaign status --watch`` as it loaded its modules: exit -11, not 130). Then the signal is
+    sent again once ``IMPORT_RETRY_S`` has passed, until it lands outside every import."""
+    if importing(frame):
+        import os
+
+        retry = threading.Timer(IMPORT_RETRY_S, os.kill, (os.getpid(), signum))
+        retry.daemon = True
+        retry.start()
+        return
     raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
+def importing(frame: Any) -> bool:
+    """Whether ``frame`` or one of its callers runs the import machinery (``<frozen importlib._bootstrap...>``)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _term_as_interrupt() -> Any:

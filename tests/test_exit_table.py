@@ -170,3 +170,19 @@ def test_sigterm_stops_a_probe_with_its_evidence_stored_and_130(tmp_path):
     assert proc.returncode == 130, err
     assert out.strip().startswith("sha256:")  # what was measured is stored, as partial
     assert "interrupted: step-scaling evidence stored as partial" in err
+
+
+def test_a_sigterm_inside_an_import_is_sent_again_after_it_not_raised_in_it(tmp_path, monkeypatch):
+    """An exception raised while an extension initialises can crash the process (orjson's import did, exit -11), so
+    the handler tells an import's frames from the rest and waits them out."""
+    import importlib
+    import inspect
+
+    from measure.errors import importing
+
+    assert not importing(inspect.currentframe())
+    (tmp_path / "probe_import_frames.py").write_text(
+        "import inspect\nfrom measure.errors import importing\nSEEN = importing(inspect.currentframe())\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert importlib.import_module("probe_import_frames").SEEN is True

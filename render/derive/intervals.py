@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "JOINT",
@@ -68,6 +67,8 @@ def _bootstrap(
     if all(np.all(s == s[0]) for s in samples):
         value = float(statistic(*(s[np.newaxis, :] for s in samples))[0])
         return value, value
+    from scipy import stats  # here, not at the top: `campaign status` reads batch rows and never resamples
+
     with np.errstate(divide="ignore", invalid="ignore"):
         res = stats.bootstrap(
             samples,
