@@ -107,7 +107,8 @@ TABLES_JS = """
   }
   if (!box || box.tagName === 'ARTICLE') box = table.parentElement;
   const right = box.getBoundingClientRect().right;
-  const cells = [...table.querySelectorAll('tr:first-child > *')];
+  const drawn_rows = [...table.rows].filter(r => r.getClientRects().length > 0);  // an empty head row is not drawn
+  const cells = [...(drawn_rows[0] ? drawn_rows[0].cells : [])];
   const clipped = cells.filter(c => c.getBoundingClientRect().right > right + 1).map(c => c.textContent.trim());
   const style = getComputedStyle(box);
   const scrolls = /(auto|scroll)/.test(style.overflowX) && box.scrollWidth > box.clientWidth;

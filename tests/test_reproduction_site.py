@@ -378,7 +378,7 @@ def test_a_new_reproduction_rebuilds_its_record_page_incrementally(tmp_path: Pat
     text = _text(page.read_text(encoding="utf-8"))
     assert "Reproduction of 2026-12-03 On 1 × NVIDIA H200: 1 of 1 measured numbers within their uncertainty" in text
     index = _text((inc.site / "records" / "index.html").read_text(encoding="utf-8"))
-    assert "reproduced 2026-12-03: 1 of 1 measured numbers within, 0 of 0 claims flipped" in index
+    assert "yes, 2026-12-03: 1 of 1 numbers within, 0 of 0 claims flipped" in index  # the compact index's cell
     assert (inc.site / "evidence" / "comparison" / f"{added[7:]}.html").is_file()
     # the same inputs built afresh in their own folders give the same pages
     full = _paths(tmp_path / "full", archive)

@@ -79,8 +79,10 @@ async ([answer, numberLink, withTables, withCharts]) => {
         const r = c.getBoundingClientRect();
         return r.width === 0 || r.left < left - 1 || r.right > right + 1 || getComputedStyle(c).visibility === 'hidden';
       };
-      const head = [...(table.rows[0] ? table.rows[0].cells : [])];
-      const keys = [...table.rows].map(r => r.cells[0]).filter(Boolean);
+      // a row not drawn (a head row with no text, render/assets/tables.css) holds no column and no key
+      const rows = [...table.rows].filter(r => r.getClientRects().length > 0);
+      const head = [...(rows[0] ? rows[0].cells : [])];
+      const keys = rows.map(r => r.cells[0]).filter(Boolean);
       out.tables.push({section: heading(table), head: head.map(c => c.textContent.trim()),
                        hidden: head.filter(out_of).map(c => c.textContent.trim()),
                        keyHidden: keys.filter(out_of).length, rows: keys.length,
