@@ -187,9 +187,10 @@ def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
         doc = docs[ident]
         if doc.get("probe") != "gemm" or not _counted(doc) or _shape_ident(doc) != ident_of:
             continue
-        same = [g for g in gemm.gemm_shapes(_gemm_rows(ident, doc)) if g.shape == shape]
+        rows = _gemm_rows(ident, doc)
+        same = [g for g in gemm.gemm_shapes(rows) if g.shape == shape]
         if same and all((g.m, g.n, g.k) == (wanted.m, wanted.n, wanted.k) for g in same):
-            figures[ident] = gemm.gemm_ceiling_flop_s(_gemm_rows(ident, doc), shape)[1]
+            figures[ident] = gemm.gemm_ceiling_flop_s(rows, shape)[1]
     if not figures:
         raise ProbebookError(f"gemm_ceiling_series(): {ref.alias} ({ref.short}) is no finished measured session")
     keys = sorted({config_key(docs[i]).ident for i in figures})
