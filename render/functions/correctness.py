@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -190,6 +191,22 @@ def _candidate(page: Page, ref: EvidenceRef, method: str, mode: str, dtype: str,
     return correctness.Candidate(method, mode, dtype, int(number(batch, "batch")))
 
 
+def _read_candidate(
+    page: Page,
+    ref: EvidenceRef,
+    name: str,
+    read: Callable[[dict[str, Any], correctness.Candidate], dict[str, Any]],
+    pick: tuple[str, str, str, Any, bool],
+) -> tuple[Any, dict[str, Any]]:
+    """The candidate ``pick`` names (method, mode, dtype, batch, selected) and what ``read`` takes from the run for
+    it; a refusal names the page function ``name`` and the evidence."""
+    try:
+        which = _candidate(page, ref, *pick)
+        return which, read(page.data(ref), which)
+    except ProbebookError as exc:
+        raise ProbebookError(f"{name}(): {ref.alias} ({ref.short}): {exc}") from None
+
+
 @page_function
 def hvp(
     page: Page,
@@ -202,11 +219,7 @@ def hvp(
 ) -> HvpView:
     """One H·v candidate's cost and error; ``selected=True``: the probe's selected setting for ``dtype``."""
     ref = page.ref(ref, "hvp", "hvp()")
-    try:
-        which = _candidate(page, ref, method, mode, dtype, batch, selected)
-        values = correctness.hvp_candidate(page.data(ref), which)
-    except ProbebookError as exc:
-        raise ProbebookError(f"hvp(): {ref.alias} ({ref.short}): {exc}") from None
+    which, values = _read_candidate(page, ref, "hvp", correctness.hvp_candidate, (method, mode, dtype, batch, selected))
     what = f"H·v by {which.method}, {which.mode}, {which.dtype}, batch {which.batch}"
     key = (
         f"hvp({ref.alias}, selected, {dtype})"
@@ -233,11 +246,8 @@ def hvp_epoch(
 ) -> HvpEpochView:
     """One H·v candidate's accuracy over the run's epoch of data batches (hvp v4, ``--epoch-batches``)."""
     ref = page.ref(ref, "hvp", "hvp_epoch()")
-    try:
-        which = _candidate(page, ref, method, mode, dtype, batch, selected)
-        values = correctness.hvp_epoch(page.data(ref), which)
-    except ProbebookError as exc:
-        raise ProbebookError(f"hvp_epoch(): {ref.alias} ({ref.short}): {exc}") from None
+    pick = (method, mode, dtype, batch, selected)
+    which, values = _read_candidate(page, ref, "hvp_epoch", correctness.hvp_epoch, pick)
     what = (
         f"H·v by {which}: {values['batches']} data batches, same weights and v; spread {values['basis']}"
         if values.get("basis")
