@@ -1,5 +1,6 @@
-"""Energy per step and per token on a page (issue 43): the pure derivation with literal joules, ``energy()`` rendered
-from an archived run given windows' ``energy_j`` (its median, the windows' interval, per token, the source named),
+"""Energy per step and per token on a page (issue 43): the pure derivation with literal joules (the mean of a
+quantised counter's readings, the median of power readings), ``energy()`` rendered from an archived run given
+windows' ``energy_j`` (its mean, the windows' interval, per token, the source named),
 a run without energy showing a note, and the training's kWh beside GPU-hours in ``project()``."""
 
 from __future__ import annotations
@@ -35,6 +36,27 @@ def test_per_step_is_the_median_and_per_token_divides_by_the_tokens() -> None:
         energymod.per_step([])
     with pytest.raises(ProbebookError, match="tokens_per_step must be positive"):
         energymod.per_step([1.0], tokens_per_step=0)
+
+
+def test_counter_readings_take_the_mean_since_a_short_window_reads_whole_counter_steps() -> None:
+    # one-call windows of 57 ms against a counter that changes every 100 ms: about half read no step at all
+    readings = [0.0, 0.0, 0.0, 50.0, 52.0, 48.0]
+    got = energymod.per_step(readings, tokens_per_step=1000, statistic=energymod.MEAN)
+    assert (got.per_step_j, got.per_token_j, got.statistic) == (25.0, 0.025, "mean")
+    assert energymod.per_step(readings).per_step_j == 24.0  # the median of the same readings
+    assert energymod.statistic_for({"source": energymod.COUNTER, "update_interval_s": 0.1}) == energymod.MEAN
+    assert energymod.statistic_for({"source": energymod.POWER}) == energymod.MEDIAN
+    assert energymod.statistic_for(None) == energymod.MEDIAN
+
+
+def test_the_mean_interval_is_the_percentile_bootstrap_and_equal_values_are_degenerate() -> None:
+    assert intervals.mean_interval([2.0, 2.0, 2.0]) == (2.0, 2.0)
+    assert intervals.mean_interval([1.0, 2.0]) is None  # below MIN_SAMPLES
+    low, high = intervals.mean_interval([0.0, 0.0, 0.0, 50.0, 52.0, 48.0])  # type: ignore[misc]
+    assert 0.0 <= low < 25.0 < high <= 52.0
+    recipe = intervals.mean_recipe([0.0, 50.0, 52.0], "k")
+    assert recipe == ("mean", (0.0, 50.0, 52.0), "k")
+    assert intervals.draws(recipe, 1000).mean() == pytest.approx(34.0, rel=0.05)
 
 
 def test_only_finite_non_negative_readings_count() -> None:
@@ -85,12 +107,13 @@ def test_energy_per_step_and_per_token_with_the_windows_interval(docs, tmp_path)
     _, rows = shown(docs, {"ev": METERED}, 'energy(ev, tokens_per_step=8192, arm="baseline").per_step', tmp_path)
     (step,) = rows.values()
     assert step.value == 51.0 and step.unit == "J" and step.evidence == (METERED,)
-    assert step.uncertainty == intervals.median_interval(JOULES)
+    assert step.uncertainty == intervals.mean_interval(JOULES)  # a counter's readings: the mean and its interval
     assert "NVML's total-energy counter" in step.derivation and "100 ms" in step.derivation
+    assert step.derivation.startswith("mean joules per step of 5 windows")
     text, rows = shown(docs, {"ev": METERED}, 'energy(ev, tokens_per_step=8192, arm="baseline").per_token', tmp_path)
     (token,) = rows.values()
     assert token.value == pytest.approx(51.0 / 8192) and token.unit == "J/tok"
-    low, high = intervals.median_interval(JOULES)  # type: ignore[misc]
+    low, high = intervals.mean_interval(JOULES)  # type: ignore[misc]
     assert token.uncertainty == pytest.approx((low / 8192, high / 8192))
     assert "mJ/tok" in text
 
@@ -112,7 +135,7 @@ def test_projection_energy_beside_gpu_hours(docs, tmp_path) -> None:
     tokens = 20 * 250e6
     assert kwh.value == pytest.approx(tokens * 51.0 / 8192 / 3.6e6) and kwh.unit == "kWh"
     assert set(kwh.evidence) == {METERED, BATCH}
-    low, high = intervals.median_interval(JOULES)  # type: ignore[misc]
+    low, high = intervals.mean_interval(JOULES)  # type: ignore[misc]
     assert kwh.uncertainty == pytest.approx((tokens * low / 8192 / 3.6e6, tokens * high / 8192 / 3.6e6))
     _, rows = shown(docs, {"b": BATCH}, 'project(batch_summary(b).fastest_tok_s, "250M").energy', tmp_path)
     (none,) = rows.values()

@@ -3,8 +3,17 @@
 Every timed window on a GPU keeps ``energy_j``: the joules its calls used, per call (``measure.timing``), read from
 NVML's total-energy counter or, where the card has none, the trapezoid of the power at the window's ends; the
 machine fingerprint says which (``machine.energy.source``) and how often the counter changes
-(``machine.energy.update_interval_s``). A step's energy is the median of its windows' joules per call; a token's is
-that over the tokens a step processes. A projection's energy is its tokens times the joules per token.
+(``machine.energy.update_interval_s``). A token's energy is a step's over the tokens a step processes; a
+projection's energy is its tokens times the joules per token.
+
+A step's energy is the *mean* of the windows' joules per call where they come from the counter, the median where
+they come from the power trapezoid. Why: the counter changes in steps (about every 100 ms on an H100 or H200, each
+step the energy since the last), so a window reads the whole steps that fell inside it, not its own energy. Over
+windows whose starts fall at random against the counter's updates, a window of length T sees T / interval steps
+on average, so the mean is the window's energy; the median is not: on one H100 (evidence sha256:7a4832027e2c), 20
+of 42 one-call windows of about 57 ms read 0 J and the others 44 to 61 J, a median of 45 J against a mean of about
+25 J. The session design's windows of one call made this bite; Zeus and Megatron's ``EnergyMonitor`` read the
+counter over a whole window of many steps for the same reason.
 """
 
 from __future__ import annotations
@@ -25,16 +34,29 @@ J_PER_KWH = 3.6e6
 """Joules in a kilowatt-hour."""
 
 
+MEAN = "mean"
+"""``Energy.statistic`` over counter readings (quantised: the mean is their expectation)."""
+MEDIAN = "median"
+"""``Energy.statistic`` over power-trapezoid readings (not quantised)."""
+
+
 @dataclass(frozen=True)
 class Energy:
     """A run's energy per step and per token, from its windows' joules per call."""
 
     per_step_j: float
-    """Median of the windows' joules per call (one call is one step)."""
+    """The windows' joules per call (one call is one step), by ``statistic``."""
     per_token_j: float | None
     """``per_step_j / tokens_per_step``; None without a token count."""
     windows: int
     """How many windows had a reading."""
+    statistic: str = MEDIAN
+    """``MEAN`` or ``MEDIAN`` of the windows (``statistic_for``)."""
+
+
+def statistic_for(facts: Any) -> str:
+    """``MEAN`` for readings of the total-energy counter (``machine.energy.source``), else ``MEDIAN``."""
+    return MEAN if isinstance(facts, dict) and facts.get("source") == COUNTER else MEDIAN
 
 
 def energy_values(rows: Sequence[dict[str, Any]]) -> list[float]:
@@ -47,14 +69,15 @@ def energy_values(rows: Sequence[dict[str, Any]]) -> list[float]:
     return out
 
 
-def per_step(values: Sequence[float], tokens_per_step: float | None = None) -> Energy:
-    """Joules per step (the median of the windows' joules per call) and per token (over ``tokens_per_step``)."""
+def per_step(values: Sequence[float], tokens_per_step: float | None = None, statistic: str = MEDIAN) -> Energy:
+    """Joules per step (the ``statistic``, mean or median, of the windows' joules per call) and per token (over
+    ``tokens_per_step``)."""
     if not values:
         raise ProbebookError("no window recorded energy_j (a CPU run, a card NVML cannot read, or a run before it)")
-    step = float(statistics.median(values))
+    step = float(statistics.fmean(values) if statistic == MEAN else statistics.median(values))
     if tokens_per_step is not None and not tokens_per_step > 0:
         raise ProbebookError(f"tokens_per_step must be positive, got {tokens_per_step!r}")
-    return Energy(step, None if tokens_per_step is None else step / tokens_per_step, len(values))
+    return Energy(step, None if tokens_per_step is None else step / tokens_per_step, len(values), statistic)
 
 
 def source_text(facts: Any) -> str:

@@ -33,6 +33,8 @@ __all__ = [
     "Recipe",
     "draws",
     "joint_interval",
+    "mean_interval",
+    "mean_recipe",
     "median_coverage",
     "median_interval",
     "median_recipe",
@@ -95,6 +97,20 @@ def median_interval(values: Sequence[float], resamples: int = RESAMPLES) -> tupl
     """The exact order-statistic interval of the median of ``values`` (same unit, ``order_ranks``: 95% or more
     from six values, ``[min, max]`` below); None with fewer than ``MIN_SAMPLES``."""
     return _median_interval(tuple(float(v) for v in values), resamples)
+
+
+def mean_interval(values: Sequence[float], resamples: int = RESAMPLES) -> tuple[float, float] | None:
+    """95% percentile-bootstrap interval of the mean of ``values`` (same unit); None with fewer than
+    ``MIN_SAMPLES``. For readings whose median is biased, as a quantised counter's are (``render.derive.energy``)."""
+    return _mean_interval(tuple(float(v) for v in values), resamples)
+
+
+@functools.lru_cache(maxsize=1024)
+def _mean_interval(values: tuple[float, ...], resamples: int) -> tuple[float, float] | None:
+    def mean(a: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.asarray(np.mean(a, axis=axis))
+
+    return _bootstrap((_array(values),), mean, resamples)
 
 
 def order_ranks(n: int) -> tuple[int, int, float]:
@@ -182,6 +198,7 @@ JOINT = f"; 95% interval: the operands' windows resampled jointly ({RESAMPLES:,}
 
 Recipe = tuple[Any, ...]
 """How to redraw a page-function number from its windows: ``("median", values, key)`` or
+``("mean", values, key)``,
 ``("saving", arm_recipe, baseline_recipe)``, ``("exact", value)`` (a recorded param),
 ``("reciprocal", k, recipe)``. ``key`` names the document and the rows (``sha256:…|rows``)."""
 
@@ -191,6 +208,13 @@ def median_recipe(values: Sequence[float], key: str) -> Recipe | None:
     if len(values) < MIN_SAMPLES:
         return None
     return ("median", tuple(float(v) for v in values), key)
+
+
+def mean_recipe(values: Sequence[float], key: str) -> Recipe | None:
+    """The recipe of a mean of ``values`` (the rows ``key`` names); None below ``MIN_SAMPLES`` windows."""
+    if len(values) < MIN_SAMPLES:
+        return None
+    return ("mean", tuple(float(v) for v in values), key)
 
 
 @functools.lru_cache(maxsize=512)
@@ -210,7 +234,8 @@ def draws(recipe: Recipe, resamples: int = RESAMPLES) -> np.ndarray:
     values = np.asarray(recipe[1], dtype=float)
     seed = int.from_bytes(hashlib.sha256(str(recipe[2]).encode()).digest()[:8], "little")
     index = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
-    return np.asarray(np.median(values[index], axis=1))
+    statistic = np.mean if recipe[0] == "mean" else np.median
+    return np.asarray(statistic(values[index], axis=1))
 
 
 def _evaluate(expr: Any, leaves: list[np.ndarray]) -> np.ndarray:

@@ -38,7 +38,8 @@ def _tokens(rows: list[dict[str, Any]], given: Any) -> float | None:
 
 @page_function
 def energy(page: Page, ref: Any, tokens_per_step: Any = None, **where: Any) -> EnergyView:
-    """A run's energy from its windows' ``energy_j`` (GPU runs): ``.per_step`` (J, median of the windows),
+    """A run's energy from its windows' ``energy_j`` (GPU runs): ``.per_step`` (J, the windows' mean from the counter,
+    median from power readings: ``render.derive.energy``),
     ``.per_token`` (over ``tokens_per_step``, else the rows' own), ``.windows``; ``where`` picks rows (``arm=``)."""
     ref = page.ref(ref, None, "energy()")
     for value in where.values():
@@ -57,18 +58,23 @@ def energy(page: Page, ref: Any, tokens_per_step: Any = None, **where: Any) -> E
         )
         return EnergyView({}, (ref.id,), "no energy", key, notes=dict.fromkeys(EnergyView.FIELDS, note))
     tokens = _tokens([rows[i] for i in used], tokens_per_step)
-    result = energymod.per_step(values, tokens)
-    ci = intervals.median_interval(values)
-    recipe = intervals.median_recipe(values, f"{ref.id}|{used}")
-    source = energymod.source_text((page.doc(ref).get("machine") or {}).get("energy"))
+    facts = (page.doc(ref).get("machine") or {}).get("energy")
+    statistic = energymod.statistic_for(facts)
+    result = energymod.per_step(values, tokens, statistic)
+    mean = statistic == energymod.MEAN
+    ci = intervals.mean_interval(values) if mean else intervals.median_interval(values)
+    recipe = (intervals.mean_recipe if mean else intervals.median_recipe)(values, f"{ref.id}|{used}")
+    source = energymod.source_text(facts)
     few = basis.OBSERVED if len(values) == 1 else basis.FEW
     condition = ", ".join(f"{k}={v!r}" for k, v in sorted(where.items()))
+    method = "percentile bootstrap of the mean" if mean else intervals.MEDIAN_METHOD
     what = (
-        f"median joules per step of {len(values)} windows"
+        f"{statistic} joules per step of {len(values)} windows"
         + (f" where {condition}" if where else "")
         + f", read from {source}"
+        + ("; the mean, since a window reads the counter's whole steps, not its own energy" if mean else "")
         + (f"; per token over {tokens:g} tokens per step" if tokens is not None else "")
-        + (f"; this run's interval: {intervals.MEDIAN_METHOD} over the windows" if ci else "")
+        + (f"; this run's interval: {method} over the windows" if ci else "")
     )
     return EnergyView(
         {"per_step_j": result.per_step_j, "per_token_j": result.per_token_j, "windows": result.windows},
