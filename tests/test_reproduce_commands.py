@@ -173,13 +173,14 @@ def test_a_missing_archive_is_one_line_and_exit_2(cli) -> None:
 
 
 def _other(tmp_path: Path, gpu: str | None, copies: int = 1) -> Path:
-    """Another archive holding re-stamped copies of the fixture's runs (same params, data and machine but ``gpu``)."""
+    """Another archive holding re-stamped copies of the fixture's runs (same params, data and machine but ``gpu``),
+    each copy a day after the last: a lease of its own, as a reproduction in another lease is."""
     store = Store(tmp_path / "other")
     for path in sorted((FIXTURE / "archive").rglob("*.json")):
         for n in range(copies):
             doc = json.loads(path.read_text())
             doc["machine"] = {**doc["machine"], "gpu": gpu}
-            doc["created_at"] = f"2026-12-02T05:0{n}:00Z"
+            doc["created_at"] = f"2026-12-{3 + n:02d}T05:00:00Z"
             store.put_bytes(canonical_bytes(doc))
     return tmp_path / "other"
 
@@ -232,7 +233,7 @@ def test_with_several_runs_of_a_key_pairs_the_newest(cli_here, tmp_path: Path) -
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     newest = {Store(tmp_path / "other").get(i)["created_at"] for i in data["new"].values()}
-    assert newest == {"2026-12-02T05:01:00Z"}  # each alias's key cited once: the newest of its two runs
+    assert newest == {"2026-12-04T05:00:00Z"}  # each alias's key cited once: the newest of its two runs
 
 
 def test_with_ambiguous_and_missing_matches_listed_and_partial_goes_on(cli_here, tmp_path: Path) -> None:
