@@ -116,6 +116,12 @@ def test_energy_per_step_and_per_token_with_the_windows_interval(docs, tmp_path)
     low, high = intervals.mean_interval(JOULES)  # type: ignore[misc]
     assert token.uncertainty == pytest.approx((low / 8192, high / 8192))
     assert "mJ/tok" in text
+    # tokens per step as an exact product of the run's own params, as a record writes it
+    expr = 'energy(ev, value(ev, "params.batch") * value(ev, "params.seq_len"), arm="baseline").per_token'
+    _, rows = shown(docs, {"ev": METERED}, expr, tmp_path)
+    (from_params,) = rows.values()
+    params = docs[METERED]["params"]
+    assert from_params.value == pytest.approx(51.0 / (params["batch"] * params["seq_len"]))
 
 
 def test_a_run_without_energy_says_why_in_place_of_each_number(docs, tmp_path) -> None:

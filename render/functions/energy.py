@@ -13,6 +13,7 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView, call_text, defined, number
 from render.numbers.links import rows_anchor, with_column
+from render.numbers.quantity import Quantity
 
 
 class EnergyView(FieldView):
@@ -25,7 +26,10 @@ class EnergyView(FieldView):
 
 
 def _tokens(rows: list[dict[str, Any]], given: Any) -> float | None:
-    """Tokens per step: as the page gives them, else the rows' one ``tokens_per_step`` (None where they record none)."""
+    """Tokens per step: as the page gives them (a plain number, or an exact one such as a product of the run's
+    params), else the rows' one ``tokens_per_step`` (None where they record none)."""
+    if isinstance(given, Quantity) and given.exact and given.value is not None:
+        return float(given.value)  # exact by nature (recorded params): no interval to carry into the energy
     if given is not None:
         return number(given, "tokens_per_step")
     found = {r["tokens_per_step"] for r in rows if isinstance(r.get("tokens_per_step"), (int, float))}
