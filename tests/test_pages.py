@@ -242,6 +242,15 @@ def test_inert_prose_keeps_http_and_mailto_autolinks_only() -> None:
     )
 
 
+def test_inert_prose_keeps_a_plain_titled_abbreviation_only() -> None:
+    # a table's kernel name: short in the cell, whole (escaped) in the title
+    kept = '<abbr title="void k&lt;4&gt;(float)">…k&lt;4&gt;</abbr>'
+    assert inert_prose(kept) == kept
+    assert inert_prose('<abbr title="x" onclick="y">a</abbr>') == '&lt;abbr title="x" onclick="y">a</abbr>'
+    assert inert_prose('<abbr title="a>b">c</abbr>') == '&lt;abbr title="a>b">c</abbr>'
+    assert inert_prose("<abbr>c</abbr> <abbrx>") == "&lt;abbr>c</abbr> &lt;abbrx>"
+
+
 def test_fit_warnings_render_as_an_escaped_admonition(library: Library, tmp_path: Path) -> None:
     expected = fitmod.fit_evidence(library.docs[ALIASES["old"]], terms="c+a").warnings
     assert expected  # a straight line through the launch-bound plateau misses structure

@@ -13,8 +13,11 @@ _LINK_DEST = re.compile(r"\]\(\s*<?([^)\s>]*)")
 _REF_DEST = re.compile(r"^[ \t]*\[[^\]\n]+\]:[ \t]*<?(\S*?)>?(?:\s|$)", re.MULTILINE)
 _FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-# Every '<' opens nothing, except a Markdown autolink to http(s) or mailto, which Markdown itself turns into a link.
-_TAG_OPEN = re.compile(r"<(?!(?:https?://|mailto:)[^\s<>\"'`]*>)", re.IGNORECASE)
+# Every '<' opens nothing, except a Markdown autolink to http(s) or mailto, which Markdown itself turns into a link,
+# and an abbreviation with nothing but a plain title, as a table's long kernel names are shown
+# (``render.tables.columns.markdown_grid``: the whole name, HTML-escaped, in the title; the sanitizer keeps
+# ``abbr`` and ``title`` and nothing else of it). Without this a record's kernel table showed its tags as text.
+_TAG_OPEN = re.compile(r"<(?!(?:https?://|mailto:)[^\s<>\"'`]*>)(?!abbr title=\"[^\"<>]*\">)(?!/abbr>)", re.IGNORECASE)
 
 
 def check_links(text: str, where: str) -> None:
