@@ -10,10 +10,11 @@ A step's energy is the *mean* of the windows' joules per call where they come fr
 they come from the power trapezoid. Why: the counter changes in steps (about every 100 ms on an H100 or H200, each
 step the energy since the last), so a window reads the whole steps that fell inside it, not its own energy. Over
 windows whose starts fall at random against the counter's updates, a window of length T sees T / interval steps
-on average, so the mean is the window's energy; the median is not: on one H100 (evidence sha256:7a4832027e2c), 20
-of 42 one-call windows of about 57 ms read 0 J and the others 44 to 61 J, a median of 45 J against a mean of about
-25 J. The session design's windows of one call made this bite; Zeus and Megatron's ``EnergyMonitor`` read the
-counter over a whole window of many steps for the same reason.
+on average, so the mean is the window's energy; the median is not: on one H100 (evidence sha256:7a4832027e2c), 18
+of 42 one-call windows of about 59 ms read 0 J and the others 44 to 61 J, a median of 45 J against a mean of 28 J
+(about 480 W over the step, where the median would mean 760 W on a 700 W card). The session design's windows of
+one call made this bite; Zeus and Megatron's ``EnergyMonitor`` read the counter over a whole window of many steps
+for the same reason.
 """
 
 from __future__ import annotations
