@@ -48,7 +48,9 @@ _VERSION_ROWS = ("driver", "CUDA", "torch", "probebook", "git commit")
 """The Environment block's rows that show a version (CUDA 13.0), by their label."""
 _FOOTNOTE = re.compile(r"^\[\d+\]$")
 _HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
-_SKIP = {"script", "style", "code", "pre", "svg", "nav", "version"}
+_SKIP = {"script", "style", "code", "pre", "svg", "nav", "version", "abbr"}
+"""Tags whose text holds no measurement: code, and an ``abbr``, which on this site is only a table's abbreviated
+kernel name, an identifier like code (``…kernel<128, 4, at::native::gpu_kernel…``: template arguments, not numbers)."""
 _VOID = {"br", "img", "input", "meta", "link", "hr", "source", "col", "wbr"}
 
 
@@ -176,7 +178,8 @@ def test_the_walk_finds_a_number_no_ledger_row_shows_and_allows_the_structure():
     page = (
         "<nav>1 2 3</nav><article><h2>2. Setup at 2026-11-29 09:59</h2>"
         '<p>It took <a href="../evidence/x.html#row-1">12.3 ms</a> <a href="#">[2]</a> on torch 2.11.0, v2.</p>'
-        "<table><tr><th>CV over 5%</th></tr><tr><td>4,096</td><td>17</td></tr></table>"
+        "<table><tr><th>CV over 5%</th></tr><tr><td>4,096</td><td>17</td>"
+        '<td><abbr title="void k&lt;128, 4&gt;(float)">…k&lt;128, 4&gt;…</abbr></td></tr></table>'
         "<pre><code>probebook measure gemm --batch 8</code></pre>"
         "<p>A typed 7.5 s here.</p>"
         "<p>Kaplan et al. 2020 (PyTorch issue 130730) count <code>6·P</code> or 6·P, not 6 P.</p>"
