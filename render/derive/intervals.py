@@ -205,16 +205,18 @@ Recipe = tuple[Any, ...]
 
 def median_recipe(values: Sequence[float], key: str) -> Recipe | None:
     """The recipe of a median of ``values`` (the rows ``key`` names); None below ``MIN_SAMPLES`` windows."""
-    if len(values) < MIN_SAMPLES:
-        return None
-    return ("median", tuple(float(v) for v in values), key)
+    return _windows_recipe("median", values, key)
 
 
 def mean_recipe(values: Sequence[float], key: str) -> Recipe | None:
     """The recipe of a mean of ``values`` (the rows ``key`` names); None below ``MIN_SAMPLES`` windows."""
+    return _windows_recipe("mean", values, key)
+
+
+def _windows_recipe(statistic: str, values: Sequence[float], key: str) -> Recipe | None:
     if len(values) < MIN_SAMPLES:
         return None
-    return ("mean", tuple(float(v) for v in values), key)
+    return (statistic, tuple(float(v) for v in values), key)
 
 
 @functools.lru_cache(maxsize=512)

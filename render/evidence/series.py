@@ -88,23 +88,20 @@ def leases(runs: Iterable[tuple[str, dict[str, Any]]]) -> list[list[str]]:
     of its own. Groups in time order.
 
     Why: the replicate a reader faces is a new lease (another machine start, often another host and card of the
-    model), and two runs of one lease share its card, host and clocks: on one H100 lease, a run in one process
-    and a run in three sessions of five step configurations, minutes apart, agreed far more closely than the
-    archive's re-measurements in separate leases did, and counted as two sessions they halved nothing but the
-    pooled SD's honesty (the step class's pool fell from 19.1% to 13.6% when they were added)."""
-    dated: list[tuple[tuple[str, float] | None, str]] = []
-    for ident, doc in runs:
-        dated.append((lease_of({ident: doc}, (ident,)), ident))
-    known = sorted((at, ident) for at, ident in dated if at is not None)
+    model), and two runs of one lease share its card, host and clocks. On one H100 lease, five step configurations
+    measured in one process and again in three sessions, minutes apart, agreed far more closely than the archive's
+    re-measurements in separate leases; counted as independent sessions they narrowed the step class's pool from
+    19.1% to 13.6%."""
+    dated = [(run_lease(doc), ident) for ident, doc in runs]
     groups: list[tuple[tuple[str, float], list[str]]] = []
-    for at, ident in known:
+    for at, ident in sorted((at, ident) for at, ident in dated if at is not None):
         group = next((g for g in groups if replication.same_lease(g[0], at)), None)
         if group is None:
             groups.append((at, [ident]))
         else:
             group[1].append(ident)
-    out = [ids for _first, ids in sorted(groups, key=lambda g: g[0][1])]
-    return out + [[ident] for at, ident in dated if at is None]
+    in_time = sorted(groups, key=lambda g: g[0][1])  # by each lease's first run, whatever its host
+    return [ids for _first, ids in in_time] + [[ident] for at, ident in dated if at is None]
 
 
 def repeated_points(docs: Iterable[dict[str, Any]]) -> dict[str, list[list[float]]]:
@@ -275,7 +272,11 @@ def lease_of(docs: dict[str, dict[str, Any]], ids: tuple[str, ...]) -> tuple[str
     """(host, unix time written) of the one run ``ids`` names; None for several runs or an unknown host."""
     if len(ids) != 1 or ids[0] not in docs:
         return None
-    doc = docs[ids[0]]
+    return run_lease(docs[ids[0]])
+
+
+def run_lease(doc: dict[str, Any]) -> tuple[str, float] | None:
+    """(host, unix time written) of one run; None where its host or time is unknown."""
     host = (doc.get("machine") or {}).get("hostname_hash")
     try:
         written = datetime.datetime.fromisoformat(str(doc.get("created_at")).replace("Z", "+00:00")).timestamp()
