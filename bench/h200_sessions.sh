@@ -12,6 +12,7 @@
 # Evidence goes to $OUT/archive-today and $OUT/archive-sessions, the wall seconds of every run to
 # $OUT/sessions_times.tsv, and the per-run and total cost ratios to $OUT/sessions_cost.json.
 # ONLY=sessions runs the session design alone (a re-measurement in another lease: no cost ratio then).
+# PARTS="ceiling optimizer ..." runs only the pairs named (in this script's order), e.g. to leave out the eager sweep.
 set -u
 TAG=sessions
 . "$(dirname "$0")/lib.sh" "$@"
@@ -50,6 +51,7 @@ run() {
 # a pair: PART LIMIT "TODAY'S EFFORT" PROBE ARGS...; the session run only when the one-process run was not cut off
 pair() {
   local part=$1 limit=$2 effort=$3; shift 3
+  case " ${PARTS:-$part} " in *" $part "*) ;; *) return 0 ;; esac
   if [ "${ONLY:-}" != sessions ]; then
     # shellcheck disable=SC2086  # the effort is several words on purpose
     run today "$part" "$limit" "$@" $effort || return
