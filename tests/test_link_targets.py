@@ -124,19 +124,7 @@ def test_fixture_site_links_land_on_rows_that_hold_their_value(fixture_site: Bui
 
 
 @pytest.mark.slow
-def test_repository_site_links_land_on_rows_that_hold_their_value(tmp_path: Path) -> None:
-    from measure.cli import declarations
-    from render.assemble.stages import build
-
-    paths = BuildPaths(
-        docs=REPO / "docs",
-        archive=REPO / "archive",
-        build=tmp_path / "build",
-        site=tmp_path / "site",
-        config=REPO / "mkdocs.yml",
-        published=REPO / "archive" / "published" / "ledger.json",
-        declarations=declarations(),
-    )
-    build(paths)
-    counts = check_site(paths.site)
+def test_repository_site_links_land_on_rows_that_hold_their_value(repository_site: Path) -> None:
+    # the session's one build of the repository (conftest.repository_site_build), shared with the browser tests
+    counts = check_site(repository_site)
     assert counts["rows"] >= 100 and counts["field"] >= 300  # GEMM rows 95-99, batch-sweep curves, clocks, power
