@@ -163,7 +163,7 @@ def test_hvp_epoch_batches_on_tiny_through_the_cli(cli, archive):
 
 
 def test_hvp_records_the_compiler_caches_state(tmp_path):
-    from measure.probes.hvp import CACHE_ENV, compiler_cache
+    from measure.compiler_cache import CACHE_ENV, compiler_cache
 
     missing = str(tmp_path / "none")
     assert compiler_cache({}, missing) == {

@@ -29,8 +29,9 @@ FLOORS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "measure": (
         (
-            *("batching", "compare", "constants", "curvature", "device_check", "errors", "graphs", "host_load"),
-            *("integrity", "lifetime", "machine", "options", "peakmem", "progress", "timing", "utilisation"),
+            *("batching", "compare", "compiler_cache", "constants", "curvature", "device_check", "errors"),
+            *("graphs", "host_load", "integrity", "lifetime", "machine", "options", "peakmem", "progress"),
+            *("timing", "utilisation"),
         ),
         ("evidence",),
         ("corpus", "workload"),

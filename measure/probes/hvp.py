@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from measure.compiler_cache import cache_entries, cache_folder, compiler_cache
 from measure.constants import WINDOWS
 from measure.curvature import EPOCH_ROW, TOLERANCE, epoch_statistics, error_split, quadratic_form, verdict
 from measure.device_check import resolve_device
@@ -197,53 +198,6 @@ def select(candidates: list[dict[str, Any]], total_bytes: int | None, limit: flo
     return {"best": best, "excluded": excluded, "memory_limit": limit, "device_total_bytes": total_bytes}
 
 
-CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
-CACHE_COUNT_LIMIT = 100_000
-"""Files counted in the cache at most: enough to tell cold from warm without walking a huge shared cache."""
-
-
-def cache_entries(folder: str | None) -> int | None:
-    """Files under the compiler cache ``folder`` (at most ``CACHE_COUNT_LIMIT``); None where it is no folder."""
-    import os
-
-    if not folder or not os.path.isdir(folder):
-        return None
-    n = 0
-    for _root, _dirs, files in os.walk(folder):
-        n += len(files)
-        if n >= CACHE_COUNT_LIMIT:
-            return CACHE_COUNT_LIMIT
-    return n
-
-
-def compiler_cache(environ: Any, default_dir: str | None) -> dict[str, Any]:
-    """The state of Inductor's on-disk cache before the run: where its folder came from (``TORCHINDUCTOR_CACHE_DIR``
-    or torch's default), whether it existed, the files in it, and ``warm`` (files there: a compiled candidate may
-    load compiled graphs rather than compile them, so its first call holds less compile time) or ``cold``.
-    ``torch.compiler.reset()`` between candidates clears the in-memory caches, not this folder: a later candidate
-    may reuse what an earlier one wrote (each compiled candidate records ``cache_entries_before``). The folder's
-    path is not recorded (it names the machine's user)."""
-    folder = environ.get(CACHE_ENV) or default_dir
-    entries = cache_entries(folder)
-    return {
-        "dir_from": CACHE_ENV if environ.get(CACHE_ENV) else "torch default" if default_dir else "unknown",
-        "existed": entries is not None,
-        "entries_before": entries or 0,
-        "state": "warm" if entries else "cold",
-    }
-
-
-def _cache_folder() -> str | None:
-    """The folder Inductor caches in, read without creating it (``cache_dir()`` would make it)."""
-    import os
-
-    try:
-        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-    except ImportError:  # a torch without the helper: the state is then said as unknown
-        return os.environ.get(CACHE_ENV)
-    return os.environ.get(CACHE_ENV) or default_cache_dir()
-
-
 def modes_for(device: str, asked: tuple[str, ...] | None) -> list[str]:
     """The modes a run times: those asked for, else both on CUDA and eager only on CPU (``Config.modes``)."""
     return list(asked or (MODES if device == "cuda" else ("eager",)))
@@ -291,7 +245,7 @@ def run(config: Config, journal: Any = None, progress: bool = False) -> Evidence
         rec.data.update({"device_total_bytes": total, "candidates": [], "failures": []})
         import os
 
-        folder = _cache_folder()
+        folder = cache_folder()
         rec.data["compiler_cache"] = {**compiler_cache(os.environ, folder), "compiled": "compiled" in modes}
 
         def sdpa_context() -> Any:
