@@ -179,6 +179,9 @@ def execute(
     rec.say_marks()  # what the run could not record, said before its result
     rec.data["host_load"]["after"] = host_load.sample()
     before = rec.data["host_load"]["before"]
+    rec.data["host_load"]["steal_share"] = host_load.steal_share(
+        before.get("cpu_times"), rec.data["host_load"]["after"].get("cpu_times")
+    )
     if before["busy"]:  # said once the run has measured, so that bad input stays one line (it is raised above)
         log.warning(
             "warning: the host was busy (load %.2f on %d core(s) at the start): other work shared the CPU, so the "
