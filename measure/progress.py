@@ -18,11 +18,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from types import TracebackType
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 PACKAGES = ("measure", "render", "probebook")
 HEARTBEAT_S = 30.0
@@ -205,13 +203,6 @@ class Progress:
         elif self.lines:
             self._last, self._label = time.perf_counter(), label
             self.log.info("%s [%6.1fs] %s", self.what, self._last - self._started, label)
-
-    def each(self, items: Iterable[T], label: Callable[[T], str] = str) -> Iterator[T]:
-        """Yield ``items``, one step each, with the bar shown while they last (a loop needs no new block)."""
-        with self:
-            for item in items:
-                yield item
-                self.step(label(item))
 
     def close(self) -> None:
         self._stop.set()

@@ -133,13 +133,15 @@ def render_pages(
         out = page_render.render_one(page, src, evidence, library, env, aliases, partial, declarations)
         return out, library.computed_since(before)
 
-    with page_pool.WorkerPool(render, len(todo)) as rendered:
-        progress = Progress("pages", log, total=len(todo), lines=False)
-        for index, (out, computed) in progress.each(zip(todo, rendered, strict=True), lambda r: aliased[r[0]][0].rel):
+    # the bar steps beside the loop, not around it: the pages' outputs go from the pool straight to this loop
+    bar = Progress("pages", log, total=len(todo), lines=False)
+    with page_pool.WorkerPool(render, len(todo)) as rendered, bar:
+        for index, (out, computed) in zip(todo, rendered, strict=True):
             library.adopt(computed)
             if cache is not None and not (later is not None and later.hold(aliased[index][2], out)):
                 cache.put(aliased[index][2], out)
             outputs[index] = out
+            bar.step(aliased[index][0].rel)
     # a lesson may not state a reading its records' current versions withdrew (``render.pages.lessons``)
     lessons.check_withdrawn(((p, a, o.ledger) for (p, a, _k), o in zip(aliased, outputs, strict=True) if o), src)
     for (page, _aliases, _key), out in zip(aliased, outputs, strict=True):
