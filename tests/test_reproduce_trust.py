@@ -172,7 +172,16 @@ def _start_long_reproduction(tmp_path: Path) -> tuple[subprocess.Popen[str], Pat
     }
     cmd = [sys.executable, "-m", "probebook", "--archive", str(archive), "reproduce", "sleepy-step"]
     cmd += ["--docs", str(FIXTURE / "docs"), "--folder", str(folder), "--trust-evidence", "--json"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # as a foreground command gets Ctrl-C: a shell starts a background job (`.ci/run &`) with SIGINT ignored and
+    # the ignoring is inherited, so Python installs no KeyboardInterrupt handler and SIGINT would never arrive
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         reference = folder / "receipts" / "reference.json"
