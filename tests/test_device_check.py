@@ -146,5 +146,6 @@ def test_a_probe_run_records_the_check(cli, archive):
     found = doc["data"]["device_check"]
     assert found.pop("checked_unix") > 0 and found == {"checked": False, "busy": None, "reason": "not checked (cpu)"}
     load = doc["data"]["host_load"]  # the host's load before and after, with the verdict (measure.host_load)
-    assert set(load) == {"before", "after"} and load["before"]["cores"] >= 1
+    assert set(load) == {"before", "after", "steal_share"} and load["before"]["cores"] >= 1
+    assert load["steal_share"] is None or 0 <= load["steal_share"] <= 1  # the CPUs' stolen share over the run
     assert isinstance(load["after"]["busy"], bool) and load["before"]["load_1min"] >= 0
