@@ -22,6 +22,7 @@ from render.charts import svg as chart_svg
 from render.charts import sweeps
 from render.charts import theme as chart_theme
 from render.derive import fit as fitmod
+from render.derive import fit_inputs
 from render.site import assets as site_assets
 
 REPO = Path(__file__).resolve().parent.parent
@@ -574,8 +575,8 @@ def test_unstable_tokens_reads_the_probe_points_and_imported_rows():
         {"mode": "fixed_tokens", "tokens": 512, "batch": 8, "unstable": True},  # another mode
     ]
     d["data"]["samples"][0]["cv"] = 0.06  # an imported row's own CV over 5%
-    assert fitmod.unstable_tokens(d) == {256.0, 1024.0}
-    assert fitmod.unstable_tokens(quadratic_doc()) == set()
+    assert fit_inputs.unstable_tokens(d) == {256.0, 1024.0}
+    assert fit_inputs.unstable_tokens(quadratic_doc()) == set()
 
 
 def test_step_scaling_marks_unstable_sequence_lengths_as_hollow_triangles():

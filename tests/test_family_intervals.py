@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import render_page
 
-from render.derive import basis, batchsweep, fit, followup, gemm, scaling, sessions, utilisation
+from render.derive import basis, batchsweep, fit, fit_inputs, followup, gemm, scaling, sessions, utilisation
 from render.derive.intervals import median_interval, ratio_interval
 from render.evidence.archive import load_evidence
 from render.functions.derivations import Library
@@ -158,7 +158,7 @@ def test_the_fit_gives_the_steps_interval_at_a_width() -> None:
         (float(t), 0.01 + 1e-5 * t + 1e-9 * t * t + e) for t in (512, 1024, 2048, 4096) for e in (-1e-4, 0.0, 1e-4)
     ]
     f = fit.fit_step_scaling(samples, terms=("c", "a", "b"), at=(2048,), bootstrap=200)
-    low, high = f.ci[f"step_s:{fit.width_key(2048)}"]
+    low, high = f.ci[f"step_s:{fit_inputs.width_key(2048)}"]
     step = f.c_s + f.a_s_per_token * 2048 + f.b_s_per_token2 * 2048**2
     assert low <= step <= high and high - low < 1e-3
 

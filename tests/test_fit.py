@@ -8,16 +8,8 @@ import pytest
 from conftest import FIT_JSON_KEYS
 
 from measure.errors import ProbebookError
-from render.derive.fit import (
-    fit_evidence,
-    fit_step_scaling,
-    parse_terms,
-    parse_token_range,
-    quadratic_share,
-    step_batch,
-    step_samples,
-    width_key,
-)
+from render.derive.fit import fit_evidence, fit_step_scaling, quadratic_share
+from render.derive.fit_inputs import parse_terms, parse_token_range, step_batch, step_samples, width_key
 
 NOISE = 1e-4  # spread of the synthetic replicates below, seconds
 

@@ -107,6 +107,7 @@ def _widths(text: str | None) -> list[float]:
 
 def _fit(args: Any) -> int:
     from render.derive import fit as fitting
+    from render.derive.fit_inputs import width_key
 
     store = Store(args.archive)
     ident = store.resolve(args.id)
@@ -133,7 +134,7 @@ def _fit(args: Any) -> int:
         ("c", f"{result.c_s:.6g} s", ci.get("c_s")),
         ("a", f"{result.a_s_per_token:.6g} s/token", ci.get("a_s_per_token")),
         ("b", f"{result.b_s_per_token2:.6g} s/token²", ci.get("b_s_per_token2")),
-        ("points", f"{result.n_points} ({result.n_samples} samples, batch {fitting.width_key(result.batch)})", ""),
+        ("points", f"{result.n_points} ({result.n_samples} samples, batch {width_key(result.batch)})", ""),
         ("max |residual|", f"{result.max_abs_residual_s:.3g} s", ""),
         ("noise floor", "-" if result.noise_floor_s is None else f"{result.noise_floor_s:.3g} s", ""),
     ]
@@ -148,7 +149,7 @@ def _fit(args: Any) -> int:
         tail = f"  [{interval[0]:.4g}, {interval[1]:.4g}] {fitting.CI_LEVEL:.0%} CI" if interval else ""
         print(f"{name.ljust(width)}  {value}{tail}")
     for s, r in zip(result.tokens, result.residuals_s, strict=True):
-        print(f"  S={fitting.width_key(s)}  residual {r:+.3g} s")
+        print(f"  S={width_key(s)}  residual {r:+.3g} s")
     return 0
 
 

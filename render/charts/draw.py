@@ -56,6 +56,7 @@ from render.charts.svg import (
 from render.charts.sweeps import batch_sweep, loss_memory
 from render.charts.theme import LIGHT, PLOT_WIDTH_PX, THEMES, ChartTheme, colour_map, config, wrap_title
 from render.derive import fit as fitmod
+from render.derive import fit_inputs
 from render.tables.columns import doc_label, seconds_to_ms
 
 if TYPE_CHECKING:
@@ -101,10 +102,10 @@ def _step_scaling(
         raise ProbebookError(f"chart 'step-scaling' draws one evidence document with its fit, got {len(docs)}")
     doc = docs[0]
     sample_rows("step-scaling", doc, {"tokens": NUM, "step_s": NUM}, "step-scaling", nullable=("step_s",))
-    timed = fitmod.step_samples(doc, mode)
+    timed = fit_inputs.step_samples(doc, mode)
     if not timed:
         raise ProbebookError(f"chart 'step-scaling': {doc_label(doc)} has no timed samples (every step_s is null)")
-    shaky = fitmod.unstable_tokens(doc, mode)
+    shaky = fit_inputs.unstable_tokens(doc, mode)
     # columns as lists: the text needs no DataFrame, so describing the chart does not import pandas
     columns: dict[str, list[Any]] = {
         "tokens": [p[0] for p in timed],

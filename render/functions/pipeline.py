@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import fit as fitmod
-from render.derive import intervals, kernels
+from render.derive import fit_inputs, intervals, kernels
 from render.derive import padding as padmod
 from render.functions.page import Page
 from render.functions.registry import page_function
@@ -61,7 +60,7 @@ def padding(page: Page, ref: Any, bucket: Any = None, fit: Any = None, **fit_opt
     else:
         width = float(doc["params"]["width"])
         f = page.fit(fit_ref, {k: v for k, v in fit_options.items() if v is not None}, (width,))
-        per_step = fitmod.step_batch(page.doc(fit_ref), fit_options.get("mode"))
+        per_step = fit_inputs.step_batch(page.doc(fit_ref), fit_options.get("mode"))
         step = padmod.step_time_s(f.c_s, f.a_s_per_token, f.b_s_per_token2, width)
         values.update(
             {
@@ -71,7 +70,7 @@ def padding(page: Page, ref: Any, bucket: Any = None, fit: Any = None, **fit_opt
             }
         )
         # the fit's interval of the step at this width, scaled by the exact rows per step (epoch_saving_s is linear)
-        step_ci = f.ci.get(f"step_s:{fitmod.width_key(width)}")
+        step_ci = f.ci.get(f"step_s:{fit_inputs.width_key(width)}")
         spans = {
             "step": step_ci,
             "epoch": intervals.scaled(step_ci, padmod.epoch_saving_s(naive["rows"], 0, per_step, 1.0)),

@@ -16,6 +16,7 @@ from measure.errors import ProbebookError
 from render.derive import basis, batchsweep
 from render.derive import fit as fitmod
 from render.derive import project as projmod
+from render.derive.fit_inputs import width_key
 from render.derive.fit_numerics import TERMS
 from render.numbers import said
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
@@ -147,7 +148,7 @@ class FitView:
         """Quadratic share ``b·W / (a + b·W)`` of the per-token cost at width W tokens."""
         w = number(width, "share() width")
         f = self._fitter(self._ref, self._options, (w,))
-        k = fitmod.width_key(w)
+        k = width_key(w)
         value = f.quadratic_share.get(k)
         note = None if value is not None else "a = b = 0: no per-token cost"
         return quantity(
