@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO
 
 from measure.errors import ProbebookError
-from probebook.campaign import executors, spec
+from probebook.campaign import executors, spec, yaml_file
 
 BASE: dict[str, Any] = {
     "campaign": "t",
@@ -181,8 +181,8 @@ class TestYamlFile:
 
     def test_a_file_over_the_cap(self, tmp_path: Path) -> None:
         path = tmp_path / "spec.yaml"
-        path.write_text(BASE_YAML + "#" * spec.MAX_SPEC_BYTES, encoding="utf-8")
-        _one_line(_plan(path, tmp_path), str(path), f"over {spec.MAX_SPEC_BYTES} bytes")
+        path.write_text(BASE_YAML + "#" * yaml_file.MAX_SPEC_BYTES, encoding="utf-8")
+        _one_line(_plan(path, tmp_path), str(path), f"over {yaml_file.MAX_SPEC_BYTES} bytes")
 
 
 class TestGridBounds:

@@ -188,7 +188,8 @@ def remeasure(
     import os
 
     from measure.evidence.store import Store
-    from probebook.campaign.spec import Executor, executor_from, read_yaml
+    from probebook.campaign.spec import Executor, executor_from
+    from probebook.campaign.yaml_file import read_yaml
     from probebook.reproduce import campaign
 
     folder = folder_of(opts, page)
