@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from measure.errors import MissingPackage, ProbebookError
-from measure.evidence.files import given_file
+from measure.evidence.reading import given_file
 
 _CHUNK = 1 << 20
 

@@ -23,9 +23,9 @@ from measure.evidence.envelope import (
     canonical_bytes,
     digest,
     parse,
-    parse_archived,
 )
 from measure.evidence.files import TEMP_PREFIX
+from measure.evidence.reading import parse_archived
 from measure.evidence.store import Store
 
 REPO = Path(__file__).resolve().parent.parent

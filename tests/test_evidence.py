@@ -271,7 +271,7 @@ def test_fixtures_regenerate_byte_for_byte(tmp_path):
 
 
 def test_older_kernels_evidence_reads_with_its_observations_in_data():
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading
 
     old = {
         "probe": "kernels",
@@ -288,7 +288,7 @@ def test_older_kernels_evidence_reads_with_its_observations_in_data():
 
 
 def test_ddp_evidence_before_version_3_reads_with_named_comm_buckets():
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading
 
     path = FIXTURES / "ddp" / "archive" / "evidence" / "sha256" / "70"
     raw = (path / "258d760133552942bdf9c14bbc2e463a9beb7b9b3651767684de2530561c1a.json").read_bytes()
@@ -306,7 +306,7 @@ def test_ddp_evidence_before_version_3_reads_with_named_comm_buckets():
 
 
 def test_current_versions_and_other_probes_read_unchanged():
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading
 
     current = {"probe": "kernels", "probe_version": 3, "params": {"sdpa_backend": "x"}, "data": {}}
     other = {"probe": "gemm", "probe_version": 1, "params": {"sdpa_backend": "x"}, "data": {}}
@@ -315,7 +315,7 @@ def test_current_versions_and_other_probes_read_unchanged():
 
 
 def test_kernels_v4_expert_share_on_a_gpu_is_withdrawn_when_read_and_v5_or_cpu_is_kept():
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading
 
     expert = {"calls": 1920, "category": "expert-gemm", "experts_impl": "looped", "share": 1.64, "time_s": 0.222}
     doc = {"probe": "kernels", "probe_version": 4, "params": {"device": "cuda"}, "data": {"expert_gemm": expert}}

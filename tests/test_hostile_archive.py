@@ -16,7 +16,7 @@ import pytest
 from conftest import HANG_S
 
 from measure.errors import StoreError
-from measure.evidence.files import read_regular
+from measure.evidence.reading import read_regular
 from measure.evidence.store import Store
 
 REPO = Path(__file__).resolve().parent.parent

@@ -1,11 +1,11 @@
 """batch-sweep evidence from before it took optimizer settings (versions 1 and 2) read as the settings it ran with
-(measure.evidence.older): the workload's own betas and weight decay and no clip, so its configuration key is that of
+(measure.evidence.reading): the workload's own betas and weight decay and no clip, so its configuration key is that of
 a version 3 run with the defaults."""
 
 from __future__ import annotations
 
 from measure.evidence.configkey import config_key
-from measure.evidence.older import for_reading
+from measure.evidence.reading import for_reading
 
 BASE = {"preset": "20m", "contexts": [512], "dtype": "bf16", "device": "cuda", "windows": 5}
 MACHINE = {"gpu": {"name": "NVIDIA H200"}}

@@ -15,7 +15,8 @@ import pytest
 from conftest import REPO, run_cli, run_cli_here
 
 from measure.evidence.configkey import card_of
-from measure.evidence.envelope import canonical_bytes, parse_archived
+from measure.evidence.envelope import canonical_bytes
+from measure.evidence.reading import parse_archived
 from measure.evidence.store import Store
 
 # slow: every test here reads the one real three-session CPU probe run (about 10 s of CPU), end to end

@@ -21,8 +21,7 @@ NOT_ONE_RUN = ("campaign", "campaign-plan", "campaign-audit", "reproduction")
 
 
 def _cited() -> list[tuple[str, str, str, dict]]:
-    from measure.evidence.envelope import parse_archived
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading, parse_archived
     from render.pages import sources
 
     store = Store(REPO / "archive")

@@ -514,8 +514,8 @@ def test_render_never_imports_torch(tmp_path: Path) -> None:
         "measure.evidence",
         "measure.evidence.envelope",
         "measure.evidence.store",
-        "measure.evidence.files",  # the store's safe single-file reads and writes
-        "measure.evidence.older",  # older probe versions read as today's
+        "measure.evidence.files",  # the store's safe single-file writes
+        "measure.evidence.reading",  # a stored file read, and older probe versions read as today's
         "measure.evidence.contracts",
         "measure.evidence.kernel_names",
         "measure.evidence.flops",  # torch-free: model FLOPs with frozen weights (render.derive.workload)

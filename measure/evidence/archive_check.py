@@ -2,7 +2,7 @@
 
 The archive's folders are listed once (``Store.tree``). Each stored file is read once: its bytes are
 hashed and compared with its name, and a file whose bytes match is parsed and validated from the same
-bytes (``measure.evidence.envelope.parse_archived``: orjson where writing its reading back gives the same bytes,
+bytes (``measure.evidence.reading.parse_archived``: orjson where writing its reading back gives the same bytes,
 the strict reader otherwise, so integers stay exact and a duplicate key is refused as before). The same
 pass names what is not evidence (``Store.stray_entry``) and counts the temp files of writes.
 
@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError
-from measure.evidence.envelope import parse_archived
-from measure.evidence.files import read_hashed
+from measure.evidence.reading import parse_archived, read_hashed
 from measure.evidence.store import Invalid, Mismatch, Shard, Store, Stray, stored_entry, stored_id
 from measure.lifetime import die_with_parent
 

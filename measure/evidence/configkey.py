@@ -73,7 +73,7 @@ def shaping(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def config_key(doc: dict[str, Any]) -> ConfigKey:
-    """The configuration key of one evidence document (as render reads it: ``measure.evidence.older.for_reading``)."""
+    """The configuration key of one evidence document (as render reads it: ``measure.evidence.reading.for_reading``)."""
     probe = str(doc.get("probe", ""))
     found_machine, found_params = doc.get("machine"), doc.get("params")
     machine: dict[str, Any] = found_machine if isinstance(found_machine, dict) else {}

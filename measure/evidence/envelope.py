@@ -17,7 +17,7 @@ measurements: ``samples``, windows, failures; aggregates may be added, never rep
 threshold after the extra windows, its rows flagged ``unstable``; ``partial``: stopped early, what it has is
 valid; or ``failed`` with ``error``); ``origin`` (``measured``, or ``imported`` with a ``source`` text). The
 id abbreviates to a unique prefix of at least 12 hex. A probe whose ``data`` layout changes bumps its
-``probe_version``, and ``measure.evidence.older.for_reading`` presents older versions in the current layout when
+``probe_version``, and ``measure.evidence.reading.for_reading`` presents older versions in the current layout when
 render loads them
 (observations older versions kept in ``params`` move to ``data["observed"]``; ``ddp``'s positional bucket arrays get
 their field names); the archived bytes never change.
@@ -38,11 +38,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from measure.errors import EvidenceError
-
-try:  # the archive's fast reader (``parse_archived``); measure runs without it where only torch is installed
-    import orjson
-except ImportError:  # pragma: no cover - the declared dependencies include it
-    orjson = None  # type: ignore[assignment]
 
 SCHEMA_PREFIX = "probebook.evidence/"
 SCHEMA_VERSION = 1
@@ -446,43 +441,6 @@ def parse(raw: bytes, where: str) -> dict[str, Any]:
     except ValueError as exc:
         raise _fail(where, str(exc)) from None
     return validate(doc, where, depth_checked=True)  # loads measured the nesting
-
-
-def parse_archived(raw: bytes, where: str) -> dict[str, Any]:
-    """``parse`` for archived bytes, faster, with the same result and the same refusals.
-
-    orjson reads the bytes, but it keeps the last of two equal keys and turns an integer beyond 64
-    bits into a double, where ``loads`` refuses the one and keeps the other exact. So its reading is
-    used only when writing it back gives the very bytes read: then no key was dropped and no number
-    changed, and the strict reader would have read the same document. The archive holds canonical
-    bytes (``canonical_bytes``, which orjson writes alike except for floats in exponent form, checked
-    with the standard encoder); anything else (another spelling, a duplicate key, a big integer, bad
-    JSON), and any document the checks refuse, goes through ``parse`` and gets its refusal from there.
-    """
-    if orjson is None:
-        return parse(raw, where)
-    try:
-        doc = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return parse(raw, where)
-    if not isinstance(doc, dict) or not _written_back_alike(doc, raw):
-        return parse(raw, where)
-    try:
-        # raw is the JSON text of doc: each list or object in it is one "[" or "{" (text may hold more)
-        validate(doc, where, containers=raw.count(b"{") + raw.count(b"["))
-    except EvidenceError:
-        return parse(raw, where)  # refused in the strict reader's own words
-    return doc
-
-
-def _written_back_alike(doc: dict[str, Any], raw: bytes) -> bool:
-    """Whether orjson or ``canonical_bytes`` writes ``doc`` back as exactly ``raw``."""
-    try:
-        if orjson.dumps(doc, option=orjson.OPT_SORT_KEYS) == raw:
-            return True
-        return canonical_bytes(doc) == raw
-    except (orjson.JSONEncodeError, EvidenceError, RecursionError):  # nested past either writer's limit
-        return False
 
 
 # --- migrations: version N -> N+1, applied in order by ``migrate`` -------------------

@@ -19,7 +19,7 @@ from typing import Any
 from measure.errors import EvidenceError, StoreError
 from measure.evidence.contracts import CONTRACTS, STATUSES, Contract, importable
 from measure.evidence.envelope import Evidence, is_time_field, loads
-from measure.evidence.files import read_regular
+from measure.evidence.reading import read_regular
 from measure.evidence.store import Store
 
 # the column contracts and their kinds live in measure/evidence/contracts.py, shared with render

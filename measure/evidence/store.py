@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError, StoreError
-from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse, parse_archived
-from measure.evidence.files import NOFOLLOW, TEMP_PREFIX, fsync_dir, kind_of, max_bytes, read_hashed, read_regular
+from measure.evidence.envelope import Evidence, canonical_bytes, digest, parse
+from measure.evidence.files import NOFOLLOW, TEMP_PREFIX, fsync_dir, kind_of, max_bytes
+from measure.evidence.reading import parse_archived, read_hashed, read_regular
 
 # The archive's file-name rules, in one place: a stored file is <2 hex>/<62 hex>.json; a loose file (one to
 # add, or one left in the wrong folder) may be named <64 hex>.json, with an optional sha256:/sha256_/sha256- prefix.

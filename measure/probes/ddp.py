@@ -28,7 +28,7 @@ from measure.run.runner import Recorder, execute
 PROBE = "ddp"
 VERSION = 3  # 2: the DDP step paired with a no_sync step in interleaved rounds; comm steps back to back
 # 3: data.comm_buckets names each bucket's fields (ready_s, done_s, bytes) instead of [ready, done, bytes]
-# arrays; older versions are read that way by measure.evidence.older.for_reading
+# arrays; older versions are read that way by measure.evidence.reading.for_reading
 HELP = (
     "Data-parallel scaling under torchrun: tokens/s per GPU at 1 and N GPUs, all-reduce time and "
     "overlap with backward, all-reduce bandwidth, interconnect as observed."

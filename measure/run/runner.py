@@ -24,7 +24,8 @@ from typing import Any
 from measure.constants import CV_THRESHOLD
 from measure.errors import ProbebookError, one_line
 from measure.evidence.envelope import Evidence, utc_now
-from measure.evidence.files import max_bytes, read_given
+from measure.evidence.files import max_bytes
+from measure.evidence.reading import read_given
 from measure.machine import code_fingerprint, fingerprint
 from measure.progress import HEARTBEAT_S, Progress
 

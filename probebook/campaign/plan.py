@@ -19,7 +19,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import Evidence, digest, parse
-from measure.evidence.files import read_given
+from measure.evidence.reading import read_given
 from measure.evidence.store import Store
 from measure.machine import code_fingerprint
 from probebook.campaign import spec as specmod

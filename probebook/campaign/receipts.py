@@ -14,7 +14,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence import contracts
-from measure.evidence.files import read_given
+from measure.evidence.reading import read_given
 
 IN_FLIGHT = ("submitting", "submitted")
 """A job may exist for the latest attempt: resume asks the scheduler before anything is submitted."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence.files import read_given
+from measure.evidence.reading import read_given
 
 MAX_SPEC_BYTES = 1 << 20
 """The largest spec file read (a spec is a few hundred bytes)."""

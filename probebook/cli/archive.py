@@ -13,7 +13,8 @@ from typing import Any
 from measure.errors import EXIT, EvidenceError, ProbebookError, StoreError, printable
 from measure.evidence import archive_check, contracts
 from measure.evidence.envelope import Evidence, canonical_bytes, migrate, parse
-from measure.evidence.files import TEMP_PREFIX, kind_of, read_regular
+from measure.evidence.files import TEMP_PREFIX, kind_of
+from measure.evidence.reading import read_regular
 from measure.evidence.store import Store, claimed_id, stored_id
 from probebook.cli import command
 from probebook.cli.output import json_text

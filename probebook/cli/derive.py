@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import ProbebookError
-from measure.evidence.older import for_reading
+from measure.evidence.reading import for_reading
 from measure.evidence.store import Store
 from measure.probes.step_scaling import MODES
 from probebook.cli import command, command_group

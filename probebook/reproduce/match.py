@@ -38,7 +38,7 @@ from typing import Any
 
 from measure.evidence.configkey import config_key
 from measure.evidence.envelope import MEASURED
-from measure.evidence.older import for_reading
+from measure.evidence.reading import for_reading
 from measure.evidence.reruns import migrate
 from probebook.reproduce.trust import LOCAL_FOLDERS
 

@@ -189,8 +189,7 @@ def design_command(command: str, probe: str, declared: dict[str, Any], sessioned
 
 def _lookup(archive: Path) -> Any:
     """``id -> document or None`` in ``archive`` (a campaign's manifest, which a record need not cite)."""
-    from measure.evidence.envelope import parse_archived
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading, parse_archived
     from measure.evidence.store import Store
 
     store = Store(archive)

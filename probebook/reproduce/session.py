@@ -97,8 +97,7 @@ def record_page(docs: Path, slug: str, version: int | None) -> tuple[Any, Any]:
 
 def _read(store: Any, ident: str) -> tuple[dict[str, Any], bytes]:
     """A stored document, hash-checked and read as today's envelope (``for_reading``)."""
-    from measure.evidence.envelope import parse_archived
-    from measure.evidence.older import for_reading
+    from measure.evidence.reading import for_reading, parse_archived
     from probebook.campaign.plan import checked
 
     checked(store, ident)

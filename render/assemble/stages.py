@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from measure.evidence.files import read_regular
+from measure.evidence.reading import read_regular
 from measure.evidence.store import Store
 from measure.progress import Progress
 from render.assemble import histories, incremental, kept

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from measure.errors import EvidenceError, StoreError, printable
-from measure.evidence.envelope import parse_archived
-from measure.evidence.files import read_regular
-from measure.evidence.older import for_reading
+from measure.evidence.reading import read_archived
 from measure.evidence.store import Store
 from render.errors import BuildError
 
@@ -65,11 +63,9 @@ def load_evidence(archive: Path, reuse: bool = False) -> Archive:
     for path in store.iter_paths():
         ident = "sha256:" + path.parent.name + path.name[:-5]
         try:
-            data = read_regular(path, store.limit)
-            docs[ident] = for_reading(parse_archived(data, str(path)))  # older probe versions read as current
+            docs[ident], raw[ident] = read_archived(path, store.limit)  # older probe versions read as current
         except (EvidenceError, StoreError) as exc:
             raise BuildError(str(exc)) from None
-        raw[ident] = data
     loaded = Archive(docs, raw)
     if reuse:
         _LOADED[str(archive.resolve())] = (seen, loaded)

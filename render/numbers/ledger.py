@@ -20,7 +20,8 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
-from measure.evidence.files import read_regular, write_regular
+from measure.evidence.files import write_regular
+from measure.evidence.reading import read_regular
 from render.numbers.units import percent
 
 SCHEMA = "probebook.ledger/1"

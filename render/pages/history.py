@@ -23,7 +23,8 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
-from measure.evidence.files import append_regular, read_regular
+from measure.evidence.files import append_regular
+from measure.evidence.reading import read_regular
 from render.numbers import ledger
 from render.pages.sources import Sources
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from measure.evidence.files import read_given
+from measure.evidence.reading import read_given
 from render.errors import BuildError
 from render.pages import layout
 from render.site.assets import add_to_config
