@@ -366,11 +366,11 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         found = super().getattr(obj, attribute)
-        return _across(bounded.checked_method(obj, attribute, _checked_format(obj, attribute, found)))
+        return _across(_string_method(obj, attribute, found) if isinstance(obj, str) else found)
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         found = super().getitem(obj, argument)
-        return _across(bounded.checked_method(obj, argument, _checked_format(obj, argument, found)))
+        return _across(_string_method(obj, argument, found) if isinstance(obj, str) else found)
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         # jinja2's own signature: the dunder names keep a template's keyword arguments from shadowing them
@@ -385,6 +385,12 @@ class PageEnvironment(ImmutableSandboxedEnvironment):
         if isinstance(obj, Quantity):
             return attr in ("to", "format", "low", "high")
         return super().is_safe_attribute(obj, attr, value)
+
+
+def _string_method(obj: str, attribute: Any, value: Any) -> Any:
+    """A string's ``attribute`` (``value``), bounded before it runs: a format's field widths and the result's length
+    (another object's attribute has neither to check)."""
+    return bounded.checked_method(obj, attribute, _checked_format(obj, attribute, value))
 
 
 def _checked_format(obj: Any, attribute: Any, value: Any) -> Any:
