@@ -35,7 +35,6 @@ def render_rows(
     ``pools``: the archive's between-session SD per probe class (``render.evidence.series.class_pools``), so an
     absolute time or rate gets the across-sessions interval the site publishes; None pools the rendered runs only."""
     from render.assemble import pages as page_render
-    from render.evidence import series
     from render.evidence.archive import Archive
     from render.functions.derivations import Library
     from render.numbers import claims
@@ -43,7 +42,7 @@ def render_rows(
     from render.pages.sandbox import make_environment
 
     archive = Archive({i: docs[i] for i in sorted(set(aliases.values()))}, {})
-    library = Library(archive.docs, None if pools is None else {series.pools_key(archive.docs): pools})
+    library = Library(archive.docs, None, pools)
     library.later = True  # charts are described, not drawn: their numbers are what is compared
     env = make_environment({p.rel: (p.body, str(p.path)) for p in src.pages})
     with claims.unchecked():

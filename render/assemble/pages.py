@@ -61,7 +61,7 @@ def render_one(
     # while this page renders, a number's link knows what each evidence page shows where it would land
     token = LANDING.set(landing.landing_texts(evidence.docs))
     # while this page renders, an absolute time or rate states where a new session lands (issue 38)
-    across = ACROSS.set(series.across(library.docs, series.cached_pools(library)))
+    across = ACROSS.set(series.across(library.docs, library.pools))
     # and a claim comparing two runs reads their configurations, to see that it names where they differ
     configs = directions.CONFIGS.set(series.shaping_of(library.docs))
     try:

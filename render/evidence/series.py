@@ -8,14 +8,13 @@ own mean, pooled over every repeated point of a probe class, is that class's bet
 new session lands: ``across`` replaces its interval by the prediction interval and keeps this run's windows'
 interval beside it (``Quantity.within``), saying which is which in its derivation.
 
-Built once per build from the archive (``Library.memo``); a new document makes the next build a full one
+Built once per build from the archive (``Library.pools``); a new document makes the next build a full one
 (``render.assemble.incremental``), so no page keeps a pool an older archive gave.
 """
 
 from __future__ import annotations
 
 import datetime
-import hashlib
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -140,18 +139,6 @@ def class_pools(docs: Iterable[dict[str, Any]]) -> dict[str, replication.Spread]
         if spread is not None:
             pools[name] = spread
     return pools
-
-
-def cached_pools(library: Any) -> dict[str, replication.Spread]:
-    """``class_pools`` of a build's ``Library`` (its ``docs`` and ``memo``), once per build: kept under the digest
-    of every id, so an archive with another document computes it afresh."""
-    return dict(library.memo(pools_key(library.docs), lambda: class_pools(library.docs.values())))
-
-
-def pools_key(docs: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    """The ``Library`` key ``cached_pools`` keeps its pools under for ``docs``: a render of a few documents (a
-    reproduction's) is given the whole archive's pools under it, so its intervals are the ones the site publishes."""
-    return ("series-pools", hashlib.sha256("\n".join(sorted(docs)).encode()).hexdigest())
 
 
 def pooled_ids(docs: dict[str, dict[str, Any]], name: str) -> tuple[str, ...]:

@@ -11,12 +11,14 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from render.derive import fit_numerics
+from render.derive import fit_numerics, replication
+from render.evidence import series
 from render.pages.sandbox import untimed
 
 
 class Library:
-    """Evidence documents by id, and derivations computed so far (shared by every page of a build).
+    """Evidence documents by id, their between-session pools, and derivations computed so far (shared by every
+    page of a build).
 
     A derivation is keyed by what it is computed from: its kind, evidence ids (each names its document's
     bytes) and options, never a page or an alias. So ``kept``, the derivations an earlier build computed
@@ -24,8 +26,17 @@ class Library:
     an author's edit to one page's prose renders that page without fitting or drawing anything again.
     """
 
-    def __init__(self, docs: dict[str, dict[str, Any]], kept: dict[tuple, Any] | None = None):
+    def __init__(
+        self,
+        docs: dict[str, dict[str, Any]],
+        kept: dict[tuple, Any] | None = None,
+        pools: dict[str, replication.Spread] | None = None,
+    ):
         self.docs = docs
+        self.pools = series.class_pools(docs.values()) if pools is None else pools
+        """Each probe class's between-session SD (``render.evidence.series.class_pools``), once per build: those of
+        ``docs``, or the ones given (a reproduction's render of a few documents takes the whole archive's, so its
+        intervals are the ones the site publishes)."""
         self._memo: dict[tuple, Any] = {}
         self._kept = kept or {}
         self.computed: dict[tuple, Any] = {}

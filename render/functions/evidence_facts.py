@@ -273,7 +273,7 @@ def session_spread(page: Page, kind: str = "step") -> Quantity:
     repeated configurations (``render.evidence.series``): what an across-sessions interval stands on."""
     if kind not in replication.DELTA:
         raise ProbebookError(f"session_spread({kind!r}): a probe class is one of {', '.join(replication.DELTA)}")
-    pool = series.cached_pools(page.library).get(kind)
+    pool = page.library.pools.get(kind)
     ids = series.pooled_ids(page.library.docs, kind)
     if pool is None or not ids:
         return Quantity(

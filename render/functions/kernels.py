@@ -194,7 +194,7 @@ def gemm_ceiling_series(page: Page, ref: Any, shape: str) -> Quantity:
     if not figures:
         raise ProbebookError(f"gemm_ceiling_series(): {ref.alias} ({ref.short}) is no finished measured session")
     keys = sorted({config_key(docs[i]).ident for i in figures})
-    pool = series.cached_pools(page.library).get(replication.probe_class("gemm"))
+    pool = page.library.pools.get(replication.probe_class("gemm"))
     guess = replication.prediction(list(figures.values()), pool)
     return quantity(
         guess.center if guess is not None else statistics.geometric_mean(figures.values()),
