@@ -8,6 +8,7 @@ in a template is an ``EvidenceRef``. README.md's table of page functions says wh
 
 from __future__ import annotations
 
+import functools
 import statistics
 import warnings
 from dataclasses import replace
@@ -22,7 +23,16 @@ from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, FitView, ProjectionView, call_text, defined, number, quantity
+from render.functions.views import (
+    EvidenceRef,
+    FitView,
+    ProjectionView,
+    call_text,
+    defined,
+    number,
+    quantity,
+    step_fit,
+)
 from render.numbers import claims, leases, legend
 from render.numbers.links import field_anchor, rows_anchor, with_column
 from render.numbers.propagation import propagated
@@ -52,7 +62,7 @@ def fit(
     options: dict[str, Any] = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
     if unstable:
         options["unstable"] = True
-    view = FitView(page.fit, ref, options)
+    view = FitView(functools.partial(step_fit, page.library), ref, options)
     for w in at if isinstance(at, (list, tuple)) else [at]:
         view.share(w)  # validates the widths early, with the page's line
     return view

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from measure.errors import ProbebookError
-from render.derive import fit as fitmod
 from render.functions.derivations import Library
 from render.functions.registry import registry
 from render.functions.views import EvidenceRef, defined
@@ -70,23 +69,6 @@ class Page:
         if not isinstance(rows, list) or not rows:
             raise ProbebookError(f"{ref.alias} ({ref.short}) has no data.samples")
         return rows
-
-    def fit(self, ref: EvidenceRef, options: dict[str, Any], at: tuple[float, ...]) -> fitmod.StepFit:
-        """The step-scaling fit of ``ref`` under ``options``, computed once per build (``fit()``, ``padding()``)."""
-        key = ("fit", ref.id, tuple(sorted((k, str(v)) for k, v in options.items())), at)
-        doc = self.doc(ref)
-        return self.library.memo(
-            key,
-            lambda: fitmod.fit_evidence(
-                doc,
-                terms=options.get("terms", "auto"),
-                tokens=options.get("tokens"),
-                at=at,
-                mode=options.get("mode"),
-                source=f"evidence {ref.alias} ({ref.short})",
-                include_unstable=bool(options.get("unstable", False)),
-            ),
-        )
 
     def derived(
         self,

@@ -13,7 +13,7 @@ from render.derive import fit_inputs, intervals, kernels
 from render.derive import padding as padmod
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, MaskView, PaddingView, call_text, number
+from render.functions.views import EvidenceRef, MaskView, PaddingView, call_text, number, step_fit
 
 
 @page_function
@@ -59,7 +59,7 @@ def padding(page: Page, ref: Any, bucket: Any = None, fit: Any = None, **fit_opt
             notes[name] = "no step-scaling fit given (padding(pad, fit=sweep) or the probe's --fit)"
     else:
         width = float(doc["params"]["width"])
-        f = page.fit(fit_ref, {k: v for k, v in fit_options.items() if v is not None}, (width,))
+        f = step_fit(page.library, fit_ref, {k: v for k, v in fit_options.items() if v is not None}, (width,))
         per_step = fit_inputs.step_batch(page.doc(fit_ref), fit_options.get("mode"))
         step = padmod.step_time_s(f.c_s, f.a_s_per_token, f.b_s_per_token2, width)
         values.update(

@@ -18,6 +18,7 @@ from render.derive import fit as fitmod
 from render.derive import project as projmod
 from render.derive.fit_inputs import width_key
 from render.derive.fit_numerics import TERMS
+from render.functions.derivations import Library
 from render.numbers import said
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
@@ -63,6 +64,24 @@ def quantity(
 def call_text(*parts: Any, **named: Any) -> str:
     shown = [str(p) for p in parts] + [f"{k}={v!r}" for k, v in named.items() if v is not None]
     return ", ".join(shown)
+
+
+def step_fit(library: Library, ref: EvidenceRef, options: dict[str, Any], at: tuple[float, ...]) -> fitmod.StepFit:
+    """The step-scaling fit of ``ref`` under ``options``, computed once per build (``fit()``, ``padding()``)."""
+    key = ("fit", ref.id, tuple(sorted((k, str(v)) for k, v in options.items())), at)
+    doc = library.docs[ref.id]
+    return library.memo(
+        key,
+        lambda: fitmod.fit_evidence(
+            doc,
+            terms=options.get("terms", "auto"),
+            tokens=options.get("tokens"),
+            at=at,
+            mode=options.get("mode"),
+            source=f"evidence {ref.alias} ({ref.short})",
+            include_unstable=bool(options.get("unstable", False)),
+        ),
+    )
 
 
 MISFIT = "lack of fit"
