@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from measure.errors import ProbebookError
@@ -46,6 +47,30 @@ def page_key(page: Any, src: Sources, aliases: dict[str, str], ids_digest: bytes
             ("declarations", declared if page.kind == "record" else b""),
         ]
     )
+
+
+@dataclass(frozen=True)
+class PageRenders:
+    """The pages a build renders, by index, with what they are rendered from: the task the page pool
+    (``render.assemble.parallel``) runs, in this process or in a worker."""
+
+    pages: list[tuple[Any, dict[str, str]]]
+    """Each page to render and its evidence aliases."""
+    src: Sources
+    evidence: Archive
+    library: Library
+    env: Any
+    partial: frozenset[str]
+    declarations: provenance.Declarations | None
+
+    def __call__(self, n: int) -> tuple[incremental.PageOutput, dict[tuple, Any]]:
+        """Page ``n`` and the derivations its rendering computed (a worker hands them back to the build's library)."""
+        page, aliases = self.pages[n]
+        before = len(self.library.computed)
+        out = render_one(
+            page, self.src, self.evidence, self.library, self.env, aliases, self.partial, self.declarations
+        )
+        return out, self.library.computed_since(before)
 
 
 def render_one(

@@ -125,14 +125,8 @@ def render_pages(
         outputs.append(cache.get(key) if cache is not None else None)
         aliased.append((page, aliases, key))
     todo = [i for i, out in enumerate(outputs) if out is None]
-
-    def render(n: int) -> tuple[incremental.PageOutput, dict[tuple, Any]]:
-        """Page ``todo[n]`` and the derivations its rendering computed (a worker hands them back)."""
-        page, aliases, _key = aliased[todo[n]]
-        before = len(library.computed)
-        out = page_render.render_one(page, src, evidence, library, env, aliases, partial, declarations)
-        return out, library.computed_since(before)
-
+    pages = [(aliased[i][0], aliased[i][1]) for i in todo]
+    render = page_render.PageRenders(pages, src, evidence, library, env, partial, declarations)
     # the bar steps beside the loop, not around it: the pages' outputs go from the pool straight to this loop
     bar = Progress("pages", log, total=len(todo), lines=False)
     with page_pool.WorkerPool(render, len(todo)) as rendered, bar:
