@@ -47,7 +47,7 @@ def test_registering_a_name_twice_is_refused() -> None:
         assert "registered twice" in str(exc)
     else:
         raise AssertionError("a second 'fit' was registered")
-    assert registry.REGISTRY["fit"].function.__module__ == "render.functions.general"
+    assert registry.REGISTRY["fit"].function.__module__ == "render.functions.step_scaling"
 
 
 def test_readme_table_lists_exactly_the_functions() -> None:

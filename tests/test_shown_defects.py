@@ -253,7 +253,8 @@ def test_summarize_names_the_runner_up_and_the_tie():
 
 
 def test_numbers_from_a_fit_that_fails_its_lack_of_fit_test_carry_the_mark():
-    from render.functions.views import EvidenceRef, FitView
+    from render.functions.step_scaling import FitView
+    from render.functions.views import EvidenceRef
 
     plateau = [(float(s), max(0.05, 1e-5 * s) + e) for s in (512, 1024, 2048, 4096, 8192) for e in (-1e-4, 0.0, 1e-4)]
     misfit = fit.fit_step_scaling(plateau, terms="c+a", bootstrap=50)

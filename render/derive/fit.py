@@ -104,7 +104,7 @@ class StepFit:
     """``(S, step_s)`` of samples left out of the fit as outliers."""
     misfit: bool = False
     """True when the model fails its own test (lack of fit against the replicate noise, or residuals that trend):
-    every number taken from it carries that mark wherever it appears (``render.functions.views.FitView``)."""
+    every number taken from it carries that mark wherever it appears (``render.functions.step_scaling.FitView``)."""
 
     def predict(self, s: Any) -> Any:
         """The model's step time in seconds at sequence length ``s`` (number or array)."""

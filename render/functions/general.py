@@ -1,5 +1,5 @@
-"""The page functions of numbers read or derived from evidence: ``fit``, ``value``, ``median``, ``saving``,
-``project``, ``mfu``, ``share_of``, ``constant``, ``claim``, ``context``.
+"""The page functions of numbers read or derived from evidence: ``value``, ``median``, ``saving``, ``project``,
+``mfu``, ``share_of``, ``constant``, ``claim``, ``context`` (``fit`` is ``render.functions.step_scaling``'s).
 
 Each returns a ``Quantity`` (or a view whose attributes are Quantities) built from archived evidence by a
 pure derivation in ``render.derive``. Evidence is named by the aliases in the page's front matter; an alias
@@ -8,7 +8,6 @@ in a template is an ``EvidenceRef``. README.md's table of page functions says wh
 
 from __future__ import annotations
 
-import functools
 import statistics
 import warnings
 from dataclasses import replace
@@ -23,16 +22,7 @@ from render.derive import project as projmod
 from render.derive.ablation import saving_fraction
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import (
-    EvidenceRef,
-    FitView,
-    ProjectionView,
-    call_text,
-    defined,
-    number,
-    quantity,
-    step_fit,
-)
+from render.functions.views import EvidenceRef, ProjectionView, call_text, defined, number, quantity
 from render.numbers import claims, leases, legend
 from render.numbers.links import field_anchor, rows_anchor, with_column
 from render.numbers.propagation import propagated
@@ -45,27 +35,6 @@ def _suppressed_peak(gpu: str | None) -> peaks.Peak:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", peaks.UnknownGPUWarning)  # an unknown GPU is reported as an error below
         return peaks.lookup(gpu)
-
-
-@page_function
-def fit(
-    page: Page,
-    ref: Any,
-    tokens: str | None = None,
-    terms: str = "auto",
-    at: Any = (),
-    mode: str | None = None,
-    unstable: bool = False,
-) -> FitView:
-    """Fit ``step(S) = c + a·S + b·S²`` to step-scaling evidence (``unstable=True``: keep points flagged unstable)."""
-    ref = page.ref(ref, "step-scaling", "fit()")
-    options: dict[str, Any] = {k: v for k, v in (("tokens", tokens), ("terms", terms), ("mode", mode)) if v is not None}
-    if unstable:
-        options["unstable"] = True
-    view = FitView(functools.partial(step_fit, page.library), ref, options)
-    for w in at if isinstance(at, (list, tuple)) else [at]:
-        view.share(w)  # validates the widths early, with the page's line
-    return view
 
 
 @page_function

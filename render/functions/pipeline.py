@@ -13,7 +13,8 @@ from render.derive import fit_inputs, intervals, kernels
 from render.derive import padding as padmod
 from render.functions.page import Page
 from render.functions.registry import page_function
-from render.functions.views import EvidenceRef, MaskView, PaddingView, call_text, number, step_fit
+from render.functions.step_scaling import step_fit
+from render.functions.views import EvidenceRef, MaskView, PaddingView, call_text, number
 
 
 @page_function
