@@ -1,12 +1,13 @@
 """Reading one file of the archive safely, and one archived document as render and the CLI read it.
 
 A file is read never through a link, never blocking on a FIFO, never past a size cap (``read_regular``; a path
-a command line names, ``read_given``). An archived document is its bytes checked against the envelope
-(``parse_archived``, the fast reader of ``measure.evidence.envelope``'s checks) and, where an older probe version
-laid its data out otherwise, presented as today's probe lays it out (``for_reading``): ``read_archived`` does the
-three, so one module reads a stored document from its bytes to what render derives from. The archived bytes never
-change (ARCHITECTURE.md §Invariants, item 1): schema migrations, which rewrite a document of an older envelope
-version, are ``measure.evidence.envelope.migrate``'s; writing is ``measure.evidence.files``'.
+a command line names, ``read_given``; a stored file for its hash, ``read_hashed``). An archived document is its
+bytes checked against the envelope (``parse_archived``, the fast reader of ``measure.evidence.envelope``'s checks)
+and, where an older probe version laid its data out otherwise, presented as today's probe lays it out
+(``for_reading``): ``read_archived`` does the three, so one module reads a stored document from its bytes to what
+render derives from. The archived bytes never change (ARCHITECTURE.md §Invariants, item 1): schema migrations,
+which rewrite a document of an older envelope version, are ``measure.evidence.envelope.migrate``'s; writing is
+``measure.evidence.files``'.
 """
 
 from __future__ import annotations
