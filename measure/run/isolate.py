@@ -274,9 +274,14 @@ def serve(
     parser.add_argument("--point", required=True, help="the point's spec as JSON, or - to read it from stdin")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    prepare()
-    loaded = time.perf_counter()
-    text = sys.stdin.readline() if args.point == "-" else args.point
+    try:
+        prepare()
+        loaded = time.perf_counter()
+        text = sys.stdin.readline() if args.point == "-" else args.point
+    except KeyboardInterrupt:
+        # Ctrl-C (or timeout -s INT, which signals the whole group) reached a child spawned ahead that had no point
+        # yet: nothing was measured, so nothing to report and no traceback; the parent says the run was stopped
+        os._exit(130)
     spec_read = time.perf_counter()
     spec = json.loads(text)
     facts: dict[str, Any] = {"preload_s": loaded - started, "idle_before_spec_s": spec_read - loaded}
