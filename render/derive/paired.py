@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from measure.errors import ProbebookError
 from render.derive.intervals import median_interval
@@ -88,6 +87,10 @@ def paired_change(baseline: dict[int, float], arm: dict[int, float]) -> PairedCh
     diff = base - other
     p = None
     if len(common) >= 6 and np.any(diff != 0):
+        # scipy.stats here, not at the top: it costs about 0.9 s of CPU to import, and most processes that load this
+        # module (a CLI run refusing its input, a page with no paired claim) never run a test
+        from scipy import stats
+
         p = float(stats.wilcoxon(base, other, alternative="two-sided").pvalue)
     return PairedChange(
         rounds=len(common),

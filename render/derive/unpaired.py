@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from measure.errors import ProbebookError
 from render.derive import intervals
@@ -68,5 +67,7 @@ def ratio_of_medians(numerator: Sequence[float], denominator: Sequence[float]) -
     if np.any(den <= 0):
         raise ProbebookError("ratio of medians: a denominator sample is not positive (a resampled median could be)")
     interval = intervals.ratio_interval(num.tolist(), den.tolist())
+    from scipy import stats  # here, not at the top: as in render.derive.paired, scipy loads only where a test runs
+
     p = float(stats.mannwhitneyu(num, den, alternative="two-sided").pvalue)
     return UnpairedRatio(int(num.size), int(den.size), ratio, interval, p)
