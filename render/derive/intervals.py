@@ -127,7 +127,7 @@ def order_ranks(n: int) -> tuple[int, int, float]:
     # P(lo <= B <= hi) for B ~ Binomial(n, 1/2), in exact integers (C(n, i) / 2**n summed): no scipy, whose stats
     # module costs about 0.9 s of CPU to import, for a number the methodology page's table computes at import
     def mass(lo: int, hi: int) -> float:
-        return sum(math.comb(n, i) for i in range(lo, hi + 1)) / 2**n
+        return sum(math.comb(n, i) for i in range(lo, hi + 1)) / (1 << n)
 
     best = (1, n, mass(1, n - 1))
     for low in range(2, (n + 1) // 2 + 1):
