@@ -45,6 +45,8 @@ def test_the_reference_decoder_passes_with_and_without_global_layers(cli_here):
     assert "layer   1 global mask is_causal" in out.stdout
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_a_plugin_that_ignores_global_every_fails_with_exit_1(cli):
     pytest.importorskip("torch")
     env = {"PYTHONPATH": f"{HERE / 'fixtures' / 'plugin_harness'}:{HERE.parent}"}

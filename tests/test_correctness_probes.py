@@ -133,6 +133,8 @@ def test_hvp_probe_on_tiny(archive):
         assert rows == c["warm_times_s"] and len(rows) >= 2
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_hvp_epoch_batches_on_tiny_through_the_cli(cli, archive):
     args = ["--archive", str(archive), "measure", "hvp", "--device", "cpu", "--preset", "tiny", "--quiet"]
     args += ["--batches", "1", "--seq-len", "16", "--modes", "eager", "--dtypes", "bf16,fp32"]

@@ -154,6 +154,8 @@ def test_add_from_a_loose_folder_names_links_and_fifos(tmp_path: Path) -> None:
     ]
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_build_skips_each_problem_with_one_warning(tmp_path: Path) -> None:
     root, planted = _hostile(tmp_path)
     docs = tmp_path / "docs"

@@ -127,6 +127,8 @@ def test_a_host_memory_error_on_cuda_is_an_error_point():
 # --- the point process -----------------------------------------------------------------------
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_a_point_runs_in_its_own_process_and_prints_one_line():
     config = batch_sweep.Config(device="cpu", warmup=1, windows=2, iters=1)
     spec = {"config": asdict(config), "device": "cpu", "context": 16, "batch": 2}

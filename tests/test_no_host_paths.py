@@ -33,6 +33,8 @@ def test_a_corpus_path_names_no_host_folder(given, kept):
     assert portable_path(given, CWD, HOME) == kept
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_the_padding_probe_stores_the_portable_path(cli, archive, tmp_path):
     corpus = tmp_path / "texts"
     corpus.mkdir()

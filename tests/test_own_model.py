@@ -100,6 +100,8 @@ def test_the_guide_s_plugin_through_step_scaling_and_ablate_on_cpu(cli, archive,
     assert [m["kind"] for m in doc["data"]["engagement_warnings"]] == ["arm-skipped"]  # no input copy on CPU
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_the_guide_s_plugin_fails_the_mask_check_as_the_guide_says(cli, plugin):
     out = cli("check", "masks", "--workload", SPEC, "--sliding-window", "8", env={"PYTHONPATH": f"{plugin}:{REPO}"})
     assert out.returncode == 1, out.stderr

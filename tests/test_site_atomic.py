@@ -129,6 +129,8 @@ def test_two_concurrent_builds_both_succeed(tmp_path: Path) -> None:
     assert _publish_ok(root).returncode == 0
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_publish_refuses_unstamped_failed_and_stale_sites(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert _run(root, "build").returncode == 0
@@ -153,6 +155,8 @@ def test_publish_refuses_unstamped_failed_and_stale_sites(tmp_path: Path) -> Non
     assert refused.returncode == 2 and "did not complete" in refused.stderr
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_a_failed_build_keeps_the_last_good_site(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert _run(root, "build").returncode == 0

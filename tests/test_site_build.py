@@ -486,6 +486,8 @@ def test_source_date_epoch_is_honoured(tmp_path: Path, cli_here) -> None:
     assert _gzip_mtime(tmp_path / "s" / "sitemap.xml.gz") == _midnight(day)
 
 
+# slow: end to end (real builds or probe runs in child processes), 2-7 s of CPU each; .ci/run runs -m slow
+@pytest.mark.slow
 def test_render_never_imports_torch(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path; from render.assemble.stages import BuildPaths, build; "
