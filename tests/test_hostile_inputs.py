@@ -20,8 +20,8 @@ from measure.evidence.importer import read_rows
 from measure.evidence.store import Store
 from probebook.cli import main
 from render.numbers.ledger import to_bytes as ledger_bytes
+from render.pages import bounded, sources
 from render.pages import sandbox as pages
-from render.pages import sources
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -99,15 +99,15 @@ def _burn_cpu(seconds: float) -> None:
 
 
 def test_untimed_work_is_off_the_clock_and_the_page_keeps_what_it_had_left() -> None:
-    # what a page's first derivation spends loading libraries (pages.untimed) does not count against it ...
-    with pages.time_limit(0.3, "page"):
-        with pages.untimed():
+    # what a page's first derivation spends loading libraries (bounded.untimed) does not count against it ...
+    with bounded.time_limit(0.3, "page"):
+        with bounded.untimed():
             _burn_cpu(0.6)
         _burn_cpu(0.1)
     # ... but the clock runs again afterwards, with the time the page had left
     with pytest.raises(pages.TemplateLimitError, match=re.escape("page used more than 0.3 s of CPU time")):
-        with pages.time_limit(0.3, "page"):
-            with pages.untimed():
+        with bounded.time_limit(0.3, "page"):
+            with bounded.untimed():
                 _burn_cpu(0.1)
             _burn_cpu(1.0)
 

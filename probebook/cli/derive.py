@@ -232,7 +232,8 @@ def _derive(args: Any) -> int:
     from render.functions import calls
     from render.numbers.claims import Claim
     from render.numbers.quantity import Quantity
-    from render.pages.sandbox import Asset, Block, time_limit
+    from render.pages.bounded import time_limit
+    from render.pages.sandbox import Asset, Block
 
     words, options, as_json, out = _split(args.words)
     store = Store(args.archive)

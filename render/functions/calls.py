@@ -29,7 +29,7 @@ from render.functions.registry import registry
 from render.numbers.claims import Claim
 from render.numbers.quantity import Quantity
 from render.pages.sandbox import Asset, Block, PageEnvironment, make_environment
-from render.pages.sandbox import _raised_by_template as raised_by_template
+from render.pages.template_errors import raised_by_template
 
 ALIAS = "ev"
 """The alias of the first evidence id on the command line."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from render.derive import fit_numerics, replication
 from render.evidence import series
-from render.pages.sandbox import untimed
+from render.pages.bounded import untimed
 
 
 class Library:
@@ -89,7 +89,7 @@ def load_libraries(draw: bool = True) -> None:
     The CLI imports this module to list the functions in its help, so the heavy libraries load where
     they are used, not at the top (about 1.6 s of CPU per ``probebook`` process), and only when a
     derivation is computed rather than reused (``Library``); a page's template runs under a time limit
-    (pages.time_limit), which must never count a library's import time (``pages.untimed``).
+    (bounded.time_limit), which must never count a library's import time (``bounded.untimed``).
     ``draw=False``: only what describing a chart needs (``render.charts.draw.describe``), not vl-convert.
     """
     with untimed():

@@ -17,8 +17,12 @@ text of its own (``{{ fit|string }}`` printed a memory address, so two builds di
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterable
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
 from typing import Any
 
 import jinja2
@@ -186,3 +190,50 @@ class Generator(CodeGenerator):
                 self.filename,
             )
         super().visit_Const(node, frame)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Stop the block with ``TemplateLimitError`` after ``seconds`` of this process's CPU time.
+
+    The limit is CPU time (``ITIMER_PROF``: user and system time of every thread, the chart renderer's
+    included), not wall time, so a page that is slow only because the machine is shared is not
+    refused, while a runaway template, which burns CPU, still is. SIGPROF interrupts even a loop that
+    calls nothing; signals reach only the main thread, so elsewhere (a page rendered from a worker
+    thread) the block runs without a time limit.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expire(_signum: int, _frame: FrameType | None) -> None:
+        raise TemplateLimitError(
+            f"{what} used more than {seconds:g} s of CPU time; a page renders in well under a second"
+        )
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+@contextlib.contextmanager
+def untimed() -> Iterator[None]:
+    """Stop ``time_limit``'s clock for the block, then give the page the CPU time it had left.
+
+    For importing a library and starting vl-convert's runtime when a page is the first to need them
+    (``render.functions.derivations.load_libraries``): a page is timed for its own work, not for that.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    left, interval = signal.getitimer(signal.ITIMER_PROF)
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    try:
+        yield
+    finally:
+        if left > 0:
+            signal.setitimer(signal.ITIMER_PROF, left, interval)

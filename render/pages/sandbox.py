@@ -15,27 +15,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import os
 import re
-import signal
 import string
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from types import FrameType, TracebackType
 from typing import Any, ClassVar
 
 import jinja2
 import jinja2.ext
 from jinja2.lexer import Token, TokenStream
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from measure.errors import ProbebookError
 from render.derive.reading import MAX_FORMAT_WIDTH, wide_format
 from render.numbers import claims, directions, legend, said
 from render.numbers.links import escape_text
 from render.numbers.quantity import Quantity
-from render.pages import bounded, limits, lint, methodology
+from render.pages import bounded, limits, lint, methodology, template_errors
 from render.pages.bounded import TemplateLimitError
 from render.pages.sources import SourcePage
 
@@ -279,53 +275,6 @@ def check_format_spec(spec: str) -> None:
         raise TemplateLimitError(f"format spec {spec[:40]!r} asks for more than {MAX_FORMAT_WIDTH} characters")
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float, what: str) -> Iterator[None]:
-    """Stop the block with ``TemplateLimitError`` after ``seconds`` of this process's CPU time.
-
-    The limit is CPU time (``ITIMER_PROF``: user and system time of every thread, the chart renderer's
-    included), not wall time, so a page that is slow only because the machine is shared is not
-    refused, while a runaway template, which burns CPU, still is. SIGPROF interrupts even a loop that
-    calls nothing; signals reach only the main thread, so elsewhere (a page rendered from a worker
-    thread) the block runs without a time limit.
-    """
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def expire(_signum: int, _frame: FrameType | None) -> None:
-        raise TemplateLimitError(
-            f"{what} used more than {seconds:g} s of CPU time; a page renders in well under a second"
-        )
-
-    previous = signal.signal(signal.SIGPROF, expire)
-    signal.setitimer(signal.ITIMER_PROF, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        signal.signal(signal.SIGPROF, previous)
-
-
-@contextlib.contextmanager
-def untimed() -> Iterator[None]:
-    """Stop ``time_limit``'s clock for the block, then give the page the CPU time it had left.
-
-    For importing a library and starting vl-convert's runtime when a page is the first to need them
-    (``render.functions.derivations.load_libraries``): a page is timed for its own work, not for that.
-    """
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-    left, interval = signal.getitimer(signal.ITIMER_PROF)
-    signal.setitimer(signal.ITIMER_PROF, 0)
-    try:
-        yield
-    finally:
-        if left > 0:
-            signal.setitimer(signal.ITIMER_PROF, left, interval)
-
-
 class PageEnvironment(ImmutableSandboxedEnvironment):
     """Sandboxed, StrictUndefined; objects from page functions expose only their ``TEMPLATE_ATTRS``.
 
@@ -431,43 +380,6 @@ def make_environment(sources: dict[str, tuple[str, str]]) -> PageEnvironment:
     return env
 
 
-def _template_line(tb: TracebackType | None, filename: str) -> int | None:
-    line = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
-def _where(exc: BaseException, filename: str) -> str:
-    line = _template_line(exc.__traceback__, filename)
-    return f"{filename} line {line}" if line else filename
-
-
-def _raised_by_template(tb: TracebackType | None, filename: str) -> bool:
-    """Whether an exception came from the page's own expression (``{{ [1][5] }}``, a page function called
-    with a wrong argument), not from code a page function runs: its innermost frame is the template's
-    or jinja's. Only ``ProbebookError`` and template errors are the author's otherwise (ARCHITECTURE.md §Errors)."""
-    last = None
-    while tb is not None:
-        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
-    return last is not None and (last == filename or f"{jinja2.__name__}{os.sep}" in last)
-
-
-def _explain(exc: BaseException, names: list[str]) -> str:
-    if isinstance(exc, jinja2.UndefinedError):
-        m = re.match(r"^'([^']+)' is undefined$", str(exc))
-        if m:
-            return f"unknown name '{m.group(1)}' (this page knows: {', '.join(sorted(names)) or 'nothing'})"
-        return str(exc)
-    if isinstance(exc, SecurityError):
-        return f"not allowed in a page: {exc}"
-    if isinstance(exc, jinja2.TemplateSyntaxError):
-        return f"template syntax: {exc.message}"
-    return str(exc)
-
-
 def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any], state: PageState) -> str:
     """Render one page's template body; every failure becomes a ``PageError`` naming file and line."""
     filename = str(page.path)
@@ -480,7 +392,7 @@ def render_body(env: PageEnvironment, page: SourcePage, context: dict[str, Any],
                 f"{filename}: the template recurses too deeply (a macro that calls itself?)",
                 list(context),
             ),
-            time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"),
+            bounded.time_limit(MAX_TEMPLATE_SECONDS, f"{filename}: the template"),
         ):
             return _bounded(env.get_template(page.rel), context)
     finally:
@@ -521,11 +433,11 @@ def _page_errors(
             "use fewer nested blocks (Python allows 20) or shorter expressions"
         ) from None
     except (jinja2.TemplateError, ProbebookError) as exc:
-        raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
+        raise PageError(template_errors.one_line(exc, template, names, locate(exc))) from None
     except (TypeError, ValueError, ArithmeticError, LookupError) as exc:
-        if not _raised_by_template(exc.__traceback__, template):
+        if not template_errors.raised_by_template(exc.__traceback__, template):
             raise  # raised inside probebook's code: a bug, which keeps its traceback (measure/errors.py)
-        raise PageError(f"{locate(exc) or _where(exc, template)}: {_explain(exc, names)}") from None
+        raise PageError(template_errors.one_line(exc, template, names, locate(exc))) from None
 
 
 def evaluate_expression(env: PageEnvironment, expr: str, where: str, context: dict[str, Any]) -> Any:
@@ -534,7 +446,7 @@ def evaluate_expression(env: PageEnvironment, expr: str, where: str, context: di
         _page_errors(
             functools.partial(_always, where), "<template>", f"{where}: the expression recurses deeply", list(context)
         ),
-        time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"),
+        bounded.time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the expression"),
     ):
         return env.compile_expression(expr, undefined_to_none=False)(**context)
 
@@ -547,7 +459,7 @@ def render_text(env: PageEnvironment, text: str, where: str, context: dict[str, 
             _page_errors(
                 functools.partial(_always, where), "<template>", f"{where}: the text recurses too deeply", list(context)
             ),
-            time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the text"),
+            bounded.time_limit(MAX_TEMPLATE_SECONDS, f"{where}: the text"),
         ):
             return _bounded(env.from_string(text), context)
     finally:
