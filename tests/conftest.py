@@ -7,6 +7,7 @@ ARCHITECTURE.md §Tests and gates); ``fixture_site`` is the worked example.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import logging
@@ -29,14 +30,16 @@ from filelock import FileLock
 # variable when it starts its thread pool); what the tests check does not depend on the thread count.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# Compiled bytecode for the test workers and every Python child they start, kept outside the tree: with
+# Compiled bytecode for the test workers and every Python child they start, in a folder of this run's own: with
 # PYTHONDONTWRITEBYTECODE set (as on the CI machine's image) each process compiled the project from source again,
 # and pytest rewrote every test module's asserts again in each worker. Collecting the suite took 10.9 s of CPU per
-# worker with it set and 5.5 s with the bytecode kept. The folder is per user under the system's temporary folder
-# (a read-only checkout stays untouched; the cache is keyed by each source's full path, so clones do not mix).
-if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
-    PYCACHE = os.path.join(tempfile.gettempdir(), f"probebook-pycache-{os.getuid()}")
-    os.environ.setdefault("PYTHONPYCACHEPREFIX", PYCACHE)
+# worker with it set and 5.5 s with the bytecode kept. A folder per run, removed at its end, outside the checkout:
+# a read-only checkout stays untouched, and a process that wrote a truncated .pyc (Python keeps a short write under a
+# file-size limit, as the full-disk tests set; those write none) cannot spoil a later run.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None and "PYTHONPYCACHEPREFIX" not in os.environ:
+    PYCACHE = tempfile.mkdtemp(prefix="probebook-pycache-")
+    os.environ["PYTHONPYCACHEPREFIX"] = PYCACHE
+    atexit.register(shutil.rmtree, PYCACHE, True)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,9 +131,13 @@ class TestPublishOnAFullDisk:
         archive, published, _host = _archive(tmp_path)
         soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))  # the built ledger is larger
+        # no bytecode written under the limit: a module first imported now would leave a truncated .pyc in the
+        # cache folder the other processes read (tests/conftest.py)
+        writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
         try:
             proc = _publish(built, archive)
         finally:
             resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+            sys.dont_write_bytecode = writes_bytecode
         _one_line(proc, f"cannot write {published / 'ledger.json'}", "File too large")
         assert list(published.iterdir()) == []
