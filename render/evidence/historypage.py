@@ -111,9 +111,10 @@ def page_markdown(
         f"`{key.ident}`",
         "",
         escape_text(
-            f"Every archived run of one configuration ({key.label()}): {runs} run{'s' if runs != 1 else ''}, each one "
-            f"session, {len(series.points)} point{'s' if len(series.points) != 1 else ''}. A figure is the median "
-            f"of a point's {series.figure_field} over the run's windows, shown in {unit}."
+            f"Every archived run of one configuration ({key.label()}): {runs} run{'s' if runs != 1 else ''}, each "
+            f"shown as one session (a run measured in several fresh processes counts once), "
+            f"{len(series.points)} point{'s' if len(series.points) != 1 else ''}. A figure is the median of a point's "
+            f"{series.figure_field} over all of the run's windows, shown in {unit}."
         ),
         "",
         f"[All histories]({relative_link(here, hist.INDEX)}) · [All evidence]({relative_link(here, EVIDENCE_INDEX)})",
