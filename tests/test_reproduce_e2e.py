@@ -25,7 +25,7 @@ LAYOUT = {
 }  # fmt: skip
 NUMBER = {
     "key", "label", "old", "new", "old_low", "old_high", "new_low", "new_high", "unit", "shown_old", "shown_new",
-    "change", "verdict", "basis", "outcome", "judged_by", "effect", "effect_low", "effect_high", "delta",
+    "change", "verdict", "reason", "basis", "outcome", "judged_by", "effect", "effect_low", "effect_high", "delta",
 }  # fmt: skip
 
 

@@ -128,11 +128,13 @@ def _table(data: dict[str, Any], ident: str) -> None:
     for n in moved:
         change = f"{n['change']:+.1%}" if n["change"] is not None else ""
         three = f"{n['outcome']} ({n['judged_by']})" if n.get("outcome") else ""
-        cells = (printable(n["label"]), printable(n["shown_old"]), printable(n["shown_new"]), change, n["verdict"])
+        shown = f"{n['verdict']}: {n['reason']}" if n.get("reason") else n["verdict"]
+        cells = (printable(n["label"]), printable(n["shown_old"]), printable(n["shown_new"]), change, printable(shown))
         table.add_row(*cells, three)
     for c in data["claims"]:
-        shown = {True: "true", False: "false", None: "–"}
-        table.add_row(printable(c["text"]), shown[c["old"]], shown[c["new"]], "", c["verdict"], "")
+        truth = {True: "true", False: "false", None: "–"}
+        said = f"{c['verdict']}: {c['reason']}" if c.get("reason") else c["verdict"]
+        table.add_row(printable(c["text"]), truth[c["old"]], truth[c["new"]], "", printable(said), "")
     console.print(table, markup=False)
     s = data["summary"]
     print(

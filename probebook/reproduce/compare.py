@@ -93,14 +93,53 @@ def three_way(old: dict[str, Any], new: dict[str, Any] | None, probes: dict[str,
     }
 
 
+TWINS = "both sides matched one new run"
+"""The reason a number (or claim) read between twin aliases is ``not comparable``: two aliases citing two runs of
+one configuration key (one per lease, say) both matched the one new run of that key (``match.by_key``), so what the
+record derived between them (a trace diff, a ratio of the two) would be the new run against itself."""
+
+
+def twins(original: dict[str, str], new: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """Original id -> (the aliases citing it, the one new id it and another alias's other original id both matched),
+    for every such original: the twins of ``TWINS``. An alias that cites the same document as another is no twin."""
+    by_new: dict[str, set[str]] = {}
+    for alias in sorted(set(original) & set(new)):
+        by_new.setdefault(new[alias], set()).add(original[alias])
+    out = {}
+    for ident, olds in by_new.items():
+        if len(olds) > 1:
+            for old in olds:
+                names = ", ".join(sorted(a for a in original if original[a] == old))
+                out[old] = (names, ident)
+    return out
+
+
+def twin_reason(row: dict[str, Any], twin: dict[str, tuple[str, str]]) -> str | None:
+    """``TWINS`` with the aliases and the new run it names, when ``row`` reads two or more twins that matched one new
+    run (``twins``); None otherwise (a number of one of them alone compares as any other)."""
+    read: dict[str, list[str]] = {}
+    for ident in dict.fromkeys(row.get("evidence") or ()):
+        if ident in twin:
+            aliases, new_id = twin[ident]
+            read.setdefault(new_id, []).append(aliases)
+    for new_id, named in sorted(read.items()):
+        if len(named) > 1:
+            return f"{TWINS} ({' and '.join(sorted(named))}: {new_id[:19]})"
+    return None
+
+
 def numbers(
     old_rows: list[dict[str, Any]],
     new_rows: list[dict[str, Any]],
     labels: dict[str, str],
     probes: dict[str, str] | None = None,
+    twin: dict[str, tuple[str, str]] | None = None,
 ) -> list[dict]:
     """One comparison per number of the original render (claims and numbers in words apart, ``verdict.compared``),
-    in its ledger order (``probes``: evidence id -> probe, for each number's practical band)."""
+    in its ledger order (``probes``: evidence id -> probe, for each number's practical band). A number read between
+    ``twin`` originals (``twins``) is ``not comparable``, with its ``reason``, whatever the new render made of it:
+    a number of the new run against itself, or none at all (a diff of a run with itself is left out), says nothing
+    of the original's."""
     new_by_key = {r["key"]: r for r in new_rows if verdict.compared(r)}
     out = []
     for old in old_rows:
@@ -109,6 +148,11 @@ def numbers(
         new = new_by_key.get(old["key"])
         o, n = _value(old), _value(new)
         oi, ni = _interval(old), _interval(new)
+        reason = twin_reason(old, twin or {})
+        found = verdict.number_verdict(
+            o, n, oi, ni, verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {}), new is not None
+        )
+        three = three_way(old, None if reason else new, probes or {})
         out.append(
             {
                 "key": old["key"],
@@ -123,11 +167,10 @@ def numbers(
                 "shown_old": str(old.get("text") or ""),
                 "shown_new": str(new.get("text") or "") if new else "",
                 "change": verdict.relative_change(o, n),
-                "verdict": verdict.number_verdict(
-                    o, n, oi, ni, verdict.exact_by_nature(old) and verdict.exact_by_nature(new or {}), new is not None
-                ),
+                "verdict": "not comparable" if reason else found,
+                "reason": reason,
                 "basis": verdict.number_basis(old),
-                **three_way(old, new, probes or {}),
+                **three,
             }
         )
     return out
@@ -138,8 +181,13 @@ def _truth(row: dict[str, Any] | None) -> bool | None:
     return None if value is None or row is None else bool(value)
 
 
-def claim_rows(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One comparison per claim of the original render: its truth before and after, and the verdict."""
+def claim_rows(
+    old_rows: list[dict[str, Any]],
+    new_rows: list[dict[str, Any]],
+    twin: dict[str, tuple[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """One comparison per claim of the original render: its truth before and after, and the verdict (``not
+    comparable``, with its ``reason``, for a claim read between ``twin`` originals, as ``numbers`` says)."""
     new_by_key = {r["key"]: r for r in new_rows if r.get("unit") == CLAIM}
     out = []
     for old in old_rows:
@@ -149,13 +197,16 @@ def claim_rows(old_rows: list[dict[str, Any]], new_rows: list[dict[str, Any]]) -
         found = new_by_key.get(old["key"])
         now = _truth(found)
         sentence = (old.get("claim") or {}).get("sentence") or old["key"].removeprefix("claim: ")
+        reason = twin_reason(old, twin or {})
+        judged = verdict.claim_outcome(bool(was), now, (found or {}).get("outcome"))
         out.append(
             {
                 "key": old["key"],
                 "text": str(sentence),
                 "old": bool(was),
                 "new": now,
-                "verdict": verdict.claim_outcome(bool(was), now, (found or {}).get("outcome")),
+                "verdict": "not comparable" if reason else judged,
+                "reason": reason,
             }
         )
     return out
@@ -199,14 +250,22 @@ def compare(
     in one alias at a time, in alias order, and an alias whose new document stops the page keeps its original
     one, with the reason on stderr. An alias that keeps its original document (that, or absent from ``new``
     under ``--partial``) is left out of the comparison: every number or claim that reads it is dropped from the
-    new render, so it is ``missing`` (a claim ``not comparable``), never compared with itself.
+    new render, so it is ``missing`` (a claim ``not comparable``), never compared with itself. Two aliases whose
+    different originals both matched one new run (twins, ``twins``) are compared each on its own, and what the record
+    derives between them is ``not comparable``, with the reason, and the aliases named on stderr.
     """
     old_rows, labels = render_rows(page, src, docs, original, declarations, pools)
     swapped, new_rows = _swap(page, src, docs, original, new, declarations, pools)
     kept = {original[a] for a in original if a not in swapped}
     new_rows = [r for r in new_rows if not kept.intersection(r.get("evidence") or ())]
     probes = {i: str(d.get("probe")) for i, d in docs.items()}
-    nums, claims = numbers(old_rows, new_rows, labels, probes), claim_rows(old_rows, new_rows)
+    twin = twins(original, {a: new[a] for a in swapped})
+    nums = numbers(old_rows, new_rows, labels, probes, twin)
+    claims = claim_rows(old_rows, new_rows, twin)
+    said = sorted({r["reason"] for r in [*nums, *claims] if r["reason"]})
+    for reason in said:
+        count = sum(r["reason"] == reason for r in [*nums, *claims])
+        log.warning("reproduce: %s: not comparable, %d numbers and claims read between them", reason, count)
     return {"numbers": nums, "claims": claims, "summary": summary(nums, claims)}
 
 

@@ -21,9 +21,10 @@ effort such as windows, sessions and iterations left out), both documents read a
 C is a counterpart of D when it passes rule 1 and has D's key, so a re-measurement with other effort settings
 pairs. Where the record cites a key once, the newest such C (``created_at``, then id) is D's counterpart; where
 it cites the key more than once (``sweep`` and ``sweep_again``) and the other archive holds more than one such C,
-which answers which is not known: *ambiguous*. Only where no C has D's key do rules 2 and 3 apply:
-exactly one match (of D's GPU model if any, else of the others) is D's counterpart. None is *missing*;
-several are *ambiguous* and all are listed. A record may cite one command twice (``sweep`` and
+which answers which is not known: *ambiguous*; where it holds one, that C answers every citation, and what the
+record derives between them is not comparable (``probebook.reproduce.compare.TWINS``). Only where no C has D's
+key do rules 2 and 3 apply: exactly one match (of D's GPU model if any, else of the others) is D's counterpart.
+None is *missing*; several are *ambiguous* and all are listed. A record may cite one command twice (``sweep`` and
 ``sweep_again``), so a plain archive holding both new runs has two matches for each; given a reproduction's own
 folder instead, its manifest names the alias each run answers (``by_manifest``) and the rule is not needed.
 Missing or ambiguous documents stop ``reproduce`` with one line naming them, unless ``--partial``: then the
