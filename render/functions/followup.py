@@ -26,7 +26,8 @@ from render.functions.page import Page
 from render.functions.registry import page_function
 from render.functions.views import FieldView
 from render.numbers.links import POINTS, field_anchor, point_anchor
-from render.numbers.quantity import FLAG, Quantity
+from render.numbers.number import FLAG
+from render.numbers.quantity import Quantity
 
 
 class OptimizerPointView(FieldView):
