@@ -13,7 +13,7 @@ from scipy.stats import t
 
 from render.derive import replication
 from render.evidence import series
-from render.functions.general import _mfu_interval
+from render.functions.rates import _mfu_interval
 from render.numbers.quantity import Quantity
 
 A = "sha256:" + "a" * 64

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from render.derive import intervals
-from render.functions.general import _mfu_interval
+from render.functions.rates import _mfu_interval
 from render.numbers.quantity import Quantity
 
 ID_A, ID_B = "sha256:" + "a1" * 32, "sha256:" + "b2" * 32

@@ -10,7 +10,7 @@ import pytest
 
 from measure.errors import ProbebookError
 from render.derive import correctness, followup, gemm, lossmem, marks, workload
-from render.functions import general
+from render.functions import general, rates
 from render.functions.derivations import Library
 from render.functions.followup import optimizer_timing
 from render.functions.page import Page
@@ -98,7 +98,7 @@ def _mfu_page(params: dict) -> Page:
 def _mfu(page: Page, *flops) -> float | None:
     rate = general.value(page, "run", "data.tok_s", unit="tok/s")
     peak = general.value(page, "ceiling", "data.flop_s", unit="FLOP/s")
-    return general.mfu(page, rate, *flops, peak=peak).value
+    return rates.mfu(page, rate, *flops, peak=peak).value
 
 
 def test_mfu_defaults_to_the_frozen_weight_flops_the_evidence_recorded():
@@ -107,7 +107,7 @@ def test_mfu_defaults_to_the_frozen_weight_flops_the_evidence_recorded():
     assert _mfu(lora) == 0.099328  # 1000 tok/s x 99,328 FLOPs / 1e9 FLOP/s
     assert _mfu(lora, 6_144) == 0.006144  # what passing 6·P_trainable by hand would give
     rate = general.value(lora, "run", "data.tok_s", unit="tok/s")
-    shown = general.mfu(lora, rate, peak=general.value(lora, "ceiling", "data.flop_s", unit="FLOP/s"))
+    shown = rates.mfu(lora, rate, peak=general.value(lora, "ceiling", "data.flop_s", unit="FLOP/s"))
     assert "× 99328 (4·P_all + 2·P_trainable of aaaaaaaaaaaa" in shown.derivation, shown.derivation
     # the probe's own count (with attention) comes first: a map with one sequence length, or a number
     by_length = {"n_params_total": 24_320, "n_params_trainable": 1_024, "model_flops_per_token": {"2048": 150_000}}
