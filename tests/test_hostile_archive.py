@@ -267,7 +267,7 @@ def test_a_write_that_fails_leaves_no_empty_shard_folder(tmp_path: Path) -> None
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, str(root)],
-        # no bytecode written under the limit (a truncated .pyc would stay in the shared cache: tests/conftest.py)
+        # no bytecode written under the limit (a truncated .pyc would stay in __pycache__: tests/conftest.py)
         env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
         text=True,

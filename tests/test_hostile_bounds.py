@@ -260,7 +260,7 @@ class TestFoldersAndDisks:
                str(docs), "--out", str(tmp_path / "site"), "--build-dir", str(tmp_path / "build"), "--config",
                str(REPO / "mkdocs.yml"), "--published", str(tmp_path / "none.json"), "--no-site"]  # fmt: skip
         # no bytecode written under the limit: Python's own cache write would keep a truncated .pyc that the next
-        # process reading the same cache folder (tests/conftest.py's PYTHONPYCACHEPREFIX) fails to load
+        # process importing that module fails to load (tests/conftest.py keeps bytecode)
         env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=small_files, timeout=300)
         _one_line(proc, "build:", "cannot write (File too large)", "still the last good build")

@@ -131,8 +131,8 @@ class TestPublishOnAFullDisk:
         archive, published, _host = _archive(tmp_path)
         soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))  # the built ledger is larger
-        # no bytecode written under the limit: a module first imported now would leave a truncated .pyc in the
-        # cache folder the other processes read (tests/conftest.py)
+        # no bytecode written under the limit: a module first imported now would leave a truncated .pyc in
+        # __pycache__ that every later process reads (tests/conftest.py)
         writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
         try:
             proc = _publish(built, archive)
