@@ -121,25 +121,37 @@ def fixture_site_paths(root: Path, docs: Path | None = None) -> Any:
     )
 
 
-def repository_site_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's own site (docs/ and archive/, the published ledger read for the Changes page), built once
-    per session and shared by every test that reads it (``shared_folder``); read it, never write to it."""
-    from measure.cli import declarations
-    from render.assemble.stages import BuildPaths, build
+REPOSITORY_BUILD_STDOUT = "build-stdout.txt"
+"""What ``probebook build`` printed for the session's build of the repository (``repository_build``)."""
+
+
+def repository_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's own site built once per session by the README's first command, ``probebook build`` run as a
+    real process in the repository (docs/, archive/ and its published ledger, mkdocs.yml), its output sent outside
+    it: ``--out`` and ``--build-dir`` under the returned folder, which also keeps the command's stdout
+    (``REPOSITORY_BUILD_STDOUT``). Shared by every test that reads it (``shared_folder``): the CLI test of that
+    command and the tests that read the site; read it, never write to it. One build, not two: the CLI test built
+    its own copy, which was the slow stage's second-longest test (154 s on the 2-core CI machine)."""
 
     def make(folder: Path) -> None:
-        build(
-            BuildPaths(
-                docs=REPO / "docs",
-                archive=REPO / "archive",
-                build=folder / "build",
-                site=folder / "site",
-                config=REPO / "mkdocs.yml",
-                declarations=declarations(),
-            )
+        out = run_cli(
+            "build",
+            "--out",
+            str(folder / "site"),
+            "--build-dir",
+            str(folder / "build"),
+            env={"PROBEBOOK_ARCHIVE": "archive"},
         )
+        if out.returncode != 0:
+            raise AssertionError(f"probebook build of the repository exited {out.returncode}:\n{out.stderr}")
+        (folder / REPOSITORY_BUILD_STDOUT).write_text(out.stdout, encoding="utf-8")
 
-    return shared_folder(tmp_path_factory, "repository-site", make) / "site"
+    return shared_folder(tmp_path_factory, "repository-site", make)
+
+
+def repository_site_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built site of ``repository_build``."""
+    return repository_build(tmp_path_factory) / "site"
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S
+from conftest import HANG_S, REPOSITORY_BUILD_STDOUT, repository_build
 
 from render.numbers.ledger import read as read_ledger
 from render.pages.sources import load
@@ -90,23 +90,25 @@ def test_fresh_checkout_builds_with_an_empty_archive(checkout: Path, cli) -> Non
 
 
 @pytest.mark.slow  # the whole repository site, every chart drawn: the longest test of the default run
-def test_repository_site_builds_from_its_own_archive(tmp_path: Path, cli) -> None:
-    """The README's first command on this repository: every record and playbook page renders from archive/."""
-    for name in ("docs", "archive"):
-        shutil.copytree(REPO / name, tmp_path / name)
-    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
-    stored = sorted(p.parent.name + p.stem for p in (tmp_path / "archive" / "evidence" / "sha256").glob("??/*.json"))
-    out = _ok(cli("build", cwd=tmp_path, env={"PROBEBOOK_ARCHIVE": "archive"}))
-    assert out.startswith(f"built site/ from {len(stored)} evidence file(s)")
-    rows = json.loads((tmp_path / "site" / "ledger.json").read_text())["rows"]
+def test_repository_site_builds_from_its_own_archive(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The README's first command on this repository: every record and playbook page renders from archive/.
+
+    The command's run is the session's one build of the repository (``conftest.repository_build``: ``probebook
+    build`` as a real process in the repository, its site written outside it), which the tests that read the
+    repository's site share."""
+    built = repository_build(tmp_path_factory)
+    stored = sorted(p.parent.name + p.stem for p in (REPO / "archive" / "evidence" / "sha256").glob("??/*.json"))
+    out = (built / REPOSITORY_BUILD_STDOUT).read_text(encoding="utf-8")
+    assert out.startswith(f"built {built / 'site'}/ from {len(stored)} evidence file(s)"), out
+    rows = json.loads((built / "site" / "ledger.json").read_text())["rows"]
     assert rows, "the repository's records publish numbers"
     cited = {e[len("sha256:") :] for row in rows for e in row["evidence"]}
     assert cited <= set(stored)
     for ident in cited:
-        assert (tmp_path / "site" / "evidence" / f"{ident}.html").exists()
+        assert (built / "site" / "evidence" / f"{ident}.html").exists()
     # every current record's first screen opens with its Answer: the first thing under its title (issue 28)
-    for record in load(tmp_path / "docs").records:
-        html = (tmp_path / "site" / record.current.rel.replace(".md", ".html")).read_text(encoding="utf-8")
+    for record in load(REPO / "docs").records:
+        html = (built / "site" / record.current.rel.replace(".md", ".html")).read_text(encoding="utf-8")
         article = html[html.index("<article") :]
         after = article[article.index("</h1>") + len("</h1>") :].lstrip()
         box = '<div class="admonition info answer">\n<p class="admonition-title">Answer</p>'

@@ -3,11 +3,13 @@
 The tour opens each record's current version (its highest ``vN.html``) at 1440 and 390 px, light and dark, in one
 Chromium, and checks what a reader meets there:
 
-- ``number-link``: every number link (``NUMBER_LINK``) is followed; after the jump the element it lands on holds
-  the linked text (spaces, thin spaces and thousands commas aside) and that text is inside the viewport, below
-  the sticky header and not clipped by a scrolling table. An empty anchor (``<span id=row-3></span>``) counts as
-  the row, list item or paragraph it marks. Each distinct target is jumped to once per width, in the page, by
-  JavaScript (``LINK_JS``): one round trip per evidence page, not one per link;
+- ``number-link``: the number links (``NUMBER_LINK``) on a fixed set of evidence pages are followed
+  (``representative_links``: every kind of evidence page, by probe, at every kind of target the records link it at,
+  and links from every record; ``PROBEBOOK_TOUR_EVERY_LINK=1`` follows all); after the jump the element it lands on
+  holds the linked text (spaces, thin spaces and thousands commas aside) and that text is inside the viewport, below
+  the sticky header and not clipped by a scrolling table. An empty anchor (``<span id=row-3></span>``) counts as the
+  row, list item or paragraph it marks. Each distinct target is jumped to once per width, in the page, by JavaScript
+  (``LINK_JS``): one round trip per evidence page, not one per link;
 - ``chart-text``: every chart's text is at least ``MIN_TEXT_PX`` as drawn at 390 px (font size times the text's
   screen transform);
 - ``table-key-column`` / ``table-hidden-columns``: at 1440 px no table's first column is out of sight, and no
@@ -15,10 +17,12 @@ Chromium, and checks what a reader meets there:
 - ``answer``: the record's Answer (``ANSWER``) starts on the first screen;
 - ``console`` / ``offsite``: no console error, nothing requested from outside the site.
 
-Every failure is collected, written to ``test-artifacts/tour/failures.txt`` and reported in one assertion, per
+Every current record is viewed at both widths in both schemes (every page kind a reader opens first); every
+link's target on every evidence page is checked without a browser (tests/test_link_targets.py). Every failure is
+collected, written to ``test-artifacts/tour/failures.txt`` and reported in one assertion, per
 page and per check, with counts; each failing record view is screenshotted under ``test-artifacts/tour/``
 (the whole page when a table or chart failed, else the first screen), and for failing links the screen they
-landed on. The site is built once per session from ``docs/`` and ``archive/`` (about a minute), or
+landed on. The site is the session's one build of the repository (``conftest.repository_build``), or
 ``PROBEBOOK_TOUR_SITE=site`` reuses a build made with ``probebook build``. The checks (their JavaScript, the
 selectors ``NUMBER_LINK`` and ``ANSWER``, the limits) are in tests/tour_checks.py; bench/screenshots.py serves
 the site and opens Chromium for both.
@@ -27,8 +31,10 @@ the site and opens Chromium for both.
 from __future__ import annotations
 
 import collections
+import functools
 import os
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,10 +48,12 @@ from tour_checks import (
     SHOWN_PER_GROUP,
     WIDTHS,
     Failure,
+    coverage,
     follow_links,
     listen,
     record_view,
     report,
+    representative_links,
     shots,
     slug,
 )
@@ -54,6 +62,8 @@ REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts" / "tour"
 SITE_ENV = "PROBEBOOK_TOUR_SITE"
 """A folder already built from this repository (``probebook build`` writes ``site/``): the tour reads it as is."""
+EVERY_LINK_ENV = "PROBEBOOK_TOUR_EVERY_LINK"
+"""Set to 1: follow the number links on every linked evidence page, not the representative set (minutes more)."""
 
 pytestmark = pytest.mark.browser
 
@@ -70,6 +80,26 @@ def test_report_counts_and_groups_failures_per_page_and_check() -> None:
     assert "a.html [answer] 1:\n    1440 light: no Answer" in text
     assert f"    390 dark: chart {SHOWN_PER_GROUP - 1}\n    ... and 2 more" in text
     assert f"chart {SHOWN_PER_GROUP}" not in text
+
+
+def test_representative_links_cover_every_page_kind_target_kind_and_record_page() -> None:
+    def link(page: str, fragment: str) -> dict[str, str]:
+        return {"href": f"http://127.0.0.1:1/evidence/{page}.html?rows=1-2#{fragment}", "text": "1.5 ms"}
+
+    kinds = {f"/evidence/{p}.html": "gemm" for p in "abc"} | {"/evidence/d.html": "hvp"}
+    links = {
+        "records/r1/v1.html": [link("a", "row-1"), link("b", "n-mean")],
+        "records/r2/v1.html": [link("b", "n-fit"), link("c", "row-9"), link("c", "machine-gpu")],
+        "records/r3/v2.html": [link("d", "params-lr")],
+    }
+    # b and c cover three each (b first by path), then c and d two of what is left (c first), then d; a adds
+    # nothing: its (gemm, row) is c's and its record's links are b's too
+    assert representative_links(links, kinds.__getitem__) == {
+        "records/r1/v1.html": [link("b", "n-mean")],
+        "records/r2/v1.html": links["records/r2/v1.html"],
+        "records/r3/v2.html": links["records/r3/v2.html"],
+    }
+    assert representative_links({}, kinds.__getitem__) == {}
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +122,26 @@ class Tour:
     pages: list[str]
     failures: list[Failure]
     seen: collections.Counter[str]
+    links: dict[str, list[dict[str, str]]]
+    """Every current record's number links (record page -> links)."""
+    followed: dict[str, list[dict[str, str]]]
+    """The links followed (``representative_links``, or all of them with ``PROBEBOOK_TOUR_EVERY_LINK=1``)."""
+
+
+def evidence_kind(site: Path, path: str) -> str:
+    """An evidence page's kind, from its URL path: ``reproduction`` under evidence/comparison/, else its probe (the
+    first part of its title, ``gemm · 250m · …``)."""
+    rel = urllib.parse.unquote(path).lstrip("/")
+    if rel.startswith("evidence/comparison/"):
+        return "reproduction"
+    title = re.search(r"<title>([^<]*)</title>", (site / rel).read_text(encoding="utf-8"))
+    return title.group(1).split(" · ")[0] if title else rel
 
 
 @pytest.fixture(scope="module")
 def tour(repo_site: Path, browser: Any) -> Tour:
-    """Every current record at each width and scheme, then every number link at each width (``LINK_SCHEMES``)."""
+    """Every current record at each width and scheme, then the number links of the representative evidence pages
+    (``representative_links``) at each width (``LINK_SCHEMES``)."""
     pages = sorted(shots.current_records(repo_site).values())
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for old in ARTIFACTS.glob("*.png"):
@@ -105,6 +150,7 @@ def tour(repo_site: Path, browser: Any) -> Tour:
     seen: collections.Counter[str] = collections.Counter()
     heard: dict[str, list[str]] = {"console": [], "offsite": []}
     links: dict[str, list[dict[str, str]]] = {}  # the same at every width and scheme: the page's HTML is one
+    every = os.environ.get(EVERY_LINK_ENV) == "1"
     with shots.serve(repo_site) as base:
         for width in WIDTHS:
             for scheme in SCHEMES:
@@ -126,19 +172,24 @@ def tour(repo_site: Path, browser: Any) -> Tour:
             try:
                 tab = context.new_page()
                 listen(tab, heard)
-                seen["links"] += sum(len(v) for v in links.values()) * len(WIDTHS)
-                failures += follow_links(tab, scheme, links, heard, ARTIFACTS)
+                followed = links if every else representative_links(links, functools.partial(evidence_kind, repo_site))
+                seen["links"] += sum(len(v) for v in followed.values()) * len(WIDTHS)
+                failures += follow_links(tab, scheme, followed, heard, ARTIFACTS)
             finally:
                 context.close()
-    return Tour(pages, failures, seen)
+    return Tour(pages, failures, seen, links, followed)
 
 
-@pytest.mark.slow  # the repository's site: 14 records, 4 views each, about 50 evidence pages (minutes)
+@pytest.mark.slow  # the repository's site: 15 records, 4 views each, about 30 evidence pages (minutes)
 def test_the_tour_sees_every_current_record_its_links_charts_and_tables(tour: Tour, repo_site: Path) -> None:
     records = [p for p in (repo_site / "records").iterdir() if p.is_dir() and any(p.glob("v*.html"))]
     assert len(tour.pages) == len(records) > 0
     assert tour.seen["views"] == len(tour.pages) * len(WIDTHS) * len(SCHEMES)
     assert tour.seen["links"] > 0 and tour.seen["charts"] > 0 and tour.seen["tables"] > 0, tour.seen
+    # the links followed cover every kind of evidence page and target, and every record page, that the records link
+    kind = functools.partial(evidence_kind, repo_site)
+    wanted, got = coverage(tour.links, kind), coverage(tour.followed, kind)
+    assert set().union(*got.values()) == set().union(*wanted.values()) and len(got) > 1, sorted(got)
 
 
 @pytest.mark.slow
