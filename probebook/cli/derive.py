@@ -13,7 +13,7 @@ from measure.evidence.reading import for_reading
 from measure.evidence.store import Store
 from measure.probes.step_scaling import MODES
 from probebook.cli import command, command_group
-from probebook.cli.output import json_text
+from probebook.cli.output import json_text, terminal_text
 from render.derive.project import TOKENS_PER_PARAM, parse_count, project
 from render.functions.names import functions
 from render.pages import limits
@@ -269,7 +269,7 @@ def _derive(args: Any) -> int:
             print(json_text({"files": written, "markdown": markdown}, ensure_ascii=False))
         else:
             print("\n".join(f"wrote {path}" for path in written))
-            print(markdown.rstrip("\n"))
+            print(terminal_text(markdown).rstrip("\n"))
         return 0
     if isinstance(result, list) and all(isinstance(r, str) for r in result):  # names (batch_models): no derivation
         print(json_text(result, ensure_ascii=False) if as_json else "\n".join(map(str, result)))
