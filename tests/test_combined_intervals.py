@@ -14,6 +14,7 @@ from scipy.stats import t
 from render.derive import replication
 from render.evidence import series
 from render.functions.rates import _mfu_interval
+from render.numbers import ledger
 from render.numbers.quantity import Quantity
 
 A = "sha256:" + "a" * 64
@@ -62,7 +63,7 @@ def test_a_ratio_of_one_lease_keeps_the_windows_interval_propagated() -> None:
     assert "from this lease's windows (ratio within one lease)" in speedup.derivation
     assert "this lease’s windows (ratio within one lease); 95% interval 1.950–2.050" in speedup.title  # typeset
     assert speedup.lease == ("h1", T0) and speedup.pool == POOL
-    row = speedup.ledger_row("p.md", "k")
+    row = ledger.number_row(speedup, "p.md", "k")
     assert "within" not in row and row["uncertainty"] == pytest.approx([1.95, 2.05], rel=1e-12)
     # the same two numbers of one run (one evidence document) are one lease too, whatever their written times
     same_run = across(0.2, 0.004, A, "eager", T0) / across(0.1, 0.0015, A, "compiled", T0 + 10_000)
@@ -106,7 +107,7 @@ def test_an_absolute_product_of_one_lease_is_widened_once_not_twice() -> None:
     assert scaled.uncertainty == pytest.approx((0.2 * math.exp(-HALF), 0.2 * math.exp(HALF)), rel=1e-12)
     assert "this lease's windows, then widened once; 95% interval across sessions" in scaled.derivation
     assert "this lease’s windows" in scaled.title and "across sessions" in scaled.title
-    row = scaled.ledger_row("p.md", "k")
+    row = ledger.number_row(scaled, "p.md", "k")
     assert row["within"] == pytest.approx([0.2 * (1 - within_rel), 0.2 * (1 + within_rel)], rel=1e-12)
     assert row["uncertainty"] == pytest.approx([0.2 * math.exp(-HALF), 0.2 * math.exp(HALF)], rel=1e-12)
 

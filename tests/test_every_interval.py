@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from render.derive import basis
+from render.numbers import ledger
 from render.numbers.quantity import Quantity
 from render.tables.cells import Cell, uncertainty_of
 from render.tables.columns import Column
@@ -37,9 +38,9 @@ def test_a_quantity_states_interval_exact_or_its_reason() -> None:
     assert timed.stated_basis == "interval"
     assert Quantity(8, "", exact=True).stated_basis == "exact"
     clock = Quantity(1980.0, "MHz", basis=basis.OBSERVED)
-    assert clock.ledger_row("p.md", "k")["basis"] == "observed"
+    assert ledger.number_row(clock, "p.md", "k")["basis"] == "observed"
     assert "no interval: a reading as recorded" in clock.title
-    assert "basis" not in Quantity(1.0, "s").ledger_row("p.md", "k")
+    assert "basis" not in ledger.number_row(Quantity(1.0, "s"), "p.md", "k")
     with pytest.raises(ValueError, match="unknown basis 'guess'"):
         Quantity(1.0, "s", basis="guess")
 

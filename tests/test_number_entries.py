@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from render.evidence import landing, taken
-from render.numbers import links
+from render.numbers import ledger, links
 from render.numbers.quantity import Quantity
 
 A, B = "sha256:" + "a" * 64, "sha256:" + "b" * 64
@@ -93,9 +93,9 @@ def test_a_quantity_on_its_page_links_to_its_entry_and_its_ledger_row_says_what_
         assert f"?rows=0-9&col=share#{links.entry_anchor(PAGE, 's')}" in q.markdown(PAGE)
     finally:
         links.LANDING.reset(token)
-    row = q.ledger_row(PAGE, "s")
+    row = ledger.number_row(q, PAGE, "s")
     assert row["shown"] == "45.9% (43.7–48.1%) (partial)" and row["anchors"] == ["samples-r0-9~share"]
-    plain = Quantity(2.0, "", fmt=".0f", evidence=(A,), key="n").ledger_row(PAGE, "n")
+    plain = ledger.number_row(Quantity(2.0, "", fmt=".0f", evidence=(A,), key="n"), PAGE, "n")
     assert "shown" not in plain and "anchors" not in plain
 
 

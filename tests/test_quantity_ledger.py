@@ -191,7 +191,7 @@ def test_escape_text_makes_markup_inert_and_keeps_it_readable() -> None:
 
 def test_ledger_row() -> None:
     q = Quantity(0.0123, "s", display="ms", evidence=(ID,), derivation="d", uncertainty=(0.012, 0.0126))
-    assert q.ledger_row("records/a/v1.md", "fit(s).c") == {
+    assert ledger.number_row(q, "records/a/v1.md", "fit(s).c") == {
         "page": "records/a/v1.md",
         "key": "fit(s).c",
         "value": 0.0123,

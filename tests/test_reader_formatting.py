@@ -6,6 +6,7 @@ from render.derive.reading import reads_whole
 from render.derive.reproduction import NumberRow, Reproduction
 from render.evidence import fields
 from render.evidence.pages import readable
+from render.numbers import ledger
 from render.numbers.quantity import Quantity
 from render.pages import reproductions
 
@@ -34,7 +35,7 @@ def test_an_interval_of_no_width_at_the_digits_shown_is_dropped_and_said_in_the_
     assert q.interval_text is None
     assert q.shown_text == "1,980 MHz"
     assert "95% interval of no width at the digits shown: 1,980 at both ends" in q.title
-    assert "interval" not in q.ledger_row("p.md", "clock")
+    assert "interval" not in ledger.number_row(q, "p.md", "clock")
     wide = Quantity(22.0, "s", uncertainty=(21.0, 23.5), key="saving")
     assert wide.interval_text == "(21.0–23.5)"
     assert wide.text == "22.0 s"

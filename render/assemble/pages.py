@@ -20,7 +20,7 @@ from render.evidence import landing, series
 from render.evidence.archive import Archive
 from render.functions.derivations import Library
 from render.functions.page import Page
-from render.numbers import claims, directions
+from render.numbers import claims, directions, ledger
 from render.numbers.links import LANDING
 from render.pages import answers, bounded, caveats, layout, lessons, notices, provenance, reproductions
 from render.pages.prose import check_links, inert_prose
@@ -180,7 +180,7 @@ def _render(
     bounded.check_markdown(text, f"{page.path} (rendered)")
     files = {page.rel: text.encode("utf-8"), **state.files}
     rows = (
-        [q.ledger_row(page.rel, key) for key, q in state.rows]
+        [ledger.number_row(q, page.rel, key) for key, q in state.rows]
         + reproduced
         + list(state.claims.values())
         + list(state.cells.values())

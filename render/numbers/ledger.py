@@ -16,16 +16,43 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from measure.errors import ProbebookError
 from measure.evidence.envelope import loads
 from measure.evidence.files import write_regular
 from measure.evidence.reading import read_regular
+from render.numbers.links import landing_fields
 from render.numbers.units import percent
+
+if TYPE_CHECKING:
+    from render.numbers.number import Number
 
 SCHEMA = "probebook.ledger/1"
 _ROW_FIELDS = ("page", "key", "value", "unit", "text", "uncertainty", "evidence", "derivation")
+
+
+def number_row(number: Number, page: str, key: str) -> dict[str, Any]:
+    """The ledger row of ``number`` as published on ``page`` under ``key``: the fields above, and beside them what
+    the page shows (a number shown with its interval keeps that interval's text, ``interval``), this run's windows'
+    interval where the published one is across sessions (``within``), a stated basis, and where it lands."""
+    row: dict[str, Any] = {
+        "page": page,
+        "key": key,
+        "value": number.value,
+        "unit": number.unit,
+        "text": number.text,
+        "uncertainty": list(number.uncertainty) if number.uncertainty and number.value is not None else None,
+        "evidence": list(number.evidence),
+        "derivation": number.derivation,
+    }
+    if number.interval_text is not None:
+        row["interval"] = number.interval_text
+    if number.within is not None and number.within != number.uncertainty and number.value is not None:
+        row["within"] = list(number.within)
+    if number.stated_basis:
+        row["basis"] = number.stated_basis
+    return row | landing_fields(number.shown_text, number.text, (number.anchor, *number.more_anchors), number.evidence)
 
 
 class LedgerError(ProbebookError):

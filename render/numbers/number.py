@@ -23,7 +23,7 @@ from measure.errors import ProbebookError
 from render.derive import basis as bases
 from render.derive import reading
 from render.numbers import legend
-from render.numbers.links import landing_fields, number_links, short_id, title_text
+from render.numbers.links import number_links, short_id, title_text
 from render.numbers.units import TIME, conversion_factor
 
 FLAG = "yes/no"
@@ -340,29 +340,6 @@ class Number:
         anchors = (self.anchor, *self.more_anchors)
         linked = number_links(page, text, self.title, self.evidence, anchors, self.cited_as)
         return linked + "".join(legend.sign_markdown(s) for s in signs)  # a sign, not words, its meaning one hover away
-
-    def ledger_row(self, page: str, key: str) -> dict[str, Any]:
-        """One ledger row for this number as published on ``page`` under ``key``; a number shown with its interval
-        keeps that interval's text too (``interval``), as the page shows it beside ``text``."""
-        row = {
-            "page": page,
-            "key": key,
-            "value": self.value,
-            "unit": self.unit,
-            "text": self.text,
-            "uncertainty": list(self.uncertainty) if self.uncertainty and self.value is not None else None,
-            "evidence": list(self.evidence),
-            "derivation": self.derivation,
-        }
-        if self.interval_text is not None:
-            row["interval"] = self.interval_text
-        if self.within is not None and self.within != self.uncertainty and self.value is not None:
-            row["within"] = list(
-                self.within
-            )  # this run's windows' interval, where the published one is across sessions
-        if self.stated_basis:
-            row["basis"] = self.stated_basis
-        return row | landing_fields(self.shown_text, self.text, (self.anchor, *self.more_anchors), self.evidence)
 
     def __str__(self) -> str:  # a Quantity reaching text without a page (e.g. in a filter) shows its text
         return self.text

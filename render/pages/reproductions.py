@@ -19,6 +19,7 @@ from measure.errors import ProbebookError, printable
 from render.derive import basis, reading
 from render.derive import reproduction as derive
 from render.errors import BuildError
+from render.numbers import ledger
 from render.numbers.links import escape_text, evidence_page, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.pages.layout import nav_title
@@ -136,7 +137,7 @@ def record_section(
     ]
     for repro in found:
         q = counts(repro)
-        rows += [v.ledger_row(rel, v.key) for v in q.values()]
+        rows += [ledger.number_row(v, rel, v.key) for v in q.values()]
         link = relative_link(rel, comparison_page(repro.ident))
         out += [
             f"### {mode_label(repro).capitalize()} of {escape_text(repro.date)}",
@@ -290,7 +291,7 @@ def comparison(repro: derive.Reproduction, docs: dict[str, dict[str, Any]], sour
         else f"{escape_text(repro.record)} version {repro.version} (not a record of this site)"
     )
     q = counts(repro)
-    rows = [v.ledger_row(rel, v.key) for v in q.values()]
+    rows = [ledger.number_row(v, rel, v.key) for v in q.values()]
     out = [f"# {escape_text(nav_title(title))}", ""]
     out += [
         f"A {label} of {shown_record}, on {escape_text(machine_text(docs[repro.ident]))}: {_sentence(rel, q)}. "
@@ -317,7 +318,7 @@ def comparison(repro: derive.Reproduction, docs: dict[str, dict[str, Any]], sour
     ]
     for row in derive.moved_order(repro.numbers):
         cells = [_value(repro, row, "old"), _value(repro, row, "new"), _change(repro, row)]
-        rows += [c.ledger_row(rel, c.key) for c in cells]
+        rows += [ledger.number_row(c, rel, c.key) for c in cells]
         # the record's label, else the key in words: the expression itself is on the evidence page, one click away
         labelled = row.label and row.label != row.key and not row.label.startswith(row.key.split("#")[0])
         name = escape_text(row.label if labelled else reader_name(row.key))

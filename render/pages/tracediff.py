@@ -14,6 +14,7 @@ from typing import Any
 
 from measure.errors import ProbebookError
 from render.derive import basis, intervals, kernels
+from render.numbers import ledger
 from render.numbers.links import escape_text, evidence_page, field_anchor, relative_link, short_id
 from render.numbers.quantity import Quantity
 from render.tables.columns import evidence_rows
@@ -78,7 +79,7 @@ def section(
     rows: list[dict[str, Any]] = []
     for name, a, b in found:
         sides = [step(docs[a], a, "original", name), step(docs[b], b, "new", name)]
-        rows += [q.ledger_row(rel, q.key) for q in sides]
+        rows += [ledger.number_row(q, rel, q.key) for q in sides]
         links = [f"[`{short_id(i)}`]({relative_link(rel, evidence_page(i))})" for i in (a, b)]
         out += [
             "",
@@ -99,7 +100,7 @@ def section(
         ]
         for i, row in enumerate(diff):
             shown = [_cell(name, i, row, field, (a, b)) for field in ("a_s", "b_s", "change_s", "change")]
-            rows += [q.ledger_row(rel, q.key) for q in shown]
+            rows += [ledger.number_row(q, rel, q.key) for q in shown]
             kernel = f"`{escape_text(row['kernel'])}`" if row["kernel"] else ""
             out.append(
                 f"| {escape_text(row['category'])} | {kernel} | " + " | ".join(q.markdown(rel) for q in shown) + " |"
