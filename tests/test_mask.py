@@ -70,8 +70,10 @@ def test_band_check_passes_on_the_models_mask_and_fails_shifted_by_one():
 
 
 def test_config_refuses_bad_options():
-    with pytest.raises(ProbebookError, match="--kinds must list"):
+    with pytest.raises(ProbebookError, match="--kinds must be a comma list of causal, explicit, padded"):
         Config(kinds=("causal", "diagonal"))
+    with pytest.raises(ProbebookError, match="--kinds must be a comma list"):
+        Config(kinds=())
     with pytest.raises(ProbebookError, match="--global-every needs --sliding-window"):
         Config(global_every=2)
     with pytest.raises(ProbebookError, match="--min-length-fraction"):

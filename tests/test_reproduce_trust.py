@@ -21,6 +21,7 @@ import pytest
 from measure.evidence.envelope import Evidence
 from measure.evidence.reruns import BOUNDS, LIST_ITEMS_MOST, out_of_bounds
 from measure.evidence.store import Store
+from probebook.reproduce.trust import open_fields
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "reproduce"
@@ -218,3 +219,9 @@ def test_a_killed_reproduce_leaves_no_job_running(tmp_path: Path) -> None:
     while _processes_naming(str(folder)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _processes_naming(str(folder)) == []
+
+
+def test_a_mask_runs_kinds_are_closed_values_taken_from_evidence() -> None:
+    # the mask probe checks --kinds against its six kinds (declared choices), so a run's kinds are never an open value
+    # that waits for the user's word; --workload still is
+    assert set(open_fields("mask")) == {"workload"}

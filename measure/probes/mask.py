@@ -61,7 +61,7 @@ KINDS = ("causal", "explicit", "padded", "padded-causal", "sliding", "document")
 class Config(OneStepConfig):
     """Options of the mask probe."""
 
-    kinds: tuple[str, ...] = KINDS
+    kinds: tuple[str, ...] = option(KINDS, choices=KINDS)
     """Mask kinds to run, in this order (default: all six)."""
     min_length_fraction: float = 0.5
     """Shortest padded row as a fraction of the width; rows are evenly spaced from the full width down to it."""
@@ -74,9 +74,6 @@ class Config(OneStepConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        unknown = [k for k in self.kinds if k not in KINDS]
-        if unknown or not self.kinds:
-            raise ProbebookError(f"--kinds must list some of {', '.join(KINDS)}, got {','.join(self.kinds)!r}")
         if not 0.0 < self.min_length_fraction <= 1.0:
             raise ProbebookError(f"--min-length-fraction must be in (0, 1], got {self.min_length_fraction}")
         positive("documents", self.documents)
