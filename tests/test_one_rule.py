@@ -5,8 +5,10 @@ number's interval."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from conftest import REPO
+import pytest
+from conftest import REPO, run_cli
 
 from measure.evidence.envelope import Evidence
 from measure.evidence.store import Store
@@ -37,9 +39,17 @@ def test_campaign_status_takes_batch_summary_s_largest_batch(tmp_path):
     assert largest_batch(store, done[:1]) == 1 and largest_batch(store, []) is None
 
 
-def test_fit_and_derive_fit_give_the_same_intervals(cli):
-    fit = json.loads(cli("--archive", str(SITE), "fit", "step-scaling", SWEEP, "--json").stdout)
-    derived = json.loads(cli("--archive", str(SITE), "derive", "fit", SWEEP, "--json").stdout)
+@pytest.fixture(scope="module")
+def derived() -> dict[str, Any]:
+    """``derive fit SWEEP --json``, run once as a real process for both tests that read what it printed (each ran
+    the same command, about 1 s of CPU a process)."""
+    got: dict[str, Any] = json.loads(run_cli("--archive", str(SITE), "derive", "fit", SWEEP, "--json").stdout)
+    return got
+
+
+def test_fit_and_derive_fit_give_the_same_intervals(cli_here, derived):
+    # fit in this process (conftest.run_cli_here): its real process's exit status and output are test_derive_cli's
+    fit = json.loads(cli_here("--archive", str(SITE), "fit", "step-scaling", SWEEP, "--json").stdout)
     pairs = {"c_s": "c", "a_s_per_token": "a", "b_s_per_token2": "b"}
     for left, right in pairs.items():
         assert fit[left] == derived[right]["value"]
@@ -48,8 +58,8 @@ def test_fit_and_derive_fit_give_the_same_intervals(cli):
         assert low < derived[right]["value"] < high
 
 
-def test_derive_json_carries_the_interval_or_says_why_none(cli):
-    got = json.loads(cli("--archive", str(SITE), "derive", "fit", SWEEP, "--json").stdout)
+def test_derive_json_carries_the_interval_or_says_why_none(derived):
+    got = derived
     for name in ("c", "max_residual"):
         assert {"value", "unit", "interval", "basis", "derivation", "evidence"} == set(got[name])
     assert set(got["c"]["interval"]) == {"low", "high"} and got["c"]["basis"] is None
