@@ -1,5 +1,7 @@
 """`probebook fit step-scaling` and `probebook project` as real subprocesses on a real temporary archive (the synthetic
-runs are imported, and the later bad arguments refused, through the CLI's entry point in this process)."""
+runs are imported, and the later bad arguments refused, through the CLI's entry point in this process; so are the fits
+whose printed numbers are checked after the first, the real process's exit status, stdout and stderr being tested by
+the JSON fit, the plateau's warning and the refusals)."""
 
 from __future__ import annotations
 
@@ -66,7 +68,9 @@ def test_fit_json_prints_exactly_the_design_object(cli, archive, tmp_path):
 
 def test_token_range_and_named_terms(cli, archive, tmp_path):
     ident = import_step_scaling(cli, archive, tmp_path, PLATEAU)
-    done = cli("--archive", str(archive), "fit", "step-scaling", ident, "--tokens", "2048:", "--terms", "a", "--json")
+    done = run_cli_here(
+        "--archive", str(archive), "fit", "step-scaling", ident, "--tokens", "2048:", "--terms", "a", "--json"
+    )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["terms"] == ["a"] and out["n_points"] == 3 and out["c_s"] == 0
@@ -121,7 +125,7 @@ def test_fit_refuses_other_probes_and_unknown_ids(cli, archive, tmp_path):
         "model,params,context,batch,tok_s,peak_bytes,status",
         [("20m", 20000000, 2048, 1, 1000.0, 100, "ok")],
     )
-    done = cli(
+    done = run_cli_here(  # the import's real process is test_archive_cli's
         "--archive",
         str(archive),
         "archive",
@@ -139,13 +143,13 @@ def test_fit_refuses_other_probes_and_unknown_ids(cli, archive, tmp_path):
     assert done.stderr == (
         f"probebook: error: evidence {ident} is batch-sweep evidence; fit step-scaling needs a step-scaling run\n"
     )
-    done = cli("--archive", str(archive), "fit", "step-scaling", "sha256:" + "0" * 64)
+    done = run_cli_here("--archive", str(archive), "fit", "step-scaling", "sha256:" + "0" * 64)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1 and "no evidence" in done.stderr
 
 
 def test_fit_table_output(cli, archive, tmp_path):
     ident = import_step_scaling(cli, archive, tmp_path, LINEAR)
-    done = cli("--archive", str(archive), "fit", "step-scaling", ident, "--bootstrap", "50")
+    done = run_cli_here("--archive", str(archive), "fit", "step-scaling", ident, "--bootstrap", "50")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split() == ["terms", "c+a"]
