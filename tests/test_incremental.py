@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import fixture_site_paths
+from conftest import fixture_site_paths, shared_folder
 
 from measure.errors import ProbebookError
 from render.assemble import dirty, incremental, sealed
@@ -27,6 +27,20 @@ def _paths(root: Path, docs: Path) -> BuildPaths:
     return paths
 
 
+def _built_copy(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> tuple[BuildPaths, Path]:
+    """A copy, in ``tmp_path``, of the fixture's docs and of their first build (``build`` into ``tmp_path``'s build/
+    and site/); the paths and the docs. The first build is made once per session (``shared_folder``) and copied
+    with its files' times (the dirty build compares them), since each test that edits the docs then builds again
+    built it itself, about 2 s of CPU each; the tests change only their copy."""
+
+    def make(folder: Path) -> None:
+        shutil.copytree(SITE / "docs", folder / "docs")
+        build(_paths(folder, folder / "docs"))
+
+    shutil.copytree(shared_folder(tmp_path_factory, "incremental-first-build", make), tmp_path, dirs_exist_ok=True)
+    return _paths(tmp_path, tmp_path / "docs"), tmp_path / "docs"
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -35,11 +49,8 @@ def _mtimes(folder: Path) -> dict[str, int]:
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
 
 
-def test_an_edit_rebuilds_only_its_page_and_matches_a_full_build(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(SITE / "docs", docs)
-    inc = _paths(tmp_path / "inc", docs)
-    build(inc)
+def test_an_edit_rebuilds_only_its_page_and_matches_a_full_build(tmp_path_factory, tmp_path: Path) -> None:
+    inc, docs = _built_copy(tmp_path_factory, tmp_path)
     tree_before, site_before = _mtimes(inc.tree), _mtimes(inc.site)
     derived = inc.build / incremental.DERIVED
     kept = incremental.DerivedCache(inc.build).load()
@@ -134,11 +145,8 @@ def test_tree_writes_only_changed_files_and_removes_dropped_ones(tmp_path: Path)
 
 
 @pytest.mark.parametrize("full", [False, True])
-def test_a_failed_build_leaves_the_site_as_it_was(tmp_path: Path, full: bool) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(SITE / "docs", docs)
-    paths = _paths(tmp_path, docs)
-    build(paths)
+def test_a_failed_build_leaves_the_site_as_it_was(tmp_path_factory, tmp_path: Path, full: bool) -> None:
+    paths, docs = _built_copy(tmp_path_factory, tmp_path)
     before = _files(paths.site)
     page = next(docs.glob("records/*/v*.md"))
     page.write_text(page.read_text(encoding="utf-8") + "\nSee [a page](no-such-page.md).\n", encoding="utf-8")
@@ -152,11 +160,8 @@ def test_a_failed_build_leaves_the_site_as_it_was(tmp_path: Path, full: bool) ->
     assert not any(pending in data for data in _files(paths.build / incremental.CACHE_FOLDER).values())
 
 
-def test_a_tree_only_build_makes_the_next_site_build_a_full_one(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(SITE / "docs", docs)
-    paths = _paths(tmp_path, docs)
-    build(paths)
+def test_a_tree_only_build_makes_the_next_site_build_a_full_one(tmp_path_factory, tmp_path: Path) -> None:
+    paths, docs = _built_copy(tmp_path_factory, tmp_path)
     page = next(docs.glob("records/*/v*.md"))
     page.write_text(page.read_text(encoding="utf-8") + "\nEdited before a tree-only build.\n", encoding="utf-8")
     build(paths, site=False)  # the tree changes, the site does not: no state may vouch for the site now
