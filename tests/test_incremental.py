@@ -191,9 +191,8 @@ def test_a_rebuilt_page_with_no_search_entries_loses_its_old_ones(tmp_path: Path
     assert not dirty.merge_search_index(previous, partial, {"d.html"})
 
 
-def test_a_superseded_version_is_left_out_of_the_search_index(tmp_path: Path) -> None:
-    paths = _paths(tmp_path / "site", SITE / "docs")
-    build(paths, full=True)
+def test_a_superseded_version_is_left_out_of_the_search_index(fixture_site: BuildPaths) -> None:
+    paths = fixture_site  # the session's build of the fixture's sources (conftest), a first and so a full build
     (record,) = {p.parent.name for p in (SITE / "docs" / "records").glob("*/v2.md")}
     pages = {e["location"].split("#")[0] for e in json.loads((paths.site / dirty.SEARCH_INDEX).read_bytes())["docs"]}
     assert f"records/{record}/v2.html" in pages
