@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import HANG_S, REPOSITORY_BUILD_STDOUT, repository_build
+from conftest import HANG_S, REPOSITORY_BUILD_STDOUT, repository_build, run_cli_here
 
 from render.numbers.ledger import read as read_ledger
 from render.pages.sources import load
@@ -238,7 +238,7 @@ def test_lint_lists_every_hit(tmp_path: Path, cli) -> None:
     ]
     assert out.stderr.strip() == "probebook: 2 hand-typed measurement(s), 1 unchecked comparative sentence(s)"
     ok = "ok: no hand-typed measurements, no unchecked comparative sentences"
-    assert _ok(cli("lint", "--docs", str(REPO / "docs"))).strip() == ok
+    assert _ok(run_cli_here("lint", "--docs", str(REPO / "docs"))).strip() == ok
 
 
 def test_bad_input_is_one_line_and_leaves_the_archive_untouched(tmp_path: Path, cli) -> None:
@@ -268,14 +268,15 @@ def test_bad_input_is_one_line_and_leaves_the_archive_untouched(tmp_path: Path, 
     victim = next(p for p in sorted(archive.rglob("*.json")))
     victim.chmod(0o644)
     victim.write_bytes(victim.read_bytes().replace(b"synthetic", b"Synthetic"))
-    out = cli(*args)
+    # this refusal and the next in this process (conftest.run_cli_here); the first kept the real exit status and stderr
+    out = run_cli_here(*args)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.startswith(f"probebook: error: {victim}: bytes do not match the file's name")
     assert not (tmp_path / "site").exists()
     after = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in archive.rglob("*") if p.is_file()}
     assert sorted(after) == sorted(before)
     assert [p for p in after if after[p] != before[p]] == [victim]
-    missing = cli("build", "--docs", str(tmp_path / "nowhere"), "--archive", str(FIXTURE_ARCHIVE))
+    missing = run_cli_here("build", "--docs", str(tmp_path / "nowhere"), "--archive", str(FIXTURE_ARCHIVE))
     assert missing.returncode == 2 and "no such sources folder" in missing.stderr
 
 
