@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli, run_cli_here
+from conftest import REPO, run_cli_here
 
 from measure.errors import EXIT, ProbebookError, run_action
 
@@ -49,8 +49,9 @@ def test_a_missing_package_is_one_line_naming_it_and_a_missing_own_module_stays_
 
 
 def test_a_page_expression_where_fit_takes_a_range_is_one_line_and_bad_input() -> None:
-    # fit(ev, fit(ev).c): the expression becomes fit's token range; this was a TypeError traceback, exit 1
-    out = run_cli("--archive", str(SITE_ARCHIVE), "derive", "fit", STEP, "fit(ev).c")
+    # fit(ev, fit(ev).c): the expression becomes fit's token range; this was a TypeError traceback, exit 1. In this
+    # process (conftest.run_cli_here): derive's real exit status and stderr on a refusal are test_derive_page_functions'
+    out = run_cli_here("--archive", str(SITE_ARCHIVE), "derive", "fit", STEP, "fit(ev).c")
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
     # fit() checks its token range itself (issue 25): the refusal names the argument

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli_here
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,7 @@ SMALL = ["--width", "8", "--microbatch", "2", "--accumulation", "1", "--bucket-s
 
 
 def measure(cli, archive, *args):
-    """``probebook measure padding ARGS`` through ``cli``: the real process (``run_cli``) for the refusals below,
+    """``probebook measure padding ARGS`` through ``cli``: the real process (``run_cli``) for the first refusal below,
     this process (``run_cli_here``) for the sweeps, whose subject is what the probe stores."""
     out = cli("--archive", str(archive), "measure", "padding", *args)
     ident = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
@@ -132,7 +133,8 @@ def test_bad_input_is_one_line(cli, archive):
         f"probebook: error: {FIXTURES / 'lengths.csv'}: no column 'tokens' of token lengths (columns: length)"
     ]
     assert not (archive / "evidence").exists()
-    out, _ = measure(cli, archive, "--corpus", str(FIXTURES / "lengths.csv"), "--fit", "sha256:12", "--quiet")
+    # the second refusal in this process (conftest.run_cli_here); the first kept the real exit status and stderr
+    out, _ = measure(run_cli_here, archive, "--corpus", str(FIXTURES / "lengths.csv"), "--fit", "sha256:12", "--quiet")
     assert out.returncode == 2 and "--fit 'sha256:12' is not an evidence id" in out.stderr
 
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import run_cli_here
 
 from measure.run.sessions import Offsets, Session, merge_data, merged_status
 from measure.timing import HostClock, WindowPlan, session_count, time_interleaved, time_windows
@@ -159,7 +160,8 @@ def test_a_session_killed_mid_run_leaves_a_partial_document(cli, archive: Path, 
     ],
 )
 def test_bad_session_counts_are_one_line_errors(cli, archive: Path, args: list[str], message: str) -> None:
-    out = cli("--archive", str(archive), "measure", *args, "--device", "cpu", "--preset", "tiny")
+    run = cli if args[0] == "step-scaling" else run_cli_here  # the first in a real process, the second in this one
+    out = run("--archive", str(archive), "measure", *args, "--device", "cpu", "--preset", "tiny")
     assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
 
 
