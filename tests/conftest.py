@@ -50,7 +50,7 @@ blocking the suite forever; the CPU-time bounds in the tests and CI's overall li
 
 RUN_TIME = (
     "probebook tests: the README's command (`python3 -m pytest -n auto`, end-to-end tests left to `-m slow`) "
-    "takes about 245 s of CPU on a 2-core machine, 2 to 9 min of wall by its other load (bench/test_cpu.py "
+    "takes about 250 s of CPU on a 2-core machine, 2 to 9 min of wall by its other load (bench/test_cpu.py "
     "measures it); a subset: `pytest tests/test_fit.py`, `pytest -k fit -n 0`, the end-to-end tests "
     "`pytest -n auto -m slow` (.ci/run runs both)"
 )
