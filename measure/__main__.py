@@ -1,11 +1,9 @@
 """``python -m measure <probe> [options]``: the probes of ``probebook measure``, sharing ``measure.cli``."""
 
-import logging
-import os
 import sys
 
 from measure.cli import main
-from measure.errors import EXIT
+from measure.errors import EXIT, hard_exit
 
 code = main()
 if code == EXIT["interrupted"]:
@@ -13,11 +11,5 @@ if code == EXIT["interrupted"]:
     # its id printed, so leave without the interpreter's teardown. An interrupt raised inside a torch profiler
     # region can leave torch's callbacks half removed, and its teardown then crashed the process (SIGSEGV, exit -11
     # instead of 130, after "record_function.cpp: Requested callback is not found"; seen in CI's SIGTERM test).
-    logging.shutdown()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        pass
-    os._exit(code)
+    hard_exit(code)
 sys.exit(code)

@@ -157,3 +157,18 @@ def _bug(prog: str) -> int:
     traceback.print_exc()
     print(f"{prog}: internal error (a bug; please report it with the traceback above)", file=sys.stderr)
     return EXIT["bug"]
+
+
+def hard_exit(code: int) -> None:
+    """Flush the logs and the output, then end the process at once (``os._exit``), without the interpreter's
+    teardown: what an entry point does once everything is written and every child waited for."""
+    import logging
+    import os
+
+    logging.shutdown()  # flushes every handler
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader went away (``probebook ls | head``): nothing left to say
+        pass
+    os._exit(code)

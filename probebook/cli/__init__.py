@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from measure.cli import HelpFormatter, archive_option, command, command_group
-from measure.errors import run_action
+from measure.errors import hard_exit, run_action
 
 COMMAND_MODULES = ("archive", "campaign", "check", "derive", "measure", "remeasure", "reproduce", "site")
 COMMANDS = {
@@ -136,11 +135,4 @@ def run() -> None:
     anyway. So output is flushed and the process exits at once (``os._exit``), as mypy does (``hard_exit``).
     Every child process has been waited for by then; ``main`` itself, which tests call, returns normally.
     """
-    code = main()
-    logging.shutdown()  # flushes every handler
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (``probebook ls | head``): nothing left to say
-        pass
-    os._exit(code)
+    hard_exit(main())
